@@ -1,0 +1,1 @@
+//! Epoch protection and the Epoch-Protected Version Scheme (EPVS).
