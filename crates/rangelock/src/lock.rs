@@ -1,0 +1,176 @@
+//! The safe wrapper over a [`RawRangeLock`] and its RAII guard.
+
+use core::fmt;
+use core::mem::ManuallyDrop;
+use core::ops::Range;
+use std::time::{Duration, Instant};
+
+use crate::error::LockError;
+use crate::range::{check_range, Mode};
+use crate::raw::RawRangeLock;
+
+/// A range lock over `u64` units, generic over its raw implementation.
+///
+/// Every method takes a half-open range `start..end` with `start < end`; an empty or
+/// inverted range is answered with [`LockError::InvalidRange`] and locks nothing.
+pub struct Lock<R: RawRangeLock> {
+    raw: R,
+}
+
+impl<R: RawRangeLock> Lock<R> {
+    /// Wraps a raw lock.
+    pub const fn from_raw(raw: R) -> Self {
+        Lock { raw }
+    }
+
+    /// The raw lock underneath.
+    pub fn raw(&self) -> &R {
+        &self.raw
+    }
+
+    /// Locks `range` exclusively, waiting as long as it takes.
+    #[inline]
+    pub fn lock(&self, range: Range<u64>) -> Result<RangeGuard<'_, R>, LockError> {
+        self.lock_mode(range, Mode::Exclusive)
+    }
+
+    /// Locks `range` shared, waiting as long as it takes.
+    #[inline]
+    pub fn lock_shared(&self, range: Range<u64>) -> Result<RangeGuard<'_, R>, LockError> {
+        self.lock_mode(range, Mode::Shared)
+    }
+
+    /// Locks `range` in `mode`, waiting as long as it takes.
+    #[inline]
+    pub fn lock_mode(&self, range: Range<u64>, mode: Mode) -> Result<RangeGuard<'_, R>, LockError> {
+        check_range(&range)?;
+        let token = self.raw.lock(range.clone(), mode);
+        Ok(RangeGuard::new(self, range, mode, token))
+    }
+
+    /// Locks `range` exclusively if no incompatible holder overlaps it right now.
+    #[inline]
+    pub fn try_lock(&self, range: Range<u64>) -> Result<RangeGuard<'_, R>, LockError> {
+        self.try_lock_mode(range, Mode::Exclusive)
+    }
+
+    /// Locks `range` shared if no exclusive holder overlaps it right now.
+    #[inline]
+    pub fn try_lock_shared(&self, range: Range<u64>) -> Result<RangeGuard<'_, R>, LockError> {
+        self.try_lock_mode(range, Mode::Shared)
+    }
+
+    /// Locks `range` in `mode` without waiting.
+    #[inline]
+    pub fn try_lock_mode(
+        &self,
+        range: Range<u64>,
+        mode: Mode,
+    ) -> Result<RangeGuard<'_, R>, LockError> {
+        check_range(&range)?;
+        match self.raw.try_lock(range.clone(), mode) {
+            Some(token) => Ok(RangeGuard::new(self, range, mode, token)),
+            None => Err(LockError::WouldBlock),
+        }
+    }
+
+    /// Locks `range` exclusively, giving up after `timeout`.
+    #[inline]
+    pub fn lock_timeout(
+        &self,
+        range: Range<u64>,
+        timeout: Duration,
+    ) -> Result<RangeGuard<'_, R>, LockError> {
+        self.lock_mode_until(range, Mode::Exclusive, deadline_after(timeout))
+    }
+
+    /// Locks `range` shared, giving up after `timeout`.
+    #[inline]
+    pub fn lock_shared_timeout(
+        &self,
+        range: Range<u64>,
+        timeout: Duration,
+    ) -> Result<RangeGuard<'_, R>, LockError> {
+        self.lock_mode_until(range, Mode::Shared, deadline_after(timeout))
+    }
+
+    /// Locks `range` in `mode`, giving up at `deadline`.
+    #[inline]
+    pub fn lock_mode_until(
+        &self,
+        range: Range<u64>,
+        mode: Mode,
+        deadline: Instant,
+    ) -> Result<RangeGuard<'_, R>, LockError> {
+        check_range(&range)?;
+        match self.raw.lock_until(range.clone(), mode, deadline) {
+            Some(token) => Ok(RangeGuard::new(self, range, mode, token)),
+            None => Err(LockError::TimedOut),
+        }
+    }
+}
+
+impl<R: RawRangeLock + Default> Default for Lock<R> {
+    fn default() -> Self {
+        Lock::from_raw(R::default())
+    }
+}
+
+impl<R: RawRangeLock> fmt::Debug for Lock<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lock").field("variant", &R::NAME).finish_non_exhaustive()
+    }
+}
+
+/// A deadline `timeout` from now; a timeout too large to represent waits forever in practice.
+fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400))
+}
+
+/// A held range; dropping it unlocks the range in O(1) (no search).
+#[must_use = "the range is unlocked as soon as the guard is dropped"]
+pub struct RangeGuard<'a, R: RawRangeLock> {
+    lock: &'a Lock<R>,
+    range: Range<u64>,
+    mode: Mode,
+    token: ManuallyDrop<R::Token>,
+}
+
+impl<'a, R: RawRangeLock> RangeGuard<'a, R> {
+    fn new(lock: &'a Lock<R>, range: Range<u64>, mode: Mode, token: R::Token) -> Self {
+        RangeGuard { lock, range, mode, token: ManuallyDrop::new(token) }
+    }
+
+    /// The range this guard holds.
+    pub fn range(&self) -> Range<u64> {
+        self.range.clone()
+    }
+
+    /// The mode this guard holds its range in.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+}
+
+impl<R: RawRangeLock> Drop for RangeGuard<'_, R> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: `token` came from an acquisition on `self.lock.raw` (see `RangeGuard::new`'s
+        // callers) and is taken exactly once, here, so it has not been released before.
+        unsafe {
+            let token = ManuallyDrop::take(&mut self.token);
+            self.lock.raw.unlock(token);
+        }
+    }
+}
+
+impl<R: RawRangeLock> fmt::Debug for RangeGuard<'_, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RangeGuard")
+            .field("variant", &R::NAME)
+            .field("range", &self.range)
+            .field("mode", &self.mode)
+            .finish()
+    }
+}

@@ -1,0 +1,45 @@
+//! The raw range-lock interface every variant implements.
+
+use core::ops::Range;
+use std::time::Instant;
+
+use crate::range::Mode;
+
+/// A raw range lock: the unsafe core behind [`crate::Lock`].
+///
+/// Implementors lock half-open ranges `[start, end)` of `u64` in [`Mode::Exclusive`] or
+/// [`Mode::Shared`] mode. The safe wrapper validates ranges (non-empty, `start < end`)
+/// before calling in, so implementations may assume valid input.
+///
+/// # Safety
+///
+/// Implementations must guarantee mutual exclusion: between a successful acquisition of
+/// range `a` in mode `m` returning a token and the matching [`unlock`](Self::unlock), no
+/// other acquisition of a range overlapping `a` in a mode incompatible with `m` (see
+/// [`Mode::compatible`]) may succeed. A successful acquisition must also *happen before*
+/// nothing and *happen after* the unlock of every conflicting holder it waited for: the
+/// unlock has Release semantics and the acquisition Acquire semantics, so data written
+/// under a range is visible to the next holder of an overlapping range.
+pub unsafe trait RawRangeLock: Send + Sync {
+    /// Identifies one held range; handed back to [`unlock`](Self::unlock).
+    type Token: Send;
+
+    /// Short stable name used by benchmarks and reports (e.g. `"kogan-list"`).
+    const NAME: &'static str;
+
+    /// Tries to acquire `range` in `mode` without waiting.
+    fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<Self::Token>;
+
+    /// Acquires `range` in `mode`, waiting as long as it takes.
+    fn lock(&self, range: Range<u64>, mode: Mode) -> Self::Token;
+
+    /// Acquires `range` in `mode`, giving up at `deadline`.
+    fn lock_until(&self, range: Range<u64>, mode: Mode, deadline: Instant) -> Option<Self::Token>;
+
+    /// Releases a range acquired from this lock.
+    ///
+    /// # Safety
+    ///
+    /// `token` must have been returned by an acquisition on `self` and not released since.
+    unsafe fn unlock(&self, token: Self::Token);
+}
