@@ -1,1 +1,4 @@
 //! Benchmark harness and suites.
+
+pub mod arrays;
+pub mod peers;

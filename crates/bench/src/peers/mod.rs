@@ -1,0 +1,3 @@
+//! Peers: implementations of other people's algorithms we measure against.
+
+pub mod bravo;
