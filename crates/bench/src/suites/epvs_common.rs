@@ -1,0 +1,91 @@
+//! Helpers shared by the `epvs-*` suites: thread counts, parameter maps, simulated work.
+
+use serde_json::{Map, Value};
+
+use crate::harness::Options;
+
+/// The oversubscribed thread counts the `epvs-*` suites add in full mode (a robustness
+/// view on a 2-core machine, never a scaling claim).
+pub(crate) const OVERSUBSCRIBED: [usize; 2] = [8, 16];
+
+/// `(threads, oversubscribed)` pairs: the requested counts, plus [`OVERSUBSCRIBED`] in full
+/// mode when `oversubscribe` is set; a count above the machine's cores is marked
+/// oversubscribed.
+pub(crate) fn thread_counts(opts: &Options, oversubscribe: bool) -> Vec<(usize, bool)> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut counts: Vec<usize> = opts.threads.clone();
+    if oversubscribe && !opts.quick {
+        counts.extend(OVERSUBSCRIBED);
+    }
+    counts.retain(|&t| t > 0);
+    counts.sort_unstable();
+    counts.dedup();
+    counts.into_iter().map(|t| (t, t > cores)).collect()
+}
+
+/// A `params` map from `(name, value)` pairs.
+pub(crate) fn params<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
+    pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}
+
+/// Bytes of thread-local data hashed per simulated operation (seed 2 §6.2: "each thread
+/// protects hashing of some local bytes").
+pub(crate) const WORK_BYTES: usize = 64;
+
+/// The simulated operation: hash `WORK_BYTES` of thread-local data (no shared state).
+#[inline]
+pub(crate) fn hash_work(local: &mut [u64; WORK_BYTES / 8], salt: u64) -> u64 {
+    let mut h = salt ^ 0xcbf2_9ce4_8422_2325;
+    for w in local.iter_mut() {
+        h = (h ^ *w).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(23);
+        *w = w.wrapping_add(h);
+    }
+    std::hint::black_box(h)
+}
+
+/// A probability as a threshold on a uniform `u64`: `rng < threshold` has probability `p`.
+pub(crate) fn threshold(p: f64) -> u64 {
+    if p >= 1.0 {
+        u64::MAX
+    } else if p <= 0.0 {
+        0
+    } else {
+        (p * u64::MAX as f64) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn opts(quick: bool, threads: Vec<usize>) -> Options {
+        Options {
+            quick,
+            threads,
+            out: "target/rangelock-report".into(),
+            rounds: 1,
+            duration: Duration::from_millis(1),
+        }
+    }
+
+    #[test]
+    fn thread_counts_add_oversubscribed_in_full_mode_only() {
+        let full: Vec<usize> = thread_counts(&opts(false, vec![2, 1]), true).iter().map(|x| x.0).collect();
+        assert_eq!(full, vec![1, 2, 8, 16]);
+        let quick: Vec<usize> = thread_counts(&opts(true, vec![1, 2]), true).iter().map(|x| x.0).collect();
+        assert_eq!(quick, vec![1, 2]);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        for (t, over) in thread_counts(&opts(false, vec![1]), true) {
+            assert_eq!(over, t > cores, "{t} threads on {cores} cores");
+        }
+    }
+
+    #[test]
+    fn threshold_extremes() {
+        assert_eq!(threshold(1.0), u64::MAX);
+        assert_eq!(threshold(0.0), 0);
+        let t = threshold(0.5);
+        assert!(t > u64::MAX / 2 - 4096 && t < u64::MAX / 2 + 4096);
+    }
+}
