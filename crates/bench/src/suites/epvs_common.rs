@@ -71,9 +71,11 @@ mod tests {
 
     #[test]
     fn thread_counts_add_oversubscribed_in_full_mode_only() {
-        let full: Vec<usize> = thread_counts(&opts(false, vec![2, 1]), true).iter().map(|x| x.0).collect();
+        let full: Vec<usize> =
+            thread_counts(&opts(false, vec![2, 1]), true).iter().map(|x| x.0).collect();
         assert_eq!(full, vec![1, 2, 8, 16]);
-        let quick: Vec<usize> = thread_counts(&opts(true, vec![1, 2]), true).iter().map(|x| x.0).collect();
+        let quick: Vec<usize> =
+            thread_counts(&opts(true, vec![1, 2]), true).iter().map(|x| x.0).collect();
         assert_eq!(quick, vec![1, 2]);
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         for (t, over) in thread_counts(&opts(false, vec![1]), true) {
