@@ -121,3 +121,16 @@ impl Workload {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epvs_array_smoke() {
+        super::super::epvs_common::smoke(
+            &EpvsArray,
+            &["latch-free-mock", "rwlock-std", "rwlock-parking-lot", "bravo"],
+        );
+    }
+}

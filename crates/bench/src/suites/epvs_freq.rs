@@ -80,3 +80,13 @@ pub(crate) fn case<P: Protector + 'static>(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epvs_freq_smoke() {
+        super::super::epvs_common::smoke(&EpvsFreq, &["latch-free", "latched", "bravo"]);
+    }
+}

@@ -104,3 +104,16 @@ impl Cfg {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epvs_ops_smoke() {
+        super::super::epvs_common::smoke(
+            &EpvsOps,
+            &["crossbeam-pin", "lightepoch", "rwlock-parking-lot", "bravo"],
+        );
+    }
+}

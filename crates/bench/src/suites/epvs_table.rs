@@ -90,3 +90,13 @@ impl Cfg {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epvs_table_smoke() {
+        super::super::epvs_common::smoke(&EpvsTable, &["lightepoch", "lightepoch-pinned", "bravo"]);
+    }
+}
