@@ -54,6 +54,35 @@ pub(crate) fn threshold(p: f64) -> u64 {
     }
 }
 
+/// Smoke test for a suite: every quick-mode case runs briefly, counts operations, and the
+/// case list names each variant in `expected` for every (params, threads) group.
+#[cfg(test)]
+pub(crate) fn smoke(suite: &dyn crate::harness::Suite, expected: &[&str]) {
+    use std::collections::BTreeMap;
+    let opts = Options {
+        quick: true,
+        threads: vec![1, 2],
+        out: "target/rangelock-report".into(),
+        rounds: 1,
+        duration: std::time::Duration::from_millis(5),
+    };
+    let mut cases = suite.cases(&opts);
+    assert!(!cases.is_empty(), "{}: no cases", suite.name());
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for case in &mut cases {
+        let key = format!("{} t={}", Value::Object(case.params.clone()), case.threads);
+        groups.entry(key).or_default().push(case.variant.clone());
+        let sample = (case.run)(opts.duration);
+        assert!(sample.ops > 0, "{}: {} made no progress", suite.name(), case.variant);
+    }
+    for (key, variants) in groups {
+        for v in expected {
+            assert!(variants.iter().any(|x| x == v), "{}: {key} lacks {v}", suite.name());
+        }
+        assert!(variants.iter().any(|x| x == suite.baseline()), "{key} lacks the baseline");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,34 +118,5 @@ mod tests {
         assert_eq!(threshold(0.0), 0);
         let t = threshold(0.5);
         assert!(t > u64::MAX / 2 - 4096 && t < u64::MAX / 2 + 4096);
-    }
-}
-
-/// Smoke test for a suite: every quick-mode case runs briefly, counts operations, and the
-/// case list names each variant in `expected` for every (params, threads) group.
-#[cfg(test)]
-pub(crate) fn smoke(suite: &dyn crate::harness::Suite, expected: &[&str]) {
-    use std::collections::BTreeMap;
-    let opts = Options {
-        quick: true,
-        threads: vec![1, 2],
-        out: "target/rangelock-report".into(),
-        rounds: 1,
-        duration: std::time::Duration::from_millis(5),
-    };
-    let mut cases = suite.cases(&opts);
-    assert!(!cases.is_empty(), "{}: no cases", suite.name());
-    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for case in &mut cases {
-        let key = format!("{} t={}", Value::Object(case.params.clone()), case.threads);
-        groups.entry(key).or_default().push(case.variant.clone());
-        let sample = (case.run)(opts.duration);
-        assert!(sample.ops > 0, "{}: {} made no progress", suite.name(), case.variant);
-    }
-    for (key, variants) in groups {
-        for v in expected {
-            assert!(variants.iter().any(|x| x == v), "{}: {key} lacks {v}", suite.name());
-        }
-        assert!(variants.iter().any(|x| x == suite.baseline()), "{key} lacks the baseline");
     }
 }
