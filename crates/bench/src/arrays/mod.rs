@@ -203,34 +203,82 @@ pub(crate) mod tests {
     use std::sync::Barrier;
     use std::thread;
 
-    /// Sequential behaviour against a `Vec<u64>` model.
-    pub(crate) fn sequential_model<A: BenchArray>() {
+    /// One step of the sequential model check.
+    #[derive(Debug, Clone)]
+    pub(crate) enum ModelOp {
+        Push(u64),
+        /// Index relative to the current length (may be out of range by a little).
+        Write(usize, u64),
+        Read(usize),
+    }
+
+    /// Runs `ops` on a fresh `A` (3 initial elements, capacity 4, so pushes resize) and on
+    /// a `Vec<u64>`, asserting the same answers.
+    pub(crate) fn check_model<A: BenchArray>(ops: &[ModelOp]) {
         let cfg = ArrayConfig { initial_len: 3, min_capacity: 4, ..ArrayConfig::default() };
         let arr = A::new(&cfg);
         let mut s = arr.session();
         let mut model = vec![0u64; 3];
-        let mut rng = Rng::for_thread(7);
-        for step in 0..5_000u64 {
-            match rng.below(4) {
-                0 => {
-                    let v = rng.next_u64();
+        for op in ops {
+            match *op {
+                ModelOp::Push(v) => {
                     assert_eq!(s.push(v), model.len(), "{}: push index", A::NAME);
                     model.push(v);
                 }
-                1 => {
-                    let i = rng.below(model.len() + 2);
-                    let ok = s.write(i, step);
-                    assert_eq!(ok, i < model.len(), "{}: write in range", A::NAME);
+                ModelOp::Write(i, v) => {
+                    let ok = s.write(i, v);
+                    assert_eq!(ok, i < model.len(), "{}: write {i} in range", A::NAME);
                     if ok {
-                        model[i] = step;
+                        model[i] = v;
                     }
                 }
-                _ => {
-                    let i = rng.below(model.len() + 2);
+                ModelOp::Read(i) => {
                     assert_eq!(s.read(i), model.get(i).copied(), "{}: read {i}", A::NAME);
                 }
             }
             assert_eq!(s.len(), model.len(), "{}: len", A::NAME);
+        }
+    }
+
+    /// A long pseudo-random sequence for [`check_model`].
+    pub(crate) fn random_ops(n: usize) -> Vec<ModelOp> {
+        let mut rng = Rng::for_thread(7);
+        let mut len = 3;
+        (0..n)
+            .map(|step| match rng.below(4) {
+                0 => {
+                    len += 1;
+                    ModelOp::Push(rng.next_u64())
+                }
+                1 => ModelOp::Write(rng.below(len + 2), step as u64),
+                _ => ModelOp::Read(rng.below(len + 2)),
+            })
+            .collect()
+    }
+
+    /// Sequential behaviour against a `Vec<u64>` model.
+    pub(crate) fn sequential_model<A: BenchArray>() {
+        check_model::<A>(&random_ops(5_000));
+    }
+
+    fn model_op() -> impl proptest::strategy::Strategy<Value = ModelOp> {
+        use proptest::prelude::*;
+        prop_oneof![
+            any::<u64>().prop_map(ModelOp::Push),
+            (0usize..80, any::<u64>()).prop_map(|(i, v)| ModelOp::Write(i, v)),
+            (0usize..80).prop_map(ModelOp::Read),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_variant_matches_the_vec_model(
+            ops in proptest::collection::vec(model_op(), 0..200)
+        ) {
+            check_model::<LatchFreeMock>(&ops);
+            check_model::<RwLockStdArray>(&ops);
+            check_model::<RwLockParkingLotArray>(&ops);
+            check_model::<BravoArray>(&ops);
         }
     }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::epvs_common::{params, thread_counts};
+use super::epvs_common::params;
 use crate::arrays::{
     drive, ArrayConfig, ArraySession, BenchArray, BravoArray, LatchFreeMock, Mix, Rng,
     RwLockParkingLotArray, RwLockStdArray,
@@ -55,7 +55,7 @@ impl Suite for EpvsArray {
                 if push_pct == 0 && delay_ms != 0 {
                     continue; // no pushes, no resizes: the delay would never apply
                 }
-                for (threads, over) in thread_counts(opts, true) {
+                for (threads, over) in opts.threads_for(true) {
                     let w = Workload::new(push_pct, delay_ms);
                     cases.push(w.case::<LatchFreeMock>(threads, over));
                     cases.push(w.case::<RwLockStdArray>(threads, over));

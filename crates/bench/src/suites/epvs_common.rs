@@ -2,27 +2,6 @@
 
 use serde_json::{Map, Value};
 
-use crate::harness::Options;
-
-/// The oversubscribed thread counts the `epvs-*` suites add in full mode (a robustness
-/// view on a 2-core machine, never a scaling claim).
-pub(crate) const OVERSUBSCRIBED: [usize; 2] = [8, 16];
-
-/// `(threads, oversubscribed)` pairs: the requested counts, plus [`OVERSUBSCRIBED`] in full
-/// mode when `oversubscribe` is set; a count above the machine's cores is marked
-/// oversubscribed.
-pub(crate) fn thread_counts(opts: &Options, oversubscribe: bool) -> Vec<(usize, bool)> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut counts: Vec<usize> = opts.threads.clone();
-    if oversubscribe && !opts.quick {
-        counts.extend(OVERSUBSCRIBED);
-    }
-    counts.retain(|&t| t > 0);
-    counts.sort_unstable();
-    counts.dedup();
-    counts.into_iter().map(|t| (t, t > cores)).collect()
-}
-
 /// A `params` map from `(name, value)` pairs.
 pub(crate) fn params<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
     pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
@@ -58,13 +37,13 @@ pub(crate) fn threshold(p: f64) -> u64 {
 /// case list names each variant in `expected` for every (params, threads) group.
 #[cfg(test)]
 pub(crate) fn smoke(suite: &dyn crate::harness::Suite, expected: &[&str]) {
+    use crate::harness::Options;
     use std::collections::BTreeMap;
     let opts = Options {
-        quick: true,
-        threads: vec![1, 2],
-        out: "target/rangelock-report".into(),
         rounds: 1,
         duration: std::time::Duration::from_millis(5),
+        oversubscribe: false,
+        ..Options::quick()
     };
     let mut cases = suite.cases(&opts);
     assert!(!cases.is_empty(), "{}: no cases", suite.name());
@@ -86,31 +65,6 @@ pub(crate) fn smoke(suite: &dyn crate::harness::Suite, expected: &[&str]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    fn opts(quick: bool, threads: Vec<usize>) -> Options {
-        Options {
-            quick,
-            threads,
-            out: "target/rangelock-report".into(),
-            rounds: 1,
-            duration: Duration::from_millis(1),
-        }
-    }
-
-    #[test]
-    fn thread_counts_add_oversubscribed_in_full_mode_only() {
-        let full: Vec<usize> =
-            thread_counts(&opts(false, vec![2, 1]), true).iter().map(|x| x.0).collect();
-        assert_eq!(full, vec![1, 2, 8, 16]);
-        let quick: Vec<usize> =
-            thread_counts(&opts(true, vec![1, 2]), true).iter().map(|x| x.0).collect();
-        assert_eq!(quick, vec![1, 2]);
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        for (t, over) in thread_counts(&opts(false, vec![1]), true) {
-            assert_eq!(over, t > cores, "{t} threads on {cores} cores");
-        }
-    }
 
     #[test]
     fn threshold_extremes() {

@@ -15,9 +15,10 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use crossbeam_utils::CachePadded;
 use serde_json::Value;
 
-use super::epvs_common::{params, thread_counts};
+use super::epvs_common::params;
 use super::epvs_protect::{
-    protect_loop, BravoLock, CrossbeamPin, Epoch, EpochPinned, Latched, Protector,
+    protect_loop, BravoLock, CrossbeamPin, Epoch, EpochPinned, EpvsEnter, EpvsPinned, Latched,
+    Protector,
 };
 use crate::harness::{run_threads, Case, Options, Suite, ThreadResult};
 
@@ -60,8 +61,10 @@ impl Suite for EpvsOps {
     fn cases(&self, opts: &Options) -> Vec<Case> {
         let mut cases = Vec::new();
         for op in [Op::ProtectRelease, Op::ProtectedRead] {
-            for (threads, over) in thread_counts(opts, false) {
+            for (threads, over) in opts.threads_for(false) {
                 let c = Cfg { op, threads, over };
+                cases.push(c.case("epvs", EpvsEnter::default()));
+                cases.push(c.case("epvs-pinned", EpvsPinned::default()));
                 cases.push(c.case("crossbeam-pin", CrossbeamPin));
                 cases.push(c.case("lightepoch", Epoch::default()));
                 cases.push(c.case("lightepoch-pinned", EpochPinned::default()));
@@ -113,7 +116,7 @@ mod tests {
     fn epvs_ops_smoke() {
         super::super::epvs_common::smoke(
             &EpvsOps,
-            &["crossbeam-pin", "lightepoch", "rwlock-parking-lot", "bravo"],
+            &["epvs", "epvs-pinned", "crossbeam-pin", "lightepoch", "rwlock-parking-lot", "bravo"],
         );
     }
 }
