@@ -1,0 +1,176 @@
+//! `<out>/<suite>.svg`: ops/s against the x axis, one line per variant, one panel per params
+//! group (the params with the x-axis parameter removed).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use plotters::prelude::*;
+use serde_json::{Map, Value};
+
+use super::human;
+use crate::harness::case::XAxis;
+use crate::harness::error::BenchError;
+use crate::harness::record::Record;
+
+const PANEL_W: u32 = 900;
+const PANEL_H: u32 = 420;
+
+struct Panel {
+    title: String,
+    /// (line name, (x value, ops/s) points)
+    lines: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// Draws the plot of `records` into `path`.
+pub fn write(
+    path: &Path,
+    suite: &str,
+    x_axis: XAxis,
+    records: &[Record],
+) -> Result<(), BenchError> {
+    let panels = panels(x_axis, records);
+    let xs: Vec<f64> = {
+        let set: BTreeSet<u64> = panels
+            .iter()
+            .flat_map(|p| p.lines.iter().flat_map(|(_, pts)| pts.iter().map(|&(x, _)| x.to_bits())))
+            .collect();
+        let mut v: Vec<f64> = set.into_iter().map(f64::from_bits).collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let x_name = match x_axis {
+        XAxis::Threads => "threads".to_owned(),
+        XAxis::Param(p) => p.to_owned(),
+    };
+    let err = |e: &dyn std::fmt::Display| BenchError::Plot {
+        path: path.to_owned(),
+        message: e.to_string(),
+    };
+    let height = PANEL_H * u32::try_from(panels.len().max(1)).unwrap_or(1);
+    let root = SVGBackend::new(path, (PANEL_W, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let areas = root.split_evenly((panels.len().max(1), 1));
+    // Points sit at the index of their x value, labelled with the value: 1, 2, 8, 16
+    // threads (or heights 4..16) spread evenly instead of crowding at the left.
+    let index_of = |x: f64| xs.iter().position(|&v| v == x).unwrap_or(0) as f64;
+    let label = |i: &f64| {
+        let r = i.round();
+        if (i - r).abs() < 1e-6 && r >= 0.0 && (r as usize) < xs.len() {
+            let v = xs[r as usize];
+            if v.fract() == 0.0 {
+                format!("{}", v as i64)
+            } else {
+                format!("{v}")
+            }
+        } else {
+            String::new()
+        }
+    };
+    for (area, panel) in areas.iter().zip(&panels) {
+        let ymax = panel
+            .lines
+            .iter()
+            .flat_map(|(_, pts)| pts.iter().map(|&(_, y)| y))
+            .fold(0.0f64, f64::max)
+            .max(1.0)
+            * 1.15;
+        let nx = xs.len().max(1);
+        let mut chart = ChartBuilder::on(area)
+            .caption(format!("{suite}: {}", panel.title), ("sans-serif", 16))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(80)
+            .build_cartesian_2d(-0.5f64..(nx as f64 - 0.5), 0f64..ymax)
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .x_labels(nx * 2 + 1)
+            .x_label_formatter(&label)
+            .y_label_formatter(&|y| human(*y))
+            .x_desc(x_name.as_str())
+            .y_desc("ops/s")
+            .disable_x_mesh()
+            .draw()
+            .map_err(|e| err(&e))?;
+        for (i, (name, pts)) in panel.lines.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let pts: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (index_of(x), y)).collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(|e| err(&e))?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+                .map_err(|e| err(&e))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(&e))?;
+    }
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// Groups records into panels (by params minus the x parameter) and lines (by variant, and
+/// by thread count too when the x axis is a parameter and several thread counts exist).
+fn panels(x_axis: XAxis, records: &[Record]) -> Vec<Panel> {
+    let multi_threads = records.iter().any(|r| r.threads != records[0].threads);
+    let mut panels: Vec<Panel> = Vec::new();
+    for r in records {
+        let (x, panel_params) = match x_axis {
+            XAxis::Threads => (r.threads as f64, r.params.clone()),
+            XAxis::Param(name) => {
+                let mut rest: Map<String, Value> = r.params.clone();
+                let x = rest.remove(name).and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
+                (x, rest)
+            }
+        };
+        if !x.is_finite() {
+            continue;
+        }
+        let line = match x_axis {
+            XAxis::Param(_) if multi_threads => format!("{} ({} thr)", r.variant, r.threads),
+            _ => r.variant.clone(),
+        };
+        let title = short(&panel_params);
+        let panel = match panels.iter_mut().position(|p| p.title == title) {
+            Some(i) => &mut panels[i],
+            None => {
+                panels.push(Panel { title, lines: Vec::new() });
+                panels.last_mut().expect("just pushed")
+            }
+        };
+        match panel.lines.iter_mut().find(|(n, _)| *n == line) {
+            Some((_, pts)) => pts.push((x, r.ops_per_sec)),
+            None => panel.lines.push((line, vec![(x, r.ops_per_sec)])),
+        }
+    }
+    for p in &mut panels {
+        for (_, pts) in &mut p.lines {
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+    }
+    panels
+}
+
+/// `{"a":1,"b":"x"}` as `a=1 b=x`.
+fn short(params: &Map<String, Value>) -> String {
+    if params.is_empty() {
+        return "all cases".to_owned();
+    }
+    params
+        .iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
