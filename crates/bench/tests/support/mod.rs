@@ -11,20 +11,18 @@ use rangelock::{Lock, Mode, RawRangeLock};
 use rangelock_bench::peers::FcntlOfd;
 use rangelock_bench::variants::{HeightVisitor, VariantSet, VariantVisitor};
 
+/// Next token and the held (token, range, mode) triples.
+type State = (u64, Vec<(u64, Range<u64>, Mode)>);
+
 /// A correct but slow range lock: the held ranges in a vector under one mutex.
 #[derive(Debug, Default)]
 pub struct ListUnderMutex {
-    held: Mutex<(u64, Vec<(u64, Range<u64>, Mode)>)>,
+    held: Mutex<State>,
     freed: Condvar,
 }
 
 impl ListUnderMutex {
-    fn grab(
-        &self,
-        state: &mut (u64, Vec<(u64, Range<u64>, Mode)>),
-        range: &Range<u64>,
-        mode: Mode,
-    ) -> Option<u64> {
+    fn grab(&self, state: &mut State, range: &Range<u64>, mode: Mode) -> Option<u64> {
         let conflict = state
             .1
             .iter()
