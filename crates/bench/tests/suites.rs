@@ -12,7 +12,8 @@ use support::{TempDir, TestSet};
 fn run(suite: &dyn Suite) -> Vec<Record> {
     let dir = TempDir::new(suite.name());
     let opts = Options {
-        threads: vec![2],
+        threads: vec![1, 2],
+        oversubscribe: false,
         rounds: 1,
         duration: Duration::from_millis(5),
         out: dir.0.clone(),
@@ -35,7 +36,7 @@ fn variants(records: &[Record]) -> BTreeSet<&str> {
 fn w1_runs_every_variant_and_the_peer() {
     let records = run(&W1::<TestSet>::default());
     assert_eq!(variants(&records), BTreeSet::from(["fcntl-ofd", "test-list", "test-whole"]));
-    assert_eq!(records.len(), 3);
+    assert_eq!(records.len(), 6);
     assert!(records.iter().all(|r| r.params["range_bytes"] == 1024));
 }
 

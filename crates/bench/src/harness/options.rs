@@ -9,7 +9,7 @@ pub struct Options {
     /// Short runs and smaller parameter sweeps.
     pub quick: bool,
     /// Thread counts. Default `[1, 2]`, plus the oversubscribed `[8, 16]` for suites that ask
-    /// (see [`Options::threads_for`]); an explicit list is taken as given.
+    /// while [`Options::oversubscribe`] is set (see [`Options::threads_for`]).
     pub threads: Vec<usize>,
     /// Report directory (default `target/rangelock-report`).
     pub out: PathBuf,
@@ -17,6 +17,9 @@ pub struct Options {
     pub rounds: usize,
     /// Duration of one measurement (default 1 s, quick 200 ms).
     pub duration: Duration,
+    /// Whether suites that ask for it also run the oversubscribed counts `[8, 16]` (default
+    /// true; the CLI clears it when `--threads` is given, so an explicit list is taken as is).
+    pub oversubscribe: bool,
 }
 
 /// Thread counts every suite runs by default (this machine has 2 cores).
@@ -35,6 +38,7 @@ impl Options {
             out: PathBuf::from(DEFAULT_OUT),
             rounds: 5,
             duration: Duration::from_secs(1),
+            oversubscribe: true,
         }
     }
 
@@ -44,13 +48,14 @@ impl Options {
     }
 
     /// The thread counts of a suite: [`Options::threads`], followed by the oversubscribed
-    /// counts when `oversubscribe` is set and [`Options::threads`] is the default list.
-    /// Each entry says whether it is oversubscribed (more threads than available cores).
-    pub fn threads_for(&self, oversubscribe: bool) -> Vec<(usize, bool)> {
+    /// counts [`OVERSUBSCRIBED_THREADS`] (those not already listed) when the suite asks
+    /// (`suite_wants`) and [`Options::oversubscribe`] is set. Each entry says whether it is
+    /// oversubscribed (more threads than available cores).
+    pub fn threads_for(&self, suite_wants: bool) -> Vec<(usize, bool)> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut list = self.threads.clone();
-        if oversubscribe && self.threads == DEFAULT_THREADS {
-            list.extend(OVERSUBSCRIBED_THREADS);
+        if suite_wants && self.oversubscribe {
+            list.extend(OVERSUBSCRIBED_THREADS.iter().filter(|t| !self.threads.contains(t)));
         }
         list.into_iter().map(|t| (t, t > cores)).collect()
     }
@@ -73,8 +78,11 @@ mod tests {
         assert_eq!(all, [1, 2, 8, 16]);
         let plain: Vec<usize> = opts.threads_for(false).into_iter().map(|(t, _)| t).collect();
         assert_eq!(plain, [1, 2]);
-        let custom = Options { threads: vec![3], ..Options::quick() };
-        let given: Vec<usize> = custom.threads_for(true).into_iter().map(|(t, _)| t).collect();
+        let custom = Options { threads: vec![3, 8], ..Options::quick() };
+        let more: Vec<usize> = custom.threads_for(true).into_iter().map(|(t, _)| t).collect();
+        assert_eq!(more, [3, 8, 16]);
+        let exact = Options { threads: vec![3], oversubscribe: false, ..Options::quick() };
+        let given: Vec<usize> = exact.threads_for(true).into_iter().map(|(t, _)| t).collect();
         assert_eq!(given, [3]);
         assert!(opts.threads_for(true).iter().any(|&(t, over)| t == 16 && over));
     }
