@@ -1,9 +1,15 @@
 //! `<out>/<suite>.svg`: ops/s against the x axis, one line per variant, one panel per params
 //! group (the params with the x-axis parameter removed).
+//!
+//! Points sit at the *index* of their x value and are labelled with the value, so 1, 2, 8,
+//! 16 threads (or heights 4..16) spread evenly. Oversubscribed thread counts are labelled
+//! with `*`. A panel whose values span more than [`LOG_SPAN`]x uses a logarithmic y axis.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use serde_json::{Map, Value};
 
@@ -14,11 +20,35 @@ use crate::harness::record::Record;
 
 const PANEL_W: u32 = 900;
 const PANEL_H: u32 = 420;
+/// Ratio of largest to smallest value above which a panel's y axis is logarithmic.
+pub const LOG_SPAN: f64 = 50.0;
 
 struct Panel {
     title: String,
     /// (line name, (x value, ops/s) points)
     lines: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// The x positions shared by all panels.
+struct XTicks {
+    values: Vec<f64>,
+    labels: Vec<String>,
+    name: String,
+}
+
+impl XTicks {
+    fn index_of(&self, x: f64) -> f64 {
+        self.values.iter().position(|&v| v == x).unwrap_or(0) as f64
+    }
+
+    fn label(&self, at: f64) -> String {
+        let r = at.round();
+        if (at - r).abs() < 1e-6 && r >= 0.0 && (r as usize) < self.labels.len() {
+            self.labels[r as usize].clone()
+        } else {
+            String::new()
+        }
+    }
 }
 
 /// Draws the plot of `records` into `path`.
@@ -29,19 +59,7 @@ pub fn write(
     records: &[Record],
 ) -> Result<(), BenchError> {
     let panels = panels(x_axis, records);
-    let xs: Vec<f64> = {
-        let set: BTreeSet<u64> = panels
-            .iter()
-            .flat_map(|p| p.lines.iter().flat_map(|(_, pts)| pts.iter().map(|&(x, _)| x.to_bits())))
-            .collect();
-        let mut v: Vec<f64> = set.into_iter().map(f64::from_bits).collect();
-        v.sort_by(f64::total_cmp);
-        v
-    };
-    let x_name = match x_axis {
-        XAxis::Threads => "threads".to_owned(),
-        XAxis::Param(p) => p.to_owned(),
-    };
+    let ticks = ticks(x_axis, records, &panels);
     let err = |e: &dyn std::fmt::Display| BenchError::Plot {
         path: path.to_owned(),
         message: e.to_string(),
@@ -50,72 +68,100 @@ pub fn write(
     let root = SVGBackend::new(path, (PANEL_W, height)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let areas = root.split_evenly((panels.len().max(1), 1));
-    // Points sit at the index of their x value, labelled with the value: 1, 2, 8, 16
-    // threads (or heights 4..16) spread evenly instead of crowding at the left.
-    let index_of = |x: f64| xs.iter().position(|&v| v == x).unwrap_or(0) as f64;
-    let label = |i: &f64| {
-        let r = i.round();
-        if (i - r).abs() < 1e-6 && r >= 0.0 && (r as usize) < xs.len() {
-            let v = xs[r as usize];
-            if v.fract() == 0.0 {
-                format!("{}", v as i64)
-            } else {
-                format!("{v}")
-            }
-        } else {
-            String::new()
-        }
-    };
     for (area, panel) in areas.iter().zip(&panels) {
-        let ymax = panel
-            .lines
-            .iter()
-            .flat_map(|(_, pts)| pts.iter().map(|&(_, y)| y))
-            .fold(0.0f64, f64::max)
-            .max(1.0)
-            * 1.15;
-        let nx = xs.len().max(1);
-        let mut chart = ChartBuilder::on(area)
-            .caption(format!("{suite}: {}", panel.title), ("sans-serif", 16))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(80)
-            .build_cartesian_2d(-0.5f64..(nx as f64 - 0.5), 0f64..ymax)
-            .map_err(|e| err(&e))?;
-        chart
-            .configure_mesh()
-            .x_labels(nx * 2 + 1)
-            .x_label_formatter(&label)
-            .y_label_formatter(&|y| human(*y))
-            .x_desc(x_name.as_str())
-            .y_desc("ops/s")
-            .disable_x_mesh()
-            .draw()
-            .map_err(|e| err(&e))?;
-        for (i, (name, pts)) in panel.lines.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
-            let pts: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (index_of(x), y)).collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                .map_err(|e| err(&e))?
-                .label(name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                });
-            chart
-                .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+        let ys = panel.lines.iter().flat_map(|(_, pts)| pts.iter().map(|&(_, y)| y));
+        let ymax = ys.clone().fold(0.0f64, f64::max).max(1.0);
+        let ymin = ys.filter(|&y| y > 0.0).fold(f64::INFINITY, f64::min).min(ymax);
+        let caption = format!("{suite}: {}", panel.title);
+        if ymax / ymin > LOG_SPAN {
+            let y = (ymin / 2.0..ymax * 2.0).log_scale();
+            draw_panel(area, &caption, &ticks, panel, y, "ops/s (log)").map_err(|e| err(&e))?;
+        } else {
+            draw_panel(area, &caption, &ticks, panel, 0.0..ymax * 1.15, "ops/s")
                 .map_err(|e| err(&e))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| err(&e))?;
     }
     root.present().map_err(|e| err(&e))?;
     Ok(())
+}
+
+fn draw_panel<'a, DB, Y>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    caption: &str,
+    ticks: &XTicks,
+    panel: &Panel,
+    y: Y,
+    y_desc: &str,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    DB: DrawingBackend + 'a,
+    Y: AsRangedCoord<Value = f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
+{
+    let nx = ticks.values.len().max(1);
+    let x: RangedCoordf64 = (-0.5f64..(nx as f64 - 0.5)).into();
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 16))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x, y)?;
+    chart
+        .configure_mesh()
+        .x_labels(nx * 2 + 1)
+        .x_label_formatter(&|v| ticks.label(*v))
+        .y_label_formatter(&|v| human(*v))
+        .x_desc(ticks.name.as_str())
+        .y_desc(y_desc)
+        .disable_x_mesh()
+        .draw()?;
+    for (i, (name, pts)) in panel.lines.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let pts: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (ticks.index_of(x), y)).collect();
+        chart
+            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
+            .label(name.as_str())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    Ok(())
+}
+
+/// The sorted distinct x values of all panels and their labels (`16*` for an oversubscribed
+/// thread count).
+fn ticks(x_axis: XAxis, records: &[Record], panels: &[Panel]) -> XTicks {
+    let set: BTreeSet<u64> = panels
+        .iter()
+        .flat_map(|p| p.lines.iter().flat_map(|(_, pts)| pts.iter().map(|&(x, _)| x.to_bits())))
+        .collect();
+    let mut values: Vec<f64> = set.into_iter().map(f64::from_bits).collect();
+    values.sort_by(f64::total_cmp);
+    let labels = values
+        .iter()
+        .map(|&v| {
+            let text = if v.fract() == 0.0 { format!("{}", v as i64) } else { format!("{v}") };
+            let over = x_axis == XAxis::Threads
+                && records.iter().any(|r| r.oversubscribed && r.threads as f64 == v);
+            if over {
+                format!("{text}*")
+            } else {
+                text
+            }
+        })
+        .collect();
+    let name = match x_axis {
+        XAxis::Threads => "threads (* = oversubscribed)".to_owned(),
+        XAxis::Param(p) => p.to_owned(),
+    };
+    XTicks { values, labels, name }
 }
 
 /// Groups records into panels (by params minus the x parameter) and lines (by variant, and
@@ -136,11 +182,14 @@ fn panels(x_axis: XAxis, records: &[Record]) -> Vec<Panel> {
             continue;
         }
         let line = match x_axis {
-            XAxis::Param(_) if multi_threads => format!("{} ({} thr)", r.variant, r.threads),
+            XAxis::Param(_) if multi_threads => {
+                let star = if r.oversubscribed { "*" } else { "" };
+                format!("{} ({}{star} thr)", r.variant, r.threads)
+            }
             _ => r.variant.clone(),
         };
         let title = short(&panel_params);
-        let panel = match panels.iter_mut().position(|p| p.title == title) {
+        let panel = match panels.iter().position(|p| p.title == title) {
             Some(i) => &mut panels[i],
             None => {
                 panels.push(Panel { title, lines: Vec::new() });
