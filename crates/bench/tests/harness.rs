@@ -220,3 +220,54 @@ fn a_suite_without_cases_is_an_error() {
     assert!(matches!(err, BenchError::NoCases(ref s) if s == "empty"), "{err}");
     assert!(!dir.0.join("empty.json").exists());
 }
+
+#[test]
+fn skipped_cases_leave_the_records_and_are_noted() {
+    struct Skips;
+    impl Suite for Skips {
+        fn name(&self) -> &'static str {
+            "skips"
+        }
+        fn about(&self) -> &'static str {
+            "one case skips in its second round"
+        }
+        fn baseline(&self) -> &'static str {
+            "kept"
+        }
+        fn cases(&self, _: &Options) -> Vec<Case> {
+            let ok = |_| Sample { ops: 10, elapsed: Duration::from_secs(1), ..Sample::default() };
+            let mut round = 0;
+            vec![
+                Case {
+                    variant: "kept".into(),
+                    threads: 1,
+                    params: Map::new(),
+                    oversubscribed: false,
+                    run: Box::new(ok),
+                },
+                Case {
+                    variant: "dropped".into(),
+                    threads: 1,
+                    params: Map::new(),
+                    oversubscribed: false,
+                    run: Box::new(move |d| {
+                        round += 1;
+                        if round == 2 {
+                            Sample::skipped("too slow")
+                        } else {
+                            ok(d)
+                        }
+                    }),
+                },
+            ]
+        }
+    }
+    let dir = TempDir::new("skips");
+    let report = run_suite(&Skips, &opts(&dir)).unwrap();
+    assert_eq!(report.records.len(), 1);
+    assert_eq!(report.records[0].variant, "kept");
+    assert_eq!(report.records[0].ratio_vs_best_other, None);
+    assert_eq!(report.skipped.len(), 1);
+    assert!(report.skipped[0].starts_with("dropped x1") && report.skipped[0].ends_with("too slow"));
+    assert!(report.table.contains("skipped: dropped x1"));
+}

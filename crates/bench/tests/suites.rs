@@ -80,3 +80,25 @@ fn registry_names_are_unique_and_findable() {
     assert!(rangelock_bench::suites::find("w2").is_some());
     assert!(rangelock_bench::suites::find("nope").is_none());
 }
+
+#[test]
+fn held_gives_up_on_a_slow_setup_and_releases_what_it_took() {
+    use rangelock::Lock;
+    use rangelock_bench::workload::loops::{self, Layout};
+    use rangelock_bench::workload::SharedRegion;
+    use support::ListUnderMutex;
+
+    let lock = Lock::<ListUnderMutex>::default();
+    let layout = Layout { ranges: 64, base: 1 << 30 };
+    let region = SharedRegion::new(layout.region_bytes()).unwrap();
+    let d = Duration::from_millis(2);
+    let sample = loops::held(&lock, &region, layout, 1000, 2, d, Duration::ZERO);
+    assert!(sample.skip_reason().unwrap().contains("holding 2000 ranges"), "{sample:?}");
+    assert_eq!(sample.ops, 0);
+    let all = lock.try_lock(0..u64::MAX).expect("nothing is left held after giving up");
+    drop(all);
+    let sample = loops::held(&lock, &region, layout, 1000, 2, d, Duration::from_secs(3600));
+    assert_eq!(sample.skip_reason(), None);
+    assert!(sample.ops > 0);
+    drop(lock.try_lock(0..u64::MAX).expect("held ranges are released after measuring"));
+}

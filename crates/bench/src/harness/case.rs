@@ -21,7 +21,24 @@ pub struct Sample {
     pub extra: Map<String, Value>,
 }
 
+/// The [`Sample::extra`] key that marks a measurement as not taken (see [`Sample::skipped`]).
+pub const SKIPPED: &str = "skipped";
+
 impl Sample {
+    /// A measurement that could not be taken (for instance its setup exceeded a time
+    /// budget). The runner leaves the case out of the records and notes `reason` under the
+    /// table; a case skipped in one round is skipped in all.
+    pub fn skipped(reason: impl Into<String>) -> Self {
+        let mut extra = Map::new();
+        extra.insert(SKIPPED.to_owned(), Value::String(reason.into()));
+        Sample { extra, ..Sample::default() }
+    }
+
+    /// Why this measurement was skipped, if it was.
+    pub fn skip_reason(&self) -> Option<&str> {
+        self.extra.get(SKIPPED).and_then(Value::as_str)
+    }
+
     /// Operations per second of this sample (0 when nothing was timed).
     pub fn ops_per_sec(&self) -> f64 {
         let secs = self.elapsed.as_secs_f64();

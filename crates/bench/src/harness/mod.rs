@@ -32,7 +32,7 @@ mod runner;
 pub mod stats;
 mod threads;
 
-pub use case::{Case, Sample, Suite, XAxis};
+pub use case::{Case, Sample, Suite, XAxis, SKIPPED};
 pub use error::BenchError;
 pub use options::Options;
 pub use record::Record;

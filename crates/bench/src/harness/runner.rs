@@ -18,6 +18,8 @@ use super::stats::{median, Percentiles};
 pub struct SuiteReport {
     /// The records, in case order.
     pub records: Vec<Record>,
+    /// Cases left out, as `(variant, threads, params, reason)` lines.
+    pub skipped: Vec<String>,
     /// The table printed on stdout.
     pub table: String,
     /// `<out>/<suite>.json`.
@@ -52,14 +54,25 @@ pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, Bench
     }
     bar.finish_and_clear();
 
-    let mut records: Vec<Record> = cases
-        .iter()
-        .zip(samples)
-        .map(|(case, samples)| summarise(suite.name(), case, samples, rounds, opts))
-        .collect();
+    let mut records = Vec::with_capacity(cases.len());
+    let mut skipped = Vec::new();
+    for (case, samples) in cases.iter().zip(samples) {
+        match samples.iter().find_map(Sample::skip_reason) {
+            Some(reason) => skipped.push(format!(
+                "{} x{} {}: {reason}",
+                case.variant,
+                case.threads,
+                Value::Object(case.params.clone())
+            )),
+            None => records.push(summarise(suite.name(), case, samples, rounds, opts)),
+        }
+    }
     fill_ratios(&mut records, suite.baseline());
 
-    let table = report::table::render(suite, opts, &records);
+    let mut table = report::table::render(suite, opts, &records);
+    for line in &skipped {
+        table.push_str(&format!("   skipped: {line}\n"));
+    }
     print!("{table}");
     std::fs::create_dir_all(&opts.out)
         .map_err(|source| BenchError::Io { path: opts.out.clone(), source })?;
@@ -67,7 +80,7 @@ pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, Bench
     report::json::write(&json, suite.name(), &records)?;
     let svg = opts.out.join(format!("{}.svg", suite.name()));
     report::svg::write(&svg, suite.name(), suite.x_axis(), &records)?;
-    Ok(SuiteReport { records, table, json, svg })
+    Ok(SuiteReport { records, skipped, table, json, svg })
 }
 
 /// Folds a case's per-round samples into its record (ratios filled in later).

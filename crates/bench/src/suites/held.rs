@@ -5,9 +5,9 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::common::{self, RANGES};
-use crate::harness::{Case, Options, Suite, XAxis};
+use crate::harness::{Case, Options, Sample, Suite, XAxis};
 use crate::variants::{Registered, VariantSet, VariantVisitor};
-use crate::workload::loops::{self, held_ranges_descending, Layout};
+use crate::workload::loops::{self, held_ranges_descending, Layout, HELD_STRIDE};
 use crate::workload::{holds_disjoint, RangeTarget, SharedRegion, RANGE_BYTES};
 
 /// K of a full run.
@@ -17,8 +17,16 @@ pub const QUICK_HELD: [u64; 2] = [16, 1000];
 /// Largest K run for external peers: the kernel keeps a file's locks in one list it scans on
 /// every request, so setting up 16 x 100 000 locks alone would take hours.
 pub const PEER_MAX_HELD: u64 = 1000;
-/// First lock unit of the W1 area, far above the held ranges `[2j, 2j + 1)`.
-pub const W1_BASE: u64 = 1 << 40;
+/// Time allowed for setting up the held ranges of one measurement: the larger of this and
+/// 5 measurement durations. A lock whose insertions cost O(held) (one list under a mutex)
+/// would need hours for 16 x 100 000 ranges; such cases are skipped with a note.
+pub const MIN_SETUP_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// First lock unit of the W1 area: the power of two at or above the held area of the largest
+/// case (at least 2^20), so every case runs W1 on the same units.
+pub fn w1_base(max_held_per_thread: u64, max_threads: usize) -> u64 {
+    (max_held_per_thread * max_threads as u64 * HELD_STRIDE).next_power_of_two().max(1 << 20)
+}
 
 /// The `held` suite over the variants and peers of `S`.
 #[derive(Debug)]
@@ -36,8 +44,8 @@ impl<S: VariantSet> Suite for Held<S> {
     }
 
     fn about(&self) -> &'static str {
-        "W1 while K one-unit ranges per thread stay held (exclusive, below the W1 area) by a \
-         background holder; setup is untimed"
+        "W1 while K one-unit ranges per thread (1 KiB apart, below the W1 area) stay held \
+         exclusively by a background holder; setup is untimed"
     }
 
     fn baseline(&self) -> &'static str {
@@ -53,11 +61,14 @@ impl<S: VariantSet> Suite for Held<S> {
     }
 
     fn cases(&self, opts: &Options) -> Vec<Case> {
-        let layout = Layout { ranges: RANGES, base: W1_BASE };
+        let ks: &'static [u64] = if opts.quick { &QUICK_HELD } else { &HELD };
+        let max_threads = opts.threads_for(true).iter().map(|&(t, _)| t).max().unwrap_or(1);
+        let max_k = ks.iter().copied().max().unwrap_or(1);
+        let layout = Layout { ranges: RANGES, base: w1_base(max_k, max_threads) };
         let Some(region) = common::region(self.name(), layout.region_bytes()) else {
             return Vec::new();
         };
-        let mut b = Builder { opts, region, layout, peers: false, cases: Vec::new() };
+        let mut b = Builder { opts, region, layout, ks, peers: false, cases: Vec::new() };
         S::locks(&mut b);
         b.peers = true;
         S::peers(&mut b);
@@ -69,6 +80,7 @@ struct Builder<'a> {
     opts: &'a Options,
     region: Arc<SharedRegion>,
     layout: Layout,
+    ks: &'static [u64],
     peers: bool,
     cases: Vec<Case>,
 }
@@ -81,14 +93,15 @@ impl VariantVisitor for Builder<'_> {
             common::coarse("held", name);
             return;
         }
-        let ks: &[u64] = if self.opts.quick { &QUICK_HELD } else { &HELD };
-        for &k in ks {
+        let budget = MIN_SETUP_BUDGET.max(self.opts.duration * 5);
+        for &k in self.ks {
             if self.peers && k > PEER_MAX_HELD {
                 eprintln!("held: {name} runs K <= {PEER_MAX_HELD} only (the kernel's lock list is linear)");
                 continue;
             }
             for (threads, oversubscribed) in self.opts.threads_for(true) {
                 let (target, region, layout) = (target.clone(), self.region.clone(), self.layout);
+                let mut gave_up: Option<String> = None;
                 self.cases.push(Case {
                     variant: name.to_owned(),
                     threads,
@@ -98,7 +111,14 @@ impl VariantVisitor for Builder<'_> {
                         ("range_bytes", RANGE_BYTES.into()),
                     ]),
                     oversubscribed,
-                    run: Box::new(move |d| loops::held(&*target, &region, layout, k, threads, d)),
+                    run: Box::new(move |d| {
+                        if let Some(reason) = &gave_up {
+                            return Sample::skipped(reason.clone());
+                        }
+                        let sample = loops::held(&*target, &region, layout, k, threads, d, budget);
+                        gave_up = sample.skip_reason().map(str::to_owned);
+                        sample
+                    }),
                 });
             }
         }

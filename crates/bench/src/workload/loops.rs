@@ -2,7 +2,7 @@
 
 use core::hint::black_box;
 use core::ops::Range;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rangelock::Mode;
 
@@ -178,9 +178,25 @@ pub fn contended<T: RangeTarget>(
     )
 }
 
-/// Held: a background holder keeps `per_thread * threads` one-unit ranges (`[2j, 2j + 1)`,
-/// apart so kernel locks do not merge) below the W1 area held while the threads run W1.
-/// Setting up and tearing down the held ranges is not timed.
+/// Units between consecutive held ranges: one per [`RANGE_BYTES`], so locks with 1 KiB
+/// granularity (segments) can hold them all, and kernel locks never merge them.
+pub const HELD_STRIDE: u64 = RANGE_BYTES;
+
+/// The `j`-th background range of [`held`]: `[j * HELD_STRIDE, j * HELD_STRIDE + 1)`.
+#[inline]
+pub fn held_range(j: u64) -> Range<u64> {
+    j * HELD_STRIDE..j * HELD_STRIDE + 1
+}
+
+/// The first `total` held ranges, highest first.
+pub fn held_ranges_descending(total: u64) -> impl Iterator<Item = Range<u64>> {
+    (0..total).rev().map(held_range)
+}
+
+/// Held: a background holder keeps `per_thread * threads` one-unit ranges ([`held_range`],
+/// below the W1 area, acquired highest first) while the threads run [`w1`]. Setting up and
+/// tearing down the held ranges is not timed; a setup slower than `budget` (a lock whose
+/// insertions cost O(held)) is abandoned and the sample marked [`Sample::skipped`].
 pub fn held<T: RangeTarget>(
     target: &T,
     region: &SharedRegion,
@@ -188,22 +204,27 @@ pub fn held<T: RangeTarget>(
     per_thread: u64,
     threads: usize,
     duration: Duration,
+    budget: Duration,
 ) -> Sample {
     let total = per_thread * threads as u64;
-    assert!(2 * total <= layout.base, "held ranges must stay below the W1 area");
+    assert!(total * HELD_STRIDE <= layout.base, "held ranges must stay below the W1 area");
     let mut bg = target.local();
     let mut kept = Vec::with_capacity(usize::try_from(total).expect("fits"));
-    for j in (0..total).rev() {
-        kept.push(target.acquire(&mut bg, 2 * j..2 * j + 1, Mode::Exclusive));
+    let started = Instant::now();
+    for (n, range) in held_ranges_descending(total).enumerate() {
+        if n % 1024 == 1023 && started.elapsed() > budget {
+            for h in kept {
+                target.release(&mut bg, h);
+            }
+            return Sample::skipped(format!(
+                "holding {total} ranges took over {budget:?} after {n} (setup cost grows with the held count)"
+            ));
+        }
+        kept.push(target.acquire(&mut bg, range, Mode::Exclusive));
     }
     let sample = w1(target, region, layout, threads, duration);
     for h in kept {
         target.release(&mut bg, h);
     }
     sample
-}
-
-/// The held ranges of [`held`] for `total` ranges, highest first.
-pub fn held_ranges_descending(total: u64) -> impl Iterator<Item = Range<u64>> {
-    (0..total).rev().map(|j| 2 * j..2 * j + 1)
 }
