@@ -82,6 +82,12 @@ fn opt(x: Option<u64>) -> String {
     x.map_or_else(|| "-".to_owned(), |v| v.to_string())
 }
 
+/// Ratios with two decimals, more for small ones so 0.004x does not print as 0.00x.
 fn ratio(x: Option<f64>) -> String {
-    x.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}x"))
+    match x {
+        None => "-".to_owned(),
+        Some(v) if v >= 0.1 || v == 0.0 => format!("{v:.2}x"),
+        Some(v) if v >= 0.001 => format!("{v:.3}x"),
+        Some(v) => format!("{v:.0e}x"),
+    }
 }
