@@ -23,8 +23,9 @@ pub struct Record {
     pub params: Map<String, Value>,
     /// Median over rounds of operations per second (all threads together).
     pub ops_per_sec: f64,
-    /// `1e9 / ops_per_sec`: inverse aggregate throughput, not a per-thread latency.
-    pub ns_per_op: f64,
+    /// `1e9 / ops_per_sec`: inverse aggregate throughput, not a per-thread latency; null
+    /// when nothing completed.
+    pub ns_per_op: Option<f64>,
     /// Median sampled latency (null without samples).
     pub p50_ns: Option<u64>,
     /// 99th percentile sampled latency (null without samples).
@@ -52,5 +53,37 @@ impl Record {
     /// The key of the group ratios are computed in: (params, threads).
     pub fn group_key(&self) -> (String, usize) {
         (Value::Object(self.params.clone()).to_string(), self.threads)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_without_ops_round_trips_with_nulls() {
+        let mut extra = Map::new();
+        extra.insert("held".to_owned(), Value::from(3));
+        let r = Record {
+            suite: "s".into(),
+            variant: "v".into(),
+            threads: 2,
+            oversubscribed: false,
+            params: Map::new(),
+            ops_per_sec: 0.0,
+            ns_per_op: None,
+            p50_ns: None,
+            p99_ns: None,
+            p999_ns: None,
+            latency_samples: 0,
+            rounds: 1,
+            duration_ms: 5,
+            ratio_vs_baseline: None,
+            ratio_vs_best_other: None,
+            extra,
+        };
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains("\"ns_per_op\":null") && text.contains("\"held\":3"), "{text}");
+        assert_eq!(serde_json::from_str::<Record>(&text).unwrap(), r);
     }
 }

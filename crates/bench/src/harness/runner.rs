@@ -103,7 +103,7 @@ fn summarise(
         oversubscribed: case.oversubscribed,
         params: case.params.clone(),
         ops_per_sec,
-        ns_per_op: if ops_per_sec > 0.0 { 1e9 / ops_per_sec } else { f64::INFINITY },
+        ns_per_op: (ops_per_sec > 0.0).then(|| 1e9 / ops_per_sec),
         p50_ns: pct.p50,
         p99_ns: pct.p99,
         p999_ns: pct.p999,

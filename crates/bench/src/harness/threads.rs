@@ -5,6 +5,7 @@
 //! The sample's `elapsed` runs from the barrier to the last join, so operations a worker
 //! finishes after the flag went up are still inside the timed window.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -68,9 +69,14 @@ where
             .map(|index| {
                 let (ctl, barrier, setup, body) = (&ctl, &barrier, &setup, &body);
                 scope.spawn(move || {
-                    let state = setup(index);
+                    // A panicking setup still meets the barrier, so the timing thread is not
+                    // left waiting; the panic resurfaces when the worker is joined.
+                    let state = std::panic::catch_unwind(AssertUnwindSafe(|| setup(index)));
                     barrier.wait();
-                    body(index, state, ctl)
+                    match state {
+                        Ok(state) => body(index, state, ctl),
+                        Err(panic) => std::panic::resume_unwind(panic),
+                    }
                 })
             })
             .collect();
@@ -166,6 +172,21 @@ mod tests {
             |_, state, _| ThreadResult { ops: state as u64, latencies_ns: Vec::new() },
         );
         assert_eq!(sample.ops, 10);
+    }
+
+    #[test]
+    fn a_panicking_setup_is_reported_not_hung() {
+        let result = std::panic::catch_unwind(|| {
+            run_threads_with(
+                2,
+                Duration::from_millis(1),
+                |index| assert!(index == 0, "setup of worker {index} fails"),
+                |_, (), _| ThreadResult::default(),
+            )
+        });
+        let panic = result.unwrap_err();
+        let msg = panic.downcast_ref::<String>().map(String::as_str).unwrap_or("");
+        assert!(msg.contains("setup of worker 1 fails"), "{msg}");
     }
 
     #[test]

@@ -62,11 +62,11 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
                 if r.oversubscribed { format!("{}*", r.threads) } else { r.threads.to_string() };
             let _ = writeln!(
                 s,
-                "   {:<14} {:>4} {:>10} {:>10.1} {:>9} {:>9} {:>9} {:>8} {:>8}",
+                "   {:<14} {:>4} {:>10} {:>10} {:>9} {:>9} {:>9} {:>8} {:>8}",
                 r.variant,
                 thr,
                 human(r.ops_per_sec),
-                r.ns_per_op,
+                r.ns_per_op.map_or_else(|| "-".to_owned(), |n| format!("{n:.1}")),
                 opt(r.p50_ns),
                 opt(r.p99_ns),
                 opt(r.p999_ns),
