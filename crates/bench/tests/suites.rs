@@ -102,3 +102,19 @@ fn held_gives_up_on_a_slow_setup_and_releases_what_it_took() {
     assert!(sample.ops > 0);
     drop(lock.try_lock(0..u64::MAX).expect("held ranges are released after measuring"));
 }
+
+#[test]
+fn w1_and_w2_with_more_threads_than_ranges_still_stop() {
+    use rangelock::Lock;
+    use rangelock_bench::workload::loops::{self, Layout};
+    use rangelock_bench::workload::SharedRegion;
+    use support::ListUnderMutex;
+
+    let lock = Lock::<ListUnderMutex>::default();
+    let layout = Layout { ranges: 1, base: 0 };
+    let region = SharedRegion::new(layout.region_bytes()).unwrap();
+    let s = loops::w1(&lock, &region, layout, 3, Duration::from_millis(2));
+    assert!(s.ops > 0);
+    let s = loops::w2(&lock, &region, layout, 16, 3, Duration::from_millis(2));
+    assert!(s.ops > 0);
+}

@@ -58,7 +58,7 @@ pub fn w1<T: RangeTarget>(
             let mut sampler = LatencySampler::new(SAMPLE_EVERY);
             let byte = index as u8 ^ 0x5a;
             let mut ops = 0;
-            'run: loop {
+            'run: while !queue.is_empty() {
                 for &i in &queue {
                     if !ctl.running() {
                         break 'run;
