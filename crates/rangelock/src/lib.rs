@@ -5,10 +5,13 @@
 
 mod error;
 mod lock;
+mod primitive;
 mod range;
 mod raw;
+mod skiplist;
 
 pub use error::{LockError, RangeError};
 pub use lock::{Lock, RangeGuard};
 pub use range::{check_range, overlaps, Mode};
 pub use raw::RawRangeLock;
+pub use skiplist::{RangeLock, SkipList, SkipToken, DEFAULT_MAX_HEIGHT};
