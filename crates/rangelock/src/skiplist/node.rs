@@ -169,6 +169,7 @@ impl Node {
     }
 
     /// The wait word (for the parking protocol in `wait`).
+    #[cfg(not(loom))]
     #[inline]
     pub(crate) fn state(&self) -> &AtomicU64 {
         &self.state

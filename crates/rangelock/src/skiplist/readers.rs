@@ -12,7 +12,7 @@ use core::ops::Range;
 use super::list::Conflict;
 use super::node::Node;
 use super::reclaim::Guard;
-use crate::primitive::{AtomicPtr, Ordering};
+use crate::primitive::{fence, AtomicPtr, Ordering};
 use crate::range::overlaps;
 
 /// Slots per segment (one segment is 8 cache lines of pointers; 4 under loom, so the models
@@ -109,6 +109,9 @@ impl Readers {
 
     /// An announced reader whose range overlaps `range`, if any.
     pub(crate) fn overlapping(&self, range: &Range<u64>, _guard: &Guard<'_>) -> Conflict {
+        // SeqCst fence: the writer's half of the handshake, "link; fence; read the slots";
+        // pairs with the fence in `List::overlapping` (see there).
+        fence(Ordering::SeqCst);
         let mut segment: &Segment = &self.head;
         loop {
             for slot in &segment.slots {
