@@ -11,7 +11,7 @@ static NEXT_INDEX: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsi
 
 thread_local! {
     /// xorshift64 state of this thread; 0 until first use.
-    static STATE: Cell<u64> = Cell::new(0);
+    static STATE: Cell<u64> = const { Cell::new(0) };
 }
 
 #[cfg(not(loom))]

@@ -274,7 +274,11 @@ fn stress_exclusivity_and_sharing() {
                         }
                         for u in units {
                             assert_eq!(readers[u].load(Ordering::SeqCst), 0, "reader under writer");
-                            assert_eq!(owner[u].swap(0, Ordering::SeqCst), id, "writer overwritten");
+                            assert_eq!(
+                                owner[u].swap(0, Ordering::SeqCst),
+                                id,
+                                "writer overwritten"
+                            );
                         }
                     }
                     drop(guard);
