@@ -41,18 +41,22 @@
 //! therefore linked only if it overlaps no unmarked node. A holder's node stays unmarked
 //! until it unlocks.
 //!
-//! *Shared vs exclusive* is a Dekker handshake on sequentially consistent operations. A
-//! writer W (1) links its node with a SeqCst CAS, then (2) reads every announcement slot
-//! with SeqCst loads. A reader R (1) stores its announcement with a SeqCst CAS, then (2)
-//! reads the list links with SeqCst loads. In the single total order of SeqCst operations,
-//! either W's read of R's slot comes after R's announcement — W sees R and waits until R
-//! clears its slot — or it comes before, and then W's link precedes every list read of R:
-//! R's final `find` reads an unmarked link `pred → succ` after W is linked, W is unmarked
-//! and on the level-0 list (invariant 2 of `list`) and overlaps R, so W is `pred` or comes
-//! at or after `succ` with `succ.start <= W.start < R.end`, or lies before `pred` — where
-//! disjointness from `pred` puts `W.end <= pred.start < R.start`, contradicting the overlap.
-//! Either way R sees an overlapping writer and retracts. So a reader and a writer never
-//! both hold overlapping ranges; readers never exclude each other.
+//! *Shared vs exclusive* is a Dekker handshake through SeqCst fences. A writer W (1) links
+//! its node with a CAS, (2) executes `fence(SeqCst)`, (3) reads every announcement slot. A
+//! reader R (1) stores its announcement with a CAS, (2) executes `fence(SeqCst)`, (3) reads
+//! the list. The two fences are ordered in the single SeqCst order; the thread whose fence
+//! comes second reads (at least) the other's store. If that is W, W sees R's announcement
+//! and waits until R clears its slot. If it is R, every list read of R comes after W's
+//! link: R's final `find` reads an unmarked link `pred → succ` with W linked and unmarked
+//! (invariant 2 of `list`), W overlaps R, and the sorted order leaves three places for W:
+//! W is `pred` (then `pred.end > R.start`); W comes at or after `succ` (then
+//! `succ.start <= W.start < R.end`); or W lies before `pred`, where disjointness from `pred`
+//! gives `W.end <= pred.start < R.start`, contradicting the overlap. So R sees an
+//! overlapping writer and retracts. A reader and a writer therefore never both hold
+//! overlapping ranges; readers never exclude each other. (SeqCst accesses alone would do
+//! in the C++/Rust model; we use fences because loom models SeqCst fences exactly but
+//! SeqCst accesses more weakly: without the fences its model reports the reader and the
+//! writer both inside. On x86 each fence is one `mfence` per acquisition.)
 //!
 //! *Happens-before.* Unlocking is a Release (the level-0 mark, the slot clear, the `state`
 //! release); every acquisition reads them, or links/slot values derived from them by RMWs
