@@ -32,10 +32,17 @@ use crate::primitive::{lock, Arc, AtomicUsize, Mutex, Ordering};
 /// Retirements per epoch bump.
 pub(crate) const BATCH: usize = 64;
 
-// TEMPORARY until epvs::epoch lands on main: the deferred stand-in everywhere.
-type Epoch = DeferredEpoch;
+#[cfg(not(loom))]
+type Epoch = epvs::epoch::LightEpoch;
 /// An epoch guard: proof that the holder is protected, so retired nodes it may reach are not
 /// reused.
+#[cfg(not(loom))]
+pub(crate) type Guard<'a> = epvs::epoch::EpochGuard<'a>;
+
+#[cfg(loom)]
+type Epoch = DeferredEpoch;
+/// See the non-loom `Guard`.
+#[cfg(loom)]
 pub(crate) type Guard<'a> = DeferredGuard<'a>;
 
 /// A node pointer that may cross threads inside a retirement batch.
@@ -179,13 +186,16 @@ impl Reclaim {
 
 /// The loom stand-in for the epoch framework: protection is a no-op and every deferred
 /// action runs when the instance drops (nothing is reused while the model runs).
+#[cfg(loom)]
 pub(crate) struct DeferredEpoch {
     actions: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
 }
 
 /// The guard of [`DeferredEpoch`].
+#[cfg(loom)]
 pub(crate) struct DeferredGuard<'a>(core::marker::PhantomData<&'a DeferredEpoch>);
 
+#[cfg(loom)]
 impl DeferredEpoch {
     fn new() -> Self {
         DeferredEpoch { actions: Mutex::new(Vec::new()) }
@@ -200,6 +210,7 @@ impl DeferredEpoch {
     }
 }
 
+#[cfg(loom)]
 impl Drop for DeferredEpoch {
     fn drop(&mut self) {
         for action in core::mem::take(&mut *lock(&self.actions)) {

@@ -9,9 +9,16 @@ use crate::primitive::thread_local;
 #[cfg(not(loom))]
 static NEXT_INDEX: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+#[cfg(not(loom))]
 thread_local! {
     /// xorshift64 state of this thread; 0 until first use.
     static STATE: Cell<u64> = const { Cell::new(0) };
+}
+
+#[cfg(loom)]
+thread_local! {
+    /// See the non-loom `STATE`.
+    static STATE: Cell<u64> = Cell::new(0);
 }
 
 #[cfg(not(loom))]
