@@ -8,6 +8,7 @@
 //! every segment with SeqCst loads.
 
 use core::ops::Range;
+use core::ptr::NonNull;
 
 use super::list::Conflict;
 use super::node::Node;
@@ -133,6 +134,31 @@ impl Readers {
             let next = segment.next.load(Ordering::Acquire);
             if next.is_null() {
                 return Conflict::None;
+            }
+            // SAFETY: linked segments live until the table drops.
+            segment = unsafe { &*next };
+        }
+    }
+}
+
+impl Readers {
+    /// Takes every node still announced (only when the lock drops: no concurrent user).
+    pub(crate) fn drain(&mut self) -> Vec<NonNull<Node>> {
+        let mut nodes = Vec::new();
+        let mut segment: &Segment = &self.head;
+        loop {
+            for slot in &segment.slots {
+                // Relaxed: `&mut self`, no concurrent user.
+                if let Some(node) =
+                    NonNull::new(slot.swap(core::ptr::null_mut(), Ordering::Relaxed))
+                {
+                    nodes.push(node);
+                }
+            }
+            // Relaxed: as above.
+            let next = segment.next.load(Ordering::Relaxed);
+            if next.is_null() {
+                return nodes;
             }
             // SAFETY: linked segments live until the table drops.
             segment = unsafe { &*next };

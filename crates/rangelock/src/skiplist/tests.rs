@@ -308,3 +308,13 @@ fn nodes_are_recycled() {
     let allocated = lock.raw().allocated_nodes();
     assert!(allocated <= 8 * reclaim::BATCH, "allocated {allocated} nodes for 20000 locks");
 }
+
+#[test]
+fn forgotten_guards_do_not_break_drop() {
+    let lock = RangeLock::new();
+    core::mem::forget(lock.lock(0..10).unwrap());
+    core::mem::forget(lock.lock_shared(20..30).unwrap());
+    assert!(lock.try_lock(5..6).is_err());
+    assert!(lock.try_lock(25..26).is_err());
+    drop(lock); // returns the forgotten nodes to the pool, which frees them
+}
