@@ -87,7 +87,9 @@
 //!   shared range and then blocks on another range that overlaps a *waiting* writer, while
 //!   that writer waits for the first range, deadlocks. Do not block on a second range while
 //!   holding a shared one unless all threads acquire in one global order that makes such a
-//!   cycle impossible; use `try_lock*` or a timeout otherwise.
+//!   cycle impossible; use `try_lock*` or a timeout otherwise. Likewise there is no
+//!   upgrade: locking exclusively a range that overlaps one's own shared hold waits forever
+//!   (`try_lock` fails, a timeout expires).
 //! - Every exclusive acquisition scans the announcement table (64 pointers per segment, 8
 //!   cache lines), even when no reader exists; the table grows to the peak number of
 //!   concurrently announced readers and never shrinks while the lock lives. Readers do not

@@ -202,19 +202,33 @@ fn pending_writer_blocks_new_readers_then_gets_in() {
     assert_eq!(writer.join().unwrap(), 5..15);
 }
 
-/// Threads lock random ranges over 256 units in random modes (try, blocking, deadline) and
-/// check the per-unit ownership words: a writer finds its units free and keeps them, a
+/// Threads lock random ranges over a few units in random modes (try, blocking, deadline)
+/// and check the per-unit ownership words: a writer finds its units free and keeps them, a
 /// reader never sees a writer.
 #[test]
 fn stress_exclusivity_and_sharing() {
-    const UNITS: usize = 256;
-    const THREADS: usize = 4;
-    const OPS: usize = 4000;
+    stress(4, 4000, 256);
+}
+
+/// Many threads on few units: most acquisitions wait, so parking and waking are exercised.
+#[test]
+fn stress_contended_waits() {
+    stress(8, 3000, 32);
+}
+
+/// A longer run for hunting lost wake-ups and races (`cargo test -- --ignored`).
+#[test]
+#[ignore = "long stress run"]
+fn stress_long() {
+    stress(16, 200_000, 64);
+}
+
+fn stress(threads: usize, ops: usize, units: usize) {
     let lock = Arc::new(RangeLock::with_max_height(6));
-    let owner: Arc<Vec<AtomicU64>> = Arc::new((0..UNITS).map(|_| AtomicU64::new(0)).collect());
-    let readers: Arc<Vec<AtomicU64>> = Arc::new((0..UNITS).map(|_| AtomicU64::new(0)).collect());
-    let barrier = Arc::new(Barrier::new(THREADS));
-    let handles: Vec<_> = (0..THREADS)
+    let owner: Arc<Vec<AtomicU64>> = Arc::new((0..units).map(|_| AtomicU64::new(0)).collect());
+    let readers: Arc<Vec<AtomicU64>> = Arc::new((0..units).map(|_| AtomicU64::new(0)).collect());
+    let barrier = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
         .map(|t| {
             let (lock, owner, readers, barrier) =
                 (Arc::clone(&lock), Arc::clone(&owner), Arc::clone(&readers), Arc::clone(&barrier));
@@ -229,11 +243,11 @@ fn stress_exclusivity_and_sharing() {
                 };
                 barrier.wait();
                 let (mut held, mut refused) = (0u64, 0u64);
-                for _ in 0..OPS {
+                for _ in 0..ops {
                     let r = next();
-                    let start = (r % UNITS as u64) as usize;
+                    let start = (r % units as u64) as usize;
                     let len = 1 + ((r >> 16) % 24) as usize;
-                    let end = (start + len).min(UNITS);
+                    let end = (start + len).min(units);
                     let shared = (r >> 32) % 4 == 0;
                     let mode = if shared { Mode::Shared } else { Mode::Exclusive };
                     let range = start as u64..end as u64;
