@@ -92,10 +92,10 @@
 //!   (`try_lock` fails, a timeout expires).
 //! - Every exclusive acquisition scans the announcement table (64 pointers per segment, 8
 //!   cache lines), even when no reader exists; the table grows to the peak number of
-//!   concurrently announced readers and never shrinks while the lock lives. Readers do not
-//!   touch the skip list's links except to read them, so read-mostly workloads do not
-//!   contend on list nodes; readers of one slot line share a cache line (no padding, so a
-//!   scan stays short).
+//!   concurrently announced readers and never shrinks while the lock lives. Readers only read
+//!   the skip list (besides helping to snip released nodes), so read-mostly workloads do
+//!   not contend on list nodes; readers whose slots share a cache line contend on it (no
+//!   padding, so a writer's scan stays short); threads start probing at different lines.
 //! - A reader finds conflicting writers in O(log n) (only exclusive nodes are in the list);
 //!   a writer pays O(log n) in the list plus O(slots) in the table.
 //! - Nodes are recycled and returned to the allocator only when the lock drops (type-stable
@@ -112,8 +112,8 @@
 //!   one `Vec` push or pop.
 //! - The default height is [`DEFAULT_MAX_HEIGHT`] = 10, the thesis's sweet spot for its
 //!   batched workload (W2); one-range-per-thread workloads are insensitive to it. Every node
-//!   carries [`MAX_HEIGHT`](RangeLock::with_max_height) = 16 link words so the pools need a
-//!   single size class.
+//!   carries 16 link words (the largest height [`RangeLock::with_max_height`] accepts), so
+//!   the pools need a single size class, at 200 bytes per node.
 //! - Waiting spins 64 times, then parks in `parking_lot_core`'s global parking lot keyed by
 //!   the node address; the release of a node with parked waiters wakes all of them (they
 //!   re-check; most re-park or acquire).
