@@ -103,7 +103,7 @@
 //!   not by the current one. Every acquisition and release retires one node (readers too),
 //!   so the peak includes what is retired while some thread sits in a protected region: a
 //!   thread preempted inside an operation holds back reuse for its time slice (on a busy
-//!   2-core machine we saw a few thousand to ~50k nodes of ~200 bytes at millions of
+//!   2-core machine we saw a few thousand to ~50k nodes of ~170 bytes at millions of
 //!   operations per second). Guards are never held while waiting or while holding a range.
 //! - Each lock owns a `LightEpoch` (its slot table is sized from the core count, some KB per
 //!   lock). `try_lock*` never waits for a range, but like every operation it may wait in
@@ -113,7 +113,7 @@
 //! - The default height is [`DEFAULT_MAX_HEIGHT`] = 10, the thesis's sweet spot for its
 //!   batched workload (W2); one-range-per-thread workloads are insensitive to it. Every node
 //!   carries 16 link words (the largest height [`RangeLock::with_max_height`] accepts), so
-//!   the pools need a single size class, at 200 bytes per node.
+//!   the pools need a single size class (about 170 bytes per node).
 //! - Waiting spins 64 times, then parks in `parking_lot_core`'s global parking lot keyed by
 //!   the node address; the release of a node with parked waiters wakes all of them (they
 //!   re-check; most re-park or acquire).
