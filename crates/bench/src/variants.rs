@@ -45,8 +45,12 @@ pub trait VariantSet: 'static {
 pub struct Registered;
 
 impl VariantSet for Registered {
-    fn locks(_v: &mut impl VariantVisitor) {
-        // One line per variant, e.g. `v.lock(|| Lock::from_raw(rangelock::RangeLock::new()));`
+    fn locks(v: &mut impl VariantVisitor) {
+        v.lock(rangelock::RangeLock::new);
+    }
+
+    fn heights(v: &mut impl HeightVisitor) {
+        v.visit(rangelock::SkipList::NAME, rangelock::RangeLock::with_max_height);
     }
 
     fn peers(v: &mut impl VariantVisitor) {
