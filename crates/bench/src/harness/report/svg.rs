@@ -18,8 +18,9 @@ use crate::harness::case::XAxis;
 use crate::harness::error::BenchError;
 use crate::harness::record::Record;
 
-const PANEL_W: u32 = 900;
+const PANEL_W: u32 = 1000;
 const PANEL_H: u32 = 420;
+const LEGEND_W: u32 = 190;
 /// Ratio of largest to smallest value above which a panel's y axis is logarithmic.
 pub const LOG_SPAN: f64 = 50.0;
 
@@ -100,7 +101,9 @@ where
 {
     let nx = ticks.values.len().max(1);
     let x: RangedCoordf64 = (-0.5f64..(nx as f64 - 0.5)).into();
-    let mut chart = ChartBuilder::on(area)
+    // The legend gets its own column right of the plot, so it never hides a line.
+    let (plot, legend) = area.split_horizontally(PANEL_W - LEGEND_W);
+    let mut chart = ChartBuilder::on(&plot)
         .caption(caption, ("sans-serif", 16))
         .margin(12)
         .x_label_area_size(40)
@@ -118,20 +121,12 @@ where
     for (i, (name, pts)) in panel.lines.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         let pts: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (ticks.index_of(x), y)).collect();
-        chart
-            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
-            .label(name.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
+        chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
         chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
+        let y = 40 + 18 * i32::try_from(i).unwrap_or(i32::MAX / 32);
+        legend.draw(&PathElement::new(vec![(4, y), (28, y)], color.stroke_width(3)))?;
+        legend.draw(&Text::new(name.clone(), (34, y - 7), ("sans-serif", 13)))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
     Ok(())
 }
 
