@@ -14,6 +14,57 @@
 //! `<out>/<suite>.json` (an array of [`Record`]s) and `<out>/<suite>.svg` (ops/s against
 //! threads or a parameter, one line per variant, one panel per params group).
 //!
+//! # Writing a suite
+//!
+//! ```
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use std::sync::Arc;
+//! use rangelock_bench::harness::{run_threads, Case, Options, Suite, ThreadResult};
+//!
+//! struct Counter;
+//!
+//! impl Suite for Counter {
+//!     fn name(&self) -> &'static str { "counter" }
+//!     fn about(&self) -> &'static str { "fetch_add on one shared counter" }
+//!     fn baseline(&self) -> &'static str { "fetch-add" }
+//!     fn cases(&self, opts: &Options) -> Vec<Case> {
+//!         opts.threads_for(self.oversubscribe())
+//!             .into_iter()
+//!             .map(|(threads, oversubscribed)| {
+//!                 let counter = Arc::new(AtomicU64::new(0));
+//!                 Case {
+//!                     variant: "fetch-add".into(),
+//!                     threads,
+//!                     params: serde_json::Map::new(),
+//!                     oversubscribed,
+//!                     run: Box::new(move |duration| {
+//!                         run_threads(threads, duration, |_, ctl| {
+//!                             let mut ops = 0;
+//!                             while ctl.running() {
+//!                                 counter.fetch_add(1, Ordering::Relaxed);
+//!                                 ops += 1;
+//!                             }
+//!                             ThreadResult { ops, latencies_ns: Vec::new() }
+//!                         })
+//!                     }),
+//!                 }
+//!             })
+//!             .collect()
+//!     }
+//! }
+//!
+//! let out = std::env::temp_dir().join(format!("rangelock-doc-{}", std::process::id()));
+//! let opts = Options {
+//!     rounds: 1,
+//!     duration: std::time::Duration::from_millis(2),
+//!     out: out.clone(),
+//!     ..Options::quick()
+//! };
+//! let report = rangelock_bench::harness::run_suite(&Counter, &opts).unwrap();
+//! assert!(report.records.iter().all(|r| r.ops_per_sec > 0.0));
+//! std::fs::remove_dir_all(out).unwrap();
+//! ```
+//!
 //! # Trade-offs
 //!
 //! Medians over a handful of rounds resist one-off outliers but hide bimodal behaviour;
