@@ -85,7 +85,7 @@ mod threads;
 
 pub use case::{Case, Sample, Suite, XAxis, SKIPPED};
 pub use error::BenchError;
-pub use options::Options;
+pub use options::{Options, DEFAULT_OUT, DEFAULT_THREADS, OVERSUBSCRIBED_THREADS};
 pub use record::Record;
 pub use rng::SplitMix64;
 pub use runner::{run_suite, SuiteReport};
