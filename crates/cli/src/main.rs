@@ -1,20 +1,25 @@
-//! The `rangelock` command.
+//! The `rangelock` command: a thin dispatcher; each subcommand lives in its own module.
 
-use clap::Parser;
+mod bench;
+
+use clap::{Parser, Subcommand};
 
 /// rangelock: range locks and the epoch framework, with their benchmarks.
 #[derive(Debug, Parser)]
 #[command(version, about)]
-enum Cli {
-    /// Run a benchmark suite.
-    Bench {
-        /// Suite name.
-        suite: String,
-    },
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a benchmark suite (`list` shows them, `quick` runs all in quick mode).
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
-    match Cli::parse() {
-        Cli::Bench { suite } => anyhow::bail!("no suite named {suite:?} yet"),
+    match Cli::parse().command {
+        Command::Bench(args) => bench::run(args),
     }
 }

@@ -1,3 +1,7 @@
-//! Peers: implementations of other people's algorithms we measure against.
+//! Locks from outside this workspace, measured side by side with ours: fcntl OFD range
+//! locks, and BRAVO (Dice & Kogan's biased reader-writer lock, the EPVS paper's peer).
 
 pub mod bravo;
+mod fcntl_ofd;
+
+pub use fcntl_ofd::{FcntlOfd, OfdFd};
