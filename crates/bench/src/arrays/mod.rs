@@ -13,6 +13,9 @@
 //! | `rwlock-std` | [`RwLockStdArray`] | `std::sync::RwLock`: shared for read/write/push, exclusive for resize |
 //! | `rwlock-parking-lot` | [`RwLockParkingLotArray`] | the same with `parking_lot::RwLock` |
 //! | `bravo` | [`BravoArray`] | the same with [`Bravo`](crate::peers::bravo::Bravo) |
+//! | `epvs` | [`EpvsArray`] | `epvs::array::ResizableArray`: enter/leave per operation, resize = version change |
+//! | `epvs-pinned` | [`EpvsPinnedArray`] | the same array, one region per thread refreshed every N operations |
+//! | `epvs-2phase` | [`EpvsTwoPhaseArray`] | `epvs::array::TwoPhaseArray`: reads and pushes continue while copying |
 //!
 //! Element reads and writes are `Relaxed` atomics in every variant: the workload needs no
 //! ordering between elements, and atomics make concurrent writes to one index defined.
@@ -73,6 +76,12 @@ pub trait BenchArray: Send + Sync + Sized {
     type Session<'a>: ArraySession
     where
         Self: 'a;
+    /// Whether this variant can run `cfg` (e.g. simulate a slow resize); the suite leaves
+    /// a variant out of the parameter groups it does not support.
+    fn supports(cfg: &ArrayConfig) -> bool {
+        let _ = cfg;
+        true
+    }
     /// A new array per `cfg`.
     fn new(cfg: &ArrayConfig) -> Self;
     /// A handle for the calling thread.

@@ -8,7 +8,12 @@
 //! of 10 ms (Fig. 13). Each measurement builds a fresh array.
 //!
 //! Variants: see [`crate::arrays`]. The baseline is `latch-free-mock`, the unsafe upper
-//! bound (no resize protection, huge preallocated buffer).
+//! bound (no resize protection, huge preallocated buffer). A variant that cannot simulate
+//! the slow resize (the `epvs::array` types have no hook for it) is left out of the 10 ms
+//! groups.
+//!
+//! Grid: push 0 / 10 / 50 %, delay 0 / 10 ms (quick: push 0 / 10 %, delay 0); threads
+//! from the options plus 8 and 16 oversubscribed.
 
 use std::time::Duration;
 
@@ -57,10 +62,10 @@ impl Suite for EpvsArray {
                 }
                 for (threads, over) in opts.threads_for(true) {
                     let w = Workload::new(push_pct, delay_ms);
-                    cases.push(w.case::<LatchFreeMock>(threads, over));
-                    cases.push(w.case::<RwLockStdArray>(threads, over));
-                    cases.push(w.case::<RwLockParkingLotArray>(threads, over));
-                    cases.push(w.case::<BravoArray>(threads, over));
+                    cases.extend(w.case_if::<LatchFreeMock>(threads, over));
+                    cases.extend(w.case_if::<RwLockStdArray>(threads, over));
+                    cases.extend(w.case_if::<RwLockParkingLotArray>(threads, over));
+                    cases.extend(w.case_if::<BravoArray>(threads, over));
                 }
             }
         }
@@ -84,6 +89,15 @@ impl Workload {
             ..ArrayConfig::default()
         };
         Workload { mix: Mix { push_pct }, cfg }
+    }
+
+    /// The case of `A`, if `A` supports this workload's configuration.
+    fn case_if<A: BenchArray + 'static>(
+        &self,
+        threads: usize,
+        oversubscribed: bool,
+    ) -> Option<Case> {
+        A::supports(&self.cfg).then(|| self.case::<A>(threads, oversubscribed))
     }
 
     fn case<A: BenchArray + 'static>(&self, threads: usize, oversubscribed: bool) -> Case {

@@ -17,8 +17,7 @@ use serde_json::Value;
 
 use super::epvs_common::params;
 use super::epvs_protect::{
-    protect_loop, BravoLock, CrossbeamPin, Epoch, EpochPinned, EpvsEnter, EpvsPinned, Latched,
-    Protector,
+    protect_loop, BravoLock, CrossbeamPin, Epoch, EpochPinned, Latched, Protector,
 };
 use crate::harness::{run_threads, Case, Options, Suite, ThreadResult};
 
@@ -63,8 +62,6 @@ impl Suite for EpvsOps {
         for op in [Op::ProtectRelease, Op::ProtectedRead] {
             for (threads, over) in opts.threads_for(false) {
                 let c = Cfg { op, threads, over };
-                cases.push(c.case("epvs", EpvsEnter::default()));
-                cases.push(c.case("epvs-pinned", EpvsPinned::default()));
                 cases.push(c.case("crossbeam-pin", CrossbeamPin));
                 cases.push(c.case("lightepoch", Epoch::default()));
                 cases.push(c.case("lightepoch-pinned", EpochPinned::default()));
@@ -116,7 +113,7 @@ mod tests {
     fn epvs_ops_smoke() {
         super::super::epvs_common::smoke(
             &EpvsOps,
-            &["epvs", "epvs-pinned", "crossbeam-pin", "lightepoch", "rwlock-parking-lot", "bravo"],
+            &["crossbeam-pin", "lightepoch", "rwlock-parking-lot", "bravo"],
         );
     }
 }
