@@ -1,0 +1,112 @@
+//! Per-thread bookkeeping of the version scheme: which instances this thread is inside
+//! (for re-entrant `enter`), and which instances' machine callbacks run on this thread
+//! (to turn would-be self-deadlocks into clear panics).
+//!
+//! Instances are identified by the address of their shared core, which is unique while
+//! the instance lives; entries never outlive the instance because guards borrow it.
+
+use super::prim::thread_local;
+use super::State;
+use std::cell::RefCell;
+
+#[derive(Default)]
+struct Ctx {
+    /// Instances this thread is inside: (id, number of live guards, state of the region).
+    entered: Vec<(usize, usize, State)>,
+    /// Instances whose `next_step` / `on_entering_state` runs on this thread (a stack).
+    callbacks: Vec<usize>,
+}
+
+thread_local! {
+    static CTX: RefCell<Ctx> = RefCell::new(Ctx::default());
+}
+
+/// What `enter` must do on this thread.
+pub(super) enum Begin {
+    /// Not inside the instance: enter normally.
+    Fresh,
+    /// Already inside: the nesting depth was incremented; the region's state.
+    Nested(State),
+    /// Called from a callback of this instance's machine.
+    InCallback,
+}
+
+#[inline]
+fn with<R>(f: impl FnOnce(&mut Ctx) -> R) -> Option<R> {
+    // `try_with`: a guard dropped during thread-local destruction must not panic.
+    CTX.try_with(|c| f(&mut c.borrow_mut())).ok()
+}
+
+#[inline]
+pub(super) fn begin_enter(id: usize) -> Begin {
+    with(|c| {
+        if !c.callbacks.is_empty() && c.callbacks.contains(&id) {
+            return Begin::InCallback;
+        }
+        match c.entered.iter_mut().find(|e| e.0 == id) {
+            Some(e) => {
+                e.1 += 1;
+                Begin::Nested(e.2)
+            }
+            None => Begin::Fresh,
+        }
+    })
+    .unwrap_or(Begin::Fresh)
+}
+
+#[inline]
+pub(super) fn push_entered(id: usize, state: State) {
+    with(|c| c.entered.push((id, 1, state)));
+}
+
+#[inline]
+pub(super) fn leave(id: usize) {
+    with(|c| {
+        if let Some(i) = c.entered.iter().rposition(|e| e.0 == id) {
+            c.entered[i].1 -= 1;
+            if c.entered[i].1 == 0 {
+                c.entered.swap_remove(i);
+            }
+        }
+    });
+}
+
+/// Number of live guards of instance `id` on this thread.
+#[inline]
+pub(super) fn depth(id: usize) -> usize {
+    with(|c| c.entered.iter().find(|e| e.0 == id).map_or(0, |e| e.1)).unwrap_or(0)
+}
+
+#[inline]
+pub(super) fn set_state(id: usize, state: State) {
+    with(|c| {
+        if let Some(e) = c.entered.iter_mut().find(|e| e.0 == id) {
+            e.2 = state;
+        }
+    });
+}
+
+pub(super) fn in_callback(id: usize) -> bool {
+    with(|c| c.callbacks.contains(&id)).unwrap_or(false)
+}
+
+/// Marks this thread as running a machine callback of instance `id` until dropped.
+pub(super) struct CallbackScope(usize);
+
+impl CallbackScope {
+    pub(super) fn new(id: usize) -> CallbackScope {
+        with(|c| c.callbacks.push(id));
+        CallbackScope(id)
+    }
+}
+
+impl Drop for CallbackScope {
+    fn drop(&mut self) {
+        let id = self.0;
+        with(|c| {
+            if let Some(i) = c.callbacks.iter().rposition(|&x| x == id) {
+                c.callbacks.remove(i);
+            }
+        });
+    }
+}
