@@ -145,7 +145,8 @@ impl Kv {
     fn checkpoint(&self) -> Snapshot {
         let flushed = Arc::new(AtomicBool::new(false));
         let from = loop {
-            let machine = Checkpoint { data: Arc::clone(&self.data), flushed: Arc::clone(&flushed) };
+            let machine =
+                Checkpoint { data: Arc::clone(&self.data), flushed: Arc::clone(&flushed) };
             match self.epvs.execute_state_machine(machine, None) {
                 Ok(from) => break from,
                 // Another checkpoint is running: wait for it to finish, then retry.

@@ -408,8 +408,8 @@ mod tests {
         });
         let base = WRITERS * SLOTS_PER_WRITER;
         assert_eq!(a.len(), base + PUSHES as usize);
-        for i in 0..base {
-            assert_eq!(a.read(i), Some(last[i].load(Relaxed)));
+        for (i, l) in last.iter().enumerate() {
+            assert_eq!(a.read(i), Some(l.load(Relaxed)));
         }
         let mut pushed: Vec<u64> = (base..a.len()).map(|i| a.read(i).unwrap()).collect();
         pushed.sort_unstable();

@@ -75,25 +75,27 @@
 //!
 //! # Correctness: critical sections exclude protected regions
 //!
-//! Let a step store `s | intermediate` and bump the epoch from `E` to `E + 1` (both
-//! SeqCst, in that order); its action runs when `E` is safe, i.e. every thread that is
-//! protected has announced an epoch `> E`. Take a region `R` that announces epoch `e`
-//! and then loads the state (SeqCst; the epoch orders the announce before later loads).
+//! Let a step store `s | intermediate` (SeqCst, followed by a SeqCst fence) and then
+//! bump the epoch from `E` to `E + 1`; its action runs when `E` is safe, i.e. every
+//! thread that is protected has announced an epoch `> E`. Take a region `R` that
+//! announces epoch `e` and then loads the state (SeqCst).
 //!
-//! * If `R`'s load returned `s` without the flag, the load precedes the set-intermediate
-//!   store in the SeqCst order, hence precedes the bump, so `R` read `E` or earlier:
-//!   `e <= E`. `E` is not safe while `R` holds its announcement, so the action (and
-//!   the critical section) waits until `R` leaves or refreshes.
-//! * Otherwise `R`'s announcement follows the bump. Then its load follows the
-//!   set-intermediate store and sees the flag or a later value. Later values are written
-//!   only by the action, after the critical section. So `R` either waits, or runs in
-//!   the new state after the section has finished, and acquires its writes (the new
-//!   state is stored SeqCst after the section; `R` loads it SeqCst).
-//! * This is the store-buffering pattern: "the epoch's scan misses `R`'s announcement"
-//!   and "`R`'s load misses the flag" cannot both happen because all four operations are
-//!   SeqCst (or fenced) — this is the contract `LightEpoch` provides: the announce in
-//!   `protect`/`refresh` is ordered before later loads, and a region's end happens-before
-//!   an action that waited for it.
+//! * If `R`'s announcement is visible to the bump's scan of the epoch table, `e <= E`
+//!   (or `R` re-announced later, after leaving), so the action — and the critical
+//!   section — waits until `R` leaves or refreshes.
+//! * Otherwise `R`'s announce-and-fence is ordered after the step's fence (the scan runs
+//!   after it and missed the announcement), so `R`'s state load sees the flag or a later
+//!   value. Later values are written only by the action, after the critical section. So
+//!   `R` either waits, or runs in the new state after the section has finished, and
+//!   acquires its writes (the new state is stored after the section; `R` loads it
+//!   SeqCst).
+//! * "The scan misses `R`'s announcement" and "`R`'s load misses the flag" cannot both
+//!   happen: that is the store-buffering pattern, forbidden because both sides are fenced
+//!   (SeqCst). What this relies on from [`LightEpoch`](crate::epoch::LightEpoch): the
+//!   announce in `protect`/`refresh` is ordered before later loads (SeqCst RMW or fence),
+//!   `bump_with` scans the announcements after incrementing the epoch, and a region's
+//!   end happens-before an action that waited for it (the critical section sees the
+//!   region's writes).
 //!
 //! So no region overlaps a critical section, a region that entered in version `v` never
 //! observes a state of `v + 1` (invariant 4: it keeps its state until it refreshes, and
