@@ -80,22 +80,23 @@
 //! thread that is protected has announced an epoch `> E`. Take a region `R` that
 //! announces epoch `e` and then loads the state (SeqCst).
 //!
-//! * If `R`'s announcement is visible to the bump's scan of the epoch table, `e <= E`
-//!   (or `R` re-announced later, after leaving), so the action — and the critical
-//!   section — waits until `R` leaves or refreshes.
-//! * Otherwise `R`'s announce-and-fence is ordered after the step's fence (the scan runs
-//!   after it and missed the announcement), so `R`'s state load sees the flag or a later
-//!   value. Later values are written only by the action, after the critical section. So
-//!   `R` either waits, or runs in the new state after the section has finished, and
-//!   acquires its writes (the new state is stored after the section; `R` loads it
-//!   SeqCst).
-//! * "The scan misses `R`'s announcement" and "`R`'s load misses the flag" cannot both
-//!   happen: that is the store-buffering pattern, forbidden because both sides are fenced
-//!   (SeqCst). What this relies on from [`LightEpoch`](crate::epoch::LightEpoch): the
-//!   announce in `protect`/`refresh` is ordered before later loads (SeqCst RMW or fence),
-//!   `bump_with` scans the announcements after incrementing the epoch, and a region's
-//!   end happens-before an action that waited for it (the critical section sees the
-//!   region's writes).
+//! * `e <= E` and the bump's scan of the epoch table sees the announcement: the action
+//!   (and the critical section) waits until `R` leaves or refreshes.
+//! * `e > E`: `R` read the incremented epoch, which was written after the step's fence,
+//!   so (fence-to-fence synchronization) `R`'s later state load sees the flag or a later
+//!   value.
+//! * The scan misses `R`'s announcement: then `R`'s fenced announce is ordered after the
+//!   step's fence in the SeqCst order (the store-buffering pattern cannot lose both
+//!   sides), so again `R`'s state load sees the flag or a later value.
+//!
+//! Values after the flag are written only by the action, after the critical section.
+//! So `R` either waits for the section or runs entirely after it, in the new state, and
+//! acquires its writes (the new state is stored after the section; `R` loads it SeqCst).
+//! What this relies on from [`LightEpoch`](crate::epoch::LightEpoch): the announce in
+//! `protect`/`refresh` is ordered before later loads (SeqCst RMW or fence), `bump_with`
+//! scans the announcements after incrementing the epoch, and a region's end
+//! happens-before an action that waited for it (so the critical section sees the
+//! region's writes).
 //!
 //! So no region overlaps a critical section, a region that entered in version `v` never
 //! observes a state of `v + 1` (invariant 4: it keeps its state until it refreshes, and
