@@ -242,26 +242,41 @@ mod tests {
 
     /// Concurrent writers (with duplicate submissions) and several concurrent
     /// checkpointers: every snapshot is a consistent cut, snapshots are monotone, and the
-    /// final one holds every applied request exactly once.
+    /// final one holds every applied request exactly once. Writers keep going until
+    /// `MIN_SNAPSHOTS` checkpoints completed, so those all overlap the writes.
     #[test]
     fn snapshots_are_consistent_cuts() {
         const WRITERS: u64 = 3;
         const REQUESTS: u64 = 4000;
+        const MIN_SNAPSHOTS: u64 = 6;
         let kv = Kv::new();
         let next_id = AtomicU64::new(0);
         let applied = AtomicU64::new(0);
-        let done = AtomicBool::new(false);
-        let mut snapshots = thread::scope(|s| {
+        let taken = AtomicU64::new(0);
+        let writers_done = AtomicU64::new(0);
+        let snapshots = thread::scope(|s| {
             for _ in 0..WRITERS {
-                let (kv, next_id, applied) = (&kv, &next_id, &applied);
+                let (kv, next_id, applied, taken, writers_done) =
+                    (&kv, &next_id, &applied, &taken, &writers_done);
                 s.spawn(move || {
-                    for _ in 0..REQUESTS {
+                    // Counts this writer as done even if it panics, so the
+                    // checkpointers stop and the panic is reported.
+                    struct Done<'a>(&'a AtomicU64);
+                    impl Drop for Done<'_> {
+                        fn drop(&mut self) {
+                            self.0.fetch_add(1, Relaxed);
+                        }
+                    }
+                    let _done = Done(writers_done);
+                    let mut mine = Vec::new();
+                    while (mine.len() as u64) < REQUESTS || taken.load(Relaxed) < MIN_SNAPSHOTS {
                         let id = next_id.fetch_add(1, Relaxed);
                         let (k, d) = request(id);
                         assert!(kv.apply(id, k, d));
                         applied.fetch_add(1, Relaxed);
-                        // Resubmit an older id: must be deduplicated.
-                        let old = id / 2;
+                        mine.push(id);
+                        // Resubmit one of our earlier ids: must be deduplicated.
+                        let old = mine[mine.len() / 2];
                         let (k, d) = request(old);
                         assert!(!kv.apply(old, k, d));
                     }
@@ -269,23 +284,21 @@ mod tests {
             }
             let checkpointers: Vec<_> = (0..2)
                 .map(|_| {
-                    let (kv, done) = (&kv, &done);
+                    let (kv, taken, writers_done) = (&kv, &taken, &writers_done);
                     s.spawn(move || {
                         let mut snaps = Vec::new();
-                        while !done.load(Relaxed) {
+                        while writers_done.load(Relaxed) < WRITERS {
                             snaps.push(kv.checkpoint());
+                            taken.fetch_add(1, Relaxed);
                         }
                         snaps
                     })
                 })
                 .collect();
-            while applied.load(Relaxed) < WRITERS * REQUESTS {
-                thread::yield_now();
-            }
-            done.store(true, Relaxed);
             checkpointers.into_iter().flat_map(|h| h.join().unwrap()).collect::<Vec<_>>()
         });
-        assert!(snapshots.len() >= 2, "checkpoints ran concurrently with the writers");
+        let mut snapshots = snapshots;
+        assert!(snapshots.len() as u64 >= MIN_SNAPSHOTS);
         for s in &snapshots {
             check_cut(s);
         }
@@ -296,6 +309,6 @@ mod tests {
         }
         let last = kv.checkpoint();
         check_cut(&last);
-        assert_eq!(last.dedup.len() as u64, WRITERS * REQUESTS);
+        assert_eq!(last.dedup.len() as u64, applied.load(Relaxed));
     }
 }
