@@ -1,5 +1,9 @@
 //! Epoch protection and the Epoch-Protected Version Scheme (EPVS).
+//!
+//! - [`epoch`]: [`LightEpoch`](epoch::LightEpoch), FASTER-style epoch protection: cheap
+//!   protected regions and actions deferred until every thread has left an epoch.
 
 pub mod array;
 pub mod epoch;
+mod primitive;
 pub mod version;

@@ -108,7 +108,8 @@ impl Epvs {
     /// pending or running (brief spin, then parks with bounded wake-ups).
     ///
     /// Re-entrant: if this thread is already inside this instance, returns at once with
-    /// a guard of the same region (same state), never blocking.
+    /// a nested guard of the same region (same state), never blocking. Nested guards must
+    /// be dropped before the guards they nest in (normal scoping does this).
     ///
     /// # Panics
     ///
@@ -119,7 +120,7 @@ impl Epvs {
         let id = self.id();
         match tls::begin_enter(id) {
             Begin::Fresh => {}
-            Begin::Nested(state) => return self.guard(self.core.epoch.protect(), state),
+            Begin::Nested(state, level) => return self.nested(state, level),
             Begin::InCallback => callback_panic("enter"),
         }
         let guard = self.core.epoch.protect();
@@ -142,7 +143,7 @@ impl Epvs {
         let id = self.id();
         match tls::begin_enter(id) {
             Begin::Fresh => {}
-            Begin::Nested(state) => return Some(self.guard(self.core.epoch.protect(), state)),
+            Begin::Nested(state, level) => return Some(self.nested(state, level)),
             Begin::InCallback => callback_panic("try_enter"),
         }
         let guard = self.core.epoch.protect();
@@ -154,9 +155,17 @@ impl Epvs {
         Some(self.guard(guard, state))
     }
 
+    /// The guard of a new (outermost) region; it holds the region's epoch protection.
     #[inline]
     fn guard<'a>(&'a self, epoch: EpochGuard<'a>, state: State) -> EpvsGuard<'a> {
-        EpvsGuard { epvs: self, epoch: Some(epoch), state, _not_send: PhantomData }
+        EpvsGuard { epvs: self, epoch: Some(epoch), state, level: 1, _not_send: PhantomData }
+    }
+
+    /// A nested guard of the region this thread is in: no protection of its own, the
+    /// outermost guard's covers it (guards of a region are dropped innermost first).
+    #[inline]
+    fn nested(&self, state: State, level: usize) -> EpvsGuard<'_> {
+        EpvsGuard { epvs: self, epoch: None, state, level, _not_send: PhantomData }
     }
 
     #[cold]
@@ -491,11 +500,19 @@ fn callback_panic(what: &str) -> ! {
 
 /// A protected region of an [`Epvs`]; drop = leave. `!Send`: the protection belongs to
 /// the thread.
+///
+/// Guards of one region (the first [`Epvs::enter`] on a thread and the nested ones after
+/// it) must be dropped innermost first; dropping a guard while a guard nested in it is
+/// alive (or was leaked) panics and leaves the region's protection in place for good,
+/// since the nested guard still relies on it.
 pub struct EpvsGuard<'a> {
     epvs: &'a Epvs,
-    /// `None` only transiently inside `refresh` while waiting for a transition.
+    /// The region's epoch protection: `Some` in the outermost guard (`None` only
+    /// transiently inside `refresh` while waiting for a transition), `None` in nested ones.
     epoch: Option<EpochGuard<'a>>,
     state: State,
+    /// Nesting level: 1 for the outermost guard of the region.
+    level: usize,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -543,7 +560,7 @@ impl<'a> EpvsGuard<'a> {
     /// another guard of the same instance is alive on this thread.
     pub fn try_refresh(&mut self) -> Option<State> {
         let id = self.epvs.id();
-        if tls::depth(id) != 1 {
+        if self.level != 1 || tls::depth(id) != 1 {
             return None;
         }
         if let Some(epoch) = self.epoch.as_mut() {
@@ -569,8 +586,30 @@ impl Drop for EpvsGuard<'_> {
     fn drop(&mut self) {
         // Leave the bookkeeping first: dropping the epoch guard may run critical sections
         // of this instance on this thread, which must not see it as inside.
-        tls::leave(self.epvs.id());
-        drop(self.epoch.take());
+        if tls::leave(self.epvs.id(), self.level) {
+            drop(self.epoch.take());
+        } else {
+            self.dropped_out_of_order();
+        }
+    }
+}
+
+impl EpvsGuard<'_> {
+    #[cold]
+    fn dropped_out_of_order(&mut self) {
+        // A guard nested in this one is alive (or leaked) and relies on this guard's
+        // protection: keep it for good (the region never ends, so transitions of this
+        // instance never complete) rather than let a critical section run under it.
+        if let Some(epoch) = self.epoch.take() {
+            std::mem::forget(epoch);
+        }
+        if !std::thread::panicking() {
+            panic!(
+                "EpvsGuard dropped while a guard nested in it is alive (or leaked): guards \
+                 of one region must be dropped innermost first; the region's protection is \
+                 kept forever"
+            );
+        }
     }
 }
 

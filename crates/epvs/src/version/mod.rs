@@ -106,12 +106,14 @@
 //! # Re-entrancy rules
 //!
 //! * **Nested `enter` on the same thread** (already inside this instance): supported. It
-//!   never blocks and returns a guard of the *same* region (same state), whatever is
-//!   pending; the region lasts until the last of the thread's guards is dropped.
-//!   [`EpvsGuard::refresh`] on a guard while another guard of the same instance is alive
-//!   on the thread **panics** (the outer region would see its state change; a no-op
-//!   would silently livelock the usual "advance, then refresh until done" loop);
-//!   [`EpvsGuard::try_refresh`] returns `None` instead.
+//!   never blocks and returns a nested guard of the *same* region (same state), whatever
+//!   is pending. The outermost guard holds the region's epoch protection, so guards of a
+//!   region are dropped innermost first (normal scoping); dropping a guard while one
+//!   nested in it is alive panics and keeps the protection forever (sound, but the
+//!   instance can no longer advance). [`EpvsGuard::refresh`] on a guard while another
+//!   guard of the same instance is alive on the thread **panics** (the outer region
+//!   would see its state change; a no-op would silently livelock the usual "advance,
+//!   then refresh until done" loop); [`EpvsGuard::try_refresh`] returns `None` instead.
 //! * **Advancing under protection** (the paper's self-dependency): supported.
 //!   `advance_version`, `execute_state_machine` and `try_step` never wait for a
 //!   transition; a transition started from inside a region runs once the region

@@ -169,10 +169,25 @@ fn nested_enter_never_blocks_and_shares_the_region() {
     let inner = epvs.enter();
     assert_eq!(inner.state(), State::rest(0));
     assert!(epvs.try_enter().is_some());
-    drop(outer); // the region lasts while `inner` lives
+    drop(inner); // the region lasts while `outer` lives
+    assert!(epvs.state().is_intermediate());
+    drop(outer);
+    assert_eq!(epvs.state(), State::rest(1));
+}
+
+#[test]
+fn out_of_order_drop_panics_and_keeps_the_region_protected() {
+    let epvs = Epvs::new();
+    let outer = epvs.enter();
+    let inner = epvs.enter();
+    epvs.advance_version(|| {}, None).unwrap();
+    let msg = panic_msg(&*catch_unwind(AssertUnwindSafe(|| drop(outer))).unwrap_err());
+    assert!(msg.contains("innermost first"), "{msg}");
+    // The inner guard is still protected: the transition cannot have run.
+    assert_eq!(inner.state(), State::rest(0));
     assert!(epvs.state().is_intermediate());
     drop(inner);
-    assert_eq!(epvs.state(), State::rest(1));
+    assert!(epvs.state().is_intermediate(), "the leaked protection pins the region");
 }
 
 #[test]

@@ -25,8 +25,9 @@ thread_local! {
 pub(super) enum Begin {
     /// Not inside the instance: enter normally.
     Fresh,
-    /// Already inside: the nesting depth was incremented; the region's state.
-    Nested(State),
+    /// Already inside: the nesting depth was incremented to `.1`; `.0` is the region's
+    /// state.
+    Nested(State, usize),
     /// Called from a callback of this instance's machine.
     InCallback,
 }
@@ -46,7 +47,7 @@ pub(super) fn begin_enter(id: usize) -> Begin {
         match c.entered.iter_mut().find(|e| e.0 == id) {
             Some(e) => {
                 e.1 += 1;
-                Begin::Nested(e.2)
+                Begin::Nested(e.2, e.1)
             }
             None => Begin::Fresh,
         }
@@ -59,16 +60,21 @@ pub(super) fn push_entered(id: usize, state: State) {
     with(|c| c.entered.push((id, 1, state)));
 }
 
+/// Leaves the region level `level` of instance `id`: `false` (and nothing changes) if
+/// `level` is not the innermost live level, i.e. guards are dropped out of order.
 #[inline]
-pub(super) fn leave(id: usize) {
-    with(|c| {
-        if let Some(i) = c.entered.iter().rposition(|e| e.0 == id) {
+pub(super) fn leave(id: usize, level: usize) -> bool {
+    with(|c| match c.entered.iter().rposition(|e| e.0 == id) {
+        Some(i) if c.entered[i].1 == level => {
             c.entered[i].1 -= 1;
             if c.entered[i].1 == 0 {
                 c.entered.swap_remove(i);
             }
+            true
         }
-    });
+        _ => false,
+    })
+    .unwrap_or(true)
 }
 
 /// Number of live guards of instance `id` on this thread.
