@@ -281,6 +281,10 @@ impl TwoPhaseArray {
             return;
         };
         let len = list.len();
+        // Relaxed: a hint that spares finished copies the contended `fetch_add`.
+        if self.inner.copy_next.load(Relaxed) >= len {
+            return;
+        }
         loop {
             let start = self.inner.copy_next.fetch_add(CHUNK, Relaxed);
             if start >= len {
