@@ -3,7 +3,7 @@
 //! [`crate::version`].
 
 use super::machine::SimpleMachine;
-use super::prim::{fence, AtomicU64, Condvar, Mutex, MutexGuard};
+use super::prim::{self, fence, AtomicU64, Condvar, Mutex, MutexGuard};
 use super::tls::{self, Begin, CallbackScope};
 use super::{AdvanceError, State, StateMachine, Step};
 use crate::epoch::{EpochGuard, LightEpoch};
@@ -434,7 +434,16 @@ impl Core {
             if !cond(self.load()) {
                 return;
             }
+            prim::eventually_visible();
             self.epoch.drain();
+            // loom does not model wait timeouts, and the epoch's release path may miss a
+            // freshly queued action (its pending check is Relaxed), so a model must keep
+            // re-draining: yield instead of parking.
+            #[cfg(loom)]
+            {
+                loom::thread::yield_now();
+                continue;
+            }
             // The state is checked with `park` held and `wake` takes `park` after changing
             // it, so a wake-up between the check and the wait cannot be lost; the timeout
             // bounds the wait anyway and makes this thread help drain again.
@@ -588,6 +597,7 @@ impl Drop for EpvsGuard<'_> {
         // of this instance on this thread, which must not see it as inside.
         if tls::leave(self.epvs.id(), self.level) {
             drop(self.epoch.take());
+            prim::eventually_visible();
         } else {
             self.dropped_out_of_order();
         }

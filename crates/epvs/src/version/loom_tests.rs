@@ -63,7 +63,11 @@ fn loom_critical_section_excludes_regions() {
 /// runs when it refreshes; another thread's region is excluded too.
 #[test]
 fn loom_advance_under_protection() {
-    loom::model(|| {
+    // Both threads may wait (re-draining) for each other's region to end; the spins add
+    // branches beyond loom's default bound.
+    let mut model = loom::model::Builder::new();
+    model.max_branches = 20_000;
+    model.check(|| {
         let epvs = Arc::new(Epvs::new());
         let data = Arc::new(Shared(UnsafeCell::new(0)));
         let reader = {
