@@ -23,6 +23,9 @@ const PARK_TIMEOUT: Duration = Duration::from_millis(1);
 /// Bound on the drain rounds `Drop for Epvs` runs to complete in-flight transitions.
 const DROP_DRAIN_ROUNDS: usize = 64;
 
+/// Source of [`Core::id`]s (a plain std atomic: ids need no loom modelling).
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// An Epoch-Protected Version Scheme instance (seed paper §3, §4.2).
 ///
 /// Threads run protected regions with [`enter`](Epvs::enter); version transitions run
@@ -39,6 +42,8 @@ pub struct Epvs {
 /// The state shared by an [`Epvs`] and the epoch actions of its in-flight transitions
 /// (which hold it weakly, so a dropped instance is never kept alive by its own epoch).
 struct Core {
+    /// Process-wide unique id of the instance, for the per-thread bookkeeping.
+    id: u64,
     epoch: LightEpoch,
     /// The current [`State`], see the bit table there.
     ///
@@ -82,6 +87,8 @@ impl Epvs {
     pub fn with_epoch(epoch: LightEpoch) -> Epvs {
         Epvs {
             core: Arc::new(Core {
+                // Relaxed: only uniqueness matters.
+                id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                 epoch,
                 state: AtomicU64::new(State::rest(0).to_bits()),
                 slot: Mutex::new(None),
@@ -92,8 +99,8 @@ impl Epvs {
     }
 
     #[inline]
-    fn id(&self) -> usize {
-        Arc::as_ptr(&self.core) as usize
+    fn id(&self) -> u64 {
+        self.core.id
     }
 
     /// The current state, read without protection: it may be intermediate and may change
@@ -353,7 +360,7 @@ impl Core {
         if from.is_intermediate() {
             return Step::InFlight;
         }
-        let id = Arc::as_ptr(this) as usize;
+        let id = this.id;
         let next = {
             let _callback = CallbackScope::new(id);
             installed.machine.next_step(from)
@@ -389,7 +396,7 @@ impl Core {
         to: State,
         finishes: bool,
     ) {
-        let id = Arc::as_ptr(this) as usize;
+        let id = this.id;
         let outcome = {
             let _callback = CallbackScope::new(id);
             panic::catch_unwind(AssertUnwindSafe(|| machine.on_entering_state(from, to)))

@@ -563,3 +563,16 @@ proptest! {
         prop_assert_eq!(sections.load(SeqCst), expected_sections);
     }
 }
+
+#[test]
+fn leaked_guard_does_not_leak_into_later_instances() {
+    for _ in 0..16 {
+        let e = Epvs::new();
+        std::mem::forget(e.enter());
+        drop(e);
+        // A later instance (possibly at the same address) starts fresh on this thread.
+        let e2 = Epvs::new();
+        let mut g = e2.enter();
+        assert_eq!(g.try_refresh(), Some(State::rest(0)));
+    }
+}

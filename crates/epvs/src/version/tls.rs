@@ -2,8 +2,8 @@
 //! (for re-entrant `enter`), and which instances' machine callbacks run on this thread
 //! (to turn would-be self-deadlocks into clear panics).
 //!
-//! Instances are identified by the address of their shared core, which is unique while
-//! the instance lives; entries never outlive the instance because guards borrow it.
+//! Instances are identified by a process-wide unique id (never reused), so an entry left
+//! behind by a leaked guard can never be mistaken for a region of a later instance.
 
 use super::prim::thread_local;
 use super::State;
@@ -12,9 +12,9 @@ use std::cell::RefCell;
 #[derive(Default)]
 struct Ctx {
     /// Instances this thread is inside: (id, number of live guards, state of the region).
-    entered: Vec<(usize, usize, State)>,
+    entered: Vec<(u64, usize, State)>,
     /// Instances whose `next_step` / `on_entering_state` runs on this thread (a stack).
-    callbacks: Vec<usize>,
+    callbacks: Vec<u64>,
 }
 
 thread_local! {
@@ -39,7 +39,7 @@ fn with<R>(f: impl FnOnce(&mut Ctx) -> R) -> Option<R> {
 }
 
 #[inline]
-pub(super) fn begin_enter(id: usize) -> Begin {
+pub(super) fn begin_enter(id: u64) -> Begin {
     with(|c| {
         if !c.callbacks.is_empty() && c.callbacks.contains(&id) {
             return Begin::InCallback;
@@ -56,14 +56,14 @@ pub(super) fn begin_enter(id: usize) -> Begin {
 }
 
 #[inline]
-pub(super) fn push_entered(id: usize, state: State) {
+pub(super) fn push_entered(id: u64, state: State) {
     with(|c| c.entered.push((id, 1, state)));
 }
 
 /// Leaves the region level `level` of instance `id`: `false` (and nothing changes) if
 /// `level` is not the innermost live level, i.e. guards are dropped out of order.
 #[inline]
-pub(super) fn leave(id: usize, level: usize) -> bool {
+pub(super) fn leave(id: u64, level: usize) -> bool {
     with(|c| match c.entered.iter().rposition(|e| e.0 == id) {
         Some(i) if c.entered[i].1 == level => {
             c.entered[i].1 -= 1;
@@ -79,12 +79,12 @@ pub(super) fn leave(id: usize, level: usize) -> bool {
 
 /// Number of live guards of instance `id` on this thread.
 #[inline]
-pub(super) fn depth(id: usize) -> usize {
+pub(super) fn depth(id: u64) -> usize {
     with(|c| c.entered.iter().find(|e| e.0 == id).map_or(0, |e| e.1)).unwrap_or(0)
 }
 
 #[inline]
-pub(super) fn set_state(id: usize, state: State) {
+pub(super) fn set_state(id: u64, state: State) {
     with(|c| {
         if let Some(e) = c.entered.iter_mut().find(|e| e.0 == id) {
             e.2 = state;
@@ -92,15 +92,15 @@ pub(super) fn set_state(id: usize, state: State) {
     });
 }
 
-pub(super) fn in_callback(id: usize) -> bool {
+pub(super) fn in_callback(id: u64) -> bool {
     with(|c| c.callbacks.contains(&id)).unwrap_or(false)
 }
 
 /// Marks this thread as running a machine callback of instance `id` until dropped.
-pub(super) struct CallbackScope(usize);
+pub(super) struct CallbackScope(u64);
 
 impl CallbackScope {
-    pub(super) fn new(id: usize) -> CallbackScope {
+    pub(super) fn new(id: u64) -> CallbackScope {
         with(|c| c.callbacks.push(id));
         CallbackScope(id)
     }
