@@ -576,3 +576,77 @@ fn leaked_guard_does_not_leak_into_later_instances() {
         assert_eq!(g.try_refresh(), Some(State::rest(0)));
     }
 }
+
+#[test]
+fn epvs_and_arrays_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Epvs>();
+    check::<crate::array::ResizableArray>();
+    check::<crate::array::TwoPhaseArray>();
+}
+
+/// A two-phase machine whose critical sections write an encoding of the state they enter
+/// into two cells, non-atomically; readers in any phase see exactly their state's encoding.
+/// The step out of the middle phase waits for a worker thread (outside work + `try_step`).
+#[test]
+fn stress_two_phase_machine_with_readers() {
+    const MACHINES: u64 = 60;
+    const MID: u8 = 7;
+    fn encode(s: State) -> u64 {
+        s.version() * 256 + s.phase() as u64
+    }
+    struct Pair {
+        cells: Arc<(AtomicU64, AtomicU64)>,
+        done: Arc<AtomicBool>,
+    }
+    impl StateMachine for Pair {
+        fn next_step(&self, cur: State) -> Option<State> {
+            if cur.is_rest() {
+                Some(State::new(cur.version(), MID))
+            } else {
+                self.done.load(SeqCst).then(|| State::rest(cur.version() + 1))
+            }
+        }
+        fn on_entering_state(&self, _from: State, to: State) {
+            self.cells.0.store(encode(to), Relaxed);
+            thread::yield_now();
+            self.cells.1.store(encode(to), Relaxed);
+        }
+    }
+    let epvs = Epvs::new();
+    let cells = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+    let stop = AtomicBool::new(false);
+    thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                let mut g = epvs.enter();
+                while !stop.load(Relaxed) {
+                    let want = encode(g.state());
+                    assert_eq!(cells.0.load(Relaxed), want);
+                    thread::yield_now();
+                    assert_eq!(cells.1.load(Relaxed), want);
+                    g.refresh();
+                }
+            });
+        }
+        for _ in 0..MACHINES {
+            let done = Arc::new(AtomicBool::new(false));
+            let m = Pair { cells: Arc::clone(&cells), done: Arc::clone(&done) };
+            // Only this thread installs machines, and the previous one finished.
+            let from = epvs.execute_state_machine(m, None).unwrap();
+            let v = from.version();
+            epvs.wait_until(|s| s == State::new(v, MID));
+            // The outside work, then the explicit step, from another thread.
+            let epvs = &epvs;
+            s.spawn(move || {
+                done.store(true, SeqCst);
+                epvs.try_step();
+            })
+            .join()
+            .unwrap();
+            assert_eq!(epvs.wait_for_version(v + 1), State::rest(v + 1));
+        }
+        stop.store(true, Relaxed);
+    });
+    assert_eq!(epvs.state(), State::rest(MACHINES));
+}
