@@ -257,18 +257,26 @@ impl Epvs {
         // cannot be overtaken (FASTER reads the version *before* its install CAS; a
         // machine completing in between makes the stale request run and the version go
         // backwards). Holding the slot lock is the install here.
+        let placeholder = State::rest(0);
+        *slot = Some(Installed { machine, start: placeholder, target });
         let current = self.core.load();
         debug_assert!(!current.is_intermediate() && current.is_rest(), "{current:?}");
-        match target {
+        let rejected = match target {
             Some(t) if t <= current.version() => {
-                return Err(AdvanceError::Stale { target: t, current: current.version() })
+                Some(AdvanceError::Stale { target: t, current: current.version() })
             }
-            None if current.version() == State::MAX_VERSION => {
-                return Err(AdvanceError::VersionOverflow)
-            }
-            _ => {}
+            None if current.version() == State::MAX_VERSION => Some(AdvanceError::VersionOverflow),
+            _ => None,
+        };
+        if let Some(err) = rejected {
+            let machine = slot.take();
+            drop(slot);
+            drop(machine);
+            return Err(err);
         }
-        *slot = Some(Installed { machine, start: current, target });
+        if let Some(installed) = slot.as_mut() {
+            installed.start = current;
+        }
         Core::step_locked(&self.core, slot);
         Ok(current)
     }

@@ -47,7 +47,7 @@
 //!
 //! *Step* (under the slot lock, which holds the installed machine): read the state `s`;
 //! if it is intermediate a step is already in flight. Ask `next_step(s)`; if it returns
-//! `t`, store `s | intermediate` (SeqCst), release the lock and
+//! `t`, store `s | intermediate` (SeqCst, then a SeqCst fence), release the lock and
 //! `bump_with(action)`. The epoch *action* runs once every thread that could have
 //! observed the old epoch has left it; it runs `on_entering_state(s, t)`, then (slot
 //! locked) stores `t` — clearing the flag — uninstalls the machine if `t` is its final
@@ -149,6 +149,18 @@
 //! against the state the machine actually starts from. `tests` check this with
 //! concurrent same-target requests (the section runs once, the version never decreases,
 //! a loom model explores the interleavings).
+//!
+//! # Verification
+//!
+//! loom models (`loom_tests.rs`, run by `ci/loom.sh`) on the real `LightEpoch`: a
+//! critical section vs. a concurrent region (loom `UnsafeCell`s report any overlap),
+//! advancing under protection, a two-phase machine stepped by an outside worker, and
+//! concurrent same-target advances (the section runs once; a FASTER-style
+//! read-before-install mutant fails this model). Under `cfg(loom)` waiters yield and
+//! re-drain instead of parking (loom models neither wait timeouts nor the eventual
+//! visibility of a store to a spinning thread; a loom-only SeqCst fence after a region
+//! ends stands for the latter). Stress tests and a proptest against a sequential model
+//! are in `tests.rs`.
 //!
 //! # Panics in critical sections
 //!
