@@ -111,8 +111,11 @@ proptest! {
 #[test]
 fn invalid_fields_map_to_their_status() {
     let mut out = Vec::new();
-    RequestFrame { id: 1, request: Request::Lock { start: 0, end: 1, mode: Mode::Shared, wait: Wait::Try } }
-        .encode(&mut out);
+    RequestFrame {
+        id: 1,
+        request: Request::Lock { start: 0, end: 1, mode: Mode::Shared, wait: Wait::Try },
+    }
+    .encode(&mut out);
     let mut inverted = out[4..].to_vec();
     inverted[9..17].copy_from_slice(&5u64.to_le_bytes());
     inverted[17..25].copy_from_slice(&5u64.to_le_bytes());

@@ -105,7 +105,8 @@ impl Harness {
     }
 
     fn pick(&self, session: u64, pick: usize) -> Option<u64> {
-        let mine: Vec<u64> = self.model.iter().filter(|e| e.session == session).map(|e| e.id).collect();
+        let mine: Vec<u64> =
+            self.model.iter().filter(|e| e.session == session).map(|e| e.id).collect();
         (!mine.is_empty()).then(|| mine[pick % mine.len()])
     }
 
@@ -119,8 +120,9 @@ impl Harness {
         let st = r.stats.expect("stats body");
         let got: Vec<(u64, u64, bool)> =
             st.entries.iter().map(|e| (e.session, e.id, e.state == EntryState::Held)).collect();
-        let want: Vec<(u64, u64, bool)> =
-            (0..self.model.len()).map(|i| (self.model[i].session, self.model[i].id, held(&self.model, i))).collect();
+        let want: Vec<(u64, u64, bool)> = (0..self.model.len())
+            .map(|i| (self.model[i].session, self.model[i].id, held(&self.model, i)))
+            .collect();
         assert_eq!(got, want);
         assert_eq!(st.counters.holders as usize, want.iter().filter(|w| w.2).count());
         assert_eq!(st.counters.waiters as usize, want.iter().filter(|w| !w.2).count());
@@ -139,9 +141,18 @@ impl Harness {
                 if !would_hold && !may_wait {
                     self.model.pop();
                 }
-                self.table.apply(Command::Lock { session: s, id, start, end: start + len, mode, may_wait, nonce: id });
+                self.table.apply(Command::Lock {
+                    session: s,
+                    id,
+                    start,
+                    end: start + len,
+                    mode,
+                    may_wait,
+                    nonce: id,
+                });
                 let replies = self.drain(s);
-                let mine: Vec<Status> = replies.iter().filter(|r| r.id == id).map(|r| r.status).collect();
+                let mine: Vec<Status> =
+                    replies.iter().filter(|r| r.id == id).map(|r| r.status).collect();
                 let want = match (would_hold, may_wait, grant) {
                     (true, _, _) => vec![Status::Ok],
                     (false, false, _) => vec![Status::WouldBlock],
@@ -150,7 +161,9 @@ impl Harness {
                 };
                 assert_eq!(mine, want);
             }
-            Op::Unlock { session, pick } | Op::Cancel { session, pick } | Op::Expire { session, pick } => {
+            Op::Unlock { session, pick }
+            | Op::Cancel { session, pick }
+            | Op::Expire { session, pick } => {
                 let s = self.slot[session];
                 let Some(target) = self.pick(s, pick) else { return };
                 let i = self.model.iter().position(|e| e.session == s && e.id == target).unwrap();
@@ -208,11 +221,20 @@ proptest! {
 #[test]
 fn a_writer_is_not_starved_by_a_stream_of_readers() {
     let mut h = Harness::new(GrantMode::Push);
-    h.run(Op::Lock { session: 0, start: 0, len: 10, shared: true, may_wait: true }, GrantMode::Push);
-    h.run(Op::Lock { session: 1, start: 5, len: 1, shared: false, may_wait: true }, GrantMode::Push);
+    h.run(
+        Op::Lock { session: 0, start: 0, len: 10, shared: true, may_wait: true },
+        GrantMode::Push,
+    );
+    h.run(
+        Op::Lock { session: 1, start: 5, len: 1, shared: false, may_wait: true },
+        GrantMode::Push,
+    );
     // A later reader queues behind the waiting writer even though it is compatible with
     // the current holder.
-    h.run(Op::Lock { session: 2, start: 0, len: 10, shared: true, may_wait: true }, GrantMode::Push);
+    h.run(
+        Op::Lock { session: 2, start: 0, len: 10, shared: true, may_wait: true },
+        GrantMode::Push,
+    );
     assert!(!held(&h.model, 2));
     h.run(Op::Unlock { session: 0, pick: 0 }, GrantMode::Push);
     assert!(held(&h.model, 0), "the writer is granted first");

@@ -95,7 +95,10 @@ fn expected() -> Vec<(&'static str, Msg)> {
         ),
         (
             "lock-exclusive-forever",
-            req(1, Request::Lock { start: 0, end: 4096, mode: Mode::Exclusive, wait: Wait::Forever }),
+            req(
+                1,
+                Request::Lock { start: 0, end: 4096, mode: Mode::Exclusive, wait: Wait::Forever },
+            ),
         ),
         (
             "lock-shared-timeout",
@@ -111,7 +114,10 @@ fn expected() -> Vec<(&'static str, Msg)> {
         ),
         (
             "lock-try-full-domain",
-            req(3, Request::Lock { start: 0, end: u64::MAX, mode: Mode::Exclusive, wait: Wait::Try }),
+            req(
+                3,
+                Request::Lock { start: 0, end: u64::MAX, mode: Mode::Exclusive, wait: Wait::Try },
+            ),
         ),
         ("unlock", req(4, Request::Unlock { target: 1 })),
         ("cancel", req(5, Request::Cancel { target: 2 })),
