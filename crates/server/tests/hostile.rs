@@ -66,7 +66,8 @@ fn hostile_connection(addr: std::net::SocketAddr, rng: &mut Rng) {
             5 => RequestFrame { id, request: Request::Unlock { target } }.encode(&mut out),
             6 => RequestFrame { id, request: Request::Cancel { target } }.encode(&mut out),
             7 => RequestFrame { id, request: Request::Poll { target } }.encode(&mut out),
-            8 => RequestFrame { id, request: Request::Stats { max_entries: u32::MAX } }.encode(&mut out),
+            8 => RequestFrame { id, request: Request::Stats { max_entries: u32::MAX } }
+                .encode(&mut out),
             9 => RequestFrame { id, request: Request::Keepalive }.encode(&mut out),
             10 => {
                 // A plausible frame with a random body.

@@ -27,7 +27,8 @@ fn a_thousand_connections() {
     raise_fd_limit();
     let server = Server::start(ServerConfig::ephemeral()).unwrap();
     let ep = Endpoint::from(server.tcp_addr().unwrap());
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
         let probe = AsyncClient::connect(&ep).await.unwrap();
         let barrier = Arc::new(Barrier::new(N + 1));
