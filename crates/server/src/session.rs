@@ -11,6 +11,11 @@
 //!    a frame whose length prefix is over the limit or under the header size gets one
 //!    error response (id 0) and the connection closes — the byte stream can no longer be
 //!    split into frames.
+//!    Every request gets exactly one response, so `requests read - responses written`
+//!    counts queued responses plus waiting locks; when it exceeds
+//!    `max_locks_per_session + MAX_BACKLOG` (a client that sends without reading) the
+//!    loop stops reading until the writer makes progress, or ends the session after a
+//!    lease without progress. Memory per session stays bounded.
 //! 3. End (EOF, I/O error, lease expiry, bad framing, server shutdown): submit `Close`, which
 //!    releases every lock of the session and withdraws its waits, waking other sessions.
 //!    Timers of the session are aborted. The writer drains what is queued and shuts the
@@ -21,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, WriteHalf};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::JoinSet;
 
 use crate::config::ServerConfig;
@@ -31,6 +36,17 @@ use crate::protocol::{
     ServerHello, Status, Wait, CLIENT_HELLO_LEN, VERSION,
 };
 use crate::table::Command;
+
+/// Responses a session may have queued beyond its waiting locks before its read loop
+/// pauses.
+pub(crate) const MAX_BACKLOG: u64 = 1024;
+
+/// Responses written so far, shared by a session's reader and writer.
+#[derive(Debug, Default)]
+struct Written {
+    count: AtomicU64,
+    progress: Notify,
+}
 
 /// What every session shares.
 #[derive(Debug)]
@@ -91,13 +107,29 @@ pub(crate) async fn run<S>(
         return;
     }
     tracing::debug!(session, "session opened");
-    let writer = tokio::spawn(write_loop(wr, rx));
+    let written = Arc::new(Written::default());
+    let writer = tokio::spawn(write_loop(wr, rx, written.clone()));
+    let backlog_limit = shared.config.max_locks_per_session as u64 + MAX_BACKLOG;
+    let mut read: u64 = 0;
 
     let mut handler = Handler { shared: &shared, session, tx, nonce: 0, timers: JoinSet::new() };
     let mut buf = Vec::new();
     let reason = loop {
         if *shutdown.borrow() {
             break "server shutdown";
+        }
+        // Acquire: pairs with the writer's Release increment (only a counter; no data is
+        // published through it).
+        if read.saturating_sub(written.count.load(Ordering::Acquire)) > backlog_limit {
+            tokio::select! {
+                r = tokio::time::timeout(lease, written.progress.notified()) => {
+                    if r.is_err() {
+                        break "peer stopped reading";
+                    }
+                    continue;
+                }
+                _ = shutdown.changed() => break "server shutdown",
+            }
         }
         let res = tokio::select! {
             r = tokio::time::timeout(lease, read_frame(&mut rd, &mut buf, shared.config.max_frame)) => r,
@@ -115,7 +147,10 @@ pub(crate) async fn run<S>(
                 break "bad framing";
             }
             Ok(Err(FrameError::Io(_))) => break "i/o error",
-            Ok(Ok(())) => handler.frame(&buf),
+            Ok(Ok(())) => {
+                read += 1;
+                handler.frame(&buf)
+            }
         }
     };
     tracing::debug!(session, reason, "session closing");
@@ -189,21 +224,29 @@ impl Handler<'_> {
 async fn write_loop<S: AsyncWrite>(
     mut wr: WriteHalf<S>,
     mut rx: mpsc::UnboundedReceiver<ResponseFrame>,
+    written: Arc<Written>,
 ) {
     let mut out = Vec::with_capacity(4096);
     while let Some(r) = rx.recv().await {
         out.clear();
         r.encode(&mut out);
+        let mut n = 1;
         // Batch whatever else is ready into one write.
         while out.len() < 64 * 1024 {
             match rx.try_recv() {
-                Ok(r) => r.encode(&mut out),
+                Ok(r) => {
+                    r.encode(&mut out);
+                    n += 1;
+                }
                 Err(_) => break,
             }
         }
         if wr.write_all(&out).await.is_err() {
             return;
         }
+        // Release: pairs with the read loop's Acquire load of the count.
+        written.count.fetch_add(n, Ordering::Release);
+        written.progress.notify_one();
     }
     let _ = wr.shutdown().await;
 }

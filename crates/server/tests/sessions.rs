@@ -112,7 +112,7 @@ fn bad_requests_get_errors_and_do_not_disturb_other_sessions() {
     // Cancel of a waiting lock: the LOCK is answered CANCELLED, the CANCEL OK.
     c.send(11, lock(1999, 2001, Mode::Exclusive, Wait::Forever));
     c.send(12, Request::Cancel { target: 11 });
-    let mut got = vec![c.recv().unwrap(), c.recv().unwrap()];
+    let mut got = [c.recv().unwrap(), c.recv().unwrap()];
     got.sort_by_key(|r| r.id);
     assert_eq!((got[0].id, got[0].status), (11, Status::Cancelled));
     assert_eq!((got[1].id, got[1].status), (12, Status::Ok));
@@ -245,4 +245,26 @@ fn unix_socket_works() {
     srv.shutdown();
     assert!(!path.exists(), "socket file removed on shutdown");
     let _ = std::fs::remove_dir(&dir);
+}
+
+#[test]
+fn a_client_that_sends_without_reading_is_paused_not_buffered_without_bound() {
+    let srv = server(|c| c.max_locks_per_session = 8);
+    let mut raw = Raw::connect(srv.tcp_addr().unwrap());
+    let mut tx = raw.s.try_clone().unwrap();
+    const N: u64 = 20_000; // far beyond the backlog limit
+    let sender = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        for id in 0..N {
+            RequestFrame { id, request: Request::Keepalive }.encode(&mut out);
+        }
+        tx.write_all(&out).unwrap();
+    });
+    // Reading late: every request is still answered exactly once, in order.
+    for id in 0..N {
+        let r = raw.recv().unwrap();
+        assert_eq!((r.id, r.status), (id, Status::Ok));
+    }
+    sender.join().unwrap();
+    srv.shutdown();
 }
