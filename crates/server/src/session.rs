@@ -153,7 +153,10 @@ pub(crate) async fn run<S>(
             }
         }
     };
-    tracing::debug!(session, reason, "session closing");
+    match reason {
+        "closed by client" | "server shutdown" => tracing::debug!(session, reason, "session closing"),
+        _ => tracing::info!(session, reason, "session closing; releasing its locks"),
+    }
     shared.engine.submit(Command::Close { session });
     drop(handler);
     // The writer ends once the table has dropped the session's sink (after `Close`). A peer
