@@ -18,7 +18,8 @@ pub struct ServeArgs {
     /// Also (or only) listen on this Unix socket path.
     #[arg(long, value_name = "PATH")]
     unix: Option<PathBuf>,
-    /// Who owns the lock table: combiner, tree-mutex or tree-single.
+    /// Who owns the lock table: combiner, tree-mutex, tree-single, or rangelock (handlers
+    /// drive the lock-free in-process skip-list range lock).
     #[arg(long, default_value = "combiner")]
     engine: EngineKind,
     /// How clients learn of grants of queued locks: push, or poll (the seed's RPC-poll).

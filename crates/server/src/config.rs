@@ -21,12 +21,19 @@ pub enum EngineKind {
     /// One thread does everything: a single-threaded runtime runs every connection and the
     /// table.
     TreeSingle,
+    /// Handlers drive the lock-free in-process skip-list `rangelock::RangeLock`; waits run
+    /// on blocking-pool threads. No FIFO order per overlap (the skip list decides).
+    RangeLock,
 }
 
 impl EngineKind {
     /// Every engine, for tests and benchmarks.
-    pub const ALL: [EngineKind; 3] =
-        [EngineKind::Combiner, EngineKind::TreeMutex, EngineKind::TreeSingle];
+    pub const ALL: [EngineKind; 4] = [
+        EngineKind::Combiner,
+        EngineKind::TreeMutex,
+        EngineKind::TreeSingle,
+        EngineKind::RangeLock,
+    ];
 
     /// The name used by `--engine`.
     pub fn name(self) -> &'static str {
@@ -34,6 +41,7 @@ impl EngineKind {
             EngineKind::Combiner => "combiner",
             EngineKind::TreeMutex => "tree-mutex",
             EngineKind::TreeSingle => "tree-single",
+            EngineKind::RangeLock => "rangelock",
         }
     }
 }
@@ -42,7 +50,9 @@ impl core::str::FromStr for EngineKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         EngineKind::ALL.into_iter().find(|e| e.name() == s).ok_or_else(|| {
-            format!("unknown engine {s:?} (expected combiner, tree-mutex or tree-single)")
+            format!(
+                "unknown engine {s:?} (expected combiner, tree-mutex, tree-single or rangelock)"
+            )
         })
     }
 }

@@ -7,8 +7,10 @@
 //! * **tree-mutex** — every handler locks one mutex and runs the command itself.
 //! * **tree-single** — the same table under an (uncontended) mutex, driven by a
 //!   single-threaded runtime that also runs every connection (see [`crate::Server`]).
+//! * **rangelock** — no table: handlers drive the lock-free skip-list range lock (see the
+//!   `rangelock_engine` module).
 //!
-//! All three run the same [`LockTable`], so they differ only in who executes it; the
+//! The first three run the same [`LockTable`], so they differ only in who executes it; the
 //! table's invariants (see its docs) hold because each command runs to completion before
 //! the next one starts — on one thread (combiner, tree-single) or under the mutex.
 //!
@@ -18,14 +20,16 @@
 //! for another handler, at the price of a queue hop per request and one thread spent on
 //! the table. tree-mutex saves the hop but bounces the table and the mutex between cores
 //! under load; tree-single has no cross-thread traffic at all but one core for all I/O —
-//! the seed found it best at low client counts. The lock-free in-process
-//! `rangelock::RangeLock` driven by handlers is not wired in yet.
+//! the seed found it best at low client counts. The rangelock engine has no
+//! serialization point at all for uncontended locks, but no FIFO order and a thread per
+//! waiting request.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use crate::config::{EngineKind, ServerConfig};
+use crate::rangelock_engine::RangeLockEngine;
 use crate::table::{Command, LockTable, TableLimits};
 
 /// A cheap, cloneable way for handlers to submit commands.
@@ -33,6 +37,7 @@ use crate::table::{Command, LockTable, TableLimits};
 pub(crate) enum Engine {
     Combiner(mpsc::Sender<Command>),
     Table(Arc<Mutex<LockTable>>),
+    RangeLock(Arc<RangeLockEngine>),
 }
 
 impl Engine {
@@ -46,6 +51,10 @@ impl Engine {
             max_locks_per_session: config.max_locks_per_session,
             max_stats_entries: config.max_stats_entries,
         };
+        if config.engine == EngineKind::RangeLock {
+            let e = RangeLockEngine::new(config.grant, limits, handler_errors);
+            return Ok((Engine::RangeLock(Arc::new(e)), None));
+        }
         let mut table = LockTable::new(config.grant, limits, handler_errors);
         match config.engine {
             EngineKind::Combiner => {
@@ -60,7 +69,7 @@ impl Engine {
                 )?;
                 Ok((Engine::Combiner(tx), Some(thread)))
             }
-            EngineKind::TreeMutex | EngineKind::TreeSingle => {
+            EngineKind::TreeMutex | EngineKind::TreeSingle | EngineKind::RangeLock => {
                 Ok((Engine::Table(Arc::new(Mutex::new(table))), None))
             }
         }
@@ -77,6 +86,7 @@ impl Engine {
             // A poisoned table would mean a panic inside `apply`; the table stays
             // consistent between commands, so keep serving.
             Engine::Table(m) => m.lock().unwrap_or_else(PoisonError::into_inner).apply(cmd),
+            Engine::RangeLock(e) => e.apply(cmd),
         }
     }
 }

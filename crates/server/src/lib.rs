@@ -23,6 +23,7 @@
 mod config;
 mod engine;
 pub mod protocol;
+mod rangelock_engine;
 mod server;
 mod session;
 pub mod table;

@@ -115,9 +115,10 @@ fn run(config: ServerConfig, ready: std::sync::mpsc::Sender<Ready>, stop: onesho
     let shared =
         Arc::new(Shared { engine, config, next_session: AtomicU64::new(0), handler_errors });
     rt.block_on(serve(shared, ready, stop));
-    // Every session task has ended; dropping the runtime drops any stragglers (timers),
-    // and with them the last engine handles, which stops the combiner.
-    drop(rt);
+    // Every session task has ended; shutting the runtime down drops any stragglers
+    // (timers), and with them the last engine handles, which stops the combiner. Waiting
+    // threads of the rangelock engine see their sessions closed within a wait slice.
+    rt.shutdown_timeout(std::time::Duration::from_secs(5));
     if let Some(c) = combiner {
         let _ = c.join();
     }

@@ -154,7 +154,9 @@ pub(crate) async fn run<S>(
         }
     };
     match reason {
-        "closed by client" | "server shutdown" => tracing::debug!(session, reason, "session closing"),
+        "closed by client" | "server shutdown" => {
+            tracing::debug!(session, reason, "session closing")
+        }
         _ => tracing::info!(session, reason, "session closing; releasing its locks"),
     }
     shared.engine.submit(Command::Close { session });

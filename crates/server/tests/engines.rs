@@ -1,4 +1,4 @@
-//! Every engine in both grant modes, under concurrent clients locking random ranges: no two
+//! Every engine (combiner, tree-mutex, tree-single, rangelock) in both grant modes, under concurrent clients locking random ranges: no two
 //! conflicting holders ever overlap (checked on a shared buffer), fencing tokens increase
 //! per unit, and nothing is left held or queued at the end.
 
@@ -99,4 +99,14 @@ fn tree_single_push() {
 #[test]
 fn tree_single_poll() {
     run(EngineKind::TreeSingle, GrantMode::Poll);
+}
+
+#[test]
+fn rangelock_push() {
+    run(EngineKind::RangeLock, GrantMode::Push);
+}
+
+#[test]
+fn rangelock_poll() {
+    run(EngineKind::RangeLock, GrantMode::Poll);
 }

@@ -155,3 +155,8 @@ fn hostile_clients_do_not_hurt_a_good_one_combiner() {
 fn hostile_clients_do_not_hurt_a_good_one_tree_mutex() {
     run(EngineKind::TreeMutex);
 }
+
+#[test]
+fn hostile_clients_do_not_hurt_a_good_one_rangelock() {
+    run(EngineKind::RangeLock);
+}

@@ -86,7 +86,16 @@ fn fencing_tokens_strictly_increase_across_sessions() {
 
 #[test]
 fn bad_requests_get_errors_and_do_not_disturb_other_sessions() {
-    let srv = server(|c| c.max_locks_per_session = 4);
+    for engine in EngineKind::ALL {
+        bad_requests(engine);
+    }
+}
+
+fn bad_requests(engine: EngineKind) {
+    let srv = server(|c| {
+        c.max_locks_per_session = 4;
+        c.engine = engine;
+    });
     let addr = srv.tcp_addr().unwrap();
     let mut bystander = Raw::connect(addr);
     let held = bystander.call(1, lock(1000, 2000, Mode::Exclusive, Wait::Forever));
@@ -173,7 +182,16 @@ fn bad_requests_get_errors_and_do_not_disturb_other_sessions() {
 
 #[test]
 fn poll_mode_grants_on_poll() {
-    let srv = server(|c| c.grant = GrantMode::Poll);
+    for engine in EngineKind::ALL {
+        poll_mode(engine);
+    }
+}
+
+fn poll_mode(engine: EngineKind) {
+    let srv = server(|c| {
+        c.grant = GrantMode::Poll;
+        c.engine = engine;
+    });
     let addr = srv.tcp_addr().unwrap();
     let mut a = Raw::connect(addr);
     let mut b = Raw::connect(addr);
