@@ -21,13 +21,14 @@
 //!    Timers of the session are aborted. The writer drains what is queued and shuts the
 //!    socket down once the table has dropped its end of the response channel.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, WriteHalf};
 use tokio::sync::{mpsc, watch, Notify};
-use tokio::task::JoinSet;
+use tokio::task::{AbortHandle, JoinSet};
 
 use crate::config::ServerConfig;
 use crate::engine::Engine;
@@ -112,7 +113,14 @@ pub(crate) async fn run<S>(
     let backlog_limit = shared.config.max_locks_per_session as u64 + MAX_BACKLOG;
     let mut read: u64 = 0;
 
-    let mut handler = Handler { shared: &shared, session, tx, nonce: 0, timers: JoinSet::new() };
+    let mut handler = Handler {
+        shared: &shared,
+        session,
+        tx,
+        nonce: 0,
+        timers: JoinSet::new(),
+        timer_of: HashMap::new(),
+    };
     let mut buf = Vec::new();
     let reason = loop {
         if *shutdown.borrow() {
@@ -175,14 +183,23 @@ struct Handler<'a> {
     session: u64,
     tx: mpsc::UnboundedSender<ResponseFrame>,
     nonce: u64,
-    /// Timeout timers of this session's waiting locks; aborted when the session ends.
+    /// Timeout timers of this session's locks; aborted when the session ends.
     timers: JoinSet<()>,
+    /// The timers by lock id, so `UNLOCK`/`CANCEL` abort them: the number of pending
+    /// timers stays bounded by the live locks instead of growing with every timed request.
+    timer_of: HashMap<u64, Vec<AbortHandle>>,
 }
 
 impl Handler<'_> {
     fn error(&self, op: u8, id: u64, status: Status) {
         self.shared.handler_errors.fetch_add(1, Ordering::Relaxed);
         let _ = self.tx.send(ResponseFrame::new(op, id, status, 0));
+    }
+
+    fn abort_timers(&mut self, target: u64) {
+        for h in self.timer_of.remove(&target).unwrap_or_default() {
+            h.abort();
+        }
     }
 
     fn frame(&mut self, body: &[u8]) {
@@ -206,14 +223,29 @@ impl Handler<'_> {
                 if let Wait::Timeout(d) = wait {
                     while self.timers.try_join_next().is_some() {}
                     let engine = engine.clone();
-                    self.timers.spawn(async move {
+                    let h = self.timers.spawn(async move {
                         tokio::time::sleep(d).await;
                         engine.submit(Command::Expire { session, target: id, nonce });
                     });
+                    if self.timer_of.len() > 2 * self.shared.config.max_locks_per_session {
+                        self.timer_of.retain(|_, hs| {
+                            hs.retain(|h| !h.is_finished());
+                            !hs.is_empty()
+                        });
+                    }
+                    self.timer_of.entry(id).or_default().push(h);
                 }
             }
-            Request::Unlock { target } => engine.submit(Command::Unlock { session, id, target }),
-            Request::Cancel { target } => engine.submit(Command::Cancel { session, id, target }),
+            Request::Unlock { target } => {
+                // The lock is released or withdrawn: its timeout no longer matters.
+                self.abort_timers(target);
+                engine.submit(Command::Unlock { session, id, target })
+            }
+            Request::Cancel { target } => {
+                // Withdrawn, or held (NOT_WAITING) where the timeout is moot anyway.
+                self.abort_timers(target);
+                engine.submit(Command::Cancel { session, id, target })
+            }
             Request::Poll { target } => engine.submit(Command::Poll { session, id, target }),
             Request::Keepalive => {
                 let _ = self.tx.send(ResponseFrame::new(op::KEEPALIVE, id, Status::Ok, 0));
