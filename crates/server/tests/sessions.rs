@@ -297,3 +297,23 @@ fn a_client_that_sends_without_reading_is_paused_not_buffered_without_bound() {
     sender.join().unwrap();
     srv.shutdown();
 }
+
+#[test]
+fn dropping_a_guard_releases_and_unlock_is_confirmed() {
+    for engine in EngineKind::ALL {
+        let srv = server(|c| c.engine = engine);
+        let ep = Endpoint::from(srv.tcp_addr().unwrap());
+        let c = Client::connect(&ep).unwrap();
+        let g = c.lock_exclusive(0..10).unwrap();
+        assert_eq!((g.range(), g.mode()), (0..10, Mode::Exclusive));
+        assert!(matches!(c.lock(5..6, Mode::Shared, Wait::Try), Err(ClientError::WouldBlock)));
+        drop(g); // UNLOCK sent without waiting; later requests of the session follow it
+        let g = c.lock(5..6, Mode::Shared, Wait::Try).expect("released by drop");
+        g.unlock().unwrap();
+        let st = c.stats(10).unwrap();
+        assert_eq!((st.counters.holders, st.counters.releases), (0, 2));
+        assert!(c.is_connected());
+        drop(c);
+        srv.shutdown();
+    }
+}
