@@ -207,7 +207,7 @@ fn poll_mode(engine: EngineKind) {
     assert_eq!(a.call(2, Request::Unlock { target: 1 }).status, Status::Ok);
     // Table engines grant inside the UNLOCK; the rangelock engine's waiting thread takes
     // the range a moment later: poll (on replies) until the request settles.
-    let mut settle = |b: &mut Raw, target: u64, id: u64| {
+    let settle = |b: &mut Raw, target: u64, id: u64| {
         for _ in 0..100_000 {
             let r = b.call(id, Request::Poll { target });
             if r.status != Status::Pending {
