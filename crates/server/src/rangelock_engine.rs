@@ -130,6 +130,8 @@ pub(crate) struct RangeLockEngine {
     seq: AtomicU64,
     counters: Arc<AtomicCounters>,
     handler_errors: Arc<AtomicU64>,
+    /// Set by [`Command::Shutdown`]: no new locks (waiters are withdrawn at that moment).
+    shutting_down: AtomicBool,
 }
 
 impl RangeLockEngine {
@@ -146,6 +148,7 @@ impl RangeLockEngine {
             seq: AtomicU64::new(0),
             counters: Arc::new(AtomicCounters::default()),
             handler_errors,
+            shutting_down: AtomicBool::new(false),
         }
     }
 
@@ -242,6 +245,22 @@ impl RangeLockEngine {
                 }
             }
             Command::Stats { session, id, max_entries } => self.stats(session, id, max_entries),
+            Command::Shutdown => {
+                self.shutting_down.store(true, Ordering::Relaxed);
+                let sessions: Vec<SessionRef> = lock(&self.sessions).values().cloned().collect();
+                for s in sessions {
+                    let mut g = lock(&s);
+                    let waiting: Vec<u64> = g
+                        .locks
+                        .iter()
+                        .filter(|(_, e)| matches!(e.state, State::Waiting { .. }))
+                        .map(|(id, _)| *id)
+                        .collect();
+                    for id in waiting {
+                        self.withdraw(&mut g, id, Status::ShuttingDown);
+                    }
+                }
+            }
             Command::Close { session } => {
                 let Some(s) = lock(&self.sessions).remove(&session) else { return };
                 let mut g = lock(&s);
@@ -274,7 +293,9 @@ impl RangeLockEngine {
         nonce: u64,
     ) {
         let mut g = lock(s);
-        let error = if start >= end {
+        let error = if self.shutting_down.load(Ordering::Relaxed) {
+            Some(Status::ShuttingDown)
+        } else if start >= end {
             Some(Status::InvalidRange)
         } else if g.locks.contains_key(&id) || g.outcomes.contains_key(&id) {
             Some(Status::DuplicateId)
@@ -348,14 +369,14 @@ impl RangeLockEngine {
             withdrawn.store(true, Ordering::Relaxed);
         }
         dec(&self.counters.waiters);
-        inc(if status == Status::TimedOut {
-            &self.counters.timeouts
-        } else {
-            &self.counters.cancels
-        });
+        match status {
+            Status::TimedOut => inc(&self.counters.timeouts),
+            Status::Cancelled => inc(&self.counters.cancels),
+            _ => {}
+        }
         match self.grant {
             GrantMode::Push => g.reply(ResponseFrame::new(op::LOCK, target, status, 0)),
-            GrantMode::Poll if status == Status::TimedOut => {
+            GrantMode::Poll if matches!(status, Status::TimedOut | Status::ShuttingDown) => {
                 g.outcomes.insert(target, status);
             }
             GrantMode::Poll => g.remember_released(target),

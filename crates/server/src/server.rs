@@ -217,6 +217,9 @@ async fn serve(
         _ = stop => {}
     }
     tracing::info!("shutting down");
+    // Stop granting first, so that no client is handed a lock released by another
+    // session's teardown; then end every session.
+    shared.engine.submit(crate::table::Command::Shutdown);
     let _ = shutdown_tx.send(true);
     drop(alive_tx);
     // Every session holds a sender; `recv` returns `None` once all have ended.

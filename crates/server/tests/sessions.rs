@@ -317,3 +317,52 @@ fn dropping_a_guard_releases_and_unlock_is_confirmed() {
         srv.shutdown();
     }
 }
+
+#[test]
+fn server_shutdown_answers_waiters_then_closes() {
+    for engine in EngineKind::ALL {
+        for grant in [GrantMode::Push, GrantMode::Poll] {
+            shutdown_with_a_waiter(engine, grant);
+        }
+    }
+}
+
+fn shutdown_with_a_waiter(engine: EngineKind, grant: GrantMode) {
+    let srv = server(|c| {
+        c.engine = engine;
+        c.grant = grant;
+    });
+    let ep = Endpoint::from(srv.tcp_addr().unwrap());
+    let a = Client::connect(&ep).unwrap();
+    let b = Client::connect(&ep).unwrap();
+    let _held = a.lock_exclusive(0..10).unwrap();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| b.lock_exclusive(0..10).map(|g| g.token()));
+        // Wait (on replies) until b's LOCK is queued.
+        let mut waiters = 0;
+        for _ in 0..100_000 {
+            waiters = b.stats(0).unwrap().counters.waiters;
+            if waiters == 1 {
+                break;
+            }
+        }
+        assert_eq!(waiters, 1);
+        srv.shutdown();
+        // The server stops granting before it tears sessions down: the waiter is told
+        // (push), or learns it on its next poll or from the closed connection (poll) —
+        // it is never granted the lock a's teardown frees.
+        let r = waiter.join().unwrap();
+        assert!(
+            matches!(
+                r,
+                Err(ClientError::Server(Status::ShuttingDown) | ClientError::ConnectionLost)
+            ),
+            "{engine:?} {grant:?}: {r:?}"
+        );
+        if grant == GrantMode::Push {
+            assert!(matches!(r, Err(ClientError::Server(Status::ShuttingDown))), "{r:?}");
+        }
+    });
+    assert!(matches!(b.lock_exclusive(20..30), Err(ClientError::ConnectionLost)));
+    assert!(!b.is_connected());
+}

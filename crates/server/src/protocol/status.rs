@@ -37,7 +37,7 @@ pub enum Status {
     FrameTooLarge = 0x16,
     /// `CANCEL` of a lock that is already granted (use `UNLOCK`).
     NotWaiting = 0x17,
-    /// The server is shutting down.
+    /// The server is shutting down: nothing more is granted; the connection closes next.
     ShuttingDown = 0x18,
 }
 

@@ -87,4 +87,8 @@ pub enum Command {
         /// Session id.
         session: u64,
     },
+    /// The server is stopping: answer every waiting lock `SHUTTING_DOWN`, grant nothing
+    /// more and refuse new locks, so no client is granted a lock while sessions are being
+    /// torn down (the `Close` of each session follows).
+    Shutdown,
 }

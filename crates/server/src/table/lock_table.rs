@@ -112,6 +112,8 @@ pub struct LockTable {
     /// Errors counted outside the table (by handlers), added to `counters.errors` in stats.
     handler_errors: Arc<AtomicU64>,
     scratch: Vec<Handle>,
+    /// Set by [`Command::Shutdown`]: no more grants or new locks.
+    shutting_down: bool,
 }
 
 impl LockTable {
@@ -126,6 +128,7 @@ impl LockTable {
             counters: Counters::default(),
             handler_errors,
             scratch: Vec::new(),
+            shutting_down: false,
         }
     }
 
@@ -155,6 +158,7 @@ impl LockTable {
             Command::Expire { session, target, nonce } => self.expire(session, target, nonce),
             Command::Stats { session, id, max_entries } => self.stats(session, id, max_entries),
             Command::Close { session } => self.close(session),
+            Command::Shutdown => self.shutdown(),
         }
     }
 
@@ -179,7 +183,9 @@ impl LockTable {
         nonce: u64,
     ) {
         let Some(s) = self.sessions.get(&session) else { return };
-        let error = if start >= end {
+        let error = if self.shutting_down {
+            Some(Status::ShuttingDown)
+        } else if start >= end {
             Some(Status::InvalidRange)
         } else if s.locks.contains_key(&id) || s.outcomes.contains_key(&id) {
             Some(Status::DuplicateId)
@@ -256,7 +262,7 @@ impl LockTable {
                     "a held entry is never blocked"
                 );
                 ye.blocking -= 1;
-                if ye.blocking == 0 {
+                if ye.blocking == 0 && !self.shutting_down {
                     self.counters.waiters -= 1;
                     self.grant(y, true);
                 }
@@ -332,6 +338,7 @@ impl LockTable {
         let (status, value) = match s.locks.get(&target).copied() {
             Some(h) => match self.tree.get(h).token {
                 Some(t) => (Status::Ok, t),
+                None if self.shutting_down => (Status::ShuttingDown, 0),
                 None => (Status::Pending, 0),
             },
             None => match s.outcomes.remove(&target) {
@@ -396,6 +403,19 @@ impl LockTable {
         }
         self.sessions.remove(&session);
         self.counters.sessions_open -= 1;
+    }
+
+    fn shutdown(&mut self) {
+        self.shutting_down = true;
+        if self.grant == GrantMode::Push {
+            for h in self.tree.handles().collect::<Vec<_>>() {
+                let e = self.tree.get(h);
+                if e.token.is_none() {
+                    let (session, id) = (e.session, e.id);
+                    self.reply(session, ResponseFrame::new(op::LOCK, id, Status::ShuttingDown, 0));
+                }
+            }
+        }
     }
 
     /// Counters (for tests and the engines' own stats).
