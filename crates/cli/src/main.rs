@@ -1,20 +1,24 @@
-//! The `rangelock` command.
+//! The `rangelock` command: a thin dispatcher; each subcommand lives in its own module.
 
-use clap::Parser;
-
+mod bench;
 mod lock;
 mod serve;
 mod stat;
 
+use clap::{Parser, Subcommand};
+
 /// rangelock: range locks and the epoch framework, with their benchmarks.
 #[derive(Debug, Parser)]
 #[command(version, about)]
-enum Cli {
-    /// Run a benchmark suite.
-    Bench {
-        /// Suite name.
-        suite: String,
-    },
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a benchmark suite (`list` shows them, `quick` runs all in quick mode).
+    Bench(bench::BenchArgs),
     /// Run the range-lock server.
     Serve(serve::ServeArgs),
     /// Run a command while holding a range lock (flock(1) style).
@@ -24,10 +28,10 @@ enum Cli {
 }
 
 fn main() -> anyhow::Result<()> {
-    match Cli::parse() {
-        Cli::Bench { suite } => anyhow::bail!("no suite named {suite:?} yet"),
-        Cli::Serve(args) => serve::run(args),
-        Cli::Lock(args) => lock::run(args),
-        Cli::Stat(args) => stat::run(args),
+    match Cli::parse().command {
+        Command::Bench(args) => bench::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Lock(args) => lock::run(args),
+        Command::Stat(args) => stat::run(args),
     }
 }
