@@ -3,5 +3,7 @@
 //! - [`epoch`]: [`LightEpoch`](epoch::LightEpoch), FASTER-style epoch protection: cheap
 //!   protected regions and actions deferred until every thread has left an epoch.
 
+pub mod array;
 pub mod epoch;
 mod primitive;
+pub mod version;
