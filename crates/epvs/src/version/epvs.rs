@@ -3,10 +3,10 @@
 //! [`crate::version`].
 
 use super::machine::SimpleMachine;
-use super::prim::{self, fence, AtomicU64, Condvar, Mutex, MutexGuard};
 use super::tls::{self, Begin, CallbackScope};
 use super::{AdvanceError, State, StateMachine, Step};
 use crate::epoch::{EpochGuard, LightEpoch};
+use crate::primitive::{self as prim, fence, AtomicU64, Condvar, Mutex, MutexGuard};
 use std::fmt;
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};

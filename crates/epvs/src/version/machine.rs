@@ -1,8 +1,8 @@
 //! The [`StateMachine`] trait, the outcome of a step attempt, and the trivial machine
 //! behind [`Epvs::advance_version`](super::Epvs::advance_version).
 
-use super::prim::Mutex;
 use super::State;
+use crate::primitive::Mutex;
 use std::fmt;
 
 /// A transition state machine (seed paper §3.2): a version change that moves through

@@ -187,7 +187,6 @@
 mod epvs;
 mod error;
 mod machine;
-mod prim;
 mod state;
 mod tls;
 

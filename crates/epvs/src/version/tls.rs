@@ -5,8 +5,8 @@
 //! Instances are identified by a process-wide unique id (never reused), so an entry left
 //! behind by a leaked guard can never be mistaken for a region of a later instance.
 
-use super::prim::thread_local;
 use super::State;
+use crate::primitive::thread_local;
 use std::cell::RefCell;
 
 #[derive(Default)]
