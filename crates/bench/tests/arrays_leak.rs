@@ -10,8 +10,8 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
 
 use rangelock_bench::arrays::{
-    ArrayConfig, ArraySession, BenchArray, BravoArray, LatchFreeMock, RwLockParkingLotArray,
-    RwLockStdArray,
+    ArrayConfig, ArraySession, BenchArray, BravoArray, EpvsPinnedArray, EpvsSimpleArray,
+    EpvsTwoPhaseArray, LatchFreeMock, RwLockParkingLotArray, RwLockStdArray,
 };
 use rangelock_bench::peers::bravo::{Bravo, VisibleReaders};
 
@@ -75,6 +75,9 @@ fn grow_and_drop<A: BenchArray>() {
 fn arrays_and_bravo_do_not_leak() {
     // Warm up once: thread-locals and lazily initialised statics stay allocated.
     grow_and_drop::<BravoArray>();
+    grow_and_drop::<EpvsSimpleArray>();
+    grow_and_drop::<EpvsPinnedArray>();
+    grow_and_drop::<EpvsTwoPhaseArray>();
     TRACKED.with(|t| t.set(true));
     let before = LIVE.load(Relaxed);
     for _ in 0..3 {
@@ -82,6 +85,9 @@ fn arrays_and_bravo_do_not_leak() {
         grow_and_drop::<RwLockStdArray>();
         grow_and_drop::<RwLockParkingLotArray>();
         grow_and_drop::<BravoArray>();
+        grow_and_drop::<EpvsSimpleArray>();
+        grow_and_drop::<EpvsPinnedArray>();
+        grow_and_drop::<EpvsTwoPhaseArray>();
         let lock = Bravo::with_table(vec![1u8; 100], VisibleReaders::new(8).into());
         lock.write().push(2);
         assert_eq!(lock.read().len(), 101);

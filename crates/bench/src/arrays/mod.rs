@@ -13,16 +13,18 @@
 //! | `rwlock-std` | [`RwLockStdArray`] | `std::sync::RwLock`: shared for read/write/push, exclusive for resize |
 //! | `rwlock-parking-lot` | [`RwLockParkingLotArray`] | the same with `parking_lot::RwLock` |
 //! | `bravo` | [`BravoArray`] | the same with [`Bravo`](crate::peers::bravo::Bravo) |
-//! | `epvs` | [`EpvsArray`] | `epvs::array::ResizableArray`: enter/leave per operation, resize = version change |
+//! | `epvs` | [`EpvsSimpleArray`] | `epvs::array::ResizableArray`: enter/leave per operation, resize = version change |
 //! | `epvs-pinned` | [`EpvsPinnedArray`] | the same array, one region per thread refreshed every N operations |
 //! | `epvs-2phase` | [`EpvsTwoPhaseArray`] | `epvs::array::TwoPhaseArray`: reads and pushes continue while copying |
 //!
 //! Element reads and writes are `Relaxed` atomics in every variant: the workload needs no
 //! ordering between elements, and atomics make concurrent writes to one index defined.
 
+mod epvs;
 mod latched;
 mod mock;
 
+pub use epvs::{EpvsPinnedArray, EpvsSimpleArray, EpvsTwoPhaseArray, PinnedSession};
 pub use latched::{
     BravoArray, LatchedArray, RwFamily, RwLockParkingLotArray, RwLockStdArray, SharedSession,
 };
@@ -288,6 +290,9 @@ pub(crate) mod tests {
             check_model::<RwLockStdArray>(&ops);
             check_model::<RwLockParkingLotArray>(&ops);
             check_model::<BravoArray>(&ops);
+            check_model::<EpvsSimpleArray>(&ops);
+            check_model::<EpvsPinnedArray>(&ops);
+            check_model::<EpvsTwoPhaseArray>(&ops);
         }
     }
 

@@ -21,8 +21,8 @@ use serde_json::Value;
 
 use super::epvs_common::params;
 use crate::arrays::{
-    drive, ArrayConfig, ArraySession, BenchArray, BravoArray, LatchFreeMock, Mix, Rng,
-    RwLockParkingLotArray, RwLockStdArray,
+    drive, ArrayConfig, ArraySession, BenchArray, BravoArray, EpvsPinnedArray, EpvsSimpleArray,
+    EpvsTwoPhaseArray, LatchFreeMock, Mix, Rng, RwLockParkingLotArray, RwLockStdArray,
 };
 use crate::harness::{run_threads, Case, Options, Suite, ThreadResult};
 
@@ -66,6 +66,9 @@ impl Suite for EpvsArray {
                     cases.extend(w.case_if::<RwLockStdArray>(threads, over));
                     cases.extend(w.case_if::<RwLockParkingLotArray>(threads, over));
                     cases.extend(w.case_if::<BravoArray>(threads, over));
+                    cases.extend(w.case_if::<EpvsSimpleArray>(threads, over));
+                    cases.extend(w.case_if::<EpvsPinnedArray>(threads, over));
+                    cases.extend(w.case_if::<EpvsTwoPhaseArray>(threads, over));
                 }
             }
         }
@@ -144,7 +147,15 @@ mod tests {
     fn epvs_array_smoke() {
         super::super::epvs_common::smoke(
             &EpvsArray,
-            &["latch-free-mock", "rwlock-std", "rwlock-parking-lot", "bravo"],
+            &[
+                "latch-free-mock",
+                "rwlock-std",
+                "rwlock-parking-lot",
+                "bravo",
+                "epvs",
+                "epvs-pinned",
+                "epvs-2phase",
+            ],
         );
     }
 }

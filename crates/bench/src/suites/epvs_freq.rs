@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::epvs_common::hash_work;
 use super::epvs_common::{params, WORK_BYTES};
 use super::epvs_protect::{local_bytes, protect_loop, BravoLock, LatchFree, Latched, Protector};
+use super::epvs_version::EpvsEnter;
 use crate::harness::{run_threads, Case, Options, Suite, ThreadResult, XAxis};
 
 /// The `epvs-freq` suite.
@@ -49,6 +50,7 @@ impl Suite for EpvsFreq {
         let mut cases = Vec::new();
         for &p in ps {
             for (threads, over) in opts.threads_for(false) {
+                cases.push(case("epvs", EpvsEnter::default(), p, threads, over));
                 cases.push(case("latch-free", LatchFree::default(), p, threads, over));
                 cases.push(case("latched", Latched::default(), p, threads, over));
                 cases.push(case("bravo", BravoLock::new(), p, threads, over));
@@ -87,6 +89,6 @@ mod tests {
 
     #[test]
     fn epvs_freq_smoke() {
-        super::super::epvs_common::smoke(&EpvsFreq, &["latch-free", "latched", "bravo"]);
+        super::super::epvs_common::smoke(&EpvsFreq, &["epvs", "latch-free", "latched", "bravo"]);
     }
 }

@@ -19,6 +19,7 @@ use super::epvs_common::params;
 use super::epvs_protect::{
     protect_loop, BravoLock, CrossbeamPin, Epoch, EpochPinned, Latched, Protector,
 };
+use super::epvs_version::{EpvsEnter, EpvsPinned};
 use crate::harness::{run_threads, Case, Options, Suite, ThreadResult};
 
 /// The `epvs-ops` suite.
@@ -62,6 +63,8 @@ impl Suite for EpvsOps {
         for op in [Op::ProtectRelease, Op::ProtectedRead] {
             for (threads, over) in opts.threads_for(false) {
                 let c = Cfg { op, threads, over };
+                cases.push(c.case("epvs", EpvsEnter::default()));
+                cases.push(c.case("epvs-pinned", EpvsPinned::default()));
                 cases.push(c.case("crossbeam-pin", CrossbeamPin));
                 cases.push(c.case("lightepoch", Epoch::default()));
                 cases.push(c.case("lightepoch-pinned", EpochPinned::default()));
@@ -113,7 +116,7 @@ mod tests {
     fn epvs_ops_smoke() {
         super::super::epvs_common::smoke(
             &EpvsOps,
-            &["crossbeam-pin", "lightepoch", "rwlock-parking-lot", "bravo"],
+            &["epvs", "epvs-pinned", "crossbeam-pin", "lightepoch", "rwlock-parking-lot", "bravo"],
         );
     }
 }

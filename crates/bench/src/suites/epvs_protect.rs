@@ -23,9 +23,9 @@ pub(crate) trait Protector: Sync {
     /// Per-thread state for the calling thread.
     fn local(&self) -> Self::Local<'_>;
     /// Runs `f` protected.
-    fn protected<R>(&self, local: &mut Self::Local<'_>, f: impl FnOnce() -> R) -> R;
+    fn protected<'a, R>(&'a self, local: &mut Self::Local<'a>, f: impl FnOnce() -> R) -> R;
     /// One exclusive change (a version change, a write lock, an epoch bump).
-    fn change(&self, local: &mut Self::Local<'_>);
+    fn change<'a>(&'a self, local: &mut Self::Local<'a>);
 }
 
 /// `latch-free`: no protection; a change is a plain atomic increment that no operation

@@ -11,10 +11,12 @@
 //! (full mode) 8, 16 oversubscribed. The baseline is `bravo`.
 
 use epvs::epoch::LightEpoch;
+use epvs::version::Epvs;
 use serde_json::Value;
 
 use super::epvs_common::{hash_work, params, WORK_BYTES};
 use super::epvs_protect::{local_bytes, protect_loop, BravoLock, Epoch, EpochPinned, Protector};
+use super::epvs_version::{EpvsEnter, EpvsPinned};
 use crate::harness::{run_threads, Case, Options, Suite, ThreadResult, XAxis};
 
 /// The `epvs-table` suite.
@@ -50,6 +52,9 @@ impl Suite for EpvsTable {
         for &slots in sizes {
             for (threads, over) in opts.threads_for(true) {
                 let c = Cfg { slots, threads, over };
+                let new_epvs = || Epvs::with_epoch(LightEpoch::with_slots(slots));
+                cases.push(c.case("epvs", EpvsEnter(new_epvs())));
+                cases.push(c.case("epvs-pinned", EpvsPinned(new_epvs())));
                 cases.push(c.case("lightepoch", Epoch(LightEpoch::with_slots(slots))));
                 cases.push(c.case("lightepoch-pinned", EpochPinned(LightEpoch::with_slots(slots))));
                 cases.push(c.case("bravo", BravoLock::with_table(slots)));
@@ -97,6 +102,9 @@ mod tests {
 
     #[test]
     fn epvs_table_smoke() {
-        super::super::epvs_common::smoke(&EpvsTable, &["lightepoch", "lightepoch-pinned", "bravo"]);
+        super::super::epvs_common::smoke(
+            &EpvsTable,
+            &["epvs", "epvs-pinned", "lightepoch", "lightepoch-pinned", "bravo"],
+        );
     }
 }

@@ -8,6 +8,7 @@ pub mod epvs_freq;
 pub mod epvs_ops;
 mod epvs_protect;
 pub mod epvs_table;
+mod epvs_version;
 pub mod height;
 pub mod held;
 pub mod w1;
