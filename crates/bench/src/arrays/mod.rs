@@ -20,9 +20,9 @@
 //! Element reads and writes are `Relaxed` atomics in every variant: the workload needs no
 //! ordering between elements, and atomics make concurrent writes to one index defined.
 
-mod epvs;
-mod latched;
-mod mock;
+pub mod epvs;
+pub mod latched;
+pub mod mock;
 
 pub use epvs::{EpvsPinnedArray, EpvsSimpleArray, EpvsTwoPhaseArray, PinnedSession};
 pub use latched::{
