@@ -7,6 +7,7 @@ mod error;
 mod lock;
 mod range;
 mod raw;
+pub mod variants;
 
 pub use error::{LockError, RangeError};
 pub use lock::{Lock, RangeGuard};
