@@ -98,10 +98,11 @@ pub fn stress<R: RawRangeLock>(lock: R, cfg: &StressConfig) -> StressReport {
     let timed_out = AtomicUsize::new(0);
     let start = Instant::now();
     thread::scope(|s| {
+        let mut handles = Vec::new();
         for t in 0..cfg.threads {
             let (lock, cells, cfg) = (&lock, &cells, cfg);
             let (acquired, refused, timed_out) = (&acquired, &refused, &timed_out);
-            s.spawn(move || {
+            handles.push(s.spawn(move || {
                 let mut rng = Rng::new(cfg.seed ^ ((t as u64 + 1) << 32));
                 let mut snapshot = vec![0u64; cfg.max_len as usize];
                 let mut op = 0u64;
@@ -189,7 +190,13 @@ pub fn stress<R: RawRangeLock>(lock: R, cfg: &StressConfig) -> StressReport {
                     }
                     drop(guard);
                 }
-            });
+            }));
+        }
+        // Re-raise the first failure with its own message.
+        for h in handles {
+            if let Err(panic) = h.join() {
+                std::panic::resume_unwind(panic);
+            }
         }
     });
     let report = StressReport {
