@@ -99,7 +99,11 @@ impl WaitCell {
             backoff.snooze();
         }
         // Acquire (on failure): a GRANTED seen here pairs with `grant`'s Release swap.
-        if self.state.compare_exchange(WAITING, PARKED, Ordering::Relaxed, Ordering::Acquire).is_err() {
+        if self
+            .state
+            .compare_exchange(WAITING, PARKED, Ordering::Relaxed, Ordering::Acquire)
+            .is_err()
+        {
             return true;
         }
         loop {
@@ -329,7 +333,13 @@ impl Tree {
     }
 
     /// Adds a request with `blocking` earlier conflicts; returns its index.
-    fn insert(&mut self, range: Range<u64>, mode: Mode, blocking: u32, waiter: Option<Arc<WaitCell>>) -> u32 {
+    fn insert(
+        &mut self,
+        range: Range<u64>,
+        mode: Mode,
+        blocking: u32,
+        waiter: Option<Arc<WaitCell>>,
+    ) -> u32 {
         // xorshift32 priorities
         let mut x = self.rng;
         x ^= x << 13;
@@ -405,7 +415,13 @@ impl KernelTree {
         KernelTree { tree: SpinLock::new(Tree::new()) }
     }
 
-    fn acquire(&self, range: Range<u64>, mode: Mode, wait: bool, deadline: Option<Instant>) -> Option<KernelTreeToken> {
+    fn acquire(
+        &self,
+        range: Range<u64>,
+        mode: Mode,
+        wait: bool,
+        deadline: Option<Instant>,
+    ) -> Option<KernelTreeToken> {
         let mut tree = self.tree.lock();
         let blocking = tree.count_blockers(tree.root, &range, mode);
         if blocking == 0 {
@@ -423,7 +439,12 @@ impl KernelTree {
     }
 
     #[cold]
-    fn wait_slow(&self, index: u32, cell: &WaitCell, deadline: Option<Instant>) -> Option<KernelTreeToken> {
+    fn wait_slow(
+        &self,
+        index: u32,
+        cell: &WaitCell,
+        deadline: Option<Instant>,
+    ) -> Option<KernelTreeToken> {
         if cell.wait(deadline) {
             return Some(KernelTreeToken { index });
         }

@@ -169,7 +169,8 @@ impl List {
     /// Inserts `range` (already checked by `admits`) and returns its node index.
     fn insert(&mut self, range: Range<u64>, mode: Mode) -> u32 {
         let height = self.random_height();
-        let node = Node { start: range.start, end: range.end, mode, height, next: [NIL; MAX_LEVEL] };
+        let node =
+            Node { start: range.start, end: range.end, mode, height, next: [NIL; MAX_LEVEL] };
         let index = if self.free != NIL {
             let i = self.free;
             self.free = self.nodes[i as usize].next[0];
@@ -245,7 +246,12 @@ impl SongSkipList {
     }
 
     #[cold]
-    fn lock_slow(&self, range: Range<u64>, mode: Mode, deadline: Option<Instant>) -> Option<SongToken> {
+    fn lock_slow(
+        &self,
+        range: Range<u64>,
+        mode: Mode,
+        deadline: Option<Instant>,
+    ) -> Option<SongToken> {
         let mut backoff = Backoff::new();
         loop {
             backoff.snooze();

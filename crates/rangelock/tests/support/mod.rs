@@ -213,10 +213,8 @@ pub fn stress<R: RawRangeLock>(lock: R, cfg: &StressConfig) -> StressReport {
 
 /// Seconds for the long (`#[ignore]`) stress run: `RANGELOCK_STRESS_SECS`, default 600.
 pub fn long_duration() -> Duration {
-    let secs = std::env::var("RANGELOCK_STRESS_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(600);
+    let secs =
+        std::env::var("RANGELOCK_STRESS_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(600);
     Duration::from_secs(secs)
 }
 
