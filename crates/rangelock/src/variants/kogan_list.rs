@@ -313,8 +313,9 @@ impl KoganList {
         let node = 'restart: loop {
             let mut prev: *const AtomicUsize = &self.head;
             // SeqCst: see module docs.
-            // SAFETY (deref of `prev` here and below): the head, or the `next` of a node
+            // SAFETY: (`prev` here and below) the head, or the `next` of a node
             // reached while pinned.
+            // SAFETY: `prev` is the head or the `next` of a node protected by `pin`.
             let mut cur = unsafe { &*prev }.load(Ordering::SeqCst);
             loop {
                 if is_marked(cur) {
@@ -342,6 +343,7 @@ impl KoganList {
                             match unsafe { self.wait_released(pin, c, wait) } {
                                 Waited::Released => {
                                     // Reload: the next round unlinks `c`.
+                                    // SAFETY: `prev` is the head or the `next` of a node protected by `pin`.
                                     cur = unsafe { &*prev }.load(Ordering::SeqCst);
                                     continue;
                                 }
@@ -400,7 +402,7 @@ impl KoganList {
         let (start, end) = unsafe { ((*node).start, (*node).end) };
         'rescan: loop {
             let mut prev: *const AtomicUsize = &self.head;
-            // SAFETY (deref of `prev` here and below): head, or the `next` of a pinned node.
+            // SAFETY: (`prev` here and below) head, or the `next` of a pinned node.
             let mut cur = unsafe { &*prev }.load(Ordering::SeqCst);
             loop {
                 if is_marked(cur) {
@@ -425,6 +427,7 @@ impl KoganList {
                     // SAFETY: `c` is protected by `pin`.
                     match unsafe { self.wait_released(pin, c, wait) } {
                         Waited::Released => {
+                            // SAFETY: `prev` is the head or the `next` of a node protected by `pin`.
                             cur = unsafe { &*prev }.load(Ordering::SeqCst);
                             continue;
                         }
@@ -453,7 +456,7 @@ impl KoganList {
         'rescan: loop {
             // SAFETY: our node stays in the list while unmarked, so its `next` is valid.
             let mut prev: *const AtomicUsize = unsafe { &(*node).next };
-            // SAFETY (deref of `prev` here and below): ours, or the `next` of a pinned node.
+            // SAFETY: (`prev` here and below) ours, or the `next` of a pinned node.
             let mut cur = unsafe { &*prev }.load(Ordering::SeqCst);
             loop {
                 if is_marked(cur) {

@@ -191,7 +191,8 @@ impl Segments {
     ) -> Option<SegmentsToken> {
         let (first, last) = self.span(&range);
         for i in first..=last {
-            if !self.try_segment(i, mode) && !(wait && self.wait_segment(i, mode, deadline)) {
+            let taken = self.try_segment(i, mode) || (wait && self.wait_segment(i, mode, deadline));
+            if !taken {
                 self.release_span(first, i, mode);
                 return None;
             }
