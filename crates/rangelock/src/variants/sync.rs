@@ -5,9 +5,9 @@
 //! module; the spinlock- and mutex-based variants use `std` directly.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicUsize};
+pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicUsize};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicPtr, AtomicUsize};
+pub(crate) use std::sync::atomic::{fence, AtomicPtr, AtomicUsize};
 
 pub(crate) use std::sync::atomic::Ordering;
 
