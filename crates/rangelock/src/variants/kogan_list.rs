@@ -82,20 +82,22 @@ const MARK: usize = 1;
 
 /// One acquisition (held, or validating) in the list.
 pub(crate) struct Node {
-    /// Successor address with [`MARK`] in bit 0 (exposed provenance). Also the pool link.
+    /// Successor address with [`MARK`] in bit 0 (exposed provenance).
     next: AtomicUsize,
+    /// Limbo / pool chain (see [`super::reclaim`]). Separate from `next`: a retired node
+    /// is still read by pinned walkers, who must keep seeing its frozen, marked `next`.
+    link: AtomicUsize,
     start: u64,
     end: u64,
     shared: bool,
 }
 
-// SAFETY: `link` returns the `next` field, which the list stops using once the node is
-// unlinked (retired) and before it is published again (`reinit` stores it atomically);
-// `reinit` writes every field through raw pointers or atomic stores.
+// SAFETY: `link` returns the dedicated `link` field, which the list never uses; `reinit`
+// writes every other field through raw pointers or atomic stores.
 unsafe impl Recyclable for Node {
     unsafe fn link(this: *const Self) -> *const AtomicUsize {
         // SAFETY: the caller guarantees `this` is live.
-        unsafe { ptr::addr_of!((*this).next) }
+        unsafe { ptr::addr_of!((*this).link) }
     }
 
     unsafe fn reinit(this: *mut Self, value: Self) {
@@ -357,9 +359,16 @@ impl KoganList {
                 }
                 // Insert between `prev` and `cur` (unmarked, possibly null).
                 if spare.is_null() {
-                    *spare = self
-                        .reclaim
-                        .alloc(pin, Node { next: AtomicUsize::new(0), start, end, shared });
+                    *spare = self.reclaim.alloc(
+                        pin,
+                        Node {
+                            next: AtomicUsize::new(0),
+                            link: AtomicUsize::new(0),
+                            start,
+                            end,
+                            shared,
+                        },
+                    );
                 }
                 let n = *spare;
                 // SAFETY: unpublished, owned by us.

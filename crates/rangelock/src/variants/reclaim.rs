@@ -47,10 +47,11 @@ pub(crate) const BATCH: usize = 64;
 ///
 /// # Safety
 ///
-/// `link` must return a pointer to an `AtomicUsize` inside `*this` that the owner of a
-/// pooled or retired node does not use for anything else while the node is in the pool or
-/// in limbo, and `reinit` must only write the node's fields with atomic stores or raw
-/// writes (no `&mut` to the whole node), since stale poppers may read the link meanwhile.
+/// `link` must return a pointer to an `AtomicUsize` inside `*this` that the structure
+/// never uses: a retired node sits in limbo while pinned threads may still read every
+/// other field of it. `reinit` must only write the node's fields with atomic stores or raw
+/// writes (no `&mut` to the whole node) and leave the link alone, since stale poppers may
+/// read the link meanwhile.
 pub(crate) unsafe trait Recyclable: Sized + 'static {
     /// The atomic field used as the pool link.
     ///
