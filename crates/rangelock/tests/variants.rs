@@ -56,6 +56,21 @@ macro_rules! variant_tests {
                 support::stress(make(), &cfg);
             }
 
+            /// Many threads, a tight domain and short holds: maximal churn of inserts,
+            /// releases and (for the lock-free list) node recycling.
+            #[test]
+            fn stress_short_churn() {
+                let cfg = support::StressConfig {
+                    threads: 6,
+                    ops_per_thread: 4_000,
+                    domain: 24,
+                    max_len: 5,
+                    seed: 0xC4A2,
+                    ..support::StressConfig::short()
+                };
+                support::stress(make(), &cfg);
+            }
+
             #[test]
             #[ignore = "long run: RANGELOCK_STRESS_SECS (default 600)"]
             fn stress_long() {

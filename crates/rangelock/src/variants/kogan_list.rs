@@ -56,8 +56,12 @@
 //!   unlinked the node, whose CAS the walker later reads) observes the mark with a
 //!   `SeqCst` load, which synchronizes with the `SeqCst` `fetch_or` of the release.
 //! * Memory: nodes are recycled through [`super::reclaim`]; a node is reused only after
-//!   every thread that could hold a pointer to it has left its epoch. A walker never waits
-//!   for long while pinned: after the spin phase it drops its pin and restarts.
+//!   every thread that could hold a pointer to it has left its epoch. A walker does not
+//!   wait for long while pinned: after the spin phase it drops its pin and restarts. The
+//!   exception is a backed-off reader, which stays pinned (yielding) until the writer it
+//!   yielded to is released: restarting would re-insert it in front of that writer, which
+//!   would wait for it again (a livelock); the cost is reclamation paused for the length
+//!   of that writer's critical section.
 //!
 //! # Trade-offs
 //!
@@ -238,12 +242,21 @@ impl KoganList {
         }
     }
 
-    /// Waits until `node` is marked, bounded by `wait` and the spin phase.
+    /// Waits until `node` is marked, bounded by `wait`. With `refresh`, the wait also ends
+    /// after the spin phase, refreshing the pin (the caller restarts its walk); without,
+    /// it keeps yielding while pinned (used by a backed-off reader, which must not
+    /// re-insert before the writer it yields to is done).
     ///
     /// # Safety
     ///
     /// `node` is protected by `pin`.
-    unsafe fn wait_released(&self, pin: &mut Pin, node: *mut Node, wait: Wait) -> Waited {
+    unsafe fn wait_released(
+        &self,
+        pin: &mut Pin,
+        node: *mut Node,
+        wait: Wait,
+        refresh: bool,
+    ) -> Waited {
         let mut backoff = Backoff::new();
         loop {
             // SeqCst (acquire side): pairs with the release's `fetch_or`.
@@ -254,7 +267,7 @@ impl KoganList {
             if wait.expired() {
                 return Waited::Expired;
             }
-            if backoff.is_completed() {
+            if refresh && backoff.is_completed() {
                 // Do not hold up reclamation during a long wait.
                 pin.refresh();
                 super::sync::yield_now();
@@ -343,7 +356,7 @@ impl KoganList {
                         }
                         Step::Conflict => {
                             // SAFETY: `c` is protected by `pin`.
-                            match unsafe { self.wait_released(pin, c, wait) } {
+                            match unsafe { self.wait_released(pin, c, wait, true) } {
                                 Waited::Released => {
                                     // Reload: the next round unlinks `c`.
                                     // SAFETY: `prev` is the head or the `next` of a node protected by `pin`.
@@ -440,7 +453,7 @@ impl KoganList {
                 }
                 if cn.start < end && start < cn.end {
                     // SAFETY: `c` is protected by `pin`.
-                    match unsafe { self.wait_released(pin, c, wait) } {
+                    match unsafe { self.wait_released(pin, c, wait, true) } {
                         Waited::Released => {
                             // SAFETY: `prev` is the head or the `next` of a node protected by `pin`.
                             cur = unsafe { &*prev }.load(Ordering::SeqCst);
@@ -496,8 +509,8 @@ impl KoganList {
                     // Back off: release our node so the writer can go, then wait for it.
                     // SAFETY: ours; not touched again.
                     unsafe { Self::mark(node) };
-                    // SAFETY: `c` is protected by `pin` until a refresh.
-                    return match unsafe { self.wait_released(pin, c, wait) } {
+                    // SAFETY: `c` is protected by `pin` (no refresh here).
+                    return match unsafe { self.wait_released(pin, c, wait, false) } {
                         Waited::Released | Waited::Refreshed => Attempt::Retry,
                         Waited::Expired => Attempt::Failed,
                     };
