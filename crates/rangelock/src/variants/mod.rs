@@ -22,12 +22,12 @@
 //! assert!(lock.try_lock(5..15).is_ok());
 //! ```
 
-mod global_mutex;
-mod kernel_tree;
-mod kogan_list;
+pub mod global_mutex;
+pub mod kernel_tree;
+pub mod kogan_list;
 mod reclaim;
-mod segments;
-mod song_skiplist;
+pub mod segments;
+pub mod song_skiplist;
 mod spin;
 mod sync;
 

@@ -1,5 +1,5 @@
 //! Synchronization primitives for the lock-free variants, swapped for loom's under
-//! `cfg(loom)` so the loom models in [`super::kogan_list`] explore every interleaving.
+//! `cfg(loom)` so the loom models in `kogan_list` explore every interleaving.
 //!
 //! Only the lock-free code (the Kogan list and its reclamation helper) goes through this
 //! module; the spinlock- and mutex-based variants use `std` directly.
