@@ -9,9 +9,9 @@
 //! released (logically deleted). The head is never marked.
 //!
 //! * **Acquire** walks from the head. A marked node is unlinked with a CAS on its
-//!   predecessor's `next` (and retired, see `variants::reclaim` (private)); if the predecessor itself
-//!   turns out marked, the walk restarts. For each live node `c`, comparing with the new
-//!   range `n`:
+//!   predecessor's `next` (and retired to the node pool, see "Memory" below); if the
+//!   predecessor itself turns out marked, the walk restarts. For each live node `c`,
+//!   comparing with the new range `n`:
 //!   - `c` ends at or before `n.start`, or both are shared and `c.start <= n.start`:
 //!     step past `c`;
 //!   - `c` starts at or after `n.end`, or both are shared and `c.start > n.start`: insert
@@ -55,7 +55,8 @@
 //! * Acquisition happens after the conflicting release: the waiter (or the thread that
 //!   unlinked the node, whose CAS the walker later reads) observes the mark with a
 //!   `SeqCst` load, which synchronizes with the `SeqCst` `fetch_or` of the release.
-//! * Memory: nodes are recycled through `variants::reclaim` (private); a node is reused only after
+//! * Memory: nodes are recycled through a per-lock pool refilled by epoch-based
+//!   reclamation (the private `variants/reclaim.rs`); a node is reused only after
 //!   every thread that could hold a pointer to it has left its epoch. A walker does not
 //!   wait for long while pinned: after the spin phase it drops its pin and restarts. The
 //!   exception is a backed-off reader, which stays pinned (yielding) until the writer it
@@ -88,8 +89,8 @@ const MARK: usize = 1;
 pub(crate) struct Node {
     /// Successor address with [`MARK`] in bit 0 (exposed provenance).
     next: AtomicUsize,
-    /// Limbo / pool chain (see `variants::reclaim` (private)). Separate from `next`: a retired node
-    /// is still read by pinned walkers, who must keep seeing its frozen, marked `next`.
+    /// Limbo / pool chain (`variants/reclaim.rs`). Separate from `next`: a retired node is
+    /// still read by pinned walkers, who must keep seeing its frozen, marked `next`.
     link: AtomicUsize,
     start: u64,
     end: u64,
