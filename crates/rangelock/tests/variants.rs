@@ -71,16 +71,44 @@ macro_rules! variant_tests {
                 support::stress(make(), &cfg);
             }
 
+            /// Readers over up to the whole domain, writers over one or two units.
+            #[test]
+            fn stress_short_long_readers() {
+                let cfg = support::StressConfig {
+                    max_len: 2,
+                    shared_max_len: Some(64),
+                    shared_percent: 50,
+                    seed: 0x10E6,
+                    ..support::StressConfig::short()
+                };
+                support::stress(make(), &cfg);
+            }
+
             #[test]
             #[ignore = "long run: RANGELOCK_STRESS_SECS (default 600)"]
             fn stress_long() {
-                let cfg = support::StressConfig {
+                // Three phases of a third of the duration each: the default mix, long
+                // readers over short writers, and churn over a tight domain.
+                let phase = support::long_duration() / 3;
+                let base = support::StressConfig {
                     threads: 8,
-                    duration: Some(support::long_duration()),
+                    duration: Some(phase),
                     ..support::StressConfig::short()
                 };
-                let report = support::stress(make(), &cfg);
-                eprintln!("{}: {report:?}", stringify!($name));
+                let phases = [
+                    base.clone(),
+                    support::StressConfig {
+                        max_len: 2,
+                        shared_max_len: Some(64),
+                        shared_percent: 50,
+                        ..base.clone()
+                    },
+                    support::StressConfig { domain: 24, max_len: 5, ..base },
+                ];
+                for cfg in &phases {
+                    let report = support::stress(make(), cfg);
+                    eprintln!("{}: {report:?}", stringify!($name));
+                }
             }
 
             #[test]
@@ -153,4 +181,31 @@ fn model_catches_a_broken_lock() {
         support::Op::Try { start: 2, len: 4, shared: true },
     ];
     assert!(support::check_against_model(NoLock, &ops).is_err());
+}
+
+/// Kernel-tree fairness: a reader arriving behind a waiting writer counts the writer and
+/// does not overtake it, even though it is compatible with the current (shared) holder.
+#[test]
+fn kernel_tree_is_fifo() {
+    let lock = rangelock::Lock::from_raw(KernelTree::new());
+    let reader = lock.lock_shared(0..10).unwrap();
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let g = lock.lock(0..10).unwrap();
+            drop(g);
+        });
+        // Wait (by polling the structure, not by sleeping) until the writer is queued.
+        while lock.raw().requests() < 2 {
+            std::thread::yield_now();
+        }
+        assert_eq!(
+            lock.try_lock_shared(5..6).unwrap_err(),
+            rangelock::LockError::WouldBlock,
+            "a new reader must queue behind the waiting writer"
+        );
+        assert!(lock.try_lock_shared(10..20).is_ok(), "disjoint ranges are unaffected");
+        drop(reader);
+        writer.join().unwrap();
+    });
+    assert_eq!(lock.raw().requests(), 0);
 }

@@ -462,6 +462,14 @@ impl KernelTree {
     }
 }
 
+impl KernelTree {
+    /// Number of requests in the tree: holders plus waiters (a statistic; it may be stale
+    /// as soon as it is returned).
+    pub fn requests(&self) -> usize {
+        self.tree.lock().len
+    }
+}
+
 impl Default for KernelTree {
     fn default() -> Self {
         Self::new()

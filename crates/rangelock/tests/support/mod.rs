@@ -56,6 +56,9 @@ pub struct StressConfig {
     pub max_len: u64,
     /// Percentage of shared acquisitions.
     pub shared_percent: u64,
+    /// Longest shared range, when it differs from `max_len` (long readers over short
+    /// writers exercise the reader-writer validation of list-based locks).
+    pub shared_max_len: Option<u64>,
     pub seed: u64,
 }
 
@@ -69,6 +72,7 @@ impl StressConfig {
             domain: 64,
             max_len: 12,
             shared_percent: 40,
+            shared_max_len: None,
             seed: 0x5EED,
         }
     }
@@ -104,7 +108,8 @@ pub fn stress<R: RawRangeLock>(lock: R, cfg: &StressConfig) -> StressReport {
             let (acquired, refused, timed_out) = (&acquired, &refused, &timed_out);
             handles.push(s.spawn(move || {
                 let mut rng = Rng::new(cfg.seed ^ ((t as u64 + 1) << 32));
-                let mut snapshot = vec![0u64; cfg.max_len as usize];
+                let longest = cfg.max_len.max(cfg.shared_max_len.unwrap_or(0));
+                let mut snapshot = vec![0u64; longest as usize];
                 let mut op = 0u64;
                 loop {
                     match cfg.duration {
@@ -113,14 +118,18 @@ pub fn stress<R: RawRangeLock>(lock: R, cfg: &StressConfig) -> StressReport {
                         _ => {}
                     }
                     op += 1;
-                    let begin = rng.below(cfg.domain);
-                    let len = 1 + rng.below(cfg.max_len.min(cfg.domain - begin));
-                    let range = begin..begin + len;
                     let mode = if rng.below(100) < cfg.shared_percent {
                         Mode::Shared
                     } else {
                         Mode::Exclusive
                     };
+                    let max_len = match mode {
+                        Mode::Shared => cfg.shared_max_len.unwrap_or(cfg.max_len),
+                        Mode::Exclusive => cfg.max_len,
+                    };
+                    let begin = rng.below(cfg.domain);
+                    let len = 1 + rng.below(max_len.min(cfg.domain - begin));
+                    let range = begin..begin + len;
                     let call = match rng.below(3) {
                         0 => Call::Try,
                         1 => Call::Blocking,
