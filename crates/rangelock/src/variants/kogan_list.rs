@@ -70,7 +70,9 @@
 //! predecessor. But every acquisition walks the list from the head, O(n) for n held
 //! ranges, so it degrades with many held ranges (the thesis's W2), and waiting is
 //! spin-then-yield (there is no queue to park on). Readers pay a forward validation scan
-//! and back off from writers, so writers are favoured.
+//! and back off from writers, so writers are favoured. `try_lock` fails on any conflicting
+//! node it meets, including one whose acquisition is still validating and may yet back
+//! off (an in-flight incompatible request counts as a holder).
 
 use core::fmt;
 use core::ops::Range;
