@@ -1,1 +1,16 @@
-//! Benchmark harness and suites.
+//! Benchmark harness, range-lock workloads and external peers for `rangelock`.
+//!
+//! - [`harness`]: the contract every suite is written against ([`harness::Suite`],
+//!   [`harness::Case`], [`harness::run_threads`]) and the runner that interleaves cases,
+//!   takes medians and writes the report (table on stdout, JSON and SVG under
+//!   `target/rangelock-report/` by default).
+//! - [`suites`]: the registered suites (`w1`, `w2`, `contended`, `height`, `held`, ...).
+//! - [`variants`]: the one registry of lock variants and peers the range-lock suites run.
+//! - [`peers`]: locks from outside this workspace measured side by side (fcntl OFD locks).
+//! - [`workload`]: the pieces the range-lock suites share (shared region, targets, RNG).
+
+pub mod harness;
+pub mod peers;
+pub mod suites;
+pub mod variants;
+pub mod workload;

@@ -1,20 +1,37 @@
-//! The `rangelock` command.
+//! The `rangelock` command: a thin dispatcher; each subcommand lives in its own module.
 
-use clap::Parser;
+mod bench;
+mod lock;
+mod serve;
+mod stat;
+
+use clap::{Parser, Subcommand};
 
 /// rangelock: range locks and the epoch framework, with their benchmarks.
 #[derive(Debug, Parser)]
 #[command(version, about)]
-enum Cli {
-    /// Run a benchmark suite.
-    Bench {
-        /// Suite name.
-        suite: String,
-    },
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a benchmark suite (`list` shows them, `quick` runs all in quick mode).
+    Bench(bench::BenchArgs),
+    /// Run the range-lock server.
+    Serve(serve::ServeArgs),
+    /// Run a command while holding a range lock (flock(1) style).
+    Lock(lock::LockArgs),
+    /// Show a server's counters, holders and waiters.
+    Stat(stat::StatArgs),
 }
 
 fn main() -> anyhow::Result<()> {
-    match Cli::parse() {
-        Cli::Bench { suite } => anyhow::bail!("no suite named {suite:?} yet"),
+    match Cli::parse().command {
+        Command::Bench(args) => bench::run(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Lock(args) => lock::run(args),
+        Command::Stat(args) => stat::run(args),
     }
 }

@@ -2,14 +2,44 @@
 //!
 //! [`Lock`] is the safe API: it validates ranges and hands out RAII [`RangeGuard`]s. It is
 //! generic over a [`RawRangeLock`], the unsafe core each variant implements.
+//!
+//! [`RangeLock`] is the product lock: a lock-free skip list of exclusive ranges (after the
+//! concurrent-range-locking thesis, with its defects repaired) plus reader announcements for
+//! shared ranges, parking waits, O(1) unlock through the guard, and nodes recycled through
+//! `epvs` epochs. Ranges are half-open over the whole `u64` domain.
+//!
+//! ```
+//! use std::time::Duration;
+//! use rangelock::{LockError, RangeLock};
+//!
+//! let lock = RangeLock::new();
+//! let page = lock.lock(4096..8192)?;              // exclusive, blocking
+//! let next = lock.try_lock(8192..12288)?;         // adjacent: no conflict
+//! assert_eq!(lock.try_lock_shared(0..5000).unwrap_err(), LockError::WouldBlock);
+//! assert_eq!(
+//!     lock.lock_timeout(5000..5001, Duration::from_millis(1)).unwrap_err(),
+//!     LockError::TimedOut
+//! );
+//! drop((page, next));
+//! let a = lock.lock_shared(0..u64::MAX)?;         // shared holders overlap freely
+//! let b = lock.lock_shared(10..20)?;
+//! # drop((a, b));
+//! # Ok::<(), LockError>(())
+//! ```
+//!
+//! The [`skiplist`] module documents the algorithm, its consistency argument (including the
+//! shared-mode design and why writers are not starved) and its trade-offs.
 
 mod error;
 mod lock;
+mod primitive;
 mod range;
 mod raw;
+pub mod skiplist;
 pub mod variants;
 
 pub use error::{LockError, RangeError};
 pub use lock::{Lock, RangeGuard};
 pub use range::{check_range, overlaps, Mode};
 pub use raw::RawRangeLock;
+pub use skiplist::{RangeLock, SkipList, SkipToken, DEFAULT_MAX_HEIGHT};

@@ -1,1 +1,32 @@
-//! The range-lock server.
+//! `rangelockd`: range locks across processes and machines (DESIGN §3, seed 3).
+//!
+//! Clients connect over TCP or a Unix socket and speak the binary [`protocol`]. Each
+//! connection is a *session*; handlers (tokio tasks) decode its frames and submit
+//! commands to an engine. The default engine is the seed's **combiner**: one thread owns
+//! the [`table::LockTable`] — an interval tree whose entries count the conflicting
+//! earlier entries blocking them — and executes commands in arrival order, granting
+//! FIFO-fair per overlap. Grants are pushed to clients, or held until the client polls
+//! (the seed's RPC-poll mode).
+//!
+//! Session guarantees: locks and waits of a session are released when it closes or its
+//! lease expires; fencing tokens strictly increase across all grants; `UNLOCK` is
+//! idempotent per lock id; bad input gets an error response and never affects another
+//! session.
+//!
+//! ```no_run
+//! use rangelock_server::{Server, ServerConfig};
+//! let server = Server::start(ServerConfig::ephemeral()).unwrap();
+//! println!("listening on {:?}", server.tcp_addr());
+//! server.shutdown();
+//! ```
+
+mod config;
+mod engine;
+pub mod protocol;
+mod rangelock_engine;
+mod server;
+mod session;
+pub mod table;
+
+pub use config::{EngineKind, ServerConfig, DEFAULT_PORT};
+pub use server::Server;

@@ -1,0 +1,107 @@
+//! What a suite hands the runner: [`Suite`], [`Case`], [`Sample`], [`XAxis`].
+
+use core::fmt;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::options::Options;
+
+/// One measurement's outcome.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Sample {
+    /// Operations completed (summed over threads).
+    pub ops: u64,
+    /// Wall-clock time the operations took.
+    pub elapsed: Duration,
+    /// Latencies of (some of) the operations, in nanoseconds; may be empty, in which case
+    /// the percentiles of the record are `null`.
+    pub latencies_ns: Vec<u64>,
+    /// Extra numeric fields for the record (median over rounds is reported).
+    pub extra: Map<String, Value>,
+}
+
+/// The [`Sample::extra`] key that marks a measurement as not taken (see [`Sample::skipped`]).
+pub const SKIPPED: &str = "skipped";
+
+impl Sample {
+    /// A measurement that could not be taken (for instance its setup exceeded a time
+    /// budget). The runner leaves the case out of the records and notes `reason` under the
+    /// table; a case skipped in one round is skipped in all.
+    pub fn skipped(reason: impl Into<String>) -> Self {
+        let mut extra = Map::new();
+        extra.insert(SKIPPED.to_owned(), Value::String(reason.into()));
+        Sample { extra, ..Sample::default() }
+    }
+
+    /// Why this measurement was skipped, if it was.
+    pub fn skip_reason(&self) -> Option<&str> {
+        self.extra.get(SKIPPED).and_then(Value::as_str)
+    }
+
+    /// Operations per second of this sample (0 when nothing was timed).
+    pub fn ops_per_sec(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        if secs > 0.0 {
+            self.ops as f64 / secs
+        } else {
+            0.0
+        }
+    }
+}
+
+/// One point of a suite: a variant at a thread count with workload parameters.
+pub struct Case {
+    /// Variant name, e.g. `"rangelock"`, `"kogan-list"`, `"fcntl-ofd"`.
+    pub variant: String,
+    /// Worker threads.
+    pub threads: usize,
+    /// Workload parameters: part of the record; cases with equal params and threads form
+    /// the group the ratios are computed in.
+    pub params: Map<String, Value>,
+    /// Marks robustness rows run with more threads than cores (never a scaling claim).
+    pub oversubscribed: bool,
+    /// One measurement of about the given duration.
+    pub run: Box<dyn FnMut(Duration) -> Sample>,
+}
+
+impl fmt::Debug for Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Case")
+            .field("variant", &self.variant)
+            .field("threads", &self.threads)
+            .field("params", &self.params)
+            .field("oversubscribed", &self.oversubscribed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The x axis of a suite's plot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XAxis {
+    /// Worker threads.
+    Threads,
+    /// The named numeric entry of [`Case::params`].
+    Param(&'static str),
+}
+
+/// A benchmark suite.
+pub trait Suite {
+    /// Exact suite name, e.g. `"w1"`; names the report files.
+    fn name(&self) -> &'static str;
+    /// One line, printed with the parameters.
+    fn about(&self) -> &'static str;
+    /// The variant the ratio column divides by.
+    fn baseline(&self) -> &'static str;
+    /// What the plot puts on the x axis.
+    fn x_axis(&self) -> XAxis {
+        XAxis::Threads
+    }
+    /// Whether the suite also runs oversubscribed thread counts (8, 16) when the user did
+    /// not pass `--threads`; see [`Options::threads_for`].
+    fn oversubscribe(&self) -> bool {
+        false
+    }
+    /// The cases to measure.
+    fn cases(&self, opts: &Options) -> Vec<Case>;
+}

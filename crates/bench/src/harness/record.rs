@@ -1,0 +1,89 @@
+//! The JSON record of one case.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One case's result, as written to `<out>/<suite>.json` (an array of these).
+///
+/// Field names are part of the report format: `suite`, `variant`, `threads`,
+/// `oversubscribed`, `params`, `ops_per_sec`, `ns_per_op`, `p50_ns`, `p99_ns`, `p999_ns`,
+/// `latency_samples`, `rounds`, `duration_ms`, `ratio_vs_baseline`, `ratio_vs_best_other`,
+/// followed by the case's extra fields at the top level.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Suite name.
+    pub suite: String,
+    /// Variant name.
+    pub variant: String,
+    /// Worker threads.
+    pub threads: usize,
+    /// More threads than cores: a robustness row, not a scaling claim.
+    pub oversubscribed: bool,
+    /// Workload parameters.
+    pub params: Map<String, Value>,
+    /// Median over rounds of operations per second (all threads together).
+    pub ops_per_sec: f64,
+    /// `1e9 / ops_per_sec`: inverse aggregate throughput, not a per-thread latency; null
+    /// when nothing completed.
+    pub ns_per_op: Option<f64>,
+    /// Median sampled latency (null without samples).
+    pub p50_ns: Option<u64>,
+    /// 99th percentile sampled latency (null without samples).
+    pub p99_ns: Option<u64>,
+    /// 99.9th percentile (null with fewer than 1000 samples).
+    pub p999_ns: Option<u64>,
+    /// Latency samples pooled over rounds.
+    pub latency_samples: usize,
+    /// Rounds measured.
+    pub rounds: usize,
+    /// Duration of one measurement in milliseconds.
+    pub duration_ms: u64,
+    /// `ops_per_sec / baseline's ops_per_sec` in the same (params, threads) group; null when
+    /// the baseline is absent from the group.
+    pub ratio_vs_baseline: Option<f64>,
+    /// `ops_per_sec / best other variant's ops_per_sec` in the same group; null when the
+    /// group has no other variant.
+    pub ratio_vs_best_other: Option<f64>,
+    /// Extra numeric fields of the suite (median over rounds).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Record {
+    /// The key of the group ratios are computed in: (params, threads).
+    pub fn group_key(&self) -> (String, usize) {
+        (Value::Object(self.params.clone()).to_string(), self.threads)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_without_ops_round_trips_with_nulls() {
+        let mut extra = Map::new();
+        extra.insert("held".to_owned(), Value::from(3));
+        let r = Record {
+            suite: "s".into(),
+            variant: "v".into(),
+            threads: 2,
+            oversubscribed: false,
+            params: Map::new(),
+            ops_per_sec: 0.0,
+            ns_per_op: None,
+            p50_ns: None,
+            p99_ns: None,
+            p999_ns: None,
+            latency_samples: 0,
+            rounds: 1,
+            duration_ms: 5,
+            ratio_vs_baseline: None,
+            ratio_vs_best_other: None,
+            extra,
+        };
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains("\"ns_per_op\":null") && text.contains("\"held\":3"), "{text}");
+        assert_eq!(serde_json::from_str::<Record>(&text).unwrap(), r);
+    }
+}

@@ -1,0 +1,93 @@
+//! The table printed on stdout: one block per params group, the suite's parameters first.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use super::human;
+use crate::harness::case::Suite;
+use crate::harness::options::Options;
+use crate::harness::record::Record;
+
+/// Renders the table of a suite's records.
+pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
+    let mut s = String::new();
+    let threads: Vec<String> = {
+        let mut seen: Vec<(usize, bool)> = Vec::new();
+        for r in records {
+            if !seen.contains(&(r.threads, r.oversubscribed)) {
+                seen.push((r.threads, r.oversubscribed));
+            }
+        }
+        seen.sort_unstable();
+        seen.into_iter().map(|(t, o)| if o { format!("{t}*") } else { t.to_string() }).collect()
+    };
+    let _ = writeln!(s, "\n== {} : {}", suite.name(), suite.about());
+    let _ = writeln!(
+        s,
+        "   rounds={} (median) duration={}ms quick={} threads={} baseline={}",
+        opts.rounds.max(1),
+        opts.duration.as_millis(),
+        opts.quick,
+        threads.join(","),
+        suite.baseline()
+    );
+    let _ = writeln!(
+        s,
+        "   (* = oversubscribed: more threads than cores; robustness view, not scaling)"
+    );
+    let mut groups: Vec<(String, Vec<&Record>)> = Vec::new();
+    for r in records {
+        let key = Value::Object(r.params.clone()).to_string();
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(r),
+            None => groups.push((key, vec![r])),
+        }
+    }
+    for (params, mut rows) in groups {
+        rows.sort_by_key(|r| r.threads); // stable: keeps variant order within a thread count
+        let _ = writeln!(s, "\n   params {params}");
+        let _ = writeln!(
+            s,
+            "   {:<14} {:>4} {:>10} {:>10} {:>9} {:>9} {:>9} {:>8} {:>8}",
+            "variant", "thr", "ops/s", "ns/op", "p50 ns", "p99 ns", "p999 ns", "vs base", "vs best"
+        );
+        let mut last_threads = None;
+        for r in rows {
+            if last_threads.is_some_and(|t| t != r.threads) {
+                s.push('\n');
+            }
+            last_threads = Some(r.threads);
+            let thr =
+                if r.oversubscribed { format!("{}*", r.threads) } else { r.threads.to_string() };
+            let _ = writeln!(
+                s,
+                "   {:<14} {:>4} {:>10} {:>10} {:>9} {:>9} {:>9} {:>8} {:>8}",
+                r.variant,
+                thr,
+                human(r.ops_per_sec),
+                r.ns_per_op.map_or_else(|| "-".to_owned(), |n| format!("{n:.1}")),
+                opt(r.p50_ns),
+                opt(r.p99_ns),
+                opt(r.p999_ns),
+                ratio(r.ratio_vs_baseline),
+                ratio(r.ratio_vs_best_other),
+            );
+        }
+    }
+    s
+}
+
+fn opt(x: Option<u64>) -> String {
+    x.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+/// Ratios with two decimals, more for small ones so 0.004x does not print as 0.00x.
+fn ratio(x: Option<f64>) -> String {
+    match x {
+        None => "-".to_owned(),
+        Some(v) if v >= 0.1 || v == 0.0 => format!("{v:.2}x"),
+        Some(v) if v >= 0.001 => format!("{v:.3}x"),
+        Some(v) => format!("{v:.0e}x"),
+    }
+}

@@ -1,0 +1,175 @@
+//! Running a suite: interleaved rounds, medians, ratios, report files.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use serde_json::{Map, Value};
+
+use super::case::{Case, Sample, Suite};
+use super::error::BenchError;
+use super::options::Options;
+use super::progress::suite_bar;
+use super::record::Record;
+use super::report;
+use super::stats::{median, Percentiles};
+
+/// What one suite run produced.
+#[derive(Debug)]
+pub struct SuiteReport {
+    /// The records, in case order.
+    pub records: Vec<Record>,
+    /// Cases left out, as `(variant, threads, params, reason)` lines.
+    pub skipped: Vec<String>,
+    /// The table printed on stdout.
+    pub table: String,
+    /// `<out>/<suite>.json`.
+    pub json: PathBuf,
+    /// `<out>/<suite>.svg`.
+    pub svg: PathBuf,
+}
+
+/// Runs `suite` with `opts`: measures every case once per round, interleaved, keeps
+/// medians, prints the table on stdout and writes `<out>/<suite>.json` and
+/// `<out>/<suite>.svg`.
+pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, BenchError> {
+    let mut cases = suite.cases(opts);
+    if cases.is_empty() {
+        return Err(BenchError::NoCases(suite.name().to_owned()));
+    }
+    let rounds = opts.rounds.max(1);
+    let bar = suite_bar(suite.name(), (rounds * cases.len()) as u64);
+    let mut samples: Vec<Vec<Sample>> = cases.iter().map(|_| Vec::with_capacity(rounds)).collect();
+    for round in 0..rounds {
+        for (case, out) in cases.iter_mut().zip(&mut samples) {
+            bar.set_message(format!(
+                "round {}/{rounds}: {} x{} {}",
+                round + 1,
+                case.variant,
+                case.threads,
+                Value::Object(case.params.clone())
+            ));
+            out.push((case.run)(opts.duration));
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+
+    let mut records = Vec::with_capacity(cases.len());
+    let mut skipped = Vec::new();
+    for (case, samples) in cases.iter().zip(samples) {
+        match samples.iter().find_map(Sample::skip_reason) {
+            Some(reason) => skipped.push(format!(
+                "{} x{} {}: {reason}",
+                case.variant,
+                case.threads,
+                Value::Object(case.params.clone())
+            )),
+            None => records.push(summarise(suite.name(), case, samples, rounds, opts)),
+        }
+    }
+    fill_ratios(&mut records, suite.baseline());
+
+    let mut table = report::table::render(suite, opts, &records);
+    for line in &skipped {
+        table.push_str(&format!("   skipped: {line}\n"));
+    }
+    print!("{table}");
+    std::fs::create_dir_all(&opts.out)
+        .map_err(|source| BenchError::Io { path: opts.out.clone(), source })?;
+    let json = opts.out.join(format!("{}.json", suite.name()));
+    report::json::write(&json, suite.name(), &records)?;
+    let svg = opts.out.join(format!("{}.svg", suite.name()));
+    report::svg::write(&svg, suite.name(), suite.x_axis(), &records)?;
+    Ok(SuiteReport { records, skipped, table, json, svg })
+}
+
+/// Folds a case's per-round samples into its record (ratios filled in later).
+fn summarise(
+    suite: &str,
+    case: &Case,
+    samples: Vec<Sample>,
+    rounds: usize,
+    opts: &Options,
+) -> Record {
+    let mut rates: Vec<f64> = samples.iter().map(Sample::ops_per_sec).collect();
+    let ops_per_sec = median(&mut rates).unwrap_or(0.0);
+    let mut latencies: Vec<u64> =
+        samples.iter().flat_map(|s| s.latencies_ns.iter().copied()).collect();
+    let pct = Percentiles::of(&mut latencies);
+    Record {
+        suite: suite.to_owned(),
+        variant: case.variant.clone(),
+        threads: case.threads,
+        oversubscribed: case.oversubscribed,
+        params: case.params.clone(),
+        ops_per_sec,
+        ns_per_op: (ops_per_sec > 0.0).then(|| 1e9 / ops_per_sec),
+        p50_ns: pct.p50,
+        p99_ns: pct.p99,
+        p999_ns: pct.p999,
+        latency_samples: latencies.len(),
+        rounds,
+        duration_ms: u64::try_from(opts.duration.as_millis()).unwrap_or(u64::MAX),
+        ratio_vs_baseline: None,
+        ratio_vs_best_other: None,
+        extra: median_extras(&samples),
+    }
+}
+
+/// Median over rounds of each numeric extra field; a non-numeric field keeps its last value.
+fn median_extras(samples: &[Sample]) -> Map<String, Value> {
+    let mut out = Map::new();
+    let mut numeric: Vec<(String, Vec<f64>)> = Vec::new();
+    for sample in samples {
+        for (key, value) in &sample.extra {
+            match value.as_f64() {
+                Some(x) => match numeric.iter_mut().find(|(k, _)| k == key) {
+                    Some((_, xs)) => xs.push(x),
+                    None => numeric.push((key.clone(), vec![x])),
+                },
+                None => {
+                    out.insert(key.clone(), value.clone());
+                }
+            }
+        }
+    }
+    for (key, mut xs) in numeric {
+        let m = median(&mut xs).unwrap_or(0.0);
+        let value = if m.fract() == 0.0 && m.abs() < 9.0e15 {
+            Value::from(m as i64)
+        } else {
+            serde_json::Number::from_f64(m).map_or(Value::Null, Value::Number)
+        };
+        out.insert(key, value);
+    }
+    out
+}
+
+/// Fills the ratios of every record against the baseline and the best other variant of its
+/// (params, threads) group.
+pub(crate) fn fill_ratios(records: &mut [Record], baseline: &str) {
+    let mut groups: HashMap<(String, usize), Vec<usize>> = HashMap::new();
+    for (i, r) in records.iter().enumerate() {
+        groups.entry(r.group_key()).or_default().push(i);
+    }
+    for members in groups.values() {
+        let base = members
+            .iter()
+            .find(|&&i| records[i].variant == baseline)
+            .map(|&i| records[i].ops_per_sec);
+        for &i in members {
+            let own = records[i].ops_per_sec;
+            let best_other = members
+                .iter()
+                .filter(|&&j| records[j].variant != records[i].variant)
+                .map(|&j| records[j].ops_per_sec)
+                .fold(None, |acc: Option<f64>, x| Some(acc.map_or(x, |a| a.max(x))));
+            records[i].ratio_vs_baseline = base.and_then(|b| ratio(own, b));
+            records[i].ratio_vs_best_other = best_other.and_then(|b| ratio(own, b));
+        }
+    }
+}
+
+fn ratio(num: f64, den: f64) -> Option<f64> {
+    (den > 0.0 && num.is_finite()).then(|| num / den)
+}

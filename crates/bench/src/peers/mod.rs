@@ -1,0 +1,5 @@
+//! Range locks from outside this workspace, measured side by side with ours.
+
+mod fcntl_ofd;
+
+pub use fcntl_ofd::{FcntlOfd, OfdFd};

@@ -1,0 +1,50 @@
+//! Helpers the range-lock suites share.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::workload::SharedRegion;
+
+/// Ranges of the W1/W2/held layouts: 16 Ki ranges of 1 KiB, a 16 MiB shared region
+/// (larger than this machine's L2, so the memset is a real write, not a cache hit).
+pub(crate) const RANGES: u64 = 16 * 1024;
+
+/// Builds a variant's target, or says on stderr why the variant is skipped.
+pub(crate) fn target<T>(
+    suite: &str,
+    name: &str,
+    make: &dyn Fn() -> std::io::Result<T>,
+) -> Option<Arc<T>> {
+    match make() {
+        Ok(t) => Some(Arc::new(t)),
+        Err(e) => {
+            eprintln!("{suite}: skipping {name}: {e}");
+            None
+        }
+    }
+}
+
+/// Maps the suite's shared region, or says on stderr why the suite has no cases.
+pub(crate) fn region(suite: &str, bytes: usize) -> Option<Arc<SharedRegion>> {
+    match SharedRegion::new(bytes) {
+        Ok(r) => Some(Arc::new(r)),
+        Err(e) => {
+            eprintln!("{suite}: cannot map {bytes} bytes: {e}");
+            None
+        }
+    }
+}
+
+/// Notes on stderr that a variant cannot hold several disjoint ranges at once.
+pub(crate) fn coarse(suite: &str, name: &str) {
+    eprintln!(
+        "{suite}: skipping {name}: one thread cannot hold several disjoint ranges at once \
+         (a coarse lock would deadlock this workload)"
+    );
+}
+
+/// A params map from pairs.
+pub(crate) fn params<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
+    pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}

@@ -1,0 +1,126 @@
+//! `held`: W1 while K ranges per thread stay held in the background — the cost of a lock as
+//! a function of how many ranges it holds (the thesis's W1 keeps at most one per thread).
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use super::common::{self, RANGES};
+use crate::harness::{Case, Options, Sample, Suite, XAxis};
+use crate::variants::{Registered, VariantSet, VariantVisitor};
+use crate::workload::loops::{self, held_ranges_descending, Layout, HELD_STRIDE};
+use crate::workload::{holds_disjoint, RangeTarget, SharedRegion, RANGE_BYTES};
+
+/// K of a full run.
+pub const HELD: [u64; 3] = [16, 1000, 100_000];
+/// K of a quick run.
+pub const QUICK_HELD: [u64; 2] = [16, 1000];
+/// Largest K run for external peers: the kernel keeps a file's locks in one list it scans on
+/// every request, so setting up 16 x 100 000 locks alone would take hours.
+pub const PEER_MAX_HELD: u64 = 1000;
+/// Time allowed for setting up the held ranges of one measurement: the larger of this and
+/// 5 measurement durations. A lock whose insertions cost O(held) (one list under a mutex)
+/// would need hours for 16 x 100 000 ranges; such cases are skipped with a note.
+pub const MIN_SETUP_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// First lock unit of the W1 area: the power of two at or above the held area of the largest
+/// case (at least 2^20), so every case runs W1 on the same units.
+pub fn w1_base(max_held_per_thread: u64, max_threads: usize) -> u64 {
+    (max_held_per_thread * max_threads as u64 * HELD_STRIDE).next_power_of_two().max(1 << 20)
+}
+
+/// The `held` suite over the variants and peers of `S`.
+#[derive(Debug)]
+pub struct Held<S: VariantSet = Registered>(PhantomData<S>);
+
+impl<S: VariantSet> Default for Held<S> {
+    fn default() -> Self {
+        Held(PhantomData)
+    }
+}
+
+impl<S: VariantSet> Suite for Held<S> {
+    fn name(&self) -> &'static str {
+        "held"
+    }
+
+    fn about(&self) -> &'static str {
+        "W1 while K one-unit ranges per thread (1 KiB apart, below the W1 area) stay held \
+         exclusively by a background holder; setup is untimed"
+    }
+
+    fn baseline(&self) -> &'static str {
+        "rangelock"
+    }
+
+    fn x_axis(&self) -> XAxis {
+        XAxis::Param("held_per_thread")
+    }
+
+    fn oversubscribe(&self) -> bool {
+        true
+    }
+
+    fn cases(&self, opts: &Options) -> Vec<Case> {
+        let ks: &'static [u64] = if opts.quick { &QUICK_HELD } else { &HELD };
+        let max_threads = opts.threads_for(true).iter().map(|&(t, _)| t).max().unwrap_or(1);
+        let max_k = ks.iter().copied().max().unwrap_or(1);
+        let layout = Layout { ranges: RANGES, base: w1_base(max_k, max_threads) };
+        let Some(region) = common::region(self.name(), layout.region_bytes()) else {
+            return Vec::new();
+        };
+        let mut b = Builder { opts, region, layout, ks, peers: false, cases: Vec::new() };
+        S::locks(&mut b);
+        b.peers = true;
+        S::peers(&mut b);
+        b.cases
+    }
+}
+
+struct Builder<'a> {
+    opts: &'a Options,
+    region: Arc<SharedRegion>,
+    layout: Layout,
+    ks: &'static [u64],
+    peers: bool,
+    cases: Vec<Case>,
+}
+
+impl VariantVisitor for Builder<'_> {
+    fn visit<T: RangeTarget>(&mut self, name: &'static str, make: &dyn Fn() -> std::io::Result<T>) {
+        let Some(target) = common::target("held", name, make) else { return };
+        let probe = self.layout.all_descending().chain(held_ranges_descending(16));
+        if !holds_disjoint(&*target, probe) {
+            common::coarse("held", name);
+            return;
+        }
+        let budget = MIN_SETUP_BUDGET.max(self.opts.duration * 5);
+        for &k in self.ks {
+            if self.peers && k > PEER_MAX_HELD {
+                eprintln!("held: {name} runs K <= {PEER_MAX_HELD} only (the kernel's lock list is linear)");
+                continue;
+            }
+            for (threads, oversubscribed) in self.opts.threads_for(true) {
+                let (target, region, layout) = (target.clone(), self.region.clone(), self.layout);
+                let mut gave_up: Option<String> = None;
+                self.cases.push(Case {
+                    variant: name.to_owned(),
+                    threads,
+                    params: common::params([
+                        ("held_per_thread", k.into()),
+                        ("ranges", layout.ranges.into()),
+                        ("range_bytes", RANGE_BYTES.into()),
+                    ]),
+                    oversubscribed,
+                    run: Box::new(move |d| {
+                        if let Some(reason) = &gave_up {
+                            return Sample::skipped(reason.clone());
+                        }
+                        let sample = loops::held(&*target, &region, layout, k, threads, d, budget);
+                        gave_up = sample.skip_reason().map(str::to_owned);
+                        sample
+                    }),
+                });
+            }
+        }
+    }
+}

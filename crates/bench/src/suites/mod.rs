@@ -1,0 +1,26 @@
+//! The registered suites: one file each, one line each in [`all`].
+
+mod common;
+pub mod contended;
+pub mod height;
+pub mod held;
+pub mod w1;
+pub mod w2;
+
+use crate::harness::Suite;
+
+/// Every registered suite, in the order `rangelock bench quick` runs them.
+pub fn all() -> Vec<Box<dyn Suite>> {
+    vec![
+        Box::new(w1::W1::<crate::variants::Registered>::default()),
+        Box::new(w2::W2::<crate::variants::Registered>::default()),
+        Box::new(contended::Contended::<crate::variants::Registered>::default()),
+        Box::new(height::Height::<crate::variants::Registered>::default()),
+        Box::new(held::Held::<crate::variants::Registered>::default()),
+    ]
+}
+
+/// The suite named `name`, if registered.
+pub fn find(name: &str) -> Option<Box<dyn Suite>> {
+    all().into_iter().find(|s| s.name() == name)
+}

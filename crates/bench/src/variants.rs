@@ -1,0 +1,59 @@
+//! The one registry of what the range-lock suites measure.
+//!
+//! Adding a variant is one line in [`Registered::locks`] (its report name is the raw lock's
+//! [`RawRangeLock::NAME`]); a lock with a tunable skip-list height also gets one line in
+//! [`Registered::heights`]; an external peer one line in [`Registered::peers`]. Every suite
+//! is generic over a [`VariantSet`], so tests can run the real workloads over test locks.
+
+use rangelock::{Lock, RawRangeLock};
+
+use crate::peers::FcntlOfd;
+use crate::workload::RangeTarget;
+
+/// Receives the variants of a [`VariantSet`] (a suite turns each into cases).
+pub trait VariantVisitor {
+    /// One variant, built by `make` (an error skips the variant with a note on stderr).
+    fn visit<T: RangeTarget>(&mut self, name: &'static str, make: &dyn Fn() -> std::io::Result<T>);
+
+    /// An in-process [`Lock`] variant, named after its raw lock.
+    fn lock<R: RawRangeLock + 'static>(&mut self, make: fn() -> Lock<R>)
+    where
+        Self: Sized,
+    {
+        self.visit(R::NAME, &|| Ok(make()));
+    }
+}
+
+/// Receives the variants whose skip-list height can be set.
+pub trait HeightVisitor {
+    /// A variant built at a given maximum height by `make`.
+    fn visit<R: RawRangeLock + 'static>(&mut self, name: &'static str, make: fn(usize) -> Lock<R>);
+}
+
+/// A set of variants the suites run.
+pub trait VariantSet: 'static {
+    /// In-process range locks (every range-lock suite).
+    fn locks(v: &mut impl VariantVisitor);
+    /// External peers (the suites that say so: w1, w2, held).
+    fn peers(_v: &mut impl VariantVisitor) {}
+    /// Locks with a settable maximum height (the `height` suite).
+    fn heights(_v: &mut impl HeightVisitor) {}
+}
+
+/// The shipped registry.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Registered;
+
+impl VariantSet for Registered {
+    fn locks(v: &mut impl VariantVisitor) {
+        v.lock(rangelock::RangeLock::new);
+    }
+
+    fn heights(v: &mut impl HeightVisitor) {
+        v.visit(rangelock::SkipList::NAME, rangelock::RangeLock::with_max_height);
+    }
+
+    fn peers(v: &mut impl VariantVisitor) {
+        v.visit(FcntlOfd::NAME, &FcntlOfd::in_temp_dir);
+    }
+}

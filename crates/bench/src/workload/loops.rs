@@ -1,0 +1,230 @@
+//! The measured loops of the range-lock suites, generic over the [`RangeTarget`].
+
+use core::hint::black_box;
+use core::ops::Range;
+use std::time::{Duration, Instant};
+
+use rangelock::Mode;
+
+use super::{partition, RangeTarget, SharedRegion, RANGE_BYTES};
+use crate::harness::{run_threads_with, LatencySampler, Sample, SplitMix64, ThreadResult};
+
+/// One operation in this many is timed for the latency percentiles.
+pub const SAMPLE_EVERY: u32 = 16;
+
+/// The W1/W2 layout: `ranges` ranges of [`RANGE_BYTES`] bytes each; range `i` is the lock
+/// units `base + i * RANGE_BYTES ..` and the region bytes `i * RANGE_BYTES ..`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Number of ranges.
+    pub ranges: u64,
+    /// First lock unit of range 0.
+    pub base: u64,
+}
+
+impl Layout {
+    /// The lock units of range `i`.
+    #[inline]
+    pub fn units(&self, i: u64) -> Range<u64> {
+        let start = self.base + i * RANGE_BYTES;
+        start..start + RANGE_BYTES
+    }
+
+    /// Region bytes needed.
+    pub fn region_bytes(&self) -> usize {
+        usize::try_from(self.ranges * RANGE_BYTES).expect("region fits in memory")
+    }
+
+    /// All ranges' lock units, highest first (the cheap insertion order for list locks).
+    pub fn all_descending(&self) -> impl Iterator<Item = Range<u64>> + '_ {
+        (0..self.ranges).rev().map(|i| self.units(i))
+    }
+}
+
+/// W1: each thread locks one of its ranges exclusively, memsets it, unlocks, and moves on to
+/// the next of its shuffled ranges.
+pub fn w1<T: RangeTarget>(
+    target: &T,
+    region: &SharedRegion,
+    layout: Layout,
+    threads: usize,
+    duration: Duration,
+) -> Sample {
+    run_threads_with(
+        threads,
+        duration,
+        |index| (target.local(), partition(layout.ranges, threads, index)),
+        |index, (mut local, queue), ctl| {
+            let mut sampler = LatencySampler::new(SAMPLE_EVERY);
+            let byte = index as u8 ^ 0x5a;
+            let mut ops = 0;
+            'run: while !queue.is_empty() {
+                for &i in &queue {
+                    if !ctl.running() {
+                        break 'run;
+                    }
+                    let t = sampler.start();
+                    let held = target.acquire(&mut local, layout.units(i), Mode::Exclusive);
+                    // SAFETY: range `i` is held exclusively; its bytes are range `i`'s alone.
+                    unsafe { region.write((i * RANGE_BYTES) as usize, RANGE_BYTES as usize, byte) };
+                    target.release(&mut local, held);
+                    sampler.finish(t);
+                    ops += 1;
+                }
+            }
+            ThreadResult { ops, latencies_ns: sampler.into_latencies() }
+        },
+    )
+}
+
+/// W2: each thread locks the next `batch` of its shuffled ranges exclusively, memsets them,
+/// then unlocks them all. Counts ranges as operations; latencies are per batch.
+pub fn w2<T: RangeTarget>(
+    target: &T,
+    region: &SharedRegion,
+    layout: Layout,
+    batch: usize,
+    threads: usize,
+    duration: Duration,
+) -> Sample {
+    run_threads_with(
+        threads,
+        duration,
+        |index| (target.local(), partition(layout.ranges, threads, index)),
+        |index, (mut local, queue), ctl| {
+            let mut sampler = LatencySampler::new(SAMPLE_EVERY);
+            let byte = index as u8 ^ 0xa5;
+            // A batch never repeats a range (that would wait on itself).
+            let batch = batch.min(queue.len()).max(1);
+            let mut held = Vec::with_capacity(batch);
+            let (mut ops, mut pos) = (0, 0);
+            while ctl.running() && !queue.is_empty() {
+                let t = sampler.start();
+                for _ in 0..batch {
+                    let i = queue[pos];
+                    pos = if pos + 1 == queue.len() { 0 } else { pos + 1 };
+                    held.push((i, target.acquire(&mut local, layout.units(i), Mode::Exclusive)));
+                }
+                for (i, _) in &held {
+                    // SAFETY: range `i` is held exclusively (just acquired, not yet released).
+                    unsafe { region.write((i * RANGE_BYTES) as usize, RANGE_BYTES as usize, byte) };
+                }
+                for (_, h) in held.drain(..) {
+                    target.release(&mut local, h);
+                }
+                sampler.finish(t);
+                ops += batch as u64;
+            }
+            ThreadResult { ops, latencies_ns: sampler.into_latencies() }
+        },
+    )
+}
+
+/// The `contended` workload's shape: random ranges over a small domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Contended {
+    /// Domain size in units.
+    pub domain: u64,
+    /// Longest range in units (lengths are uniform in `1..=max_len`, clipped at the domain).
+    pub max_len: u64,
+    /// Region bytes per unit.
+    pub unit_bytes: u64,
+    /// Percentage of exclusive (writing) operations; the rest are shared (reading).
+    pub exclusive_pct: u64,
+}
+
+/// Contended: each thread locks random, overlapping ranges, memsets them when exclusive and
+/// reads them when shared.
+pub fn contended<T: RangeTarget>(
+    target: &T,
+    region: &SharedRegion,
+    shape: Contended,
+    threads: usize,
+    duration: Duration,
+) -> Sample {
+    run_threads_with(
+        threads,
+        duration,
+        |index| (target.local(), SplitMix64::new(0xc0ffee ^ index as u64)),
+        |index, (mut local, mut rng), ctl| {
+            let mut sampler = LatencySampler::new(SAMPLE_EVERY);
+            let byte = index as u8 ^ 0x3c;
+            let mut ops = 0;
+            while ctl.running() {
+                let start = rng.below(shape.domain);
+                let end = (start + 1 + rng.below(shape.max_len)).min(shape.domain);
+                let exclusive = rng.below(100) < shape.exclusive_pct;
+                let (off, len) = (
+                    (start * shape.unit_bytes) as usize,
+                    ((end - start) * shape.unit_bytes) as usize,
+                );
+                let t = sampler.start();
+                if exclusive {
+                    let held = target.acquire(&mut local, start..end, Mode::Exclusive);
+                    // SAFETY: the units `start..end` (these bytes) are held exclusively.
+                    unsafe { region.write(off, len, byte) };
+                    target.release(&mut local, held);
+                } else {
+                    let held = target.acquire(&mut local, start..end, Mode::Shared);
+                    // SAFETY: the units are held shared: no writer overlaps them.
+                    black_box(unsafe { region.read(off, len) });
+                    target.release(&mut local, held);
+                }
+                sampler.finish(t);
+                ops += 1;
+            }
+            ThreadResult { ops, latencies_ns: sampler.into_latencies() }
+        },
+    )
+}
+
+/// Units between consecutive held ranges: one per [`RANGE_BYTES`], so locks with 1 KiB
+/// granularity (segments) can hold them all, and kernel locks never merge them.
+pub const HELD_STRIDE: u64 = RANGE_BYTES;
+
+/// The `j`-th background range of [`held`]: `[j * HELD_STRIDE, j * HELD_STRIDE + 1)`.
+#[inline]
+pub fn held_range(j: u64) -> Range<u64> {
+    j * HELD_STRIDE..j * HELD_STRIDE + 1
+}
+
+/// The first `total` held ranges, highest first.
+pub fn held_ranges_descending(total: u64) -> impl Iterator<Item = Range<u64>> {
+    (0..total).rev().map(held_range)
+}
+
+/// Held: a background holder keeps `per_thread * threads` one-unit ranges ([`held_range`],
+/// below the W1 area, acquired highest first) while the threads run [`w1`]. Setting up and
+/// tearing down the held ranges is not timed; a setup slower than `budget` (a lock whose
+/// insertions cost O(held)) is abandoned and the sample marked [`Sample::skipped`].
+pub fn held<T: RangeTarget>(
+    target: &T,
+    region: &SharedRegion,
+    layout: Layout,
+    per_thread: u64,
+    threads: usize,
+    duration: Duration,
+    budget: Duration,
+) -> Sample {
+    let total = per_thread * threads as u64;
+    assert!(total * HELD_STRIDE <= layout.base, "held ranges must stay below the W1 area");
+    let mut bg = target.local();
+    let mut kept = Vec::with_capacity(usize::try_from(total).expect("fits"));
+    let started = Instant::now();
+    for (n, range) in held_ranges_descending(total).enumerate() {
+        if n % 1024 == 1023 && started.elapsed() > budget {
+            for h in kept {
+                target.release(&mut bg, h);
+            }
+            return Sample::skipped(format!(
+                "holding {total} ranges took over {budget:?} after {n} (setup cost grows with the held count)"
+            ));
+        }
+        kept.push(target.acquire(&mut bg, range, Mode::Exclusive));
+    }
+    let sample = w1(target, region, layout, threads, duration);
+    for h in kept {
+        target.release(&mut bg, h);
+    }
+    sample
+}

@@ -1,0 +1,120 @@
+//! The real range-lock suites over test locks and the fcntl peer, tiny and quick.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use rangelock_bench::harness::{run_suite, Options, Record, Suite};
+use rangelock_bench::suites::{contended::Contended, height::Height, held::Held, w1::W1, w2::W2};
+use support::{TempDir, TestSet};
+
+fn run(suite: &dyn Suite) -> Vec<Record> {
+    let dir = TempDir::new(suite.name());
+    let opts = Options {
+        threads: vec![1, 2],
+        oversubscribe: false,
+        rounds: 1,
+        duration: Duration::from_millis(5),
+        out: dir.0.clone(),
+        ..Options::quick()
+    };
+    let report = run_suite(suite, &opts).unwrap();
+    assert!(report.json.exists() && report.svg.exists());
+    for r in &report.records {
+        assert!(r.ops_per_sec > 0.0, "{r:?}");
+        assert!(!r.oversubscribed);
+    }
+    report.records
+}
+
+fn variants(records: &[Record]) -> BTreeSet<&str> {
+    records.iter().map(|r| r.variant.as_str()).collect()
+}
+
+#[test]
+fn w1_runs_every_variant_and_the_peer() {
+    let records = run(&W1::<TestSet>::default());
+    assert_eq!(variants(&records), BTreeSet::from(["fcntl-ofd", "test-list", "test-whole"]));
+    assert_eq!(records.len(), 6);
+    assert!(records.iter().all(|r| r.params["range_bytes"] == 1024));
+}
+
+#[test]
+fn w2_skips_a_coarse_lock() {
+    let records = run(&W2::<TestSet>::default());
+    assert_eq!(variants(&records), BTreeSet::from(["fcntl-ofd", "test-list"]));
+    assert!(records.iter().all(|r| r.params["batch"] == 16 && r.ops_per_sec > 0.0));
+}
+
+#[test]
+fn contended_sweeps_the_exclusive_share() {
+    let records = run(&Contended::<TestSet>::default());
+    let pcts: BTreeSet<u64> =
+        records.iter().map(|r| r.params["exclusive_pct"].as_u64().unwrap()).collect();
+    assert_eq!(pcts, BTreeSet::from([0, 20, 100]));
+    assert_eq!(variants(&records), BTreeSet::from(["test-list", "test-whole"]));
+}
+
+#[test]
+fn height_sweeps_heights_in_quick_mode() {
+    let records = run(&Height::<TestSet>::default());
+    let heights: BTreeSet<u64> =
+        records.iter().map(|r| r.params["height"].as_u64().unwrap()).collect();
+    assert_eq!(heights, BTreeSet::from([4, 10, 16]));
+}
+
+#[test]
+fn held_runs_k_per_thread_and_skips_the_coarse_lock() {
+    let records = run(&Held::<TestSet>::default());
+    assert_eq!(variants(&records), BTreeSet::from(["fcntl-ofd", "test-list"]));
+    let ks: BTreeSet<u64> =
+        records.iter().map(|r| r.params["held_per_thread"].as_u64().unwrap()).collect();
+    assert_eq!(ks, BTreeSet::from([16, 1000]));
+}
+
+#[test]
+fn registry_names_are_unique_and_findable() {
+    let names: Vec<&str> = rangelock_bench::suites::all().iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["w1", "w2", "contended", "height", "held"]);
+    assert!(rangelock_bench::suites::find("w2").is_some());
+    assert!(rangelock_bench::suites::find("nope").is_none());
+}
+
+#[test]
+fn held_gives_up_on_a_slow_setup_and_releases_what_it_took() {
+    use rangelock::Lock;
+    use rangelock_bench::workload::loops::{self, Layout};
+    use rangelock_bench::workload::SharedRegion;
+    use support::ListUnderMutex;
+
+    let lock = Lock::<ListUnderMutex>::default();
+    let layout = Layout { ranges: 64, base: 1 << 30 };
+    let region = SharedRegion::new(layout.region_bytes()).unwrap();
+    let d = Duration::from_millis(2);
+    let sample = loops::held(&lock, &region, layout, 1000, 2, d, Duration::ZERO);
+    assert!(sample.skip_reason().unwrap().contains("holding 2000 ranges"), "{sample:?}");
+    assert_eq!(sample.ops, 0);
+    let all = lock.try_lock(0..u64::MAX).expect("nothing is left held after giving up");
+    drop(all);
+    let sample = loops::held(&lock, &region, layout, 1000, 2, d, Duration::from_secs(3600));
+    assert_eq!(sample.skip_reason(), None);
+    assert!(sample.ops > 0);
+    drop(lock.try_lock(0..u64::MAX).expect("held ranges are released after measuring"));
+}
+
+#[test]
+fn w1_and_w2_with_more_threads_than_ranges_still_stop() {
+    use rangelock::Lock;
+    use rangelock_bench::workload::loops::{self, Layout};
+    use rangelock_bench::workload::SharedRegion;
+    use support::ListUnderMutex;
+
+    let lock = Lock::<ListUnderMutex>::default();
+    let layout = Layout { ranges: 1, base: 0 };
+    let region = SharedRegion::new(layout.region_bytes()).unwrap();
+    let s = loops::w1(&lock, &region, layout, 3, Duration::from_millis(2));
+    assert!(s.ops > 0);
+    let s = loops::w2(&lock, &region, layout, 16, 3, Duration::from_millis(2));
+    assert!(s.ops > 0);
+}

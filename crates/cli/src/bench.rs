@@ -1,0 +1,111 @@
+//! `rangelock bench <suite> [--quick] [--threads 1,2,4] [--out DIR] [--rounds N] [--duration-ms N]`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use rangelock_bench::harness::{run_suite, BenchError, Options};
+use rangelock_bench::suites;
+
+/// Arguments of `rangelock bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Suite to run; `list` lists the suites, `quick` runs every suite in quick mode.
+    pub suite: String,
+    /// Short measurements and smaller sweeps (200 ms x 3 rounds unless overridden).
+    #[arg(long)]
+    pub quick: bool,
+    /// Thread counts, comma-separated, taken as given (default 1,2 plus the oversubscribed
+    /// 8,16 where a suite asks for them).
+    #[arg(long, value_delimiter = ',', value_parser = positive)]
+    pub threads: Option<Vec<usize>>,
+    /// Report directory (default target/rangelock-report).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Interleaved rounds; medians over rounds are reported (default 5, quick 3).
+    #[arg(long, value_parser = positive)]
+    pub rounds: Option<usize>,
+    /// Duration of one measurement in milliseconds (default 1000, quick 200).
+    #[arg(long = "duration-ms", value_parser = positive)]
+    pub duration_ms: Option<usize>,
+}
+
+fn positive(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("not a positive integer: {e}")),
+    }
+}
+
+impl BenchArgs {
+    fn options(&self, quick: bool) -> Options {
+        let mut opts = if quick { Options::quick() } else { Options::full() };
+        if let Some(threads) = &self.threads {
+            opts.threads.clone_from(threads);
+            opts.oversubscribe = false; // an explicit list is taken as given
+        }
+        if let Some(out) = &self.out {
+            opts.out.clone_from(out);
+        }
+        if let Some(rounds) = self.rounds {
+            opts.rounds = rounds;
+        }
+        if let Some(ms) = self.duration_ms {
+            opts.duration = Duration::from_millis(ms as u64);
+        }
+        opts
+    }
+}
+
+/// Measurement length of the `quick` tour (every suite): short enough for the whole tour to
+/// take about a minute with all variants registered.
+const TOUR_DURATION: Duration = Duration::from_millis(50);
+
+/// Runs `rangelock bench`.
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    match args.suite.as_str() {
+        "list" => {
+            for suite in suites::all() {
+                println!("{:<10} {}", suite.name(), suite.about());
+            }
+            println!("{:<10} every suite above in quick mode, 50 ms per measurement", "quick");
+            Ok(())
+        }
+        "quick" => {
+            let mut opts = args.options(true);
+            if args.duration_ms.is_none() {
+                opts.duration = TOUR_DURATION;
+            }
+            run_all(&opts)
+        }
+        name => {
+            let Some(suite) = suites::find(name) else {
+                let names: Vec<&str> = suites::all().iter().map(|s| s.name()).collect();
+                bail!("no suite named {name:?}; suites: {}, quick, list", names.join(", "));
+            };
+            let opts = args.options(args.quick);
+            let report = run_suite(suite.as_ref(), &opts)
+                .with_context(|| format!("running suite {name}"))?;
+            println!("\nreport: {} and {}", report.json.display(), report.svg.display());
+            Ok(())
+        }
+    }
+}
+
+/// Runs every suite; a suite with no registered variant is noted and skipped.
+fn run_all(opts: &Options) -> anyhow::Result<()> {
+    let mut written = 0;
+    for suite in suites::all() {
+        match run_suite(suite.as_ref(), opts) {
+            Ok(_) => written += 1,
+            Err(BenchError::NoCases(name)) => {
+                eprintln!("{name}: skipped, no registered variant applies to it");
+            }
+            Err(e) => return Err(e).with_context(|| format!("running suite {}", suite.name())),
+        }
+    }
+    println!("\n{written} suite reports in {}", opts.out.display());
+    Ok(())
+}

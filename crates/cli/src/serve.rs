@@ -1,0 +1,94 @@
+//! `rangelock serve`: run the range-lock server until ctrl-c or SIGTERM.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use rangelock_server::protocol::GrantMode;
+use rangelock_server::{EngineKind, Server, ServerConfig, DEFAULT_PORT};
+
+/// Arguments of `rangelock serve`.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// TCP address to listen on [default: 127.0.0.1:7878, or none when only --unix is given].
+    #[arg(long)]
+    addr: Option<SocketAddr>,
+    /// Also (or only) listen on this Unix socket path.
+    #[arg(long, value_name = "PATH")]
+    unix: Option<PathBuf>,
+    /// Who owns the lock table: combiner, tree-mutex, tree-single, or rangelock (handlers
+    /// drive the lock-free in-process skip-list range lock).
+    #[arg(long, default_value = "combiner")]
+    engine: EngineKind,
+    /// How clients learn of grants of queued locks: push, or poll (the seed's RPC-poll).
+    #[arg(long, default_value = "push", value_parser = parse_grant)]
+    grant: GrantMode,
+    /// Session lease in milliseconds: a client silent this long loses its locks.
+    #[arg(long, default_value_t = 10_000)]
+    lease_ms: u64,
+    /// Live locks (held + queued) allowed per session.
+    #[arg(long, default_value_t = 4096)]
+    max_locks: usize,
+    /// Handler threads (ignored by tree-single).
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+}
+
+fn parse_grant(s: &str) -> Result<GrantMode, String> {
+    match s {
+        "push" => Ok(GrantMode::Push),
+        "poll" => Ok(GrantMode::Poll),
+        _ => Err(format!("unknown grant mode {s:?} (expected push or poll)")),
+    }
+}
+
+/// Runs the server; prints `listening on ...` lines on stdout once bound.
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let tcp = match (args.addr, &args.unix) {
+        (Some(a), _) => Some(a),
+        (None, Some(_)) => None,
+        (None, None) => Some(SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT))),
+    };
+    let config = ServerConfig {
+        tcp,
+        unix: args.unix,
+        engine: args.engine,
+        grant: args.grant,
+        lease: Duration::from_millis(args.lease_ms.max(1)),
+        max_locks_per_session: args.max_locks.max(1),
+        handler_threads: args.threads.max(1),
+        ..ServerConfig::default()
+    };
+    let server = Server::start(config).context("starting the server")?;
+    {
+        let mut out = std::io::stdout().lock();
+        if let Some(a) = server.tcp_addr() {
+            writeln!(out, "listening on {a}")?;
+        }
+        if let Some(p) = server.unix_path() {
+            writeln!(out, "listening on unix:{}", p.display())?;
+        }
+        out.flush()?;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r,
+            _ = term.recv() => Ok(()),
+        }
+    })
+    .context("waiting for a signal")?;
+    tracing::info!("signal received");
+    server.shutdown();
+    Ok(())
+}

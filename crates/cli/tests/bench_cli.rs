@@ -1,0 +1,88 @@
+//! The `rangelock bench` binary end to end.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn temp_out(tag: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("rangelock-cli-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    p
+}
+
+fn rangelock() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rangelock"));
+    c.env("CI", "true");
+    c
+}
+
+#[test]
+fn bench_w1_quick_writes_json_and_svg() {
+    let out = temp_out("w1");
+    let o = rangelock()
+        .args([
+            "bench",
+            "w1",
+            "--quick",
+            "--duration-ms",
+            "20",
+            "--rounds",
+            "1",
+            "--threads",
+            "1,2",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout.contains("== w1"), "{stdout}");
+    assert!(stdout.contains("params {"), "the parameters are printed: {stdout}");
+
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("w1.json")).unwrap()).unwrap();
+    let records = json.as_array().unwrap();
+    assert!(!records.is_empty());
+    let threads: Vec<u64> = records.iter().map(|r| r["threads"].as_u64().unwrap()).collect();
+    assert!(threads.contains(&1) && threads.contains(&2) && threads.iter().all(|&t| t <= 2));
+    for r in records {
+        assert_eq!(r["suite"], "w1");
+        assert!(r["variant"].is_string());
+        assert!(r["ops_per_sec"].as_f64().unwrap() > 0.0);
+        assert!(r["ns_per_op"].as_f64().unwrap() > 0.0);
+        assert!(r["p50_ns"].as_u64().is_some() && r["p99_ns"].as_u64().is_some());
+        assert_eq!(r["rounds"], 1);
+        assert_eq!(r["duration_ms"], 20);
+        assert_eq!(r["params"]["range_bytes"], 1024);
+    }
+    assert!(std::fs::read_to_string(out.join("w1.svg")).unwrap().starts_with("<svg"));
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn bench_list_names_every_suite() {
+    let o = rangelock().args(["bench", "list"]).output().unwrap();
+    assert!(o.status.success());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    for name in ["w1", "w2", "contended", "height", "held", "quick"] {
+        assert!(stdout.lines().any(|l| l.starts_with(name)), "{name} missing from:\n{stdout}");
+    }
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let o = rangelock().args(["bench", "nosuch"]).output().unwrap();
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("no suite named \"nosuch\"") && stderr.contains("w1"), "{stderr}");
+
+    let o = rangelock().args(["bench", "w1", "--threads", "1,0"]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("at least 1"));
+}

@@ -1,0 +1,186 @@
+//! The real `rangelock` binary: a server process and several client processes.
+//!
+//! * `rangelock lock` processes increment a counter file under the lock: no update is lost;
+//! * the command's exit code passes through; a conflict exits 1 without running it;
+//! * `kill -9` of a client holding a lock releases it and grants its waiter;
+//! * `rangelock stat` reports holders and waiters; SIGTERM stops the server cleanly.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rangelock");
+
+/// A `rangelock serve` child, killed (SIGTERM, then reaped) when dropped.
+struct ServerProc {
+    child: Child,
+    addr: String,
+}
+
+impl ServerProc {
+    fn start(extra: &[&str]) -> ServerProc {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let addr = line.trim().strip_prefix("listening on ").expect("listening line").to_owned();
+        ServerProc { child, addr }
+    }
+
+    fn terminate(mut self) -> std::process::ExitStatus {
+        signal(self.child.id(), libc::SIGTERM);
+        let st = self.child.wait().unwrap();
+        std::mem::forget(self);
+        st
+    }
+}
+
+impl Drop for ServerProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on a pid we spawned and have not reaped yet.
+    let r = unsafe { libc::kill(pid as libc::pid_t, sig) };
+    assert_eq!(r, 0);
+}
+
+fn lock_cmd(addr: &str, range: &str, extra: &[&str], cmd: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(["lock", range, "--server", addr]).args(extra).arg("--").args(cmd);
+    c
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rangelock-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn stat(addr: &str) -> String {
+    let out = Command::new(BIN).args(["stat", "--server", addr]).output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn stat_field(s: &str, name: &str) -> u64 {
+    s.lines()
+        .find_map(|l| l.strip_prefix(name).map(|v| v.trim().parse().unwrap()))
+        .unwrap_or_else(|| panic!("no {name} in {s}"))
+}
+
+#[test]
+fn client_processes_serialize_on_a_counter_file() {
+    let server = ServerProc::start(&[]);
+    let dir = tempdir("counter");
+    let file = dir.join("n");
+    std::fs::write(&file, "0\n").unwrap();
+    let incr = "n=$(cat \"$1\"); n=$((n+1)); echo $n > \"$1.tmp\"; mv \"$1.tmp\" \"$1\"";
+    let file_s = file.to_str().unwrap().to_owned();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            let (addr, file_s) = (&server.addr, &file_s);
+            s.spawn(move || {
+                for _ in 0..6 {
+                    let st = lock_cmd(addr, "0..64", &[], &["sh", "-c", incr, "sh", file_s])
+                        .status()
+                        .unwrap();
+                    assert!(st.success());
+                }
+            });
+        }
+    });
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), "24");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(server.terminate().success(), "SIGTERM is a clean shutdown");
+}
+
+#[test]
+fn exit_codes_pass_through_and_conflicts_exit_1() {
+    let server = ServerProc::start(&["--engine", "tree-mutex"]);
+    let st = lock_cmd(&server.addr, "0..1", &[], &["sh", "-c", "exit 7"]).status().unwrap();
+    assert_eq!(st.code(), Some(7));
+    let st = lock_cmd(&server.addr, "0..1", &["--shared"], &["sh", "-c", "kill -9 $$"])
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(128 + 9));
+    // Hold 0..10 while an inner --nonblock and --timeout attempt fail with 1 and 3.
+    let inner = format!(
+        "{BIN} lock 5..6 --server {a} --nonblock -- true; a=$?; \
+         {BIN} lock 5..6 --server {a} --timeout 10ms -E 3 -- true; b=$?; \
+         {BIN} lock 10..11 --server {a} --nonblock -- true; c=$?; exit $((a*100+b*10+c))",
+        a = server.addr
+    );
+    let st = lock_cmd(&server.addr, "0..10", &[], &["sh", "-c", &inner]).status().unwrap();
+    assert_eq!(st.code(), Some(130), "conflict 1, timeout 3, disjoint range 0");
+    let st =
+        lock_cmd(&server.addr, "0..10", &[], &["printenv", "RANGELOCK_TOKEN"]).output().unwrap();
+    let token: u64 = String::from_utf8(st.stdout).unwrap().trim().parse().unwrap();
+    assert!(token >= 4);
+}
+
+#[test]
+fn kill_9_of_a_holder_releases_its_lock_and_grants_the_waiter() {
+    let server = ServerProc::start(&["--grant", "poll"]);
+    // The holder prints its shell's pid, then becomes `sleep` (so we can reap the orphan).
+    let mut holder =
+        lock_cmd(&server.addr, "100..200", &[], &["sh", "-c", "echo $$; exec sleep 1000"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+    let mut line = String::new();
+    BufReader::new(holder.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let sleeper: u32 = line.trim().parse().unwrap();
+    let mut waiter = lock_cmd(&server.addr, "150..151", &[], &["true"]).spawn().unwrap();
+    // Wait (on server replies) until the waiter is queued.
+    let mut s = stat(&server.addr);
+    for _ in 0..2000 {
+        if stat_field(&s, "waiters") == 1 {
+            break;
+        }
+        s = stat(&server.addr);
+    }
+    assert_eq!(stat_field(&s, "waiters"), 1, "{s}");
+    assert_eq!(stat_field(&s, "holders"), 1);
+    assert!(s.contains("held") && s.contains("waiting"), "{s}");
+    assert!(waiter.try_wait().unwrap().is_none());
+
+    holder.kill().unwrap(); // SIGKILL: no unlock is ever sent
+    holder.wait().unwrap();
+    let st = waiter.wait().unwrap();
+    assert!(st.success(), "the waiter got the lock after the holder died");
+    let s = stat(&server.addr);
+    assert_eq!(stat_field(&s, "released by close"), 1, "{s}");
+    assert_eq!(stat_field(&s, "holders"), 0);
+    signal(sleeper, libc::SIGKILL);
+}
+
+#[test]
+fn unix_socket_end_to_end() {
+    let dir = tempdir("unix");
+    let path = dir.join("sock");
+    let mut child = Command::new(BIN)
+        .args(["serve", "--unix", path.to_str().unwrap(), "--engine", "tree-single"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), format!("listening on unix:{}", path.display()));
+    let server = ServerProc { child, addr: format!("unix:{}", path.display()) };
+    let st = lock_cmd(&server.addr, "0..", &[], &["true"]).status().unwrap();
+    assert!(st.success());
+    assert!(server.terminate().success());
+    assert!(!Path::new(&path).exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

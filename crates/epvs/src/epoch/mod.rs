@@ -1,0 +1,351 @@
+//! Epoch protection: FASTER's `LightEpoch`, without its known defects.
+//!
+//! A [`LightEpoch`] has a global epoch `E` (starting at 1), a table of cache-padded
+//! announcement slots, and a drain list of deferred actions. A thread *protects* a region by
+//! announcing the epoch it observed in a slot ([`LightEpoch::protect`] returns an
+//! [`EpochGuard`]); it *refreshes* by announcing a newer epoch, and *releases* by dropping
+//! the guard. [`LightEpoch::bump_with`] increments `E` and queues an action tagged with the
+//! old epoch `p`; the action runs, exactly once and on whichever thread drains next, when
+//! `p` is *safe*: every protected thread has announced an epoch greater than `p`.
+//!
+//! ```
+//! use std::sync::atomic::{AtomicBool, Ordering};
+//! use std::sync::Arc;
+//! use epvs::epoch::LightEpoch;
+//!
+//! let epoch = LightEpoch::new();
+//! let reclaimed = Arc::new(AtomicBool::new(false));
+//! let guard = epoch.protect();
+//! let flag = reclaimed.clone();
+//! epoch.bump_with(move || flag.store(true, Ordering::SeqCst));
+//! assert!(!reclaimed.load(Ordering::SeqCst)); // the guard still sees the old epoch
+//! drop(guard);                                // releasing drains ready actions
+//! assert!(reclaimed.load(Ordering::SeqCst));
+//! ```
+//!
+//! # Why it is correct
+//!
+//! The reclaimer unlinks an object, then bumps `E` from `p` to `p + 1` (a SeqCst RMW) and
+//! queues `free` at `p`; a drain issues `fence(SeqCst)` and scans the slots. A reader
+//! claims a slot with a SeqCst CAS announcing the epoch `e` it loaded (Acquire), then
+//! reads the structure. Two cases:
+//! - the scan sees the reader's announcement: if `e <= p` the action waits for the reader;
+//!   `e > p` means the reader's Acquire load read the bump's value, so the unlink happens
+//!   before the reader's reads and it cannot reach the object;
+//! - the scan misses it: the reader's CAS (and its fence) is after the drain's fence in the
+//!   SeqCst order, so the reader's reads see the unlink (the Dekker pattern).
+//!
+//! A refresh moves a slot from one non-zero epoch to a larger one with a Release store: a
+//! scan that misses the store sees the older value, which protects at least as much, and
+//! the Acquire load of `E` before it synchronizes with every bump up to the new epoch.
+//! Releasing stores 0 with Release, and scans load with Acquire, so all of a region's reads
+//! happen before any action that its release lets run.
+//!
+//! # The anchors' defects, and what we do instead
+//!
+//! - **Unfenced announce** (FASTER C++/C# store the local epoch without a fence, so a
+//!   protected load can pass the announce and hit freed memory): the announce is a SeqCst
+//!   CAS, followed by `fence(SeqCst)` except on x86 where the locked CAS already is one.
+//! - **Full table spins forever or throws**: [`LightEpoch::protect`] parks with bounded
+//!   wake-ups (50 µs doubling to 10 ms) until a slot frees, logs a `tracing` warning after a
+//!   second, and [`LightEpoch::try_protect`] gives up with [`EpochError::TableFull`]. The
+//!   default table size comes from the core count ([`LightEpoch::DEFAULT_SLOTS_PER_CORE`]).
+//! - **One static table shared by all instances** (a cross-instance deadlock in FASTER):
+//!   every instance owns its table; the only per-thread state is a probing hint.
+//! - **Drain list full means busy-spin**: the drain list grows instead; it is touched only
+//!   by bumps and drains, never by protect/refresh/release fast paths.
+//!
+//! # Slots, threads and re-entrancy
+//!
+//! A slot is owned exactly while a guard holds it: claiming it *is* the announce. Threads
+//! start probing at a per-thread hint, so each thread keeps landing on its own slot and pays
+//! one uncontended CAS. Nothing has to be cleaned up at thread exit: a thread that exits,
+//! normally or by panic, has dropped its guards (a guard stored in a `thread_local!` is
+//! dropped by its destructor). A guard leaked with `mem::forget` pins its epoch forever.
+//!
+//! Protection is re-entrant: a nested `protect` on the same thread claims a second slot and
+//! returns an independent guard; each guard releases its own slot. A thread must not wait
+//! for an action to run while it holds a guard at an epoch older than the action's, since
+//! that action waits for the thread: that is a self-deadlock, and the one rule callers keep.
+//!
+//! # Trade-offs
+//!
+//! Releasing the slot at every guard drop makes `protect` an RMW (like `crossbeam_epoch::pin`)
+//! instead of FASTER's plain store into a thread-owned entry, and in exchange a table never
+//! stays full because of idle threads and thread exit needs no destructor. Long-running
+//! threads that want the cheapest path keep one guard and call [`EpochGuard::refresh`]
+//! (one load when the epoch has not moved). Actions run on whatever thread drains, possibly
+//! concurrently with each other and not necessarily in queueing order.
+//!
+//! # When actions run
+//!
+//! An action runs at the first drain after its epoch becomes safe. `bump_with`, `drain`,
+//! and every refresh or release that sees actions pending drain. The "pending" check on the
+//! release path is a Relaxed load (a fence there would double the cost of every release),
+//! so a release racing with a `bump_with` may miss the new action; the bumping thread's own
+//! drain or the next refresh/release/drain then runs it. **Code that waits for an action
+//! to run must call [`LightEpoch::drain`] in its wait loop**, as EPVS does; dropping the
+//! instance runs whatever is left.
+
+mod drain;
+mod error;
+mod guard;
+#[cfg(all(test, loom))]
+mod loom;
+mod table;
+
+use core::fmt;
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::CachePadded;
+
+use crate::primitive::{thread_hint, AtomicU64, AtomicUsize, Ordering};
+use drain::DrainList;
+pub use error::EpochError;
+pub use guard::EpochGuard;
+use table::SlotTable;
+
+/// An epoch-protection instance: global epoch, slot table, drain list.
+///
+/// See the [module documentation](self) for the protocol and its correctness argument.
+pub struct LightEpoch {
+    /// The global epoch `E`; starts at 1 (0 marks a free slot) and only grows.
+    current: CachePadded<AtomicU64>,
+    table: SlotTable,
+    drain: DrainList,
+    full: FullTable,
+}
+
+/// Threads waiting for a slot of a full table.
+struct FullTable {
+    /// Threads currently parked in `protect_slow`; read Relaxed on release as a hint.
+    waiters: CachePadded<AtomicUsize>,
+    /// Number of times any `protect` found the table full.
+    events: AtomicU64,
+    #[cfg(not(loom))]
+    lock: std::sync::Mutex<()>,
+    #[cfg(not(loom))]
+    cond: std::sync::Condvar,
+}
+
+impl LightEpoch {
+    /// Slots per available core in the default table (at least [`Self::MIN_DEFAULT_SLOTS`]).
+    pub const DEFAULT_SLOTS_PER_CORE: usize = 16;
+    /// The smallest default table.
+    pub const MIN_DEFAULT_SLOTS: usize = 64;
+
+    /// An instance with a table sized from the core count.
+    pub fn new() -> Self {
+        let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
+        Self::with_slots((cores * Self::DEFAULT_SLOTS_PER_CORE).max(Self::MIN_DEFAULT_SLOTS))
+    }
+
+    /// An instance whose table has `slots` slots: at most that many guards can be held at
+    /// once; further `protect` calls wait for a release.
+    ///
+    /// # Panics
+    ///
+    /// If `slots` is 0.
+    pub fn with_slots(slots: usize) -> Self {
+        LightEpoch {
+            current: CachePadded::new(AtomicU64::new(1)),
+            table: SlotTable::new(slots),
+            drain: DrainList::new(),
+            full: FullTable {
+                waiters: CachePadded::new(AtomicUsize::new(0)),
+                events: AtomicU64::new(0),
+                #[cfg(not(loom))]
+                lock: std::sync::Mutex::new(()),
+                #[cfg(not(loom))]
+                cond: std::sync::Condvar::new(),
+            },
+        }
+    }
+
+    /// The number of slots in the table.
+    pub fn slots(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Protects the calling thread at the current epoch until the guard drops.
+    ///
+    /// Waits (parking, with bounded wake-ups) while every slot is taken.
+    #[inline]
+    pub fn protect(&self) -> EpochGuard<'_> {
+        match self.try_protect_once() {
+            Some(guard) => guard,
+            None => match self.protect_slow(None) {
+                Ok(guard) => guard,
+                Err(_) => unreachable!("protect_slow without a deadline never times out"),
+            },
+        }
+    }
+
+    /// Like [`protect`](Self::protect), but gives up after `timeout` if the table stays full.
+    pub fn try_protect(&self, timeout: Duration) -> Result<EpochGuard<'_>, EpochError> {
+        match self.try_protect_once() {
+            Some(guard) => Ok(guard),
+            None => self.protect_slow(Some(Instant::now() + timeout)),
+        }
+    }
+
+    #[inline]
+    fn try_protect_once(&self) -> Option<EpochGuard<'_>> {
+        // Acquire: synchronizes with the bump that produced `e`, so what was unlinked
+        // before it is invisible to the protected region; pairs with the fetch_add in
+        // `bump_with`. (A stale, smaller `e` only protects more.)
+        let e = self.current.load(Ordering::Acquire);
+        let slot = self.table.try_claim(thread_hint(), e)?;
+        Some(EpochGuard::new(self, slot, e))
+    }
+
+    #[cold]
+    fn protect_slow(&self, deadline: Option<Instant>) -> Result<EpochGuard<'_>, EpochError> {
+        self.full.events.fetch_add(1, Ordering::Relaxed);
+        let started = Instant::now();
+        let mut warned = false;
+        let mut wait = Duration::from_micros(50);
+        loop {
+            // Relaxed: a hint for releasers; a missed wake-up costs at most one `wait`.
+            self.full.waiters.fetch_add(1, Ordering::Relaxed);
+            let got = self.try_protect_once();
+            if got.is_none() {
+                self.park(wait);
+            }
+            self.full.waiters.fetch_sub(1, Ordering::Relaxed);
+            if let Some(guard) = got.or_else(|| self.try_protect_once()) {
+                return Ok(guard);
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(EpochError::TableFull { slots: self.table.len() });
+            }
+            if !warned && now.duration_since(started) > Duration::from_secs(1) {
+                warned = true;
+                tracing::warn!(
+                    slots = self.table.len(),
+                    "epoch table full for over a second; threads are waiting for a slot \
+                     (size it with LightEpoch::with_slots for the threads protected at once)"
+                );
+            }
+            wait = (wait * 2).min(Duration::from_millis(10));
+        }
+    }
+
+    /// Sleeps until a release wakes us or `wait` passes.
+    #[cfg(not(loom))]
+    fn park(&self, wait: Duration) {
+        let guard = self.full.lock.lock().unwrap_or_else(|e| e.into_inner());
+        drop(self.full.cond.wait_timeout(guard, wait));
+    }
+
+    #[cfg(loom)]
+    fn park(&self, _wait: Duration) {
+        crate::primitive::yield_now();
+    }
+
+    /// Work a release may owe: running ready actions, waking threads waiting for a slot.
+    #[inline]
+    fn after_release(&self) {
+        if self.drain.has_pending() {
+            self.drain_slow();
+        }
+        if self.full.waiters.load(Ordering::Relaxed) != 0 {
+            self.wake_slow();
+        }
+    }
+
+    #[cold]
+    fn wake_slow(&self) {
+        #[cfg(not(loom))]
+        {
+            let _guard = self.full.lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.full.cond.notify_all();
+        }
+    }
+
+    /// The global epoch.
+    #[inline]
+    pub fn current(&self) -> u64 {
+        self.current.load(Ordering::Acquire)
+    }
+
+    /// The largest epoch `e` such that every protected thread has announced an epoch `> e`.
+    pub fn safe_epoch(&self) -> u64 {
+        let current = self.current.load(Ordering::Acquire);
+        let min = self.table.min_announced().map_or(current, |m| m.min(current));
+        min - 1
+    }
+
+    /// Increments the global epoch and returns the new value.
+    pub fn bump(&self) -> u64 {
+        // SeqCst: see `bump_with`.
+        self.current.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// Increments the global epoch from `p` to `p + 1` and queues `action` to run once `p`
+    /// is safe, i.e. after every thread that could have observed `p` has refreshed past it
+    /// or released. Returns `p + 1`.
+    ///
+    /// The action runs exactly once, on whichever thread drains first (this one, right away,
+    /// if nothing protected at `p` or earlier), or when the instance is dropped.
+    pub fn bump_with<F>(&self, action: F) -> u64
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        // SeqCst: the caller's unlinking stores are ordered before the increment (Release
+        // half: pairs with the Acquire loads of `current` in protect/refresh) and the
+        // increment before the drain's slot scan (pairs with the SeqCst claim in
+        // `SlotTable::try_claim` through the fence in `min_announced`).
+        let prior = self.current.fetch_add(1, Ordering::SeqCst);
+        self.drain.push(prior, Box::new(action));
+        self.drain_slow();
+        prior + 1
+    }
+
+    /// Runs the queued actions whose epoch is safe now.
+    pub fn drain(&self) {
+        if self.drain.has_pending() {
+            self.drain_slow();
+        }
+    }
+
+    #[cold]
+    fn drain_slow(&self) {
+        let safe = self.safe_epoch();
+        self.drain.run_ready(safe);
+    }
+
+    /// The number of actions queued and not yet run.
+    pub fn pending_actions(&self) -> usize {
+        self.drain.pending()
+    }
+
+    /// How many times a `protect` found the table full and had to wait.
+    pub fn table_full_events(&self) -> u64 {
+        self.full.events.load(Ordering::Relaxed)
+    }
+}
+
+impl Default for LightEpoch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for LightEpoch {
+    fn drop(&mut self) {
+        // No guard can exist (guards borrow the instance), so every epoch is safe.
+        self.drain.run_all();
+    }
+}
+
+impl fmt::Debug for LightEpoch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LightEpoch")
+            .field("current", &self.current.load(Ordering::Relaxed))
+            .field("slots", &self.table.len())
+            .field("pending_actions", &self.drain.pending())
+            .finish()
+    }
+}

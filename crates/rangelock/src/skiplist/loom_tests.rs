@@ -1,0 +1,168 @@
+//! Loom models of the skip-list protocols: insert/mark/unlink between writers, and the
+//! shared/exclusive handshake. Data protected by the lock lives in loom `UnsafeCell`s, so
+//! loom itself reports any two holders that overlap in incompatible modes.
+//!
+//! Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p rangelock
+//! --lib -- loom` (ci/loom.sh).
+
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::thread;
+
+use super::*;
+
+/// One cell per unit of a tiny domain.
+struct Units(Vec<UnsafeCell<u64>>);
+
+// SAFETY: access to the cells is serialized by the range lock under test; loom checks it.
+unsafe impl Sync for Units {}
+
+impl Units {
+    fn new(n: usize) -> Self {
+        Units((0..n).map(|_| UnsafeCell::new(0)).collect())
+    }
+
+    fn write(&self, range: Range<u64>) {
+        for u in range {
+            self.0[u as usize].with_mut(|p| {
+                // SAFETY: the caller holds `range` exclusively; loom checks the claim.
+                unsafe { *p += 1 }
+            });
+        }
+    }
+
+    fn read(&self, range: Range<u64>) -> u64 {
+        let mut sum = 0;
+        for u in range {
+            // SAFETY: the caller holds `range` (shared at least); loom checks the claim.
+            sum += self.0[u as usize].with(|p| unsafe { *p });
+        }
+        sum
+    }
+}
+
+/// Two blocking writers of overlapping ranges, plus a third disjoint one: insert, wait,
+/// mark and unlink interleave; the overlapping pair never holds together.
+#[test]
+fn loom_writers_overlap_insert_mark_unlink() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::with_max_height(2));
+        let units = Arc::new(Units::new(4));
+        let t = {
+            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
+            thread::spawn(move || {
+                let g = lock.lock(0..2).unwrap();
+                units.write(0..2);
+                drop(g);
+            })
+        };
+        let g = lock.lock(1..3).unwrap();
+        units.write(1..3);
+        drop(g);
+        t.join().unwrap();
+        // Both released and unlinked: everything locks again, and nothing stays linked.
+        let all = lock.try_lock(0..u64::MAX).unwrap();
+        drop(all);
+        assert_eq!(units.read(0..4), 4);
+    });
+}
+
+/// Two adjacent writers using `try_lock`: both must succeed (adjacent ranges never
+/// conflict, whatever the interleaving of their CASes and snips).
+#[test]
+fn loom_adjacent_try_locks_both_succeed() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::with_max_height(2));
+        let t = {
+            let lock = Arc::clone(&lock);
+            thread::spawn(move || {
+                let g = lock.try_lock(0..1).expect("adjacent range refused");
+                drop(g);
+                let g = lock.try_lock(0..1).expect("released range refused");
+                drop(g);
+            })
+        };
+        let g = lock.try_lock(1..2).expect("adjacent range refused");
+        drop(g);
+        t.join().unwrap();
+        let _all = lock.try_lock(0..2).unwrap();
+    });
+}
+
+/// A blocking reader and a blocking writer of overlapping ranges: the Dekker handshake
+/// (announce/scan list vs link/scan slots) with retraction and waiting on both sides.
+#[test]
+fn loom_shared_exclusive_handshake_blocking() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::with_max_height(1));
+        let units = Arc::new(Units::new(3));
+        let t = {
+            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
+            thread::spawn(move || {
+                let g = lock.lock_shared(0..2).unwrap();
+                let _ = units.read(0..2);
+                drop(g);
+            })
+        };
+        let g = lock.lock(1..3).unwrap();
+        units.write(1..3);
+        drop(g);
+        t.join().unwrap();
+        assert_eq!(units.read(0..3), 2);
+    });
+}
+
+/// `try_lock` of a reader against `try_lock` of a writer: never both, and readers never
+/// refuse readers.
+#[test]
+fn loom_shared_exclusive_try_never_both() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::with_max_height(1));
+        let units = Arc::new(Units::new(2));
+        let t = {
+            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
+            thread::spawn(move || {
+                if let Ok(g) = lock.try_lock_shared(0..2) {
+                    let _ = units.read(0..2);
+                    drop(g);
+                }
+            })
+        };
+        if let Ok(g) = lock.try_lock(1..2) {
+            units.write(1..2);
+            drop(g);
+        }
+        t.join().unwrap();
+        // Readers are always compatible with readers.
+        let r1 = lock.try_lock_shared(0..2).unwrap();
+        let r2 = lock.try_lock_shared(1..2).unwrap();
+        drop((r1, r2));
+    });
+}
+
+/// Two readers and a writer on one range: the writer drains both readers (one may be
+/// announced before the writer's link, one after), and readers share.
+#[test]
+fn loom_two_readers_one_writer() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::with_max_height(1));
+        let units = Arc::new(Units::new(1));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
+                thread::spawn(move || {
+                    if let Ok(g) = lock.try_lock_shared(0..1) {
+                        let _ = units.read(0..1);
+                        drop(g);
+                    }
+                })
+            })
+            .collect();
+        let g = lock.lock(0..1).unwrap();
+        units.write(0..1);
+        drop(g);
+        for r in readers {
+            r.join().unwrap();
+        }
+    });
+}

@@ -1,0 +1,220 @@
+//! Node allocation and reclamation: sharded pools, batched epoch retirement.
+//!
+//! A node that was ever visible to other threads (linked into the list or announced in a
+//! reader slot) is *retired*: pushed to the retiring thread's shard buffer. Every
+//! [`BATCH`] retirements the buffer is handed to the epoch framework with one `bump_with`,
+//! whose action pushes the batch to the shard's free list once no thread can still be
+//! traversing with a pointer to those nodes. Allocation pops from the thread's shard (then
+//! tries the other shards without blocking) and only calls the allocator when the pools are
+//! empty, so the steady state allocates nothing.
+//!
+//! Nodes are never returned to the allocator before the lock drops: that keeps them
+//! type-stable (waiters read a node's wait word without a guard; see `node`). Memory is
+//! bounded by the peak number of nodes in use plus `BATCH` per shard plus what waits in the
+//! epoch's drain list.
+//!
+//! Shards are picked by thread index, so threads rarely share a shard mutex; the mutexes
+//! guard one `Vec` operation each and are never held across an epoch call (an epoch action
+//! may run inside `protect`/guard drop/`bump_with` and takes a shard mutex itself).
+//!
+//! The epoch is `epvs::epoch::LightEpoch`, one instance per lock. Under loom it is replaced
+//! by [`DeferredEpoch`], which defers every retirement to the drop of the lock (loom checks
+//! the list protocol, not the epoch, which has its own models in `epvs`).
+
+use core::ptr::NonNull;
+
+use crossbeam_utils::CachePadded;
+
+use super::node::Node;
+use super::rng::thread_index;
+use crate::primitive::{lock, Arc, AtomicUsize, Mutex, Ordering};
+
+/// Retirements per epoch bump.
+pub(crate) const BATCH: usize = 64;
+
+#[cfg(not(loom))]
+type Epoch = epvs::epoch::LightEpoch;
+/// An epoch guard: proof that the holder is protected, so retired nodes it may reach are not
+/// reused.
+#[cfg(not(loom))]
+pub(crate) type Guard<'a> = epvs::epoch::EpochGuard<'a>;
+
+#[cfg(loom)]
+type Epoch = DeferredEpoch;
+/// See the non-loom `Guard`.
+#[cfg(loom)]
+pub(crate) type Guard<'a> = DeferredGuard<'a>;
+
+/// A node pointer that may cross threads inside a retirement batch.
+struct NodePtr(NonNull<Node>);
+
+// SAFETY: a `NodePtr` in a pool or batch is owned by that pool or batch (no other thread
+// uses the node until it is popped again), and `Node` itself is made of atomics.
+unsafe impl Send for NodePtr {}
+
+/// One shard: a free list and a retirement buffer.
+struct Shard {
+    free: Mutex<Vec<NodePtr>>,
+    retired: Mutex<Vec<NodePtr>>,
+}
+
+/// The pools, shared with the epoch actions (which must be `'static`).
+struct Pools {
+    shards: Box<[CachePadded<Shard>]>,
+    /// Nodes allocated from the allocator and not yet freed (pooled, in use or retired).
+    allocated: AtomicUsize,
+}
+
+impl Drop for Pools {
+    fn drop(&mut self) {
+        // Runs after the epoch ran every pending action (`Reclaim` drops its epoch first and
+        // each action holds an `Arc<Pools>`), so every node is in a free list or a buffer.
+        for shard in self.shards.iter() {
+            let free = core::mem::take(&mut *lock(&shard.free));
+            let retired = core::mem::take(&mut *lock(&shard.retired));
+            for NodePtr(node) in free.into_iter().chain(retired) {
+                // SAFETY: pooled and retired nodes came from `Box::into_raw` in
+                // `Reclaim::alloc`, are owned by the pool, and no thread can reach them any
+                // more (the lock is being dropped, so no guard or waiter borrows it).
+                drop(unsafe { Box::from_raw(node.as_ptr()) });
+                self.allocated.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Allocation and epoch-based reclamation of the nodes of one lock.
+pub(crate) struct Reclaim {
+    // Field order matters: the epoch drops first and runs its pending actions, which return
+    // their batches to `pools`.
+    epoch: Epoch,
+    pools: Arc<Pools>,
+}
+
+impl Reclaim {
+    /// Pools sized from the machine's parallelism, and a fresh epoch instance.
+    pub(crate) fn new() -> Self {
+        #[cfg(not(loom))]
+        let shards = std::thread::available_parallelism()
+            .map_or(4, |n| n.get())
+            .next_power_of_two()
+            .clamp(2, 64);
+        #[cfg(loom)]
+        let shards = 1;
+        let shards = (0..shards)
+            .map(|_| {
+                CachePadded::new(Shard {
+                    free: Mutex::new(Vec::new()),
+                    retired: Mutex::new(Vec::with_capacity(BATCH)),
+                })
+            })
+            .collect();
+        Reclaim {
+            epoch: Epoch::new(),
+            pools: Arc::new(Pools { shards, allocated: AtomicUsize::new(0) }),
+        }
+    }
+
+    /// Protects the calling thread: nodes it reaches stay unreused until the guard drops.
+    #[inline]
+    pub(crate) fn pin(&self) -> Guard<'_> {
+        self.epoch.protect()
+    }
+
+    /// Nodes allocated and not freed (in use, retired or pooled).
+    pub(crate) fn allocated(&self) -> usize {
+        self.pools.allocated.load(Ordering::Relaxed)
+    }
+
+    fn home(&self) -> usize {
+        thread_index() & (self.pools.shards.len() - 1)
+    }
+
+    /// A private node: from the pools if possible, else from the allocator.
+    #[inline]
+    pub(crate) fn alloc(&self) -> NonNull<Node> {
+        let shards = &self.pools.shards;
+        let home = self.home();
+        if let Some(NodePtr(node)) = lock(&shards[home].free).pop() {
+            return node;
+        }
+        self.alloc_slow(home)
+    }
+
+    #[cold]
+    fn alloc_slow(&self, home: usize) -> NonNull<Node> {
+        let shards = &self.pools.shards;
+        for i in 1..shards.len() {
+            let shard = &shards[(home + i) & (shards.len() - 1)];
+            // Never block on another thread's shard: a busy shard is skipped.
+            if let Ok(mut free) = shard.free.try_lock() {
+                if let Some(NodePtr(node)) = free.pop() {
+                    return node;
+                }
+            }
+        }
+        self.pools.allocated.fetch_add(1, Ordering::Relaxed);
+        NonNull::from(Box::leak(Box::new(Node::new())))
+    }
+
+    /// Returns a node that was never visible to another thread straight to the pool.
+    pub(crate) fn free_private(&self, node: NonNull<Node>) {
+        lock(&self.pools.shards[self.home()].free).push(NodePtr(node));
+    }
+
+    /// Retires a node that other threads may still reach: it is reused only after every
+    /// thread protected now has left its protected region.
+    ///
+    /// The node must be unreachable for threads that protect *after* this call (unlinked
+    /// from every level, or cleared from its reader slot).
+    pub(crate) fn retire(&self, node: NonNull<Node>) {
+        let home = self.home();
+        let batch = {
+            let mut retired = lock(&self.pools.shards[home].retired);
+            retired.push(NodePtr(node));
+            if retired.len() < BATCH {
+                return;
+            }
+            core::mem::replace(&mut *retired, Vec::with_capacity(BATCH))
+        };
+        let pools = Arc::clone(&self.pools);
+        self.epoch.bump_with(move || {
+            lock(&pools.shards[home].free).extend(batch);
+        });
+    }
+}
+
+/// The loom stand-in for the epoch framework: protection is a no-op and every deferred
+/// action runs when the instance drops (nothing is reused while the model runs).
+#[cfg(loom)]
+pub(crate) struct DeferredEpoch {
+    actions: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
+}
+
+/// The guard of [`DeferredEpoch`].
+#[cfg(loom)]
+pub(crate) struct DeferredGuard<'a>(core::marker::PhantomData<&'a DeferredEpoch>);
+
+#[cfg(loom)]
+impl DeferredEpoch {
+    fn new() -> Self {
+        DeferredEpoch { actions: Mutex::new(Vec::new()) }
+    }
+
+    fn protect(&self) -> DeferredGuard<'_> {
+        DeferredGuard(core::marker::PhantomData)
+    }
+
+    fn bump_with(&self, action: impl FnOnce() + Send + 'static) {
+        lock(&self.actions).push(Box::new(action));
+    }
+}
+
+#[cfg(loom)]
+impl Drop for DeferredEpoch {
+    fn drop(&mut self) {
+        for action in core::mem::take(&mut *lock(&self.actions)) {
+            action();
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! Unit tests of the skip-list range lock (edge cases, modes, waiting, recycling).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::LockError;
+
+#[test]
+fn full_domain_edges_lock() {
+    let lock = RangeLock::new();
+    let first = lock.try_lock(0..1).unwrap();
+    let last = lock.try_lock(u64::MAX - 1..u64::MAX).unwrap();
+    assert_eq!(lock.try_lock(0..u64::MAX).unwrap_err(), LockError::WouldBlock);
+    drop((first, last));
+    let all = lock.try_lock(0..u64::MAX).unwrap();
+    assert_eq!(lock.try_lock(0..1).unwrap_err(), LockError::WouldBlock);
+    assert_eq!(lock.try_lock(u64::MAX - 1..u64::MAX).unwrap_err(), LockError::WouldBlock);
+    assert_eq!(lock.try_lock_shared(12345..12346).unwrap_err(), LockError::WouldBlock);
+    drop(all);
+    let _all_shared = lock.try_lock_shared(0..u64::MAX).unwrap();
+    let _edge_shared = lock.try_lock_shared(0..1).unwrap();
+}
+
+#[test]
+fn adjacent_ranges_lock_and_overlaps_do_not() {
+    let lock = RangeLock::with_max_height(4);
+    let a = lock.try_lock(10..20).unwrap();
+    let b = lock.try_lock(20..30).unwrap();
+    let c = lock.try_lock(0..10).unwrap();
+    for r in [19..21, 9..11, 0..30, 15..16, 29..30, 5..25] {
+        assert_eq!(lock.try_lock(r.clone()).unwrap_err(), LockError::WouldBlock, "{r:?}");
+        assert_eq!(lock.try_lock_shared(r.clone()).unwrap_err(), LockError::WouldBlock, "{r:?}");
+    }
+    drop(b);
+    let b2 = lock.try_lock(20..21).unwrap();
+    drop((a, b2, c));
+    let whole = lock.try_lock(0..30).unwrap();
+    drop(whole);
+}
+
+#[test]
+fn same_start_after_release_reuses_the_key_space() {
+    let lock = RangeLock::with_max_height(3);
+    for _ in 0..1000 {
+        let g = lock.try_lock(5..6).unwrap();
+        assert!(lock.try_lock(5..7).is_err());
+        drop(g);
+    }
+}
+
+#[test]
+fn shared_holders_share_and_exclude_writers() {
+    let lock = RangeLock::new();
+    let r1 = lock.try_lock_shared(0..100).unwrap();
+    let r2 = lock.try_lock_shared(50..150).unwrap();
+    let r3 = lock.try_lock_shared(50..150).unwrap();
+    assert_eq!(lock.try_lock(149..150).unwrap_err(), LockError::WouldBlock);
+    assert_eq!(lock.try_lock(0..1).unwrap_err(), LockError::WouldBlock);
+    let w = lock.try_lock(150..200).unwrap();
+    assert_eq!(lock.try_lock_shared(140..160).unwrap_err(), LockError::WouldBlock);
+    drop((r1, r2, r3));
+    let w2 = lock.try_lock(0..150).unwrap();
+    drop((w, w2));
+}
+
+#[test]
+fn many_shared_holders_grow_the_table() {
+    let lock = RangeLock::new();
+    let guards: Vec<_> =
+        (0..1000u64).map(|i| lock.try_lock_shared(i % 7..i % 7 + 100).unwrap()).collect();
+    assert!(lock.try_lock(50..51).is_err());
+    assert!(lock.try_lock(106..107).is_ok());
+    drop(guards);
+    assert!(lock.try_lock(0..200).is_ok());
+}
+
+#[test]
+fn many_exclusive_holders_in_random_order() {
+    let lock = RangeLock::with_max_height(8);
+    // A permutation of 0..512 (multiplicative, odd factor), each unit locked once.
+    let mut guards = Vec::new();
+    for i in 0..512u64 {
+        let unit = (i * 167) % 512;
+        guards.push(lock.try_lock(unit * 2..unit * 2 + 2).unwrap());
+    }
+    for unit in 0..1024u64 {
+        assert!(lock.try_lock(unit..unit + 1).is_err());
+    }
+    // Release every other one, then the freed slots lock again.
+    let mut kept = Vec::new();
+    for (i, g) in guards.into_iter().enumerate() {
+        if i % 2 == 0 {
+            kept.push(g);
+        }
+    }
+    let mut free = 0;
+    for unit in 0..512u64 {
+        if let Ok(g) = lock.try_lock(unit * 2..unit * 2 + 2) {
+            free += 1;
+            drop(g);
+        }
+    }
+    assert_eq!(free, 256);
+}
+
+#[test]
+fn invalid_ranges_are_rejected_without_locking() {
+    let lock = RangeLock::new();
+    #[allow(clippy::reversed_empty_ranges)]
+    let err = lock.try_lock(5..3).unwrap_err();
+    assert!(matches!(err, LockError::InvalidRange(_)));
+    assert!(lock.lock_shared(7..7).is_err());
+    let _g = lock.try_lock(0..u64::MAX).unwrap();
+}
+
+#[test]
+#[should_panic(expected = "skip-list height must be in 1..=16")]
+fn zero_height_is_refused() {
+    let _ = RangeLock::with_max_height(0);
+}
+
+#[test]
+fn lock_timeout_gives_up_and_leaves_no_trace() {
+    let lock = RangeLock::new();
+    let held = lock.lock(10..20).unwrap();
+    let err = lock.lock_timeout(15..16, Duration::from_millis(20)).unwrap_err();
+    assert_eq!(err, LockError::TimedOut);
+    let err = lock.lock_shared_timeout(0..11, Duration::from_millis(1)).unwrap_err();
+    assert_eq!(err, LockError::TimedOut);
+    drop(held);
+    // Nothing of the timed-out attempts stays behind.
+    let _all = lock.try_lock(0..u64::MAX).unwrap();
+}
+
+#[test]
+fn writer_times_out_on_a_reader_and_unlinks_its_pending_node() {
+    let lock = RangeLock::new();
+    let reader = lock.lock_shared(0..10).unwrap();
+    assert_eq!(lock.lock_timeout(5..6, Duration::from_millis(5)).unwrap_err(), LockError::TimedOut);
+    // The pending node is gone: another reader gets in.
+    let reader2 = lock.try_lock_shared(5..6).unwrap();
+    drop((reader, reader2));
+    let _w = lock.try_lock(0..10).unwrap();
+}
+
+#[test]
+fn blocking_lock_waits_for_release() {
+    let lock = Arc::new(RangeLock::new());
+    let acquired = Arc::new(AtomicBool::new(false));
+    let held = lock.lock(0..100).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let waiter = {
+        let (lock, acquired) = (Arc::clone(&lock), Arc::clone(&acquired));
+        thread::spawn(move || {
+            tx.send(()).unwrap();
+            let g = lock.lock(50..60).unwrap();
+            acquired.store(true, Ordering::SeqCst);
+            drop(g);
+        })
+    };
+    rx.recv().unwrap();
+    // Whatever the waiter is doing now, it cannot hold the range.
+    assert!(!acquired.load(Ordering::SeqCst));
+    drop(held);
+    waiter.join().unwrap();
+    assert!(acquired.load(Ordering::SeqCst));
+}
+
+#[test]
+fn pending_writer_blocks_new_readers_then_gets_in() {
+    let lock = Arc::new(RangeLock::new());
+    let reader = lock.lock_shared(0..10).unwrap();
+    let writer = {
+        let lock = Arc::clone(&lock);
+        thread::spawn(move || {
+            let g = lock.lock(5..15).unwrap();
+            g.range()
+        })
+    };
+    // Until the writer links its pending node, new readers get in; afterwards they are
+    // refused for as long as the writer waits (writer preference), although the only holder
+    // is a reader.
+    loop {
+        match lock.try_lock_shared(8..9) {
+            Ok(g) => drop(g),
+            Err(e) => {
+                assert_eq!(e, LockError::WouldBlock);
+                break;
+            }
+        }
+        thread::yield_now();
+    }
+    for _ in 0..100 {
+        assert!(lock.try_lock_shared(0..6).is_err());
+    }
+    // Readers of ranges the writer does not want still get in.
+    drop(lock.try_lock_shared(0..5).unwrap());
+    drop(reader);
+    assert_eq!(writer.join().unwrap(), 5..15);
+}
+
+/// Threads lock random ranges over a few units in random modes (try, blocking, deadline)
+/// and check the per-unit ownership words: a writer finds its units free and keeps them, a
+/// reader never sees a writer.
+#[test]
+fn stress_exclusivity_and_sharing() {
+    stress(4, 4000, 256);
+}
+
+/// Many threads on few units: most acquisitions wait, so parking and waking are exercised.
+#[test]
+fn stress_contended_waits() {
+    stress(8, 3000, 32);
+}
+
+/// A longer run for hunting lost wake-ups and races (`cargo test -- --ignored`).
+#[test]
+#[ignore = "long stress run"]
+fn stress_long() {
+    stress(16, 200_000, 64);
+}
+
+fn stress(threads: usize, ops: usize, units: usize) {
+    let lock = Arc::new(RangeLock::with_max_height(6));
+    let owner: Arc<Vec<AtomicU64>> = Arc::new((0..units).map(|_| AtomicU64::new(0)).collect());
+    let readers: Arc<Vec<AtomicU64>> = Arc::new((0..units).map(|_| AtomicU64::new(0)).collect());
+    let barrier = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (lock, owner, readers, barrier) =
+                (Arc::clone(&lock), Arc::clone(&owner), Arc::clone(&readers), Arc::clone(&barrier));
+            thread::spawn(move || {
+                let id = t as u64 + 1;
+                let mut x = 0x2545_F491_4F6C_DD1D_u64 ^ (id * 0x9E37_79B9);
+                let mut next = move || {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x
+                };
+                barrier.wait();
+                let (mut held, mut refused) = (0u64, 0u64);
+                for _ in 0..ops {
+                    let r = next();
+                    let start = (r % units as u64) as usize;
+                    let len = 1 + ((r >> 16) % 24) as usize;
+                    let end = (start + len).min(units);
+                    let shared = (r >> 32) % 4 == 0;
+                    let mode = if shared { Mode::Shared } else { Mode::Exclusive };
+                    let range = start as u64..end as u64;
+                    let guard = match (r >> 40) % 3 {
+                        0 => lock.try_lock_mode(range, mode),
+                        1 => lock.lock_mode(range, mode),
+                        _ => lock.lock_mode_until(
+                            range,
+                            mode,
+                            Instant::now() + Duration::from_micros(200),
+                        ),
+                    };
+                    let Ok(guard) = guard else {
+                        refused += 1;
+                        continue;
+                    };
+                    held += 1;
+                    let units = start..end;
+                    if shared {
+                        for u in units.clone() {
+                            readers[u].fetch_add(1, Ordering::SeqCst);
+                            assert_eq!(owner[u].load(Ordering::SeqCst), 0, "writer under reader");
+                        }
+                        for _ in 0..(r >> 48) % 64 {
+                            core::hint::spin_loop();
+                        }
+                        for u in units {
+                            assert_eq!(owner[u].load(Ordering::SeqCst), 0, "writer under reader");
+                            readers[u].fetch_sub(1, Ordering::SeqCst);
+                        }
+                    } else {
+                        for u in units.clone() {
+                            assert_eq!(owner[u].swap(id, Ordering::SeqCst), 0, "two writers");
+                            assert_eq!(readers[u].load(Ordering::SeqCst), 0, "reader under writer");
+                        }
+                        for _ in 0..(r >> 48) % 64 {
+                            core::hint::spin_loop();
+                        }
+                        for u in units {
+                            assert_eq!(readers[u].load(Ordering::SeqCst), 0, "reader under writer");
+                            assert_eq!(
+                                owner[u].swap(0, Ordering::SeqCst),
+                                id,
+                                "writer overwritten"
+                            );
+                        }
+                    }
+                    drop(guard);
+                }
+                (held, refused)
+            })
+        })
+        .collect();
+    let mut held = 0;
+    for h in handles {
+        held += h.join().unwrap().0;
+    }
+    assert!(held > 0);
+    // All released: the whole domain locks.
+    let _all = lock.try_lock(0..u64::MAX).unwrap();
+}
+
+#[test]
+fn nodes_are_recycled() {
+    let lock = RangeLock::with_max_height(4);
+    for i in 0..20_000u64 {
+        let g = if i % 3 == 0 { lock.lock_shared(i..i + 1) } else { lock.lock(i..i + 2) };
+        drop(g.unwrap());
+    }
+    // One thread, sequential: the retirement batches come back to the pool, so the lock
+    // holds a few batches of nodes, not one per acquisition.
+    let allocated = lock.raw().allocated_nodes();
+    assert!(allocated <= 8 * reclaim::BATCH, "allocated {allocated} nodes for 20000 locks");
+}
+
+#[test]
+fn forgotten_guards_do_not_break_drop() {
+    let lock = RangeLock::new();
+    core::mem::forget(lock.lock(0..10).unwrap());
+    core::mem::forget(lock.lock_shared(20..30).unwrap());
+    assert!(lock.try_lock(5..6).is_err());
+    assert!(lock.try_lock(25..26).is_err());
+    drop(lock); // returns the forgotten nodes to the pool, which frees them
+}

@@ -1,0 +1,208 @@
+//! Requests: `len u32 | op u8 | id u64 | payload`, all little-endian.
+
+use core::time::Duration;
+
+use super::codec::{begin_frame, finish_frame, Cursor, Put};
+use super::error::DecodeError;
+
+/// Bytes of a frame after the length prefix that every request and response carries
+/// (`op u8 | id u64`).
+pub const FRAME_HEADER_LEN: usize = 9;
+
+/// Operation codes (the `op` byte of a request; a response carries `op | 0x80`).
+pub mod op {
+    /// Lock a range.
+    pub const LOCK: u8 = 0x01;
+    /// Release a held lock (or withdraw a waiting one).
+    pub const UNLOCK: u8 = 0x02;
+    /// Withdraw a waiting lock.
+    pub const CANCEL: u8 = 0x03;
+    /// Ask whether a queued lock was granted (poll grant mode).
+    pub const POLL: u8 = 0x04;
+    /// Refresh the session lease; no other effect.
+    pub const KEEPALIVE: u8 = 0x05;
+    /// Counters and the holder/waiter list.
+    pub const STATS: u8 = 0x06;
+    /// The bit that marks a response.
+    pub const RESPONSE: u8 = 0x80;
+}
+
+/// How a lock is held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Excludes every overlapping holder (a writer). Wire byte 0.
+    Exclusive,
+    /// Compatible with overlapping shared holders (a reader). Wire byte 1.
+    Shared,
+}
+
+impl Mode {
+    /// Whether two holders in these modes may overlap.
+    #[inline]
+    pub fn compatible(self, other: Mode) -> bool {
+        matches!((self, other), (Mode::Shared, Mode::Shared))
+    }
+
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            Mode::Exclusive => 0,
+            Mode::Shared => 1,
+        }
+    }
+
+    pub(crate) fn from_code(b: u8) -> Result<Self, DecodeError> {
+        match b {
+            0 => Ok(Mode::Exclusive),
+            1 => Ok(Mode::Shared),
+            _ => Err(DecodeError::BadMode(b)),
+        }
+    }
+}
+
+/// How long a lock request may wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Wait {
+    /// Never queue: grant now or answer `WOULD_BLOCK`. Wire byte 0.
+    Try,
+    /// Queue for at most this long (millisecond resolution on the wire). Wire byte 1.
+    Timeout(Duration),
+    /// Queue until granted, cancelled or the session ends. Wire byte 2.
+    Forever,
+}
+
+/// An operation and its arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// Lock `[start, end)`. Payload: `start u64 | end u64 | mode u8 | wait u8 | timeout_ms u32`.
+    Lock {
+        /// First unit.
+        start: u64,
+        /// One past the last unit (`start < end`).
+        end: u64,
+        /// Shared or exclusive.
+        mode: Mode,
+        /// Try, timeout or forever.
+        wait: Wait,
+    },
+    /// Release the lock that request `target` of this session acquired. Payload: `target u64`.
+    Unlock {
+        /// Request id of the `LOCK`.
+        target: u64,
+    },
+    /// Withdraw the waiting lock of request `target`. Payload: `target u64`.
+    Cancel {
+        /// Request id of the `LOCK`.
+        target: u64,
+    },
+    /// Ask for the state of the lock of request `target`. Payload: `target u64`.
+    Poll {
+        /// Request id of the `LOCK`.
+        target: u64,
+    },
+    /// Refresh the lease. No payload.
+    Keepalive,
+    /// Counters and up to `max_entries` holders/waiters. Payload: `max_entries u32`.
+    Stats {
+        /// How many list entries the client wants (the server may send fewer).
+        max_entries: u32,
+    },
+}
+
+impl Request {
+    /// The operation byte.
+    pub fn op(&self) -> u8 {
+        match self {
+            Request::Lock { .. } => op::LOCK,
+            Request::Unlock { .. } => op::UNLOCK,
+            Request::Cancel { .. } => op::CANCEL,
+            Request::Poll { .. } => op::POLL,
+            Request::Keepalive => op::KEEPALIVE,
+            Request::Stats { .. } => op::STATS,
+        }
+    }
+}
+
+/// A request with its id: what travels in one frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestFrame {
+    /// Chosen by the client; echoed in the response. A `LOCK`'s id names the lock.
+    pub id: u64,
+    /// The operation.
+    pub request: Request,
+}
+
+impl RequestFrame {
+    /// Appends the whole frame, length prefix included, to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let at = begin_frame(out);
+        out.put_u8(self.request.op());
+        out.put_u64(self.id);
+        match self.request {
+            Request::Lock { start, end, mode, wait } => {
+                out.put_u64(start);
+                out.put_u64(end);
+                out.put_u8(mode.code());
+                let (w, ms) = match wait {
+                    Wait::Try => (0, 0),
+                    Wait::Timeout(d) => (1, u32::try_from(d.as_millis()).unwrap_or(u32::MAX)),
+                    Wait::Forever => (2, 0),
+                };
+                out.put_u8(w);
+                out.put_u32(ms);
+            }
+            Request::Unlock { target } | Request::Cancel { target } | Request::Poll { target } => {
+                out.put_u64(target)
+            }
+            Request::Keepalive => {}
+            Request::Stats { max_entries } => out.put_u32(max_entries),
+        }
+        finish_frame(out, at);
+    }
+
+    /// Reads the `op` and `id` of a frame body (the bytes after the length prefix), if it is
+    /// long enough to carry them. Used to address an error reply to a body that does not
+    /// decode.
+    pub fn peek_header(body: &[u8]) -> Option<(u8, u64)> {
+        let mut c = Cursor::new(body);
+        Some((c.u8().ok()?, c.u64().ok()?))
+    }
+
+    /// Decodes a frame body (the bytes after the length prefix). Total: any input yields a
+    /// value or an error, never a panic.
+    pub fn decode(body: &[u8]) -> Result<Self, DecodeError> {
+        let mut c = Cursor::new(body);
+        let op_byte = c.u8()?;
+        let id = c.u64()?;
+        let request = match op_byte {
+            op::LOCK => {
+                let start = c.u64()?;
+                let end = c.u64()?;
+                let mode = Mode::from_code(c.u8()?)?;
+                let w = c.u8()?;
+                let ms = c.u32()?;
+                let wait = match w {
+                    0 => Wait::Try,
+                    1 => Wait::Timeout(Duration::from_millis(ms.into())),
+                    2 => Wait::Forever,
+                    _ => return Err(DecodeError::BadWait(w)),
+                };
+                if w != 1 && ms != 0 {
+                    return Err(DecodeError::BadField(ms.into(), "lock.timeout_ms"));
+                }
+                c.finish()?;
+                if start >= end {
+                    return Err(DecodeError::InvalidRange { start, end });
+                }
+                Request::Lock { start, end, mode, wait }
+            }
+            op::UNLOCK => Request::Unlock { target: c.u64()? },
+            op::CANCEL => Request::Cancel { target: c.u64()? },
+            op::POLL => Request::Poll { target: c.u64()? },
+            op::KEEPALIVE => Request::Keepalive,
+            op::STATS => Request::Stats { max_entries: c.u32()? },
+            other => return Err(DecodeError::UnknownOp(other)),
+        };
+        c.finish()?;
+        Ok(RequestFrame { id, request })
+    }
+}

@@ -1,0 +1,147 @@
+//! The body of a `STATS` response: counters, then a list of holders and waiters.
+//!
+//! Layout: eleven `u64` counters in the order of the fields of [`Counters`], then
+//! `count u32`, then `count` entries of 42 bytes:
+//! `session u64 | id u64 | start u64 | end u64 | mode u8 | state u8 | token u64`.
+
+use super::codec::{Cursor, Put};
+use super::error::DecodeError;
+use super::request::Mode;
+
+/// Server-wide counters since start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Sessions open now.
+    pub sessions_open: u64,
+    /// Sessions opened since start.
+    pub sessions_total: u64,
+    /// Locks held now.
+    pub holders: u64,
+    /// Locks queued now.
+    pub waiters: u64,
+    /// Grants since start (also the last fencing token handed out).
+    pub grants: u64,
+    /// Releases by `UNLOCK` since start.
+    pub releases: u64,
+    /// Locks released because their session closed or its lease expired.
+    pub released_by_close: u64,
+    /// `try` locks answered `WOULD_BLOCK`.
+    pub would_block: u64,
+    /// Waits that timed out.
+    pub timeouts: u64,
+    /// Waits cancelled.
+    pub cancels: u64,
+    /// Requests answered with an error status.
+    pub errors: u64,
+}
+
+/// Whether a listed lock is held or queued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EntryState {
+    /// Granted; `token` is its fencing token. Wire byte 0.
+    Held,
+    /// Queued; `token` is 0. Wire byte 1.
+    Waiting,
+}
+
+/// One holder or waiter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatsEntry {
+    /// Owning session.
+    pub session: u64,
+    /// Request id of the `LOCK`.
+    pub id: u64,
+    /// First unit.
+    pub start: u64,
+    /// One past the last unit.
+    pub end: u64,
+    /// Shared or exclusive.
+    pub mode: Mode,
+    /// Held or waiting.
+    pub state: EntryState,
+    /// Fencing token (0 while waiting).
+    pub token: u64,
+}
+
+/// Size of one [`StatsEntry`] on the wire.
+pub const STATS_ENTRY_LEN: usize = 42;
+
+/// Counters plus a (possibly truncated) list of holders and waiters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatsBody {
+    /// Counters.
+    pub counters: Counters,
+    /// Holders and waiters, in arrival order (at most what was asked for).
+    pub entries: Vec<StatsEntry>,
+}
+
+impl StatsBody {
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        let c = &self.counters;
+        for v in [
+            c.sessions_open,
+            c.sessions_total,
+            c.holders,
+            c.waiters,
+            c.grants,
+            c.releases,
+            c.released_by_close,
+            c.would_block,
+            c.timeouts,
+            c.cancels,
+            c.errors,
+        ] {
+            out.put_u64(v);
+        }
+        out.put_u32(self.entries.len() as u32);
+        for e in &self.entries {
+            out.put_u64(e.session);
+            out.put_u64(e.id);
+            out.put_u64(e.start);
+            out.put_u64(e.end);
+            out.put_u8(e.mode.code());
+            out.put_u8(match e.state {
+                EntryState::Held => 0,
+                EntryState::Waiting => 1,
+            });
+            out.put_u64(e.token);
+        }
+    }
+
+    pub(crate) fn decode(c: &mut Cursor<'_>) -> Result<Self, DecodeError> {
+        let counters = Counters {
+            sessions_open: c.u64()?,
+            sessions_total: c.u64()?,
+            holders: c.u64()?,
+            waiters: c.u64()?,
+            grants: c.u64()?,
+            releases: c.u64()?,
+            released_by_close: c.u64()?,
+            would_block: c.u64()?,
+            timeouts: c.u64()?,
+            cancels: c.u64()?,
+            errors: c.u64()?,
+        };
+        let count = c.u32()? as usize;
+        // Bound the allocation by what the buffer can actually hold.
+        if count > c.remaining() / STATS_ENTRY_LEN {
+            return Err(DecodeError::Truncated);
+        }
+        let mut entries = Vec::with_capacity(count);
+        for _ in 0..count {
+            let session = c.u64()?;
+            let id = c.u64()?;
+            let start = c.u64()?;
+            let end = c.u64()?;
+            let mode = Mode::from_code(c.u8()?)?;
+            let state = match c.u8()? {
+                0 => EntryState::Held,
+                1 => EntryState::Waiting,
+                b => return Err(DecodeError::BadField(b.into(), "stats.state")),
+            };
+            let token = c.u64()?;
+            entries.push(StatsEntry { session, id, start, end, mode, state, token });
+        }
+        Ok(StatsBody { counters, entries })
+    }
+}

@@ -1,0 +1,289 @@
+//! One connection = one session: handshake, the read loop that decodes frames and submits
+//! commands, and the writer task that sends responses.
+//!
+//! # Lifecycle
+//!
+//! 1. Handshake: read a [`ClientHello`] within the lease; refuse a bad magic by closing
+//!    and a wrong version with [`HelloStatus::UnsupportedVersion`]; else register the
+//!    session with the engine (`Open`) and answer [`ServerHello`].
+//! 2. Loop: read a frame within the lease (any frame renews it). A frame that does not
+//!    decode gets an error response addressed by its op and id and the loop goes on;
+//!    a frame whose length prefix is over the limit or under the header size gets one
+//!    error response (id 0) and the connection closes — the byte stream can no longer be
+//!    split into frames.
+//!    Every request gets exactly one response, so `requests read - responses written`
+//!    counts queued responses plus waiting locks; when it exceeds
+//!    `max_locks_per_session + MAX_BACKLOG` (a client that sends without reading) the
+//!    loop stops reading until the writer makes progress, or ends the session after a
+//!    lease without progress. Memory per session stays bounded.
+//! 3. End (EOF, I/O error, lease expiry, bad framing, server shutdown): submit `Close`, which
+//!    releases every lock of the session and withdraws its waits, waking other sessions.
+//!    Timers of the session are aborted. The writer drains what is queued and shuts the
+//!    socket down once the table has dropped its end of the response channel.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, WriteHalf};
+use tokio::sync::{mpsc, watch, Notify};
+use tokio::task::{AbortHandle, JoinSet};
+
+use crate::config::ServerConfig;
+use crate::engine::Engine;
+use crate::protocol::{
+    op, read_frame, ClientHello, FrameError, HelloStatus, Request, RequestFrame, ResponseFrame,
+    ServerHello, Status, Wait, CLIENT_HELLO_LEN, VERSION,
+};
+use crate::table::Command;
+
+/// Responses a session may have queued beyond its waiting locks before its read loop
+/// pauses.
+pub(crate) const MAX_BACKLOG: u64 = 1024;
+
+/// Responses written so far, shared by a session's reader and writer.
+#[derive(Debug, Default)]
+struct Written {
+    count: AtomicU64,
+    progress: Notify,
+}
+
+/// What every session shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) engine: Engine,
+    pub(crate) config: ServerConfig,
+    pub(crate) next_session: AtomicU64,
+    pub(crate) handler_errors: Arc<AtomicU64>,
+}
+
+/// Runs one connection to completion. `_alive` is dropped when the session is over, which
+/// is how shutdown knows every session has finished.
+pub(crate) async fn run<S>(
+    stream: S,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+    _alive: mpsc::Sender<()>,
+) where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (mut rd, mut wr) = tokio::io::split(stream);
+    let lease = shared.config.lease;
+    let mut hello = [0u8; CLIENT_HELLO_LEN];
+    match tokio::time::timeout(lease, rd.read_exact(&mut hello)).await {
+        Ok(Ok(_)) => {}
+        _ => return,
+    }
+    let hello = match ClientHello::decode(&hello) {
+        Ok(h) => h,
+        Err(e) => {
+            tracing::debug!(error = %e, "bad hello; closing");
+            return;
+        }
+    };
+    let mut reply = ServerHello {
+        version: VERSION,
+        status: HelloStatus::Accepted,
+        grant: shared.config.grant,
+        session: 0,
+        lease_ms: u32::try_from(lease.as_millis()).unwrap_or(u32::MAX),
+        max_frame: shared.config.max_frame,
+    };
+    let mut out = Vec::with_capacity(64);
+    if hello.version != VERSION {
+        reply.status = HelloStatus::UnsupportedVersion;
+        reply.encode(&mut out);
+        let _ = wr.write_all(&out).await;
+        let _ = wr.shutdown().await;
+        return;
+    }
+    let session = shared.next_session.fetch_add(1, Ordering::Relaxed) + 1;
+    reply.session = session;
+    let (tx, rx) = mpsc::unbounded_channel();
+    shared.engine.submit(Command::Open { session, sink: tx.clone() });
+    reply.encode(&mut out);
+    if wr.write_all(&out).await.is_err() {
+        shared.engine.submit(Command::Close { session });
+        return;
+    }
+    tracing::debug!(session, "session opened");
+    let written = Arc::new(Written::default());
+    let writer = tokio::spawn(write_loop(wr, rx, written.clone()));
+    let backlog_limit = shared.config.max_locks_per_session as u64 + MAX_BACKLOG;
+    let mut read: u64 = 0;
+
+    let mut handler = Handler {
+        shared: &shared,
+        session,
+        tx,
+        nonce: 0,
+        timers: JoinSet::new(),
+        timer_of: HashMap::new(),
+    };
+    let mut buf = Vec::new();
+    let reason = loop {
+        if *shutdown.borrow() {
+            break "server shutdown";
+        }
+        // Acquire: pairs with the writer's Release increment (only a counter; no data is
+        // published through it).
+        if read.saturating_sub(written.count.load(Ordering::Acquire)) > backlog_limit {
+            tokio::select! {
+                r = tokio::time::timeout(lease, written.progress.notified()) => {
+                    if r.is_err() {
+                        break "peer stopped reading";
+                    }
+                    continue;
+                }
+                _ = shutdown.changed() => break "server shutdown",
+            }
+        }
+        let res = tokio::select! {
+            r = tokio::time::timeout(lease, read_frame(&mut rd, &mut buf, shared.config.max_frame)) => r,
+            _ = shutdown.changed() => break "server shutdown",
+        };
+        match res {
+            Err(_) => break "lease expired",
+            Ok(Err(FrameError::Closed)) => break "closed by client",
+            Ok(Err(e @ (FrameError::TooLarge { .. } | FrameError::TooShort(_)))) => {
+                let status = match e {
+                    FrameError::TooLarge { .. } => Status::FrameTooLarge,
+                    _ => Status::Malformed,
+                };
+                handler.error(0, 0, status);
+                break "bad framing";
+            }
+            Ok(Err(FrameError::Io(_))) => break "i/o error",
+            Ok(Ok(())) => {
+                read += 1;
+                handler.frame(&buf)
+            }
+        }
+    };
+    match reason {
+        "closed by client" | "server shutdown" => {
+            tracing::debug!(session, reason, "session closing")
+        }
+        _ => tracing::info!(session, reason, "session closing; releasing its locks"),
+    }
+    shared.engine.submit(Command::Close { session });
+    drop(handler);
+    // The writer ends once the table has dropped the session's sink (after `Close`). A peer
+    // that stopped reading could block it forever: give it one lease, then drop it.
+    let abort = writer.abort_handle();
+    if tokio::time::timeout(lease.max(Duration::from_millis(100)), writer).await.is_err() {
+        abort.abort();
+    }
+}
+
+/// Per-session state of the read loop.
+struct Handler<'a> {
+    shared: &'a Shared,
+    session: u64,
+    tx: mpsc::UnboundedSender<ResponseFrame>,
+    nonce: u64,
+    /// Timeout timers of this session's locks; aborted when the session ends.
+    timers: JoinSet<()>,
+    /// The timers by lock id, so `UNLOCK`/`CANCEL` abort them: the number of pending
+    /// timers stays bounded by the live locks instead of growing with every timed request.
+    timer_of: HashMap<u64, Vec<AbortHandle>>,
+}
+
+impl Handler<'_> {
+    fn error(&self, op: u8, id: u64, status: Status) {
+        self.shared.handler_errors.fetch_add(1, Ordering::Relaxed);
+        let _ = self.tx.send(ResponseFrame::new(op, id, status, 0));
+    }
+
+    fn abort_timers(&mut self, target: u64) {
+        for h in self.timer_of.remove(&target).unwrap_or_default() {
+            h.abort();
+        }
+    }
+
+    fn frame(&mut self, body: &[u8]) {
+        let frame = match RequestFrame::decode(body) {
+            Ok(f) => f,
+            Err(e) => {
+                let (op, id) = RequestFrame::peek_header(body).unwrap_or((0, 0));
+                tracing::debug!(session = self.session, error = %e, "bad request");
+                self.error(op, id, e.status());
+                return;
+            }
+        };
+        let (session, id) = (self.session, frame.id);
+        let engine = &self.shared.engine;
+        match frame.request {
+            Request::Lock { start, end, mode, wait } => {
+                self.nonce += 1;
+                let nonce = self.nonce;
+                let may_wait = wait != Wait::Try;
+                engine.submit(Command::Lock { session, id, start, end, mode, may_wait, nonce });
+                if let Wait::Timeout(d) = wait {
+                    while self.timers.try_join_next().is_some() {}
+                    let engine = engine.clone();
+                    let h = self.timers.spawn(async move {
+                        tokio::time::sleep(d).await;
+                        engine.submit(Command::Expire { session, target: id, nonce });
+                    });
+                    if self.timer_of.len() > 2 * self.shared.config.max_locks_per_session {
+                        self.timer_of.retain(|_, hs| {
+                            hs.retain(|h| !h.is_finished());
+                            !hs.is_empty()
+                        });
+                    }
+                    self.timer_of.entry(id).or_default().push(h);
+                }
+            }
+            Request::Unlock { target } => {
+                // The lock is released or withdrawn: its timeout no longer matters.
+                self.abort_timers(target);
+                engine.submit(Command::Unlock { session, id, target })
+            }
+            Request::Cancel { target } => {
+                // Withdrawn, or held (NOT_WAITING) where the timeout is moot anyway.
+                self.abort_timers(target);
+                engine.submit(Command::Cancel { session, id, target })
+            }
+            Request::Poll { target } => engine.submit(Command::Poll { session, id, target }),
+            Request::Keepalive => {
+                let _ = self.tx.send(ResponseFrame::new(op::KEEPALIVE, id, Status::Ok, 0));
+            }
+            Request::Stats { max_entries } => {
+                let max_entries = max_entries.min(self.shared.config.max_stats_entries);
+                engine.submit(Command::Stats { session, id, max_entries })
+            }
+        }
+    }
+}
+
+async fn write_loop<S: AsyncWrite>(
+    mut wr: WriteHalf<S>,
+    mut rx: mpsc::UnboundedReceiver<ResponseFrame>,
+    written: Arc<Written>,
+) {
+    let mut out = Vec::with_capacity(4096);
+    while let Some(r) = rx.recv().await {
+        out.clear();
+        r.encode(&mut out);
+        let mut n = 1;
+        // Batch whatever else is ready into one write.
+        while out.len() < 64 * 1024 {
+            match rx.try_recv() {
+                Ok(r) => {
+                    r.encode(&mut out);
+                    n += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        if wr.write_all(&out).await.is_err() {
+            return;
+        }
+        // Release: pairs with the read loop's Acquire load of the count.
+        written.count.fetch_add(n, Ordering::Release);
+        written.progress.notify_one();
+    }
+    let _ = wr.shutdown().await;
+}

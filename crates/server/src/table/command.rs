@@ -1,0 +1,94 @@
+//! The operations handlers submit to a lock table.
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::protocol::{Mode, ResponseFrame};
+
+/// Where a session's responses go: the session's writer task.
+pub type ReplySink = UnboundedSender<ResponseFrame>;
+
+/// One unit of work for a [`LockTable`](super::LockTable). Every command carrying a request
+/// id is answered on the session's [`ReplySink`].
+#[derive(Debug)]
+pub enum Command {
+    /// A session opened; its responses go to `sink`.
+    Open {
+        /// Session id.
+        session: u64,
+        /// The session's response channel.
+        sink: ReplySink,
+    },
+    /// `LOCK` (range already validated).
+    Lock {
+        /// Session id.
+        session: u64,
+        /// Request id; names the lock.
+        id: u64,
+        /// First unit.
+        start: u64,
+        /// One past the last unit.
+        end: u64,
+        /// Shared or exclusive.
+        mode: Mode,
+        /// Whether the request may queue (`false` for `try`).
+        may_wait: bool,
+        /// A number unique within the session for this lock request, chosen by the
+        /// handler; a later [`Command::Expire`] names it.
+        nonce: u64,
+    },
+    /// `UNLOCK`.
+    Unlock {
+        /// Session id.
+        session: u64,
+        /// Request id of the `UNLOCK`.
+        id: u64,
+        /// The lock's request id.
+        target: u64,
+    },
+    /// `CANCEL`.
+    Cancel {
+        /// Session id.
+        session: u64,
+        /// Request id of the `CANCEL`.
+        id: u64,
+        /// The lock's request id.
+        target: u64,
+    },
+    /// `POLL`.
+    Poll {
+        /// Session id.
+        session: u64,
+        /// Request id of the `POLL`.
+        id: u64,
+        /// The lock's request id.
+        target: u64,
+    },
+    /// The timeout of a waiting lock passed (sent by a timer; a no-op if already granted).
+    Expire {
+        /// Session id.
+        session: u64,
+        /// The lock's request id.
+        target: u64,
+        /// The lock's nonce, so the timer of an earlier lock whose id was reused cannot
+        /// expire a later one.
+        nonce: u64,
+    },
+    /// `STATS`.
+    Stats {
+        /// Session id.
+        session: u64,
+        /// Request id.
+        id: u64,
+        /// Entries asked for (already clamped).
+        max_entries: u32,
+    },
+    /// The session ended (close, error or lease expiry): release everything it holds or waits for.
+    Close {
+        /// Session id.
+        session: u64,
+    },
+    /// The server is stopping: answer every waiting lock `SHUTTING_DOWN`, grant nothing
+    /// more and refuse new locks, so no client is granted a lock while sessions are being
+    /// torn down (the `Close` of each session follows).
+    Shutdown,
+}

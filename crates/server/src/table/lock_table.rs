@@ -1,0 +1,425 @@
+//! The lock table: an interval tree of held and queued locks with blocking-range counts.
+//!
+//! # Algorithm (seed 3, §4.3.3, made complete)
+//!
+//! Every lock request gets an arrival number `seq`. A request entering the table counts
+//! the *conflicting* entries already in it that overlap its range — held or still
+//! waiting; a shared request counts only exclusive ones, an exclusive one counts all.
+//! That count is its `blocking` number. It is inserted either way (unless it is a `try`
+//! with a non-zero count, which is answered `WOULD_BLOCK` and forgotten). With
+//! `blocking == 0` it is granted at once.
+//!
+//! When an entry `X` leaves the table (unlock, cancel, timeout, session close) every entry
+//! `Y` overlapping it with `Y.seq > X.seq` and a conflicting mode has its `blocking`
+//! decremented; a `Y` that reaches zero is granted.
+//!
+//! # Invariants and correctness
+//!
+//! * **`Y.blocking` = number of entries `X` in the table with `X.seq < Y.seq`, overlapping
+//!   and conflicting with `Y`.** True at insertion (the table holds exactly the entries that
+//!   arrived earlier and are still present); removal of `X` decrements exactly the `Y` that
+//!   counted `X` (later, overlapping, conflicting); nothing else changes the set.
+//! * **Mutual exclusion.** If `A` and `B` overlap and conflict and both are held, the later
+//!   one, say `B`, counted `A` while `A` is present, so `B.blocking >= 1` — it cannot have
+//!   been granted. Hence a held entry has `blocking == 0` forever after.
+//! * **FIFO fairness per overlap.** A request waits for every earlier conflicting
+//!   overlapping request, queued or held, so a stream of readers cannot starve a writer
+//!   and grants among conflicting requests follow arrival order.
+//! * **Liveness.** The earliest waiting entry among any chain has nothing earlier to wait
+//!   for but holders; holders leave by unlock, session close or lease expiry.
+//! * **Fencing tokens** come from one counter incremented per grant; the table is driven
+//!   by one thread at a time, so tokens strictly increase across all grants.
+//!
+//! # Trade-offs
+//!
+//! The table is sequential; engines decide who runs it (one combiner thread, any handler
+//! under a mutex, or a single-threaded server). Unlock by id goes through a per-session
+//! `HashMap` to the tree handle: `O(1)` to find, `O(log n + k)` to remove and wake.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::command::{Command, ReplySink};
+use super::interval_tree::{Handle, IntervalTree};
+use crate::protocol::{
+    op, Counters, EntryState, GrantMode, Mode, ResponseFrame, StatsBody, StatsEntry, Status,
+};
+
+/// How many released lock ids a session remembers so that a repeated `UNLOCK` answers
+/// `ALREADY_RELEASED` instead of `NOT_HELD`.
+pub const RELEASED_MEMORY: usize = 4096;
+
+#[derive(Debug)]
+struct Entry {
+    session: u64,
+    id: u64,
+    mode: Mode,
+    nonce: u64,
+    blocking: u32,
+    /// `Some(token)` once granted.
+    token: Option<u64>,
+}
+
+#[derive(Debug)]
+struct SessionState {
+    sink: ReplySink,
+    /// Live locks (held or waiting) by request id.
+    locks: HashMap<u64, Handle>,
+    /// Recently released lock ids, oldest first, bounded by [`RELEASED_MEMORY`].
+    released_order: VecDeque<u64>,
+    released: HashSet<u64>,
+    /// Poll grant mode: outcomes of waits that ended without a grant, until polled.
+    outcomes: HashMap<u64, Status>,
+}
+
+impl SessionState {
+    fn remember_released(&mut self, id: u64) {
+        if self.released.insert(id) {
+            self.released_order.push_back(id);
+            if self.released_order.len() > RELEASED_MEMORY {
+                if let Some(old) = self.released_order.pop_front() {
+                    self.released.remove(&old);
+                }
+            }
+        }
+    }
+
+    fn reply(&self, r: ResponseFrame) {
+        // The writer task may be gone (connection closing); the session's Close follows.
+        let _ = self.sink.send(r);
+    }
+}
+
+/// Limits the table enforces.
+#[derive(Clone, Copy, Debug)]
+pub struct TableLimits {
+    /// Live locks (held + waiting) plus unpolled outcomes per session.
+    pub max_locks_per_session: usize,
+    /// Entries in a `STATS` reply.
+    pub max_stats_entries: u32,
+}
+
+/// The sequential lock table; see the module docs.
+#[derive(Debug)]
+pub struct LockTable {
+    tree: IntervalTree<Entry>,
+    sessions: HashMap<u64, SessionState>,
+    grant: GrantMode,
+    limits: TableLimits,
+    next_seq: u64,
+    counters: Counters,
+    /// Errors counted outside the table (by handlers), added to `counters.errors` in stats.
+    handler_errors: Arc<AtomicU64>,
+    scratch: Vec<Handle>,
+    /// Set by [`Command::Shutdown`]: no more grants or new locks.
+    shutting_down: bool,
+}
+
+impl LockTable {
+    /// An empty table.
+    pub fn new(grant: GrantMode, limits: TableLimits, handler_errors: Arc<AtomicU64>) -> Self {
+        LockTable {
+            tree: IntervalTree::new(),
+            sessions: HashMap::new(),
+            grant,
+            limits,
+            next_seq: 0,
+            counters: Counters::default(),
+            handler_errors,
+            scratch: Vec::new(),
+            shutting_down: false,
+        }
+    }
+
+    /// Executes one command, sending its responses.
+    pub fn apply(&mut self, cmd: Command) {
+        match cmd {
+            Command::Open { session, sink } => {
+                self.counters.sessions_open += 1;
+                self.counters.sessions_total += 1;
+                self.sessions.insert(
+                    session,
+                    SessionState {
+                        sink,
+                        locks: HashMap::new(),
+                        released_order: VecDeque::new(),
+                        released: HashSet::new(),
+                        outcomes: HashMap::new(),
+                    },
+                );
+            }
+            Command::Lock { session, id, start, end, mode, may_wait, nonce } => {
+                self.lock(session, id, start, end, mode, may_wait, nonce)
+            }
+            Command::Unlock { session, id, target } => self.unlock(session, id, target),
+            Command::Cancel { session, id, target } => self.cancel(session, id, target),
+            Command::Poll { session, id, target } => self.poll(session, id, target),
+            Command::Expire { session, target, nonce } => self.expire(session, target, nonce),
+            Command::Stats { session, id, max_entries } => self.stats(session, id, max_entries),
+            Command::Close { session } => self.close(session),
+            Command::Shutdown => self.shutdown(),
+        }
+    }
+
+    fn reply(&mut self, session: u64, r: ResponseFrame) {
+        if r.status.is_error() {
+            self.counters.errors += 1;
+        }
+        if let Some(s) = self.sessions.get(&session) {
+            s.reply(r);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn lock(
+        &mut self,
+        session: u64,
+        id: u64,
+        start: u64,
+        end: u64,
+        mode: Mode,
+        may_wait: bool,
+        nonce: u64,
+    ) {
+        let Some(s) = self.sessions.get(&session) else { return };
+        let error = if self.shutting_down {
+            Some(Status::ShuttingDown)
+        } else if start >= end {
+            Some(Status::InvalidRange)
+        } else if s.locks.contains_key(&id) || s.outcomes.contains_key(&id) {
+            Some(Status::DuplicateId)
+        } else if s.locks.len() + s.outcomes.len() >= self.limits.max_locks_per_session {
+            Some(Status::TooManyLocks)
+        } else {
+            None
+        };
+        if let Some(status) = error {
+            self.reply(session, ResponseFrame::new(op::LOCK, id, status, 0));
+            return;
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        self.tree.overlaps(start, end, &mut scratch);
+        let blocking =
+            scratch.iter().filter(|h| !self.tree.get(**h).mode.compatible(mode)).count() as u32;
+        self.scratch = scratch;
+        if blocking > 0 && !may_wait {
+            self.counters.would_block += 1;
+            self.reply(session, ResponseFrame::new(op::LOCK, id, Status::WouldBlock, 0));
+            return;
+        }
+        self.next_seq += 1;
+        let entry = Entry { session, id, mode, nonce, blocking, token: None };
+        let h = self.tree.insert(start, end, self.next_seq, entry);
+        let s = self.sessions.get_mut(&session).expect("checked above");
+        s.locks.insert(id, h);
+        s.released.remove(&id);
+        if blocking == 0 {
+            self.grant(h, false);
+        } else {
+            self.counters.waiters += 1;
+            if self.grant == GrantMode::Poll {
+                self.reply(session, ResponseFrame::new(op::LOCK, id, Status::Pending, 0));
+            }
+        }
+    }
+
+    /// Marks an entry held and tells its owner. A lock granted at once is answered in both
+    /// grant modes; a `queued` one only in push mode (the poll-mode client was told
+    /// `PENDING` and finds the grant with `POLL`).
+    fn grant(&mut self, h: Handle, queued: bool) {
+        self.counters.grants += 1;
+        let token = self.counters.grants;
+        self.counters.holders += 1;
+        let e = self.tree.get_mut(h);
+        debug_assert!(e.token.is_none() && e.blocking == 0);
+        e.token = Some(token);
+        let (session, id) = (e.session, e.id);
+        if !queued || self.grant == GrantMode::Push {
+            self.reply(session, ResponseFrame::new(op::LOCK, id, Status::Ok, token));
+        }
+    }
+
+    /// Takes an entry out of the table and grants the waiters that only it blocked.
+    fn remove(&mut self, h: Handle) -> Entry {
+        let (start, end, seq) = self.tree.interval(h);
+        let entry = self.tree.remove(h);
+        if entry.token.is_some() {
+            self.counters.holders -= 1;
+        } else {
+            self.counters.waiters -= 1;
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        self.tree.overlaps(start, end, &mut scratch);
+        for &y in &scratch {
+            let (_, _, yseq) = self.tree.interval(y);
+            let ye = self.tree.get_mut(y);
+            if yseq > seq && !ye.mode.compatible(entry.mode) {
+                debug_assert!(
+                    ye.blocking > 0 && ye.token.is_none(),
+                    "a held entry is never blocked"
+                );
+                ye.blocking -= 1;
+                if ye.blocking == 0 && !self.shutting_down {
+                    self.counters.waiters -= 1;
+                    self.grant(y, true);
+                }
+            }
+        }
+        self.scratch = scratch;
+        entry
+    }
+
+    /// Ends a waiting entry with `status` (timeout or cancel). Push mode: the waiting
+    /// `LOCK` is answered with `status`. Poll mode: a timeout is kept for the next `POLL`;
+    /// a cancel (which the client asked for) is remembered like a release.
+    fn end_wait(&mut self, session: u64, h: Handle, status: Status) {
+        let e = self.remove(h);
+        let s = self.sessions.get_mut(&session).expect("entry's session is open");
+        s.locks.remove(&e.id);
+        match self.grant {
+            GrantMode::Push => s.reply(ResponseFrame::new(op::LOCK, e.id, status, 0)),
+            GrantMode::Poll if status == Status::TimedOut => {
+                s.outcomes.insert(e.id, status);
+            }
+            GrantMode::Poll => s.remember_released(e.id),
+        }
+    }
+
+    fn unlock(&mut self, session: u64, id: u64, target: u64) {
+        let Some(s) = self.sessions.get(&session) else { return };
+        match s.locks.get(&target).copied() {
+            Some(h) if self.tree.get(h).token.is_some() => {
+                let e = self.remove(h);
+                self.counters.releases += 1;
+                let s = self.sessions.get_mut(&session).expect("open");
+                s.locks.remove(&e.id);
+                s.remember_released(e.id);
+                s.reply(ResponseFrame::new(op::UNLOCK, id, Status::Ok, 0));
+            }
+            Some(h) => {
+                // Unlock of a queued lock withdraws it.
+                self.counters.cancels += 1;
+                self.end_wait(session, h, Status::Cancelled);
+                self.reply(session, ResponseFrame::new(op::UNLOCK, id, Status::Ok, 0));
+            }
+            None if s.released.contains(&target) => {
+                self.reply(session, ResponseFrame::new(op::UNLOCK, id, Status::AlreadyReleased, 0))
+            }
+            None => {
+                // A poll-mode outcome of a wait that already ended is consumed silently.
+                let had_outcome =
+                    self.sessions.get_mut(&session).expect("open").outcomes.remove(&target);
+                let status =
+                    if had_outcome.is_some() { Status::AlreadyReleased } else { Status::NotHeld };
+                self.reply(session, ResponseFrame::new(op::UNLOCK, id, status, 0))
+            }
+        }
+    }
+
+    fn cancel(&mut self, session: u64, id: u64, target: u64) {
+        let Some(s) = self.sessions.get(&session) else { return };
+        let status = match s.locks.get(&target).copied() {
+            Some(h) if self.tree.get(h).token.is_some() => Status::NotWaiting,
+            Some(h) => {
+                self.counters.cancels += 1;
+                self.end_wait(session, h, Status::Cancelled);
+                Status::Ok
+            }
+            None => Status::NotHeld,
+        };
+        self.reply(session, ResponseFrame::new(op::CANCEL, id, status, 0));
+    }
+
+    fn poll(&mut self, session: u64, id: u64, target: u64) {
+        let Some(s) = self.sessions.get_mut(&session) else { return };
+        let (status, value) = match s.locks.get(&target).copied() {
+            Some(h) => match self.tree.get(h).token {
+                Some(t) => (Status::Ok, t),
+                None if self.shutting_down => (Status::ShuttingDown, 0),
+                None => (Status::Pending, 0),
+            },
+            None => match s.outcomes.remove(&target) {
+                Some(st) => (st, 0),
+                None if s.released.contains(&target) => (Status::AlreadyReleased, 0),
+                None => (Status::NotHeld, 0),
+            },
+        };
+        self.reply(session, ResponseFrame::new(op::POLL, id, status, value));
+    }
+
+    fn expire(&mut self, session: u64, target: u64, nonce: u64) {
+        let Some(s) = self.sessions.get(&session) else { return };
+        let Some(h) = s.locks.get(&target).copied() else { return };
+        let e = self.tree.get(h);
+        if e.token.is_none() && e.nonce == nonce {
+            self.counters.timeouts += 1;
+            self.end_wait(session, h, Status::TimedOut);
+        }
+    }
+
+    fn stats(&mut self, session: u64, id: u64, max_entries: u32) {
+        let max = max_entries.min(self.limits.max_stats_entries) as usize;
+        let mut all: Vec<(u64, Handle)> =
+            self.tree.handles().map(|h| (self.tree.interval(h).2, h)).collect();
+        all.sort_unstable_by_key(|(seq, _)| *seq);
+        let entries = all
+            .into_iter()
+            .take(max)
+            .map(|(_, h)| {
+                let (start, end, _) = self.tree.interval(h);
+                let e = self.tree.get(h);
+                StatsEntry {
+                    session: e.session,
+                    id: e.id,
+                    start,
+                    end,
+                    mode: e.mode,
+                    state: if e.token.is_some() { EntryState::Held } else { EntryState::Waiting },
+                    token: e.token.unwrap_or(0),
+                }
+            })
+            .collect();
+        let mut counters = self.counters;
+        counters.errors += self.handler_errors.load(Ordering::Relaxed);
+        let mut r = ResponseFrame::new(op::STATS, id, Status::Ok, 0);
+        r.stats = Some(StatsBody { counters, entries });
+        self.reply(session, r);
+    }
+
+    fn close(&mut self, session: u64) {
+        let Some(s) = self.sessions.get_mut(&session) else { return };
+        // Remove latest first: an entry's removal only wakes later entries, which are
+        // already gone, so no waiter of this closing session is granted meanwhile.
+        let mut hs: Vec<Handle> = s.locks.drain().map(|(_, h)| h).collect();
+        hs.sort_unstable_by_key(|h| std::cmp::Reverse(self.tree.interval(*h).2));
+        for h in hs {
+            if self.tree.get(h).token.is_some() {
+                self.counters.released_by_close += 1;
+            }
+            self.remove(h);
+        }
+        self.sessions.remove(&session);
+        self.counters.sessions_open -= 1;
+    }
+
+    fn shutdown(&mut self) {
+        self.shutting_down = true;
+        if self.grant == GrantMode::Push {
+            for h in self.tree.handles().collect::<Vec<_>>() {
+                let e = self.tree.get(h);
+                if e.token.is_none() {
+                    let (session, id) = (e.session, e.id);
+                    self.reply(session, ResponseFrame::new(op::LOCK, id, Status::ShuttingDown, 0));
+                }
+            }
+        }
+    }
+
+    /// Counters (for tests and the engines' own stats).
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+}

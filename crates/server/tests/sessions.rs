@@ -1,0 +1,368 @@
+//! Session semantics: release on close and on lease expiry, fencing tokens, idempotent
+//! unlock, limits and bad input answered with errors, poll mode, Unix sockets.
+
+mod common;
+
+use std::io::Write;
+use std::time::Duration;
+
+use common::{lock, Raw};
+use rangelock_client::{AsyncClient, Client, ClientError, Endpoint, EntryState, Mode, Wait};
+use rangelock_server::protocol::*;
+use rangelock_server::{EngineKind, Server, ServerConfig};
+
+fn server(f: impl FnOnce(&mut ServerConfig)) -> Server {
+    let mut c = ServerConfig::ephemeral();
+    f(&mut c);
+    Server::start(c).unwrap()
+}
+
+#[test]
+fn closing_a_session_releases_its_locks_and_grants_waiters() {
+    for engine in EngineKind::ALL {
+        let srv = server(|c| c.engine = engine);
+        let ep = Endpoint::from(srv.tcp_addr().unwrap());
+        let mut a = Raw::connect(srv.tcp_addr().unwrap());
+        let b = Client::connect(&ep).unwrap();
+        assert_eq!(a.call(1, lock(0, 100, Mode::Exclusive, Wait::Forever)).status, Status::Ok);
+        assert_eq!(a.call(2, lock(200, 300, Mode::Shared, Wait::Forever)).status, Status::Ok);
+        assert!(matches!(b.lock(50..60, Mode::Shared, Wait::Try), Err(ClientError::WouldBlock)));
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| b.lock_exclusive(0..300).map(|g| g.token()));
+            // Whether b queued before or after, closing a's connection (no UNLOCK) must
+            // let it through.
+            drop(a);
+            let token = waiter.join().unwrap().unwrap();
+            assert!(token > 2);
+        });
+        let st = b.stats(10).unwrap();
+        assert_eq!(st.counters.released_by_close, 2);
+        assert_eq!(st.counters.holders, 0, "b's guard was dropped at the end of the scope");
+        drop(b);
+        srv.shutdown();
+    }
+}
+
+#[test]
+fn an_expired_lease_releases_the_session() {
+    let srv = server(|c| c.lease = Duration::from_millis(300));
+    let addr = srv.tcp_addr().unwrap();
+    let mut silent = Raw::connect(addr);
+    assert_eq!(silent.hello.lease_ms, 300);
+    let r = silent.call(1, lock(0, 10, Mode::Exclusive, Wait::Forever));
+    assert_eq!(r.status, Status::Ok);
+    // The blocking client's keepalive task keeps its own session alive meanwhile.
+    let other = Client::connect(&Endpoint::from(addr)).unwrap();
+    let g = other.lock_exclusive(5..6).unwrap(); // granted once `silent` expires
+    assert!(g.token() > r.value);
+    assert!(silent.closed_by_server());
+    let st = other.stats(10).unwrap();
+    assert_eq!(st.counters.released_by_close, 1);
+    drop(g);
+    drop(other);
+    srv.shutdown();
+}
+
+#[test]
+fn fencing_tokens_strictly_increase_across_sessions() {
+    let srv = server(|_| {});
+    let ep = Endpoint::from(srv.tcp_addr().unwrap());
+    let a = Client::connect(&ep).unwrap();
+    let b = Client::connect(&ep).unwrap();
+    let mut last = 0;
+    for i in 0..50u64 {
+        let c = if i % 2 == 0 { &a } else { &b };
+        let g = if i % 3 == 0 {
+            c.lock_shared(0..10).unwrap()
+        } else {
+            c.lock_exclusive(i..i + 1).unwrap()
+        };
+        assert!(g.token() > last);
+        last = g.token();
+    }
+    drop((a, b));
+    srv.shutdown();
+}
+
+#[test]
+fn bad_requests_get_errors_and_do_not_disturb_other_sessions() {
+    for engine in EngineKind::ALL {
+        bad_requests(engine);
+    }
+}
+
+fn bad_requests(engine: EngineKind) {
+    let srv = server(|c| {
+        c.max_locks_per_session = 4;
+        c.engine = engine;
+    });
+    let addr = srv.tcp_addr().unwrap();
+    let mut bystander = Raw::connect(addr);
+    let held = bystander.call(1, lock(1000, 2000, Mode::Exclusive, Wait::Forever));
+    assert_eq!(held.status, Status::Ok);
+
+    let mut c = Raw::connect(addr);
+    // Idempotent unlock.
+    assert_eq!(c.call(1, lock(0, 10, Mode::Exclusive, Wait::Forever)).status, Status::Ok);
+    assert_eq!(c.call(2, Request::Unlock { target: 1 }).status, Status::Ok);
+    assert_eq!(c.call(3, Request::Unlock { target: 1 }).status, Status::AlreadyReleased);
+    assert_eq!(c.call(4, Request::Unlock { target: 99 }).status, Status::NotHeld);
+    // Unlocking another session's lock id is just "not held" here.
+    assert_eq!(c.call(5, Request::Unlock { target: held.id }).status, Status::AlreadyReleased);
+    assert_eq!(c.call(6, Request::Cancel { target: 77 }).status, Status::NotHeld);
+    // Duplicate id of a live lock.
+    assert_eq!(c.call(7, lock(0, 10, Mode::Shared, Wait::Forever)).status, Status::Ok);
+    assert_eq!(c.call(7, lock(20, 30, Mode::Shared, Wait::Forever)).status, Status::DuplicateId);
+    assert_eq!(c.call(8, Request::Cancel { target: 7 }).status, Status::NotWaiting);
+    // Conflicts with the bystander: try and timeout.
+    assert_eq!(c.call(9, lock(1500, 1501, Mode::Shared, Wait::Try)).status, Status::WouldBlock);
+    let r = c.call(10, lock(1500, 1501, Mode::Shared, Wait::Timeout(Duration::from_millis(30))));
+    assert_eq!(r.status, Status::TimedOut);
+    // Cancel of a waiting lock: the LOCK is answered CANCELLED, the CANCEL OK.
+    c.send(11, lock(1999, 2001, Mode::Exclusive, Wait::Forever));
+    c.send(12, Request::Cancel { target: 11 });
+    let mut got = [c.recv().unwrap(), c.recv().unwrap()];
+    got.sort_by_key(|r| r.id);
+    assert_eq!((got[0].id, got[0].status), (11, Status::Cancelled));
+    assert_eq!((got[1].id, got[1].status), (12, Status::Ok));
+    // Limit: 4 live locks per session (7 is live).
+    for id in 13..16 {
+        assert_eq!(
+            c.call(id, lock(id * 10, id * 10 + 1, Mode::Exclusive, Wait::Forever)).status,
+            Status::Ok
+        );
+    }
+    assert_eq!(
+        c.call(16, lock(500, 501, Mode::Exclusive, Wait::Forever)).status,
+        Status::TooManyLocks
+    );
+    // Malformed payloads on a well-delimited frame: answered, connection goes on.
+    let mut inverted = Vec::new();
+    RequestFrame { id: 17, request: lock(5, 6, Mode::Shared, Wait::Try) }.encode(&mut inverted);
+    inverted[13..21].copy_from_slice(&9u64.to_le_bytes());
+    c.send_bytes(&inverted);
+    assert_eq!(c.recv().unwrap().status, Status::InvalidRange);
+    c.send_bytes(&[9, 0, 0, 0, 0x55, 18, 0, 0, 0, 0, 0, 0, 0]);
+    let r = c.recv().unwrap();
+    assert_eq!((r.op, r.id, r.status), (0x55, 18, Status::UnknownOp));
+    c.send_bytes(&[10, 0, 0, 0, op::KEEPALIVE, 19, 0, 0, 0, 0, 0, 0, 0, 0xff]);
+    assert_eq!(c.recv().unwrap().status, Status::Malformed);
+    assert_eq!(c.call(20, Request::Keepalive).status, Status::Ok);
+    // Garbage framing: an answer with id 0, then the server closes the connection.
+    let mut c2 = Raw::connect(addr);
+    c2.send_bytes(&u32::MAX.to_le_bytes());
+    assert_eq!(c2.recv().unwrap().status, Status::FrameTooLarge);
+    assert!(c2.closed_by_server());
+    let mut c3 = Raw::connect(addr);
+    c3.send_bytes(&[3, 0, 0, 0, 1, 2, 3]);
+    assert_eq!(c3.recv().unwrap().status, Status::Malformed);
+    assert!(c3.closed_by_server());
+    // Version mismatch and bad magic.
+    let mut v = std::net::TcpStream::connect(addr).unwrap();
+    v.write_all(b"RLCK\x09\x00\x00\x00").unwrap();
+    let mut buf = [0u8; SERVER_HELLO_LEN];
+    std::io::Read::read_exact(&mut v, &mut buf).unwrap();
+    let h = ServerHello::decode(&buf).unwrap();
+    assert_eq!((h.status, h.version), (HelloStatus::UnsupportedVersion, VERSION));
+    let mut m = Raw { s: std::net::TcpStream::connect(addr).unwrap(), hello: h };
+    m.send_bytes(b"GET / HTTP/1.1\r\n\r\n");
+    assert!(m.closed_by_server());
+
+    // The bystander still holds its lock with its token; the errors were counted.
+    let st = bystander.call(2, Request::Stats { max_entries: 100 }).stats.unwrap();
+    let mine: Vec<_> = st.entries.iter().filter(|e| e.session == bystander.hello.session).collect();
+    assert_eq!(mine.len(), 1);
+    assert_eq!(
+        (mine[0].start, mine[0].end, mine[0].state, mine[0].token),
+        (1000, 2000, EntryState::Held, held.value)
+    );
+    assert!(st.counters.errors >= 9, "errors counted: {}", st.counters.errors);
+    srv.shutdown();
+}
+
+#[test]
+fn poll_mode_grants_on_poll() {
+    for engine in EngineKind::ALL {
+        poll_mode(engine);
+    }
+}
+
+fn poll_mode(engine: EngineKind) {
+    let srv = server(|c| {
+        c.grant = GrantMode::Poll;
+        c.engine = engine;
+    });
+    let addr = srv.tcp_addr().unwrap();
+    let mut a = Raw::connect(addr);
+    let mut b = Raw::connect(addr);
+    assert_eq!(b.hello.grant, GrantMode::Poll);
+    assert_eq!(a.call(1, lock(0, 10, Mode::Exclusive, Wait::Forever)).status, Status::Ok);
+    assert_eq!(b.call(1, lock(5, 6, Mode::Shared, Wait::Forever)).status, Status::Pending);
+    assert_eq!(b.call(2, Request::Poll { target: 1 }).status, Status::Pending);
+    assert_eq!(
+        b.call(3, lock(9, 10, Mode::Exclusive, Wait::Timeout(Duration::from_millis(1)))).status,
+        Status::Pending
+    );
+    // Releasing a's lock grants b's first request; the second timed out (or will).
+    assert_eq!(a.call(2, Request::Unlock { target: 1 }).status, Status::Ok);
+    // Table engines grant inside the UNLOCK; the rangelock engine's waiting thread takes
+    // the range a moment later: poll (on replies) until the request settles.
+    let settle = |b: &mut Raw, target: u64, id: u64| {
+        for _ in 0..100_000 {
+            let r = b.call(id, Request::Poll { target });
+            if r.status != Status::Pending {
+                return r;
+            }
+        }
+        panic!("request {target} never settled");
+    };
+    let r = settle(&mut b, 1, 4);
+    assert_eq!(r.status, Status::Ok);
+    assert!(r.value > 1);
+    assert_eq!(b.call(5, Request::Unlock { target: 1 }).status, Status::Ok);
+    assert_eq!(b.call(6, Request::Poll { target: 1 }).status, Status::AlreadyReleased);
+    let r = settle(&mut b, 3, 7);
+    assert!(matches!(r.status, Status::TimedOut | Status::Ok), "{:?}", r.status);
+    srv.shutdown();
+}
+
+#[test]
+fn dropping_a_waiting_lock_future_withdraws_it() {
+    let srv = server(|_| {});
+    let ep = Endpoint::from(srv.tcp_addr().unwrap());
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let a = AsyncClient::connect(&ep).await.unwrap();
+        let b = AsyncClient::connect(&ep).await.unwrap();
+        let g = a.lock_exclusive(0..10).await.unwrap();
+        {
+            let fut = b.lock_exclusive(0..10);
+            tokio::pin!(fut);
+            // Let the request reach the server (a stats round trip on b orders after it).
+            tokio::select! {
+                biased;
+                _ = &mut fut => panic!("granted while held"),
+                st = b.stats(10) => assert_eq!(st.unwrap().counters.waiters, 1),
+            }
+        } // dropped: withdrawn
+        let st = b.stats(10).await.unwrap();
+        assert_eq!(st.counters.waiters, 0);
+        assert_eq!(st.counters.cancels, 1);
+        g.unlock().await.unwrap();
+        let g2 = b.lock(0..10, Mode::Exclusive, Wait::Try).await.unwrap();
+        assert_eq!(g2.range(), 0..10);
+    });
+    drop(rt);
+    srv.shutdown();
+}
+
+#[test]
+fn unix_socket_works() {
+    let dir = std::env::temp_dir().join(format!("rangelock-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sock");
+    let srv = server(|c| {
+        c.tcp = None;
+        c.unix = Some(path.clone());
+    });
+    assert!(srv.tcp_addr().is_none());
+    let c = Client::connect(&Endpoint::Unix(path.clone())).unwrap();
+    let g = c.lock_exclusive(0..u64::MAX).unwrap();
+    assert!(matches!(c.lock(7..8, Mode::Shared, Wait::Try), Err(ClientError::WouldBlock)));
+    g.unlock().unwrap();
+    drop(c);
+    srv.shutdown();
+    assert!(!path.exists(), "socket file removed on shutdown");
+    let _ = std::fs::remove_dir(&dir);
+}
+
+#[test]
+fn a_client_that_sends_without_reading_is_paused_not_buffered_without_bound() {
+    let srv = server(|c| c.max_locks_per_session = 8);
+    let mut raw = Raw::connect(srv.tcp_addr().unwrap());
+    let mut tx = raw.s.try_clone().unwrap();
+    const N: u64 = 20_000; // far beyond the backlog limit
+    let sender = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        for id in 0..N {
+            RequestFrame { id, request: Request::Keepalive }.encode(&mut out);
+        }
+        tx.write_all(&out).unwrap();
+    });
+    // Reading late: every request is still answered exactly once, in order.
+    for id in 0..N {
+        let r = raw.recv().unwrap();
+        assert_eq!((r.id, r.status), (id, Status::Ok));
+    }
+    sender.join().unwrap();
+    srv.shutdown();
+}
+
+#[test]
+fn dropping_a_guard_releases_and_unlock_is_confirmed() {
+    for engine in EngineKind::ALL {
+        let srv = server(|c| c.engine = engine);
+        let ep = Endpoint::from(srv.tcp_addr().unwrap());
+        let c = Client::connect(&ep).unwrap();
+        let g = c.lock_exclusive(0..10).unwrap();
+        assert_eq!((g.range(), g.mode()), (0..10, Mode::Exclusive));
+        assert!(matches!(c.lock(5..6, Mode::Shared, Wait::Try), Err(ClientError::WouldBlock)));
+        drop(g); // UNLOCK sent without waiting; later requests of the session follow it
+        let g = c.lock(5..6, Mode::Shared, Wait::Try).expect("released by drop");
+        g.unlock().unwrap();
+        let st = c.stats(10).unwrap();
+        assert_eq!((st.counters.holders, st.counters.releases), (0, 2));
+        assert!(c.is_connected());
+        drop(c);
+        srv.shutdown();
+    }
+}
+
+#[test]
+fn server_shutdown_answers_waiters_then_closes() {
+    for engine in EngineKind::ALL {
+        for grant in [GrantMode::Push, GrantMode::Poll] {
+            shutdown_with_a_waiter(engine, grant);
+        }
+    }
+}
+
+fn shutdown_with_a_waiter(engine: EngineKind, grant: GrantMode) {
+    let srv = server(|c| {
+        c.engine = engine;
+        c.grant = grant;
+    });
+    let ep = Endpoint::from(srv.tcp_addr().unwrap());
+    let a = Client::connect(&ep).unwrap();
+    let b = Client::connect(&ep).unwrap();
+    let _held = a.lock_exclusive(0..10).unwrap();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| b.lock_exclusive(0..10).map(|g| g.token()));
+        // Wait (on replies) until b's LOCK is queued.
+        let mut waiters = 0;
+        for _ in 0..100_000 {
+            waiters = b.stats(0).unwrap().counters.waiters;
+            if waiters == 1 {
+                break;
+            }
+        }
+        assert_eq!(waiters, 1);
+        srv.shutdown();
+        // The server stops granting before it tears sessions down: the waiter is told
+        // (push), or learns it on its next poll or from the closed connection (poll) —
+        // it is never granted the lock a's teardown frees.
+        let r = waiter.join().unwrap();
+        assert!(
+            matches!(
+                r,
+                Err(ClientError::Server(Status::ShuttingDown) | ClientError::ConnectionLost)
+            ),
+            "{engine:?} {grant:?}: {r:?}"
+        );
+        if grant == GrantMode::Push {
+            assert!(matches!(r, Err(ClientError::Server(Status::ShuttingDown))), "{r:?}");
+        }
+    });
+    assert!(matches!(b.lock_exclusive(20..30), Err(ClientError::ConnectionLost)));
+    assert!(!b.is_connected());
+}

@@ -1,0 +1,188 @@
+//! The hex test vectors of `docs/PROTOCOL.md`, checked byte for byte in both directions.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rangelock_server::protocol::*;
+
+const DOC: &str = include_str!("../../../docs/PROTOCOL.md");
+
+/// `name = hex bytes` lines (continued on following lines without `=`) between the
+/// vector markers of the document.
+fn doc_vectors() -> BTreeMap<String, Vec<u8>> {
+    let start = DOC.find("<!-- vectors:begin -->").expect("begin marker");
+    let end = DOC.find("<!-- vectors:end -->").expect("end marker");
+    let mut hex: Vec<(String, String)> = Vec::new();
+    for line in DOC[start..end].lines() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with("```") || t.starts_with("<!--") {
+            continue;
+        }
+        match t.split_once('=') {
+            Some((name, h)) => hex.push((name.trim().to_owned(), h.to_owned())),
+            None => hex.last_mut().expect("continuation after a vector").1.push_str(t),
+        }
+    }
+    let mut out = BTreeMap::new();
+    for (name, h) in hex {
+        let h: String = h.chars().filter(|c| !c.is_whitespace()).collect();
+        assert!(h.len() % 2 == 0, "odd hex length in {name}");
+        let bytes = (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).expect("hex"))
+            .collect();
+        assert!(out.insert(name.clone(), bytes).is_none(), "duplicate {name}");
+    }
+    out
+}
+
+enum Msg {
+    ClientHello(ClientHello),
+    ServerHello(ServerHello),
+    Request(RequestFrame),
+    Response(ResponseFrame),
+}
+
+fn expected() -> Vec<(&'static str, Msg)> {
+    let req = |id, request| Msg::Request(RequestFrame { id, request });
+    let stats = StatsBody {
+        counters: Counters {
+            sessions_open: 2,
+            sessions_total: 3,
+            holders: 1,
+            waiters: 1,
+            grants: 7,
+            releases: 5,
+            released_by_close: 1,
+            would_block: 0,
+            timeouts: 0,
+            cancels: 0,
+            errors: 1,
+        },
+        entries: vec![StatsEntry {
+            session: 1,
+            id: 1,
+            start: 0,
+            end: 4096,
+            mode: Mode::Exclusive,
+            state: EntryState::Held,
+            token: 7,
+        }],
+    };
+    vec![
+        ("client-hello", Msg::ClientHello(ClientHello { version: 1 })),
+        (
+            "server-hello",
+            Msg::ServerHello(ServerHello {
+                version: 1,
+                status: HelloStatus::Accepted,
+                grant: GrantMode::Push,
+                session: 1,
+                lease_ms: 10_000,
+                max_frame: 65_536,
+            }),
+        ),
+        (
+            "server-hello-refused",
+            Msg::ServerHello(ServerHello {
+                version: 1,
+                status: HelloStatus::UnsupportedVersion,
+                grant: GrantMode::Poll,
+                session: 0,
+                lease_ms: 10_000,
+                max_frame: 65_536,
+            }),
+        ),
+        (
+            "lock-exclusive-forever",
+            req(
+                1,
+                Request::Lock { start: 0, end: 4096, mode: Mode::Exclusive, wait: Wait::Forever },
+            ),
+        ),
+        (
+            "lock-shared-timeout",
+            req(
+                2,
+                Request::Lock {
+                    start: 100,
+                    end: 200,
+                    mode: Mode::Shared,
+                    wait: Wait::Timeout(Duration::from_millis(250)),
+                },
+            ),
+        ),
+        (
+            "lock-try-full-domain",
+            req(
+                3,
+                Request::Lock { start: 0, end: u64::MAX, mode: Mode::Exclusive, wait: Wait::Try },
+            ),
+        ),
+        ("unlock", req(4, Request::Unlock { target: 1 })),
+        ("cancel", req(5, Request::Cancel { target: 2 })),
+        ("poll", req(6, Request::Poll { target: 2 })),
+        ("keepalive", req(7, Request::Keepalive)),
+        ("stats", req(8, Request::Stats { max_entries: 16 })),
+        ("resp-lock-granted", Msg::Response(ResponseFrame::new(op::LOCK, 1, Status::Ok, 42))),
+        ("resp-lock-pending", Msg::Response(ResponseFrame::new(op::LOCK, 2, Status::Pending, 0))),
+        (
+            "resp-unlock-already-released",
+            Msg::Response(ResponseFrame::new(op::UNLOCK, 4, Status::AlreadyReleased, 0)),
+        ),
+        ("resp-unknown-op", Msg::Response(ResponseFrame::new(0x7f, 9, Status::UnknownOp, 0))),
+        (
+            "resp-stats",
+            Msg::Response(ResponseFrame {
+                op: op::STATS,
+                id: 8,
+                status: Status::Ok,
+                value: 0,
+                stats: Some(stats),
+            }),
+        ),
+    ]
+}
+
+#[test]
+fn every_vector_encodes_and_decodes_byte_for_byte() {
+    let doc = doc_vectors();
+    let want = expected();
+    let count = want.len();
+    let mut mismatches = Vec::new();
+    for (name, msg) in want {
+        let mut bytes = Vec::new();
+        match &msg {
+            Msg::ClientHello(h) => h.encode(&mut bytes),
+            Msg::ServerHello(h) => h.encode(&mut bytes),
+            Msg::Request(r) => r.encode(&mut bytes),
+            Msg::Response(r) => r.encode(&mut bytes),
+        }
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let Some(doc_bytes) = doc.get(name) else {
+            mismatches.push(format!("{name} missing from the document; encoding is {hex}"));
+            continue;
+        };
+        if *doc_bytes != bytes {
+            mismatches.push(format!("{name}: document differs; encoding is {hex}"));
+            continue;
+        }
+        // Decoding the document's bytes gives the value back.
+        match msg {
+            Msg::ClientHello(h) => assert_eq!(ClientHello::decode(doc_bytes).unwrap(), h),
+            Msg::ServerHello(h) => assert_eq!(ServerHello::decode(doc_bytes).unwrap(), h),
+            Msg::Request(r) => {
+                let len = u32::from_le_bytes(doc_bytes[..4].try_into().unwrap()) as usize;
+                assert_eq!(len, doc_bytes.len() - 4, "{name}: length prefix");
+                assert_eq!(RequestFrame::decode(&doc_bytes[4..]).unwrap(), r);
+            }
+            Msg::Response(r) => {
+                let len = u32::from_le_bytes(doc_bytes[..4].try_into().unwrap()) as usize;
+                assert_eq!(len, doc_bytes.len() - 4, "{name}: length prefix");
+                assert_eq!(ResponseFrame::decode(&doc_bytes[4..]).unwrap(), r);
+            }
+        }
+    }
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+    assert_eq!(doc.len(), count, "the document and this test list the same vectors");
+}
