@@ -230,7 +230,13 @@ impl KoganList {
     ///
     /// `prev` and `cur` are protected by `pin`.
     #[inline]
-    unsafe fn unlink(&self, pin: &Pin, prev: &AtomicUsize, cur: *mut Node, next: usize) -> usize {
+    unsafe fn unlink(
+        &self,
+        pin: &Pin<'_>,
+        prev: &AtomicUsize,
+        cur: *mut Node,
+        next: usize,
+    ) -> usize {
         let succ = next & !MARK;
         // SeqCst: list operations share one total order (see module docs); the success
         // also publishes to later walkers the release we observed through `next`.
@@ -255,7 +261,7 @@ impl KoganList {
     /// `node` is protected by `pin`.
     unsafe fn wait_released(
         &self,
-        pin: &mut Pin,
+        pin: &mut Pin<'_>,
         node: *mut Node,
         wait: Wait,
         refresh: bool,
@@ -322,7 +328,7 @@ impl KoganList {
     /// `*spare` is null or an unpublished node from `self.reclaim`.
     unsafe fn attempt(
         &self,
-        pin: &mut Pin,
+        pin: &mut Pin<'_>,
         range: &Range<u64>,
         shared: bool,
         wait: Wait,
@@ -428,7 +434,7 @@ impl KoganList {
     /// # Safety
     ///
     /// `node` is ours, in the list and unmarked.
-    unsafe fn validate_writer(&self, pin: &mut Pin, node: *mut Node, wait: Wait) -> Attempt {
+    unsafe fn validate_writer(&self, pin: &mut Pin<'_>, node: *mut Node, wait: Wait) -> Attempt {
         // SAFETY: ours.
         let (start, end) = unsafe { ((*node).start, (*node).end) };
         'rescan: loop {
@@ -481,7 +487,7 @@ impl KoganList {
     /// # Safety
     ///
     /// `node` is ours, in the list and unmarked.
-    unsafe fn validate_reader(&self, pin: &mut Pin, node: *mut Node, wait: Wait) -> Attempt {
+    unsafe fn validate_reader(&self, pin: &mut Pin<'_>, node: *mut Node, wait: Wait) -> Attempt {
         // SAFETY: ours.
         let (start, end) = unsafe { ((*node).start, (*node).end) };
         'rescan: loop {

@@ -19,11 +19,12 @@
 //! * A node that was allocated but never published is retired too (a concurrent popper may
 //!   still be looking at it), never pushed back directly.
 //!
-//! The epoch scheme is `crossbeam-epoch`'s global collector for now; the lock only uses
-//! `pin`, `refresh` and "defer this action past a grace period", so swapping in
-//! `epvs::epoch::LightEpoch` (`protect`, `refresh`, `bump_with`) is local to this file.
-//! Under `cfg(loom)` there is no epoch scheme: retired nodes stay in limbo until the lock
-//! drops, and `alloc` always allocates.
+//! The epoch scheme is `epvs::epoch::LightEpoch`, one instance per lock (owned by the
+//! [`Reclaim`]): [`Pin`] is its guard, `refresh` re-announces, and a batch is handed over
+//! with one `bump_with`. Actions still pending when the lock drops run in the epoch's own
+//! drop, so a dropped lock leaves nothing behind. Under `cfg(loom)` there is no epoch
+//! scheme: retired nodes stay in limbo until the lock drops, and `alloc` always allocates
+//! (loom checks the list protocol; the epoch has its own models in `epvs`).
 //!
 //! # Trade-offs
 //!
@@ -199,22 +200,22 @@ impl<T: Recyclable> Batch<T> {
 }
 
 /// Epoch protection for one traversal.
-pub(crate) struct Pin {
+pub(crate) struct Pin<'a> {
     #[cfg(not(loom))]
-    guard: crossbeam_epoch::Guard,
-    _not_send: PhantomData<*mut ()>,
+    guard: epvs::epoch::EpochGuard<'a>,
+    _not_send: PhantomData<(&'a (), *mut ())>,
 }
 
-impl Pin {
-    /// Leaves and re-enters the epoch: every pointer read before is invalid afterwards.
+impl Pin<'_> {
+    /// Re-announces the current epoch: every pointer read before is invalid afterwards.
     #[inline]
     pub(crate) fn refresh(&mut self) {
         #[cfg(not(loom))]
-        self.guard.repin();
+        self.guard.refresh();
     }
 }
 
-impl fmt::Debug for Pin {
+impl fmt::Debug for Pin<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Pin").finish_non_exhaustive()
     }
@@ -222,12 +223,18 @@ impl fmt::Debug for Pin {
 
 /// Pool plus deferred reclamation for nodes of type `T`. See the module docs.
 pub(crate) struct Reclaim<T: Recyclable> {
+    /// Dropped first: runs the batches still waiting for their grace period, which push
+    /// into `shared` (kept alive by their own `Arc`).
+    #[cfg(not(loom))]
+    epoch: epvs::epoch::LightEpoch,
     shared: Arc<Shared<T>>,
 }
 
 impl<T: Recyclable> Reclaim<T> {
     pub(crate) fn new() -> Self {
         Reclaim {
+            #[cfg(not(loom))]
+            epoch: epvs::epoch::LightEpoch::new(),
             shared: Arc::new(Shared {
                 pool: Stack::new(),
                 limbo: Stack::new(),
@@ -238,17 +245,17 @@ impl<T: Recyclable> Reclaim<T> {
 
     /// Enters a protected region.
     #[inline]
-    pub(crate) fn pin(&self) -> Pin {
+    pub(crate) fn pin(&self) -> Pin<'_> {
         Pin {
             #[cfg(not(loom))]
-            guard: crossbeam_epoch::pin(),
+            guard: self.epoch.protect(),
             _not_send: PhantomData,
         }
     }
 
     /// A node holding `value`, recycled from the pool when possible.
     #[inline]
-    pub(crate) fn alloc(&self, _pin: &Pin, value: T) -> *mut T {
+    pub(crate) fn alloc(&self, _pin: &Pin<'_>, value: T) -> *mut T {
         #[cfg(not(loom))]
         if let Some(node) = self.shared.pool.pop() {
             // SAFETY: popped, so owned by us; `reinit` only uses atomic or raw writes.
@@ -265,7 +272,7 @@ impl<T: Recyclable> Reclaim<T> {
     /// `node` came from [`alloc`](Self::alloc) on this `Reclaim`, is no longer reachable
     /// from the shared structure for threads pinning from now on, and is retired once.
     #[inline]
-    pub(crate) unsafe fn retire(&self, pin: &Pin, node: *mut T) {
+    pub(crate) unsafe fn retire(&self, pin: &Pin<'_>, node: *mut T) {
         // SAFETY: the caller hands the node over; it is its own one-node chain.
         unsafe { self.shared.limbo.push_chain(node, node) };
         let n = self.shared.limbo_len.fetch_add(1, Ordering::Relaxed) + 1;
@@ -276,14 +283,14 @@ impl<T: Recyclable> Reclaim<T> {
 
     /// Detaches limbo and defers it to the pool.
     #[cold]
-    fn flush(&self, _pin: &Pin) {
+    fn flush(&self, _pin: &Pin<'_>) {
         #[cfg(not(loom))]
         {
             let first = self.shared.limbo.take_all();
             if !first.is_null() {
                 let batch = Batch { shared: Arc::clone(&self.shared), first };
-                _pin.guard.defer(move || batch.recycle());
-                _pin.guard.flush();
+                // The grace period starts now, after every node of the batch was unlinked.
+                self.epoch.bump_with(move || batch.recycle());
             }
         }
     }
