@@ -79,6 +79,8 @@ use core::ops::Range;
 use core::ptr::{self, NonNull};
 use std::time::Instant;
 
+use crossbeam_utils::CachePadded;
+
 use super::reclaim::{Pin, Reclaim, Recyclable};
 use super::sync::{fence, AtomicUsize, Backoff, Ordering};
 use crate::range::Mode;
@@ -197,8 +199,9 @@ enum Waited {
 ///
 /// See the [module documentation](self).
 pub struct KoganList {
-    /// First node's word; never marked.
-    head: AtomicUsize,
+    /// First node's word; never marked. Padded: every acquisition reads it and inserts at
+    /// the front CAS it.
+    head: CachePadded<AtomicUsize>,
     reclaim: Reclaim<Node>,
 }
 
@@ -220,7 +223,7 @@ unsafe impl Sync for KoganList {}
 impl KoganList {
     /// An empty lock.
     pub fn new() -> Self {
-        KoganList { head: AtomicUsize::new(0), reclaim: Reclaim::new() }
+        KoganList { head: CachePadded::new(AtomicUsize::new(0)), reclaim: Reclaim::new() }
     }
 
     /// Unlinks the marked node `cur` (successor word `next`) from `prev`; returns the word
@@ -336,7 +339,7 @@ impl KoganList {
     ) -> Attempt {
         let (start, end) = (range.start, range.end);
         let node = 'restart: loop {
-            let mut prev: *const AtomicUsize = &self.head;
+            let mut prev: *const AtomicUsize = &*self.head;
             // SeqCst: see module docs.
             // SAFETY: (`prev` here and below) the head, or the `next` of a node
             // reached while pinned.
@@ -438,7 +441,7 @@ impl KoganList {
         // SAFETY: ours.
         let (start, end) = unsafe { ((*node).start, (*node).end) };
         'rescan: loop {
-            let mut prev: *const AtomicUsize = &self.head;
+            let mut prev: *const AtomicUsize = &*self.head;
             // SAFETY: (`prev` here and below) head, or the `next` of a pinned node.
             let mut cur = unsafe { &*prev }.load(Ordering::SeqCst);
             loop {

@@ -18,6 +18,10 @@
 //!   the lock drops, so that read is harmless and its CAS fails.
 //! * A node that was allocated but never published is retired too (a concurrent popper may
 //!   still be looking at it), never pushed back directly.
+//! * Limbo and pool chain nodes through a dedicated [`Recyclable::link`] field: a node in
+//!   limbo is still read by pinned walkers, who must keep seeing its frozen fields.
+//! * The three shared words (pool head, limbo head, limbo count) sit on their own cache
+//!   lines.
 //!
 //! The epoch scheme is `epvs::epoch::LightEpoch`, one instance per lock (owned by the
 //! [`Reclaim`]): [`Pin`] is its guard, `refresh` re-announces, and a batch is handed over
@@ -41,6 +45,8 @@ use core::fmt;
 use core::marker::PhantomData;
 use core::ptr;
 use std::sync::Arc;
+
+use crossbeam_utils::CachePadded;
 
 use super::sync::{AtomicPtr, AtomicUsize, Ordering};
 
@@ -172,9 +178,9 @@ impl<T: Recyclable> Drop for Stack<T> {
 
 /// The pool and limbo, shared with deferred actions (which may outlive a `Reclaim`).
 struct Shared<T: Recyclable> {
-    pool: Stack<T>,
-    limbo: Stack<T>,
-    limbo_len: AtomicUsize,
+    pool: CachePadded<Stack<T>>,
+    limbo: CachePadded<Stack<T>>,
+    limbo_len: CachePadded<AtomicUsize>,
 }
 
 /// A detached batch of retired nodes on its way to the pool.
@@ -236,9 +242,9 @@ impl<T: Recyclable> Reclaim<T> {
             #[cfg(not(loom))]
             epoch: epvs::epoch::LightEpoch::new(),
             shared: Arc::new(Shared {
-                pool: Stack::new(),
-                limbo: Stack::new(),
-                limbo_len: AtomicUsize::new(0),
+                pool: CachePadded::new(Stack::new()),
+                limbo: CachePadded::new(Stack::new()),
+                limbo_len: CachePadded::new(AtomicUsize::new(0)),
             }),
         }
     }
