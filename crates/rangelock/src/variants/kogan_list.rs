@@ -733,6 +733,46 @@ mod tests {
         });
     }
 
+    /// `try_lock` of a writer that meets a reader during validation backs out (marks its
+    /// own node) and leaves the list consistent for a concurrent reader.
+    #[test]
+    fn loom_try_writer_backs_out_of_validation() {
+        loom::model(|| {
+            let lock = Arc::new(KoganList::new());
+            let data = Arc::new(UnsafeCell::new(0u64));
+            let x = KoganTokenSend(lock.lock(2..3, Mode::Shared));
+            let reader = {
+                let (lock, data) = (Arc::clone(&lock), Arc::clone(&data));
+                thread::spawn(move || {
+                    let t = lock.lock(0..10, Mode::Shared);
+                    // SAFETY: a shared holder only reads.
+                    data.with(|d| unsafe { *d });
+                    // SAFETY: held.
+                    unsafe { lock.unlock(t) };
+                })
+            };
+            let writer = {
+                let (lock, data) = (Arc::clone(&lock), Arc::clone(&data));
+                thread::spawn(move || {
+                    if let Some(t) = lock.try_lock(5..6, Mode::Exclusive) {
+                        // SAFETY: exclusive over 5..6.
+                        data.with_mut(|d| unsafe { *d = 1 });
+                        // SAFETY: held.
+                        unsafe { lock.unlock(t) };
+                    }
+                })
+            };
+            reader.join().unwrap();
+            writer.join().unwrap();
+            // SAFETY: held by this thread.
+            unsafe { lock.unlock(x.0) };
+            // Nothing is left held.
+            let all = lock.try_lock(0..u64::MAX, Mode::Exclusive).expect("everything released");
+            // SAFETY: held.
+            unsafe { lock.unlock(all) };
+        });
+    }
+
     /// Moves a token into a loom thread.
     struct KoganTokenSend(KoganToken);
 }
