@@ -6,12 +6,16 @@
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Mutex, MutexGuard};
+pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+#[cfg(not(loom))]
+pub(crate) use std::thread_local;
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 #[cfg(loom)]
-pub(crate) use loom::sync::{Mutex, MutexGuard};
+pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
+#[cfg(loom)]
+pub(crate) use loom::thread_local;
 
 /// Gives other threads a chance to run (loom: a scheduling point).
 #[cfg(not(loom))]
@@ -60,4 +64,15 @@ pub(crate) fn thread_hint() -> usize {
 #[inline]
 pub(crate) fn thread_hint() -> usize {
     0
+}
+
+/// Under loom: a SeqCst fence after a region ends. Hardware makes a store visible to a
+/// spinning reader eventually; loom's model does not, so a waiter that re-drains the epoch
+/// until it sees a released slot could spin forever in the model. The fence (only in loom
+/// builds) stands for that eventual visibility. Nothing in the real protocol relies on it:
+/// waiters re-drain with bounded parks.
+#[inline]
+pub(crate) fn eventually_visible() {
+    #[cfg(loom)]
+    fence(Ordering::SeqCst);
 }

@@ -244,6 +244,7 @@ fn stress_readers_never_see_reclaimed_objects() {
     }
     const READERS: usize = 3;
     const SWAPS: usize = 20_000;
+    const MIN_READS: usize = 3_000;
     let epoch = Arc::new(LightEpoch::with_slots(8));
     let all: Arc<std::sync::Mutex<Vec<usize>>> = Arc::default();
     let new_obj = |all: &std::sync::Mutex<Vec<usize>>| {
@@ -253,14 +254,14 @@ fn stress_readers_never_see_reclaimed_objects() {
     };
     let shared = Arc::new(AtomicPtr::new(new_obj(&all)));
     let done = Arc::new(AtomicBool::new(false));
+    let reads = Arc::new(AtomicUsize::new(0));
     let start = Arc::new(Barrier::new(READERS + 1));
     let readers: Vec<_> = (0..READERS)
         .map(|i| {
-            let (epoch, shared, done, start) =
-                (epoch.clone(), shared.clone(), done.clone(), start.clone());
+            let (epoch, shared, done, start, reads) =
+                (epoch.clone(), shared.clone(), done.clone(), start.clone(), reads.clone());
             thread::spawn(move || {
                 start.wait();
-                let mut reads = 0u64;
                 let mut pinned = epoch.protect();
                 while !done.load(Ordering::Relaxed) {
                     if i == 0 {
@@ -275,24 +276,28 @@ fn stress_readers_never_see_reclaimed_objects() {
                         // SAFETY: objects are freed only after all threads joined.
                         assert!(!unsafe { &*p }.reclaimed.load(Ordering::Relaxed));
                     }
-                    reads += 1;
+                    reads.fetch_add(1, Ordering::Relaxed);
                 }
                 drop(pinned);
-                reads
             })
         })
         .collect();
     start.wait();
-    for _ in 0..SWAPS {
+    // Keep retiring until the readers have really overlapped with the writer (by count,
+    // not by time: on a loaded machine the readers may start late).
+    let mut swaps = 0;
+    while swaps < SWAPS || reads.load(Ordering::Relaxed) < MIN_READS {
         let old = shared.swap(new_obj(&all), Ordering::AcqRel) as usize;
         epoch.bump_with(move || {
             // SAFETY: `old` is freed only after all threads joined.
             unsafe { &*(old as *const Obj) }.reclaimed.store(true, Ordering::Relaxed);
         });
+        swaps += 1;
     }
     done.store(true, Ordering::Relaxed);
-    let reads: u64 = readers.into_iter().map(|h| h.join().unwrap()).sum();
-    assert!(reads > 0);
+    for h in readers {
+        h.join().unwrap();
+    }
     epoch.drain();
     assert_eq!(epoch.pending_actions(), 0, "every retired object was reclaimed");
     for p in all.lock().unwrap().drain(..) {

@@ -1,0 +1,37 @@
+//! Resizable arrays built on EPVS (seed paper Figs. 3–6), reusable by benchmarks.
+//!
+//! * [`ResizableArray`] — the simple scheme (Fig. 3): reads, writes and pushes run in
+//!   protected regions; a push that finds the array full advances the version with a
+//!   critical section that swaps in a copy twice as large. Everything else pauses while
+//!   the copy runs.
+//! * [`TwoPhaseArray`] — the two-phase scheme (Figs. 4–6): growing is a state machine
+//!   with a semi-stable [`COPYING`] phase in which reads and pushes continue; only writes
+//!   into the old run wait (and help copy).
+//!
+//! Elements are `u64` in `AtomicU64` slots (no `unsafe` element access). Each operation
+//! comes in two forms: `op(..)` enters and leaves a region per call; `op_with(guard, ..)`
+//! runs in a region the caller holds ([`ResizableArray::enter`]) and refreshes
+//! periodically — the "pinned" variant, which saves the epoch announcement per call but
+//! holds back resizes until the caller refreshes.
+//!
+//! Positions are handed out by an atomic counter, so `len()` counts pushes that have
+//! reserved a position; a position whose push is still storing reads as 0.
+//!
+//! # Correctness
+//!
+//! The storage pointers live in `UnsafeCell`s that only critical sections of the
+//! array's own `Epvs` write and only its protected regions read; EPVS runs critical
+//! sections in mutual exclusion with every region (see [`crate::version`]), so the
+//! old run can be freed inside the critical section that replaces it. In the two-phase
+//! array, the `REST -> COPYING` section runs only after every push into the old run has
+//! left its region, and every position handed out afterwards lies past the old run, so
+//! copying cannot lose a push; writes into the old run are refused while copying.
+
+mod error;
+mod resizable;
+mod slots;
+mod two_phase;
+
+pub use error::OutOfBounds;
+pub use resizable::ResizableArray;
+pub use two_phase::{TwoPhaseArray, COPYING};

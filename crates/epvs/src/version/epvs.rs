@@ -1,0 +1,651 @@
+//! [`Epvs`] and [`EpvsGuard`]: protected regions, version transitions, state machines.
+//! The algorithm and its correctness argument are in the module docs of
+//! [`crate::version`].
+
+use super::machine::SimpleMachine;
+use super::tls::{self, Begin, CallbackScope};
+use super::{AdvanceError, State, StateMachine, Step};
+use crate::epoch::{EpochGuard, LightEpoch};
+use crate::primitive::{self as prim, fence, AtomicU64, Condvar, Mutex, MutexGuard};
+use std::fmt;
+use std::marker::PhantomData;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::{Arc, PoisonError, TryLockError, Weak};
+use std::time::Duration;
+
+/// Spins on the state before parking while a transition is in flight.
+#[cfg(not(loom))]
+const SPINS: u32 = 64;
+/// Upper bound of one park: a waiter re-checks and helps drain at least this often, so a
+/// missed wake-up costs at most this much, never a hang.
+const PARK_TIMEOUT: Duration = Duration::from_millis(1);
+/// Bound on the drain rounds `Drop for Epvs` runs to complete in-flight transitions.
+const DROP_DRAIN_ROUNDS: usize = 64;
+
+/// Source of [`Core::id`]s (a plain std atomic: ids need no loom modelling).
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// An Epoch-Protected Version Scheme instance (seed paper §3, §4.2).
+///
+/// Threads run protected regions with [`enter`](Epvs::enter); version transitions run
+/// critical sections ([`advance_version`](Epvs::advance_version)) or whole state
+/// machines ([`execute_state_machine`](Epvs::execute_state_machine)) in mutual
+/// exclusion with every protected region. See the [module docs](crate::version) for the
+/// algorithm, the re-entrancy rules and the trade-offs.
+///
+/// Each `Epvs` owns its [`LightEpoch`]; instances never share an epoch table.
+pub struct Epvs {
+    core: Arc<Core>,
+}
+
+/// The state shared by an [`Epvs`] and the epoch actions of its in-flight transitions
+/// (which hold it weakly, so a dropped instance is never kept alive by its own epoch).
+struct Core {
+    /// Process-wide unique id of the instance, for the per-thread bookkeeping.
+    id: u64,
+    epoch: LightEpoch,
+    /// The current [`State`], see the bit table there.
+    ///
+    /// | value                 | meaning                                                   |
+    /// |-----------------------|-----------------------------------------------------------|
+    /// | `s`, not intermediate | protected regions may enter and run in `s`                |
+    /// | `s` + intermediate    | a critical section leaving `s` is pending or running;     |
+    /// |                       | `enter` waits                                            |
+    ///
+    /// Written only with `slot` locked (set-intermediate in `begin_step`, the new state in
+    /// `complete_step`), so a thread holding `slot` sees a stable value.
+    state: AtomicU64,
+    /// The installed state machine; `None` when no version change is under way.
+    slot: Mutex<Option<Installed>>,
+    /// Parking for `park_while`: waiters check the state with `park` held; `wake` takes
+    /// it after every state change that clears the intermediate flag.
+    park: Mutex<()>,
+    unpark: Condvar,
+}
+
+struct Installed {
+    machine: Arc<dyn StateMachine>,
+    /// The rest state the machine was installed at.
+    start: State,
+    target: Option<u64>,
+}
+
+impl Default for Epvs {
+    fn default() -> Self {
+        Epvs::new()
+    }
+}
+
+impl Epvs {
+    /// A new instance at `REST(0)` with its own epoch table (sized from the core count).
+    pub fn new() -> Epvs {
+        Epvs::with_epoch(LightEpoch::new())
+    }
+
+    /// A new instance at `REST(0)` on the given (fresh, unshared) epoch framework.
+    pub fn with_epoch(epoch: LightEpoch) -> Epvs {
+        Epvs {
+            core: Arc::new(Core {
+                // Relaxed: only uniqueness matters.
+                id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                epoch,
+                state: AtomicU64::new(State::rest(0).to_bits()),
+                slot: Mutex::new(None),
+                park: Mutex::new(()),
+                unpark: Condvar::new(),
+            }),
+        }
+    }
+
+    #[inline]
+    fn id(&self) -> u64 {
+        self.core.id
+    }
+
+    /// The current state, read without protection: it may be intermediate and may change
+    /// right after the read. For monitoring and tests; protected code uses
+    /// [`EpvsGuard::state`].
+    pub fn state(&self) -> State {
+        self.core.load()
+    }
+
+    /// Enters a protected region; the region runs entirely within the returned guard's
+    /// [`state`](EpvsGuard::state). Blocks while a transition's critical section is
+    /// pending or running (brief spin, then parks with bounded wake-ups).
+    ///
+    /// Re-entrant: if this thread is already inside this instance, returns at once with
+    /// a nested guard of the same region (same state), never blocking. Nested guards must
+    /// be dropped before the guards they nest in (normal scoping does this).
+    ///
+    /// # Panics
+    ///
+    /// If called from a critical section or `next_step` of this instance's machine (the
+    /// region would have to wait for the critical section that is calling it).
+    #[inline]
+    pub fn enter(&self) -> EpvsGuard<'_> {
+        let id = self.id();
+        match tls::begin_enter(id) {
+            Begin::Fresh => {}
+            Begin::Nested(state, level) => return self.nested(state, level),
+            Begin::InCallback => callback_panic("enter"),
+        }
+        let guard = self.core.epoch.protect();
+        let state = self.core.load();
+        if state.is_intermediate() {
+            drop(guard);
+            return self.enter_slow();
+        }
+        tls::push_entered(id, state);
+        self.guard(guard, state)
+    }
+
+    /// Enters a protected region if no transition is in flight; never blocks. `None` if a
+    /// critical section is pending or running.
+    ///
+    /// # Panics
+    ///
+    /// Like [`enter`](Epvs::enter), from a callback of this instance's machine.
+    pub fn try_enter(&self) -> Option<EpvsGuard<'_>> {
+        let id = self.id();
+        match tls::begin_enter(id) {
+            Begin::Fresh => {}
+            Begin::Nested(state, level) => return Some(self.nested(state, level)),
+            Begin::InCallback => callback_panic("try_enter"),
+        }
+        let guard = self.core.epoch.protect();
+        let state = self.core.load();
+        if state.is_intermediate() {
+            return None;
+        }
+        tls::push_entered(id, state);
+        Some(self.guard(guard, state))
+    }
+
+    /// The guard of a new (outermost) region; it holds the region's epoch protection.
+    #[inline]
+    fn guard<'a>(&'a self, epoch: EpochGuard<'a>, state: State) -> EpvsGuard<'a> {
+        EpvsGuard { epvs: self, epoch: Some(epoch), state, level: 1, _not_send: PhantomData }
+    }
+
+    /// A nested guard of the region this thread is in: no protection of its own, the
+    /// outermost guard's covers it (guards of a region are dropped innermost first).
+    #[inline]
+    fn nested(&self, state: State, level: usize) -> EpvsGuard<'_> {
+        EpvsGuard { epvs: self, epoch: None, state, level, _not_send: PhantomData }
+    }
+
+    #[cold]
+    fn enter_slow(&self) -> EpvsGuard<'_> {
+        let (guard, state) = self.protect_stable();
+        tls::push_entered(self.id(), state);
+        self.guard(guard, state)
+    }
+
+    /// Waits for a non-intermediate state and returns epoch protection with it.
+    #[cold]
+    fn protect_stable(&self) -> (EpochGuard<'_>, State) {
+        loop {
+            self.core.park_while(|s| s.is_intermediate());
+            let guard = self.core.epoch.protect();
+            let state = self.core.load();
+            if !state.is_intermediate() {
+                return (guard, state);
+            }
+        }
+    }
+
+    /// Advances the version with `critical_section` run in mutual exclusion with every
+    /// protected region: to `target` if given (each version is advanced to at most
+    /// once), else to the next version. Asynchronous: installs the transition and returns
+    /// the rest state it was installed at; the section runs (on some thread) once every
+    /// region that observed that state has left. Never blocks on other transitions, so it
+    /// may be called inside a protected region (the region must then refresh or leave
+    /// before the transition can run).
+    ///
+    /// # Errors
+    ///
+    /// [`AdvanceError::Busy`] (spurious: another machine is active; retry after
+    /// refreshing or leaving), [`AdvanceError::Stale`] (the target was already reached),
+    /// [`AdvanceError::VersionOverflow`]. On error the section is dropped without running.
+    pub fn advance_version<F>(
+        &self,
+        critical_section: F,
+        target: Option<u64>,
+    ) -> Result<State, AdvanceError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.install(Arc::new(SimpleMachine::new(critical_section, target)), target)
+    }
+
+    /// Installs `machine` and takes its first step if it is ready (see
+    /// [`StateMachine`]). `target`, if given, is the version the machine ends at; the
+    /// call is rejected as [`AdvanceError::Stale`] if the instance is already there.
+    /// Returns the rest state the machine was installed at. Same non-blocking behaviour
+    /// and errors as [`advance_version`](Epvs::advance_version).
+    pub fn execute_state_machine<M: StateMachine>(
+        &self,
+        machine: M,
+        target: Option<u64>,
+    ) -> Result<State, AdvanceError> {
+        self.install(Arc::new(machine), target)
+    }
+
+    fn install(
+        &self,
+        machine: Arc<dyn StateMachine>,
+        target: Option<u64>,
+    ) -> Result<State, AdvanceError> {
+        if target.is_some_and(|t| t > State::MAX_VERSION) {
+            return Err(AdvanceError::VersionOverflow);
+        }
+        if tls::in_callback(self.id()) {
+            // A machine is active: it is the one calling us.
+            return Err(AdvanceError::Busy);
+        }
+        let mut slot = match self.core.slot.try_lock() {
+            Ok(slot) => slot,
+            Err(TryLockError::WouldBlock) => return Err(AdvanceError::Busy),
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        };
+        if slot.is_some() {
+            return Err(AdvanceError::Busy);
+        }
+        // Install first, then read the state and validate the target against it. While
+        // the slot is held and empty nothing else can change the state, so the check
+        // cannot be overtaken (FASTER reads the version *before* its install CAS; a
+        // machine completing in between makes the stale request run and the version go
+        // backwards). Holding the slot lock is the install here.
+        let placeholder = State::rest(0);
+        *slot = Some(Installed { machine, start: placeholder, target });
+        let current = self.core.load();
+        debug_assert!(!current.is_intermediate() && current.is_rest(), "{current:?}");
+        let rejected = match target {
+            Some(t) if t <= current.version() => {
+                Some(AdvanceError::Stale { target: t, current: current.version() })
+            }
+            None if current.version() == State::MAX_VERSION => Some(AdvanceError::VersionOverflow),
+            _ => None,
+        };
+        if let Some(err) = rejected {
+            let machine = slot.take();
+            drop(slot);
+            drop(machine);
+            return Err(err);
+        }
+        if let Some(installed) = slot.as_mut() {
+            installed.start = current;
+        }
+        Core::step_locked(&self.core, slot);
+        Ok(current)
+    }
+
+    /// Attempts the next step of the installed machine (for machines whose next step
+    /// waits on outside work: call this once the work is done). Never waits for a
+    /// transition; may be called inside a protected region.
+    pub fn try_step(&self) -> Step {
+        if tls::in_callback(self.id()) {
+            return Step::InFlight;
+        }
+        let slot = self.core.lock_slot();
+        Core::step_locked(&self.core, slot)
+    }
+
+    /// Blocks until the state is not intermediate and satisfies `pred`; returns that
+    /// state (which may change right after). Waits with bounded wake-ups and helps drain
+    /// the epoch. Blocks forever if no transition ever produces such a state.
+    ///
+    /// # Panics
+    ///
+    /// If this thread is inside this instance (a transition could wait for this very
+    /// thread) or in a callback of its machine.
+    pub fn wait_until(&self, mut pred: impl FnMut(State) -> bool) -> State {
+        let id = self.id();
+        if tls::depth(id) > 0 {
+            panic!(
+                "Epvs::wait_until called inside a protected region of the same Epvs: the \
+                 transition it waits for needs this thread to leave first"
+            );
+        }
+        if tls::in_callback(id) {
+            callback_panic("wait_until");
+        }
+        loop {
+            let s = self.core.load();
+            if !s.is_intermediate() && pred(s) {
+                return s;
+            }
+            self.core.park_while(|s| s.is_intermediate() || !pred(s));
+        }
+    }
+
+    /// Blocks until the version is at least `version` (and no transition is in flight);
+    /// see [`wait_until`](Epvs::wait_until).
+    pub fn wait_for_version(&self, version: u64) -> State {
+        self.wait_until(|s| s.version() >= version)
+    }
+}
+
+impl Drop for Epvs {
+    fn drop(&mut self) {
+        // No guard exists (guards borrow `self`) and the epoch is not exposed, so nothing
+        // is protected: every queued transition is ready. Let in-flight transitions finish
+        // (each may start the next step of its machine), then abandon the machine.
+        for _ in 0..DROP_DRAIN_ROUNDS {
+            if self.core.epoch.pending_actions() == 0 {
+                break;
+            }
+            self.core.epoch.drain();
+        }
+        let abandoned = self.core.lock_slot().take();
+        drop(abandoned);
+        // Actions still queued hold the core weakly and do nothing once it is gone.
+    }
+}
+
+impl Core {
+    #[inline]
+    fn load(&self) -> State {
+        // SeqCst: in `enter` this load follows the epoch announce (a SeqCst RMW/fence) and
+        // forms the store-buffering pair with `begin_step` (SeqCst set-intermediate, then
+        // the SeqCst epoch bump): either the bump's drain sees our announcement, or this
+        // load sees the flag. It also acquires the critical section's writes published by
+        // the store in `complete_step`.
+        State::from_bits(self.state.load(SeqCst)).expect("EPVS state has reserved bits set")
+    }
+
+    fn lock_slot(&self) -> MutexGuard<'_, Option<Installed>> {
+        self.slot.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes the next step of the installed machine if it is ready; consumes the lock.
+    fn step_locked(this: &Arc<Core>, slot: MutexGuard<'_, Option<Installed>>) -> Step {
+        let Some(installed) = slot.as_ref() else {
+            return Step::Idle;
+        };
+        let from = this.load();
+        if from.is_intermediate() {
+            return Step::InFlight;
+        }
+        let id = this.id;
+        let next = {
+            let _callback = CallbackScope::new(id);
+            installed.machine.next_step(from)
+        };
+        let Some(to) = next else {
+            return Step::NotReady;
+        };
+        validate_step(installed, from, to);
+        // SeqCst store + SeqCst fence: the flag is ordered before the epoch bump and its
+        // scan of the announcements below; pairs with the epoch's fenced announce and the
+        // SeqCst state load in `enter` (store-buffering pair, see `load`). The fence makes
+        // the argument independent of how the epoch orders its own bump.
+        this.state.store(from.with_intermediate().to_bits(), SeqCst);
+        fence(SeqCst);
+        let machine = Arc::clone(&installed.machine);
+        let finishes = to.is_rest();
+        drop(slot);
+        let weak: Weak<Core> = Arc::downgrade(this);
+        this.epoch.bump_with(move || {
+            if let Some(core) = weak.upgrade() {
+                Core::complete_step(&core, &*machine, from, to, finishes);
+            }
+        });
+        Step::Started { from, to }
+    }
+
+    /// The epoch action of a step: runs when every region that could have observed `from`
+    /// has left, i.e. in mutual exclusion with all protected regions.
+    fn complete_step(
+        this: &Arc<Core>,
+        machine: &dyn StateMachine,
+        from: State,
+        to: State,
+        finishes: bool,
+    ) {
+        let id = this.id;
+        let outcome = {
+            let _callback = CallbackScope::new(id);
+            panic::catch_unwind(AssertUnwindSafe(|| machine.on_entering_state(from, to)))
+        };
+        let finished = {
+            let mut slot = this.lock_slot();
+            let finished = if finishes { slot.take() } else { None };
+            // SeqCst (Release would do): publishes the critical section's writes to
+            // regions entering in `to`; pairs with the SeqCst load in `load`.
+            this.state.store(to.to_bits(), SeqCst);
+            finished
+        };
+        drop(finished);
+        this.wake();
+        if let Err(payload) = outcome {
+            // The transition completed anyway (no poisoning); the panic goes to whichever
+            // thread drained the epoch.
+            panic::resume_unwind(payload);
+        }
+        if !finishes {
+            // The paper's extra step attempt after each transition: a machine that does
+            // not wait on outside work finishes without further calls.
+            let slot = this.lock_slot();
+            Core::step_locked(this, slot);
+        }
+    }
+
+    /// Waits while `cond(state)` holds: brief spin, then parks with bounded wake-ups.
+    /// Helps drain the epoch so a transition whose regions have all left completes even
+    /// if every other thread is waiting here.
+    #[cold]
+    fn park_while(&self, mut cond: impl FnMut(State) -> bool) {
+        self.epoch.drain();
+        #[cfg(not(loom))]
+        for _ in 0..SPINS {
+            if !cond(self.load()) {
+                return;
+            }
+            std::hint::spin_loop();
+        }
+        loop {
+            if !cond(self.load()) {
+                return;
+            }
+            prim::eventually_visible();
+            self.epoch.drain();
+            // loom does not model wait timeouts, and the epoch's release path may miss a
+            // freshly queued action (its pending check is Relaxed), so a model must keep
+            // re-draining: yield instead of parking.
+            #[cfg(loom)]
+            {
+                loom::thread::yield_now();
+                continue;
+            }
+            // The state is checked with `park` held and `wake` takes `park` after changing
+            // it, so a wake-up between the check and the wait cannot be lost; the timeout
+            // bounds the wait anyway and makes this thread help drain again.
+            let park = self.park.lock().unwrap_or_else(PoisonError::into_inner);
+            if cond(self.load()) {
+                let (park, _) = self
+                    .unpark
+                    .wait_timeout(park, PARK_TIMEOUT)
+                    .unwrap_or_else(PoisonError::into_inner);
+                drop(park);
+            } else {
+                drop(park);
+            }
+        }
+    }
+
+    /// Wakes every thread parked in `park_while` (after a state change). Transitions are
+    /// rare, so taking the lock unconditionally costs nothing that matters and keeps the
+    /// hand-off a plain condition-variable protocol.
+    fn wake(&self) {
+        let park = self.park.lock().unwrap_or_else(PoisonError::into_inner);
+        self.unpark.notify_all();
+        drop(park);
+    }
+}
+
+/// Panics unless `from -> to` is a valid step of `installed` (see [`StateMachine`]).
+fn validate_step(installed: &Installed, from: State, to: State) {
+    let bad = if to.is_intermediate() {
+        Some("returned an intermediate state")
+    } else if to.version() < from.version() {
+        Some("decreased the version")
+    } else if to.is_rest() && to.version() <= installed.start.version() {
+        Some("returned a rest state that does not advance the version")
+    } else if let Some(t) = installed.target {
+        if to.is_rest() && to.version() != t {
+            Some("ended at a version other than its target")
+        } else if !to.is_rest() && to.version() >= t {
+            Some("reached its target version outside a rest state")
+        } else {
+            None
+        }
+    } else {
+        None
+    };
+    if let Some(bad) = bad {
+        panic!(
+            "invalid EPVS step {from} -> {to} (machine installed at {}, target {:?}): \
+             next_step {bad}",
+            installed.start, installed.target
+        );
+    }
+}
+
+#[cold]
+fn callback_panic(what: &str) -> ! {
+    panic!(
+        "Epvs::{what} called from a state machine callback (critical section or next_step) \
+         of the same Epvs: critical sections run in mutual exclusion with protected regions, \
+         so this would wait for itself"
+    )
+}
+
+/// A protected region of an [`Epvs`]; drop = leave. `!Send`: the protection belongs to
+/// the thread.
+///
+/// Guards of one region (the first [`Epvs::enter`] on a thread and the nested ones after
+/// it) must be dropped innermost first; dropping a guard while a guard nested in it is
+/// alive (or was leaked) panics and leaves the region's protection in place for good,
+/// since the nested guard still relies on it.
+pub struct EpvsGuard<'a> {
+    epvs: &'a Epvs,
+    /// The region's epoch protection: `Some` in the outermost guard (`None` only
+    /// transiently inside `refresh` while waiting for a transition), `None` in nested ones.
+    epoch: Option<EpochGuard<'a>>,
+    state: State,
+    /// Nesting level: 1 for the outermost guard of the region.
+    level: usize,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl<'a> EpvsGuard<'a> {
+    /// The state this region runs in; constant until [`refresh`](EpvsGuard::refresh).
+    /// Never intermediate.
+    #[inline]
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// Shorthand for `self.state().version()`.
+    #[inline]
+    pub fn version(&self) -> u64 {
+        self.state.version()
+    }
+
+    /// The instance this region protects.
+    #[inline]
+    pub fn epvs(&self) -> &'a Epvs {
+        self.epvs
+    }
+
+    /// Leaves and re-enters (cheaper than drop + [`Epvs::enter`]); lets pending
+    /// transitions run (possibly on this thread) and returns the new state. Blocks like
+    /// `enter` while a transition is in flight.
+    ///
+    /// # Panics
+    ///
+    /// If another guard of the same instance is alive on this thread (the outer region
+    /// would observe the state change; a silent no-op would turn wait-for-transition
+    /// loops into livelocks). Use [`try_refresh`](EpvsGuard::try_refresh) to check.
+    #[inline]
+    pub fn refresh(&mut self) -> State {
+        match self.try_refresh() {
+            Some(s) => s,
+            None => panic!(
+                "EpvsGuard::refresh on a nested guard: another guard of the same Epvs is \
+                 alive on this thread, and its region must not observe a state change"
+            ),
+        }
+    }
+
+    /// Like [`refresh`](EpvsGuard::refresh), but returns `None` (and does nothing) if
+    /// another guard of the same instance is alive on this thread.
+    pub fn try_refresh(&mut self) -> Option<State> {
+        let id = self.epvs.id();
+        if self.level != 1 || tls::depth(id) != 1 {
+            return None;
+        }
+        if let Some(epoch) = self.epoch.as_mut() {
+            // Runs ready epoch actions, possibly critical sections of this instance:
+            // this thread is between regions here (the new state is not read yet).
+            epoch.refresh();
+        }
+        let mut state = self.epvs.core.load();
+        if state.is_intermediate() {
+            self.epoch = None;
+            let (epoch, s) = self.epvs.protect_stable();
+            self.epoch = Some(epoch);
+            state = s;
+        }
+        self.state = state;
+        tls::set_state(id, state);
+        Some(state)
+    }
+}
+
+impl Drop for EpvsGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        // Leave the bookkeeping first: dropping the epoch guard may run critical sections
+        // of this instance on this thread, which must not see it as inside.
+        if tls::leave(self.epvs.id(), self.level) {
+            drop(self.epoch.take());
+            prim::eventually_visible();
+        } else {
+            self.dropped_out_of_order();
+        }
+    }
+}
+
+impl EpvsGuard<'_> {
+    #[cold]
+    fn dropped_out_of_order(&mut self) {
+        // A guard nested in this one is alive (or leaked) and relies on this guard's
+        // protection: keep it for good (the region never ends, so transitions of this
+        // instance never complete) rather than let a critical section run under it.
+        if let Some(epoch) = self.epoch.take() {
+            std::mem::forget(epoch);
+        }
+        if !std::thread::panicking() {
+            panic!(
+                "EpvsGuard dropped while a guard nested in it is alive (or leaked): guards \
+                 of one region must be dropped innermost first; the region's protection is \
+                 kept forever"
+            );
+        }
+    }
+}
+
+impl fmt::Debug for Epvs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Epvs").field("state", &self.state()).finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for EpvsGuard<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EpvsGuard").field("state", &self.state).finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,652 @@
+//! Unit, stress and property tests of the version scheme (loom models are in
+//! `loom_tests.rs`).
+
+use super::*;
+use proptest::prelude::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread;
+
+/// Advances to the next version, retrying spurious failures; returns the new version.
+fn advance_blocking(epvs: &Epvs, section: impl FnOnce() + Send + Clone + 'static) -> u64 {
+    loop {
+        match epvs.advance_version(section.clone(), None) {
+            Ok(from) => return epvs.wait_for_version(from.version() + 1).version(),
+            Err(AdvanceError::Busy) => thread::yield_now(),
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+fn panic_msg(err: &(dyn std::any::Any + Send)) -> String {
+    err.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+/// A machine `REST(v) -> P(v) -> ... -> REST(v+1)` through `phases`, whose steps out of
+/// phase `gate` wait until `open` is set. Records every transition it runs.
+struct Phased {
+    phases: Vec<u8>,
+    gate: Option<u8>,
+    open: AtomicBool,
+    log: Mutex<Vec<(State, State)>>,
+    dropped: Arc<AtomicUsize>,
+}
+
+impl Phased {
+    fn new(phases: Vec<u8>, gate: Option<u8>, dropped: Arc<AtomicUsize>) -> Arc<Self> {
+        Arc::new(Phased {
+            phases,
+            gate,
+            open: AtomicBool::new(false),
+            log: Mutex::new(Vec::new()),
+            dropped,
+        })
+    }
+}
+
+impl Drop for Phased {
+    fn drop(&mut self) {
+        self.dropped.fetch_add(1, SeqCst);
+    }
+}
+
+impl StateMachine for Arc<Phased> {
+    fn next_step(&self, cur: State) -> Option<State> {
+        if Some(cur.phase()) == self.gate && !self.open.load(SeqCst) {
+            return None;
+        }
+        let idx = if cur.is_rest() {
+            0
+        } else {
+            self.phases.iter().position(|&p| p == cur.phase()).unwrap() + 1
+        };
+        Some(match self.phases.get(idx) {
+            Some(&p) => State::new(cur.version(), p),
+            None => State::rest(cur.version() + 1),
+        })
+    }
+
+    fn on_entering_state(&self, from: State, to: State) {
+        self.log.lock().unwrap().push((from, to));
+    }
+}
+
+#[test]
+fn enter_advance_wait() {
+    let epvs = Epvs::new();
+    assert_eq!(epvs.enter().state(), State::rest(0));
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = Arc::clone(&ran);
+    assert_eq!(
+        epvs.advance_version(
+            move || {
+                r.fetch_add(1, SeqCst);
+            },
+            None
+        ),
+        Ok(State::rest(0))
+    );
+    assert_eq!(epvs.wait_for_version(1), State::rest(1));
+    assert_eq!(ran.load(SeqCst), 1);
+    assert_eq!(epvs.enter().state(), State::rest(1));
+}
+
+#[test]
+fn stale_target_is_rejected_and_version_never_decreases() {
+    let epvs = Epvs::new();
+    assert_eq!(epvs.advance_version(|| {}, Some(1)), Ok(State::rest(0)));
+    assert_eq!(epvs.advance_version(|| {}, Some(2)), Ok(State::rest(1)));
+    assert_eq!(epvs.wait_for_version(2).version(), 2);
+    // A request computed from an old observation (version 0 -> target 1) must not run.
+    let ran = Arc::new(AtomicBool::new(false));
+    let r = Arc::clone(&ran);
+    assert_eq!(
+        epvs.advance_version(move || r.store(true, SeqCst), Some(1)),
+        Err(AdvanceError::Stale { target: 1, current: 2 })
+    );
+    assert_eq!(
+        epvs.advance_version(|| {}, Some(2)),
+        Err(AdvanceError::Stale { target: 2, current: 2 })
+    );
+    assert!(!ran.load(SeqCst));
+    assert_eq!(epvs.state(), State::rest(2));
+    // Jumping ahead is allowed; versions need not be contiguous.
+    assert_eq!(epvs.advance_version(|| {}, Some(10)), Ok(State::rest(2)));
+    assert_eq!(epvs.state(), State::rest(10));
+}
+
+#[test]
+fn version_overflow_is_an_error() {
+    let epvs = Epvs::new();
+    assert_eq!(
+        epvs.advance_version(|| {}, Some(State::MAX_VERSION + 1)),
+        Err(AdvanceError::VersionOverflow)
+    );
+    assert_eq!(epvs.advance_version(|| {}, Some(State::MAX_VERSION)), Ok(State::rest(0)));
+    assert_eq!(epvs.state(), State::rest(State::MAX_VERSION));
+    assert_eq!(epvs.advance_version(|| {}, None), Err(AdvanceError::VersionOverflow));
+    assert_eq!(epvs.state(), State::rest(State::MAX_VERSION));
+}
+
+#[test]
+fn rejected_sections_are_dropped_not_leaked() {
+    let epvs = Epvs::new();
+    let token = Arc::new(());
+    let t = Arc::clone(&token);
+    epvs.advance_version(|| {}, Some(1)).unwrap();
+    assert!(epvs.advance_version(move || drop(t), Some(1)).is_err());
+    assert_eq!(Arc::strong_count(&token), 1);
+}
+
+#[test]
+fn advance_under_protection_runs_on_refresh() {
+    let epvs = Epvs::new();
+    let mut g = epvs.enter();
+    let ran = Arc::new(AtomicBool::new(false));
+    let r = Arc::clone(&ran);
+    assert_eq!(epvs.advance_version(move || r.store(true, SeqCst), None), Ok(State::rest(0)));
+    // The section waits for this region: it has not run, and the region's state holds.
+    assert!(!ran.load(SeqCst));
+    assert_eq!(g.state(), State::rest(0));
+    assert!(epvs.state().is_intermediate());
+    // A second request while the first is in flight fails spuriously instead of waiting.
+    assert_eq!(epvs.advance_version(|| {}, None), Err(AdvanceError::Busy));
+    assert_eq!(g.refresh(), State::rest(1));
+    assert!(ran.load(SeqCst));
+}
+
+#[test]
+fn nested_enter_never_blocks_and_shares_the_region() {
+    let epvs = Epvs::new();
+    let outer = epvs.enter();
+    epvs.advance_version(|| {}, None).unwrap();
+    assert!(epvs.state().is_intermediate());
+    // Would deadlock if it waited for the pending transition (which waits for `outer`).
+    let inner = epvs.enter();
+    assert_eq!(inner.state(), State::rest(0));
+    assert!(epvs.try_enter().is_some());
+    drop(inner); // the region lasts while `outer` lives
+    assert!(epvs.state().is_intermediate());
+    drop(outer);
+    assert_eq!(epvs.state(), State::rest(1));
+}
+
+#[test]
+fn out_of_order_drop_panics_and_keeps_the_region_protected() {
+    let epvs = Epvs::new();
+    let outer = epvs.enter();
+    let inner = epvs.enter();
+    epvs.advance_version(|| {}, None).unwrap();
+    let msg = panic_msg(&*catch_unwind(AssertUnwindSafe(|| drop(outer))).unwrap_err());
+    assert!(msg.contains("innermost first"), "{msg}");
+    // The inner guard is still protected: the transition cannot have run.
+    assert_eq!(inner.state(), State::rest(0));
+    assert!(epvs.state().is_intermediate());
+    drop(inner);
+    assert!(epvs.state().is_intermediate(), "the leaked protection pins the region");
+}
+
+#[test]
+fn refresh_of_nested_guard_is_refused() {
+    let epvs = Epvs::new();
+    let _outer = epvs.enter();
+    let mut inner = epvs.enter();
+    assert_eq!(inner.try_refresh(), None);
+    let err = catch_unwind(AssertUnwindSafe(|| inner.refresh())).unwrap_err();
+    let msg = panic_msg(&*err);
+    assert!(msg.contains("nested guard"), "{msg}");
+}
+
+#[test]
+fn outer_guard_refreshes_once_inner_is_gone() {
+    let epvs = Epvs::new();
+    let mut outer = epvs.enter();
+    drop(epvs.enter());
+    epvs.advance_version(|| {}, None).unwrap();
+    assert_eq!(outer.refresh(), State::rest(1));
+}
+
+#[test]
+fn try_enter_does_not_block() {
+    let epvs = Epvs::new();
+    let g = epvs.enter();
+    epvs.advance_version(|| {}, None).unwrap();
+    let epvs_ref = &epvs;
+    // Another thread must not get in while the transition is pending.
+    thread::scope(|s| {
+        s.spawn(move || assert!(epvs_ref.try_enter().is_none())).join().unwrap();
+    });
+    drop(g);
+    assert_eq!(epvs.try_enter().map(|g| g.state()), Some(State::rest(1)));
+}
+
+#[test]
+fn enter_from_critical_section_panics_and_transition_completes() {
+    let epvs = Arc::new(Epvs::new());
+    let e = Arc::clone(&epvs);
+    let err = catch_unwind(AssertUnwindSafe(|| {
+        let _ = epvs.advance_version(
+            move || {
+                let _g = e.enter();
+            },
+            None,
+        );
+    }))
+    .unwrap_err();
+    let msg = panic_msg(&*err);
+    assert!(msg.contains("state machine callback"), "{msg}");
+    // No poisoning: the transition completed and the instance is usable.
+    assert_eq!(epvs.state(), State::rest(1));
+    assert_eq!(epvs.enter().state(), State::rest(1));
+    // The section (and its Arc of the instance) is gone.
+    assert_eq!(Arc::strong_count(&epvs), 1);
+}
+
+#[test]
+fn wait_until_inside_region_panics() {
+    let epvs = Epvs::new();
+    let _g = epvs.enter();
+    assert!(catch_unwind(AssertUnwindSafe(|| epvs.wait_for_version(0))).is_err());
+}
+
+#[test]
+fn two_phase_machine_with_outside_work() {
+    let epvs = Epvs::new();
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let m = Phased::new(vec![1, 2], Some(2), Arc::clone(&dropped));
+    assert_eq!(epvs.execute_state_machine(Arc::clone(&m), Some(1)), Ok(State::rest(0)));
+    // REST -> 1 -> 2 ran on their own; 2 waits for `open`.
+    assert_eq!(epvs.state(), State::new(0, 2));
+    assert_eq!(epvs.enter().state(), State::new(0, 2));
+    assert_eq!(epvs.try_step(), Step::NotReady);
+    assert_eq!(epvs.advance_version(|| {}, None), Err(AdvanceError::Busy));
+    m.open.store(true, SeqCst);
+    assert_eq!(epvs.try_step(), Step::Started { from: State::new(0, 2), to: State::rest(1) });
+    assert_eq!(epvs.wait_for_version(1), State::rest(1));
+    assert_eq!(epvs.try_step(), Step::Idle);
+    assert_eq!(
+        *m.log.lock().unwrap(),
+        vec![
+            (State::rest(0), State::new(0, 1)),
+            (State::new(0, 1), State::new(0, 2)),
+            (State::new(0, 2), State::rest(1)),
+        ]
+    );
+    // Uninstalled: only our handle is left.
+    assert_eq!(Arc::strong_count(&m), 1);
+    drop(m);
+    assert_eq!(dropped.load(SeqCst), 1);
+}
+
+#[test]
+fn dropping_epvs_abandons_a_waiting_machine() {
+    let dropped = Arc::new(AtomicUsize::new(0));
+    {
+        let epvs = Epvs::new();
+        epvs.execute_state_machine(Phased::new(vec![1], Some(1), Arc::clone(&dropped)), None)
+            .unwrap();
+        assert_eq!(epvs.state(), State::new(0, 1));
+    }
+    assert_eq!(dropped.load(SeqCst), 1);
+}
+
+#[test]
+fn invalid_step_panics_with_a_clear_message() {
+    struct Backwards;
+    impl StateMachine for Backwards {
+        fn next_step(&self, _cur: State) -> Option<State> {
+            Some(State::rest(0))
+        }
+        fn on_entering_state(&self, _: State, _: State) {}
+    }
+    let epvs = Epvs::new();
+    let err =
+        catch_unwind(AssertUnwindSafe(|| epvs.execute_state_machine(Backwards, None))).unwrap_err();
+    let msg = panic_msg(&*err);
+    assert!(msg.contains("does not advance the version"), "{msg}");
+    assert_eq!(epvs.state(), State::rest(0));
+}
+
+#[test]
+fn machine_must_end_at_its_target() {
+    let epvs = Epvs::new();
+    let m = Phased::new(vec![], None, Arc::new(AtomicUsize::new(0)));
+    assert!(catch_unwind(AssertUnwindSafe(|| epvs.execute_state_machine(m, Some(5)))).is_err());
+    assert_eq!(epvs.state(), State::rest(0));
+}
+
+/// Readers assert that the state they entered under stays constant and that they never
+/// see a critical section half done, while a writer advances repeatedly.
+#[test]
+fn stress_regions_never_see_a_transition() {
+    const READERS: usize = 3;
+    const TRANSITIONS: u64 = 200;
+    let epvs = Epvs::new();
+    // Written only by critical sections: (a, b) == (v, v) at rest in version v.
+    let pair = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+    let done = AtomicBool::new(false);
+    thread::scope(|s| {
+        for _ in 0..READERS {
+            s.spawn(|| {
+                let mut seen = 0u64;
+                let mut guard = epvs.enter();
+                while !done.load(Relaxed) {
+                    let v = guard.version();
+                    assert!(v >= seen, "version went backwards: {v} < {seen}");
+                    seen = v;
+                    for _ in 0..16 {
+                        assert_eq!(pair.0.load(Relaxed), v);
+                        assert_eq!(pair.1.load(Relaxed), v);
+                        assert_eq!(guard.version(), v);
+                    }
+                    if v % 2 == 0 {
+                        guard.refresh();
+                    } else {
+                        drop(guard);
+                        guard = epvs.enter();
+                    }
+                }
+            });
+        }
+        s.spawn(|| {
+            for i in 1..=TRANSITIONS {
+                let p = Arc::clone(&pair);
+                let v = advance_blocking(&epvs, move || {
+                    let v = p.0.load(Relaxed) + 1;
+                    p.0.store(v, Relaxed);
+                    thread::yield_now();
+                    p.1.store(v, Relaxed);
+                });
+                assert_eq!(v, i);
+            }
+            done.store(true, Relaxed);
+        });
+    });
+    assert_eq!(epvs.state(), State::rest(TRANSITIONS));
+    assert_eq!(pair.0.load(Relaxed), TRANSITIONS);
+}
+
+/// Many threads race to advance to the same target: each version's section runs once and
+/// the version never decreases (the FASTER defect would run stale requests).
+#[test]
+fn stress_same_target_runs_once() {
+    const THREADS: usize = 4;
+    const TARGET: u64 = 150;
+    let epvs = Epvs::new();
+    let runs: Arc<Vec<AtomicUsize>> = Arc::new((0..=TARGET).map(|_| AtomicUsize::new(0)).collect());
+    let barrier = Barrier::new(THREADS);
+    thread::scope(|s| {
+        for t in 0..THREADS {
+            let (epvs, runs, barrier) = (&epvs, &runs, &barrier);
+            s.spawn(move || {
+                barrier.wait();
+                let mut last = 0;
+                loop {
+                    // Observe under protection, like Fig. 3 line 20, then request v + 1.
+                    let guard = epvs.enter();
+                    let v = guard.version();
+                    assert!(v >= last);
+                    last = v;
+                    if v >= TARGET {
+                        break;
+                    }
+                    let r = Arc::clone(runs);
+                    let res = epvs.advance_version(
+                        move || {
+                            r[v as usize + 1].fetch_add(1, SeqCst);
+                        },
+                        Some(v + 1),
+                    );
+                    if t % 2 == 0 {
+                        drop(guard);
+                    } else {
+                        // Keep the stale observation alive a while to widen the race.
+                        thread::yield_now();
+                        drop(guard);
+                    }
+                    match res {
+                        Ok(_) | Err(AdvanceError::Busy) | Err(AdvanceError::Stale { .. }) => {}
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(epvs.state(), State::rest(TARGET));
+    for (v, n) in runs.iter().enumerate().skip(1) {
+        assert_eq!(n.load(SeqCst), 1, "version {v}");
+    }
+}
+
+/// Many instances used at once from several threads, regions nested across instances.
+#[test]
+fn stress_many_instances() {
+    const INSTANCES: usize = 32;
+    const THREADS: usize = 3;
+    const ROUNDS: usize = 300;
+    let all: Vec<Epvs> = (0..INSTANCES).map(|_| Epvs::new()).collect();
+    let counts: Vec<AtomicU64> = (0..INSTANCES).map(|_| AtomicU64::new(0)).collect();
+    thread::scope(|s| {
+        for t in 0..THREADS {
+            let (all, counts) = (&all, &counts);
+            s.spawn(move || {
+                let mut x = t as u64 * 7919 + 1;
+                for _ in 0..ROUNDS {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let i = (x % INSTANCES as u64) as usize;
+                    let j = ((x >> 20) % INSTANCES as u64) as usize;
+                    if x % 4 == 0 {
+                        advance_blocking(&all[i], || {});
+                        counts[i].fetch_add(1, SeqCst);
+                    } else {
+                        let a = all[i].enter();
+                        let b = all[j].enter(); // nested, possibly the same instance
+                        let c = all[i].enter();
+                        assert_eq!(a.state(), c.state());
+                        if i == j {
+                            assert_eq!(a.state(), b.state());
+                        }
+                    }
+                }
+            });
+        }
+    });
+    for (e, c) in all.iter().zip(&counts) {
+        assert_eq!(e.state(), State::rest(c.load(SeqCst)));
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Advance(Option<i8>),
+    AdvanceUnderProtection(Option<i8>),
+    Machine { phases: u8, gated: bool, target: Option<i8> },
+    Open,
+    Enter,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let target = prop::option::of(-2i8..4);
+    prop_oneof![
+        target.clone().prop_map(Op::Advance),
+        target.clone().prop_map(Op::AdvanceUnderProtection),
+        (0u8..3, any::<bool>(), target).prop_map(|(phases, gated, target)| Op::Machine {
+            phases,
+            gated,
+            target
+        }),
+        Just(Op::Open),
+        Just(Op::Enter),
+    ]
+}
+
+proptest! {
+    /// Single-threaded operation sequences against a sequential model of EPVS.
+    #[test]
+    fn matches_sequential_model(ops in prop::collection::vec(op(), 1..40)) {
+        let epvs = Epvs::new();
+        // Model: version, and the gated machine waiting at phase (version, phase).
+        let mut version = 0u64;
+        let mut waiting: Option<(Arc<Phased>, u8)> = None;
+        let sections = Arc::new(AtomicU64::new(0));
+        let mut expected_sections = 0;
+        let dropped = Arc::new(AtomicUsize::new(0));
+        for op in ops {
+            let resolve = |t: Option<i8>| t.map(|d| (version as i64 + d as i64).max(0) as u64);
+            match op {
+                Op::Advance(t) | Op::AdvanceUnderProtection(t) => {
+                    let target = resolve(t);
+                    let protected = matches!(op, Op::AdvanceUnderProtection(_));
+                    let g = protected.then(|| epvs.enter());
+                    let s = Arc::clone(&sections);
+                    let got = epvs.advance_version(move || { s.fetch_add(1, SeqCst); }, target);
+                    drop(g);
+                    let want = if waiting.is_some() {
+                        Err(AdvanceError::Busy)
+                    } else if target.is_some_and(|t| t <= version) {
+                        Err(AdvanceError::Stale { target: target.unwrap(), current: version })
+                    } else {
+                        Ok(State::rest(version))
+                    };
+                    prop_assert_eq!(got, want);
+                    if got.is_ok() {
+                        version = target.unwrap_or(version + 1);
+                        expected_sections += 1;
+                    }
+                }
+                Op::Machine { phases, gated, target } => {
+                    let phase_list: Vec<u8> = (1..=phases).collect();
+                    let gate = if gated && phases > 0 { Some(phases) } else { None };
+                    let m = Phased::new(phase_list, gate, Arc::clone(&dropped));
+                    // Phased always ends at version + 1: the target is that or none.
+                    let target = target.map(|_| version + 1);
+                    let got = epvs.execute_state_machine(Arc::clone(&m), target);
+                    if waiting.is_some() {
+                        prop_assert_eq!(got, Err(AdvanceError::Busy));
+                    } else {
+                        prop_assert_eq!(got, Ok(State::rest(version)));
+                        match gate {
+                            Some(p) => waiting = Some((m, p)),
+                            None => version += 1,
+                        }
+                    }
+                }
+                Op::Open => {
+                    if let Some((m, p)) = waiting.take() {
+                        prop_assert_eq!(epvs.state(), State::new(version, p));
+                        m.open.store(true, SeqCst);
+                        prop_assert_eq!(
+                            epvs.try_step(),
+                            Step::Started { from: State::new(version, p), to: State::rest(version + 1) }
+                        );
+                        version += 1;
+                    } else {
+                        prop_assert_eq!(epvs.try_step(), Step::Idle);
+                    }
+                }
+                Op::Enter => {
+                    let want = match &waiting {
+                        Some((_, p)) => State::new(version, *p),
+                        None => State::rest(version),
+                    };
+                    prop_assert_eq!(epvs.enter().state(), want);
+                }
+            }
+            prop_assert!(!epvs.state().is_intermediate());
+        }
+        prop_assert_eq!(sections.load(SeqCst), expected_sections);
+    }
+}
+
+#[test]
+fn leaked_guard_does_not_leak_into_later_instances() {
+    for _ in 0..16 {
+        let e = Epvs::new();
+        std::mem::forget(e.enter());
+        drop(e);
+        // A later instance (possibly at the same address) starts fresh on this thread.
+        let e2 = Epvs::new();
+        let mut g = e2.enter();
+        assert_eq!(g.try_refresh(), Some(State::rest(0)));
+    }
+}
+
+#[test]
+fn epvs_and_arrays_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Epvs>();
+    check::<crate::array::ResizableArray>();
+    check::<crate::array::TwoPhaseArray>();
+}
+
+/// A two-phase machine whose critical sections write an encoding of the state they enter
+/// into two cells, non-atomically; readers in any phase see exactly their state's encoding.
+/// The step out of the middle phase waits for a worker thread (outside work + `try_step`).
+#[test]
+fn stress_two_phase_machine_with_readers() {
+    const MACHINES: u64 = 60;
+    const MID: u8 = 7;
+    fn encode(s: State) -> u64 {
+        s.version() * 256 + s.phase() as u64
+    }
+    struct Pair {
+        cells: Arc<(AtomicU64, AtomicU64)>,
+        done: Arc<AtomicBool>,
+    }
+    impl StateMachine for Pair {
+        fn next_step(&self, cur: State) -> Option<State> {
+            if cur.is_rest() {
+                Some(State::new(cur.version(), MID))
+            } else {
+                self.done.load(SeqCst).then(|| State::rest(cur.version() + 1))
+            }
+        }
+        fn on_entering_state(&self, _from: State, to: State) {
+            self.cells.0.store(encode(to), Relaxed);
+            thread::yield_now();
+            self.cells.1.store(encode(to), Relaxed);
+        }
+    }
+    let epvs = Epvs::new();
+    let cells = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+    let stop = AtomicBool::new(false);
+    thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                let mut g = epvs.enter();
+                while !stop.load(Relaxed) {
+                    let want = encode(g.state());
+                    assert_eq!(cells.0.load(Relaxed), want);
+                    thread::yield_now();
+                    assert_eq!(cells.1.load(Relaxed), want);
+                    g.refresh();
+                }
+            });
+        }
+        for _ in 0..MACHINES {
+            let done = Arc::new(AtomicBool::new(false));
+            let m = Pair { cells: Arc::clone(&cells), done: Arc::clone(&done) };
+            // Only this thread installs machines, and the previous one finished.
+            let from = epvs.execute_state_machine(m, None).unwrap();
+            let v = from.version();
+            epvs.wait_until(|s| s == State::new(v, MID));
+            // The outside work, then the explicit step, from another thread.
+            let epvs = &epvs;
+            s.spawn(move || {
+                done.store(true, SeqCst);
+                epvs.try_step();
+            })
+            .join()
+            .unwrap();
+            assert_eq!(epvs.wait_for_version(v + 1), State::rest(v + 1));
+        }
+        stop.store(true, Relaxed);
+    });
+    assert_eq!(epvs.state(), State::rest(MACHINES));
+}
