@@ -36,6 +36,7 @@ mod primitive;
 mod range;
 mod raw;
 pub mod skiplist;
+pub mod variants;
 
 pub use error::{LockError, RangeError};
 pub use lock::{Lock, RangeGuard};
