@@ -4,11 +4,15 @@
 //!   [`harness::Case`], [`harness::run_threads`]) and the runner that interleaves cases,
 //!   takes medians and writes the report (table on stdout, JSON and SVG under
 //!   `target/rangelock-report/` by default).
-//! - [`suites`]: the registered suites (`w1`, `w2`, `contended`, `height`, `held`, ...).
+//! - [`suites`]: the registered suites (`w1`, `w2`, `contended`, `height`, `held`,
+//!   `epvs-array`, `epvs-ops`, `epvs-freq`, `epvs-table`, ...).
 //! - [`variants`]: the one registry of lock variants and peers the range-lock suites run.
-//! - [`peers`]: locks from outside this workspace measured side by side (fcntl OFD locks).
+//! - [`peers`]: locks from outside this workspace measured side by side (fcntl OFD locks,
+//!   BRAVO).
+//! - [`arrays`]: the resizable-array variants of the `epvs-array` suite.
 //! - [`workload`]: the pieces the range-lock suites share (shared region, targets, RNG).
 
+pub mod arrays;
 pub mod harness;
 pub mod peers;
 pub mod suites;

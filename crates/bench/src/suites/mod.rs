@@ -2,6 +2,13 @@
 
 mod common;
 pub mod contended;
+pub mod epvs_array;
+mod epvs_common;
+pub mod epvs_freq;
+pub mod epvs_ops;
+mod epvs_protect;
+pub mod epvs_table;
+mod epvs_version;
 pub mod height;
 pub mod held;
 pub mod w1;
@@ -17,6 +24,10 @@ pub fn all() -> Vec<Box<dyn Suite>> {
         Box::new(contended::Contended::<crate::variants::Registered>::default()),
         Box::new(height::Height::<crate::variants::Registered>::default()),
         Box::new(held::Held::<crate::variants::Registered>::default()),
+        Box::new(epvs_array::EpvsArray),
+        Box::new(epvs_ops::EpvsOps),
+        Box::new(epvs_freq::EpvsFreq),
+        Box::new(epvs_table::EpvsTable),
     ]
 }
 

@@ -1,0 +1,161 @@
+//! `epvs-array`: the resizable-array benchmark of seed 2 §6.1 (Figs. 11–13).
+//!
+//! Threads run a random mix on one shared array of `u64`: `push_pct` % pushes, the rest
+//! split evenly between reads and writes of a random existing index (the paper's `p`,
+//! `(1-p)/2`, `(1-p)/2`). With 0 % pushes the array starts with 1 Mi elements and never
+//! resizes (Fig. 11); with pushes it starts empty with a small capacity so that pushes
+//! resize it (doubling) again and again (Fig. 12), optionally with a simulated slow resize
+//! of 10 ms (Fig. 13). Each measurement builds a fresh array.
+//!
+//! Variants: see [`crate::arrays`]. The baseline is `latch-free-mock`, the unsafe upper
+//! bound (no resize protection, huge preallocated buffer). A variant that cannot simulate
+//! the slow resize (the `epvs::array` types have no hook for it) is left out of the 10 ms
+//! groups.
+//!
+//! Grid: push 0 / 10 / 50 %, delay 0 / 10 ms (quick: push 0 / 10 %, delay 0); threads
+//! from the options plus 8 and 16 oversubscribed.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::epvs_common::params;
+use crate::arrays::{
+    drive, ArrayConfig, ArraySession, BenchArray, BravoArray, EpvsPinnedArray, EpvsSimpleArray,
+    EpvsTwoPhaseArray, LatchFreeMock, Mix, Rng, RwLockParkingLotArray, RwLockStdArray,
+};
+use crate::harness::{run_threads, Case, Options, Suite, ThreadResult};
+
+/// Initial length for the no-push runs (the paper's "1 million elements").
+const NO_PUSH_INITIAL_LEN: usize = 1 << 20;
+/// Initial capacity of the push runs.
+const PUSH_MIN_CAPACITY: usize = 1024;
+/// Operations between checks of the stop flag.
+const BATCH: u32 = 64;
+
+/// The `epvs-array` suite.
+#[derive(Debug, Default)]
+pub struct EpvsArray;
+
+impl Suite for EpvsArray {
+    fn name(&self) -> &'static str {
+        "epvs-array"
+    }
+
+    fn about(&self) -> &'static str {
+        "resizable u64 array, push p% / read & write (1-p)/2 each, resize delay 0 or 10 ms \
+         (seed 2 Figs. 11-13)"
+    }
+
+    fn baseline(&self) -> &'static str {
+        LatchFreeMock::NAME
+    }
+
+    fn cases(&self, opts: &Options) -> Vec<Case> {
+        let (pushes, delays): (&[u32], &[u64]) =
+            if opts.quick { (&[0, 10], &[0]) } else { (&[0, 10, 50], &[0, 10]) };
+        let mut cases = Vec::new();
+        for &push_pct in pushes {
+            for &delay_ms in delays {
+                if push_pct == 0 && delay_ms != 0 {
+                    continue; // no pushes, no resizes: the delay would never apply
+                }
+                for (threads, over) in opts.threads_for(true) {
+                    let w = Workload::new(push_pct, delay_ms);
+                    cases.extend(w.case_if::<LatchFreeMock>(threads, over));
+                    cases.extend(w.case_if::<RwLockStdArray>(threads, over));
+                    cases.extend(w.case_if::<RwLockParkingLotArray>(threads, over));
+                    cases.extend(w.case_if::<BravoArray>(threads, over));
+                    cases.extend(w.case_if::<EpvsSimpleArray>(threads, over));
+                    cases.extend(w.case_if::<EpvsPinnedArray>(threads, over));
+                    cases.extend(w.case_if::<EpvsTwoPhaseArray>(threads, over));
+                }
+            }
+        }
+        cases
+    }
+}
+
+/// One point of the parameter grid.
+#[derive(Debug, Clone)]
+struct Workload {
+    mix: Mix,
+    cfg: ArrayConfig,
+}
+
+impl Workload {
+    fn new(push_pct: u32, delay_ms: u64) -> Self {
+        let cfg = ArrayConfig {
+            initial_len: if push_pct == 0 { NO_PUSH_INITIAL_LEN } else { 0 },
+            min_capacity: PUSH_MIN_CAPACITY,
+            resize_delay: Duration::from_millis(delay_ms),
+            ..ArrayConfig::default()
+        };
+        Workload { mix: Mix { push_pct }, cfg }
+    }
+
+    /// The case of `A`, if `A` supports this workload's configuration.
+    fn case_if<A: BenchArray + 'static>(
+        &self,
+        threads: usize,
+        oversubscribed: bool,
+    ) -> Option<Case> {
+        A::supports(&self.cfg).then(|| self.case::<A>(threads, oversubscribed))
+    }
+
+    fn case<A: BenchArray + 'static>(&self, threads: usize, oversubscribed: bool) -> Case {
+        let (mix, cfg) = (self.mix, self.cfg.clone());
+        let params = params([
+            ("push_pct", Value::from(mix.push_pct)),
+            ("read_pct", Value::from((100 - mix.push_pct) as f64 / 2.0)),
+            ("write_pct", Value::from((100 - mix.push_pct) as f64 / 2.0)),
+            ("resize_delay_ms", Value::from(cfg.resize_delay.as_millis() as u64)),
+            ("initial_len", Value::from(cfg.initial_len)),
+            ("initial_capacity", Value::from(cfg.initial_capacity())),
+            ("pin_refresh_every", Value::from(cfg.pin_refresh_every)),
+        ]);
+        Case {
+            variant: A::NAME.to_owned(),
+            threads,
+            params,
+            oversubscribed,
+            run: Box::new(move |duration| {
+                let arr = A::new(&cfg);
+                let mut sample = run_threads(threads, duration, |index, ctl| {
+                    let mut session = arr.session();
+                    let mut rng = Rng::for_thread(index);
+                    let (mut ops, mut sum) = (0u64, 0u64);
+                    while ctl.running() {
+                        sum = sum.wrapping_add(drive(&mut session, &mut rng, mix, BATCH));
+                        ops += u64::from(BATCH);
+                    }
+                    std::hint::black_box(sum);
+                    ThreadResult { ops, latencies_ns: Vec::new() }
+                });
+                sample.extra.insert("final_len".to_owned(), Value::from(arr.session().len()));
+                sample
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epvs_array_smoke() {
+        super::super::epvs_common::smoke(
+            &EpvsArray,
+            &[
+                "latch-free-mock",
+                "rwlock-std",
+                "rwlock-parking-lot",
+                "bravo",
+                "epvs",
+                "epvs-pinned",
+                "epvs-2phase",
+            ],
+        );
+    }
+}
