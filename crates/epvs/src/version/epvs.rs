@@ -122,7 +122,10 @@ impl Epvs {
     ///
     /// If called from a critical section or `next_step` of this instance's machine (the
     /// region would have to wait for the critical section that is calling it).
-    #[inline]
+    // `inline(always)`: returned through memory from an out-of-line call, the 48-byte
+    // guard costs a store-forwarding stall when the caller moves it (measured: 19 vs
+    // 10 ns per enter+leave in `epvs-ops`); inlined, it stays in registers.
+    #[inline(always)]
     pub fn enter(&self) -> EpvsGuard<'_> {
         let id = self.id();
         match tls::begin_enter(id) {
@@ -606,7 +609,7 @@ impl<'a> EpvsGuard<'a> {
 }
 
 impl Drop for EpvsGuard<'_> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         // Leave the bookkeeping first: dropping the epoch guard may run critical sections
         // of this instance on this thread, which must not see it as inside.

@@ -2,22 +2,59 @@
 //! (for re-entrant `enter`), and which instances' machine callbacks run on this thread
 //! (to turn would-be self-deadlocks into clear panics).
 //!
-//! Instances are identified by a process-wide unique id (never reused), so an entry left
-//! behind by a leaked guard can never be mistaken for a region of a later instance.
+//! Instances are identified by a process-wide unique id (never reused, never 0), so an
+//! entry left behind by a leaked guard can never be mistaken for a region of a later
+//! instance.
+//!
+//! # Fast path
+//!
+//! Almost every thread is inside at most one instance at a time and never runs machine
+//! callbacks. That case lives in two `const` thread-locals without destructors
+//! ([`FIRST`] and [`SLOW`]): `enter` and `leave` read and write two `Cell`s and never touch
+//! the general bookkeeping, a `RefCell<Vec>` used only while a thread is inside several
+//! instances at once or runs a callback. An id is recorded in exactly one of the two
+//! places.
+
+use std::cell::{Cell, RefCell};
 
 use super::State;
-use crate::primitive::thread_local;
-use std::cell::RefCell;
 
+/// The first instance this thread entered and is still inside.
+#[derive(Clone, Copy)]
+struct First {
+    /// Instance id; meaningful only while `depth > 0`.
+    id: u64,
+    /// Live guards of the region (0: the record is free).
+    depth: usize,
+    /// The region's state.
+    state: State,
+}
+
+impl First {
+    const FREE: First = First { id: 0, depth: 0, state: State::rest(0) };
+}
+
+/// The general bookkeeping: other instances this thread is inside, and callbacks.
 #[derive(Default)]
 struct Ctx {
-    /// Instances this thread is inside: (id, number of live guards, state of the region).
+    /// Instances this thread is inside besides [`FIRST`]'s: (id, live guards, state).
     entered: Vec<(u64, usize, State)>,
     /// Instances whose `next_step` / `on_entering_state` runs on this thread (a stack).
     callbacks: Vec<u64>,
 }
 
-thread_local! {
+#[cfg(not(loom))]
+std::thread_local! {
+    static FIRST: Cell<First> = const { Cell::new(First::FREE) };
+    /// Number of entries in `CTX` (entered instances + callback scopes); 0 on the fast path.
+    static SLOW: Cell<usize> = const { Cell::new(0) };
+    static CTX: RefCell<Ctx> = RefCell::new(Ctx::default());
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    static FIRST: Cell<First> = Cell::new(First::FREE);
+    static SLOW: Cell<usize> = Cell::new(0);
     static CTX: RefCell<Ctx> = RefCell::new(Ctx::default());
 }
 
@@ -33,58 +70,142 @@ pub(super) enum Begin {
 }
 
 #[inline]
+fn first() -> First {
+    // `try_with`: a guard dropped during thread-local destruction must not panic; a
+    // thread being torn down is inside nothing.
+    FIRST.try_with(Cell::get).unwrap_or(First::FREE)
+}
+
+#[inline]
+fn set_first(f: First) {
+    let _ = FIRST.try_with(|c| c.set(f));
+}
+
+#[inline]
+fn slow_count() -> usize {
+    SLOW.try_with(Cell::get).unwrap_or(0)
+}
+
+#[inline]
+fn add_slow(delta: isize) {
+    let _ = SLOW.try_with(|c| c.set(c.get().wrapping_add_signed(delta)));
+}
+
+#[inline]
 fn with<R>(f: impl FnOnce(&mut Ctx) -> R) -> Option<R> {
-    // `try_with`: a guard dropped during thread-local destruction must not panic.
     CTX.try_with(|c| f(&mut c.borrow_mut())).ok()
 }
 
 #[inline]
 pub(super) fn begin_enter(id: u64) -> Begin {
-    with(|c| {
-        if !c.callbacks.is_empty() && c.callbacks.contains(&id) {
-            return Begin::InCallback;
+    if slow_count() != 0 {
+        return begin_enter_slow(id);
+    }
+    let mut f = first();
+    if f.depth > 0 && f.id == id {
+        f.depth += 1;
+        set_first(f);
+        return Begin::Nested(f.state, f.depth);
+    }
+    Begin::Fresh
+}
+
+#[cold]
+fn begin_enter_slow(id: u64) -> Begin {
+    let in_callback = with(|c| c.callbacks.contains(&id)).unwrap_or(false);
+    if in_callback {
+        return Begin::InCallback;
+    }
+    let mut f = first();
+    if f.depth > 0 && f.id == id {
+        f.depth += 1;
+        set_first(f);
+        return Begin::Nested(f.state, f.depth);
+    }
+    with(|c| match c.entered.iter_mut().find(|e| e.0 == id) {
+        Some(e) => {
+            e.1 += 1;
+            Begin::Nested(e.2, e.1)
         }
-        match c.entered.iter_mut().find(|e| e.0 == id) {
-            Some(e) => {
-                e.1 += 1;
-                Begin::Nested(e.2, e.1)
-            }
-            None => Begin::Fresh,
-        }
+        None => Begin::Fresh,
     })
     .unwrap_or(Begin::Fresh)
 }
 
+/// Records a fresh region of instance `id` (after [`begin_enter`] said `Fresh`).
 #[inline]
 pub(super) fn push_entered(id: u64, state: State) {
-    with(|c| c.entered.push((id, 1, state)));
+    if first().depth == 0 {
+        set_first(First { id, depth: 1, state });
+    } else {
+        with(|c| c.entered.push((id, 1, state)));
+        add_slow(1);
+    }
 }
 
 /// Leaves the region level `level` of instance `id`: `false` (and nothing changes) if
 /// `level` is not the innermost live level, i.e. guards are dropped out of order.
 #[inline]
 pub(super) fn leave(id: u64, level: usize) -> bool {
-    with(|c| match c.entered.iter().rposition(|e| e.0 == id) {
+    let mut f = first();
+    if f.depth > 0 && f.id == id {
+        if f.depth != level {
+            return false;
+        }
+        f.depth -= 1;
+        set_first(f);
+        return true;
+    }
+    leave_slow(id, level)
+}
+
+#[cold]
+fn leave_slow(id: u64, level: usize) -> bool {
+    let left = with(|c| match c.entered.iter().rposition(|e| e.0 == id) {
         Some(i) if c.entered[i].1 == level => {
             c.entered[i].1 -= 1;
-            if c.entered[i].1 == 0 {
+            let gone = c.entered[i].1 == 0;
+            if gone {
                 c.entered.swap_remove(i);
+            }
+            Some(gone)
+        }
+        _ => None,
+    });
+    match left {
+        Some(Some(gone)) => {
+            if gone {
+                add_slow(-1);
             }
             true
         }
-        _ => false,
-    })
-    .unwrap_or(true)
+        Some(None) => false,
+        // Thread-local storage is being torn down: nothing to keep consistent.
+        None => true,
+    }
 }
 
 /// Number of live guards of instance `id` on this thread.
 #[inline]
 pub(super) fn depth(id: u64) -> usize {
+    let f = first();
+    if f.depth > 0 && f.id == id {
+        return f.depth;
+    }
+    if slow_count() == 0 {
+        return 0;
+    }
     with(|c| c.entered.iter().find(|e| e.0 == id).map_or(0, |e| e.1)).unwrap_or(0)
 }
 
 #[inline]
 pub(super) fn set_state(id: u64, state: State) {
+    let mut f = first();
+    if f.depth > 0 && f.id == id {
+        f.state = state;
+        set_first(f);
+        return;
+    }
     with(|c| {
         if let Some(e) = c.entered.iter_mut().find(|e| e.0 == id) {
             e.2 = state;
@@ -93,7 +214,7 @@ pub(super) fn set_state(id: u64, state: State) {
 }
 
 pub(super) fn in_callback(id: u64) -> bool {
-    with(|c| c.callbacks.contains(&id)).unwrap_or(false)
+    slow_count() != 0 && with(|c| c.callbacks.contains(&id)).unwrap_or(false)
 }
 
 /// Marks this thread as running a machine callback of instance `id` until dropped.
@@ -102,6 +223,7 @@ pub(super) struct CallbackScope(u64);
 impl CallbackScope {
     pub(super) fn new(id: u64) -> CallbackScope {
         with(|c| c.callbacks.push(id));
+        add_slow(1);
         CallbackScope(id)
     }
 }
@@ -109,10 +231,15 @@ impl CallbackScope {
 impl Drop for CallbackScope {
     fn drop(&mut self) {
         let id = self.0;
-        with(|c| {
-            if let Some(i) = c.callbacks.iter().rposition(|&x| x == id) {
+        let removed = with(|c| match c.callbacks.iter().rposition(|&x| x == id) {
+            Some(i) => {
                 c.callbacks.remove(i);
+                true
             }
+            None => false,
         });
+        if removed == Some(true) {
+            add_slow(-1);
+        }
     }
 }
