@@ -3,3 +3,6 @@
 mod fcntl_ofd;
 
 pub use fcntl_ofd::{FcntlOfd, OfdFd};
+pub mod dslr_redis;
+pub mod dslr_shm;
+pub mod echo;

@@ -4,6 +4,8 @@ mod common;
 pub mod contended;
 pub mod height;
 pub mod held;
+pub mod server_micro;
+pub mod server_oltp;
 pub mod w1;
 pub mod w2;
 
@@ -17,6 +19,8 @@ pub fn all() -> Vec<Box<dyn Suite>> {
         Box::new(contended::Contended::<crate::variants::Registered>::default()),
         Box::new(height::Height::<crate::variants::Registered>::default()),
         Box::new(held::Held::<crate::variants::Registered>::default()),
+        Box::new(server_micro::ServerMicro::default()),
+        Box::new(server_oltp::ServerOltp::default()),
     ]
 }
 
