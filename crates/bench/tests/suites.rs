@@ -76,7 +76,7 @@ fn held_runs_k_per_thread_and_skips_the_coarse_lock() {
 #[test]
 fn registry_names_are_unique_and_findable() {
     let names: Vec<&str> = rangelock_bench::suites::all().iter().map(|s| s.name()).collect();
-    assert_eq!(names, ["w1", "w2", "contended", "height", "held"]);
+    assert_eq!(names, ["w1", "w2", "contended", "height", "held", "server-micro", "server-oltp"]);
     assert!(rangelock_bench::suites::find("w2").is_some());
     assert!(rangelock_bench::suites::find("nope").is_none());
 }
