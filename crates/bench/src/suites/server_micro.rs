@@ -260,10 +260,13 @@ where
     sample
 }
 
-/// Client counts: the suite's sweep unless the user gave `--threads`.
+/// Client counts: the suite's sweep (1..=64, quick 1, 4, 16) unless the user gave
+/// `--threads`; more clients than cores are marked oversubscribed.
 pub(crate) fn client_counts(opts: &Options, full: &[usize], quick: &[usize]) -> Vec<(usize, bool)> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let list: Vec<usize> = if opts.threads != DEFAULT_THREADS {
+    // The CLI clears `oversubscribe` when `--threads` is given: take that list as is.
+    let explicit = !opts.oversubscribe || opts.threads != DEFAULT_THREADS;
+    let list: Vec<usize> = if explicit {
         opts.threads.clone()
     } else if opts.quick {
         quick.to_vec()
