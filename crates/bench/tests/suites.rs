@@ -87,7 +87,9 @@ fn registry_names_are_unique_and_findable() {
             "epvs-array",
             "epvs-ops",
             "epvs-freq",
-            "epvs-table"
+            "epvs-table",
+            "server-micro",
+            "server-oltp"
         ]
     );
     assert!(rangelock_bench::suites::find("w2").is_some());

@@ -5,3 +5,6 @@ pub mod bravo;
 mod fcntl_ofd;
 
 pub use fcntl_ofd::{FcntlOfd, OfdFd};
+pub mod dslr_redis;
+pub mod dslr_shm;
+pub mod echo;

@@ -11,6 +11,8 @@ pub mod epvs_table;
 mod epvs_version;
 pub mod height;
 pub mod held;
+pub mod server_micro;
+pub mod server_oltp;
 pub mod w1;
 pub mod w2;
 
@@ -28,6 +30,8 @@ pub fn all() -> Vec<Box<dyn Suite>> {
         Box::new(epvs_ops::EpvsOps),
         Box::new(epvs_freq::EpvsFreq),
         Box::new(epvs_table::EpvsTable),
+        Box::new(server_micro::ServerMicro::default()),
+        Box::new(server_oltp::ServerOltp::default()),
     ]
 }
 

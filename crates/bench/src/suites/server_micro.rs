@@ -1,0 +1,363 @@
+//! `server-micro`: the seed 3 §5.2.2 micro-benchmark — clients lock a random range of a
+//! 2^16-unit space, shared or exclusive, and unlock it, against `rangelockd` (every engine)
+//! and the peers `echo`, `dslr-shm` and `dslr-redis`.
+//!
+//! Each client is a thread of the bench process with its own connection (a blocking
+//! [`Client`] for `rangelockd` and `echo`, its own Redis connection for `dslr-redis`, its
+//! own view of the mapping for `dslr-shm`). A measurement starts a fresh server on
+//! `127.0.0.1:0` (or `redis-server` on a free port, or a fresh mapping), connects every
+//! client untimed, runs, and stops the server.
+//!
+//! Workload: range length uniform in `1..=1024` units at a uniform start, exclusive with
+//! probability `exclusive_pct`; DSLR segments are 2^8 units (seed 3), so a range touches
+//! 1 to 5 segments. A lock + unlock **cycle** is two requests: `ops_per_sec` counts
+//! requests (`echo` does two pings per cycle); `cycles_per_sec` is half of it. Latencies
+//! are of whole cycles, one cycle in 16 sampled.
+//!
+//! **Server CPU** (`server_cpu_ns_per_request`): CPU time of the server over the
+//! measurement, including connecting the clients, divided by requests. For `rangelockd`
+//! it is the sum over the process's threads named `rangelock-server`, `rangelock-handler`
+//! and `rangelock-combiner` (`/proc/self/task/<tid>/schedstat`, nanoseconds; the clients'
+//! threads are `rangelock-client` and not counted); for `dslr-redis` the `redis-server`
+//! process (`/proc/<pid>/stat`, clock ticks); `dslr-shm` has no server and reports none.
+
+use std::io;
+use std::ops::Range;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rangelock::Mode;
+use rangelock_client::{Client, Endpoint, Wait};
+use rangelock_server::{EngineKind, Server, ServerConfig};
+use serde_json::Value;
+
+use super::common;
+use crate::harness::{
+    run_threads_with, Case, LatencySampler, Options, Sample, SplitMix64, Suite, ThreadCtl,
+    ThreadResult, DEFAULT_THREADS,
+};
+use crate::peers::dslr_redis::{self, RedisServer, RedisWords};
+use crate::peers::dslr_shm::{DslrClient, DslrLayout, ShmWords, SEGMENT_UNITS};
+use crate::peers::echo;
+
+/// Units of the lock space (seed 3).
+pub const UNITS: u64 = 1 << 16;
+/// Longest range of the micro-benchmark.
+pub const MAX_RANGE_UNITS: u64 = 1 << 10;
+/// One cycle in this many is timed.
+pub const SAMPLE_EVERY: u32 = 16;
+
+/// Client counts of a full run.
+const FULL_CLIENTS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
+/// Client counts of a quick run.
+const QUICK_CLIENTS: [usize; 3] = [1, 4, 16];
+
+/// A system under test of the server suites.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Variant {
+    /// `rangelockd` with this engine (push grants).
+    Engine(EngineKind),
+    /// The ceiling: pings over the same transport.
+    Echo,
+    /// DSLR over shared memory.
+    DslrShm,
+    /// DSLR over Redis.
+    DslrRedis,
+}
+
+impl Variant {
+    /// Report name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Variant::Engine(e) => e.name(),
+            Variant::Echo => echo::NAME,
+            Variant::DslrShm => ShmWords::NAME,
+            Variant::DslrRedis => RedisWords::NAME,
+        }
+    }
+
+    /// The variants to run: every engine, then `extra` peers, then `dslr-redis` when
+    /// `redis_server` runs (else a note on stderr with the install hint).
+    pub(crate) fn list(suite: &str, extra: &[Variant], redis_server: &str) -> Vec<Variant> {
+        let mut v: Vec<Variant> = EngineKind::ALL.into_iter().map(Variant::Engine).collect();
+        v.extend_from_slice(extra);
+        if RedisServer::available(redis_server) {
+            v.push(Variant::DslrRedis);
+        } else {
+            eprintln!("{suite}: skipping dslr-redis: {}", dslr_redis::INSTALL_HINT);
+        }
+        v
+    }
+}
+
+/// The running server (or mapping) of one measurement.
+pub(crate) enum Backend {
+    Rangelockd(Server),
+    Shm(ShmWords),
+    Redis(RedisServer),
+}
+
+/// One client's connection.
+pub(crate) enum Conn {
+    Lock(Client),
+    Echo(Client),
+    Shm(DslrClient<ShmWords>),
+    Redis(DslrClient<RedisWords>),
+}
+
+fn layout() -> DslrLayout {
+    DslrLayout::new(UNITS, SEGMENT_UNITS)
+}
+
+impl Backend {
+    /// Starts the backend of `variant`.
+    pub(crate) fn start(variant: Variant, redis_server: &str) -> io::Result<Backend> {
+        Ok(match variant {
+            Variant::Engine(engine) => Backend::Rangelockd(Server::start(ServerConfig {
+                engine,
+                ..ServerConfig::ephemeral()
+            })?),
+            Variant::Echo => Backend::Rangelockd(echo::start_server()?),
+            Variant::DslrShm => Backend::Shm(ShmWords::new(layout().segments())?),
+            Variant::DslrRedis => Backend::Redis(RedisServer::start(redis_server)?),
+        })
+    }
+
+    /// Connects one client.
+    pub(crate) fn connect(&self, variant: Variant) -> io::Result<Conn> {
+        Ok(match (self, variant) {
+            (Backend::Rangelockd(s), Variant::Echo) => {
+                Conn::Echo(echo::connect(s).map_err(io::Error::other)?)
+            }
+            (Backend::Rangelockd(s), _) => {
+                let addr = s.tcp_addr().ok_or_else(|| io::Error::other("no TCP listener"))?;
+                Conn::Lock(Client::connect(&Endpoint::from(addr)).map_err(io::Error::other)?)
+            }
+            (Backend::Shm(w), _) => Conn::Shm(DslrClient::new(w.clone(), layout())),
+            (Backend::Redis(r), _) => Conn::Redis(DslrClient::new(
+                RedisWords::connect(r.addr(), layout().segments())?,
+                layout(),
+            )),
+        })
+    }
+
+    /// Server CPU time so far, in nanoseconds (see the module docs).
+    pub(crate) fn cpu_ns(&self) -> Option<u64> {
+        match self {
+            Backend::Rangelockd(_) => server_threads_cpu_ns(),
+            Backend::Shm(_) => None,
+            Backend::Redis(r) => r.cpu_ns(),
+        }
+    }
+
+    /// Stops the server.
+    pub(crate) fn stop(self) {
+        match self {
+            Backend::Rangelockd(s) => s.shutdown(),
+            Backend::Shm(_) | Backend::Redis(_) => {}
+        }
+    }
+}
+
+impl Conn {
+    /// One lock + unlock cycle of `range` in `mode` (`echo`: two pings).
+    #[inline]
+    pub(crate) fn cycle(&mut self, range: Range<u64>, mode: Mode) -> Result<(), String> {
+        match self {
+            Conn::Lock(c) => {
+                let mode = match mode {
+                    Mode::Shared => rangelock_client::Mode::Shared,
+                    Mode::Exclusive => rangelock_client::Mode::Exclusive,
+                };
+                let g = c.lock(range, mode, Wait::Forever).map_err(|e| e.to_string())?;
+                g.unlock().map_err(|e| e.to_string())
+            }
+            Conn::Echo(c) => echo::cycle(c).map_err(|e| e.to_string()),
+            Conn::Shm(c) => {
+                let Ok(held) = c.lock(range, mode);
+                let Ok(()) = c.unlock(held);
+                Ok(())
+            }
+            Conn::Redis(c) => {
+                let held = c.lock(range, mode).map_err(|e| e.to_string())?;
+                c.unlock(held).map_err(|e| e.to_string())
+            }
+        }
+    }
+}
+
+/// CPU time of this process's server threads (named `rangelock-server`,
+/// `rangelock-handler`, `rangelock-combiner`), in nanoseconds.
+pub(crate) fn server_threads_cpu_ns() -> Option<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let dir = task.path();
+        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else { continue };
+        let comm = comm.trim_end();
+        // `comm` is the thread name truncated to 15 bytes.
+        if !["rangelock-serve", "rangelock-handl", "rangelock-combi"]
+            .iter()
+            .any(|p| comm.starts_with(p))
+        {
+            continue;
+        }
+        let ns = std::fs::read_to_string(dir.join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_ascii_whitespace().next()?.parse::<u64>().ok())
+            .or_else(|| {
+                dslr_redis::proc_stat_cpu_ns(&std::fs::read_to_string(dir.join("stat")).ok()?)
+            });
+        total += ns.unwrap_or(0);
+    }
+    Some(total)
+}
+
+/// Runs one measurement of `variant` with `clients` clients doing `body`; fills in the
+/// server CPU per op (`cpu_key`), or skips the sample when the backend fails.
+pub(crate) fn measure<F>(
+    variant: Variant,
+    redis_server: &str,
+    clients: usize,
+    duration: Duration,
+    cpu_key: &str,
+    body: F,
+) -> Sample
+where
+    F: Fn(usize, &mut Conn, &ThreadCtl) -> Result<ThreadResult, String> + Sync,
+{
+    let backend = match Backend::start(variant, redis_server) {
+        Ok(b) => b,
+        Err(e) => return Sample::skipped(format!("cannot start {}: {e}", variant.name())),
+    };
+    let failure: Mutex<Option<String>> = Mutex::new(None);
+    let fail = |e: String| {
+        failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(e);
+        ThreadResult::default()
+    };
+    let cpu0 = backend.cpu_ns();
+    let mut sample = run_threads_with(
+        clients,
+        duration,
+        |_| backend.connect(variant),
+        |i, conn, ctl| match conn {
+            Ok(mut conn) => body(i, &mut conn, ctl).unwrap_or_else(fail),
+            Err(e) => fail(format!("connect: {e}")),
+        },
+    );
+    let cpu1 = backend.cpu_ns();
+    backend.stop();
+    if let Some(e) = failure.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
+        return Sample::skipped(format!("{} failed: {e}", variant.name()));
+    }
+    if let (Some(a), Some(b)) = (cpu0, cpu1) {
+        if sample.ops > 0 {
+            sample.extra.insert(
+                cpu_key.to_owned(),
+                Value::from(b.saturating_sub(a) as f64 / sample.ops as f64),
+            );
+        }
+    }
+    sample
+}
+
+/// Client counts: the suite's sweep (1..=64, quick 1, 4, 16) unless the user gave
+/// `--threads`; more clients than cores are marked oversubscribed.
+pub(crate) fn client_counts(opts: &Options, full: &[usize], quick: &[usize]) -> Vec<(usize, bool)> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // The CLI clears `oversubscribe` when `--threads` is given: take that list as is.
+    let explicit = !opts.oversubscribe || opts.threads != DEFAULT_THREADS;
+    let list: Vec<usize> = if explicit {
+        opts.threads.clone()
+    } else if opts.quick {
+        quick.to_vec()
+    } else {
+        full.to_vec()
+    };
+    list.into_iter().filter(|&c| c > 0).map(|c| (c, c > cores)).collect()
+}
+
+/// The `server-micro` suite.
+#[derive(Debug)]
+pub struct ServerMicro {
+    redis_server: String,
+}
+
+impl Default for ServerMicro {
+    fn default() -> Self {
+        ServerMicro { redis_server: "redis-server".to_owned() }
+    }
+}
+
+impl ServerMicro {
+    /// Uses `binary` instead of `redis-server` for `dslr-redis` (a missing binary skips it).
+    pub fn with_redis_server(binary: impl Into<String>) -> Self {
+        ServerMicro { redis_server: binary.into() }
+    }
+}
+
+impl Suite for ServerMicro {
+    fn name(&self) -> &'static str {
+        "server-micro"
+    }
+
+    fn about(&self) -> &'static str {
+        "seed 3 micro-benchmark: each client locks a random range (1..=1024 of 2^16 units) \
+         and unlocks it over its own connection; ops = requests (2 per cycle); engines vs \
+         echo (ceiling), dslr-shm, dslr-redis"
+    }
+
+    fn baseline(&self) -> &'static str {
+        "combiner"
+    }
+
+    fn cases(&self, opts: &Options) -> Vec<Case> {
+        let pcts: &[u64] = if opts.quick { &[0, 20] } else { &[0, 1, 20, 100] };
+        let variants =
+            Variant::list(self.name(), &[Variant::Echo, Variant::DslrShm], &self.redis_server);
+        let mut cases = Vec::new();
+        for &pct in pcts {
+            for (clients, oversubscribed) in client_counts(opts, &FULL_CLIENTS, &QUICK_CLIENTS) {
+                for &variant in &variants {
+                    let redis = self.redis_server.clone();
+                    cases.push(Case {
+                        variant: variant.name().to_owned(),
+                        threads: clients,
+                        params: common::params([
+                            ("units", UNITS.into()),
+                            ("exclusive_pct", pct.into()),
+                            ("max_range_units", MAX_RANGE_UNITS.into()),
+                            ("dslr_segment_units", SEGMENT_UNITS.into()),
+                        ]),
+                        oversubscribed,
+                        run: Box::new(move |d| run_micro(variant, &redis, clients, pct, d)),
+                    });
+                }
+            }
+        }
+        cases
+    }
+}
+
+fn run_micro(variant: Variant, redis: &str, clients: usize, pct: u64, d: Duration) -> Sample {
+    let mut s = measure(variant, redis, clients, d, "server_cpu_ns_per_request", |i, conn, ctl| {
+        let mut rng = SplitMix64::new(0x5EED_0000 + i as u64);
+        let mut sampler = LatencySampler::new(SAMPLE_EVERY);
+        let mut cycles = 0u64;
+        while ctl.running() {
+            let len = 1 + rng.below(MAX_RANGE_UNITS);
+            let start = rng.below(UNITS - len + 1);
+            let mode = if rng.below(100) < pct { Mode::Exclusive } else { Mode::Shared };
+            let t = sampler.start();
+            conn.cycle(start..start + len, mode)?;
+            sampler.finish(t);
+            cycles += 1;
+        }
+        Ok(ThreadResult { ops: 2 * cycles, latencies_ns: sampler.into_latencies() })
+    });
+    if s.skip_reason().is_none() {
+        let secs = s.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
+        s.extra.insert("requests_per_sec".into(), Value::from(s.ops as f64 / secs));
+        s.extra.insert("cycles_per_sec".into(), Value::from(s.ops as f64 / 2.0 / secs));
+    }
+    s
+}

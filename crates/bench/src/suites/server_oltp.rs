@@ -1,0 +1,180 @@
+//! `server-oltp`: the seed 3 §5.2.3 Filebench-OLTP-like mix against `rangelockd` (every
+//! engine) and the peers `dslr-shm` and `dslr-redis`.
+//!
+//! The 2^16 units are split into 9 equal files (7281 units each): 8 data files and one log
+//! file. 49 clients, each a thread with its own connection (see [`super::server_micro`]):
+//!
+//! - 39 **readers** lock a random 2^6-unit range of a random data file shared;
+//! - 9 **writers** lock a random 2^6-unit range exclusively, visiting the data files in
+//!   turn; each writer does 100 writes per 1000 reads done by all readers together (its
+//!   k-th write waits until the readers have done `10 k` reads);
+//! - 1 **log writer** locks a random 2^11-unit range of the log file exclusively, once per
+//!   3200 reads.
+//!
+//! Pacing writers wait by sleeping 50 us while the readers are behind (workload pacing,
+//! as Filebench's flow-ops rate limits). Every operation is a lock + unlock cycle:
+//! `ops_per_sec` counts cycles of all roles, latencies are those of every cycle.
+//! `server_cpu_ns_per_op` is the server's CPU time per cycle, measured as in
+//! `server-micro` (none for `dslr-shm`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use rangelock::Mode;
+
+use super::common;
+use super::server_micro::{measure, Variant, UNITS};
+use crate::harness::{Case, LatencySampler, Options, Sample, SplitMix64, Suite, ThreadResult};
+use crate::peers::dslr_shm::SEGMENT_UNITS;
+
+/// Data files.
+pub const DATA_FILES: u64 = 8;
+/// Units per file (8 data files and one log file share the space equally).
+pub const FILE_UNITS: u64 = UNITS / (DATA_FILES + 1);
+/// Reader clients.
+pub const READERS: usize = 39;
+/// Writer clients.
+pub const WRITERS: usize = 9;
+/// Log-writer clients.
+pub const LOG_WRITERS: usize = 1;
+/// Units of a read or write.
+pub const DATA_UNITS: u64 = 1 << 6;
+/// Units of a log write.
+pub const LOG_UNITS: u64 = 1 << 11;
+/// Reads (by all readers) per write of each writer: 1000 reads, 100 writes.
+pub const READS_PER_WRITE: u64 = 10;
+/// Reads (by all readers) per log write.
+pub const READS_PER_LOG: u64 = 3200;
+
+const PACE: Duration = Duration::from_micros(50);
+
+/// The `server-oltp` suite.
+#[derive(Debug)]
+pub struct ServerOltp {
+    redis_server: String,
+}
+
+impl Default for ServerOltp {
+    fn default() -> Self {
+        ServerOltp { redis_server: "redis-server".to_owned() }
+    }
+}
+
+impl ServerOltp {
+    /// Uses `binary` instead of `redis-server` for `dslr-redis` (a missing binary skips it).
+    pub fn with_redis_server(binary: impl Into<String>) -> Self {
+        ServerOltp { redis_server: binary.into() }
+    }
+}
+
+impl Suite for ServerOltp {
+    fn name(&self) -> &'static str {
+        "server-oltp"
+    }
+
+    fn about(&self) -> &'static str {
+        "seed 3 Filebench-OLTP mix over 2^16 units (8 data files + 1 log): 39 readers of \
+         2^6 units, 9 writers (100 writes per 1000 reads), 1 log writer (2^11 units per 3200 \
+         reads); ops = lock+unlock cycles of all roles"
+    }
+
+    fn baseline(&self) -> &'static str {
+        "combiner"
+    }
+
+    fn cases(&self, _opts: &Options) -> Vec<Case> {
+        let clients = READERS + WRITERS + LOG_WRITERS;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Variant::list(self.name(), &[Variant::DslrShm], &self.redis_server)
+            .into_iter()
+            .map(|variant| {
+                let redis = self.redis_server.clone();
+                Case {
+                    variant: variant.name().to_owned(),
+                    threads: clients,
+                    params: common::params([
+                        ("units", UNITS.into()),
+                        ("data_files", DATA_FILES.into()),
+                        ("file_units", FILE_UNITS.into()),
+                        ("readers", READERS.into()),
+                        ("writers", WRITERS.into()),
+                        ("log_writers", LOG_WRITERS.into()),
+                        ("data_units", DATA_UNITS.into()),
+                        ("log_units", LOG_UNITS.into()),
+                        ("dslr_segment_units", SEGMENT_UNITS.into()),
+                    ]),
+                    oversubscribed: clients > cores,
+                    run: Box::new(move |d| run_oltp(variant, &redis, clients, d)),
+                }
+            })
+            .collect()
+    }
+}
+
+/// A random data range of `file`.
+fn data_range(rng: &mut SplitMix64, file: u64) -> std::ops::Range<u64> {
+    let start = file * FILE_UNITS + rng.below(FILE_UNITS - DATA_UNITS + 1);
+    start..start + DATA_UNITS
+}
+
+/// A random log range.
+fn log_range(rng: &mut SplitMix64) -> std::ops::Range<u64> {
+    let start = DATA_FILES * FILE_UNITS + rng.below(FILE_UNITS - LOG_UNITS + 1);
+    start..start + LOG_UNITS
+}
+
+fn run_oltp(variant: Variant, redis: &str, clients: usize, d: Duration) -> Sample {
+    let reads = AtomicU64::new(0);
+    measure(variant, redis, clients, d, "server_cpu_ns_per_op", |i, conn, ctl| {
+        let mut rng = SplitMix64::new(0x0_17B0_0000 + i as u64);
+        let mut sampler = LatencySampler::new(1);
+        let mut ops = 0u64;
+        while ctl.running() {
+            let (range, mode) = if i < READERS {
+                let file = rng.below(DATA_FILES);
+                (data_range(&mut rng, file), Mode::Shared)
+            } else {
+                let per = if i < READERS + WRITERS { READS_PER_WRITE } else { READS_PER_LOG };
+                // Relaxed: a pacing counter; it orders nothing.
+                if reads.load(Ordering::Relaxed) < per * (ops + 1) {
+                    std::thread::sleep(PACE);
+                    continue;
+                }
+                if i < READERS + WRITERS {
+                    (data_range(&mut rng, ops % DATA_FILES), Mode::Exclusive)
+                } else {
+                    (log_range(&mut rng), Mode::Exclusive)
+                }
+            };
+            let t = sampler.start();
+            conn.cycle(range, mode)?;
+            sampler.finish(t);
+            ops += 1;
+            if i < READERS {
+                // Relaxed: see above.
+                reads.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(ThreadResult { ops, latencies_ns: sampler.into_latencies() })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_stay_inside_their_files() {
+        let mut rng = SplitMix64::new(7);
+        for k in 0..10_000 {
+            let r = data_range(&mut rng, k % DATA_FILES);
+            let file = r.start / FILE_UNITS;
+            assert_eq!(file, k % DATA_FILES);
+            assert_eq!((r.end - 1) / FILE_UNITS, file);
+            assert_eq!(r.end - r.start, DATA_UNITS);
+            let l = log_range(&mut rng);
+            assert_eq!(l.start / FILE_UNITS, DATA_FILES);
+            assert!(l.end <= (DATA_FILES + 1) * FILE_UNITS && l.end - l.start == LOG_UNITS);
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! The server suites in quick mode with tiny durations (no redis needed), and the DSLR
+//! peers under an exclusivity checker.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use rangelock::Mode;
+use rangelock_bench::harness::{run_suite, Options, Record, SplitMix64, Suite};
+use rangelock_bench::peers::dslr_redis::{RedisServer, RedisWords};
+use rangelock_bench::peers::dslr_shm::{DslrClient, DslrLayout, ShmWords, TicketWords};
+use rangelock_bench::suites::server_micro::ServerMicro;
+use rangelock_bench::suites::server_oltp::ServerOltp;
+use support::TempDir;
+
+const NO_REDIS: &str = "rangelock-test-no-such-redis-server";
+
+fn run(suite: &dyn Suite, threads: Vec<usize>) -> Vec<Record> {
+    let dir = TempDir::new(suite.name());
+    let opts = Options {
+        threads,
+        oversubscribe: false,
+        rounds: 1,
+        duration: Duration::from_millis(5),
+        out: dir.0.clone(),
+        ..Options::quick()
+    };
+    let report = run_suite(suite, &opts).unwrap();
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    assert!(report.json.exists() && report.svg.exists());
+    for r in &report.records {
+        assert!(r.ops_per_sec > 0.0, "{r:?}");
+    }
+    report.records
+}
+
+fn variants(records: &[Record]) -> BTreeSet<&str> {
+    records.iter().map(|r| r.variant.as_str()).collect()
+}
+
+#[test]
+fn server_micro_runs_engines_and_peers_without_redis() {
+    let records = run(&ServerMicro::with_redis_server(NO_REDIS), vec![2]);
+    assert_eq!(
+        variants(&records),
+        BTreeSet::from(["combiner", "dslr-shm", "echo", "rangelock", "tree-mutex", "tree-single"])
+    );
+    let pcts: BTreeSet<u64> =
+        records.iter().map(|r| r.params["exclusive_pct"].as_u64().unwrap()).collect();
+    assert_eq!(pcts, BTreeSet::from([0, 20]));
+    for r in &records {
+        assert_eq!(r.threads, 2);
+        // ops are requests: two per cycle.
+        let cycles = r.extra["cycles_per_sec"].as_f64().unwrap();
+        assert!((r.ops_per_sec - 2.0 * cycles).abs() <= 1e-6 * r.ops_per_sec, "{r:?}");
+        let has_cpu = r.extra.contains_key("server_cpu_ns_per_request");
+        assert_eq!(has_cpu, r.variant != "dslr-shm", "{r:?}");
+    }
+}
+
+#[test]
+fn server_oltp_runs_the_mix_without_redis() {
+    let records = run(&ServerOltp::with_redis_server(NO_REDIS), vec![1]);
+    assert_eq!(
+        variants(&records),
+        BTreeSet::from(["combiner", "dslr-shm", "rangelock", "tree-mutex", "tree-single"])
+    );
+    for r in &records {
+        assert_eq!(r.threads, 49);
+        assert_eq!(r.params["readers"], 39);
+        assert!(r.p50_ns.is_some());
+    }
+}
+
+/// Threads lock random ranges through DSLR; exclusive holders write their id over the range
+/// and verify it, shared holders count themselves in and check no writer is inside.
+/// Violations are counted, not asserted inside the critical section, so a broken lock fails
+/// the test instead of leaving other threads waiting on a range a panicked thread held.
+fn exclusivity<W: TicketWords>(
+    layout: DslrLayout,
+    threads: usize,
+    iterations: u64,
+    words: impl Fn() -> W + Sync,
+) where
+    W::Error: std::fmt::Debug,
+{
+    let units = layout.units as usize;
+    let owner: Vec<AtomicU64> = (0..units).map(|_| AtomicU64::new(0)).collect();
+    let readers: Vec<AtomicU64> = (0..units).map(|_| AtomicU64::new(0)).collect();
+    let violations = AtomicU64::new(0);
+    let span = |range: &Range<u64>| range.start as usize..range.end as usize;
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (owner, readers, words, violations) = (&owner, &readers, &words, &violations);
+            s.spawn(move || {
+                let id = t as u64 + 1;
+                let bad = |ok: bool| {
+                    if !ok {
+                        violations.fetch_add(1, Ordering::SeqCst);
+                    }
+                };
+                let mut client = DslrClient::new(words(), layout);
+                let mut rng = SplitMix64::new(id);
+                for _ in 0..iterations {
+                    let len = 1 + rng.below(layout.units / 4);
+                    let start = rng.below(layout.units - len + 1);
+                    let range = start..start + len;
+                    let mode = if rng.below(2) == 0 { Mode::Exclusive } else { Mode::Shared };
+                    let held = client.lock(range.clone(), mode).unwrap();
+                    match mode {
+                        Mode::Exclusive => {
+                            for u in span(&range) {
+                                bad(readers[u].load(Ordering::SeqCst) == 0);
+                                bad(owner[u].swap(id, Ordering::SeqCst) == 0);
+                            }
+                            std::hint::spin_loop();
+                            for u in span(&range) {
+                                bad(readers[u].load(Ordering::SeqCst) == 0);
+                                bad(owner[u].swap(0, Ordering::SeqCst) == id);
+                            }
+                        }
+                        Mode::Shared => {
+                            for u in span(&range) {
+                                readers[u].fetch_add(1, Ordering::SeqCst);
+                                bad(owner[u].load(Ordering::SeqCst) == 0);
+                            }
+                            for u in span(&range) {
+                                bad(owner[u].load(Ordering::SeqCst) == 0);
+                                readers[u].fetch_sub(1, Ordering::SeqCst);
+                            }
+                        }
+                    }
+                    client.unlock(held).unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(violations.load(Ordering::SeqCst), 0, "holders overlapped");
+}
+
+#[test]
+fn dslr_shm_excludes_with_frequent_counter_resets() {
+    // count_max 5: a word resets every few tickets, exercising bogus tickets and resets.
+    let layout = DslrLayout { units: 256, segment_units: 16, count_max: 5 };
+    let words = ShmWords::new(layout.segments()).unwrap();
+    exclusivity(layout, 4, 3000, || words.clone());
+}
+
+#[test]
+fn dslr_shm_excludes_with_default_layout() {
+    let layout = DslrLayout::new(1024, 64);
+    let words = ShmWords::new(layout.segments()).unwrap();
+    exclusivity(layout, 4, 3000, || words.clone());
+}
+
+#[test]
+fn dslr_redis_excludes_when_redis_is_installed() {
+    if !RedisServer::available("redis-server") {
+        eprintln!("skipping: redis-server not installed (bash ci/install-peers.sh)");
+        return;
+    }
+    let server = RedisServer::start("redis-server").unwrap();
+    let layout = DslrLayout { units: 128, segment_units: 16, count_max: 5 };
+    exclusivity(layout, 3, 200, || RedisWords::connect(server.addr(), layout.segments()).unwrap());
+}
