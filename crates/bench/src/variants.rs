@@ -5,7 +5,7 @@
 //! [`Registered::heights`]; an external peer one line in [`Registered::peers`]. Every suite
 //! is generic over a [`VariantSet`], so tests can run the real workloads over test locks.
 
-use rangelock::{Lock, RawRangeLock};
+use rangelock::{variants, Lock, RawRangeLock};
 
 use crate::peers::FcntlOfd;
 use crate::workload::RangeTarget;
@@ -47,6 +47,13 @@ pub struct Registered;
 impl VariantSet for Registered {
     fn locks(v: &mut impl VariantVisitor) {
         v.lock(rangelock::RangeLock::new);
+        v.lock(|| Lock::from_raw(variants::KoganList::new()));
+        v.lock(|| Lock::from_raw(variants::SongSkipList::new()));
+        v.lock(|| Lock::from_raw(variants::KernelTree::new()));
+        // 1 KiB segments over 2^32 units (16 MiB of counters): one segment per W1/W2 range,
+        // the best case of static segmentation; `held` keeps its ranges 1 KiB apart for it.
+        v.lock(|| Lock::from_raw(variants::Segments::new(1 << 32, 1024)));
+        v.lock(|| Lock::from_raw(variants::GlobalMutex::new()));
     }
 
     fn heights(v: &mut impl HeightVisitor) {
