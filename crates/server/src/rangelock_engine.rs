@@ -42,13 +42,6 @@ use crate::table::{Command, ReplySink, TableLimits, RELEASED_MEMORY};
 /// How long a waiting thread sleeps in the skip list before checking for withdrawal.
 pub(crate) const WAIT_SLICE: Duration = Duration::from_millis(20);
 
-fn to_rl(mode: Mode) -> rangelock::Mode {
-    match mode {
-        Mode::Exclusive => rangelock::Mode::Exclusive,
-        Mode::Shared => rangelock::Mode::Shared,
-    }
-}
-
 #[derive(Debug)]
 enum State {
     Held { token: u64, raw: SkipToken },
@@ -310,7 +303,7 @@ impl RangeLockEngine {
         }
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
         g.released.remove(&id);
-        if let Some(raw) = self.lock.try_lock(start..end, to_rl(mode)) {
+        if let Some(raw) = self.lock.try_lock(start..end, mode) {
             let token = self.granted();
             g.locks.insert(
                 id,
@@ -453,8 +446,7 @@ impl Waiter {
                 return;
             }
             let deadline = Instant::now() + WAIT_SLICE;
-            let Some(raw) = self.lock.lock_until(self.range.clone(), to_rl(self.mode), deadline)
-            else {
+            let Some(raw) = self.lock.lock_until(self.range.clone(), self.mode, deadline) else {
                 continue;
             };
             let mut g = lock(&self.session);

@@ -27,35 +27,24 @@ pub mod op {
     pub const RESPONSE: u8 = 0x80;
 }
 
-/// How a lock is held.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Mode {
-    /// Excludes every overlapping holder (a writer). Wire byte 0.
-    Exclusive,
-    /// Compatible with overlapping shared holders (a reader). Wire byte 1.
-    Shared,
+/// How a lock is held: the in-process lock's [`rangelock::Mode`], on the wire one byte
+/// (`0` exclusive, `1` shared).
+pub use rangelock::Mode;
+
+/// The wire byte of a [`Mode`].
+pub(crate) fn mode_code(mode: Mode) -> u8 {
+    match mode {
+        Mode::Exclusive => 0,
+        Mode::Shared => 1,
+    }
 }
 
-impl Mode {
-    /// Whether two holders in these modes may overlap.
-    #[inline]
-    pub fn compatible(self, other: Mode) -> bool {
-        matches!((self, other), (Mode::Shared, Mode::Shared))
-    }
-
-    pub(crate) fn code(self) -> u8 {
-        match self {
-            Mode::Exclusive => 0,
-            Mode::Shared => 1,
-        }
-    }
-
-    pub(crate) fn from_code(b: u8) -> Result<Self, DecodeError> {
-        match b {
-            0 => Ok(Mode::Exclusive),
-            1 => Ok(Mode::Shared),
-            _ => Err(DecodeError::BadMode(b)),
-        }
+/// The [`Mode`] of a wire byte.
+pub(crate) fn mode_from_code(b: u8) -> Result<Mode, DecodeError> {
+    match b {
+        0 => Ok(Mode::Exclusive),
+        1 => Ok(Mode::Shared),
+        _ => Err(DecodeError::BadMode(b)),
     }
 }
 
@@ -141,7 +130,7 @@ impl RequestFrame {
             Request::Lock { start, end, mode, wait } => {
                 out.put_u64(start);
                 out.put_u64(end);
-                out.put_u8(mode.code());
+                out.put_u8(mode_code(mode));
                 let (w, ms) = match wait {
                     Wait::Try => (0, 0),
                     Wait::Timeout(d) => (1, u32::try_from(d.as_millis()).unwrap_or(u32::MAX)),
@@ -177,7 +166,7 @@ impl RequestFrame {
             op::LOCK => {
                 let start = c.u64()?;
                 let end = c.u64()?;
-                let mode = Mode::from_code(c.u8()?)?;
+                let mode = mode_from_code(c.u8()?)?;
                 let w = c.u8()?;
                 let ms = c.u32()?;
                 let wait = match w {

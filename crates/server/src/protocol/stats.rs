@@ -99,7 +99,7 @@ impl StatsBody {
             out.put_u64(e.id);
             out.put_u64(e.start);
             out.put_u64(e.end);
-            out.put_u8(e.mode.code());
+            out.put_u8(super::request::mode_code(e.mode));
             out.put_u8(match e.state {
                 EntryState::Held => 0,
                 EntryState::Waiting => 1,
@@ -133,7 +133,7 @@ impl StatsBody {
             let id = c.u64()?;
             let start = c.u64()?;
             let end = c.u64()?;
-            let mode = Mode::from_code(c.u8()?)?;
+            let mode = super::request::mode_from_code(c.u8()?)?;
             let state = match c.u8()? {
                 0 => EntryState::Held,
                 1 => EntryState::Waiting,
