@@ -7,15 +7,11 @@
 pub(crate) use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
-#[cfg(not(loom))]
-pub(crate) use std::thread_local;
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
-#[cfg(loom)]
-pub(crate) use loom::thread_local;
 
 /// Gives other threads a chance to run (loom: a scheduling point).
 #[cfg(not(loom))]

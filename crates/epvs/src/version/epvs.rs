@@ -12,14 +12,14 @@ use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, PoisonError, TryLockError, Weak};
-use std::time::Duration;
 
 /// Spins on the state before parking while a transition is in flight.
 #[cfg(not(loom))]
 const SPINS: u32 = 64;
 /// Upper bound of one park: a waiter re-checks and helps drain at least this often, so a
 /// missed wake-up costs at most this much, never a hang.
-const PARK_TIMEOUT: Duration = Duration::from_millis(1);
+#[cfg(not(loom))]
+const PARK_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(1);
 /// Bound on the drain rounds `Drop for Epvs` runs to complete in-flight transitions.
 const DROP_DRAIN_ROUNDS: usize = 64;
 
@@ -458,22 +458,22 @@ impl Core {
             // freshly queued action (its pending check is Relaxed), so a model must keep
             // re-draining: yield instead of parking.
             #[cfg(loom)]
+            loom::thread::yield_now();
+            #[cfg(not(loom))]
             {
-                loom::thread::yield_now();
-                continue;
-            }
-            // The state is checked with `park` held and `wake` takes `park` after changing
-            // it, so a wake-up between the check and the wait cannot be lost; the timeout
-            // bounds the wait anyway and makes this thread help drain again.
-            let park = self.park.lock().unwrap_or_else(PoisonError::into_inner);
-            if cond(self.load()) {
-                let (park, _) = self
-                    .unpark
-                    .wait_timeout(park, PARK_TIMEOUT)
-                    .unwrap_or_else(PoisonError::into_inner);
-                drop(park);
-            } else {
-                drop(park);
+                // The state is checked with `park` held and `wake` takes `park` after changing
+                // it, so a wake-up between the check and the wait cannot be lost; the timeout
+                // bounds the wait anyway and makes this thread help drain again.
+                let park = self.park.lock().unwrap_or_else(PoisonError::into_inner);
+                if cond(self.load()) {
+                    let (park, _) = self
+                        .unpark
+                        .wait_timeout(park, PARK_TIMEOUT)
+                        .unwrap_or_else(PoisonError::into_inner);
+                    drop(park);
+                } else {
+                    drop(park);
+                }
             }
         }
     }
