@@ -585,6 +585,7 @@ impl<'a> EpvsGuard<'a> {
 
     /// Like [`refresh`](EpvsGuard::refresh), but returns `None` (and does nothing) if
     /// another guard of the same instance is alive on this thread.
+    #[inline(always)]
     pub fn try_refresh(&mut self) -> Option<State> {
         let id = self.epvs.id();
         if self.level != 1 || tls::depth(id) != 1 {
@@ -602,8 +603,10 @@ impl<'a> EpvsGuard<'a> {
             self.epoch = Some(epoch);
             state = s;
         }
-        self.state = state;
-        tls::set_state(id, state);
+        if state != self.state {
+            self.state = state;
+            tls::set_state(id, state);
+        }
         Some(state)
     }
 }
