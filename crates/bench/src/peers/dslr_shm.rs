@@ -48,7 +48,11 @@
 //!   and every bogus increment was undone; waiters of the next epoch see a zero word.
 //! - No deadlock across segments: segments are acquired in ascending order and a client
 //!   takes the next ticket only after entering the previous segment, so a wait-for chain
-//!   always points to a higher segment and ends.
+//!   always points to a higher segment and ends. Resets keep that shape: a client whose
+//!   range held the last tickets of several words resets them from the highest down. (In
+//!   ascending order, its reset of segment `a` waits for a client inside `a`, which waits
+//!   for the reset of a higher segment `b` that the first client has not done yet: a
+//!   cycle, seen as a hang of the frequent-reset checker.)
 //!
 //! The algorithm is written once, over [`TicketWords`]; this file's [`ShmWords`] runs it on
 //! atomics in a shared mapping, [`super::DslrRedis`] on a Redis server.
@@ -257,7 +261,11 @@ impl<W: TicketWords> DslrClient<W> {
         for seg in held.segments.clone().rev() {
             self.words.fetch_add(seg, delta)?;
         }
-        for &(seg, target) in &held.resets {
+        // Descending order: a client that holds a lower segment may be waiting for the
+        // reset of a higher one (its ticket there was bogus), and the reset of the lower
+        // segment waits for that client to leave it. Resetting the highest word first
+        // breaks the cycle (see "No deadlock" in the module docs).
+        for &(seg, target) in held.resets.iter().rev() {
             self.reset_slow(seg, target)?;
         }
         Ok(())
