@@ -65,7 +65,10 @@ pub fn write(
         path: path.to_owned(),
         message: e.to_string(),
     };
-    let height = PANEL_H * u32::try_from(panels.len().max(1)).unwrap_or(1);
+    // Tall enough for the longest legend (one 18 px row per line, from y = 40).
+    let most_lines = panels.iter().map(|p| p.lines.len()).max().unwrap_or(0);
+    let panel_h = PANEL_H.max(u32::try_from(60 + 18 * most_lines).unwrap_or(u32::MAX / 64));
+    let height = panel_h * u32::try_from(panels.len().max(1)).unwrap_or(1);
     let root = SVGBackend::new(path, (PANEL_W, height)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let areas = root.split_evenly((panels.len().max(1), 1));
