@@ -267,11 +267,15 @@ impl LightEpoch {
     /// The global epoch.
     #[inline]
     pub fn current(&self) -> u64 {
+        // Acquire: a caller that sees epoch `e` also sees what was unlinked before the bump
+        // that produced it; pairs with the fetch_add in `bump_with`.
         self.current.load(Ordering::Acquire)
     }
 
     /// The largest epoch `e` such that every protected thread has announced an epoch `> e`.
     pub fn safe_epoch(&self) -> u64 {
+        // Acquire: as in `current`; a stale (smaller) value only makes the result smaller,
+        // i.e. more conservative.
         let current = self.current.load(Ordering::Acquire);
         let min = self.table.min_announced().map_or(current, |m| m.min(current));
         min - 1
