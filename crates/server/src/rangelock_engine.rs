@@ -286,17 +286,13 @@ impl RangeLockEngine {
         nonce: u64,
     ) {
         let mut g = lock(s);
-        let error = if self.shutting_down.load(Ordering::Relaxed) {
-            Some(Status::ShuttingDown)
-        } else if start >= end {
-            Some(Status::InvalidRange)
-        } else if g.locks.contains_key(&id) || g.outcomes.contains_key(&id) {
-            Some(Status::DuplicateId)
-        } else if g.locks.len() + g.outcomes.len() >= self.limits.max_locks_per_session {
-            Some(Status::TooManyLocks)
-        } else {
-            None
-        };
+        let error = self.limits.refuse_lock(
+            self.shutting_down.load(Ordering::Relaxed),
+            start,
+            end,
+            g.locks.contains_key(&id) || g.outcomes.contains_key(&id),
+            g.locks.len() + g.outcomes.len(),
+        );
         if let Some(status) = error {
             self.reply(&g, ResponseFrame::new(op::LOCK, id, status, 0));
             return;

@@ -100,6 +100,34 @@ pub struct TableLimits {
     pub max_stats_entries: u32,
 }
 
+impl TableLimits {
+    /// Why a new lock request of a session must be refused, if it must: the checks every
+    /// engine makes, in this order, before touching its lock structure.
+    ///
+    /// `duplicate` says whether the request id is already live in the session (held,
+    /// waiting or an unpolled outcome); `live` counts the session's locks and outcomes.
+    pub(crate) fn refuse_lock(
+        &self,
+        shutting_down: bool,
+        start: u64,
+        end: u64,
+        duplicate: bool,
+        live: usize,
+    ) -> Option<Status> {
+        if shutting_down {
+            Some(Status::ShuttingDown)
+        } else if rangelock::check_range(&(start..end)).is_err() {
+            Some(Status::InvalidRange)
+        } else if duplicate {
+            Some(Status::DuplicateId)
+        } else if live >= self.max_locks_per_session {
+            Some(Status::TooManyLocks)
+        } else {
+            None
+        }
+    }
+}
+
 /// The sequential lock table; see the module docs.
 #[derive(Debug)]
 pub struct LockTable {
@@ -183,17 +211,13 @@ impl LockTable {
         nonce: u64,
     ) {
         let Some(s) = self.sessions.get(&session) else { return };
-        let error = if self.shutting_down {
-            Some(Status::ShuttingDown)
-        } else if start >= end {
-            Some(Status::InvalidRange)
-        } else if s.locks.contains_key(&id) || s.outcomes.contains_key(&id) {
-            Some(Status::DuplicateId)
-        } else if s.locks.len() + s.outcomes.len() >= self.limits.max_locks_per_session {
-            Some(Status::TooManyLocks)
-        } else {
-            None
-        };
+        let error = self.limits.refuse_lock(
+            self.shutting_down,
+            start,
+            end,
+            s.locks.contains_key(&id) || s.outcomes.contains_key(&id),
+            s.locks.len() + s.outcomes.len(),
+        );
         if let Some(status) = error {
             self.reply(session, ResponseFrame::new(op::LOCK, id, status, 0));
             return;
