@@ -49,41 +49,50 @@ macro_rules! filled {
     }};
 }
 
-impl BenchArray for EpvsSimpleArray {
-    const NAME: &'static str = "epvs";
-    type Session<'a> = SharedSession<'a, Self>;
+/// The `BenchArray` and `ArraySession` impls of an array that enters and leaves a region
+/// per operation (`epvs`, `epvs-2phase`): both library arrays have the same operations.
+macro_rules! per_op_array {
+    ($wrapper:ident, $array:ty, $name:literal) => {
+        impl BenchArray for $wrapper {
+            const NAME: &'static str = $name;
+            type Session<'a> = SharedSession<'a, Self>;
 
-    fn supports(cfg: &ArrayConfig) -> bool {
-        cfg.resize_delay.is_zero()
-    }
+            fn supports(cfg: &ArrayConfig) -> bool {
+                cfg.resize_delay.is_zero()
+            }
 
-    fn new(cfg: &ArrayConfig) -> Self {
-        EpvsSimpleArray(filled!(ResizableArray, cfg))
-    }
+            fn new(cfg: &ArrayConfig) -> Self {
+                $wrapper(filled!($array, cfg))
+            }
 
-    fn session(&self) -> Self::Session<'_> {
-        SharedSession(self)
-    }
+            fn session(&self) -> Self::Session<'_> {
+                SharedSession(self)
+            }
+        }
+
+        impl ArraySession for SharedSession<'_, $wrapper> {
+            #[inline]
+            fn len(&mut self) -> usize {
+                self.0 .0.len()
+            }
+            #[inline]
+            fn read(&mut self, index: usize) -> Option<u64> {
+                self.0 .0.read(index)
+            }
+            #[inline]
+            fn write(&mut self, index: usize, value: u64) -> bool {
+                self.0 .0.write(index, value).is_ok()
+            }
+            #[inline]
+            fn push(&mut self, value: u64) -> usize {
+                self.0 .0.push(value)
+            }
+        }
+    };
 }
 
-impl ArraySession for SharedSession<'_, EpvsSimpleArray> {
-    #[inline]
-    fn len(&mut self) -> usize {
-        self.0 .0.len()
-    }
-    #[inline]
-    fn read(&mut self, index: usize) -> Option<u64> {
-        self.0 .0.read(index)
-    }
-    #[inline]
-    fn write(&mut self, index: usize, value: u64) -> bool {
-        self.0 .0.write(index, value).is_ok()
-    }
-    #[inline]
-    fn push(&mut self, value: u64) -> usize {
-        self.0 .0.push(value)
-    }
-}
+per_op_array!(EpvsSimpleArray, ResizableArray, "epvs");
+per_op_array!(EpvsTwoPhaseArray, TwoPhaseArray, "epvs-2phase");
 
 /// A thread's open region on an [`EpvsPinnedArray`].
 #[derive(Debug)]
@@ -150,42 +159,6 @@ impl ArraySession for PinnedSession<'_> {
     fn push(&mut self, value: u64) -> usize {
         self.tick();
         self.array.push_with(&mut self.guard, value)
-    }
-}
-
-impl BenchArray for EpvsTwoPhaseArray {
-    const NAME: &'static str = "epvs-2phase";
-    type Session<'a> = SharedSession<'a, Self>;
-
-    fn supports(cfg: &ArrayConfig) -> bool {
-        cfg.resize_delay.is_zero()
-    }
-
-    fn new(cfg: &ArrayConfig) -> Self {
-        EpvsTwoPhaseArray(filled!(TwoPhaseArray, cfg))
-    }
-
-    fn session(&self) -> Self::Session<'_> {
-        SharedSession(self)
-    }
-}
-
-impl ArraySession for SharedSession<'_, EpvsTwoPhaseArray> {
-    #[inline]
-    fn len(&mut self) -> usize {
-        self.0 .0.len()
-    }
-    #[inline]
-    fn read(&mut self, index: usize) -> Option<u64> {
-        self.0 .0.read(index)
-    }
-    #[inline]
-    fn write(&mut self, index: usize, value: u64) -> bool {
-        self.0 .0.write(index, value).is_ok()
-    }
-    #[inline]
-    fn push(&mut self, value: u64) -> usize {
-        self.0 .0.push(value)
     }
 }
 
