@@ -10,7 +10,7 @@
 //! table of that size, change = write lock). Table sizes 16 … 1024 slots, threads 1, 2 and
 //! (full mode) 8, 16 oversubscribed. The baseline is `bravo`.
 
-use epvs::epoch::LightEpoch;
+use epvs::epoch::{Announce, LightEpoch};
 use epvs::version::Epvs;
 use serde_json::Value;
 
@@ -52,7 +52,8 @@ impl Suite for EpvsTable {
         for &slots in sizes {
             for (threads, over) in opts.threads_for(true) {
                 let c = Cfg { slots, threads, over };
-                let new_epvs = || Epvs::with_epoch(LightEpoch::with_slots(slots));
+                let new_epvs =
+                    || Epvs::with_epoch(LightEpoch::with_options(slots, Announce::Asymmetric));
                 cases.push(c.case("epvs", EpvsEnter(new_epvs())));
                 cases.push(c.case("epvs-pinned", EpvsPinned(new_epvs())));
                 cases.push(c.case("lightepoch", Epoch(LightEpoch::with_slots(slots))));

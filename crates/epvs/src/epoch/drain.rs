@@ -42,6 +42,11 @@ impl DrainList {
         self.pending.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Whether some queued action's epoch is `<= safe`.
+    pub(crate) fn any_ready(&self, safe: u64) -> bool {
+        lock(&self.queue).iter().any(|d| d.epoch <= safe)
+    }
+
     /// Runs every queued action whose epoch is `<= safe`, outside the queue's lock.
     ///
     /// The lock is held only to split the queue, so a drain never waits for an action, and

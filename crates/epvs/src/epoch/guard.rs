@@ -1,11 +1,86 @@
-//! The RAII guard of an epoch-protected region.
+//! The RAII guard of an epoch-protected region, and the raw protection it wraps.
 
 use core::fmt;
 use core::marker::PhantomData;
 
-use super::table::FREE;
-use super::LightEpoch;
+use super::table::{FREE, IDLE};
+use super::{local, LightEpoch};
 use crate::primitive::Ordering;
+
+/// `Protection::way` of a transient slot (given back at release).
+pub(super) const TRANSIENT: u32 = u32::MAX;
+
+/// The raw parts of one protection: which slot announces which epoch.
+///
+/// [`EpochGuard`] wraps one for users; EPVS guards hold one directly (released through
+/// [`LightEpoch::release_protection`]) so that ending a region never moves a guard value
+/// through memory. A `Protection` must be released exactly once, by the thread that
+/// announced it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Protection {
+    announced: u64,
+    slot: u32,
+    /// The thread's sticky-slot way (asymmetric mode), or [`TRANSIENT`].
+    way: u32,
+}
+
+impl Protection {
+    #[inline(always)]
+    pub(super) fn new(slot: usize, announced: u64, way: u32) -> Protection {
+        // Tables are far smaller than 2^32 slots (they are allocated, padded, up front).
+        Protection { announced, slot: slot as u32, way }
+    }
+}
+
+impl LightEpoch {
+    /// Re-announces the current epoch in `p`'s slot and runs ready actions: see
+    /// [`EpochGuard::refresh`].
+    #[inline(always)]
+    pub(crate) fn refresh_protection(&self, p: &mut Protection) {
+        // Acquire: synchronizes with the bump that produced `e` (and, through the release
+        // sequence of RMWs on the epoch counter, with every earlier bump), so whatever was
+        // unlinked before those bumps is invisible to this thread's later loads; pairs with
+        // the fetch_add in `LightEpoch::bump_with`.
+        let e = self.current.load(Ordering::Acquire);
+        if e != p.announced {
+            // Release: everything this thread read at the older epoch happens before any
+            // action that the scan now lets run; pairs with the Acquire slot loads in
+            // `SlotTable::min_announced`. A plain store suffices in both modes: the slot
+            // goes from one epoch to a larger one, so a scan that misses it still sees a
+            // value that protects at least as much.
+            self.table.slot(p.slot as usize).store(e, Ordering::Release);
+            p.announced = e;
+            if self.drain.has_pending() {
+                self.drain_slow();
+            }
+        }
+    }
+
+    /// Whether `p` announces the current epoch (Relaxed: a hint, exact when nothing moves).
+    #[inline(always)]
+    pub(crate) fn is_current(&self, p: &Protection) -> bool {
+        self.current.load(Ordering::Relaxed) == p.announced
+    }
+
+    /// Ends the protection `p` (taken by this thread, not released yet).
+    #[inline(always)]
+    pub(crate) fn release_protection(&self, p: Protection) {
+        let slot = self.table.slot(p.slot as usize);
+        if p.way == TRANSIENT {
+            // Release: this thread's protected reads happen before any action a later
+            // scan runs because it saw the slot free; pairs with the Acquire loads in
+            // `SlotTable::min_announced`.
+            slot.store(FREE, Ordering::Release);
+        } else {
+            // Release: as above, for a sticky slot that stays this thread's (IDLE).
+            slot.store(IDLE, Ordering::Release);
+            if !local::release(p.way) {
+                self.table.release_sticky(p.slot as usize);
+            }
+        }
+        self.after_release();
+    }
+}
 
 /// Epoch protection held by the current thread; dropping it releases the protection.
 ///
@@ -15,22 +90,21 @@ use crate::primitive::Ordering;
 #[must_use = "protection ends as soon as the guard is dropped"]
 pub struct EpochGuard<'a> {
     epoch: &'a LightEpoch,
-    slot: usize,
-    announced: u64,
+    protection: Protection,
     /// `!Send` and `!Sync`: a guard must be released by the thread that holds it.
     _not_send: PhantomData<*mut ()>,
 }
 
 impl<'a> EpochGuard<'a> {
-    #[inline]
-    pub(super) fn new(epoch: &'a LightEpoch, slot: usize, announced: u64) -> Self {
-        EpochGuard { epoch, slot, announced, _not_send: PhantomData }
+    #[inline(always)]
+    pub(super) fn new(epoch: &'a LightEpoch, protection: Protection) -> Self {
+        EpochGuard { epoch, protection, _not_send: PhantomData }
     }
 
     /// The epoch this guard has announced.
     #[inline]
     pub fn epoch(&self) -> u64 {
-        self.announced
+        self.protection.announced
     }
 
     /// The instance this guard protects against.
@@ -43,46 +117,27 @@ impl<'a> EpochGuard<'a> {
     /// epochs run, and runs those that are ready.
     ///
     /// Cheaper than dropping the guard and protecting again: when the epoch has not moved it
-    /// is one load; otherwise one store. Memory read before the refresh must not be used
-    /// after it.
+    /// is one load; otherwise one store and, if actions are queued, a drain. Memory read
+    /// before the refresh must not be used after it.
     #[inline]
     pub fn refresh(&mut self) {
-        // Acquire: synchronizes with the bump that produced `e` (and, through the release
-        // sequence of RMWs on the epoch counter, with every earlier bump), so whatever was
-        // unlinked before those bumps is invisible to this thread's later loads; pairs with
-        // the fetch_add in `LightEpoch::bump_with`.
-        let e = self.epoch.current.load(Ordering::Acquire);
-        if e != self.announced {
-            // Release: everything this thread read at the older epoch happens before any
-            // action that the scan now lets run; pairs with the Acquire slot loads in
-            // `SlotTable::min_announced`. A plain store suffices: the slot goes from one
-            // non-zero epoch to a larger one, so a scan that misses it still sees a value
-            // that protects at least as much.
-            self.epoch.table.slot(self.slot).store(e, Ordering::Release);
-            self.announced = e;
-        }
-        if self.epoch.drain.has_pending() {
-            self.epoch.drain_slow();
-        }
+        self.epoch.refresh_protection(&mut self.protection);
     }
 }
 
 impl Drop for EpochGuard<'_> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
-        // Release: this thread's protected reads happen before any action a later scan
-        // runs because it saw the slot free; pairs with the Acquire loads in
-        // `SlotTable::min_announced`.
-        self.epoch.table.slot(self.slot).store(FREE, Ordering::Release);
-        self.epoch.after_release();
+        self.epoch.release_protection(self.protection);
     }
 }
 
 impl fmt::Debug for EpochGuard<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EpochGuard")
-            .field("epoch", &self.announced)
-            .field("slot", &self.slot)
+            .field("epoch", &self.protection.announced)
+            .field("slot", &self.protection.slot)
+            .field("sticky", &(self.protection.way != TRANSIENT))
             .finish()
     }
 }

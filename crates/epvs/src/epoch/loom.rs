@@ -4,7 +4,7 @@ use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 
-use super::LightEpoch;
+use super::{Announce, LightEpoch};
 
 /// An object that records whether its reclamation action ran.
 struct Obj {
@@ -20,9 +20,9 @@ fn obj() -> *mut Obj {
 /// A reader protects (and, if `refresh`, refreshes), then reads the shared object while a
 /// writer replaces it and retires the old one with `bump_with`. The reader must never find
 /// the object it reached reclaimed while it is protected.
-fn reclaim_model(refresh: bool) {
+fn reclaim_model(refresh: bool, announce: Announce) {
     loom::model(move || {
-        let epoch = Arc::new(LightEpoch::with_slots(2));
+        let epoch = Arc::new(LightEpoch::with_options(2, announce));
         let first = obj();
         let shared = Arc::new(AtomicPtr::new(first));
 
@@ -64,13 +64,27 @@ fn reclaim_model(refresh: bool) {
 /// (a) A region protected before a bump never sees the bump's action run.
 #[test]
 fn loom_protect_bump_reclaim() {
-    reclaim_model(false);
+    reclaim_model(false, Announce::Fenced);
+}
+
+/// (a) in asymmetric mode: the reader announces in its sticky slot with a plain store
+/// and a light barrier; the drain's heavy barrier (both `fence(SeqCst)` under loom, which
+/// is what `membarrier` guarantees) must still keep the object alive.
+#[test]
+fn loom_asymmetric_protect_bump_reclaim() {
+    reclaim_model(false, Announce::Asymmetric);
+}
+
+/// A refresh in asymmetric mode re-announces in the sticky slot.
+#[test]
+fn loom_asymmetric_refresh_keeps_protection() {
+    reclaim_model(true, Announce::Asymmetric);
 }
 
 /// A refresh re-announces a newer epoch without ever exposing the slot as free.
 #[test]
 fn loom_refresh_keeps_protection() {
-    reclaim_model(true);
+    reclaim_model(true, Announce::Fenced);
 }
 
 /// Two bumps racing with drains run each action exactly once.

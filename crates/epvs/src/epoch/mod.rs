@@ -41,6 +41,37 @@
 //! Releasing stores 0 with Release, and scans load with Acquire, so all of a region's reads
 //! happen before any action that its release lets run.
 //!
+//! # Asymmetric mode
+//!
+//! An instance built with [`Announce::Asymmetric`] ([`LightEpoch::asymmetric`]) moves the
+//! cost of ordering an announce before the region's loads from every reader to the rare
+//! reclaimer, as RCU implementations do:
+//!
+//! - each thread keeps a *sticky* slot per instance (cached for up to four instances at
+//!   once in thread-local storage, claimed once with a CAS `FREE → IDLE`); `protect` is a
+//!   plain store `IDLE → e` followed by `membarrier2::light()` (a compiler barrier on
+//!   Linux), and a release is a Release store `e → IDLE`;
+//! - every scan that may run actions ([`LightEpoch::safe_epoch`], drains) first issues
+//!   `membarrier2::heavy()`, a process-wide barrier (Linux `membarrier`
+//!   `PRIVATE_EXPEDITED`; `mprotect`-based or plain fences where that is missing).
+//!
+//! The correctness argument above holds with the light/heavy pair in place of the SeqCst
+//! CAS and fence: the heavy barrier acts as a full fence on every running thread of the
+//! process, so for a reader between its announce and its next load, either the scan after
+//! the barrier sees the announce, or the reader's load comes after the barrier and sees
+//! the unlink. (Loom models the pair as two `fence(SeqCst)`s, which is what the system call
+//! guarantees; `loom_asymmetric_*` check it, and fail with the light barrier removed.)
+//!
+//! Sticky slots never exhaust a table: at most half its slots are sticky; nested protection
+//! and threads beyond that use transient (fenced) slots. A thread gives its sticky slots
+//! back when it evicts one from its cache and when it exits (a TLS destructor; a guard
+//! still alive in another thread-local at that point gives its slot back itself). The
+//! cache holds an `Arc` of the slot table, so a thread may outlive an instance it used:
+//! dropping an instance lets go of the dropping thread's entry, and each other thread
+//! keeps at most four such tables (a few KiB each) until it evicts them or exits.
+//! Because the heavy barrier is a system call, a drain in this mode first scans without it
+//! and skips the barrier when that scan already shows that nothing can run.
+//!
 //! # The anchors' defects, and what we do instead
 //!
 //! - **Unfenced announce** (FASTER C++/C# store the local epoch without a fence, so a
@@ -70,40 +101,55 @@
 //!
 //! # Trade-offs
 //!
-//! Releasing the slot at every guard drop makes `protect` an RMW (like `crossbeam_epoch::pin`)
-//! instead of FASTER's plain store into a thread-owned entry, and in exchange a table never
-//! stays full because of idle threads and thread exit needs no destructor. Long-running
-//! threads that want the cheapest path keep one guard and call [`EpochGuard::refresh`]
-//! (one load when the epoch has not moved). Actions run on whatever thread drains, possibly
-//! concurrently with each other and not necessarily in queueing order.
+//! In the default [`Announce::Fenced`] mode, releasing the slot at every guard drop makes
+//! `protect` an RMW (like `crossbeam_epoch::pin`) instead of FASTER's plain store into a
+//! thread-owned entry, and in exchange a table never stays full because of idle threads and
+//! thread exit needs no destructor; reclamation stays cheap (one fence and a scan), which
+//! suits structures that retire memory constantly (the range lock). [`Announce::Asymmetric`]
+//! makes `protect` two plain stores and each ready drain a system call: right for
+//! read-mostly use with rare bumps (EPVS version changes), wrong for frequent
+//! reclamation. Long-running threads that want the cheapest path in either mode keep one
+//! guard and call [`EpochGuard::refresh`] (one load when the epoch has not moved). Actions
+//! run on whatever thread drains, possibly concurrently with each other and not
+//! necessarily in queueing order.
 //!
 //! # When actions run
 //!
 //! An action runs at the first drain after its epoch becomes safe. `bump_with`, `drain`,
-//! and every refresh or release that sees actions pending drain. The "pending" check on the
+//! every release that sees actions pending, and every refresh that moves to a newer epoch
+//! while actions are pending drain. The "pending" check on the
 //! release path is a Relaxed load (a fence there would double the cost of every release),
 //! so a release racing with a `bump_with` may miss the new action; the bumping thread's own
 //! drain or the next refresh/release/drain then runs it. **Code that waits for an action
 //! to run must call [`LightEpoch::drain`] in its wait loop**, as EPVS does; dropping the
 //! instance runs whatever is left.
 
+mod announce;
 mod drain;
 mod error;
 mod guard;
+mod local;
 #[cfg(all(test, loom))]
 mod loom;
 mod table;
 
 use core::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
 use crate::primitive::{thread_hint, AtomicU64, AtomicUsize, Ordering};
+pub use announce::Announce;
 use drain::DrainList;
 pub use error::EpochError;
 pub use guard::EpochGuard;
+pub(crate) use guard::Protection;
+use guard::TRANSIENT;
 use table::SlotTable;
+
+/// Source of instance ids (asymmetric mode's per-thread cache key); 0 is never handed out.
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// An epoch-protection instance: global epoch, slot table, drain list.
 ///
@@ -111,9 +157,15 @@ use table::SlotTable;
 pub struct LightEpoch {
     /// The global epoch `E`; starts at 1 (0 marks a free slot) and only grows.
     current: CachePadded<AtomicU64>,
-    table: SlotTable,
+    /// Shared with the sticky-slot caches of threads (asymmetric mode), which may outlive
+    /// the instance.
+    table: Arc<SlotTable>,
     drain: DrainList,
     full: FullTable,
+    /// Process-wide unique, never 0.
+    id: u64,
+    /// `Announce::Asymmetric`: sticky slots, plain-store announces, heavy scans.
+    asymmetric: bool,
 }
 
 /// Threads waiting for a slot of a full table.
@@ -136,8 +188,13 @@ impl LightEpoch {
 
     /// An instance with a table sized from the core count.
     pub fn new() -> Self {
+        Self::with_slots(Self::default_slots())
+    }
+
+    /// The table size of [`new`](Self::new) and [`asymmetric`](Self::asymmetric).
+    fn default_slots() -> usize {
         let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
-        Self::with_slots((cores * Self::DEFAULT_SLOTS_PER_CORE).max(Self::MIN_DEFAULT_SLOTS))
+        (cores * Self::DEFAULT_SLOTS_PER_CORE).max(Self::MIN_DEFAULT_SLOTS)
     }
 
     /// An instance whose table has `slots` slots: at most that many guards can be held at
@@ -147,9 +204,27 @@ impl LightEpoch {
     ///
     /// If `slots` is 0.
     pub fn with_slots(slots: usize) -> Self {
+        Self::with_options(slots, Announce::Fenced)
+    }
+
+    /// An [`Announce::Asymmetric`] instance with a table sized from the core count: the
+    /// cheapest `protect`, for read-mostly use where bumps are rare.
+    pub fn asymmetric() -> Self {
+        Self::with_options(Self::default_slots(), Announce::Asymmetric)
+    }
+
+    /// An instance whose table has `slots` slots, announcing as `announce` says.
+    ///
+    /// # Panics
+    ///
+    /// If `slots` is 0.
+    pub fn with_options(slots: usize, announce: Announce) -> Self {
         LightEpoch {
+            // Relaxed: only uniqueness matters.
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            asymmetric: announce == Announce::Asymmetric,
             current: CachePadded::new(AtomicU64::new(1)),
-            table: SlotTable::new(slots),
+            table: Arc::new(SlotTable::new(slots)),
             drain: DrainList::new(),
             full: FullTable {
                 waiters: CachePadded::new(AtomicUsize::new(0)),
@@ -167,40 +242,85 @@ impl LightEpoch {
         self.table.len()
     }
 
+    /// How this instance's protected threads announce themselves.
+    pub fn announce(&self) -> Announce {
+        if self.asymmetric {
+            Announce::Asymmetric
+        } else {
+            Announce::Fenced
+        }
+    }
+
     /// Protects the calling thread at the current epoch until the guard drops.
     ///
     /// Waits (parking, with bounded wake-ups) while every slot is taken.
-    #[inline]
+    // `inline(always)`: returned through memory from an out-of-line call, the guard is
+    // moved with wide loads that stall on the narrower stores that built it.
+    #[inline(always)]
     pub fn protect(&self) -> EpochGuard<'_> {
+        EpochGuard::new(self, self.protect_raw())
+    }
+
+    /// Like [`protect`](Self::protect), but gives up after `timeout` if the table stays full.
+    pub fn try_protect(&self, timeout: Duration) -> Result<EpochGuard<'_>, EpochError> {
+        if self.asymmetric {
+            if let Some(p) = self.protect_sticky() {
+                return Ok(EpochGuard::new(self, p));
+            }
+        }
         match self.try_protect_once() {
-            Some(guard) => guard,
+            Some(p) => Ok(EpochGuard::new(self, p)),
+            None => {
+                self.protect_slow(Some(Instant::now() + timeout)).map(|p| EpochGuard::new(self, p))
+            }
+        }
+    }
+
+    /// [`protect`](Self::protect) without the guard: the caller releases the protection
+    /// with [`release_protection`](Self::release_protection). A plain value, so callers that
+    /// keep it in a guard of their own never move a guard through memory.
+    #[inline(always)]
+    pub(crate) fn protect_raw(&self) -> Protection {
+        if self.asymmetric {
+            if let Some(p) = self.protect_sticky() {
+                return p;
+            }
+        }
+        match self.try_protect_once() {
+            Some(p) => p,
             None => match self.protect_slow(None) {
-                Ok(guard) => guard,
+                Ok(p) => p,
                 Err(_) => unreachable!("protect_slow without a deadline never times out"),
             },
         }
     }
 
-    /// Like [`protect`](Self::protect), but gives up after `timeout` if the table stays full.
-    pub fn try_protect(&self, timeout: Duration) -> Result<EpochGuard<'_>, EpochError> {
-        match self.try_protect_once() {
-            Some(guard) => Ok(guard),
-            None => self.protect_slow(Some(Instant::now() + timeout)),
-        }
-    }
-
     #[inline]
-    fn try_protect_once(&self) -> Option<EpochGuard<'_>> {
+    fn try_protect_once(&self) -> Option<Protection> {
         // Acquire: synchronizes with the bump that produced `e`, so what was unlinked
         // before it is invisible to the protected region; pairs with the fetch_add in
         // `bump_with`. (A stale, smaller `e` only protects more.)
         let e = self.current.load(Ordering::Acquire);
         let slot = self.table.try_claim(thread_hint(), e)?;
-        Some(EpochGuard::new(self, slot, e))
+        Some(Protection::new(slot, e, TRANSIENT))
+    }
+
+    /// Asymmetric mode: announces in this thread's sticky slot with a plain store. `None`
+    /// if the thread has none it can use (nested protection, table half sticky already).
+    #[inline(always)]
+    fn protect_sticky(&self) -> Option<Protection> {
+        let (way, slot) = match local::acquire(self.id) {
+            Some(found) => found,
+            None => local::acquire_slow(self.id, &self.table)?,
+        };
+        // Acquire: as in `try_protect_once`.
+        let e = self.current.load(Ordering::Acquire);
+        self.table.announce_sticky(slot, e);
+        Some(Protection::new(slot, e, way))
     }
 
     #[cold]
-    fn protect_slow(&self, deadline: Option<Instant>) -> Result<EpochGuard<'_>, EpochError> {
+    fn protect_slow(&self, deadline: Option<Instant>) -> Result<Protection, EpochError> {
         self.full.events.fetch_add(1, Ordering::Relaxed);
         let started = Instant::now();
         let mut warned = false;
@@ -277,7 +397,7 @@ impl LightEpoch {
         // Acquire: as in `current`; a stale (smaller) value only makes the result smaller,
         // i.e. more conservative.
         let current = self.current.load(Ordering::Acquire);
-        let min = self.table.min_announced().map_or(current, |m| m.min(current));
+        let min = self.table.min_announced(self.asymmetric).map_or(current, |m| m.min(current));
         min - 1
     }
 
@@ -316,6 +436,19 @@ impl LightEpoch {
 
     #[cold]
     fn drain_slow(&self) {
+        // Not under loom: its loads may return a stale value forever, which would turn
+        // this shortcut into a livelock of the model (hardware makes stores visible).
+        if self.asymmetric && !cfg!(loom) {
+            // The process-wide barrier costs a system call: skip it when even an unfenced
+            // scan shows that no queued action can run. Skipping is always safe, and a
+            // stale (smaller) announcement seen here only delays the action to a later
+            // drain, which waiters issue in their wait loops.
+            let current = self.current.load(Ordering::Relaxed);
+            let hint = self.table.min_announced_hint().map_or(current, |m| m.min(current)) - 1;
+            if !self.drain.any_ready(hint) {
+                return;
+            }
+        }
         let safe = self.safe_epoch();
         self.drain.run_ready(safe);
     }
@@ -341,6 +474,9 @@ impl Drop for LightEpoch {
     fn drop(&mut self) {
         // No guard can exist (guards borrow the instance), so every epoch is safe.
         self.drain.run_all();
+        if self.asymmetric {
+            local::forget(self.id);
+        }
     }
 }
 
@@ -349,6 +485,7 @@ impl fmt::Debug for LightEpoch {
         f.debug_struct("LightEpoch")
             .field("current", &self.current.load(Ordering::Relaxed))
             .field("slots", &self.table.len())
+            .field("announce", &self.announce())
             .field("pending_actions", &self.drain.pending())
             .finish()
     }

@@ -2,32 +2,45 @@
 
 use crossbeam_utils::CachePadded;
 
-use crate::primitive::{fence, AtomicU64, Ordering};
+use crate::primitive::{fence, AtomicU64, AtomicUsize, Ordering};
 
-/// The value of a slot that no thread is protected in.
+/// The value of a slot that no thread owns.
 pub(crate) const FREE: u64 = 0;
+
+/// The value of a slot a thread keeps between regions (asymmetric mode): owned, not
+/// protected. Epochs never reach it (they start at 1 and grow by one per bump).
+pub(crate) const IDLE: u64 = u64::MAX;
 
 /// A fixed-size table of announcement slots, owned by one [`LightEpoch`](super::LightEpoch).
 ///
 /// # Slot states
 ///
-/// | value        | meaning                                                        |
-/// |--------------|----------------------------------------------------------------|
-/// | `0` (`FREE`) | no thread is protected in this slot; anyone may claim it       |
-/// | `e > 0`      | the owning thread is protected and has announced epoch `e`     |
+/// | value                | meaning                                                      |
+/// |----------------------|--------------------------------------------------------------|
+/// | `0` (`FREE`)         | no thread owns this slot; anyone may claim it                |
+/// | `u64::MAX` (`IDLE`)  | a thread keeps it as its sticky slot, and is not protected   |
+/// | `e`, `0 < e < IDLE`  | the owning thread is protected and has announced epoch `e`   |
 ///
-/// A slot is owned exactly while a thread is protected in it: claiming is the CAS
-/// `0 → e` that also announces, releasing is the store of `0`. There is no separate owner
-/// word, so a slot cannot be owned by two threads, and a thread that exits has necessarily
-/// dropped (or leaked) its guards, which releases (or pins) its slots.
+/// A *transient* slot is owned exactly while a thread is protected in it: claiming is the
+/// CAS `FREE → e` that also announces, releasing is the store of `FREE`. A *sticky* slot
+/// (asymmetric mode only, see [`super::local`]) is claimed once with the CAS
+/// `FREE → IDLE` and then announced in with plain stores `IDLE → e → IDLE`; its thread
+/// gives it back (`FREE`) when it evicts it from its cache or exits. There is no separate
+/// owner word, so a slot cannot be owned by two threads.
 pub(crate) struct SlotTable {
     slots: Box<[CachePadded<AtomicU64>]>,
+    /// Number of sticky slots; at most `len / 2`, so idle threads can never take the slots
+    /// transient claims need.
+    sticky: CachePadded<AtomicUsize>,
 }
 
 impl SlotTable {
     pub(crate) fn new(len: usize) -> Self {
         assert!(len > 0, "an epoch table needs at least one slot");
-        SlotTable { slots: (0..len).map(|_| CachePadded::new(AtomicU64::new(FREE))).collect() }
+        SlotTable {
+            slots: (0..len).map(|_| CachePadded::new(AtomicU64::new(FREE))).collect(),
+            sticky: CachePadded::new(AtomicUsize::new(0)),
+        }
     }
 
     #[inline]
@@ -66,22 +79,90 @@ impl SlotTable {
         None
     }
 
+    /// Claims a free slot as a sticky slot (`FREE → IDLE`), if fewer than half the slots
+    /// are sticky. The caller announces in it with [`announce_sticky`](Self::announce_sticky)
+    /// and gives it back with [`release_sticky`](Self::release_sticky).
+    pub(crate) fn claim_sticky(&self, hint: usize) -> Option<usize> {
+        // Relaxed: a capacity counter; the slot CAS below is what transfers ownership.
+        if self.sticky.fetch_add(1, Ordering::Relaxed) >= self.slots.len() / 2 {
+            self.sticky.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        let len = self.slots.len();
+        let start = hint % len;
+        for i in (start..len).chain(0..start) {
+            let slot = &self.slots[i];
+            // Relaxed: IDLE announces nothing (a scan treats it like FREE), so the claim
+            // orders nothing; exclusivity comes from the CAS alone.
+            if slot.load(Ordering::Relaxed) == FREE
+                && slot.compare_exchange(FREE, IDLE, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+            {
+                return Some(i);
+            }
+        }
+        self.sticky.fetch_sub(1, Ordering::Relaxed);
+        None
+    }
+
+    /// Gives back a sticky slot its owner is not protected in.
+    pub(crate) fn release_sticky(&self, index: usize) {
+        // Relaxed: the owner's last region already ended with a Release store of IDLE, and
+        // a scan treats FREE like IDLE; this store only makes the slot claimable again.
+        self.slots[index].store(FREE, Ordering::Relaxed);
+        self.sticky.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Announces `epoch` in this thread's sticky slot `index` (currently `IDLE`).
+    ///
+    /// A plain store followed by a compiler-only barrier: the reclaimer's
+    /// [`min_announced`](Self::min_announced) issues the process-wide barrier that orders
+    /// it before this thread's later loads (see the module docs, "Asymmetric mode").
+    #[inline(always)]
+    pub(crate) fn announce_sticky(&self, index: usize, epoch: u64) {
+        debug_assert_eq!(self.slots[index].load(Ordering::Relaxed), IDLE);
+        // Relaxed: ordering against the region's loads comes from the light/heavy barrier
+        // pair (light here, heavy in `min_announced`), not from the store itself.
+        self.slots[index].store(epoch, Ordering::Relaxed);
+        membarrier2::light();
+    }
+
     /// The smallest epoch announced by any protected thread, or `None` if none is.
     ///
     /// The caller must have made its epoch bump (and the unlinking before it) globally
-    /// ordered before this scan; the fence here does that.
-    pub(crate) fn min_announced(&self) -> Option<u64> {
-        // SeqCst: orders the caller's epoch bump before the slot loads below; pairs with
-        // the SeqCst claim in `try_claim` (Dekker-style: either the scan sees the thread's
-        // announce, or the thread's later loads see what was unlinked before the bump).
-        fence(Ordering::SeqCst);
+    /// ordered before this scan; the barrier here does that: a `fence(SeqCst)`, or with
+    /// `asymmetric` a process-wide barrier that also orders every thread's plain sticky
+    /// announce before that thread's later loads.
+    pub(crate) fn min_announced(&self, asymmetric: bool) -> Option<u64> {
+        if asymmetric {
+            // Process-wide barrier: a full fence on every running thread of the process
+            // between its program-order neighbours; pairs with `membarrier2::light()` in
+            // `announce_sticky` (and, being a SeqCst fence here too, with the SeqCst claim
+            // in `try_claim`).
+            membarrier2::heavy();
+        } else {
+            // SeqCst: orders the caller's epoch bump before the slot loads below; pairs with
+            // the SeqCst claim in `try_claim` (Dekker-style: either the scan sees the
+            // thread's announce, or the thread's later loads see what was unlinked before
+            // the bump).
+            fence(Ordering::SeqCst);
+        }
+        self.scan()
+    }
+
+    /// The smallest announced epoch as this thread happens to see it, without a barrier: a
+    /// hint, good only for deciding that nothing can run yet.
+    pub(crate) fn min_announced_hint(&self) -> Option<u64> {
+        self.scan()
+    }
+
+    fn scan(&self) -> Option<u64> {
         let mut min = None;
         for slot in self.slots.iter() {
             // Acquire: everything the slot's owner read while protected at an older epoch
             // (or before releasing the slot) happens before the actions we may now run;
             // pairs with the Release stores in `EpochGuard::refresh` and `Drop`.
             let e = slot.load(Ordering::Acquire);
-            if e != FREE {
+            if e != FREE && e != IDLE {
                 min = Some(min.map_or(e, |m: u64| m.min(e)));
             }
         }

@@ -5,7 +5,7 @@
 use super::machine::SimpleMachine;
 use super::tls::{self, Begin, CallbackScope};
 use super::{AdvanceError, State, StateMachine, Step};
-use crate::epoch::{EpochGuard, LightEpoch};
+use crate::epoch::{LightEpoch, Protection};
 use crate::primitive::{self as prim, fence, AtomicU64, Condvar, Mutex, MutexGuard};
 use std::fmt;
 use std::marker::PhantomData;
@@ -78,9 +78,11 @@ impl Default for Epvs {
 }
 
 impl Epvs {
-    /// A new instance at `REST(0)` with its own epoch table (sized from the core count).
+    /// A new instance at `REST(0)` with its own epoch table (sized from the core count), in
+    /// [`Announce::Asymmetric`](crate::epoch::Announce::Asymmetric) mode: `enter` is two
+    /// plain stores, and each version change pays one process-wide barrier.
     pub fn new() -> Epvs {
-        Epvs::with_epoch(LightEpoch::new())
+        Epvs::with_epoch(LightEpoch::asymmetric())
     }
 
     /// A new instance at `REST(0)` on the given (fresh, unshared) epoch framework.
@@ -128,19 +130,25 @@ impl Epvs {
     #[inline(always)]
     pub fn enter(&self) -> EpvsGuard<'_> {
         let id = self.id();
-        match tls::begin_enter(id) {
-            Begin::Fresh => {}
+        let first = match tls::begin_enter(id) {
+            Begin::Fresh { first } => first,
             Begin::Nested(state, level) => return self.nested(state, level),
             Begin::InCallback => callback_panic("enter"),
-        }
-        let guard = self.core.epoch.protect();
+        };
+        let protection = self.core.epoch.protect_raw();
         let state = self.core.load();
         if state.is_intermediate() {
-            drop(guard);
+            self.core.epoch.release_protection(protection);
             return self.enter_slow();
         }
-        tls::push_entered(id, state);
-        self.guard(guard, state)
+        if first {
+            // Nothing ran on this thread since `begin_enter` found the record free
+            // (protecting and loading run no callbacks).
+            tls::set_first(id, state);
+        } else {
+            tls::push_entered(id, state);
+        }
+        self.guard(protection, state)
     }
 
     /// Enters a protected region if no transition is in flight; never blocks. `None` if a
@@ -152,49 +160,66 @@ impl Epvs {
     pub fn try_enter(&self) -> Option<EpvsGuard<'_>> {
         let id = self.id();
         match tls::begin_enter(id) {
-            Begin::Fresh => {}
+            Begin::Fresh { .. } => {}
             Begin::Nested(state, level) => return Some(self.nested(state, level)),
             Begin::InCallback => callback_panic("try_enter"),
         }
-        let guard = self.core.epoch.protect();
+        let protection = self.core.epoch.protect_raw();
         let state = self.core.load();
         if state.is_intermediate() {
+            self.core.epoch.release_protection(protection);
             return None;
         }
         tls::push_entered(id, state);
-        Some(self.guard(guard, state))
+        Some(self.guard(protection, state))
     }
 
     /// The guard of a new (outermost) region; it holds the region's epoch protection.
     #[inline]
-    fn guard<'a>(&'a self, epoch: EpochGuard<'a>, state: State) -> EpvsGuard<'a> {
-        EpvsGuard { epvs: self, epoch: Some(epoch), state, level: 1, _not_send: PhantomData }
+    fn guard(&self, protection: Protection, state: State) -> EpvsGuard<'_> {
+        EpvsGuard {
+            epvs: self,
+            core: &self.core,
+            protection: Some(protection),
+            state,
+            level: 1,
+            _not_send: PhantomData,
+        }
     }
 
     /// A nested guard of the region this thread is in: no protection of its own, the
     /// outermost guard's covers it (guards of a region are dropped innermost first).
     #[inline]
     fn nested(&self, state: State, level: usize) -> EpvsGuard<'_> {
-        EpvsGuard { epvs: self, epoch: None, state, level, _not_send: PhantomData }
+        EpvsGuard {
+            epvs: self,
+            core: &self.core,
+            protection: None,
+            state,
+            level,
+            _not_send: PhantomData,
+        }
     }
 
     #[cold]
     fn enter_slow(&self) -> EpvsGuard<'_> {
-        let (guard, state) = self.protect_stable();
+        let (protection, state) = self.protect_stable();
         tls::push_entered(self.id(), state);
-        self.guard(guard, state)
+        self.guard(protection, state)
     }
 
-    /// Waits for a non-intermediate state and returns epoch protection with it.
+    /// Waits for a non-intermediate state and returns epoch protection with it (which the
+    /// caller must release with `LightEpoch::release_protection`).
     #[cold]
-    fn protect_stable(&self) -> (EpochGuard<'_>, State) {
+    fn protect_stable(&self) -> (Protection, State) {
         loop {
             self.core.park_while(|s| s.is_intermediate());
-            let guard = self.core.epoch.protect();
+            let protection = self.core.epoch.protect_raw();
             let state = self.core.load();
             if !state.is_intermediate() {
-                return (guard, state);
+                return (protection, state);
             }
+            self.core.epoch.release_protection(protection);
         }
     }
 
@@ -355,7 +380,8 @@ impl Core {
         // the SeqCst epoch bump): either the bump's drain sees our announcement, or this
         // load sees the flag. It also acquires the critical section's writes published by
         // the store in `complete_step`.
-        State::from_bits(self.state.load(SeqCst)).expect("EPVS state has reserved bits set")
+        // Only `State::to_bits` values are ever stored in the word.
+        State::from_bits_trusted(self.state.load(SeqCst))
     }
 
     fn lock_slot(&self) -> MutexGuard<'_, Option<Installed>> {
@@ -534,9 +560,13 @@ fn callback_panic(what: &str) -> ! {
 /// since the nested guard still relies on it.
 pub struct EpvsGuard<'a> {
     epvs: &'a Epvs,
+    /// `epvs.core`, one pointer hop closer for the refresh and drop fast paths.
+    core: &'a Core,
     /// The region's epoch protection: `Some` in the outermost guard (`None` only
     /// transiently inside `refresh` while waiting for a transition), `None` in nested ones.
-    epoch: Option<EpochGuard<'a>>,
+    /// Held raw (released through `LightEpoch::release_protection` in `Drop`) so that
+    /// ending a region never moves a guard value through memory.
+    protection: Option<Protection>,
     state: State,
     /// Nesting level: 1 for the outermost guard of the region.
     level: usize,
@@ -587,20 +617,42 @@ impl<'a> EpvsGuard<'a> {
     /// another guard of the same instance is alive on this thread.
     #[inline(always)]
     pub fn try_refresh(&mut self) -> Option<State> {
-        let id = self.epvs.id();
-        if self.level != 1 || tls::depth(id) != 1 {
+        let core = self.core;
+        // Fast path: the epoch has not moved since this region announced, so neither has
+        // the state. Every state change is a step that first sets the intermediate flag
+        // and then bumps the epoch, and the step's new state is stored only after every
+        // region announced at the old epoch has left it, which this one has not. (The
+        // epoch is this instance's own; nothing else bumps it.) The flag may already be
+        // set: returning the region's state then orders this refresh just before the
+        // step, which waits for the region either way. Relaxed: a stale epoch only orders
+        // the refresh a moment earlier in the same way.
+        if let Some(p) = &self.protection {
+            if core.epoch.is_current(p) && tls::depth(core.id) == 1 {
+                return Some(self.state);
+            }
+        }
+        if self.level != 1 || tls::depth(core.id) != 1 {
             return None;
         }
-        if let Some(epoch) = self.epoch.as_mut() {
+        self.try_refresh_slow()
+    }
+
+    #[inline(never)]
+    fn try_refresh_slow(&mut self) -> Option<State> {
+        let id = self.core.id;
+        let epoch = &self.core.epoch;
+        if let Some(p) = self.protection.as_mut() {
             // Runs ready epoch actions, possibly critical sections of this instance:
             // this thread is between regions here (the new state is not read yet).
-            epoch.refresh();
+            epoch.refresh_protection(p);
         }
-        let mut state = self.epvs.core.load();
+        let mut state = self.core.load();
         if state.is_intermediate() {
-            self.epoch = None;
-            let (epoch, s) = self.epvs.protect_stable();
-            self.epoch = Some(epoch);
+            if let Some(p) = self.protection.take() {
+                epoch.release_protection(p);
+            }
+            let (protection, s) = self.epvs.protect_stable();
+            self.protection = Some(protection);
             state = s;
         }
         if state != self.state {
@@ -616,8 +668,10 @@ impl Drop for EpvsGuard<'_> {
     fn drop(&mut self) {
         // Leave the bookkeeping first: dropping the epoch guard may run critical sections
         // of this instance on this thread, which must not see it as inside.
-        if tls::leave(self.epvs.id(), self.level) {
-            drop(self.epoch.take());
+        if tls::leave(self.core.id, self.level) {
+            if let Some(p) = self.protection {
+                self.core.epoch.release_protection(p);
+            }
             prim::eventually_visible();
         } else {
             self.dropped_out_of_order();
@@ -631,9 +685,8 @@ impl EpvsGuard<'_> {
         // A guard nested in this one is alive (or leaked) and relies on this guard's
         // protection: keep it for good (the region never ends, so transitions of this
         // instance never complete) rather than let a critical section run under it.
-        if let Some(epoch) = self.epoch.take() {
-            std::mem::forget(epoch);
-        }
+        // Forgetting the raw protection keeps its slot announced for good.
+        self.protection = None;
         if !std::thread::panicking() {
             panic!(
                 "EpvsGuard dropped while a guard nested in it is alive (or leaked): guards \

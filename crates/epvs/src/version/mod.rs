@@ -93,10 +93,18 @@
 //! So `R` either waits for the section or runs entirely after it, in the new state, and
 //! acquires its writes (the new state is stored after the section; `R` loads it SeqCst).
 //! What this relies on from [`LightEpoch`](crate::epoch::LightEpoch): the announce in
-//! `protect`/`refresh` is ordered before later loads (SeqCst RMW or fence), `bump_with`
-//! scans the announcements after incrementing the epoch, and a region's end
-//! happens-before an action that waited for it (so the critical section sees the
-//! region's writes).
+//! `protect`/`refresh` is ordered before later loads as seen by the scan that decides an
+//! action may run (a SeqCst RMW or fence in `Fenced` mode; in `Asymmetric` mode, which
+//! [`Epvs::new`] uses, a compiler barrier paired with the process-wide barrier every such
+//! scan issues first — the argument above goes through with that pair in place of the
+//! fences), `bump_with` scans the announcements after incrementing the epoch, and a
+//! region's end happens-before an action that waited for it (so the critical section
+//! sees the region's writes).
+//!
+//! *Refresh fast path*: if the epoch still equals the one the region announced, the state
+//! has not changed for it: a step sets the flag and then bumps, and stores its new state
+//! only after every region at the old epoch has left. So [`EpvsGuard::refresh`] is then
+//! one relaxed load of the epoch and a thread-local nesting check.
 //!
 //! So no region overlaps a critical section, a region that entered in version `v` never
 //! observes a state of `v + 1` (invariant 4: it keeps its state until it refreshes, and
@@ -170,8 +178,10 @@
 //!
 //! # Trade-offs
 //!
-//! * Protected regions are nearly free at rest (an epoch announce, a load, a thread-local
-//!   push for the re-entrancy bookkeeping), but every region waits while a critical
+//! * Protected regions are nearly free at rest (an epoch announce with plain stores, a
+//!   load, a thread-local push for the re-entrancy bookkeeping), but every version change
+//!   pays a process-wide barrier (`membarrier`, a few microseconds; see the epoch
+//!   module's "Asymmetric mode"), and every region waits while a critical
 //!   section is pending, and a transition waits for the slowest region to leave: a
 //!   thread that stays protected for long stalls every version change (refresh often).
 //! * Transitions are asynchronous and run on whichever thread drains the epoch, so

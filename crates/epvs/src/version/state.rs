@@ -95,6 +95,14 @@ impl State {
         self.0
     }
 
+    /// Decodes a raw `u64` known to come from [`to_bits`](State::to_bits) (the fast path
+    /// of loading the instance's own state word, which only ever holds encoded states).
+    #[inline(always)]
+    pub(crate) const fn from_bits_trusted(bits: u64) -> State {
+        debug_assert!(bits & RESERVED_MASK == 0, "EPVS state has reserved bits set");
+        State(bits)
+    }
+
     /// Decodes a raw `u64`; `None` if reserved bits are set.
     #[inline]
     pub const fn from_bits(bits: u64) -> Option<State> {

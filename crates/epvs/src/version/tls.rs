@@ -19,19 +19,29 @@ use std::cell::{Cell, RefCell};
 
 use super::State;
 
-/// The first instance this thread entered and is still inside.
-#[derive(Clone, Copy)]
+/// The first instance this thread entered and is still inside, as separate cells: the
+/// fast path reads and writes single words (a copied struct would be moved with wide loads
+/// that stall on the narrow stores before them).
 struct First {
     /// Instance id; meaningful only while `depth > 0`.
-    id: u64,
+    id: Cell<u64>,
     /// Live guards of the region (0: the record is free).
-    depth: usize,
+    depth: Cell<usize>,
     /// The region's state.
-    state: State,
+    state: Cell<State>,
 }
 
 impl First {
-    const FREE: First = First { id: 0, depth: 0, state: State::rest(0) };
+    const fn new() -> First {
+        First { id: Cell::new(0), depth: Cell::new(0), state: Cell::new(State::rest(0)) }
+    }
+
+    /// The depth of the region of instance `id`, if the record holds it.
+    #[inline(always)]
+    fn depth_of(&self, id: u64) -> Option<usize> {
+        let depth = self.depth.get();
+        (depth > 0 && self.id.get() == id).then_some(depth)
+    }
 }
 
 /// The general bookkeeping: other instances this thread is inside, and callbacks.
@@ -45,7 +55,7 @@ struct Ctx {
 
 #[cfg(not(loom))]
 std::thread_local! {
-    static FIRST: Cell<First> = const { Cell::new(First::FREE) };
+    static FIRST: First = const { First::new() };
     /// Number of entries in `CTX` (entered instances + callback scopes); 0 on the fast path.
     static SLOW: Cell<usize> = const { Cell::new(0) };
     static CTX: RefCell<Ctx> = RefCell::new(Ctx::default());
@@ -53,15 +63,16 @@ std::thread_local! {
 
 #[cfg(loom)]
 loom::thread_local! {
-    static FIRST: Cell<First> = Cell::new(First::FREE);
+    static FIRST: First = First::new();
     static SLOW: Cell<usize> = Cell::new(0);
     static CTX: RefCell<Ctx> = RefCell::new(Ctx::default());
 }
 
 /// What `enter` must do on this thread.
 pub(super) enum Begin {
-    /// Not inside the instance: enter normally.
-    Fresh,
+    /// Not inside the instance: enter normally. `first`: the fast record is free (and
+    /// nothing is on the slow path), so [`set_first`] may record the region.
+    Fresh { first: bool },
     /// Already inside: the nesting depth was incremented to `.1`; `.0` is the region's
     /// state.
     Nested(State, usize),
@@ -69,16 +80,22 @@ pub(super) enum Begin {
     InCallback,
 }
 
-#[inline]
-fn first() -> First {
-    // `try_with`: a guard dropped during thread-local destruction must not panic; a
-    // thread being torn down is inside nothing.
-    FIRST.try_with(Cell::get).unwrap_or(First::FREE)
+/// Runs `f` on this thread's [`First`] record; `None` while thread-local storage is torn
+/// down (a thread being torn down is inside nothing).
+#[inline(always)]
+fn with_first<R>(f: impl FnOnce(&First) -> R) -> Option<R> {
+    FIRST.try_with(f).ok()
 }
 
-#[inline]
-fn set_first(f: First) {
-    let _ = FIRST.try_with(|c| c.set(f));
+/// Increments the depth of the region of `id` if [`FIRST`] holds it.
+#[inline(always)]
+fn nest_first(id: u64) -> Option<Begin> {
+    with_first(|f| {
+        let depth = f.depth_of(id)? + 1;
+        f.depth.set(depth);
+        Some(Begin::Nested(f.state.get(), depth))
+    })
+    .flatten()
 }
 
 #[inline]
@@ -101,13 +118,30 @@ pub(super) fn begin_enter(id: u64) -> Begin {
     if slow_count() != 0 {
         return begin_enter_slow(id);
     }
-    let mut f = first();
-    if f.depth > 0 && f.id == id {
-        f.depth += 1;
-        set_first(f);
-        return Begin::Nested(f.state, f.depth);
-    }
-    Begin::Fresh
+    with_first(|f| {
+        let depth = f.depth.get();
+        if depth == 0 {
+            return Begin::Fresh { first: true };
+        }
+        if f.id.get() != id {
+            return Begin::Fresh { first: false };
+        }
+        f.depth.set(depth + 1);
+        Begin::Nested(f.state.get(), depth + 1)
+    })
+    .unwrap_or(Begin::Fresh { first: false })
+}
+
+/// Records a fresh region of instance `id` in the fast record, which [`begin_enter`]
+/// found free.
+#[inline(always)]
+pub(super) fn set_first(id: u64, state: State) {
+    let _ = with_first(|f| {
+        debug_assert_eq!(f.depth.get(), 0);
+        f.id.set(id);
+        f.depth.set(1);
+        f.state.set(state);
+    });
 }
 
 #[cold]
@@ -116,28 +150,32 @@ fn begin_enter_slow(id: u64) -> Begin {
     if in_callback {
         return Begin::InCallback;
     }
-    let mut f = first();
-    if f.depth > 0 && f.id == id {
-        f.depth += 1;
-        set_first(f);
-        return Begin::Nested(f.state, f.depth);
+    if let Some(nested) = nest_first(id) {
+        return nested;
     }
     with(|c| match c.entered.iter_mut().find(|e| e.0 == id) {
         Some(e) => {
             e.1 += 1;
             Begin::Nested(e.2, e.1)
         }
-        None => Begin::Fresh,
+        None => Begin::Fresh { first: false },
     })
-    .unwrap_or(Begin::Fresh)
+    .unwrap_or(Begin::Fresh { first: false })
 }
 
 /// Records a fresh region of instance `id` (after [`begin_enter`] said `Fresh`).
 #[inline]
 pub(super) fn push_entered(id: u64, state: State) {
-    if first().depth == 0 {
-        set_first(First { id, depth: 1, state });
-    } else {
+    let claimed = with_first(|f| {
+        if f.depth.get() != 0 {
+            return false;
+        }
+        f.id.set(id);
+        f.depth.set(1);
+        f.state.set(state);
+        true
+    });
+    if claimed == Some(false) {
         with(|c| c.entered.push((id, 1, state)));
         add_slow(1);
     }
@@ -147,16 +185,20 @@ pub(super) fn push_entered(id: u64, state: State) {
 /// `level` is not the innermost live level, i.e. guards are dropped out of order.
 #[inline]
 pub(super) fn leave(id: u64, level: usize) -> bool {
-    let mut f = first();
-    if f.depth > 0 && f.id == id {
-        if f.depth != level {
-            return false;
+    let left = with_first(|f| {
+        let depth = f.depth_of(id)?;
+        if depth != level {
+            return Some(false);
         }
-        f.depth -= 1;
-        set_first(f);
-        return true;
+        f.depth.set(depth - 1);
+        Some(true)
+    });
+    match left {
+        Some(Some(left)) => left,
+        // Torn down: nothing to keep consistent.
+        None => true,
+        Some(None) => leave_slow(id, level),
     }
-    leave_slow(id, level)
 }
 
 #[cold]
@@ -188,9 +230,8 @@ fn leave_slow(id: u64, level: usize) -> bool {
 /// Number of live guards of instance `id` on this thread.
 #[inline]
 pub(super) fn depth(id: u64) -> usize {
-    let f = first();
-    if f.depth > 0 && f.id == id {
-        return f.depth;
+    if let Some(Some(depth)) = with_first(|f| f.depth_of(id)) {
+        return depth;
     }
     if slow_count() == 0 {
         return 0;
@@ -200,10 +241,14 @@ pub(super) fn depth(id: u64) -> usize {
 
 #[inline]
 pub(super) fn set_state(id: u64, state: State) {
-    let mut f = first();
-    if f.depth > 0 && f.id == id {
-        f.state = state;
-        set_first(f);
+    let set = with_first(|f| {
+        let held = f.depth_of(id).is_some();
+        if held {
+            f.state.set(state);
+        }
+        held
+    });
+    if set != Some(false) {
         return;
     }
     with(|c| {
