@@ -8,9 +8,9 @@
 //! of 10 ms (Fig. 13). Each measurement builds a fresh array.
 //!
 //! Variants: see [`crate::arrays`]. The baseline is `latch-free-mock`, the unsafe upper
-//! bound (no resize protection, huge preallocated buffer). A variant that cannot simulate
-//! the slow resize (the `epvs::array` types have no hook for it) is left out of the 10 ms
-//! groups.
+//! bound (no resize protection, huge preallocated buffer). The slow resize is slept where
+//! each variant copies (see [`crate::arrays`]); a variant that cannot simulate it would be
+//! left out of the 10 ms groups (`BenchArray::supports`), none does now.
 //!
 //! Grid: push 0 / 10 / 50 %, delay 0 / 10 ms (quick: push 0 / 10 %, delay 0); threads
 //! from the options plus 8 and 16 oversubscribed.

@@ -23,9 +23,13 @@
 //! array's own `Epvs` write and only its protected regions read; EPVS runs critical
 //! sections in mutual exclusion with every region (see [`crate::version`]), so the
 //! old run can be freed inside the critical section that replaces it. In the two-phase
-//! array, the `REST -> COPYING` section runs only after every push into the old run has
-//! left its region, and every position handed out afterwards lies past the old run, so
-//! copying cannot lose a push; writes into the old run are refused while copying.
+//! array, the `REST -> COPYING` section runs only after every push that stored into the
+//! old run has left its region, and every position handed out afterwards lies past the
+//! old run; writes into the old run are refused while copying, and so is a push whose
+//! position falls inside the run being copied (it reserved the position before an earlier
+//! resize and waited, unprotected, through it). Those wait for the rest state and store
+//! into the new run, so copying cannot overwrite them. (The seed's Fig. 6 assumes the
+//! first case only; `concurrent_pushers` caught the second as a lost push.)
 
 mod error;
 mod resizable;
@@ -33,5 +37,8 @@ mod slots;
 mod two_phase;
 
 pub use error::OutOfBounds;
+
+/// An instrumentation hook run once per resize (see `with_copy_hook`).
+type CopyHook = Box<dyn Fn() + Send + Sync>;
 pub use resizable::ResizableArray;
 pub use two_phase::{TwoPhaseArray, COPYING};

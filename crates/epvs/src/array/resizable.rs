@@ -1,7 +1,7 @@
 //! [`ResizableArray`]: the simple EPVS resizable array of seed paper Fig. 3.
 
 use super::slots::Slots;
-use super::OutOfBounds;
+use super::{CopyHook, OutOfBounds};
 use crate::version::{Epvs, EpvsGuard};
 use std::cell::UnsafeCell;
 use std::fmt;
@@ -30,6 +30,8 @@ struct Inner {
     /// Positions handed out by `push`; may run ahead of the capacity while a resize is
     /// pending.
     count: AtomicUsize,
+    /// Called in each resize critical section after the copy (instrumentation).
+    copy_hook: Option<CopyHook>,
 }
 
 // SAFETY: `slots` is written only inside critical sections of the owning array's `Epvs`
@@ -56,6 +58,9 @@ impl Inner {
         if slots.len() < want {
             let cap = want.max(slots.len() * 2).max(8);
             *slots = slots.grown(cap);
+            if let Some(hook) = &self.copy_hook {
+                hook();
+            }
         }
     }
 }
@@ -74,11 +79,26 @@ impl ResizableArray {
 
     /// An empty array with room for `capacity` elements before the first resize.
     pub fn with_capacity(capacity: usize) -> ResizableArray {
+        Self::build(capacity, None)
+    }
+
+    /// Like [`with_capacity`](ResizableArray::with_capacity), with `hook` called in every
+    /// resize critical section right after the copy, i.e. while every operation waits:
+    /// for instrumentation and benchmarks (the seed's slow-resize experiment sleeps here).
+    pub fn with_copy_hook(
+        capacity: usize,
+        hook: impl Fn() + Send + Sync + 'static,
+    ) -> ResizableArray {
+        Self::build(capacity, Some(Box::new(hook)))
+    }
+
+    fn build(capacity: usize, copy_hook: Option<CopyHook>) -> ResizableArray {
         ResizableArray {
             epvs: Epvs::new(),
             inner: Arc::new(Inner {
                 slots: UnsafeCell::new(Slots::new(capacity)),
                 count: AtomicUsize::new(0),
+                copy_hook,
             }),
         }
     }
@@ -226,6 +246,24 @@ mod tests {
     use super::*;
     use std::sync::Weak;
     use std::thread;
+
+    /// The copy hook runs exactly once per resize (one version step each), on the
+    /// resizing path, and sees the array usable afterwards.
+    #[test]
+    fn copy_hook_runs_once_per_resize() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let c = calls.clone();
+        let a = ResizableArray::with_copy_hook(2, move || {
+            c.fetch_add(1, Relaxed);
+        });
+        for v in 0..100 {
+            a.push(v);
+        }
+        let resizes = a.epvs().state().version() as usize;
+        assert!(resizes >= 5, "2 -> 100 elements takes at least 5 doublings, saw {resizes}");
+        assert_eq!(calls.load(Relaxed), resizes);
+        assert_eq!(a.read(99), Some(99));
+    }
 
     #[test]
     fn sequential() {

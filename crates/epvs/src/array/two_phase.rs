@@ -1,7 +1,7 @@
 //! [`TwoPhaseArray`]: the two-phase EPVS resizable array of seed paper Figs. 4–6.
 
 use super::slots::Slots;
-use super::OutOfBounds;
+use super::{CopyHook, OutOfBounds};
 use crate::version::{Epvs, EpvsGuard, State, StateMachine};
 use std::cell::UnsafeCell;
 use std::fmt;
@@ -46,6 +46,9 @@ struct Inner {
     copy_next: AtomicUsize,
     /// Number of elements copied so far in this `COPYING` phase.
     copied: AtomicUsize,
+    /// Called by the thread that copies the last chunk, before it steps the machine
+    /// (instrumentation).
+    copy_hook: Option<CopyHook>,
 }
 
 // SAFETY: `list` and `new_list` are replaced only inside critical sections of the owning
@@ -113,6 +116,21 @@ impl TwoPhaseArray {
 
     /// An empty array with room for `capacity` elements before the first resize.
     pub fn with_capacity(capacity: usize) -> TwoPhaseArray {
+        Self::build(capacity, None)
+    }
+
+    /// Like [`with_capacity`](TwoPhaseArray::with_capacity), with `hook` called by the
+    /// thread that copies the last chunk of each resize, before it asks to leave
+    /// [`COPYING`]: a slow hook stretches the copy phase, during which reads and pushes
+    /// go on. For instrumentation and benchmarks (the seed's slow-resize experiment).
+    pub fn with_copy_hook(
+        capacity: usize,
+        hook: impl Fn() + Send + Sync + 'static,
+    ) -> TwoPhaseArray {
+        Self::build(capacity, Some(Box::new(hook)))
+    }
+
+    fn build(capacity: usize, copy_hook: Option<CopyHook>) -> TwoPhaseArray {
         TwoPhaseArray {
             epvs: Epvs::new(),
             inner: Arc::new(Inner {
@@ -122,6 +140,7 @@ impl TwoPhaseArray {
                 copy_len: AtomicUsize::new(0),
                 copy_next: AtomicUsize::new(0),
                 copied: AtomicUsize::new(0),
+                copy_hook,
             }),
         }
     }
@@ -252,14 +271,19 @@ impl TwoPhaseArray {
             let state = guard.state();
             let (list, new) = self.inner.runs(guard);
             if state.phase() == COPYING {
-                // Every push into the old run finished before COPYING began (its
-                // critical section waited for them), and positions handed out since
-                // are past the old run (seed Fig. 6, line 52).
-                debug_assert!(pos >= list.len());
+                // Positions handed out since COPYING began lie past the old run (seed
+                // Fig. 6, line 52) and go to the new run. But a push that reserved its
+                // position earlier and then waited, unprotected, through whole resizes
+                // (refresh leaves the region while a transition runs) can find it inside
+                // the run being copied: storing into the new run would race with the copy
+                // of that chunk and lose the value, so it waits for the rest state like a
+                // write into the old run.
                 self.help_copy(guard);
-                if let Some(slot) = new.and_then(|n| n.get(pos)) {
-                    slot.store(value, Relaxed);
-                    return pos;
+                if pos >= list.len() {
+                    if let Some(slot) = new.and_then(|n| n.get(pos)) {
+                        slot.store(value, Relaxed);
+                        return pos;
+                    }
                 }
             } else if let Some(slot) = list.get(pos) {
                 slot.store(value, Relaxed);
@@ -295,6 +319,9 @@ impl TwoPhaseArray {
             // Relaxed: the copies reach the next critical section through the epoch (it
             // waits for this region to end), not through this counter.
             if self.inner.copied.fetch_add(end - start, Relaxed) + (end - start) == len {
+                if let Some(hook) = &self.inner.copy_hook {
+                    hook();
+                }
                 // Starts `COPYING -> REST`; runs once this and every region leave.
                 self.epvs.try_step();
             }
@@ -317,6 +344,24 @@ mod tests {
     use std::sync::atomic::{AtomicBool, AtomicU64};
     use std::sync::Weak;
     use std::thread;
+
+    /// The copy hook runs exactly once per resize (one version step each), on the
+    /// resizing path, and sees the array usable afterwards.
+    #[test]
+    fn copy_hook_runs_once_per_resize() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let c = calls.clone();
+        let a = TwoPhaseArray::with_copy_hook(2, move || {
+            c.fetch_add(1, Relaxed);
+        });
+        for v in 0..100 {
+            a.push(v);
+        }
+        let resizes = a.epvs().state().version() as usize;
+        assert!(resizes >= 5, "2 -> 100 elements takes at least 5 doublings, saw {resizes}");
+        assert_eq!(calls.load(Relaxed), resizes);
+        assert_eq!(a.read(99), Some(99));
+    }
 
     #[test]
     fn sequential() {
