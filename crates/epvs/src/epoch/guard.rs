@@ -5,7 +5,7 @@ use core::marker::PhantomData;
 
 use super::table::{FREE, IDLE};
 use super::{local, LightEpoch};
-use crate::primitive::Ordering;
+use crate::primitive::{AtomicU64, Ordering};
 
 /// `Protection::way` of a transient slot (given back at release).
 pub(super) const TRANSIENT: u32 = u32::MAX;
@@ -17,18 +17,22 @@ pub(super) const TRANSIENT: u32 = u32::MAX;
 /// through memory. A `Protection` must be released exactly once, by the thread that
 /// announced it.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Protection {
+pub(crate) struct Protection<'a> {
+    /// The announcing slot (borrowed from the instance's table: no index arithmetic or
+    /// bounds check on the fast paths).
+    slot: &'a AtomicU64,
     announced: u64,
-    slot: u32,
+    /// The slot's index in the table.
+    index: u32,
     /// The thread's sticky-slot way (asymmetric mode), or [`TRANSIENT`].
     way: u32,
 }
 
-impl Protection {
+impl<'a> Protection<'a> {
     #[inline(always)]
-    pub(super) fn new(slot: usize, announced: u64, way: u32) -> Protection {
+    pub(super) fn new(slot: &'a AtomicU64, index: usize, announced: u64, way: u32) -> Self {
         // Tables are far smaller than 2^32 slots (they are allocated, padded, up front).
-        Protection { announced, slot: slot as u32, way }
+        Protection { slot, announced, index: index as u32, way }
     }
 }
 
@@ -36,7 +40,7 @@ impl LightEpoch {
     /// Re-announces the current epoch in `p`'s slot and runs ready actions: see
     /// [`EpochGuard::refresh`].
     #[inline(always)]
-    pub(crate) fn refresh_protection(&self, p: &mut Protection) {
+    pub(crate) fn refresh_protection(&self, p: &mut Protection<'_>) {
         // Acquire: synchronizes with the bump that produced `e` (and, through the release
         // sequence of RMWs on the epoch counter, with every earlier bump), so whatever was
         // unlinked before those bumps is invisible to this thread's later loads; pairs with
@@ -48,7 +52,7 @@ impl LightEpoch {
             // `SlotTable::min_announced`. A plain store suffices in both modes: the slot
             // goes from one epoch to a larger one, so a scan that misses it still sees a
             // value that protects at least as much.
-            self.table.slot(p.slot as usize).store(e, Ordering::Release);
+            p.slot.store(e, Ordering::Release);
             p.announced = e;
             if self.drain.has_pending() {
                 self.drain_slow();
@@ -58,14 +62,14 @@ impl LightEpoch {
 
     /// Whether `p` announces the current epoch (Relaxed: a hint, exact when nothing moves).
     #[inline(always)]
-    pub(crate) fn is_current(&self, p: &Protection) -> bool {
+    pub(crate) fn is_current(&self, p: &Protection<'_>) -> bool {
         self.current.load(Ordering::Relaxed) == p.announced
     }
 
     /// Ends the protection `p` (taken by this thread, not released yet).
     #[inline(always)]
-    pub(crate) fn release_protection(&self, p: Protection) {
-        let slot = self.table.slot(p.slot as usize);
+    pub(crate) fn release_protection(&self, p: Protection<'_>) {
+        let slot = p.slot;
         if p.way == TRANSIENT {
             // Release: this thread's protected reads happen before any action a later
             // scan runs because it saw the slot free; pairs with the Acquire loads in
@@ -75,7 +79,7 @@ impl LightEpoch {
             // Release: as above, for a sticky slot that stays this thread's (IDLE).
             slot.store(IDLE, Ordering::Release);
             if !local::release(p.way) {
-                self.table.release_sticky(p.slot as usize);
+                self.table.release_sticky(p.index as usize);
             }
         }
         self.after_release();
@@ -90,14 +94,14 @@ impl LightEpoch {
 #[must_use = "protection ends as soon as the guard is dropped"]
 pub struct EpochGuard<'a> {
     epoch: &'a LightEpoch,
-    protection: Protection,
+    protection: Protection<'a>,
     /// `!Send` and `!Sync`: a guard must be released by the thread that holds it.
     _not_send: PhantomData<*mut ()>,
 }
 
 impl<'a> EpochGuard<'a> {
     #[inline(always)]
-    pub(super) fn new(epoch: &'a LightEpoch, protection: Protection) -> Self {
+    pub(super) fn new(epoch: &'a LightEpoch, protection: Protection<'a>) -> Self {
         EpochGuard { epoch, protection, _not_send: PhantomData }
     }
 
@@ -136,7 +140,7 @@ impl fmt::Debug for EpochGuard<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EpochGuard")
             .field("epoch", &self.protection.announced)
-            .field("slot", &self.protection.slot)
+            .field("slot", &self.protection.index)
             .field("sticky", &(self.protection.way != TRANSIENT))
             .finish()
     }

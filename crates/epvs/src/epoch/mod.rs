@@ -280,7 +280,7 @@ impl LightEpoch {
     /// with [`release_protection`](Self::release_protection). A plain value, so callers that
     /// keep it in a guard of their own never move a guard through memory.
     #[inline(always)]
-    pub(crate) fn protect_raw(&self) -> Protection {
+    pub(crate) fn protect_raw(&self) -> Protection<'_> {
         if self.asymmetric {
             if let Some(p) = self.protect_sticky() {
                 return p;
@@ -296,31 +296,31 @@ impl LightEpoch {
     }
 
     #[inline]
-    fn try_protect_once(&self) -> Option<Protection> {
+    fn try_protect_once(&self) -> Option<Protection<'_>> {
         // Acquire: synchronizes with the bump that produced `e`, so what was unlinked
         // before it is invisible to the protected region; pairs with the fetch_add in
         // `bump_with`. (A stale, smaller `e` only protects more.)
         let e = self.current.load(Ordering::Acquire);
         let slot = self.table.try_claim(thread_hint(), e)?;
-        Some(Protection::new(slot, e, TRANSIENT))
+        Some(Protection::new(self.table.slot(slot), slot, e, TRANSIENT))
     }
 
     /// Asymmetric mode: announces in this thread's sticky slot with a plain store. `None`
     /// if the thread has none it can use (nested protection, table half sticky already).
     #[inline(always)]
-    fn protect_sticky(&self) -> Option<Protection> {
+    fn protect_sticky(&self) -> Option<Protection<'_>> {
         let (way, slot) = match local::acquire(self.id) {
             Some(found) => found,
             None => local::acquire_slow(self.id, &self.table)?,
         };
         // Acquire: as in `try_protect_once`.
         let e = self.current.load(Ordering::Acquire);
-        self.table.announce_sticky(slot, e);
-        Some(Protection::new(slot, e, way))
+        let announced = self.table.announce_sticky(slot, e);
+        Some(Protection::new(announced, slot, e, way))
     }
 
     #[cold]
-    fn protect_slow(&self, deadline: Option<Instant>) -> Result<Protection, EpochError> {
+    fn protect_slow(&self, deadline: Option<Instant>) -> Result<Protection<'_>, EpochError> {
         self.full.events.fetch_add(1, Ordering::Relaxed);
         let started = Instant::now();
         let mut warned = false;

@@ -176,7 +176,7 @@ impl Epvs {
 
     /// The guard of a new (outermost) region; it holds the region's epoch protection.
     #[inline]
-    fn guard(&self, protection: Protection, state: State) -> EpvsGuard<'_> {
+    fn guard<'a>(&'a self, protection: Protection<'a>, state: State) -> EpvsGuard<'a> {
         EpvsGuard {
             epvs: self,
             core: &self.core,
@@ -211,7 +211,7 @@ impl Epvs {
     /// Waits for a non-intermediate state and returns epoch protection with it (which the
     /// caller must release with `LightEpoch::release_protection`).
     #[cold]
-    fn protect_stable(&self) -> (Protection, State) {
+    fn protect_stable(&self) -> (Protection<'_>, State) {
         loop {
             self.core.park_while(|s| s.is_intermediate());
             let protection = self.core.epoch.protect_raw();
@@ -566,7 +566,7 @@ pub struct EpvsGuard<'a> {
     /// transiently inside `refresh` while waiting for a transition), `None` in nested ones.
     /// Held raw (released through `LightEpoch::release_protection` in `Drop`) so that
     /// ending a region never moves a guard value through memory.
-    protection: Option<Protection>,
+    protection: Option<Protection<'a>>,
     state: State,
     /// Nesting level: 1 for the outermost guard of the region.
     level: usize,
