@@ -666,6 +666,23 @@ impl<'a> EpvsGuard<'a> {
 impl Drop for EpvsGuard<'_> {
     #[inline(always)]
     fn drop(&mut self) {
+        // Fast path (kept small so the drop inlines): the outermost guard of a region in
+        // the thread's fast record.
+        if let Some(p) = self.protection {
+            if tls::leave_outermost(self.core.id) {
+                self.core.epoch.release_protection(p);
+                prim::eventually_visible();
+                return;
+            }
+        }
+        self.drop_slow();
+    }
+}
+
+impl EpvsGuard<'_> {
+    #[cold]
+    #[inline(never)]
+    fn drop_slow(&mut self) {
         // Leave the bookkeeping first: dropping the epoch guard may run critical sections
         // of this instance on this thread, which must not see it as inside.
         if tls::leave(self.core.id, self.level) {
@@ -677,9 +694,7 @@ impl Drop for EpvsGuard<'_> {
             self.dropped_out_of_order();
         }
     }
-}
 
-impl EpvsGuard<'_> {
     #[cold]
     fn dropped_out_of_order(&mut self) {
         // A guard nested in this one is alive (or leaked) and relies on this guard's

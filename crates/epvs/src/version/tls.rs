@@ -181,6 +181,20 @@ pub(super) fn push_entered(id: u64, state: State) {
     }
 }
 
+/// Leaves the region of instance `id` if the fast record holds it at depth 1 (its outermost
+/// guard is the only live one); `false` (and nothing changes) otherwise.
+#[inline(always)]
+pub(super) fn leave_outermost(id: u64) -> bool {
+    with_first(|f| {
+        let held = f.depth.get() == 1 && f.id.get() == id;
+        if held {
+            f.depth.set(0);
+        }
+        held
+    })
+    .unwrap_or(false)
+}
+
 /// Leaves the region level `level` of instance `id`: `false` (and nothing changes) if
 /// `level` is not the innermost live level, i.e. guards are dropped out of order.
 #[inline]
