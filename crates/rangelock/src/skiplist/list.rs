@@ -24,8 +24,9 @@ use core::ops::Range;
 use core::ptr::NonNull;
 
 use super::node::{tag, untag, Node, Ticket, MAX_HEIGHT};
+use super::readers::handshake_fence;
 use super::reclaim::Guard;
-use crate::primitive::{fence, Ordering};
+use crate::primitive::Ordering;
 use crate::range::overlaps;
 
 /// Per-level predecessors or successors filled by [`List::find`].
@@ -161,11 +162,11 @@ impl List {
 
     /// The exclusive node overlapping `range`, if any (used by readers after announcing).
     pub(crate) fn overlapping(&self, range: &Range<u64>, guard: &Guard<'_>) -> Conflict {
-        // SeqCst fence: the reader's half of the handshake is "announce; fence; read the
-        // list"; pairs with the fence in `Readers::overlapping` ("link; fence; read the
-        // slots"). Of the two fences, the later one in the SeqCst order makes its thread's
-        // reads see the other thread's store.
-        fence(Ordering::SeqCst);
+        // The reader's half of the handshake is "announce; fence; read the list"; pairs with
+        // the writer's "link; fence; read the counts and slots" in `Readers::overlapping`. Of
+        // the two, the later one in the SeqCst order makes its thread's reads see the other
+        // thread's store (see `handshake_fence`).
+        handshake_fence();
         let mut preds = [core::ptr::null_mut(); MAX_HEIGHT];
         let mut succs = [core::ptr::null_mut(); MAX_HEIGHT];
         loop {

@@ -26,8 +26,11 @@ use core::ptr::NonNull;
 use crossbeam_utils::CachePadded;
 
 use super::node::Node;
+use super::pool_lock::PoolLock;
 use super::rng::thread_index;
-use crate::primitive::{lock, Arc, AtomicUsize, Mutex, Ordering};
+#[cfg(loom)]
+use crate::primitive::{lock, Mutex};
+use crate::primitive::{Arc, AtomicUsize, Ordering};
 
 /// Retirements per epoch bump.
 pub(crate) const BATCH: usize = 64;
@@ -54,8 +57,8 @@ unsafe impl Send for NodePtr {}
 
 /// One shard: a free list and a retirement buffer.
 struct Shard {
-    free: Mutex<Vec<NodePtr>>,
-    retired: Mutex<Vec<NodePtr>>,
+    free: PoolLock<Vec<NodePtr>>,
+    retired: PoolLock<Vec<NodePtr>>,
 }
 
 /// The pools, shared with the epoch actions (which must be `'static`).
@@ -70,8 +73,8 @@ impl Drop for Pools {
         // Runs after the epoch ran every pending action (`Reclaim` drops its epoch first and
         // each action holds an `Arc<Pools>`), so every node is in a free list or a buffer.
         for shard in self.shards.iter() {
-            let free = core::mem::take(&mut *lock(&shard.free));
-            let retired = core::mem::take(&mut *lock(&shard.retired));
+            let free = core::mem::take(&mut *shard.free.lock());
+            let retired = core::mem::take(&mut *shard.retired.lock());
             for NodePtr(node) in free.into_iter().chain(retired) {
                 // SAFETY: pooled and retired nodes came from `Box::into_raw` in
                 // `Reclaim::alloc`, are owned by the pool, and no thread can reach them any
@@ -104,8 +107,8 @@ impl Reclaim {
         let shards = (0..shards)
             .map(|_| {
                 CachePadded::new(Shard {
-                    free: Mutex::new(Vec::new()),
-                    retired: Mutex::new(Vec::with_capacity(BATCH)),
+                    free: PoolLock::new(Vec::new()),
+                    retired: PoolLock::new(Vec::with_capacity(BATCH)),
                 })
             })
             .collect();
@@ -135,7 +138,7 @@ impl Reclaim {
     pub(crate) fn alloc(&self) -> NonNull<Node> {
         let shards = &self.pools.shards;
         let home = self.home();
-        if let Some(NodePtr(node)) = lock(&shards[home].free).pop() {
+        if let Some(NodePtr(node)) = shards[home].free.lock().pop() {
             return node;
         }
         self.alloc_slow(home)
@@ -147,7 +150,7 @@ impl Reclaim {
         for i in 1..shards.len() {
             let shard = &shards[(home + i) & (shards.len() - 1)];
             // Never block on another thread's shard: a busy shard is skipped.
-            if let Ok(mut free) = shard.free.try_lock() {
+            if let Some(mut free) = shard.free.try_lock() {
                 if let Some(NodePtr(node)) = free.pop() {
                     return node;
                 }
@@ -159,7 +162,7 @@ impl Reclaim {
 
     /// Returns a node that was never visible to another thread straight to the pool.
     pub(crate) fn free_private(&self, node: NonNull<Node>) {
-        lock(&self.pools.shards[self.home()].free).push(NodePtr(node));
+        self.pools.shards[self.home()].free.lock().push(NodePtr(node));
     }
 
     /// Retires a node that other threads may still reach: it is reused only after every
@@ -170,7 +173,7 @@ impl Reclaim {
     pub(crate) fn retire(&self, node: NonNull<Node>) {
         let home = self.home();
         let batch = {
-            let mut retired = lock(&self.pools.shards[home].retired);
+            let mut retired = self.pools.shards[home].retired.lock();
             retired.push(NodePtr(node));
             if retired.len() < BATCH {
                 return;
@@ -179,7 +182,7 @@ impl Reclaim {
         };
         let pools = Arc::clone(&self.pools);
         self.epoch.bump_with(move || {
-            lock(&pools.shards[home].free).extend(batch);
+            pools.shards[home].free.lock().extend(batch);
         });
     }
 }
