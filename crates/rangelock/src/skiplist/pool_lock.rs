@@ -56,10 +56,11 @@ mod imp {
         pub(crate) fn try_lock(&self) -> Option<PoolGuard<'_, T>> {
             // Acquire: the previous holder's accesses to the value happen before ours; pairs
             // with the Release store in `PoolGuard::drop`.
-            self.locked
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-                .then_some(PoolGuard { lock: self })
+            match self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed) {
+                // The guard exists only on success: dropping one unlocks.
+                Ok(_) => Some(PoolGuard { lock: self }),
+                Err(_) => None,
+            }
         }
 
         #[cold]
@@ -135,3 +136,46 @@ mod imp {
 }
 
 pub(crate) use imp::PoolLock;
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::PoolLock;
+
+    #[test]
+    fn failed_try_lock_leaves_the_lock_taken() {
+        let lock = PoolLock::new(0u32);
+        let guard = lock.lock();
+        // A failed attempt must not release the holder's lock (a guard built eagerly and
+        // dropped would): the second attempt fails too.
+        assert!(lock.try_lock().is_none());
+        assert!(lock.try_lock().is_none());
+        drop(guard);
+        assert!(lock.try_lock().is_some());
+    }
+
+    #[test]
+    fn increments_are_not_lost() {
+        const THREADS: u64 = 4;
+        const ROUNDS: u64 = 20_000;
+        let lock = PoolLock::new(0u64);
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let lock = &lock;
+                s.spawn(move || {
+                    for i in 0..ROUNDS {
+                        // Half the threads mix in try_lock, the path that steals from other
+                        // shards.
+                        if t % 2 == 1 && i % 2 == 0 {
+                            if let Some(mut g) = lock.try_lock() {
+                                *g += 1;
+                                continue;
+                            }
+                        }
+                        *lock.lock() += 1;
+                    }
+                });
+            }
+        });
+        assert_eq!(*lock.lock(), THREADS * ROUNDS);
+    }
+}
