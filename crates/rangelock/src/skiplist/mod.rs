@@ -111,17 +111,29 @@
 //!   not by the current one. Every acquisition and release retires one node (readers too),
 //!   so the peak includes what is retired while some thread sits in a protected region: a
 //!   thread preempted inside an operation holds back reuse for its time slice (on a busy
-//!   2-core machine we saw a few thousand to ~50k nodes of ~170 bytes at millions of
+//!   2-core machine we saw a few thousand to ~50k nodes of ~180 bytes at millions of
 //!   operations per second). Guards are never held while waiting or while holding a range.
 //! - Each lock owns a `LightEpoch` (its slot table is sized from the core count, some KB per
 //!   lock). `try_lock*` never waits for a range, but like every operation it may wait in
 //!   `LightEpoch::protect` if more threads than the table has slots are inside lock
 //!   operations at the same instant, and it takes the (sharded, per-thread) pool spin locks for
 //!   one `Vec` push or pop.
-//! - The default height is [`DEFAULT_MAX_HEIGHT`] = 10, the thesis's sweet spot for its
-//!   batched workload (W2); one-range-per-thread workloads are insensitive to it. Every node
-//!   carries 16 link words (the largest height [`RangeLock::with_max_height`] accepts), so
-//!   the pools need a single size class (about 170 bytes per node).
+//! - Heights are geometric with p = 1/4 (4/3 levels per node on average), so `h` levels
+//!   index about `4^(h-1)` nodes at logarithmic cost, and a search skips the empty top
+//!   levels (a null head link), so a short list costs the levels of its tallest node, not
+//!   the maximum height. The default maximum height is [`DEFAULT_MAX_HEIGHT`] = 12, chosen
+//!   from the `height` suite (W2, batches of 16, 2^14 ranges of 1 KiB) on the 2-core
+//!   development machine (loaded, so differences below ~10% are noise): ops/s at heights
+//!   4/6/8/10/12/14/16 were 5.27/5.39/5.19/5.08/5.05/5.09/4.15 M with 1 thread and
+//!   4.06/4.32/3.66/3.93/3.85/3.34/3.02 M with 2 threads: flat up to 12, where W2's few
+//!   dozen nodes never reach the top levels. What the height must cover is the number of
+//!   held ranges: the `held` suite keeps 2 x 100 000 ranges, which needs 10 levels
+//!   (`4^9` = 262 144) to stay logarithmic; 12 levels keep searches logarithmic up to about
+//!   4 million held ranges (`4^11`), beyond which the top level grows linearly. (The old
+//!   default, 10 levels with p = 1/2, indexed 1024 nodes: with 200 000 held ranges W1 ran at
+//!   0.1x of its 16-range speed.) Every node carries 16 link words (the largest height
+//!   [`RangeLock::with_max_height`] accepts), so the pools need a single size class (about
+//!   180 bytes per node).
 //! - Waiting spins 64 times, then parks in `parking_lot_core`'s global parking lot keyed by
 //!   the node address; the release of a node with parked waiters wakes all of them (they
 //!   re-check; most re-park or acquire).
@@ -159,7 +171,7 @@ use reclaim::Reclaim;
 use wait::{wait_for, wake_all, Wait};
 
 /// The default number of skip-list levels (see `# Trade-offs` in the module docs).
-pub const DEFAULT_MAX_HEIGHT: usize = 10;
+pub const DEFAULT_MAX_HEIGHT: usize = 12;
 
 /// The product range lock: [`Lock`] over the lock-free [`SkipList`].
 ///
