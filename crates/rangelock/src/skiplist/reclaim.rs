@@ -204,6 +204,13 @@ pub(crate) struct DeferredEpoch {
 #[cfg(loom)]
 pub(crate) struct DeferredGuard<'a>(core::marker::PhantomData<&'a DeferredEpoch>);
 
+/// Ends the (no-op) protection, like the epoch guard it stands for: the acquisition code
+/// ends protected regions with an explicit `drop(guard)` before waiting.
+#[cfg(loom)]
+impl Drop for DeferredGuard<'_> {
+    fn drop(&mut self) {}
+}
+
 #[cfg(loom)]
 impl DeferredEpoch {
     fn new() -> Self {
