@@ -125,8 +125,10 @@
 //!   from the `height` suite (W2, batches of 16, 2^14 ranges of 1 KiB) on the 2-core
 //!   development machine (loaded, so differences below ~10% are noise): ops/s at heights
 //!   4/6/8/10/12/14/16 were 5.27/5.39/5.19/5.08/5.05/5.09/4.15 M with 1 thread and
-//!   4.06/4.32/3.66/3.93/3.85/3.34/3.02 M with 2 threads: flat up to 12, where W2's few
-//!   dozen nodes never reach the top levels. What the height must cover is the number of
+//!   4.06/4.32/3.66/3.93/3.85/3.34/3.02 M with 2 threads; a second run gave
+//!   3.10/2.92/3.39/3.02/2.47/2.99/2.62 M and 2.31/2.50/2.55/2.15/2.31/2.38/2.34 M. The
+//!   differences do not repeat between runs: W2's few dozen nodes never reach the top
+//!   levels, which searches skip while empty, so W2 does not choose the height. What the height must cover is the number of
 //!   held ranges: the `held` suite keeps 2 x 100 000 ranges, which needs 10 levels
 //!   (`4^9` = 262 144) to stay logarithmic; 12 levels keep searches logarithmic up to about
 //!   4 million held ranges (`4^11`), beyond which the top level grows linearly. (The old
