@@ -1,15 +1,20 @@
 //! Synchronization primitives, swapped for [loom]'s under `cfg(loom)`.
 //!
-//! Everything a lock-free protocol in this crate touches (atomics, the mutexes of the node
-//! pools, `Arc`, thread-locals, spin and yield hints) is imported from here, so the loom
-//! models exercise exactly the code that ships.
+//! Everything a lock-free protocol in this crate touches (atomics, `Arc`, thread-locals, and
+//! under loom the mutex behind the pool locks of `skiplist::pool_lock`) is imported from
+//! here, so the loom models exercise the code that ships. Two documented exceptions: the pool
+//! locks are loom mutexes under loom, and the reader/writer handshake fence is a compiler
+//! fence on x86 (`skiplist::readers::handshake_fence`).
 //!
 //! [loom]: https://docs.rs/loom
 
+/// Used only where x86 needs no fence instruction (see `skiplist::readers::handshake_fence`).
+#[cfg(all(not(loom), not(any(target_arch = "x86", target_arch = "x86_64"))))]
+pub(crate) use std::sync::atomic::fence;
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Arc, Mutex};
+pub(crate) use std::sync::Arc;
 #[cfg(not(loom))]
 pub(crate) use std::thread_local;
 
@@ -20,16 +25,10 @@ pub(crate) use loom::sync::{Arc, Mutex};
 #[cfg(loom)]
 pub(crate) use loom::thread_local;
 
-/// Locks a mutex, ignoring poisoning: the data behind our mutexes (free lists of nodes)
-/// stays consistent even if a holder panicked, because every critical section is a single
-/// `Vec` push/pop/extend.
-#[cfg(not(loom))]
-#[inline]
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// See the non-loom `lock`.
+/// Locks a loom mutex, ignoring poisoning: the data behind our mutexes (free lists of
+/// nodes, deferred actions) stays consistent even if a holder panicked, because every
+/// critical section is a single `Vec` operation. (Outside loom the pools use
+/// `skiplist::pool_lock`.)
 #[cfg(loom)]
 pub(crate) fn lock<T>(m: &Mutex<T>) -> loom::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -24,8 +24,9 @@ use core::ops::Range;
 use core::ptr::NonNull;
 
 use super::node::{tag, untag, Node, Ticket, MAX_HEIGHT};
+use super::readers::handshake_fence;
 use super::reclaim::Guard;
-use crate::primitive::{fence, Ordering};
+use crate::primitive::Ordering;
 use crate::range::overlaps;
 
 /// Per-level predecessors or successors filled by [`List::find`].
@@ -74,10 +75,34 @@ impl List {
     /// `key` and its successor, snipping marked nodes on the way (thesis `find`, with the
     /// restart when a predecessor's own link is marked, so every returned pair comes from
     /// an unmarked link).
-    fn find(&self, key: Key, preds: &mut Levels, succs: &mut Levels, _guard: &Guard<'_>) {
+    ///
+    /// Levels at or above `min_levels` whose head link is null are empty: they get the pair
+    /// (head, null) without a traversal, so a short list costs as many levels as its tallest
+    /// node, not the maximum height. That pair is exact for an empty level; if a node is
+    /// linked there meanwhile, an insertion's CAS on the head link fails and it searches
+    /// again, and `unlink` passes the node's own height so every level it is linked at is
+    /// searched.
+    fn find(
+        &self,
+        key: Key,
+        min_levels: usize,
+        preds: &mut Levels,
+        succs: &mut Levels,
+        _guard: &Guard<'_>,
+    ) {
+        // SAFETY: the head lives as long as the list.
+        let head = unsafe { self.head.as_ref() };
         'retry: loop {
+            let mut levels = self.height;
+            // SeqCst: like every link load of a traversal (see below); the head is never
+            // marked, so a null link is an empty level.
+            while levels > min_levels && head.link(levels - 1).load(Ordering::SeqCst) == 0 {
+                preds[levels - 1] = self.head.as_ptr();
+                succs[levels - 1] = core::ptr::null_mut();
+                levels -= 1;
+            }
             let mut pred = self.head.as_ptr();
-            for level in (0..self.height).rev() {
+            for level in (0..levels).rev() {
                 // SAFETY: `pred` is the head or a node reached under `_guard`; retired nodes
                 // are not reused while the guard lives, and nodes are never freed before the
                 // lock drops.
@@ -161,16 +186,16 @@ impl List {
 
     /// The exclusive node overlapping `range`, if any (used by readers after announcing).
     pub(crate) fn overlapping(&self, range: &Range<u64>, guard: &Guard<'_>) -> Conflict {
-        // SeqCst fence: the reader's half of the handshake is "announce; fence; read the
-        // list"; pairs with the fence in `Readers::overlapping` ("link; fence; read the
-        // slots"). Of the two fences, the later one in the SeqCst order makes its thread's
-        // reads see the other thread's store.
-        fence(Ordering::SeqCst);
+        // The reader's half of the handshake is "announce; fence; read the list"; pairs with
+        // the writer's "link; fence; read the counts and slots" in `Readers::overlapping`. Of
+        // the two, the later one in the SeqCst order makes its thread's reads see the other
+        // thread's store (see `handshake_fence`).
+        handshake_fence();
         let mut preds = [core::ptr::null_mut(); MAX_HEIGHT];
         let mut succs = [core::ptr::null_mut(); MAX_HEIGHT];
         loop {
             // Key (start, 0): the predecessor is the last node starting before `start`.
-            self.find((range.start, 0), &mut preds, &mut succs, guard);
+            self.find((range.start, 0), 1, &mut preds, &mut succs, guard);
             match self.conflict(preds[0], succs[0], range) {
                 Conflict::Gone => continue,
                 other => return other,
@@ -190,7 +215,7 @@ impl List {
         let mut preds = [core::ptr::null_mut(); MAX_HEIGHT];
         let mut succs = [core::ptr::null_mut(); MAX_HEIGHT];
         loop {
-            self.find(key, &mut preds, &mut succs, guard);
+            self.find(key, height, &mut preds, &mut succs, guard);
             match self.conflict(preds[0], succs[0], &range) {
                 Conflict::None => {}
                 Conflict::Gone => continue,
@@ -231,7 +256,7 @@ impl List {
                     {
                         break;
                     }
-                    self.find(key, &mut preds, &mut succs, guard);
+                    self.find(key, height, &mut preds, &mut succs, guard);
                 }
             }
             return Conflict::None;
@@ -244,7 +269,9 @@ impl List {
     pub(crate) fn unlink(&self, node: NonNull<Node>, guard: &Guard<'_>) {
         let mut preds = [core::ptr::null_mut(); MAX_HEIGHT];
         let mut succs = [core::ptr::null_mut(); MAX_HEIGHT];
-        self.find(key_of(node.as_ptr()), &mut preds, &mut succs, guard);
+        // SAFETY: the caller owns the (marked) node.
+        let height = unsafe { node.as_ref() }.height();
+        self.find(key_of(node.as_ptr()), height, &mut preds, &mut succs, guard);
     }
 
     /// Takes every node still linked at level 0 (only called when no other thread can use

@@ -166,3 +166,32 @@ fn loom_two_readers_one_writer() {
         }
     });
 }
+
+/// The per-line reader counts: a reader may announce on the second line of the table (the
+/// first one is full of other shared holders, which then leave, so the writer finds the
+/// first line's count at zero and skips it). The writer must still see the reader.
+#[test]
+fn loom_reader_on_second_line_is_seen() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::with_max_height(1));
+        let units = Arc::new(Units::new(3));
+        // Fill the first line (readers::LINE_SLOTS shared holds of a disjoint range).
+        let fillers: Vec<_> = (0..readers::LINE_SLOTS as u64)
+            .map(|i| lock.try_lock_shared(10 + i..11 + i).unwrap())
+            .collect();
+        let t = {
+            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
+            thread::spawn(move || {
+                let g = lock.lock_shared(0..2).unwrap();
+                let _ = units.read(0..2);
+                drop(g);
+            })
+        };
+        drop(fillers);
+        let g = lock.lock(1..3).unwrap();
+        units.write(1..3);
+        drop(g);
+        t.join().unwrap();
+        assert_eq!(units.read(0..3), 2);
+    });
+}

@@ -18,6 +18,7 @@
 //! growable table (`readers`) and then checks the list for an overlapping exclusive node; if
 //! there is none it holds the range, otherwise it retracts the announcement and waits for
 //! that node. An exclusive acquisition, after linking its node, scans the announcement table
+//! (skipping, with one load, every cache line of slots whose reader count is zero)
 //! and waits for every overlapping announced reader to leave before it holds the range.
 //!
 //! A node in the list is *pending* until its owner has drained the overlapping readers; new
@@ -42,11 +43,13 @@
 //! until it unlocks.
 //!
 //! *Shared vs exclusive* is a Dekker handshake through SeqCst fences. A writer W (1) links
-//! its node with a CAS, (2) executes `fence(SeqCst)`, (3) reads every announcement slot. A
-//! reader R (1) stores its announcement with a CAS, (2) executes `fence(SeqCst)`, (3) reads
-//! the list. The two fences are ordered in the single SeqCst order; the thread whose fence
-//! comes second reads (at least) the other's store. If that is W, W sees R's announcement
-//! and waits until R clears its slot. If it is R, every list read of R comes after W's
+//! its node with a CAS, (2) executes `fence(SeqCst)`, (3) reads the reader count of every
+//! line of announcement slots and every slot of a line whose count is not zero. A reader R
+//! (1) stores its announcement with a CAS and increments its line's count, (2) executes
+//! `fence(SeqCst)`, (3) reads the list. The two fences are ordered in the single SeqCst
+//! order; the thread whose fence comes second reads (at least) the other's stores. If that
+//! is W, W sees R's count (or a later value: a count returns to zero only after R cleared
+//! its slot) and R's announcement, and waits until R clears its slot. If it is R, every list read of R comes after W's
 //! link: R's final `find` reads an unmarked link `pred → succ` with W linked and unmarked
 //! (invariant 2 of `list`), W overlaps R, and the sorted order leaves three places for W:
 //! W is `pred` (then `pred.end > R.start`); W comes at or after `succ` (then
@@ -56,7 +59,9 @@
 //! overlapping ranges; readers never exclude each other. (SeqCst accesses alone would do
 //! in the C++/Rust model; we use fences because loom models SeqCst fences exactly but
 //! SeqCst accesses more weakly: without the fences its model reports the reader and the
-//! writer both inside. On x86 each fence is one `mfence` per acquisition.)
+//! writer both inside. On x86, where the `lock`-prefixed CAS before each fence is already a
+//! full barrier and every access of the handshake is SeqCst, the fence compiles to a
+//! compiler fence only: see `readers::handshake_fence`.)
 //!
 //! *Happens-before.* Unlocking is a Release (the level-0 mark, the slot clear, the `state`
 //! release); every acquisition reads them, or links/slot values derived from them by RMWs
@@ -90,12 +95,15 @@
 //!   cycle impossible; use `try_lock*` or a timeout otherwise. Likewise there is no
 //!   upgrade: locking exclusively a range that overlaps one's own shared hold waits forever
 //!   (`try_lock` fails, a timeout expires).
-//! - Every exclusive acquisition scans the announcement table (64 pointers per segment, 8
-//!   cache lines), even when no reader exists; the table grows to the peak number of
-//!   concurrently announced readers and never shrinks while the lock lives. Readers only read
-//!   the skip list (besides helping to snip released nodes), so read-mostly workloads do
-//!   not contend on list nodes; readers whose slots share a cache line contend on it (no
-//!   padding, so a writer's scan stays short); threads start probing at different lines.
+//! - Every exclusive acquisition reads the reader count of every line of the announcement
+//!   table (8 cache lines of 7 slots and a count per segment) and scans the slots of the
+//!   lines in use; with no reader that is 8 loads of lines that stay cached. The table grows
+//!   to the peak number of concurrently announced readers and never shrinks while the lock
+//!   lives. Readers only read the skip list (besides helping to snip released nodes), so
+//!   read-mostly workloads do not contend on list nodes; a reader pays one more RMW (its
+//!   line's count, on the line its slot CAS already owns) to acquire and one to release;
+//!   readers whose slots share a line contend on it; threads start probing at different,
+//!   non-adjacent lines.
 //! - A reader finds conflicting writers in O(log n) (only exclusive nodes are in the list);
 //!   a writer pays O(log n) in the list plus O(slots) in the table.
 //! - Nodes are recycled and returned to the allocator only when the lock drops (type-stable
@@ -103,17 +111,31 @@
 //!   not by the current one. Every acquisition and release retires one node (readers too),
 //!   so the peak includes what is retired while some thread sits in a protected region: a
 //!   thread preempted inside an operation holds back reuse for its time slice (on a busy
-//!   2-core machine we saw a few thousand to ~50k nodes of ~170 bytes at millions of
+//!   2-core machine we saw a few thousand to ~50k nodes of ~180 bytes at millions of
 //!   operations per second). Guards are never held while waiting or while holding a range.
 //! - Each lock owns a `LightEpoch` (its slot table is sized from the core count, some KB per
 //!   lock). `try_lock*` never waits for a range, but like every operation it may wait in
 //!   `LightEpoch::protect` if more threads than the table has slots are inside lock
-//!   operations at the same instant, and it takes the (sharded, per-thread) pool mutexes for
+//!   operations at the same instant, and it takes the (sharded, per-thread) pool spin locks for
 //!   one `Vec` push or pop.
-//! - The default height is [`DEFAULT_MAX_HEIGHT`] = 10, the thesis's sweet spot for its
-//!   batched workload (W2); one-range-per-thread workloads are insensitive to it. Every node
-//!   carries 16 link words (the largest height [`RangeLock::with_max_height`] accepts), so
-//!   the pools need a single size class (about 170 bytes per node).
+//! - Heights are geometric with p = 1/4 (4/3 levels per node on average), so `h` levels
+//!   index about `4^(h-1)` nodes at logarithmic cost, and a search skips the empty top
+//!   levels (a null head link), so a short list costs the levels of its tallest node, not
+//!   the maximum height. The default maximum height is [`DEFAULT_MAX_HEIGHT`] = 12, chosen
+//!   from the `height` suite (W2, batches of 16, 2^14 ranges of 1 KiB) on the 2-core
+//!   development machine (loaded, so differences below ~10% are noise): ops/s at heights
+//!   4/6/8/10/12/14/16 were 5.27/5.39/5.19/5.08/5.05/5.09/4.15 M with 1 thread and
+//!   4.06/4.32/3.66/3.93/3.85/3.34/3.02 M with 2 threads; a second run gave
+//!   3.10/2.92/3.39/3.02/2.47/2.99/2.62 M and 2.31/2.50/2.55/2.15/2.31/2.38/2.34 M. The
+//!   differences do not repeat between runs: W2's few dozen nodes never reach the top
+//!   levels, which searches skip while empty, so W2 does not choose the height. What the height must cover is the number of
+//!   held ranges: the `held` suite keeps 2 x 100 000 ranges, which needs 10 levels
+//!   (`4^9` = 262 144) to stay logarithmic; 12 levels keep searches logarithmic up to about
+//!   4 million held ranges (`4^11`), beyond which the top level grows linearly. (The old
+//!   default, 10 levels with p = 1/2, indexed 1024 nodes: with 200 000 held ranges W1 ran at
+//!   0.1x of its 16-range speed.) Every node carries 16 link words (the largest height
+//!   [`RangeLock::with_max_height`] accepts), so the pools need a single size class (about
+//!   180 bytes per node).
 //! - Waiting spins 64 times, then parks in `parking_lot_core`'s global parking lot keyed by
 //!   the node address; the release of a node with parked waiters wakes all of them (they
 //!   re-check; most re-park or acquire).
@@ -123,6 +145,7 @@
 
 mod list;
 mod node;
+mod pool_lock;
 mod readers;
 mod reclaim;
 mod rng;
@@ -150,7 +173,7 @@ use reclaim::Reclaim;
 use wait::{wait_for, wake_all, Wait};
 
 /// The default number of skip-list levels (see `# Trade-offs` in the module docs).
-pub const DEFAULT_MAX_HEIGHT: usize = 10;
+pub const DEFAULT_MAX_HEIGHT: usize = 12;
 
 /// The product range lock: [`Lock`] over the lock-free [`SkipList`].
 ///
@@ -196,7 +219,7 @@ pub struct SkipList {
 // SAFETY: the raw pointers inside are nodes and segments owned by this lock and shared only
 // through atomics under the protocol in the module docs; nothing is tied to a thread.
 unsafe impl Send for SkipList {}
-// SAFETY: as above; every shared mutation goes through atomics or the pool mutexes.
+// SAFETY: as above; every shared mutation goes through atomics or the pool locks.
 unsafe impl Sync for SkipList {}
 
 /// A held range of a [`SkipList`]: its node (list node or reader announcement).
@@ -260,35 +283,33 @@ impl SkipList {
         let node = self.reclaim.alloc();
         // SAFETY: the node is private until linked.
         unsafe { node.as_ref() }.init(range, rng::random_height(self.list.height()));
+        // One guard covers the insertion and the reader scan; it is dropped before waiting.
+        let mut guard = self.reclaim.pin();
         loop {
-            let conflict = {
-                let guard = self.reclaim.pin();
-                self.list.insert(node, &guard)
-            };
-            match conflict {
+            match self.list.insert(node, &guard) {
                 Conflict::None => break,
                 Conflict::Held(ticket) => {
+                    drop(guard);
                     if !wait_for(ticket, wait) {
                         self.reclaim.free_private(node);
                         return None;
                     }
+                    guard = self.reclaim.pin();
                 }
                 Conflict::Gone => {}
             }
         }
         // Linked (pending): new readers back off; drain the announced ones.
         loop {
-            let conflict = {
-                let guard = self.reclaim.pin();
-                self.readers.overlapping(range, &guard)
-            };
-            match conflict {
+            match self.readers.overlapping(range, &guard) {
                 Conflict::None => return Some(node),
                 Conflict::Held(ticket) => {
+                    drop(guard);
                     if !wait_for(ticket, wait) {
                         self.release_exclusive(node);
                         return None;
                     }
+                    guard = self.reclaim.pin();
                 }
                 Conflict::Gone => {}
             }
@@ -301,17 +322,18 @@ impl SkipList {
         let node_ref = unsafe { node.as_ref() };
         node_ref.init(range, 0);
         loop {
-            let (slot, conflict) = {
+            let (claim, conflict) = {
                 let guard = self.reclaim.pin();
-                let slot = self.readers.announce(node.as_ptr(), rng::thread_index());
-                node_ref.set_slot(slot);
-                (slot, self.list.overlapping(range, &guard))
+                let claim = self.readers.announce(node.as_ptr(), rng::thread_index());
+                node_ref.set_claim(claim);
+                (claim, self.list.overlapping(range, &guard))
             };
             let Conflict::Held(ticket) = conflict else {
                 return Some(node);
             };
             // Retract, so the writer we wait for does not wait for us.
-            Readers::clear(slot);
+            // SAFETY: `claim` is ours, just announced in this lock's table.
+            unsafe { Readers::clear(claim) };
             if node_ref.release() {
                 wake_all(node_ref);
             }
@@ -344,8 +366,9 @@ impl SkipList {
     fn release_shared(&self, node: NonNull<Node>) {
         // SAFETY: the caller owns the held node.
         let node_ref = unsafe { node.as_ref() };
-        // SAFETY: the slot was recorded by `acquire_shared` and slots live as long as the lock.
-        Readers::clear(unsafe { &*node_ref.slot() });
+        // SAFETY: the claim was recorded by `acquire_shared`, is still announced (the token
+        // is released once) and slots live as long as the lock.
+        unsafe { Readers::clear(node_ref.claim()) };
         if node_ref.release() {
             wake_all(node_ref);
         }

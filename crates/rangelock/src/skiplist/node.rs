@@ -12,6 +12,7 @@
 use core::ops::Range;
 use core::ptr::NonNull;
 
+use super::readers::{Claim, Line};
 use crate::primitive::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// The largest height a lock may use (the length of every node's link array; 4 under loom
@@ -49,8 +50,10 @@ pub(crate) struct Node {
     /// | 1     | `PARKED`: a waiter is parked on the node; the releaser unparks  |
     /// | 2..64 | generation: bumped every time the node is (re)used              |
     state: AtomicU64,
-    /// For a reader node: the announcement slot it occupies (for O(1) release).
-    slot: AtomicPtr<AtomicPtr<Node>>,
+    /// For a reader node: the line of the announcement slot it occupies (for O(1) release).
+    claim_line: AtomicPtr<Line>,
+    /// For a reader node: the index of its slot in `claim_line`.
+    claim_index: AtomicUsize,
 }
 
 /// A node and the generation a waiter saw: "wait until this use of the node is over".
@@ -69,7 +72,8 @@ impl Node {
             end: AtomicU64::new(0),
             height: AtomicUsize::new(0),
             state: AtomicU64::new(RELEASED),
-            slot: AtomicPtr::new(core::ptr::null_mut()),
+            claim_line: AtomicPtr::new(core::ptr::null_mut()),
+            claim_index: AtomicUsize::new(0),
         }
     }
 
@@ -187,14 +191,23 @@ impl Node {
 
     /// Records the announcement slot of a reader node.
     #[inline]
-    pub(crate) fn set_slot(&self, slot: &AtomicPtr<Node>) {
-        self.slot.store(slot as *const AtomicPtr<Node> as *mut AtomicPtr<Node>, Ordering::Relaxed);
+    pub(crate) fn set_claim(&self, claim: Claim) {
+        let (line, index) = claim.parts();
+        // Relaxed: read back only by the node's owner (`claim`), or by whoever the token
+        // moved to, which synchronized with the owner when it received the token.
+        self.claim_line.store(line.as_ptr(), Ordering::Relaxed);
+        // Relaxed: as above.
+        self.claim_index.store(index, Ordering::Relaxed);
     }
 
-    /// The announcement slot of a reader node (set by `set_slot`).
+    /// The announcement slot of a reader node (set by `set_claim`).
     #[inline]
-    pub(crate) fn slot(&self) -> *const AtomicPtr<Node> {
-        self.slot.load(Ordering::Relaxed)
+    pub(crate) fn claim(&self) -> Claim {
+        // Relaxed: see `set_claim`.
+        let line = self.claim_line.load(Ordering::Relaxed);
+        // Relaxed: see `set_claim`.
+        let index = self.claim_index.load(Ordering::Relaxed);
+        Claim::from_parts(NonNull::new(line).expect("a reader node records its slot"), index)
     }
 }
 
