@@ -27,7 +27,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use rangelock::Mode;
-use rangelock_client::{Client, Endpoint, Wait};
+use rangelock_client::{Client, Endpoint, LockGuard, Wait};
 use rangelock_server::{EngineKind, Server, ServerConfig};
 use serde_json::Value;
 
@@ -99,7 +99,15 @@ pub(crate) enum Backend {
 
 /// One client's connection.
 pub(crate) enum Conn {
-    Lock(Client),
+    /// A `rangelockd` client; with `coalesce`, the lock held since the last cycle.
+    Lock {
+        /// The connection.
+        client: Client,
+        /// Whether unlocks go out with the next lock (see [`Backend::connect`]).
+        coalesce: bool,
+        /// The lock of the last cycle, not released yet (only with `coalesce`).
+        held: Option<LockGuard>,
+    },
     Echo(Client),
     Shm(DslrClient<ShmWords>),
     Redis(DslrClient<RedisWords>),
@@ -123,21 +131,27 @@ impl Backend {
         })
     }
 
-    /// Connects one client.
-    pub(crate) fn connect(&self, variant: Variant) -> io::Result<Conn> {
+    /// Connects one client. With `coalesce`, a cycle's unlock goes out in the same write
+    /// as the next cycle's first request and is not waited for (the `rangelockd`
+    /// client's [`LockGuard::unlock_and_lock`], `dslr-redis`'s coalesced releases); a
+    /// failed unlock is reported by that next call. [`Conn::idle`] sends a pending
+    /// unlock before the client pauses.
+    pub(crate) fn connect(&self, variant: Variant, coalesce: bool) -> io::Result<Conn> {
         Ok(match (self, variant) {
             (Backend::Rangelockd(s), Variant::Echo) => {
                 Conn::Echo(echo::connect(s).map_err(io::Error::other)?)
             }
             (Backend::Rangelockd(s), _) => {
                 let addr = s.tcp_addr().ok_or_else(|| io::Error::other("no TCP listener"))?;
-                Conn::Lock(Client::connect(&Endpoint::from(addr)).map_err(io::Error::other)?)
+                let client = Client::connect(&Endpoint::from(addr)).map_err(io::Error::other)?;
+                Conn::Lock { client, coalesce, held: None }
             }
             (Backend::Shm(w), _) => Conn::Shm(DslrClient::new(w.clone(), layout())),
-            (Backend::Redis(r), _) => Conn::Redis(DslrClient::new(
-                RedisWords::connect(r.addr(), layout().segments())?,
-                layout(),
-            )),
+            (Backend::Redis(r), _) => {
+                let mut words = RedisWords::connect(r.addr(), layout().segments())?;
+                words.set_coalesced_releases(coalesce);
+                Conn::Redis(DslrClient::new(words, layout()))
+            }
         })
     }
 
@@ -164,13 +178,22 @@ impl Conn {
     #[inline]
     pub(crate) fn cycle(&mut self, range: Range<u64>, mode: Mode) -> Result<(), String> {
         match self {
-            Conn::Lock(c) => {
+            Conn::Lock { client, coalesce, held } => {
                 let mode = match mode {
                     Mode::Shared => rangelock_client::Mode::Shared,
                     Mode::Exclusive => rangelock_client::Mode::Exclusive,
                 };
-                let g = c.lock(range, mode, Wait::Forever).map_err(|e| e.to_string())?;
-                g.unlock().map_err(|e| e.to_string())
+                let g = match held.take() {
+                    Some(prev) => prev.unlock_and_lock(client, range, mode, Wait::Forever),
+                    None => client.lock(range, mode, Wait::Forever),
+                }
+                .map_err(|e| e.to_string())?;
+                if *coalesce {
+                    *held = Some(g);
+                    Ok(())
+                } else {
+                    g.unlock().map_err(|e| e.to_string())
+                }
             }
             Conn::Echo(c) => echo::cycle(c).map_err(|e| e.to_string()),
             Conn::Shm(c) => {
@@ -182,6 +205,20 @@ impl Conn {
                 let held = c.lock(range, mode).map_err(|e| e.to_string())?;
                 c.unlock(held).map_err(|e| e.to_string())
             }
+        }
+    }
+}
+
+impl Conn {
+    /// Sends a coalesced unlock still pending (before the client pauses).
+    pub(crate) fn idle(&mut self) -> Result<(), String> {
+        match self {
+            Conn::Lock { held, .. } => match held.take() {
+                Some(g) => g.unlock_pipelined().map_err(|e| e.to_string()),
+                None => Ok(()),
+            },
+            Conn::Redis(c) => c.flush().map_err(|e| e.to_string()),
+            Conn::Echo(_) | Conn::Shm(_) => Ok(()),
         }
     }
 }
@@ -212,14 +249,17 @@ pub(crate) fn server_threads_cpu_ns() -> Option<u64> {
     Some(total)
 }
 
-/// Runs one measurement of `variant` with `clients` clients doing `body`; fills in the
+/// Runs one measurement of `variant` with `clients` clients doing `body` (unlocks
+/// coalesced with the next request or not, see [`Backend::connect`]); fills in the
 /// server CPU per op (`cpu_key`), or skips the sample when the backend fails.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn measure<F>(
     variant: Variant,
     redis_server: &str,
     clients: usize,
     duration: Duration,
     cpu_key: &str,
+    coalesce: bool,
     body: F,
 ) -> Sample
 where
@@ -238,7 +278,7 @@ where
     let mut sample = run_threads_with(
         clients,
         duration,
-        |_| backend.connect(variant),
+        |_| backend.connect(variant, coalesce),
         |i, conn, ctl| match conn {
             Ok(mut conn) => body(i, &mut conn, ctl).unwrap_or_else(fail),
             Err(e) => fail(format!("connect: {e}")),
@@ -339,7 +379,8 @@ impl Suite for ServerMicro {
 }
 
 fn run_micro(variant: Variant, redis: &str, clients: usize, pct: u64, d: Duration) -> Sample {
-    let mut s = measure(variant, redis, clients, d, "server_cpu_ns_per_request", |i, conn, ctl| {
+    let key = "server_cpu_ns_per_request";
+    let mut s = measure(variant, redis, clients, d, key, false, |i, conn, ctl| {
         let mut rng = SplitMix64::new(0x5EED_0000 + i as u64);
         let mut sampler = LatencySampler::new(SAMPLE_EVERY);
         let mut cycles = 0u64;

@@ -14,6 +14,18 @@
 //! Pacing writers wait by sleeping 50 us while the readers are behind (workload pacing,
 //! as Filebench's flow-ops rate limits). Every operation is a lock + unlock cycle:
 //! `ops_per_sec` counts cycles of all roles, latencies are those of every cycle.
+//!
+//! Unlocks are **pipelined** for every system whose protocol allows it, the same way: a
+//! cycle's unlock goes out in the same write as the client's next request and is not
+//! waited for separately — the `rangelockd` client's `LockGuard::unlock_and_lock`
+//! (`UNLOCK` + `LOCK` in one write; the server handles them in order, a failed unlock is
+//! returned by that call), and `dslr-redis`'s coalesced releases (its release `INCRBY`s
+//! are queued and written with the next `INCRBY`, whose call reads their replies and
+//! reports an error). Before a pacing sleep a client sends a pending unlock at once, so
+//! no lock is held while a client pauses. Lock steps are never pipelined (a DSLR client
+//! must enter segment `k` before taking a ticket on `k + 1`). `dslr-shm`'s releases are
+//! plain atomic adds either way. A cycle's latency is the lock's wait, including the
+//! previous unlock sent with it.
 //! `server_cpu_ns_per_op` is the server's CPU time per cycle, measured as in
 //! `server-micro` (none for `dslr-shm`).
 
@@ -85,8 +97,10 @@ impl Suite for ServerOltp {
     fn cases(&self, _opts: &Options) -> Vec<Case> {
         let clients = READERS + WRITERS + LOG_WRITERS;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let only = std::env::var("RANGELOCK_BENCH_ONLY").ok();
         Variant::list(self.name(), &[Variant::DslrShm], &self.redis_server)
             .into_iter()
+            .filter(|v| only.as_deref().is_none_or(|o| o.split(',').any(|n| n == v.name())))
             .map(|variant| {
                 let redis = self.redis_server.clone();
                 Case {
@@ -125,7 +139,7 @@ fn log_range(rng: &mut SplitMix64) -> std::ops::Range<u64> {
 
 fn run_oltp(variant: Variant, redis: &str, clients: usize, d: Duration) -> Sample {
     let reads = AtomicU64::new(0);
-    measure(variant, redis, clients, d, "server_cpu_ns_per_op", |i, conn, ctl| {
+    measure(variant, redis, clients, d, "server_cpu_ns_per_op", true, |i, conn, ctl| {
         let mut rng = SplitMix64::new(0x0_17B0_0000 + i as u64);
         let mut sampler = LatencySampler::new(1);
         let mut ops = 0u64;
@@ -137,6 +151,7 @@ fn run_oltp(variant: Variant, redis: &str, clients: usize, d: Duration) -> Sampl
                 let per = if i < READERS + WRITERS { READS_PER_WRITE } else { READS_PER_LOG };
                 // Relaxed: a pacing counter; it orders nothing.
                 if reads.load(Ordering::Relaxed) < per * (ops + 1) {
+                    conn.idle()?;
                     std::thread::sleep(PACE);
                     continue;
                 }
