@@ -86,10 +86,11 @@ impl Client {
         let token = match r.status {
             Status::Ok => r.value,
             Status::Pending => self.poll_until_granted(id)?,
-            s => return Err(self.core.take_deferred_error().unwrap_or(ClientError::from_status(s))),
+            s => {
+                return Err(self.core.take_deferred_error().unwrap_or(ClientError::from_status(s)))
+            }
         };
-        let guard =
-            LockGuard { core: self.core.clone(), id, token, range, mode, released: false };
+        let guard = LockGuard { core: self.core.clone(), id, token, range, mode, released: false };
         match self.core.take_deferred_error() {
             None => Ok(guard),
             Some(e) => {

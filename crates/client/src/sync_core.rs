@@ -379,7 +379,8 @@ fn keepalive_loop(core: Weak<SyncCore>, stop: Arc<Stop>, lease: Duration) {
     let period = (lease / 3).max(Duration::from_millis(10));
     let mut stopped = lock(&stop.stopped);
     loop {
-        let (s, timeout) = stop.cond.wait_timeout(stopped, period).unwrap_or_else(PoisonError::into_inner);
+        let (s, timeout) =
+            stop.cond.wait_timeout(stopped, period).unwrap_or_else(PoisonError::into_inner);
         stopped = s;
         if *stopped {
             return;

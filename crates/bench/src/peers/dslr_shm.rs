@@ -316,7 +316,12 @@ impl<W: TicketWords> DslrClient<W> {
 
     /// Re-reads word `seg` until the ticket whose snapshot is `snap` is served.
     #[cold]
-    fn await_turn_slow(&mut self, seg: usize, mode: Mode, snap: TicketWord) -> Result<(), W::Error> {
+    fn await_turn_slow(
+        &mut self,
+        seg: usize,
+        mode: Mode,
+        snap: TicketWord,
+    ) -> Result<(), W::Error> {
         let mut round = 0;
         loop {
             self.words.backoff(round);

@@ -26,6 +26,9 @@
 //! must enter segment `k` before taking a ticket on `k + 1`). `dslr-shm`'s releases are
 //! plain atomic adds either way. A cycle's latency is the lock's wait, including the
 //! previous unlock sent with it.
+//! `RANGELOCK_BENCH_ONLY=combiner,dslr-redis` (comma-separated names) runs only those
+//! variants, for profiling one system at a time (`perf stat`).
+//!
 //! `server_cpu_ns_per_op` is the server's CPU time per cycle, measured as in
 //! `server-micro` (none for `dslr-shm`).
 

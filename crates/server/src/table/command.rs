@@ -1,7 +1,7 @@
 //! The operations handlers submit to a lock table.
 
-pub use crate::reply::{ReplySink, ReplyTo};
 use crate::protocol::Mode;
+pub use crate::reply::{ReplySink, ReplyTo};
 
 /// One unit of work for a [`LockTable`](super::LockTable). Every command carrying a request
 /// id is answered on the session's [`ReplySink`].
