@@ -398,3 +398,27 @@ fn keepalive_loop(core: Weak<SyncCore>, stop: Arc<Stop>, lease: Duration) {
         stopped = lock(&stop.stopped);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rangelock_server::protocol::op;
+
+    #[test]
+    fn routing_delivers_awaited_responses_and_keeps_failed_pipelined_unlocks() {
+        let mut st = State::default();
+        st.waiting.insert(1);
+        st.deferred.insert(2, 10);
+        st.deferred.insert(3, 11);
+        st.deferred.insert(4, 12);
+        route(&mut st, ResponseFrame::new(op::LOCK, 1, Status::Ok, 7));
+        route(&mut st, ResponseFrame::new(op::UNLOCK, 2, Status::Ok, 0));
+        route(&mut st, ResponseFrame::new(op::UNLOCK, 3, Status::NotHeld, 0));
+        route(&mut st, ResponseFrame::new(op::UNLOCK, 4, Status::ShuttingDown, 0));
+        route(&mut st, ResponseFrame::new(op::KEEPALIVE, 99, Status::Ok, 0));
+        assert_eq!(st.ready.remove(&1).map(|r| r.value), Some(7));
+        assert!(st.waiting.is_empty() && st.deferred.is_empty() && st.ready.is_empty());
+        // The first failure is kept (lock id and status) until reported.
+        assert_eq!(st.deferred_error, Some((11, Status::NotHeld)));
+    }
+}

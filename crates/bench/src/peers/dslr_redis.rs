@@ -24,11 +24,10 @@
 //! Every ticket and re-read is one round trip (segments must be entered in order, so
 //! lock steps cannot be pipelined). An unlock writes the `INCRBY`s of all its segments in
 //! one write and reads their replies (one round trip, like the `rangelockd` client's
-//! `UNLOCK`); with [`RedisWords::set_coalesced_releases`] they stay queued and go out in
-//! the same write as the client's next command, whose call reads their replies and
-//! reports an error among them — the same allowance the `rangelockd` client gets in
-//! `server-oltp` (`LockGuard::unlock_and_lock`: `UNLOCK` and the next `LOCK` in one
-//! write). Waiting re-reads back to back — the round trip is
+//! `UNLOCK`); with [`RedisWords::set_pipelined_releases`] it returns after the write, and
+//! the client's next command reads their replies and reports an error among them — the
+//! same allowance the `rangelockd` client gets in `server-oltp`
+//! (`LockGuard::unlock_pipelined`). Waiting re-reads back to back — the round trip is
 //! the back-off.
 
 use std::io::{self, BufRead, BufReader, Write};
@@ -220,8 +219,8 @@ if v == tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[2]) return 1 end 
 pub struct RedisWords {
     conn: RespConn,
     keys: Vec<Vec<u8>>,
-    /// Whether an unlock leaves its releases queued for the next command.
-    coalesced_releases: bool,
+    /// Whether an unlock returns without reading the replies of its releases.
+    pipelined_releases: bool,
 }
 
 impl RedisWords {
@@ -236,16 +235,15 @@ impl RedisWords {
     pub fn connect(addr: SocketAddr, segments: usize) -> io::Result<Self> {
         let conn = RespConn::connect(addr)?;
         let keys = (0..segments).map(|s| format!("dslr:{s}").into_bytes()).collect();
-        Ok(RedisWords { conn, keys, coalesced_releases: false })
+        Ok(RedisWords { conn, keys, pipelined_releases: false })
     }
 
-    /// Whether an unlock leaves its release `INCRBY`s queued, to go out in the same
-    /// write as the client's next command (whose call reads their replies and reports an
-    /// error among them), instead of sending them and reading their replies at once (one
-    /// round trip for all of them). Off by default. The client must call
-    /// `DslrClient::flush` before it goes idle.
-    pub fn set_coalesced_releases(&mut self, on: bool) {
-        self.coalesced_releases = on;
+    /// Whether an unlock writes its release `INCRBY`s (one write) and returns without
+    /// reading their replies — the client's next command reads them and reports an error
+    /// among them — instead of reading them at once (one round trip for all of them).
+    /// Off by default.
+    pub fn set_pipelined_releases(&mut self, on: bool) {
+        self.pipelined_releases = on;
     }
 
     fn num(delta: u64) -> io::Result<i64> {
@@ -294,8 +292,8 @@ impl TicketWords for RedisWords {
     }
 
     fn end_unlock(&mut self) -> io::Result<()> {
-        if self.coalesced_releases {
-            Ok(())
+        if self.pipelined_releases {
+            self.conn.flush()
         } else {
             self.conn.sync()
         }

@@ -189,12 +189,12 @@ pub trait TicketWords {
     fn release_add(&mut self, seg: usize, delta: u64) -> Result<(), Self::Error> {
         self.fetch_add(seg, delta).map(drop)
     }
-    /// Called once per unlock, after its releases: a transport that queued them may send
-    /// them now, or leave them queued for its next operation.
+    /// Called once per unlock, after its releases: a transport that queued them sends
+    /// them (and may or may not wait for their completion).
     fn end_unlock(&mut self) -> Result<(), Self::Error> {
         Ok(())
     }
-    /// Sends whatever is still queued (before the client goes idle).
+    /// Sends whatever is still queued.
     fn flush(&mut self) -> Result<(), Self::Error> {
         Ok(())
     }

@@ -27,7 +27,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use rangelock::Mode;
-use rangelock_client::{Client, Endpoint, LockGuard, Wait};
+use rangelock_client::{Client, Endpoint, Wait};
 use rangelock_server::{EngineKind, Server, ServerConfig};
 use serde_json::Value;
 
@@ -99,14 +99,12 @@ pub(crate) enum Backend {
 
 /// One client's connection.
 pub(crate) enum Conn {
-    /// A `rangelockd` client; with `coalesce`, the lock held since the last cycle.
+    /// A `rangelockd` client.
     Lock {
         /// The connection.
         client: Client,
-        /// Whether unlocks go out with the next lock (see [`Backend::connect`]).
-        coalesce: bool,
-        /// The lock of the last cycle, not released yet (only with `coalesce`).
-        held: Option<LockGuard>,
+        /// Whether unlocks are pipelined (see [`Backend::connect`]).
+        pipelined: bool,
     },
     Echo(Client),
     Shm(DslrClient<ShmWords>),
@@ -131,12 +129,13 @@ impl Backend {
         })
     }
 
-    /// Connects one client. With `coalesce`, a cycle's unlock goes out in the same write
-    /// as the next cycle's first request and is not waited for (the `rangelockd`
-    /// client's [`LockGuard::unlock_and_lock`], `dslr-redis`'s coalesced releases); a
-    /// failed unlock is reported by that next call. [`Conn::idle`] sends a pending
-    /// unlock before the client pauses.
-    pub(crate) fn connect(&self, variant: Variant, coalesce: bool) -> io::Result<Conn> {
+    /// Connects one client. With `pipelined`, an unlock is written at once but its answer
+    /// is not waited for (the `rangelockd` client's [`LockGuard::unlock_pipelined`],
+    /// `dslr-redis`'s pipelined releases); the client's next call reads it and reports a
+    /// failure.
+    ///
+    /// [`LockGuard::unlock_pipelined`]: rangelock_client::LockGuard::unlock_pipelined
+    pub(crate) fn connect(&self, variant: Variant, pipelined: bool) -> io::Result<Conn> {
         Ok(match (self, variant) {
             (Backend::Rangelockd(s), Variant::Echo) => {
                 Conn::Echo(echo::connect(s).map_err(io::Error::other)?)
@@ -144,12 +143,12 @@ impl Backend {
             (Backend::Rangelockd(s), _) => {
                 let addr = s.tcp_addr().ok_or_else(|| io::Error::other("no TCP listener"))?;
                 let client = Client::connect(&Endpoint::from(addr)).map_err(io::Error::other)?;
-                Conn::Lock { client, coalesce, held: None }
+                Conn::Lock { client, pipelined }
             }
             (Backend::Shm(w), _) => Conn::Shm(DslrClient::new(w.clone(), layout())),
             (Backend::Redis(r), _) => {
                 let mut words = RedisWords::connect(r.addr(), layout().segments())?;
-                words.set_coalesced_releases(coalesce);
+                words.set_pipelined_releases(pipelined);
                 Conn::Redis(DslrClient::new(words, layout()))
             }
         })
@@ -178,22 +177,14 @@ impl Conn {
     #[inline]
     pub(crate) fn cycle(&mut self, range: Range<u64>, mode: Mode) -> Result<(), String> {
         match self {
-            Conn::Lock { client, coalesce, held } => {
+            Conn::Lock { client, pipelined } => {
                 let mode = match mode {
                     Mode::Shared => rangelock_client::Mode::Shared,
                     Mode::Exclusive => rangelock_client::Mode::Exclusive,
                 };
-                let g = match held.take() {
-                    Some(prev) => prev.unlock_and_lock(client, range, mode, Wait::Forever),
-                    None => client.lock(range, mode, Wait::Forever),
-                }
-                .map_err(|e| e.to_string())?;
-                if *coalesce {
-                    *held = Some(g);
-                    Ok(())
-                } else {
-                    g.unlock().map_err(|e| e.to_string())
-                }
+                let g = client.lock(range, mode, Wait::Forever).map_err(|e| e.to_string())?;
+                if *pipelined { g.unlock_pipelined() } else { g.unlock() }
+                    .map_err(|e| e.to_string())
             }
             Conn::Echo(c) => echo::cycle(c).map_err(|e| e.to_string()),
             Conn::Shm(c) => {
@@ -205,20 +196,6 @@ impl Conn {
                 let held = c.lock(range, mode).map_err(|e| e.to_string())?;
                 c.unlock(held).map_err(|e| e.to_string())
             }
-        }
-    }
-}
-
-impl Conn {
-    /// Sends a coalesced unlock still pending (before the client pauses).
-    pub(crate) fn idle(&mut self) -> Result<(), String> {
-        match self {
-            Conn::Lock { held, .. } => match held.take() {
-                Some(g) => g.unlock_pipelined().map_err(|e| e.to_string()),
-                None => Ok(()),
-            },
-            Conn::Redis(c) => c.flush().map_err(|e| e.to_string()),
-            Conn::Echo(_) | Conn::Shm(_) => Ok(()),
         }
     }
 }
@@ -250,7 +227,7 @@ pub(crate) fn server_threads_cpu_ns() -> Option<u64> {
 }
 
 /// Runs one measurement of `variant` with `clients` clients doing `body` (unlocks
-/// coalesced with the next request or not, see [`Backend::connect`]); fills in the
+/// pipelined or not, see [`Backend::connect`]); fills in the
 /// server CPU per op (`cpu_key`), or skips the sample when the backend fails.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn measure<F>(
@@ -259,7 +236,7 @@ pub(crate) fn measure<F>(
     clients: usize,
     duration: Duration,
     cpu_key: &str,
-    coalesce: bool,
+    pipelined: bool,
     body: F,
 ) -> Sample
 where
@@ -278,7 +255,7 @@ where
     let mut sample = run_threads_with(
         clients,
         duration,
-        |_| backend.connect(variant, coalesce),
+        |_| backend.connect(variant, pipelined),
         |i, conn, ctl| match conn {
             Ok(mut conn) => body(i, &mut conn, ctl).unwrap_or_else(fail),
             Err(e) => fail(format!("connect: {e}")),

@@ -15,17 +15,18 @@
 //! as Filebench's flow-ops rate limits). Every operation is a lock + unlock cycle:
 //! `ops_per_sec` counts cycles of all roles, latencies are those of every cycle.
 //!
-//! Unlocks are **pipelined** for every system whose protocol allows it, the same way: a
-//! cycle's unlock goes out in the same write as the client's next request and is not
-//! waited for separately — the `rangelockd` client's `LockGuard::unlock_and_lock`
-//! (`UNLOCK` + `LOCK` in one write; the server handles them in order, a failed unlock is
-//! returned by that call), and `dslr-redis`'s coalesced releases (its release `INCRBY`s
-//! are queued and written with the next `INCRBY`, whose call reads their replies and
-//! reports an error). Before a pacing sleep a client sends a pending unlock at once, so
-//! no lock is held while a client pauses. Lock steps are never pipelined (a DSLR client
-//! must enter segment `k` before taking a ticket on `k + 1`). `dslr-shm`'s releases are
-//! plain atomic adds either way. A cycle's latency is the lock's wait, including the
-//! previous unlock sent with it.
+//! Unlocks are **pipelined** for every system whose protocol allows it, the same way: the
+//! unlock is written at once (one write) and the client goes on without waiting for its
+//! answer; the client's next call reads the answer and reports a failure. That is the
+//! `rangelockd` client's `LockGuard::unlock_pipelined` (the server handles a
+//! connection's frames in order, so the next `LOCK` comes after the `UNLOCK`) and
+//! `dslr-redis`'s pipelined releases (its release `INCRBY`s in one write, their replies
+//! read by the next command). Lock steps are never pipelined (a DSLR client must enter
+//! segment `k` before taking a ticket on `k + 1`). `dslr-shm`'s releases are plain atomic
+//! adds either way. Not used: coalescing the unlock into the *next* lock's write
+//! (`LockGuard::unlock_and_lock`, or leaving Redis releases queued), which only a
+//! back-to-back loop can do — a real client releases before it knows its next range. A
+//! cycle's latency is the lock's wait plus the unlock's write.
 //! `RANGELOCK_BENCH_ONLY=combiner,dslr-redis` (comma-separated names) runs only those
 //! variants, for profiling one system at a time (`perf stat`).
 //!
@@ -154,7 +155,6 @@ fn run_oltp(variant: Variant, redis: &str, clients: usize, d: Duration) -> Sampl
                 let per = if i < READERS + WRITERS { READS_PER_WRITE } else { READS_PER_LOG };
                 // Relaxed: a pacing counter; it orders nothing.
                 if reads.load(Ordering::Relaxed) < per * (ops + 1) {
-                    conn.idle()?;
                     std::thread::sleep(PACE);
                     continue;
                 }
