@@ -1,60 +1,128 @@
-//! The blocking client: the async client driven by a private one-worker runtime.
+//! The blocking client: blocking socket I/O on the calling thread (see the `sync_core`
+//! module for the connection's algorithm).
 
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::Duration;
 
-use rangelock_server::protocol::{GrantMode, Mode, StatsBody, Wait};
-use tokio::runtime::Runtime;
+use rangelock_server::protocol::{GrantMode, Mode, Request, StatsBody, Status, Wait};
 
-use crate::connection::AsyncClient;
 use crate::endpoint::Endpoint;
 use crate::error::ClientError;
-use crate::guard::AsyncLockGuard;
+use crate::sync_core::SyncCore;
 
-/// A blocking client. Do not call it from inside an async runtime (use
-/// [`AsyncClient`] there). Reconnect semantics are those of [`AsyncClient`].
+/// A blocking client. Any number of threads may share it (`&self` methods); requests of
+/// different threads are pipelined on the one connection. Reconnect semantics are those
+/// of [`AsyncClient`](crate::AsyncClient): none; a lost connection means every lock of
+/// the session is gone, and every later call fails with [`ClientError::ConnectionLost`].
+///
+/// A background thread sends `KEEPALIVE` every third of the server's lease while the
+/// client or one of its guards lives.
 #[derive(Debug)]
 pub struct Client {
-    rt: Arc<Runtime>,
-    inner: AsyncClient,
+    core: Arc<SyncCore>,
 }
 
 impl Client {
     /// Connects and performs the handshake.
     pub fn connect(endpoint: &Endpoint) -> Result<Client, ClientError> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("rangelock-client")
-            .enable_all()
-            .build()?;
-        let inner = rt.block_on(AsyncClient::connect(endpoint))?;
-        Ok(Client { rt: Arc::new(rt), inner })
+        Ok(Client { core: SyncCore::connect(endpoint)? })
     }
 
     /// The server-assigned session id.
     pub fn session(&self) -> u64 {
-        self.inner.session()
+        self.core.hello().session
     }
 
     /// How the server delivers grants of queued locks.
     pub fn grant_mode(&self) -> GrantMode {
-        self.inner.grant_mode()
+        self.core.hello().grant
     }
 
-    /// Whether the connection is still up.
+    /// The server's lease.
+    pub fn lease(&self) -> Duration {
+        Duration::from_millis(self.core.hello().lease_ms.into())
+    }
+
+    /// Whether the connection is still up, as far as this client has seen: a lost
+    /// connection is noticed by the next request or keepalive (`false` means every lock
+    /// is gone).
     pub fn is_connected(&self) -> bool {
-        self.inner.is_connected()
+        self.core.is_connected()
     }
 
-    /// Locks `range` in `mode`, waiting as `wait` says.
+    /// Locks `range` in `mode`, waiting as `wait` says. In poll grant mode this polls the
+    /// server until the grant (the seed's RPC-poll client).
+    ///
+    /// If a pipelined unlock ([`LockGuard::unlock_pipelined`] or a dropped guard) of this
+    /// client has failed since the last report, that failure is returned as
+    /// [`ClientError::DeferredUnlock`] instead (a lock granted meanwhile is released).
     pub fn lock(
         &self,
         range: Range<u64>,
         mode: Mode,
         wait: Wait,
     ) -> Result<LockGuard, ClientError> {
-        let g = self.rt.block_on(self.inner.lock(range, mode, wait))?;
-        Ok(LockGuard { inner: Some(g), rt: self.rt.clone() })
+        self.lock_after_unlock(None, range, mode, wait)
+    }
+
+    /// Locks after writing a pipelined `UNLOCK` of lock `unlock` in the same write.
+    fn lock_after_unlock(
+        &self,
+        unlock: Option<u64>,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Result<LockGuard, ClientError> {
+        if range.start >= range.end {
+            if let Some(target) = unlock {
+                self.core.unlock_pipelined(target)?;
+            }
+            return Err(ClientError::InvalidRange { start: range.start, end: range.end });
+        }
+        let lock = Request::Lock { start: range.start, end: range.end, mode, wait };
+        let r = self.core.call_after_unlock(unlock, lock)?;
+        let id = r.id;
+        let token = match r.status {
+            Status::Ok => r.value,
+            Status::Pending => self.poll_until_granted(id)?,
+            s => {
+                return Err(self.core.take_deferred_error().unwrap_or(ClientError::from_status(s)))
+            }
+        };
+        let guard = LockGuard { core: self.core.clone(), id, token, range, mode, released: false };
+        match self.core.take_deferred_error() {
+            None => Ok(guard),
+            Some(e) => {
+                drop(guard);
+                Err(e)
+            }
+        }
+    }
+
+    #[cold]
+    fn poll_until_granted(&self, id: u64) -> Result<u64, ClientError> {
+        let mut backoff = Duration::from_micros(10);
+        let mut spins = 0u32;
+        loop {
+            // A failed poll means the wait is over on the server (timed out, cancelled,
+            // shutting down) or the connection is gone: nothing to withdraw.
+            let r = self.core.call(Request::Poll { target: id })?;
+            match r.status {
+                Status::Ok => return Ok(r.value),
+                Status::Pending => {}
+                s => return Err(ClientError::from_status(s)),
+            }
+            // Poll back to back a few times (the seed's client), then back off so a long
+            // wait does not flood the server.
+            spins += 1;
+            if spins > 8 {
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_millis(2));
+            } else {
+                std::thread::yield_now();
+            }
+        }
     }
 
     /// Locks `range` exclusively, waiting as long as it takes.
@@ -67,59 +135,112 @@ impl Client {
         self.lock(range, Mode::Shared, Wait::Forever)
     }
 
+    /// Waits until every pipelined unlock of this client has been answered; returns the
+    /// first failure not reported yet.
+    pub fn flush(&self) -> Result<(), ClientError> {
+        self.core.flush()
+    }
+
     /// Counters and up to `max_entries` holders/waiters.
     pub fn stats(&self, max_entries: u32) -> Result<StatsBody, ClientError> {
-        self.rt.block_on(self.inner.stats(max_entries))
+        let r = self.core.call(Request::Stats { max_entries })?;
+        match (r.status, r.stats) {
+            (Status::Ok, Some(s)) => Ok(s),
+            (s, _) => Err(ClientError::Server(s)),
+        }
     }
 
     /// One `KEEPALIVE` round trip.
     pub fn ping(&self) -> Result<(), ClientError> {
-        self.rt.block_on(self.inner.ping())
-    }
-
-    /// The async client sharing this connection (usable only from this client's runtime
-    /// through [`Client::block_on`]).
-    pub fn as_async(&self) -> &AsyncClient {
-        &self.inner
-    }
-
-    /// Runs a future on this client's runtime.
-    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
-        self.rt.block_on(f)
+        let r = self.core.call(Request::Keepalive)?;
+        match r.status {
+            Status::Ok => Ok(()),
+            s => Err(ClientError::Server(s)),
+        }
     }
 }
 
-/// A held range lock of a blocking [`Client`]. It keeps the client's runtime (and so the
-/// connection and the session's keepalive) alive; dropping it releases the lock.
+/// A held range lock of a blocking [`Client`]. It keeps the connection (and so the
+/// session and its keepalive) alive; dropping it releases the lock with a pipelined
+/// `UNLOCK` (see [`LockGuard::unlock_pipelined`]).
 #[derive(Debug)]
 pub struct LockGuard {
-    inner: Option<AsyncLockGuard>,
-    rt: Arc<Runtime>,
+    core: Arc<SyncCore>,
+    id: u64,
+    token: u64,
+    range: Range<u64>,
+    mode: Mode,
+    released: bool,
 }
 
 impl LockGuard {
-    fn g(&self) -> &AsyncLockGuard {
-        self.inner.as_ref().expect("present until unlock or drop")
-    }
-
-    /// The fencing token of this grant.
+    /// The fencing token of this grant: strictly greater than every token the server
+    /// handed out before it. Pass it to storage so it can refuse a stale holder.
     pub fn token(&self) -> u64 {
-        self.g().token()
+        self.token
     }
 
     /// The locked range.
     pub fn range(&self) -> Range<u64> {
-        self.g().range()
+        self.range.clone()
     }
 
     /// Shared or exclusive.
     pub fn mode(&self) -> Mode {
-        self.g().mode()
+        self.mode
     }
 
-    /// Releases the lock and waits for the server to confirm.
+    /// The request id naming this lock in its session.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Releases the lock and waits for the server to confirm (one round trip).
     pub fn unlock(mut self) -> Result<(), ClientError> {
-        let g = self.inner.take().expect("present until unlock or drop");
-        self.rt.block_on(g.unlock())
+        self.released = true;
+        let r = self.core.call(Request::Unlock { target: self.id })?;
+        match r.status {
+            Status::Ok | Status::AlreadyReleased => Ok(()),
+            s => Err(ClientError::Server(s)),
+        }
+    }
+
+    /// Releases this lock and locks `range` of the same client, writing the `UNLOCK` and
+    /// the `LOCK` in one write (one round trip for both). The server handles the
+    /// `UNLOCK` first; if it fails, the failure is returned (as
+    /// [`ClientError::DeferredUnlock`]) and a lock granted meanwhile is released.
+    ///
+    /// # Panics
+    ///
+    /// If `client` is not the client this guard came from.
+    pub fn unlock_and_lock(
+        mut self,
+        client: &Client,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Result<LockGuard, ClientError> {
+        assert!(Arc::ptr_eq(&self.core, &client.core), "a guard of another client");
+        self.released = true;
+        client.lock_after_unlock(Some(self.id), range, mode, wait)
+    }
+
+    /// Releases the lock without waiting for the server's answer: the `UNLOCK` is written
+    /// and this returns. Every later request of the client is handled after it (the
+    /// server serves a connection's frames in order). The answer is read by the client's
+    /// next call; a failure is returned by the next [`Client::lock`] or
+    /// [`Client::flush`] as [`ClientError::DeferredUnlock`]. An error here means the
+    /// connection is gone (and with it the lock).
+    pub fn unlock_pipelined(mut self) -> Result<(), ClientError> {
+        self.released = true;
+        self.core.unlock_pipelined(self.id)
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if !self.released {
+            let _ = self.core.unlock_pipelined(self.id);
+        }
     }
 }

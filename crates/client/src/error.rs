@@ -42,6 +42,15 @@ pub enum ClientError {
     /// The server answered with an error status.
     #[error("server error: {0}")]
     Server(Status),
+    /// A pipelined unlock (sent without waiting for its answer) of lock `lock` failed
+    /// with `status`; reported by a later call of the same client.
+    #[error("pipelined unlock of lock {lock} failed: {status}")]
+    DeferredUnlock {
+        /// The lock's request id.
+        lock: u64,
+        /// The server's answer.
+        status: Status,
+    },
     /// The server sent something this client cannot decode.
     #[error("protocol error: {0}")]
     Protocol(DecodeError),

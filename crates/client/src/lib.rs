@@ -11,12 +11,26 @@
 //!
 //! Guards release on drop. A session's locks live as long as its connection; there is no
 //! automatic reconnect (see [`AsyncClient`] for the exact semantics).
+//!
+//! The blocking [`Client`] does its socket I/O on the calling thread (no runtime, no
+//! hand-off per request); the [`AsyncClient`] runs on the caller's tokio runtime.
+//!
+//! # Pipelining
+//!
+//! The protocol carries a request id in every frame, so requests need not wait for one
+//! another. [`LockGuard::unlock_pipelined`] (and dropping a guard) writes the `UNLOCK` and
+//! returns at once: the next request goes out without a round trip in between, and the
+//! server, which handles a connection's frames in order, applies the unlock first. Errors
+//! are not lost: the unlock's answer is read by the next call, and a failure comes back
+//! from the next [`Client::lock`] or [`Client::flush`] as
+//! [`ClientError::DeferredUnlock`].
 
 mod blocking;
 mod connection;
 mod endpoint;
 mod error;
 mod guard;
+mod sync_core;
 
 pub use blocking::{Client, LockGuard};
 pub use connection::AsyncClient;

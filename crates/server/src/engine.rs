@@ -3,7 +3,9 @@
 //! * **combiner** — handlers push [`Command`]s on a multi-producer queue (`std::sync::mpsc`,
 //!   a lock-free linked queue like the seed's `tail.exchange` list); one dedicated thread
 //!   pops them in order and owns the [`LockTable`] outright. Handlers never wait for the
-//!   table; responses travel back through each session's channel.
+//!   table. The combiner drains the queue in batches and writes each touched session's
+//!   responses to its socket with one non-blocking write per batch (see the `reply`
+//!   module); only a full socket hands them to the session's writer task.
 //! * **tree-mutex** — every handler locks one mutex and runs the command itself.
 //! * **tree-single** — the same table under an (uncontended) mutex, driven by a
 //!   single-threaded runtime that also runs every connection (see [`crate::Server`]).
@@ -31,6 +33,10 @@ use std::thread::JoinHandle;
 use crate::config::{EngineKind, ServerConfig};
 use crate::rangelock_engine::RangeLockEngine;
 use crate::table::{Command, LockTable, TableLimits};
+
+/// Commands the combiner executes after the first one of a batch before it writes the
+/// batch's responses.
+const COMBINER_BATCH: usize = 256;
 
 /// A cheap, cloneable way for handlers to submit commands.
 #[derive(Clone, Debug)]
@@ -63,6 +69,16 @@ impl Engine {
                     move || {
                         while let Ok(cmd) = rx.recv() {
                             table.apply(cmd);
+                            // Drain what else is queued, then write each touched
+                            // session's responses at once (bounded, so the first
+                            // responses of a long burst are not held back).
+                            for _ in 0..COMBINER_BATCH {
+                                match rx.try_recv() {
+                                    Ok(cmd) => table.apply(cmd),
+                                    Err(_) => break,
+                                }
+                            }
+                            LockTable::flush_replies();
                         }
                         tracing::debug!("combiner stopped");
                     },
@@ -85,7 +101,11 @@ impl Engine {
             }
             // A poisoned table would mean a panic inside `apply`; the table stays
             // consistent between commands, so keep serving.
-            Engine::Table(m) => m.lock().unwrap_or_else(PoisonError::into_inner).apply(cmd),
+            Engine::Table(m) => {
+                m.lock().unwrap_or_else(PoisonError::into_inner).apply(cmd);
+                // Outside the mutex: the writes do not lengthen the critical section.
+                LockTable::flush_replies();
+            }
             Engine::RangeLock(e) => e.apply(cmd),
         }
     }

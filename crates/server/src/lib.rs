@@ -24,6 +24,7 @@ mod config;
 mod engine;
 pub mod protocol;
 mod rangelock_engine;
+mod reply;
 mod server;
 mod session;
 pub mod table;

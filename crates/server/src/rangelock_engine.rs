@@ -69,7 +69,8 @@ struct Session {
 
 impl Session {
     fn reply(&self, r: ResponseFrame) {
-        let _ = self.sink.send(r);
+        // Replies come from handlers and from waiting threads alike: send each at once.
+        crate::reply::send_now(&self.sink, r);
     }
 
     fn remember_released(&mut self, id: u64) {

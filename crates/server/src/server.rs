@@ -91,7 +91,7 @@ fn run(config: ServerConfig, ready: std::sync::mpsc::Sender<Ready>, stop: onesho
             tokio::runtime::Builder::new_current_thread().enable_all().build()
         }
         _ => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.handler_threads.max(1))
+            .worker_threads(config.effective_handler_threads())
             .thread_name("rangelock-handler")
             .enable_all()
             .build(),

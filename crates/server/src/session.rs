@@ -1,5 +1,6 @@
 //! One connection = one session: handshake, the read loop that decodes frames and submits
-//! commands, and the writer task that sends responses.
+//! commands, and the session's [`SocketSink`] (responses are written by whoever produced
+//! them, or by the sink's writer task when the socket is full; see the `reply` module).
 //!
 //! # Lifecycle
 //!
@@ -19,15 +20,15 @@
 //! 3. End (EOF, I/O error, lease expiry, bad framing, server shutdown): submit `Close`, which
 //!    releases every lock of the session and withdraws its waits, waking other sessions.
 //!    Timers of the session are aborted. The writer drains what is queued and shuts the
-//!    socket down once the table has dropped its end of the response channel.
+//!    socket down once the table and the read loop have dropped their sink handles.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, WriteHalf};
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
 use crate::config::ServerConfig;
@@ -36,17 +37,40 @@ use crate::protocol::{
     op, read_frame, ClientHello, FrameError, HelloStatus, Request, RequestFrame, ResponseFrame,
     ServerHello, Status, Wait, CLIENT_HELLO_LEN, VERSION,
 };
+use crate::reply::{self, DirectWrite, ReplySink, SinkHandle, SocketSink};
 use crate::table::Command;
 
 /// Responses a session may have queued beyond its waiting locks before its read loop
 /// pauses.
 pub(crate) const MAX_BACKLOG: u64 = 1024;
 
-/// Responses written so far, shared by a session's reader and writer.
-#[derive(Debug, Default)]
-struct Written {
-    count: AtomicU64,
-    progress: Notify,
+/// Bytes of a session's read buffer.
+const READ_BUFFER: usize = 4096;
+
+/// A connection that splits into an async read half and a [`DirectWrite`] half.
+pub(crate) trait Transport: Send + 'static {
+    /// The read half.
+    type Read: AsyncRead + Unpin + Send + 'static;
+    /// The write half.
+    type Write: DirectWrite;
+    /// Splits the connection.
+    fn into_halves(self) -> (Self::Read, Self::Write);
+}
+
+impl Transport for tokio::net::TcpStream {
+    type Read = tokio::net::tcp::OwnedReadHalf;
+    type Write = tokio::net::tcp::OwnedWriteHalf;
+    fn into_halves(self) -> (Self::Read, Self::Write) {
+        self.into_split()
+    }
+}
+
+impl Transport for tokio::net::UnixStream {
+    type Read = tokio::net::unix::OwnedReadHalf;
+    type Write = tokio::net::unix::OwnedWriteHalf;
+    fn into_halves(self) -> (Self::Read, Self::Write) {
+        self.into_split()
+    }
 }
 
 /// What every session shares.
@@ -60,15 +84,16 @@ pub(crate) struct Shared {
 
 /// Runs one connection to completion. `_alive` is dropped when the session is over, which
 /// is how shutdown knows every session has finished.
-pub(crate) async fn run<S>(
+pub(crate) async fn run<S: Transport>(
     stream: S,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
     _alive: mpsc::Sender<()>,
-) where
-    S: AsyncRead + AsyncWrite + Send + 'static,
-{
-    let (mut rd, mut wr) = tokio::io::split(stream);
+) {
+    let (rd, wr) = stream.into_halves();
+    // Buffered: a frame is a length prefix and a body, and a pipelining client sends
+    // several per write; unbuffered, each would cost two `recv` calls.
+    let mut rd = tokio::io::BufReader::with_capacity(READ_BUFFER, rd);
     let lease = shared.config.lease;
     let mut hello = [0u8; CLIENT_HELLO_LEN];
     match tokio::time::timeout(lease, rd.read_exact(&mut hello)).await {
@@ -94,22 +119,22 @@ pub(crate) async fn run<S>(
     if hello.version != VERSION {
         reply.status = HelloStatus::UnsupportedVersion;
         reply.encode(&mut out);
-        let _ = wr.write_all(&out).await;
-        let _ = wr.shutdown().await;
+        // Dropping the write half afterwards shuts the write side down.
+        let _ = reply::write_all(&wr, &out).await;
         return;
     }
     let session = shared.next_session.fetch_add(1, Ordering::Relaxed) + 1;
     reply.session = session;
-    let (tx, rx) = mpsc::unbounded_channel();
-    shared.engine.submit(Command::Open { session, sink: tx.clone() });
+    // The hello goes out before the session can receive any response.
     reply.encode(&mut out);
-    if wr.write_all(&out).await.is_err() {
-        shared.engine.submit(Command::Close { session });
+    if reply::write_all(&wr, &out).await.is_err() {
         return;
     }
+    let sink = SocketSink::new(wr);
+    let tx: ReplySink = Arc::new(SinkHandle(sink.clone()));
+    shared.engine.submit(Command::Open { session, sink: tx.clone() });
     tracing::debug!(session, "session opened");
-    let written = Arc::new(Written::default());
-    let writer = tokio::spawn(write_loop(wr, rx, written.clone()));
+    let writer = tokio::spawn(sink.clone().run_writer());
     let backlog_limit = shared.config.max_locks_per_session as u64 + MAX_BACKLOG;
     let mut read: u64 = 0;
 
@@ -126,11 +151,9 @@ pub(crate) async fn run<S>(
         if *shutdown.borrow() {
             break "server shutdown";
         }
-        // Acquire: pairs with the writer's Release increment (only a counter; no data is
-        // published through it).
-        if read.saturating_sub(written.count.load(Ordering::Acquire)) > backlog_limit {
+        if read.saturating_sub(sink.written()) > backlog_limit {
             tokio::select! {
-                r = tokio::time::timeout(lease, written.progress.notified()) => {
+                r = tokio::time::timeout(lease, sink.progress.notified()) => {
                     if r.is_err() {
                         break "peer stopped reading";
                     }
@@ -169,8 +192,10 @@ pub(crate) async fn run<S>(
     }
     shared.engine.submit(Command::Close { session });
     drop(handler);
-    // The writer ends once the table has dropped the session's sink (after `Close`). A peer
-    // that stopped reading could block it forever: give it one lease, then drop it.
+    drop(sink);
+    // The writer ends once the table has dropped the session's sink handle (after
+    // `Close`). A peer that stopped reading could block it forever: give it one lease,
+    // then drop it.
     let abort = writer.abort_handle();
     if tokio::time::timeout(lease.max(Duration::from_millis(100)), writer).await.is_err() {
         abort.abort();
@@ -181,7 +206,7 @@ pub(crate) async fn run<S>(
 struct Handler<'a> {
     shared: &'a Shared,
     session: u64,
-    tx: mpsc::UnboundedSender<ResponseFrame>,
+    tx: ReplySink,
     nonce: u64,
     /// Timeout timers of this session's locks; aborted when the session ends.
     timers: JoinSet<()>,
@@ -193,7 +218,7 @@ struct Handler<'a> {
 impl Handler<'_> {
     fn error(&self, op: u8, id: u64, status: Status) {
         self.shared.handler_errors.fetch_add(1, Ordering::Relaxed);
-        let _ = self.tx.send(ResponseFrame::new(op, id, status, 0));
+        reply::send_now(&self.tx, ResponseFrame::new(op, id, status, 0));
     }
 
     fn abort_timers(&mut self, target: u64) {
@@ -248,7 +273,7 @@ impl Handler<'_> {
             }
             Request::Poll { target } => engine.submit(Command::Poll { session, id, target }),
             Request::Keepalive => {
-                let _ = self.tx.send(ResponseFrame::new(op::KEEPALIVE, id, Status::Ok, 0));
+                reply::send_now(&self.tx, ResponseFrame::new(op::KEEPALIVE, id, Status::Ok, 0));
             }
             Request::Stats { max_entries } => {
                 let max_entries = max_entries.min(self.shared.config.max_stats_entries);
@@ -256,34 +281,4 @@ impl Handler<'_> {
             }
         }
     }
-}
-
-async fn write_loop<S: AsyncWrite>(
-    mut wr: WriteHalf<S>,
-    mut rx: mpsc::UnboundedReceiver<ResponseFrame>,
-    written: Arc<Written>,
-) {
-    let mut out = Vec::with_capacity(4096);
-    while let Some(r) = rx.recv().await {
-        out.clear();
-        r.encode(&mut out);
-        let mut n = 1;
-        // Batch whatever else is ready into one write.
-        while out.len() < 64 * 1024 {
-            match rx.try_recv() {
-                Ok(r) => {
-                    r.encode(&mut out);
-                    n += 1;
-                }
-                Err(_) => break,
-            }
-        }
-        if wr.write_all(&out).await.is_err() {
-            return;
-        }
-        // Release: pairs with the read loop's Acquire load of the count.
-        written.count.fetch_add(n, Ordering::Release);
-        written.progress.notify_one();
-    }
-    let _ = wr.shutdown().await;
 }

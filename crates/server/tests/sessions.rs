@@ -366,3 +366,65 @@ fn shutdown_with_a_waiter(engine: EngineKind, grant: GrantMode) {
     assert!(matches!(b.lock_exclusive(20..30), Err(ClientError::ConnectionLost)));
     assert!(!b.is_connected());
 }
+
+#[test]
+fn pipelined_unlocks_take_effect_before_later_requests() {
+    for engine in EngineKind::ALL {
+        let srv = server(|c| c.engine = engine);
+        let ep = Endpoint::from(srv.tcp_addr().unwrap());
+        let c = Client::connect(&ep).unwrap();
+        let other = Client::connect(&ep).unwrap();
+        for i in 0..100u64 {
+            let g = c.lock_exclusive(0..10).unwrap();
+            g.unlock_pipelined().unwrap();
+            // The UNLOCK was not waited for, but the server handles it before this
+            // session's next frame: a try-lock of this client always succeeds.
+            let g = c.lock(0..10, Mode::Exclusive, Wait::Try).unwrap_or_else(|e| {
+                panic!("{engine:?} round {i}: {e}");
+            });
+            // `unlock_and_lock`: UNLOCK and LOCK in one write, in that order.
+            let g = g.unlock_and_lock(&c, 5..15, Mode::Exclusive, Wait::Try).unwrap();
+            assert_eq!(g.range(), 5..15);
+            g.unlock_pipelined().unwrap();
+        }
+        c.flush().unwrap();
+        // Every unlock was answered and took effect: another session gets the range.
+        other.lock(0..15, Mode::Exclusive, Wait::Try).unwrap().unlock().unwrap();
+        let st = c.stats(10).unwrap();
+        assert_eq!(st.counters.holders, 0, "{engine:?}");
+        assert_eq!(st.counters.releases, 301, "{engine:?}");
+        assert!(c.is_connected());
+        drop((c, other));
+        srv.shutdown();
+    }
+}
+
+#[test]
+fn a_blocking_client_is_shared_by_threads() {
+    let srv = server(|_| {});
+    let ep = Endpoint::from(srv.tcp_addr().unwrap());
+    let c = Client::connect(&ep).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let c = &c;
+            s.spawn(move || {
+                for i in 0..200u64 {
+                    let start = (t * 1000 + i) % 4000;
+                    let g = c.lock_exclusive(start..start + 1).unwrap();
+                    if i % 2 == 0 {
+                        g.unlock().unwrap();
+                    } else {
+                        drop(g);
+                    }
+                    if i % 50 == 0 {
+                        c.ping().unwrap();
+                    }
+                }
+            });
+        }
+    });
+    c.flush().unwrap();
+    assert_eq!(c.stats(0).unwrap().counters.holders, 0);
+    drop(c);
+    srv.shutdown();
+}

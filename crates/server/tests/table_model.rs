@@ -82,7 +82,7 @@ impl Harness {
     fn open(&mut self) -> u64 {
         self.next_session += 1;
         let (tx, rx) = mpsc::unbounded_channel();
-        self.table.apply(Command::Open { session: self.next_session, sink: tx });
+        self.table.apply(Command::Open { session: self.next_session, sink: Arc::new(tx) });
         self.rx.insert(self.next_session, rx);
         self.next_session
     }

@@ -21,8 +21,14 @@
 //!
 //! # Trade-offs
 //!
-//! Every ticket, re-read and release is one round trip (no pipelining: segments must be
-//! entered in order). Waiting re-reads back to back — the round trip is the back-off.
+//! Every ticket and re-read is one round trip (segments must be entered in order, so
+//! lock steps cannot be pipelined). An unlock writes the `INCRBY`s of all its segments in
+//! one write and reads their replies (one round trip, like the `rangelockd` client's
+//! `UNLOCK`); with [`RedisWords::set_pipelined_releases`] it returns after the write, and
+//! the client's next command reads their replies and reports an error among them — the
+//! same allowance the `rangelockd` client gets in `server-oltp`
+//! (`LockGuard::unlock_pipelined`). Waiting re-reads back to back — the round trip is
+//! the back-off.
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -100,11 +106,16 @@ pub fn read_reply(r: &mut impl BufRead) -> io::Result<Reply> {
 }
 
 /// One blocking connection to Redis.
+///
+/// Commands sent with [`RespConn::send`] are pipelined: their replies are read (and an
+/// error reply among them reported) by the next [`RespConn::call`].
 #[derive(Debug)]
 pub struct RespConn {
     reader: BufReader<TcpStream>,
     writer: TcpStream,
     buf: Vec<u8>,
+    /// Replies of sent commands nobody has read yet.
+    unread: usize,
 }
 
 impl RespConn {
@@ -116,19 +127,69 @@ impl RespConn {
     pub fn connect(addr: SocketAddr) -> io::Result<Self> {
         let s = TcpStream::connect(addr)?;
         s.set_nodelay(true)?;
-        Ok(RespConn { reader: BufReader::new(s.try_clone()?), writer: s, buf: Vec::new() })
+        let reader = BufReader::new(s.try_clone()?);
+        Ok(RespConn { reader, writer: s, buf: Vec::new(), unread: 0 })
     }
 
-    /// Sends one command and reads its reply; a Redis error reply becomes an `io::Error`.
+    /// Queues one command without waiting for its reply; [`RespConn::flush`] sends the
+    /// queue, the next [`RespConn::call`] sends it too and checks the replies.
+    pub fn send(&mut self, args: &[&[u8]]) {
+        encode(&mut self.buf, args);
+        self.unread += 1;
+    }
+
+    /// Writes the queued commands.
+    ///
+    /// # Errors
+    ///
+    /// On I/O errors.
+    pub fn flush(&mut self) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            self.writer.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    /// Writes the queued commands and reads their replies (one round trip).
+    ///
+    /// # Errors
+    ///
+    /// On I/O errors or an error reply to a queued command.
+    pub fn sync(&mut self) -> io::Result<()> {
+        self.flush()?;
+        self.read_unread()
+    }
+
+    /// Reads the replies of the commands sent before; the first error reply among them
+    /// becomes the error.
+    fn read_unread(&mut self) -> io::Result<()> {
+        let mut queued_error = None;
+        while self.unread > 0 {
+            if let Reply::Error(e) = read_reply(&mut self.reader)? {
+                queued_error.get_or_insert(e);
+            }
+            self.unread -= 1;
+        }
+        match queued_error {
+            Some(e) => Err(io::Error::other(format!("redis (pipelined command): {e}"))),
+            None => Ok(()),
+        }
+    }
+
+    /// Sends one command (after the queued ones, in the same write) and reads its reply;
+    /// a Redis error reply — to it or to a queued command — becomes an `io::Error`.
     ///
     /// # Errors
     ///
     /// On I/O errors or an error reply.
     pub fn call(&mut self, args: &[&[u8]]) -> io::Result<Reply> {
-        self.buf.clear();
         encode(&mut self.buf, args);
-        self.writer.write_all(&self.buf)?;
-        match read_reply(&mut self.reader)? {
+        self.flush()?;
+        let queued = self.read_unread();
+        let r = read_reply(&mut self.reader)?;
+        queued?;
+        match r {
             Reply::Error(e) => Err(io::Error::other(format!("redis: {e}"))),
             r => Ok(r),
         }
@@ -142,6 +203,14 @@ impl RespConn {
     }
 }
 
+impl Drop for RespConn {
+    fn drop(&mut self) {
+        // Queued commands (coalesced releases) must not be lost: another client may wait
+        // for them.
+        let _ = self.flush();
+    }
+}
+
 const CAS_SCRIPT: &[u8] = b"local v = tonumber(redis.call('GET', KEYS[1]) or '0') \
 if v == tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[2]) return 1 end return 0";
 
@@ -150,6 +219,8 @@ if v == tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[2]) return 1 end 
 pub struct RedisWords {
     conn: RespConn,
     keys: Vec<Vec<u8>>,
+    /// Whether an unlock returns without reading the replies of its releases.
+    pipelined_releases: bool,
 }
 
 impl RedisWords {
@@ -164,7 +235,15 @@ impl RedisWords {
     pub fn connect(addr: SocketAddr, segments: usize) -> io::Result<Self> {
         let conn = RespConn::connect(addr)?;
         let keys = (0..segments).map(|s| format!("dslr:{s}").into_bytes()).collect();
-        Ok(RedisWords { conn, keys })
+        Ok(RedisWords { conn, keys, pipelined_releases: false })
+    }
+
+    /// Whether an unlock writes its release `INCRBY`s (one write) and returns without
+    /// reading their replies — the client's next command reads them and reports an error
+    /// among them — instead of reading them at once (one round trip for all of them).
+    /// Off by default.
+    pub fn set_pipelined_releases(&mut self, on: bool) {
+        self.pipelined_releases = on;
     }
 
     fn num(delta: u64) -> io::Result<i64> {
@@ -205,6 +284,24 @@ impl TicketWords for RedisWords {
     }
 
     fn backoff(&mut self, _round: u32) {}
+
+    fn release_add(&mut self, seg: usize, delta: u64) -> io::Result<()> {
+        let d = Self::num(delta)?.to_string();
+        self.conn.send(&[b"INCRBY", &self.keys[seg], d.as_bytes()]);
+        Ok(())
+    }
+
+    fn end_unlock(&mut self) -> io::Result<()> {
+        if self.pipelined_releases {
+            self.conn.flush()
+        } else {
+            self.conn.sync()
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.conn.flush()
+    }
 }
 
 /// A private `redis-server` on `127.0.0.1`, killed on drop.

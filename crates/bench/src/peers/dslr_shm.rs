@@ -182,6 +182,22 @@ pub trait TicketWords {
         -> Result<bool, Self::Error>;
     /// Waits a little before re-reading a word; `round` counts the re-reads of this wait.
     fn backoff(&mut self, round: u32);
+    /// Adds `delta` to word `seg` for a release, whose result nobody needs. A transport
+    /// may send it without waiting for its completion (an unsignalled RDMA FAA, a
+    /// pipelined Redis `INCRBY`), as long as it reaches the word before any later
+    /// operation of this client and a failure is reported by a later call.
+    fn release_add(&mut self, seg: usize, delta: u64) -> Result<(), Self::Error> {
+        self.fetch_add(seg, delta).map(drop)
+    }
+    /// Called once per unlock, after its releases: a transport that queued them sends
+    /// them (and may or may not wait for their completion).
+    fn end_unlock(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    /// Sends whatever is still queued.
+    fn flush(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
 }
 
 /// Segment width and reset threshold.
@@ -259,8 +275,9 @@ impl<W: TicketWords> DslrClient<W> {
     pub fn unlock(&mut self, held: DslrHeld) -> Result<(), W::Error> {
         let delta = TicketWord::release_delta(held.mode);
         for seg in held.segments.clone().rev() {
-            self.words.fetch_add(seg, delta)?;
+            self.words.release_add(seg, delta)?;
         }
+        self.words.end_unlock()?;
         // Descending order: a client that holds a lower segment may be waiting for the
         // reset of a higher one (its ticket there was bogus), and the reset of the lower
         // segment waits for that client to leave it. Resetting the highest word first
@@ -269,6 +286,11 @@ impl<W: TicketWords> DslrClient<W> {
             self.reset_slow(seg, target)?;
         }
         Ok(())
+    }
+
+    /// Sends releases the transport still queues (see [`TicketWords::flush`]).
+    pub fn flush(&mut self) -> Result<(), W::Error> {
+        self.words.flush()
     }
 
     /// Takes a valid ticket on `seg` and waits until it is served; returns the reset target
@@ -283,16 +305,30 @@ impl<W: TicketWords> DslrClient<W> {
                 self.await_reset_slow(seg)?;
                 continue;
             }
-            let mut round = 0;
-            loop {
-                let now = TicketWord(self.words.load(seg)?);
-                if snap.may_enter(mode, now) {
-                    break;
-                }
-                self.words.backoff(round);
-                round = round.saturating_add(1);
+            // The FAA's own result tells whether the segment is free (seed 3 §3.1): only
+            // a ticket that must wait re-reads the word.
+            if !snap.may_enter(mode, snap) {
+                self.await_turn_slow(seg, mode, snap)?;
             }
             return Ok(snap.reset_target(mode, count_max));
+        }
+    }
+
+    /// Re-reads word `seg` until the ticket whose snapshot is `snap` is served.
+    #[cold]
+    fn await_turn_slow(
+        &mut self,
+        seg: usize,
+        mode: Mode,
+        snap: TicketWord,
+    ) -> Result<(), W::Error> {
+        let mut round = 0;
+        loop {
+            self.words.backoff(round);
+            round = round.saturating_add(1);
+            if snap.may_enter(mode, TicketWord(self.words.load(seg)?)) {
+                return Ok(());
+            }
         }
     }
 

@@ -99,7 +99,13 @@ pub(crate) enum Backend {
 
 /// One client's connection.
 pub(crate) enum Conn {
-    Lock(Client),
+    /// A `rangelockd` client.
+    Lock {
+        /// The connection.
+        client: Client,
+        /// Whether unlocks are pipelined (see [`Backend::connect`]).
+        pipelined: bool,
+    },
     Echo(Client),
     Shm(DslrClient<ShmWords>),
     Redis(DslrClient<RedisWords>),
@@ -123,21 +129,28 @@ impl Backend {
         })
     }
 
-    /// Connects one client.
-    pub(crate) fn connect(&self, variant: Variant) -> io::Result<Conn> {
+    /// Connects one client. With `pipelined`, an unlock is written at once but its answer
+    /// is not waited for (the `rangelockd` client's [`LockGuard::unlock_pipelined`],
+    /// `dslr-redis`'s pipelined releases); the client's next call reads it and reports a
+    /// failure.
+    ///
+    /// [`LockGuard::unlock_pipelined`]: rangelock_client::LockGuard::unlock_pipelined
+    pub(crate) fn connect(&self, variant: Variant, pipelined: bool) -> io::Result<Conn> {
         Ok(match (self, variant) {
             (Backend::Rangelockd(s), Variant::Echo) => {
                 Conn::Echo(echo::connect(s).map_err(io::Error::other)?)
             }
             (Backend::Rangelockd(s), _) => {
                 let addr = s.tcp_addr().ok_or_else(|| io::Error::other("no TCP listener"))?;
-                Conn::Lock(Client::connect(&Endpoint::from(addr)).map_err(io::Error::other)?)
+                let client = Client::connect(&Endpoint::from(addr)).map_err(io::Error::other)?;
+                Conn::Lock { client, pipelined }
             }
             (Backend::Shm(w), _) => Conn::Shm(DslrClient::new(w.clone(), layout())),
-            (Backend::Redis(r), _) => Conn::Redis(DslrClient::new(
-                RedisWords::connect(r.addr(), layout().segments())?,
-                layout(),
-            )),
+            (Backend::Redis(r), _) => {
+                let mut words = RedisWords::connect(r.addr(), layout().segments())?;
+                words.set_pipelined_releases(pipelined);
+                Conn::Redis(DslrClient::new(words, layout()))
+            }
         })
     }
 
@@ -164,13 +177,14 @@ impl Conn {
     #[inline]
     pub(crate) fn cycle(&mut self, range: Range<u64>, mode: Mode) -> Result<(), String> {
         match self {
-            Conn::Lock(c) => {
+            Conn::Lock { client, pipelined } => {
                 let mode = match mode {
                     Mode::Shared => rangelock_client::Mode::Shared,
                     Mode::Exclusive => rangelock_client::Mode::Exclusive,
                 };
-                let g = c.lock(range, mode, Wait::Forever).map_err(|e| e.to_string())?;
-                g.unlock().map_err(|e| e.to_string())
+                let g = client.lock(range, mode, Wait::Forever).map_err(|e| e.to_string())?;
+                if *pipelined { g.unlock_pipelined() } else { g.unlock() }
+                    .map_err(|e| e.to_string())
             }
             Conn::Echo(c) => echo::cycle(c).map_err(|e| e.to_string()),
             Conn::Shm(c) => {
@@ -212,14 +226,17 @@ pub(crate) fn server_threads_cpu_ns() -> Option<u64> {
     Some(total)
 }
 
-/// Runs one measurement of `variant` with `clients` clients doing `body`; fills in the
+/// Runs one measurement of `variant` with `clients` clients doing `body` (unlocks
+/// pipelined or not, see [`Backend::connect`]); fills in the
 /// server CPU per op (`cpu_key`), or skips the sample when the backend fails.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn measure<F>(
     variant: Variant,
     redis_server: &str,
     clients: usize,
     duration: Duration,
     cpu_key: &str,
+    pipelined: bool,
     body: F,
 ) -> Sample
 where
@@ -238,7 +255,7 @@ where
     let mut sample = run_threads_with(
         clients,
         duration,
-        |_| backend.connect(variant),
+        |_| backend.connect(variant, pipelined),
         |i, conn, ctl| match conn {
             Ok(mut conn) => body(i, &mut conn, ctl).unwrap_or_else(fail),
             Err(e) => fail(format!("connect: {e}")),
@@ -339,7 +356,8 @@ impl Suite for ServerMicro {
 }
 
 fn run_micro(variant: Variant, redis: &str, clients: usize, pct: u64, d: Duration) -> Sample {
-    let mut s = measure(variant, redis, clients, d, "server_cpu_ns_per_request", |i, conn, ctl| {
+    let key = "server_cpu_ns_per_request";
+    let mut s = measure(variant, redis, clients, d, key, false, |i, conn, ctl| {
         let mut rng = SplitMix64::new(0x5EED_0000 + i as u64);
         let mut sampler = LatencySampler::new(SAMPLE_EVERY);
         let mut cycles = 0u64;

@@ -14,6 +14,22 @@
 //! Pacing writers wait by sleeping 50 us while the readers are behind (workload pacing,
 //! as Filebench's flow-ops rate limits). Every operation is a lock + unlock cycle:
 //! `ops_per_sec` counts cycles of all roles, latencies are those of every cycle.
+//!
+//! Unlocks are **pipelined** for every system whose protocol allows it, the same way: the
+//! unlock is written at once (one write) and the client goes on without waiting for its
+//! answer; the client's next call reads the answer and reports a failure. That is the
+//! `rangelockd` client's `LockGuard::unlock_pipelined` (the server handles a
+//! connection's frames in order, so the next `LOCK` comes after the `UNLOCK`) and
+//! `dslr-redis`'s pipelined releases (its release `INCRBY`s in one write, their replies
+//! read by the next command). Lock steps are never pipelined (a DSLR client must enter
+//! segment `k` before taking a ticket on `k + 1`). `dslr-shm`'s releases are plain atomic
+//! adds either way. Not used: coalescing the unlock into the *next* lock's write
+//! (`LockGuard::unlock_and_lock`, or leaving Redis releases queued), which only a
+//! back-to-back loop can do — a real client releases before it knows its next range. A
+//! cycle's latency is the lock's wait plus the unlock's write.
+//! `RANGELOCK_BENCH_ONLY=combiner,dslr-redis` (comma-separated names) runs only those
+//! variants, for profiling one system at a time (`perf stat`).
+//!
 //! `server_cpu_ns_per_op` is the server's CPU time per cycle, measured as in
 //! `server-micro` (none for `dslr-shm`).
 
@@ -85,8 +101,10 @@ impl Suite for ServerOltp {
     fn cases(&self, _opts: &Options) -> Vec<Case> {
         let clients = READERS + WRITERS + LOG_WRITERS;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let only = std::env::var("RANGELOCK_BENCH_ONLY").ok();
         Variant::list(self.name(), &[Variant::DslrShm], &self.redis_server)
             .into_iter()
+            .filter(|v| only.as_deref().is_none_or(|o| o.split(',').any(|n| n == v.name())))
             .map(|variant| {
                 let redis = self.redis_server.clone();
                 Case {
@@ -125,7 +143,7 @@ fn log_range(rng: &mut SplitMix64) -> std::ops::Range<u64> {
 
 fn run_oltp(variant: Variant, redis: &str, clients: usize, d: Duration) -> Sample {
     let reads = AtomicU64::new(0);
-    measure(variant, redis, clients, d, "server_cpu_ns_per_op", |i, conn, ctl| {
+    measure(variant, redis, clients, d, "server_cpu_ns_per_op", true, |i, conn, ctl| {
         let mut rng = SplitMix64::new(0x0_17B0_0000 + i as u64);
         let mut sampler = LatencySampler::new(1);
         let mut ops = 0u64;

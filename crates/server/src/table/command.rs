@@ -1,11 +1,7 @@
 //! The operations handlers submit to a lock table.
 
-use tokio::sync::mpsc::UnboundedSender;
-
-use crate::protocol::{Mode, ResponseFrame};
-
-/// Where a session's responses go: the session's writer task.
-pub type ReplySink = UnboundedSender<ResponseFrame>;
+use crate::protocol::Mode;
+pub use crate::reply::{ReplySink, ReplyTo};
 
 /// One unit of work for a [`LockTable`](super::LockTable). Every command carrying a request
 /// id is answered on the session's [`ReplySink`].

@@ -86,8 +86,9 @@ impl SessionState {
     }
 
     fn reply(&self, r: ResponseFrame) {
-        // The writer task may be gone (connection closing); the session's Close follows.
-        let _ = self.sink.send(r);
+        // Buffered; the engine flushes after the command (or the combiner's batch). The
+        // connection may be gone already; the session's Close follows.
+        crate::reply::queue(&self.sink, r);
     }
 }
 
@@ -160,7 +161,9 @@ impl LockTable {
         }
     }
 
-    /// Executes one command, sending its responses.
+    /// Executes one command, queueing its responses on the sessions' sinks; the caller
+    /// flushes them on this thread afterwards ([`LockTable::flush_replies`]), after one
+    /// command or a batch.
     pub fn apply(&mut self, cmd: Command) {
         match cmd {
             Command::Open { session, sink } => {
@@ -440,6 +443,11 @@ impl LockTable {
                 }
             }
         }
+    }
+
+    /// Sends the responses this thread queued (see [`LockTable::apply`]).
+    pub fn flush_replies() {
+        crate::reply::flush_pending();
     }
 
     /// Counters (for tests and the engines' own stats).

@@ -4,5 +4,5 @@ mod command;
 mod interval_tree;
 mod lock_table;
 
-pub use command::{Command, ReplySink};
+pub use command::{Command, ReplySink, ReplyTo};
 pub use lock_table::{LockTable, TableLimits, RELEASED_MEMORY};

@@ -1,0 +1,424 @@
+//! The blocking client's connection: plain blocking socket I/O on the calling thread.
+//!
+//! # Why not the async client on a private runtime
+//!
+//! Driving [`AsyncClient`](crate::AsyncClient) from a blocking caller costs two thread
+//! hand-offs per request: the caller wakes the runtime's writer task, and the runtime's
+//! reader task wakes the caller with the response. On a loaded machine those wake-ups
+//! (futex + context switch each) cost more than the loopback round trip itself. Here the
+//! caller writes its request frame itself and reads the response itself: one `write` and
+//! (usually) one `read` per request, nothing else.
+//!
+//! # Algorithm (leader/follower reading)
+//!
+//! Any number of threads may share a connection. A caller registers its request id in
+//! `waiting` *before* writing the frame (so no response can arrive unclaimed), writes it
+//! under the writer mutex, then waits for its response:
+//!
+//! * if the response is already in `ready`, it takes it;
+//! * else, if nobody is reading (`reading == false`), it becomes the reader: sets
+//!   `reading`, reads one frame outside the state lock, routes it (into `ready` if its id
+//!   is in `waiting`; a pipelined unlock's status into `deferred_error` if it failed;
+//!   anything else is dropped), clears `reading` and wakes every waiter;
+//! * else it sleeps on the condition variable until the reader routes a frame.
+//!
+//! Invariants: at most one thread reads (`reading` is only set under the state lock by a
+//! thread that saw it clear); every frame read is routed before `reading` is cleared and
+//! waiters are notified after every routing, so a waiter whose response was routed wakes,
+//! and a waiter that needs a reader wakes when the reader steps down. A read error or EOF
+//! sets `closed` (and wakes everyone): every waiting and later call then fails with
+//! [`ClientError::ConnectionLost`].
+//!
+//! **Keepalive.** A background thread (holding only a weak reference) sends `KEEPALIVE`
+//! every third of the lease as an ordinary call, so an idle client's socket is also read
+//! (its keepalive responses do not pile up, and a lost connection is noticed).
+//!
+//! **Pipelined unlock.** [`SyncCore::unlock_pipelined`] writes the `UNLOCK` and returns;
+//! its id goes into `deferred`. The response is routed by whichever call reads next; a
+//! failure status is kept in `deferred_error` and returned by the next
+//! [`Client::lock`](crate::Client::lock) or [`Client::flush`](crate::Client::flush).
+//! Frames of one connection are handled by the server in the order they were written, so
+//! a later request of this client is served after the unlock took effect.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufReader, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use rangelock_server::protocol::{
+    ClientHello, HelloStatus, Request, RequestFrame, ResponseFrame, ServerHello, Status,
+    FRAME_HEADER_LEN, SERVER_HELLO_LEN, VERSION,
+};
+
+use crate::endpoint::Endpoint;
+use crate::error::ClientError;
+
+/// Largest response frame the client accepts (a `STATS` reply can be large).
+const MAX_RESPONSE_FRAME: u32 = 16 * 1024 * 1024;
+
+/// A connected socket of either kind.
+#[derive(Debug)]
+enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    fn try_clone(&self) -> std::io::Result<Stream> {
+        Ok(match self {
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+        })
+    }
+
+    fn shutdown(&self) {
+        let _ = match self {
+            Stream::Tcp(s) => s.shutdown(Shutdown::Both),
+            Stream::Unix(s) => s.shutdown(Shutdown::Both),
+        };
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The writing side: the socket and a reusable frame buffer.
+#[derive(Debug)]
+struct Writer {
+    stream: Stream,
+    out: Vec<u8>,
+}
+
+/// The reading side, used only by the thread that set `State::reading`.
+#[derive(Debug)]
+struct Reader {
+    stream: BufReader<Stream>,
+    buf: Vec<u8>,
+}
+
+/// Who waits for what; see the module docs.
+#[derive(Debug, Default)]
+struct State {
+    closed: bool,
+    reading: bool,
+    waiting: HashSet<u64>,
+    ready: HashMap<u64, ResponseFrame>,
+    /// Pipelined `UNLOCK`s whose response has not been read: request id -> lock id.
+    deferred: HashMap<u64, u64>,
+    /// The first failed pipelined unlock not yet reported: (lock id, status).
+    deferred_error: Option<(u64, Status)>,
+}
+
+/// Tells the keepalive thread to stop.
+#[derive(Debug, Default)]
+struct Stop {
+    stopped: Mutex<bool>,
+    cond: Condvar,
+}
+
+/// One connection = one server session; shared by a [`Client`](crate::Client) and its
+/// guards.
+#[derive(Debug)]
+pub(crate) struct SyncCore {
+    hello: ServerHello,
+    next_id: AtomicU64,
+    writer: Mutex<Writer>,
+    reader: Mutex<Reader>,
+    state: Mutex<State>,
+    routed: Condvar,
+    stop: Arc<Stop>,
+    /// A handle to the socket for shutting it down on drop.
+    socket: Stream,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl SyncCore {
+    /// Connects, performs the handshake and starts the keepalive thread.
+    pub(crate) fn connect(endpoint: &Endpoint) -> Result<Arc<SyncCore>, ClientError> {
+        let mut stream = match endpoint {
+            Endpoint::Tcp(addr) => {
+                let s = TcpStream::connect(addr.as_str())?;
+                s.set_nodelay(true)?;
+                Stream::Tcp(s)
+            }
+            Endpoint::Unix(p) => Stream::Unix(UnixStream::connect(p)?),
+        };
+        let mut out = Vec::new();
+        ClientHello { version: VERSION }.encode(&mut out);
+        stream.write_all(&out)?;
+        let mut buf = [0u8; SERVER_HELLO_LEN];
+        stream.read_exact(&mut buf)?;
+        let hello = ServerHello::decode(&buf).map_err(ClientError::Handshake)?;
+        if hello.status == HelloStatus::UnsupportedVersion {
+            return Err(ClientError::UnsupportedVersion { server: hello.version, client: VERSION });
+        }
+        let core = Arc::new(SyncCore {
+            hello,
+            next_id: AtomicU64::new(1),
+            writer: Mutex::new(Writer { stream: stream.try_clone()?, out: Vec::with_capacity(64) }),
+            reader: Mutex::new(Reader {
+                stream: BufReader::with_capacity(8192, stream.try_clone()?),
+                buf: Vec::new(),
+            }),
+            state: Mutex::new(State::default()),
+            routed: Condvar::new(),
+            stop: Arc::new(Stop::default()),
+            socket: stream,
+        });
+        let lease = Duration::from_millis(hello.lease_ms.into());
+        let (weak, stop) = (Arc::downgrade(&core), core.stop.clone());
+        std::thread::Builder::new()
+            .name("rangelock-keepalive".into())
+            .spawn(move || keepalive_loop(weak, stop, lease))?;
+        Ok(core)
+    }
+
+    pub(crate) fn hello(&self) -> &ServerHello {
+        &self.hello
+    }
+
+    pub(crate) fn is_connected(&self) -> bool {
+        !lock(&self.state).closed
+    }
+
+    fn next_id(&self) -> u64 {
+        // Relaxed: only uniqueness matters.
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Sends a request and waits for its response.
+    pub(crate) fn call(&self, request: Request) -> Result<ResponseFrame, ClientError> {
+        self.call_after_unlock(None, request)
+    }
+
+    /// Sends a pipelined `UNLOCK` of `unlock` (if any) and `request` in one write, and
+    /// waits for the response to `request`. The server handles them in this order.
+    pub(crate) fn call_after_unlock(
+        &self,
+        unlock: Option<u64>,
+        request: Request,
+    ) -> Result<ResponseFrame, ClientError> {
+        let id = self.next_id();
+        let unlock = unlock.map(|target| (self.next_id(), target));
+        {
+            let mut st = lock(&self.state);
+            if st.closed {
+                return Err(ClientError::ConnectionLost);
+            }
+            st.waiting.insert(id);
+            if let Some((uid, target)) = unlock {
+                st.deferred.insert(uid, target);
+            }
+        }
+        let mut frames = [None, Some(RequestFrame { id, request })];
+        if let Some((uid, target)) = unlock {
+            frames[0] = Some(RequestFrame { id: uid, request: Request::Unlock { target } });
+        }
+        if let Err(e) = self.send_frames(frames.iter().flatten()) {
+            lock(&self.state).waiting.remove(&id);
+            return Err(e);
+        }
+        self.wait(|st| st.ready.remove(&id).map(Ok)).unwrap_or_else(|| {
+            lock(&self.state).waiting.remove(&id);
+            Err(ClientError::ConnectionLost)
+        })
+    }
+
+    /// Writes `UNLOCK` of `target` without waiting for the response (see the module docs).
+    pub(crate) fn unlock_pipelined(&self, target: u64) -> Result<(), ClientError> {
+        let id = self.next_id();
+        {
+            let mut st = lock(&self.state);
+            if st.closed {
+                return Err(ClientError::ConnectionLost);
+            }
+            st.deferred.insert(id, target);
+        }
+        self.send_frames([&RequestFrame { id, request: Request::Unlock { target } }])
+    }
+
+    /// Takes the failure of a pipelined unlock, if one was read.
+    pub(crate) fn take_deferred_error(&self) -> Option<ClientError> {
+        lock(&self.state)
+            .deferred_error
+            .take()
+            .map(|(lock, status)| ClientError::DeferredUnlock { lock, status })
+    }
+
+    /// Waits until every pipelined unlock has been answered; returns the first failure.
+    pub(crate) fn flush(&self) -> Result<(), ClientError> {
+        let drained = self.wait(|st| st.deferred.is_empty().then_some(()));
+        if let Some(e) = self.take_deferred_error() {
+            return Err(e);
+        }
+        drained.ok_or(ClientError::ConnectionLost)
+    }
+
+    /// Writes `frames` with one write.
+    fn send_frames<'a>(
+        &self,
+        frames: impl IntoIterator<Item = &'a RequestFrame>,
+    ) -> Result<(), ClientError> {
+        let mut w = lock(&self.writer);
+        let w = &mut *w;
+        w.out.clear();
+        for f in frames {
+            f.encode(&mut w.out);
+        }
+        if w.stream.write_all(&w.out).is_err() {
+            self.close();
+            return Err(ClientError::ConnectionLost);
+        }
+        Ok(())
+    }
+
+    /// Marks the connection gone and wakes everyone.
+    fn close(&self) {
+        lock(&self.state).closed = true;
+        self.socket.shutdown();
+        self.routed.notify_all();
+    }
+
+    /// Leader/follower wait until `done` returns `Some`; `None` once the connection is
+    /// closed (and `done` still has nothing).
+    fn wait<T>(&self, mut done: impl FnMut(&mut State) -> Option<T>) -> Option<T> {
+        let mut st = lock(&self.state);
+        loop {
+            if let Some(t) = done(&mut st) {
+                return Some(t);
+            }
+            if st.closed {
+                return None;
+            }
+            if st.reading {
+                st = self.routed.wait(st).unwrap_or_else(PoisonError::into_inner);
+                continue;
+            }
+            st.reading = true;
+            drop(st);
+            let frame = self.read_one();
+            st = lock(&self.state);
+            st.reading = false;
+            match frame {
+                Ok(r) => route(&mut st, r),
+                Err(e) => {
+                    if !st.closed {
+                        tracing::debug!(error = %e, "connection lost");
+                    }
+                    st.closed = true;
+                }
+            }
+            self.routed.notify_all();
+        }
+    }
+
+    /// Reads and decodes one response frame (only the thread that set `reading`).
+    fn read_one(&self) -> Result<ResponseFrame, ClientError> {
+        let mut rd = lock(&self.reader);
+        let rd = &mut *rd;
+        let mut len = [0u8; 4];
+        rd.stream.read_exact(&mut len)?;
+        let len = u32::from_le_bytes(len);
+        if len > MAX_RESPONSE_FRAME || (len as usize) < FRAME_HEADER_LEN {
+            return Err(ClientError::ConnectionLost);
+        }
+        rd.buf.clear();
+        rd.buf.resize(len as usize, 0);
+        rd.stream.read_exact(&mut rd.buf)?;
+        ResponseFrame::decode(&rd.buf).map_err(ClientError::Protocol)
+    }
+}
+
+/// Delivers one response to its waiter, or records a pipelined unlock's outcome.
+fn route(st: &mut State, r: ResponseFrame) {
+    if st.waiting.remove(&r.id) {
+        st.ready.insert(r.id, r);
+    } else if let Some(target) = st.deferred.remove(&r.id) {
+        if !matches!(r.status, Status::Ok | Status::AlreadyReleased) {
+            st.deferred_error.get_or_insert((target, r.status));
+        }
+    }
+    // Anything else (keepalive answers of a dropped caller) is not awaited.
+}
+
+impl Drop for SyncCore {
+    fn drop(&mut self) {
+        *lock(&self.stop.stopped) = true;
+        self.stop.cond.notify_all();
+        // Ends the session: the server sees EOF and releases what is left.
+        self.socket.shutdown();
+    }
+}
+
+fn keepalive_loop(core: Weak<SyncCore>, stop: Arc<Stop>, lease: Duration) {
+    let period = (lease / 3).max(Duration::from_millis(10));
+    let mut stopped = lock(&stop.stopped);
+    loop {
+        let (s, timeout) =
+            stop.cond.wait_timeout(stopped, period).unwrap_or_else(PoisonError::into_inner);
+        stopped = s;
+        if *stopped {
+            return;
+        }
+        if !timeout.timed_out() {
+            continue;
+        }
+        drop(stopped);
+        {
+            let Some(core) = core.upgrade() else { return };
+            if core.call(Request::Keepalive).is_err() {
+                return;
+            }
+        }
+        stopped = lock(&stop.stopped);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rangelock_server::protocol::op;
+
+    #[test]
+    fn routing_delivers_awaited_responses_and_keeps_failed_pipelined_unlocks() {
+        let mut st = State::default();
+        st.waiting.insert(1);
+        st.deferred.insert(2, 10);
+        st.deferred.insert(3, 11);
+        st.deferred.insert(4, 12);
+        route(&mut st, ResponseFrame::new(op::LOCK, 1, Status::Ok, 7));
+        route(&mut st, ResponseFrame::new(op::UNLOCK, 2, Status::Ok, 0));
+        route(&mut st, ResponseFrame::new(op::UNLOCK, 3, Status::NotHeld, 0));
+        route(&mut st, ResponseFrame::new(op::UNLOCK, 4, Status::ShuttingDown, 0));
+        route(&mut st, ResponseFrame::new(op::KEEPALIVE, 99, Status::Ok, 0));
+        assert_eq!(st.ready.remove(&1).map(|r| r.value), Some(7));
+        assert!(st.waiting.is_empty() && st.deferred.is_empty() && st.ready.is_empty());
+        // The first failure is kept (lock id and status) until reported.
+        assert_eq!(st.deferred_error, Some((11, Status::NotHeld)));
+    }
+}

@@ -1,0 +1,318 @@
+//! Where responses go: a session's [`ReplySink`], written to the socket by whoever
+//! produced the response when the socket can take it, else by the session's writer task.
+//!
+//! # Why
+//!
+//! Handing every response to a writer task costs a task wake-up (and usually a worker
+//! thread wake-up: futex + context switch) per response, on top of the `write` itself. On
+//! a loaded machine the wake-ups cost more than the loopback write. So the thread that
+//! produces a response — the combiner, a handler holding the table, a waiting thread of
+//! the rangelock engine — appends its encoded frame to the session's buffer, and at the
+//! end of its batch ([`flush_pending`]) writes each touched session's buffer with one
+//! non-blocking `write`. Only when the socket is full (the peer reads slowly) does the
+//! rest go to the writer task, which waits for the socket to become writable.
+//!
+//! # Algorithm and invariants
+//!
+//! A [`SocketSink`] has one buffer of encoded frames under a mutex, and a `writer_busy`
+//! flag. Bytes leave the buffer only from its front and only (a) under the mutex, by a
+//! non-blocking write when `writer_busy` is clear, or (b) by the writer task, which takes
+//! the whole buffer under the mutex and sets `writer_busy` while it writes outside it.
+//! Hence writes never interleave and frames reach the socket whole and in buffer order.
+//! A flush that finds `writer_busy` leaves its bytes in the buffer: the writer re-checks
+//! the buffer under the mutex after each write before it clears the flag, so nothing is
+//! stranded. A flush whose non-blocking write comes up short wakes the writer.
+//!
+//! Batching: [`queue`] appends a frame and, on the first frame since the last flush,
+//! records the sink in a thread-local list; [`flush_pending`] flushes every recorded sink
+//! once. The combiner flushes after draining its queue, other engines after each command,
+//! so one `write` carries every response a batch produced for a session (for example the
+//! answers to a pipelined `UNLOCK` and the `LOCK` after it).
+//!
+//! The session ends its sink by dropping every [`SinkHandle`] (the table's and the read
+//! loop's); the writer then writes what is left and returns, and dropping the write half
+//! shuts the socket's write side down.
+//!
+//! # Trade-offs
+//!
+//! The combiner now pays the `write` system calls of the responses it produces (serially,
+//! on one thread) instead of a cross-thread hand-off per response; one `write` per
+//! session per batch bounds that cost. A slow reader cannot stall the combiner: its
+//! write returns `WouldBlock` and the writer task takes over.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::Notify;
+
+use crate::protocol::ResponseFrame;
+
+/// Something that takes a session's responses.
+pub trait ReplyTo: Send + Sync + fmt::Debug {
+    /// Takes `r` (or buffers it). Returns `true` when the caller must call
+    /// [`ReplyTo::flush`] later — the first buffered frame since the last flush.
+    fn queue(&self, r: &ResponseFrame) -> bool;
+    /// Sends what [`ReplyTo::queue`] buffered.
+    fn flush(&self);
+}
+
+/// Where a session's responses go.
+pub type ReplySink = Arc<dyn ReplyTo>;
+
+/// An unbounded channel takes responses as they come (tests drive tables with it).
+impl ReplyTo for tokio::sync::mpsc::UnboundedSender<ResponseFrame> {
+    fn queue(&self, r: &ResponseFrame) -> bool {
+        let _ = self.send(r.clone());
+        false
+    }
+
+    fn flush(&self) {}
+}
+
+thread_local! {
+    /// Sinks with buffered frames, to flush at the end of this thread's batch.
+    static PENDING: RefCell<Vec<ReplySink>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Queues `r` on `sink`; the sink is flushed by this thread's next [`flush_pending`].
+#[inline]
+pub(crate) fn queue(sink: &ReplySink, r: ResponseFrame) {
+    if sink.queue(&r) {
+        PENDING.with(|p| p.borrow_mut().push(sink.clone()));
+    }
+}
+
+/// Queues `r` on `sink` and flushes it now.
+#[inline]
+pub(crate) fn send_now(sink: &ReplySink, r: ResponseFrame) {
+    if sink.queue(&r) {
+        sink.flush();
+    }
+}
+
+/// Flushes every sink this thread queued frames on since its last call.
+pub(crate) fn flush_pending() {
+    let sinks = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    for s in &sinks {
+        s.flush();
+    }
+    // Give the (now empty) vector back to keep its capacity, unless frames were queued
+    // meanwhile (they cannot be: flushing queues nothing).
+    PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.is_empty() {
+            let mut sinks = sinks;
+            sinks.clear();
+            *p = sinks;
+        }
+    });
+}
+
+/// The write half of a session's socket: non-blocking writes usable from any thread.
+pub(crate) trait DirectWrite: Send + Sync + fmt::Debug + 'static {
+    /// One non-blocking write (`WouldBlock` when the socket is full).
+    fn try_write(&self, buf: &[u8]) -> io::Result<usize>;
+    /// Waits until the socket may be writable (inside the runtime).
+    fn writable(&self) -> impl Future<Output = io::Result<()>> + Send;
+}
+
+impl DirectWrite for tokio::net::tcp::OwnedWriteHalf {
+    fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        tokio::net::tcp::OwnedWriteHalf::try_write(self, buf)
+    }
+    fn writable(&self) -> impl Future<Output = io::Result<()>> + Send {
+        tokio::net::tcp::OwnedWriteHalf::writable(self)
+    }
+}
+
+impl DirectWrite for tokio::net::unix::OwnedWriteHalf {
+    fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        tokio::net::unix::OwnedWriteHalf::try_write(self, buf)
+    }
+    fn writable(&self) -> impl Future<Output = io::Result<()>> + Send {
+        tokio::net::unix::OwnedWriteHalf::writable(self)
+    }
+}
+
+/// Writes all of `buf` from inside the runtime.
+pub(crate) async fn write_all<W: DirectWrite>(w: &W, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        match w.try_write(buf) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => w.writable().await?,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The buffer and flags of a [`SocketSink`]; see the module docs.
+#[derive(Debug, Default)]
+struct Out {
+    buf: Vec<u8>,
+    /// Frames in `buf` (counted as written once `buf` is fully written).
+    frames: u64,
+    /// A flush is owed (set by the first `queue` after a flush).
+    dirty: bool,
+    /// The writer task is writing bytes it took from `buf`.
+    writer_busy: bool,
+    /// Writing failed: the connection is broken; frames are dropped.
+    broken: bool,
+    /// Every handle is gone: the writer finishes and returns.
+    ended: bool,
+}
+
+/// A session's response buffer and socket; see the module docs.
+#[derive(Debug)]
+pub(crate) struct SocketSink<W> {
+    out: Mutex<Out>,
+    wr: W,
+    /// Wakes the writer task (more bytes for it, or the end).
+    wake: Notify,
+    /// Frames written so far.
+    written: AtomicU64,
+    /// Notified after frames were written.
+    pub(crate) progress: Notify,
+}
+
+impl<W: DirectWrite> SocketSink<W> {
+    /// A sink writing to `wr`.
+    pub(crate) fn new(wr: W) -> Arc<Self> {
+        Arc::new(SocketSink {
+            out: Mutex::new(Out::default()),
+            wr,
+            wake: Notify::new(),
+            written: AtomicU64::new(0),
+            progress: Notify::new(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Out> {
+        self.out.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Frames written to the socket so far.
+    pub(crate) fn written(&self) -> u64 {
+        // Acquire: pairs with the Release increments; only a counter, no data.
+        self.written.load(Ordering::Acquire)
+    }
+
+    fn count_written(&self, frames: u64) {
+        if frames > 0 {
+            // Release: pairs with the Acquire load in `written` (a counter only).
+            self.written.fetch_add(frames, Ordering::Release);
+            self.progress.notify_one();
+        }
+    }
+
+    /// The writer task: writes what flushes left behind, until every handle is gone.
+    pub(crate) async fn run_writer(self: Arc<Self>) {
+        let mut chunk = Vec::new();
+        loop {
+            let frames = {
+                let mut o = self.lock();
+                if o.broken || (o.buf.is_empty() && o.ended) {
+                    return;
+                }
+                if o.buf.is_empty() {
+                    None
+                } else {
+                    o.writer_busy = true;
+                    std::mem::swap(&mut chunk, &mut o.buf);
+                    Some(std::mem::take(&mut o.frames))
+                }
+            };
+            let Some(frames) = frames else {
+                self.wake.notified().await;
+                continue;
+            };
+            let res = write_all(&self.wr, &chunk).await;
+            chunk.clear();
+            let mut o = self.lock();
+            o.writer_busy = false;
+            if res.is_err() {
+                o.broken = true;
+                return;
+            }
+            drop(o);
+            self.count_written(frames);
+        }
+    }
+
+    fn end(&self) {
+        self.lock().ended = true;
+        self.wake.notify_one();
+    }
+}
+
+impl<W: DirectWrite> ReplyTo for SocketSink<W> {
+    fn queue(&self, r: &ResponseFrame) -> bool {
+        let mut o = self.lock();
+        if o.broken {
+            return false;
+        }
+        r.encode(&mut o.buf);
+        o.frames += 1;
+        !std::mem::replace(&mut o.dirty, true)
+    }
+
+    fn flush(&self) {
+        let mut o = self.lock();
+        o.dirty = false;
+        if o.writer_busy || o.broken || o.buf.is_empty() {
+            // The writer re-checks the buffer before it clears `writer_busy`.
+            return;
+        }
+        let mut off = 0;
+        let complete = loop {
+            match self.wr.try_write(&o.buf[off..]) {
+                Ok(0) => break false,
+                Ok(n) => {
+                    off += n;
+                    if off == o.buf.len() {
+                        break true;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Full socket (or readiness not known to the reactor yet): the writer
+                // task waits for it. A real error shows there too.
+                Err(_) => break false,
+            }
+        };
+        if complete {
+            o.buf.clear();
+            let frames = std::mem::take(&mut o.frames);
+            drop(o);
+            self.count_written(frames);
+        } else {
+            o.buf.drain(..off);
+            drop(o);
+            self.wake.notify_one();
+        }
+    }
+}
+
+/// One owner's handle on a [`SocketSink`]; the sink ends when every handle is dropped.
+#[derive(Debug)]
+pub(crate) struct SinkHandle<W: DirectWrite>(pub(crate) Arc<SocketSink<W>>);
+
+impl<W: DirectWrite> ReplyTo for SinkHandle<W> {
+    fn queue(&self, r: &ResponseFrame) -> bool {
+        self.0.queue(r)
+    }
+
+    fn flush(&self) {
+        self.0.flush()
+    }
+}
+
+impl<W: DirectWrite> Drop for SinkHandle<W> {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
