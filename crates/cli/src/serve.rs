@@ -31,8 +31,9 @@ pub struct ServeArgs {
     /// Live locks (held + queued) allowed per session.
     #[arg(long, default_value_t = 4096)]
     max_locks: usize,
-    /// Handler threads (ignored by tree-single).
-    #[arg(long, default_value_t = 2)]
+    /// Handler threads (ignored by tree-single); 0 picks one per core, leaving one core to
+    /// the combiner thread.
+    #[arg(long, default_value_t = 0)]
     threads: usize,
 }
 
@@ -65,7 +66,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         grant: args.grant,
         lease: Duration::from_millis(args.lease_ms.max(1)),
         max_locks_per_session: args.max_locks.max(1),
-        handler_threads: args.threads.max(1),
+        handler_threads: args.threads,
         ..ServerConfig::default()
     };
     let server = Server::start(config).context("starting the server")?;
