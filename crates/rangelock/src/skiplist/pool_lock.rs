@@ -1,4 +1,5 @@
-//! The lock of one pool shard: a test-and-test-and-set spin lock that yields.
+//! The lock of one pool shard: the test-and-test-and-set spin lock of the baselines
+//! ([`crate::variants::spin`]), which backs off and then yields.
 //!
 //! Every operation of the lock takes its thread's shard twice (one `Vec` pop when allocating
 //! a node, one push when retiring it). With `std::sync::Mutex` each of those costs two
@@ -14,100 +15,9 @@
 
 #[cfg(not(loom))]
 mod imp {
-    use core::cell::UnsafeCell;
-    use core::ops::{Deref, DerefMut};
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    /// Spins before each yield while the lock is taken.
-    const SPINS: u32 = 32;
-
-    /// A spin lock around `T` (see the module docs).
-    pub(crate) struct PoolLock<T> {
-        /// `true` while a guard exists.
-        locked: AtomicBool,
-        value: UnsafeCell<T>,
-    }
-
-    // SAFETY: the value is reached only through a guard, and at most one guard exists at a
-    // time (the `locked` CAS); `T: Send` lets the value move between the threads holding it.
-    unsafe impl<T: Send> Sync for PoolLock<T> {}
-
-    /// Access to the value of a [`PoolLock`]; unlocks on drop.
-    pub(crate) struct PoolGuard<'a, T> {
-        lock: &'a PoolLock<T>,
-    }
-
-    impl<T> PoolLock<T> {
-        pub(crate) fn new(value: T) -> Self {
-            PoolLock { locked: AtomicBool::new(false), value: UnsafeCell::new(value) }
-        }
-
-        /// Takes the lock, spinning and then yielding while it is taken.
-        #[inline]
-        pub(crate) fn lock(&self) -> PoolGuard<'_, T> {
-            match self.try_lock() {
-                Some(guard) => guard,
-                None => self.lock_slow(),
-            }
-        }
-
-        /// Takes the lock if it is free.
-        #[inline]
-        pub(crate) fn try_lock(&self) -> Option<PoolGuard<'_, T>> {
-            // Acquire: the previous holder's accesses to the value happen before ours; pairs
-            // with the Release store in `PoolGuard::drop`.
-            match self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed) {
-                // The guard exists only on success: dropping one unlocks.
-                Ok(_) => Some(PoolGuard { lock: self }),
-                Err(_) => None,
-            }
-        }
-
-        #[cold]
-        fn lock_slow(&self) -> PoolGuard<'_, T> {
-            loop {
-                let mut spins = 0;
-                // Relaxed: a hint; the CAS in `try_lock` decides.
-                while self.locked.load(Ordering::Relaxed) {
-                    if spins < SPINS {
-                        core::hint::spin_loop();
-                        spins += 1;
-                    } else {
-                        std::thread::yield_now();
-                        spins = 0;
-                    }
-                }
-                if let Some(guard) = self.try_lock() {
-                    return guard;
-                }
-            }
-        }
-    }
-
-    impl<T> Deref for PoolGuard<'_, T> {
-        type Target = T;
-
-        fn deref(&self) -> &T {
-            // SAFETY: this guard is the only one (see `PoolLock`'s Sync impl).
-            unsafe { &*self.lock.value.get() }
-        }
-    }
-
-    impl<T> DerefMut for PoolGuard<'_, T> {
-        fn deref_mut(&mut self) -> &mut T {
-            // SAFETY: as in `deref`; `&mut self` makes the borrow unique.
-            unsafe { &mut *self.lock.value.get() }
-        }
-    }
-
-    impl<T> Drop for PoolGuard<'_, T> {
-        #[inline]
-        fn drop(&mut self) {
-            // Release: our accesses to the value happen before the next holder's; pairs with
-            // the Acquire CAS in `PoolLock::try_lock`.
-            self.lock.locked.store(false, Ordering::Release);
-        }
-    }
+    /// The baselines' test-and-test-and-set spin lock (`variants::spin`), which backs off
+    /// and then yields.
+    pub(crate) use crate::variants::spin::SpinLock as PoolLock;
 }
 
 #[cfg(loom)]
@@ -117,7 +27,7 @@ mod imp {
     /// Under loom: loom's mutex with the same interface.
     pub(crate) struct PoolLock<T>(Mutex<T>);
 
-    /// See the non-loom `PoolGuard`.
+    /// The guard of a pool lock under loom.
     pub(crate) type PoolGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
 
     impl<T> PoolLock<T> {

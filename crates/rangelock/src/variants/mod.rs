@@ -28,7 +28,7 @@ pub mod kogan_list;
 mod reclaim;
 pub mod segments;
 pub mod song_skiplist;
-mod spin;
+pub(crate) mod spin;
 mod sync;
 
 pub use global_mutex::{GlobalMutex, GlobalMutexToken};

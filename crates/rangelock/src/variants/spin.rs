@@ -47,6 +47,17 @@ impl<T> SpinLock<T> {
         SpinGuard { lock: self }
     }
 
+    /// Takes the lock if it is free, without waiting.
+    #[inline]
+    pub(crate) fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
+        // Acquire: as in `lock`.
+        self.locked
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+            // The guard exists only on success: dropping one unlocks.
+            .then(|| SpinGuard { lock: self })
+    }
+
     #[cold]
     fn lock_slow(&self) {
         let mut backoff = Backoff::new();
