@@ -9,6 +9,7 @@ use rangelock_server::protocol::{GrantMode, Mode, Request, StatsBody, Status, Wa
 
 use crate::endpoint::Endpoint;
 use crate::error::ClientError;
+use crate::poll::PollSchedule;
 use crate::sync_core::SyncCore;
 
 /// A blocking client. Any number of threads may share it (`&self` methods); requests of
@@ -102,25 +103,15 @@ impl Client {
 
     #[cold]
     fn poll_until_granted(&self, id: u64) -> Result<u64, ClientError> {
-        let mut backoff = Duration::from_micros(10);
-        let mut spins = 0u32;
+        let mut schedule = PollSchedule::new();
         loop {
-            // A failed poll means the wait is over on the server (timed out, cancelled,
-            // shutting down) or the connection is gone: nothing to withdraw.
             let r = self.core.call(Request::Poll { target: id })?;
-            match r.status {
-                Status::Ok => return Ok(r.value),
-                Status::Pending => {}
-                s => return Err(ClientError::from_status(s)),
+            if let Some(outcome) = PollSchedule::outcome(&r) {
+                return outcome;
             }
-            // Poll back to back a few times (the seed's client), then back off so a long
-            // wait does not flood the server.
-            spins += 1;
-            if spins > 8 {
-                std::thread::sleep(backoff);
-                backoff = (backoff * 2).min(Duration::from_millis(2));
-            } else {
-                std::thread::yield_now();
+            match schedule.next_wait() {
+                Some(wait) => std::thread::sleep(wait),
+                None => std::thread::yield_now(),
             }
         }
     }

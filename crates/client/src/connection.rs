@@ -41,6 +41,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::endpoint::Endpoint;
 use crate::error::ClientError;
 use crate::guard::AsyncLockGuard;
+use crate::poll::PollSchedule;
 
 /// Largest response frame the client accepts (a `STATS` reply can be large).
 const MAX_RESPONSE_FRAME: u32 = 16 * 1024 * 1024;
@@ -234,23 +235,15 @@ impl AsyncClient {
 
     #[cold]
     async fn poll_until_granted(&self, id: u64) -> Result<u64, ClientError> {
-        let mut backoff = Duration::from_micros(10);
-        let mut spins = 0u32;
+        let mut schedule = PollSchedule::new();
         loop {
             let r = self.core.call(Request::Poll { target: id }).await?;
-            match r.status {
-                Status::Ok => return Ok(r.value),
-                Status::Pending => {}
-                s => return Err(ClientError::from_status(s)),
+            if let Some(outcome) = PollSchedule::outcome(&r) {
+                return outcome;
             }
-            // Poll back to back a few times (the seed's client), then back off so a long
-            // wait does not flood the server.
-            spins += 1;
-            if spins > 8 {
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_millis(2));
-            } else {
-                tokio::task::yield_now().await;
+            match schedule.next_wait() {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => tokio::task::yield_now().await,
             }
         }
     }

@@ -30,6 +30,7 @@ mod connection;
 mod endpoint;
 mod error;
 mod guard;
+mod poll;
 mod sync_core;
 
 pub use blocking::{Client, LockGuard};
