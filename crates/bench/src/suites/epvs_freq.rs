@@ -4,7 +4,10 @@
 //! protected region, and after each operation triggers an exclusive change with
 //! probability `p` (1e-6 … 1). Variants:
 //! - `epvs`: enter/leave per operation, a change is a version advance (critical section
-//!   in mutual exclusion with every protected region);
+//!   in mutual exclusion with every protected region); `Epvs::new()`, i.e. the asymmetric
+//!   epoch (plain-store enter, a process-wide barrier per change);
+//! - `epvs-fenced`: the same on a fenced epoch (`Epvs::with_epoch(LightEpoch::new())`: a
+//!   locked CAS per enter, a fence per change), the choice for frequent changes;
 //! - `latch-free`: no protection, a change is an atomic increment nobody waits for (the
 //!   unsafe upper bound);
 //! - `latched`: `parking_lot::RwLock`, shared per operation, exclusive per change;
@@ -12,6 +15,8 @@
 //!
 //! The baseline is `latched`.
 
+use epvs::epoch::LightEpoch;
+use epvs::version::Epvs;
 use serde_json::Value;
 
 use super::epvs_common::hash_work;
@@ -51,6 +56,8 @@ impl Suite for EpvsFreq {
         for &p in ps {
             for (threads, over) in opts.threads_for(false) {
                 cases.push(case("epvs", EpvsEnter::default(), p, threads, over));
+                let fenced = EpvsEnter(Epvs::with_epoch(LightEpoch::new()));
+                cases.push(case("epvs-fenced", fenced, p, threads, over));
                 cases.push(case("latch-free", LatchFree::default(), p, threads, over));
                 cases.push(case("latched", Latched::default(), p, threads, over));
                 cases.push(case("bravo", BravoLock::new(), p, threads, over));
@@ -89,6 +96,9 @@ mod tests {
 
     #[test]
     fn epvs_freq_smoke() {
-        super::super::epvs_common::smoke(&EpvsFreq, &["epvs", "latch-free", "latched", "bravo"]);
+        super::super::epvs_common::smoke(
+            &EpvsFreq,
+            &["epvs", "epvs-fenced", "latch-free", "latched", "bravo"],
+        );
     }
 }

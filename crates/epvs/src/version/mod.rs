@@ -181,7 +181,9 @@
 //! * Protected regions are nearly free at rest (an epoch announce with plain stores, a
 //!   load, a thread-local push for the re-entrancy bookkeeping), but every version change
 //!   pays a process-wide barrier (`membarrier`, a few microseconds; see the epoch
-//!   module's "Asymmetric mode"), and every region waits while a critical
+//!   module's "Asymmetric mode"): for frequent changes (beyond about one per thousand
+//!   operations) build the instance on a fenced epoch instead
+//!   (`Epvs::with_epoch(LightEpoch::new())`). Every region waits while a critical
 //!   section is pending, and a transition waits for the slowest region to leave: a
 //!   thread that stays protected for long stalls every version change (refresh often).
 //! * Transitions are asynchronous and run on whichever thread drains the epoch, so
