@@ -87,7 +87,7 @@ impl Epvs {
     /// are frequent, use `Epvs::with_epoch(LightEpoch::new())` (fenced: a locked CAS per
     /// `enter`, a fence per change). Measured crossover (`bench epvs-freq`, 2 cores, 64-byte
     /// hash per operation): at a change probability of 1e-4 per operation the asymmetric
-    /// instance is 1.4x faster at 1 thread and level at 2; at 1e-2 and 2 threads the fenced
+    /// instance is 1.4x faster at 1 thread and 0.9x at 2; at 1e-2 and 2 threads the fenced
     /// one is 6.9x faster.
     pub fn new() -> Epvs {
         Epvs::with_epoch(LightEpoch::asymmetric())
