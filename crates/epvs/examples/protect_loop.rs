@@ -1,0 +1,110 @@
+//! Single-thread loops over one protection per operation, for profiling with
+//! `valgrind --tool=callgrind` (instruction counts are repeatable) and for quick timing.
+//!
+//! `cargo run --release -p epvs --example protect_loop -- <case> [ops]`, where `case` is
+//! - `epvs`: `Epvs::enter` + leave (asymmetric epoch, the default);
+//! - `epvs-fenced`: the same on a fenced epoch;
+//! - `lightepoch-asym` / `lightepoch-fenced`: `LightEpoch::protect` + drop;
+//! - `epvs-refresh`: `EpvsGuard::refresh` of a held guard;
+//! - `array` / `array-none`: the `epvs-array` 0 %-push mix (random read or write of a
+//!   1 Mi-element array) through `ResizableArray`, or on plain atomics with no protection.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Instant;
+
+use epvs::array::ResizableArray;
+use epvs::epoch::LightEpoch;
+use epvs::version::Epvs;
+
+/// The array length of the `array` cases (the suite's "1 million elements").
+const ARRAY_LEN: usize = 1 << 20;
+
+/// SplitMix64, as the bench harness uses.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A random index below `len` and a coin (read or write).
+    fn pick(&mut self, len: usize) -> (usize, bool, u64) {
+        let r = self.next_u64();
+        ((((r >> 32) * len as u64) >> 32) as usize, r & 1 == 0, r)
+    }
+}
+
+fn array_loop(ops: u64) -> u64 {
+    let a = ResizableArray::with_capacity(ARRAY_LEN);
+    {
+        let mut g = a.enter();
+        for _ in 0..ARRAY_LEN {
+            a.push_with(&mut g, 0);
+        }
+    }
+    let (mut rng, mut sum) = (Rng(1), 0u64);
+    for _ in 0..ops {
+        let (i, read, r) = rng.pick(ARRAY_LEN);
+        if read {
+            sum = sum.wrapping_add(a.read(i).unwrap_or(0));
+        } else {
+            let _ = a.write(i, r);
+        }
+    }
+    sum
+}
+
+fn array_none_loop(ops: u64) -> u64 {
+    let a: Vec<AtomicU64> = (0..ARRAY_LEN).map(|_| AtomicU64::new(0)).collect();
+    let (mut rng, mut sum) = (Rng(1), 0u64);
+    for _ in 0..ops {
+        let (i, read, r) = rng.pick(ARRAY_LEN);
+        if read {
+            sum = sum.wrapping_add(a[i].load(Relaxed));
+        } else {
+            a[i].store(r, Relaxed);
+        }
+    }
+    sum
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let case = args.next().unwrap_or_else(|| "epvs".to_owned());
+    let ops: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(20_000_000);
+    let started = Instant::now();
+    let sum = match case.as_str() {
+        "epvs" | "epvs-fenced" => {
+            let e = match case.as_str() {
+                "epvs" => Epvs::new(),
+                _ => Epvs::with_epoch(LightEpoch::new()),
+            };
+            (0..ops).map(|_| black_box(e.enter().version())).sum::<u64>()
+        }
+        "lightepoch-asym" | "lightepoch-fenced" => {
+            let e = match case.as_str() {
+                "lightepoch-asym" => LightEpoch::asymmetric(),
+                _ => LightEpoch::new(),
+            };
+            (0..ops).map(|_| black_box(e.protect().epoch())).sum::<u64>()
+        }
+        "epvs-refresh" => {
+            let e = Epvs::new();
+            let mut g = e.enter();
+            (0..ops).map(|_| black_box(g.refresh()).version()).sum::<u64>()
+        }
+        "array" => array_loop(ops),
+        "array-none" => array_none_loop(ops),
+        other => {
+            eprintln!("unknown case {other:?}; see the example's docs");
+            std::process::exit(2);
+        }
+    };
+    let ns = started.elapsed().as_nanos() as f64 / ops as f64;
+    println!("{case}: {ops} ops, {ns:.2} ns/op (checksum {sum})");
+}
