@@ -381,5 +381,6 @@ fn asymmetric_eviction_and_dropped_instances() {
     epochs.truncate(2);
     for e in &epochs {
         drop(e.protect());
+        all_slots_are_claimable(e);
     }
 }

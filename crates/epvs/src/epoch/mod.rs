@@ -263,17 +263,7 @@ impl LightEpoch {
 
     /// Like [`protect`](Self::protect), but gives up after `timeout` if the table stays full.
     pub fn try_protect(&self, timeout: Duration) -> Result<EpochGuard<'_>, EpochError> {
-        if self.asymmetric {
-            if let Some(p) = self.protect_sticky() {
-                return Ok(EpochGuard::new(self, p));
-            }
-        }
-        match self.try_protect_once() {
-            Some(p) => Ok(EpochGuard::new(self, p)),
-            None => {
-                self.protect_slow(Some(Instant::now() + timeout)).map(|p| EpochGuard::new(self, p))
-            }
-        }
+        self.protect_within(Some(timeout)).map(|p| EpochGuard::new(self, p))
     }
 
     /// [`protect`](Self::protect) without the guard: the caller releases the protection
@@ -281,17 +271,24 @@ impl LightEpoch {
     /// keep it in a guard of their own never move a guard through memory.
     #[inline(always)]
     pub(crate) fn protect_raw(&self) -> Protection<'_> {
+        match self.protect_within(None) {
+            Ok(p) => p,
+            Err(_) => unreachable!("protect_slow without a deadline never times out"),
+        }
+    }
+
+    /// The sticky slot (asymmetric mode), else a transient one, else wait for one (until
+    /// `timeout`, if given).
+    #[inline(always)]
+    fn protect_within(&self, timeout: Option<Duration>) -> Result<Protection<'_>, EpochError> {
         if self.asymmetric {
             if let Some(p) = self.protect_sticky() {
-                return p;
+                return Ok(p);
             }
         }
         match self.try_protect_once() {
-            Some(p) => p,
-            None => match self.protect_slow(None) {
-                Ok(p) => p,
-                Err(_) => unreachable!("protect_slow without a deadline never times out"),
-            },
+            Some(p) => Ok(p),
+            None => self.protect_slow(timeout.map(|t| Instant::now() + t)),
         }
     }
 

@@ -132,31 +132,15 @@ impl Epvs {
     ///
     /// If called from a critical section or `next_step` of this instance's machine (the
     /// region would have to wait for the critical section that is calling it).
-    // `inline(always)`: returned through memory from an out-of-line call, the 48-byte
-    // guard costs a store-forwarding stall when the caller moves it (measured: 19 vs
-    // 10 ns per enter+leave in `epvs-ops`); inlined, it stays in registers.
+    // `inline(always)`: returned through memory from an out-of-line call, the guard costs
+    // a store-forwarding stall when the caller moves it (measured: 19 vs 10 ns per
+    // enter+leave in `epvs-ops`); inlined, it stays in registers.
     #[inline(always)]
     pub fn enter(&self) -> EpvsGuard<'_> {
-        let id = self.id();
-        let first = match tls::begin_enter(id) {
-            Begin::Fresh { first } => first,
-            Begin::Nested(state, level) => return self.nested(state, level),
-            Begin::InCallback => callback_panic("enter"),
-        };
-        let protection = self.core.epoch.protect_raw();
-        let state = self.core.load();
-        if state.is_intermediate() {
-            self.core.epoch.release_protection(protection);
-            return self.enter_slow();
+        match self.enter_unless_in_flight("enter") {
+            Some(guard) => guard,
+            None => self.enter_slow(),
         }
-        if first {
-            // Nothing ran on this thread since `begin_enter` found the record free
-            // (protecting and loading run no callbacks).
-            tls::set_first(id, state);
-        } else {
-            tls::push_entered(id, state);
-        }
-        self.guard(protection, state)
     }
 
     /// Enters a protected region if no transition is in flight; never blocks. `None` if a
@@ -166,19 +150,32 @@ impl Epvs {
     ///
     /// Like [`enter`](Epvs::enter), from a callback of this instance's machine.
     pub fn try_enter(&self) -> Option<EpvsGuard<'_>> {
+        self.enter_unless_in_flight("try_enter")
+    }
+
+    /// The fast path of `enter` and `try_enter`: a nested guard, or a new region unless a
+    /// transition is in flight (`None`, holding nothing).
+    #[inline(always)]
+    fn enter_unless_in_flight(&self, caller: &str) -> Option<EpvsGuard<'_>> {
         let id = self.id();
-        match tls::begin_enter(id) {
-            Begin::Fresh { .. } => {}
+        let first = match tls::begin_enter(id) {
+            Begin::Fresh { first } => first,
             Begin::Nested(state, level) => return Some(self.nested(state, level)),
-            Begin::InCallback => callback_panic("try_enter"),
-        }
+            Begin::InCallback => callback_panic(caller),
+        };
         let protection = self.core.epoch.protect_raw();
         let state = self.core.load();
         if state.is_intermediate() {
             self.core.epoch.release_protection(protection);
             return None;
         }
-        tls::push_entered(id, state);
+        if first {
+            // Nothing ran on this thread since `begin_enter` found the record free
+            // (protecting and loading run no callbacks).
+            tls::set_first(id, state);
+        } else {
+            tls::push_entered(id, state);
+        }
         Some(self.guard(protection, state))
     }
 
@@ -187,7 +184,6 @@ impl Epvs {
     fn guard<'a>(&'a self, protection: Protection<'a>, state: State) -> EpvsGuard<'a> {
         EpvsGuard {
             epvs: self,
-            core: &self.core,
             protection: Some(protection),
             state,
             level: 1,
@@ -199,14 +195,7 @@ impl Epvs {
     /// outermost guard's covers it (guards of a region are dropped innermost first).
     #[inline]
     fn nested(&self, state: State, level: usize) -> EpvsGuard<'_> {
-        EpvsGuard {
-            epvs: self,
-            core: &self.core,
-            protection: None,
-            state,
-            level,
-            _not_send: PhantomData,
-        }
+        EpvsGuard { epvs: self, protection: None, state, level, _not_send: PhantomData }
     }
 
     #[cold]
@@ -568,8 +557,6 @@ fn callback_panic(what: &str) -> ! {
 /// since the nested guard still relies on it.
 pub struct EpvsGuard<'a> {
     epvs: &'a Epvs,
-    /// `epvs.core`, one pointer hop closer for the refresh and drop fast paths.
-    core: &'a Core,
     /// The region's epoch protection: `Some` in the outermost guard (`None` only
     /// transiently inside `refresh` while waiting for a transition), `None` in nested ones.
     /// Held raw (released through `LightEpoch::release_protection` in `Drop`) so that
@@ -625,7 +612,7 @@ impl<'a> EpvsGuard<'a> {
     /// another guard of the same instance is alive on this thread.
     #[inline(always)]
     pub fn try_refresh(&mut self) -> Option<State> {
-        let core = self.core;
+        let core = &*self.epvs.core;
         // Fast path: the epoch has not moved since this region announced, so neither has
         // the state. Every state change is a step that first sets the intermediate flag
         // and then bumps the epoch, and the step's new state is stored only after every
@@ -647,14 +634,14 @@ impl<'a> EpvsGuard<'a> {
 
     #[inline(never)]
     fn try_refresh_slow(&mut self) -> Option<State> {
-        let id = self.core.id;
-        let epoch = &self.core.epoch;
+        let id = self.epvs.core.id;
+        let epoch = &self.epvs.core.epoch;
         if let Some(p) = self.protection.as_mut() {
             // Runs ready epoch actions, possibly critical sections of this instance:
             // this thread is between regions here (the new state is not read yet).
             epoch.refresh_protection(p);
         }
-        let mut state = self.core.load();
+        let mut state = self.epvs.core.load();
         if state.is_intermediate() {
             if let Some(p) = self.protection.take() {
                 epoch.release_protection(p);
@@ -677,8 +664,8 @@ impl Drop for EpvsGuard<'_> {
         // Fast path (kept small so the drop inlines): the outermost guard of a region in
         // the thread's fast record.
         if let Some(p) = self.protection {
-            if tls::leave_outermost(self.core.id) {
-                self.core.epoch.release_protection(p);
+            if tls::leave_outermost(self.epvs.core.id) {
+                self.epvs.core.epoch.release_protection(p);
                 prim::eventually_visible();
                 return;
             }
@@ -693,9 +680,9 @@ impl EpvsGuard<'_> {
     fn drop_slow(&mut self) {
         // Leave the bookkeeping first: dropping the epoch guard may run critical sections
         // of this instance on this thread, which must not see it as inside.
-        if tls::leave(self.core.id, self.level) {
+        if tls::leave(self.epvs.core.id, self.level) {
             if let Some(p) = self.protection {
-                self.core.epoch.release_protection(p);
+                self.epvs.core.epoch.release_protection(p);
             }
             prim::eventually_visible();
         } else {

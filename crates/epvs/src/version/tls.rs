@@ -87,15 +87,22 @@ fn with_first<R>(f: impl FnOnce(&First) -> R) -> Option<R> {
     FIRST.try_with(f).ok()
 }
 
-/// Increments the depth of the region of `id` if [`FIRST`] holds it.
+/// What `enter` must do as far as the fast record [`FIRST`] can tell: nest in the region
+/// of `id` it holds (incrementing the depth), or enter fresh (`first`: the record is free).
 #[inline(always)]
-fn nest_first(id: u64) -> Option<Begin> {
+fn begin_first(id: u64) -> Begin {
     with_first(|f| {
-        let depth = f.depth_of(id)? + 1;
-        f.depth.set(depth);
-        Some(Begin::Nested(f.state.get(), depth))
+        let depth = f.depth.get();
+        if depth == 0 {
+            return Begin::Fresh { first: true };
+        }
+        if f.id.get() != id {
+            return Begin::Fresh { first: false };
+        }
+        f.depth.set(depth + 1);
+        Begin::Nested(f.state.get(), depth + 1)
     })
-    .flatten()
+    .unwrap_or(Begin::Fresh { first: false })
 }
 
 #[inline]
@@ -118,18 +125,7 @@ pub(super) fn begin_enter(id: u64) -> Begin {
     if slow_count() != 0 {
         return begin_enter_slow(id);
     }
-    with_first(|f| {
-        let depth = f.depth.get();
-        if depth == 0 {
-            return Begin::Fresh { first: true };
-        }
-        if f.id.get() != id {
-            return Begin::Fresh { first: false };
-        }
-        f.depth.set(depth + 1);
-        Begin::Nested(f.state.get(), depth + 1)
-    })
-    .unwrap_or(Begin::Fresh { first: false })
+    begin_first(id)
 }
 
 /// Records a fresh region of instance `id` in the fast record, which [`begin_enter`]
@@ -150,7 +146,7 @@ fn begin_enter_slow(id: u64) -> Begin {
     if in_callback {
         return Begin::InCallback;
     }
-    if let Some(nested) = nest_first(id) {
+    if let nested @ Begin::Nested(..) = begin_first(id) {
         return nested;
     }
     with(|c| match c.entered.iter_mut().find(|e| e.0 == id) {
