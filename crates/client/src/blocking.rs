@@ -9,6 +9,7 @@ use rangelock_server::protocol::{GrantMode, Mode, Request, StatsBody, Status, Wa
 
 use crate::endpoint::Endpoint;
 use crate::error::ClientError;
+use crate::guard::grant_accessors;
 use crate::poll::PollSchedule;
 use crate::sync_core::SyncCore;
 
@@ -165,26 +166,7 @@ pub struct LockGuard {
 }
 
 impl LockGuard {
-    /// The fencing token of this grant: strictly greater than every token the server
-    /// handed out before it. Pass it to storage so it can refuse a stale holder.
-    pub fn token(&self) -> u64 {
-        self.token
-    }
-
-    /// The locked range.
-    pub fn range(&self) -> Range<u64> {
-        self.range.clone()
-    }
-
-    /// Shared or exclusive.
-    pub fn mode(&self) -> Mode {
-        self.mode
-    }
-
-    /// The request id naming this lock in its session.
-    pub fn id(&self) -> u64 {
-        self.id
-    }
+    grant_accessors!();
 
     /// Releases the lock and waits for the server to confirm (one round trip).
     pub fn unlock(mut self) -> Result<(), ClientError> {

@@ -8,6 +8,34 @@ use rangelock_server::protocol::{Mode, Request};
 use crate::connection::Core;
 use crate::error::ClientError;
 
+/// The accessors of a grant that both guard types have (`token`, `range`, `mode`, `id`,
+/// over fields of those names).
+macro_rules! grant_accessors {
+    () => {
+        /// The fencing token of this grant: strictly greater than every token the server
+        /// handed out before it. Pass it to storage so it can refuse a stale holder.
+        pub fn token(&self) -> u64 {
+            self.token
+        }
+
+        /// The locked range.
+        pub fn range(&self) -> Range<u64> {
+            self.range.clone()
+        }
+
+        /// Shared or exclusive.
+        pub fn mode(&self) -> Mode {
+            self.mode
+        }
+
+        /// The request id naming this lock in its session.
+        pub fn id(&self) -> u64 {
+            self.id
+        }
+    };
+}
+pub(crate) use grant_accessors;
+
 /// A held range lock. Dropping it releases the lock (the `UNLOCK` is sent without waiting
 /// for its answer); [`AsyncLockGuard::unlock`] releases and waits for the answer.
 #[derive(Debug)]
@@ -25,26 +53,7 @@ impl AsyncLockGuard {
         AsyncLockGuard { core, id, token, range, mode, released: false }
     }
 
-    /// The fencing token of this grant: strictly greater than every token the server
-    /// handed out before it. Pass it to storage so it can refuse a stale holder.
-    pub fn token(&self) -> u64 {
-        self.token
-    }
-
-    /// The locked range.
-    pub fn range(&self) -> Range<u64> {
-        self.range.clone()
-    }
-
-    /// Shared or exclusive.
-    pub fn mode(&self) -> Mode {
-        self.mode
-    }
-
-    /// The request id naming this lock in its session.
-    pub fn id(&self) -> u64 {
-        self.id
-    }
+    grant_accessors!();
 
     /// Releases the lock and waits for the server to confirm.
     pub async fn unlock(mut self) -> Result<(), ClientError> {
