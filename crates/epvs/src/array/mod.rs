@@ -42,3 +42,37 @@ pub use error::OutOfBounds;
 type CopyHook = Box<dyn Fn() + Send + Sync>;
 pub use resizable::ResizableArray;
 pub use two_phase::{TwoPhaseArray, COPYING};
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    use std::sync::Arc;
+
+    /// The copy hook runs exactly once per resize (one version step each), on the
+    /// resizing path, and leaves the array usable.
+    macro_rules! copy_hook_runs_once_per_resize {
+        ($name:ident, $array:ty) => {
+            #[test]
+            fn $name() {
+                let calls = Arc::new(AtomicUsize::new(0));
+                let c = calls.clone();
+                let a = <$array>::with_copy_hook(2, move || {
+                    c.fetch_add(1, Relaxed);
+                });
+                for v in 0..100 {
+                    a.push(v);
+                }
+                let resizes = a.epvs().state().version() as usize;
+                assert!(
+                    resizes >= 5,
+                    "2 -> 100 elements takes at least 5 doublings, saw {resizes}"
+                );
+                assert_eq!(calls.load(Relaxed), resizes);
+                assert_eq!(a.read(99), Some(99));
+            }
+        };
+    }
+
+    copy_hook_runs_once_per_resize!(resizable_copy_hook, super::ResizableArray);
+    copy_hook_runs_once_per_resize!(two_phase_copy_hook, super::TwoPhaseArray);
+}

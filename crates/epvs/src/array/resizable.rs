@@ -247,24 +247,6 @@ mod tests {
     use std::sync::Weak;
     use std::thread;
 
-    /// The copy hook runs exactly once per resize (one version step each), on the
-    /// resizing path, and sees the array usable afterwards.
-    #[test]
-    fn copy_hook_runs_once_per_resize() {
-        let calls = Arc::new(AtomicUsize::new(0));
-        let c = calls.clone();
-        let a = ResizableArray::with_copy_hook(2, move || {
-            c.fetch_add(1, Relaxed);
-        });
-        for v in 0..100 {
-            a.push(v);
-        }
-        let resizes = a.epvs().state().version() as usize;
-        assert!(resizes >= 5, "2 -> 100 elements takes at least 5 doublings, saw {resizes}");
-        assert_eq!(calls.load(Relaxed), resizes);
-        assert_eq!(a.read(99), Some(99));
-    }
-
     #[test]
     fn sequential() {
         let a = ResizableArray::new();
