@@ -7,7 +7,10 @@
 //! - `lightepoch-asym` / `lightepoch-fenced`: `LightEpoch::protect` + drop;
 //! - `epvs-refresh`: `EpvsGuard::refresh` of a held guard;
 //! - `array` / `array-none`: the `epvs-array` 0 %-push mix (random read or write of a
-//!   1 Mi-element array) through `ResizableArray`, or on plain atomics with no protection.
+//!   1 Mi-element array) through `ResizableArray`, or on plain atomics with no protection;
+//! - `array-asym` / `array-fenced` / `array-epvs`: the plain-atomics mix, each operation
+//!   inside a `LightEpoch` protection (either mode) or an `Epvs` region: what the
+//!   protection alone costs the array.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -39,6 +42,26 @@ impl Rng {
     }
 }
 
+// Each loop is its own function, kept out of `main`, so that the codegen of one case does
+// not depend on the others.
+
+#[inline(never)]
+fn epvs_loop(ops: u64, e: &Epvs) -> u64 {
+    (0..ops).map(|_| black_box(e.enter().version())).sum()
+}
+
+#[inline(never)]
+fn lightepoch_loop(ops: u64, e: &LightEpoch) -> u64 {
+    (0..ops).map(|_| black_box(e.protect().epoch())).sum()
+}
+
+#[inline(never)]
+fn refresh_loop(ops: u64, e: &Epvs) -> u64 {
+    let mut g = e.enter();
+    (0..ops).map(|_| black_box(g.refresh()).version()).sum()
+}
+
+#[inline(never)]
 fn array_loop(ops: u64) -> u64 {
     let a = ResizableArray::with_capacity(ARRAY_LEN);
     {
@@ -59,11 +82,44 @@ fn array_loop(ops: u64) -> u64 {
     sum
 }
 
+#[inline(never)]
 fn array_none_loop(ops: u64) -> u64 {
     let a: Vec<AtomicU64> = (0..ARRAY_LEN).map(|_| AtomicU64::new(0)).collect();
     let (mut rng, mut sum) = (Rng(1), 0u64);
     for _ in 0..ops {
         let (i, read, r) = rng.pick(ARRAY_LEN);
+        if read {
+            sum = sum.wrapping_add(a[i].load(Relaxed));
+        } else {
+            a[i].store(r, Relaxed);
+        }
+    }
+    sum
+}
+
+#[inline(never)]
+fn array_epoch_loop(ops: u64, e: &LightEpoch) -> u64 {
+    let a: Vec<AtomicU64> = (0..ARRAY_LEN).map(|_| AtomicU64::new(0)).collect();
+    let (mut rng, mut sum) = (Rng(1), 0u64);
+    for _ in 0..ops {
+        let (i, read, r) = rng.pick(ARRAY_LEN);
+        let _g = e.protect();
+        if read {
+            sum = sum.wrapping_add(a[i].load(Relaxed));
+        } else {
+            a[i].store(r, Relaxed);
+        }
+    }
+    sum
+}
+
+#[inline(never)]
+fn array_epvs_loop(ops: u64, e: &Epvs) -> u64 {
+    let a: Vec<AtomicU64> = (0..ARRAY_LEN).map(|_| AtomicU64::new(0)).collect();
+    let (mut rng, mut sum) = (Rng(1), 0u64);
+    for _ in 0..ops {
+        let (i, read, r) = rng.pick(ARRAY_LEN);
+        let _g = e.enter();
         if read {
             sum = sum.wrapping_add(a[i].load(Relaxed));
         } else {
@@ -79,27 +135,16 @@ fn main() {
     let ops: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(20_000_000);
     let started = Instant::now();
     let sum = match case.as_str() {
-        "epvs" | "epvs-fenced" => {
-            let e = match case.as_str() {
-                "epvs" => Epvs::new(),
-                _ => Epvs::with_epoch(LightEpoch::new()),
-            };
-            (0..ops).map(|_| black_box(e.enter().version())).sum::<u64>()
-        }
-        "lightepoch-asym" | "lightepoch-fenced" => {
-            let e = match case.as_str() {
-                "lightepoch-asym" => LightEpoch::asymmetric(),
-                _ => LightEpoch::new(),
-            };
-            (0..ops).map(|_| black_box(e.protect().epoch())).sum::<u64>()
-        }
-        "epvs-refresh" => {
-            let e = Epvs::new();
-            let mut g = e.enter();
-            (0..ops).map(|_| black_box(g.refresh()).version()).sum::<u64>()
-        }
+        "epvs" => epvs_loop(ops, &Epvs::new()),
+        "epvs-fenced" => epvs_loop(ops, &Epvs::with_epoch(LightEpoch::new())),
+        "lightepoch-asym" => lightepoch_loop(ops, &LightEpoch::asymmetric()),
+        "lightepoch-fenced" => lightepoch_loop(ops, &LightEpoch::new()),
+        "epvs-refresh" => refresh_loop(ops, &Epvs::new()),
         "array" => array_loop(ops),
         "array-none" => array_none_loop(ops),
+        "array-asym" => array_epoch_loop(ops, &LightEpoch::asymmetric()),
+        "array-fenced" => array_epoch_loop(ops, &LightEpoch::new()),
+        "array-epvs" => array_epvs_loop(ops, &Epvs::new()),
         other => {
             eprintln!("unknown case {other:?}; see the example's docs");
             std::process::exit(2);

@@ -141,7 +141,10 @@ impl ResizableArray {
     /// stored its value yet reads 0.
     #[inline]
     pub fn read(&self, index: usize) -> Option<u64> {
-        self.read_with(&self.enter(), index)
+        let guard = self.enter();
+        let value = self.read_with(&guard, index);
+        guard.leave();
+        value
     }
 
     /// [`read`](ResizableArray::read) inside the caller's region.
@@ -165,7 +168,22 @@ impl ResizableArray {
     /// [`OutOfBounds`] if `index >= len()`; nothing is written.
     #[inline]
     pub fn write(&self, index: usize, value: u64) -> Result<(), OutOfBounds> {
-        self.write_with(&mut self.enter(), index, value)
+        // Not `write_with`: its slow path borrows the guard, which would keep the guard in
+        // memory on the fast path too; here the slow path takes it by value.
+        let guard = self.enter();
+        let len = self.len();
+        if index >= len {
+            guard.leave();
+            return Err(OutOfBounds { index, len });
+        }
+        match self.inner.slots(&guard).get(index) {
+            Some(slot) => {
+                slot.store(value, Relaxed);
+                guard.leave();
+                Ok(())
+            }
+            None => self.write_after_resize(&mut { guard }, index, value),
+        }
     }
 
     /// [`write`](ResizableArray::write) inside the caller's region. If the position was
@@ -176,6 +194,7 @@ impl ResizableArray {
     ///
     /// If `guard` belongs to another `Epvs`, or must refresh while nested (see
     /// [`EpvsGuard::refresh`]).
+    #[inline]
     pub fn write_with(
         &self,
         guard: &mut EpvsGuard<'_>,
@@ -187,13 +206,31 @@ impl ResizableArray {
         if index >= len {
             return Err(OutOfBounds { index, len });
         }
+        match self.inner.slots(guard).get(index) {
+            Some(slot) => {
+                slot.store(value, Relaxed);
+                Ok(())
+            }
+            None => self.write_after_resize(guard, index, value),
+        }
+    }
+
+    /// `write_with` of a position handed out but not yet covered by the storage: the
+    /// pusher that owns it is resizing; let its transition run.
+    #[cold]
+    #[inline(never)]
+    fn write_after_resize(
+        &self,
+        guard: &mut EpvsGuard<'_>,
+        index: usize,
+        value: u64,
+    ) -> Result<(), OutOfBounds> {
         loop {
+            guard.refresh();
             if let Some(slot) = self.inner.slots(guard).get(index) {
                 slot.store(value, Relaxed);
                 return Ok(());
             }
-            // The pusher that owns `index` is resizing; let its transition run.
-            guard.refresh();
         }
     }
 

@@ -22,17 +22,26 @@ pub(crate) struct Protection<'a> {
     /// bounds check on the fast paths).
     slot: &'a AtomicU64,
     announced: u64,
-    /// The slot's index in the table.
-    index: u32,
     /// The thread's sticky-slot way (asymmetric mode), or [`TRANSIENT`].
     way: u32,
 }
 
 impl<'a> Protection<'a> {
     #[inline(always)]
-    pub(super) fn new(slot: &'a AtomicU64, index: usize, announced: u64, way: u32) -> Self {
-        // Tables are far smaller than 2^32 slots (they are allocated, padded, up front).
-        Protection { slot, announced, index: index as u32, way }
+    pub(super) fn new(slot: &'a AtomicU64, announced: u64, way: u32) -> Self {
+        Protection { slot, announced, way }
+    }
+
+    /// The announcing slot.
+    #[inline(always)]
+    pub(super) fn slot(&self) -> &'a AtomicU64 {
+        self.slot
+    }
+
+    /// The epoch announced (never 0: epochs start at 1).
+    #[inline(always)]
+    pub(crate) fn announced(&self) -> u64 {
+        self.announced
     }
 }
 
@@ -60,10 +69,11 @@ impl LightEpoch {
         }
     }
 
-    /// Whether `p` announces the current epoch (Relaxed: a hint, exact when nothing moves).
+    /// Whether `announced` is the current epoch (Relaxed: a hint, exact when nothing
+    /// moves).
     #[inline(always)]
-    pub(crate) fn is_current(&self, p: &Protection<'_>) -> bool {
-        self.current.load(Ordering::Relaxed) == p.announced
+    pub(crate) fn is_current(&self, announced: u64) -> bool {
+        self.current.load(Ordering::Relaxed) == announced
     }
 
     /// Ends the protection `p` (taken by this thread, not released yet).
@@ -75,13 +85,27 @@ impl LightEpoch {
             // scan runs because it saw the slot free; pairs with the Acquire loads in
             // `SlotTable::min_announced`.
             slot.store(FREE, Ordering::Release);
+            self.after_release();
         } else {
             // Release: as above, for a sticky slot that stays this thread's (IDLE).
             slot.store(IDLE, Ordering::Release);
-            if !local::release(p.way) {
-                self.table.release_sticky(p.index as usize);
+            if let Err(index) = local::release(p.way) {
+                self.give_back_sticky(index);
+            } else if self.drain.has_pending() {
+                // The slot stays this thread's: no waiter for a free slot can use it, so
+                // only the drain is checked.
+                self.drain_slow();
             }
         }
+    }
+}
+
+impl LightEpoch {
+    /// Gives back the sticky slot `index` of a thread whose cache was torn down (the
+    /// guard protected in it outlived the thread's cache).
+    #[cold]
+    fn give_back_sticky(&self, index: usize) {
+        self.table.release_sticky(index);
         self.after_release();
     }
 }
@@ -140,7 +164,6 @@ impl fmt::Debug for EpochGuard<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EpochGuard")
             .field("epoch", &self.protection.announced)
-            .field("slot", &self.protection.index)
             .field("sticky", &(self.protection.way != TRANSIENT))
             .finish()
     }

@@ -22,13 +22,15 @@
 //! for a slot of a later instance.
 
 use std::cell::{Cell, RefCell};
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::table::SlotTable;
-use crate::primitive::thread_hint;
+use crate::primitive::{thread_hint, AtomicU64};
 
 /// How many asymmetric instances a thread keeps a sticky slot in at once.
 pub(crate) const WAYS: usize = 4;
+const _: () = assert!(WAYS.is_power_of_two(), "`release` masks way indices");
 
 /// `Cache::flags`: the slot is owned and idle (`IDLE` in the slot).
 const IDLE: u8 = 0;
@@ -38,10 +40,14 @@ const BUSY: u8 = 1;
 /// guard's drop gives the slot back instead of keeping it.
 const ORPHAN: u8 = 2;
 
-/// The ways, as parallel arrays of plain cells (the fast path reads two and writes one).
+/// The ways, as parallel arrays of plain cells (`acquire` reads three and writes one,
+/// `release` reads and writes one).
 struct Cache {
     /// Instance id per way; 0 marks an empty way.
     ids: [Cell<u64>; WAYS],
+    /// The way's sticky slot, in its instance's table (kept alive by [`OWNED`] while the
+    /// way's id is set, and by the instance itself for any caller that has the instance).
+    ptrs: [Cell<NonNull<AtomicU64>>; WAYS],
     /// Index of the way's sticky slot in its instance's table.
     slots: [Cell<u32>; WAYS],
     /// `IDLE`, `BUSY` or `ORPHAN`; meaningful while the way's id is not 0.
@@ -87,6 +93,7 @@ std::thread_local! {
     static CACHE: Cache = const {
         Cache {
             ids: [const { Cell::new(0) }; WAYS],
+            ptrs: [const { Cell::new(NonNull::dangling()) }; WAYS],
             slots: [const { Cell::new(0) }; WAYS],
             flags: [const { Cell::new(IDLE) }; WAYS],
             victim: Cell::new(0),
@@ -99,6 +106,7 @@ std::thread_local! {
 loom::thread_local! {
     static CACHE: Cache = Cache {
         ids: std::array::from_fn(|_| Cell::new(0)),
+        ptrs: std::array::from_fn(|_| Cell::new(NonNull::dangling())),
         slots: std::array::from_fn(|_| Cell::new(0)),
         flags: std::array::from_fn(|_| Cell::new(IDLE)),
         victim: Cell::new(0),
@@ -106,12 +114,14 @@ loom::thread_local! {
     static OWNED: Owned = Owned { tables: RefCell::new(Default::default()) };
 }
 
-/// This thread's idle sticky slot of instance `id`, marked busy: `(way, slot)`.
+/// This thread's idle sticky slot of instance `id`, marked busy: `(way, slot)`. The
+/// pointer is into the instance's table: valid for as long as the caller's borrow of the
+/// instance (ids are never reused, so a way with the caller's id is the caller's).
 ///
 /// `None` if the thread has no slot of the instance cached, or if it is already protected
 /// in it (a nested `protect`, which then claims a transient slot).
 #[inline(always)]
-pub(crate) fn acquire(id: u64) -> Option<(u32, usize)> {
+pub(crate) fn acquire(id: u64) -> Option<(u32, NonNull<AtomicU64>)> {
     CACHE
         .try_with(|cache| {
             for way in 0..WAYS {
@@ -120,7 +130,7 @@ pub(crate) fn acquire(id: u64) -> Option<(u32, usize)> {
                         return None;
                     }
                     cache.flags[way].set(BUSY);
-                    return Some((way as u32, cache.slots[way].get() as usize));
+                    return Some((way as u32, cache.ptrs[way].get()));
                 }
             }
             None
@@ -136,7 +146,10 @@ pub(crate) fn acquire(id: u64) -> Option<(u32, usize)> {
 /// slot of the instance, if every way is busy, if half the table is sticky already, or if
 /// the thread is exiting.
 #[cold]
-pub(crate) fn acquire_slow(id: u64, table: &Arc<SlotTable>) -> Option<(u32, usize)> {
+// The result is two words, returned in registers: a larger one would be returned through
+// memory, and merging it with `acquire`'s would keep the protection in memory on the fast
+// path too.
+pub(crate) fn acquire_slow(id: u64, table: &Arc<SlotTable>) -> Option<(u32, NonNull<AtomicU64>)> {
     CACHE
         .try_with(|cache| {
             if cache.ids.iter().any(|w| w.get() == id) {
@@ -160,11 +173,12 @@ pub(crate) fn acquire_slow(id: u64, table: &Arc<SlotTable>) -> Option<(u32, usiz
                     evicted.release_sticky(cache.slots[way].get() as usize);
                 }
                 cache.ids[way].set(id);
+                cache.ptrs[way].set(NonNull::from(table.slot(slot)));
                 cache.slots[way].set(slot as u32);
                 cache.flags[way].set(BUSY);
             });
             match installed {
-                Ok(()) => Some((way as u32, slot)),
+                Ok(()) => Some((way as u32, NonNull::from(table.slot(slot)))),
                 Err(_) => {
                     // The thread is exiting: its cache is gone, keep nothing.
                     table.release_sticky(slot);
@@ -176,23 +190,23 @@ pub(crate) fn acquire_slow(id: u64, table: &Arc<SlotTable>) -> Option<(u32, usiz
         .flatten()
 }
 
-/// Ends the protection of way `way`. Returns `false` if the slot must be given back
-/// (the thread's cache was torn down meanwhile).
+/// Ends the protection of way `way`. `Err(index)` if the slot, `index` in the instance's
+/// table, must be given back (the thread's cache was torn down meanwhile).
 #[inline(always)]
-pub(crate) fn release(way: u32) -> bool {
-    let way = way as usize;
+pub(crate) fn release(way: u32) -> Result<(), usize> {
+    // The mask only spares a bounds check: `way` came from `acquire` and is below `WAYS`.
+    let way = way as usize % WAYS;
     CACHE
         .try_with(|cache| {
             if cache.flags[way].get() == ORPHAN {
                 cache.clear(way);
-                return false;
+                return Err(cache.slots[way].get() as usize);
             }
             cache.flags[way].set(IDLE);
-            true
+            Ok(())
         })
-        // Unreachable for a `const` thread-local without a destructor; giving the slot
-        // back is the safe answer anyway.
-        .unwrap_or(false)
+        // Unreachable for a `const` thread-local without a destructor.
+        .unwrap_or(Ok(()))
 }
 
 /// Gives back this thread's sticky slot of instance `id`, if it has one (called when the

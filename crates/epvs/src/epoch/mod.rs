@@ -271,8 +271,24 @@ impl LightEpoch {
     /// keep it in a guard of their own never move a guard through memory.
     #[inline(always)]
     pub(crate) fn protect_raw(&self) -> Protection<'_> {
-        match self.protect_within(None) {
-            Ok(p) => p,
+        if let Some(p) = self.protect_sticky() {
+            return p;
+        }
+        if let Some(p) = self.try_protect_once() {
+            return p;
+        }
+        // Rebuilt from two words (returned in registers): a protection returned through
+        // memory by the slow path would keep the fast path's in memory too.
+        let (slot, announced) = self.protect_blocking();
+        Protection::new(slot, announced, TRANSIENT)
+    }
+
+    /// Waits for a transient slot: the `(slot, announced epoch)` of the protection.
+    #[cold]
+    #[inline(never)]
+    fn protect_blocking(&self) -> (&AtomicU64, u64) {
+        match self.protect_slow(None) {
+            Ok(p) => (p.slot(), p.announced()),
             Err(_) => unreachable!("protect_slow without a deadline never times out"),
         }
     }
@@ -281,10 +297,8 @@ impl LightEpoch {
     /// `timeout`, if given).
     #[inline(always)]
     fn protect_within(&self, timeout: Option<Duration>) -> Result<Protection<'_>, EpochError> {
-        if self.asymmetric {
-            if let Some(p) = self.protect_sticky() {
-                return Ok(p);
-            }
+        if let Some(p) = self.protect_sticky() {
+            return Ok(p);
         }
         match self.try_protect_once() {
             Some(p) => Ok(p),
@@ -299,21 +313,28 @@ impl LightEpoch {
         // `bump_with`. (A stale, smaller `e` only protects more.)
         let e = self.current.load(Ordering::Acquire);
         let slot = self.table.try_claim(thread_hint(), e)?;
-        Some(Protection::new(self.table.slot(slot), slot, e, TRANSIENT))
+        Some(Protection::new(self.table.slot(slot), e, TRANSIENT))
     }
 
     /// Asymmetric mode: announces in this thread's sticky slot with a plain store. `None`
-    /// if the thread has none it can use (nested protection, table half sticky already).
+    /// if the thread has none it can use (nested protection, table half sticky already),
+    /// and always in fenced mode.
     #[inline(always)]
     fn protect_sticky(&self) -> Option<Protection<'_>> {
+        // A fenced instance never has a way (only `acquire_slow` fills them), so the cache
+        // lookup comes first and the mode is only checked when it misses.
         let (way, slot) = match local::acquire(self.id) {
             Some(found) => found,
-            None => local::acquire_slow(self.id, &self.table)?,
+            None if self.asymmetric => local::acquire_slow(self.id, &self.table)?,
+            None => return None,
         };
+        // SAFETY: the way holds this instance's id, and ids are never reused, so `slot`
+        // points into `self.table`, which lives at least as long as `&self`.
+        let slot = unsafe { slot.as_ref() };
         // Acquire: as in `try_protect_once`.
         let e = self.current.load(Ordering::Acquire);
-        let announced = self.table.announce_sticky(slot, e);
-        Some(Protection::new(announced, slot, e, way))
+        SlotTable::announce_sticky(slot, e);
+        Some(Protection::new(slot, e, way))
     }
 
     #[cold]

@@ -112,21 +112,18 @@ impl SlotTable {
         self.sticky.fetch_sub(1, Ordering::Relaxed);
     }
 
-    /// Announces `epoch` in this thread's sticky slot `index` (currently `IDLE`); returns
-    /// the slot.
+    /// Announces `epoch` in this thread's sticky `slot` (currently `IDLE`).
     ///
     /// A plain store followed by a compiler-only barrier: the reclaimer's
     /// [`min_announced`](Self::min_announced) issues the process-wide barrier that orders
     /// it before this thread's later loads (see the module docs, "Asymmetric mode").
     #[inline(always)]
-    pub(crate) fn announce_sticky(&self, index: usize, epoch: u64) -> &AtomicU64 {
-        let slot = &self.slots[index];
+    pub(crate) fn announce_sticky(slot: &AtomicU64, epoch: u64) {
         debug_assert_eq!(slot.load(Ordering::Relaxed), IDLE);
         // Relaxed: ordering against the region's loads comes from the light/heavy barrier
         // pair (light here, heavy in `min_announced`), not from the store itself.
         slot.store(epoch, Ordering::Relaxed);
         membarrier2::light();
-        slot
     }
 
     /// The smallest epoch announced by any protected thread, or `None` if none is.

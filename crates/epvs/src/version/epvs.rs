@@ -9,6 +9,7 @@ use crate::epoch::{LightEpoch, Protection};
 use crate::primitive::{self as prim, fence, AtomicU64, Condvar, Mutex, MutexGuard};
 use std::fmt;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, PoisonError, TryLockError, Weak};
@@ -62,6 +63,17 @@ struct Core {
     /// it after every state change that clears the intermediate flag.
     park: Mutex<()>,
     unpark: Condvar,
+}
+
+/// What entering produced, before it becomes an [`EpvsGuard`].
+#[derive(Clone, Copy)]
+struct Region<'a> {
+    /// `None` for a nested guard.
+    protection: Option<Protection<'a>>,
+    state: State,
+    level: usize,
+    /// The region is held by the thread's fast record (an outermost guard only).
+    in_first: bool,
 }
 
 struct Installed {
@@ -137,10 +149,11 @@ impl Epvs {
     // enter+leave in `epvs-ops`); inlined, it stays in registers.
     #[inline(always)]
     pub fn enter(&self) -> EpvsGuard<'_> {
-        match self.enter_unless_in_flight("enter") {
-            Some(guard) => guard,
-            None => self.enter_slow(),
-        }
+        let region = match self.enter_first() {
+            Some(region) => region,
+            None => self.enter_general(true, "enter").expect("a blocking enter enters"),
+        };
+        self.guard(region)
     }
 
     /// Enters a protected region if no transition is in flight; never blocks. `None` if a
@@ -149,60 +162,85 @@ impl Epvs {
     /// # Panics
     ///
     /// Like [`enter`](Epvs::enter), from a callback of this instance's machine.
+    #[inline]
     pub fn try_enter(&self) -> Option<EpvsGuard<'_>> {
-        self.enter_unless_in_flight("try_enter")
+        let region = match self.enter_first() {
+            Some(region) => region,
+            None => self.enter_general(false, "try_enter")?,
+        };
+        Some(self.guard(region))
     }
 
-    /// The fast path of `enter` and `try_enter`: a nested guard, or a new region unless a
-    /// transition is in flight (`None`, holding nothing).
+    /// The fast path of `enter` and `try_enter`: a new region recorded in the thread's
+    /// fast record, if that is free (the thread is inside no instance and runs no
+    /// callback) and no transition is in flight. `None` (holding nothing) otherwise.
     #[inline(always)]
-    fn enter_unless_in_flight(&self, caller: &str) -> Option<EpvsGuard<'_>> {
-        let id = self.id();
-        let first = match tls::begin_enter(id) {
-            Begin::Fresh { first } => first,
-            Begin::Nested(state, level) => return Some(self.nested(state, level)),
-            Begin::InCallback => callback_panic(caller),
-        };
+    fn enter_first(&self) -> Option<Region<'_>> {
+        if !tls::first_is_free() {
+            return None;
+        }
         let protection = self.core.epoch.protect_raw();
         let state = self.core.load();
         if state.is_intermediate() {
             self.core.epoch.release_protection(protection);
             return None;
         }
-        if first {
-            // Nothing ran on this thread since `begin_enter` found the record free
-            // (protecting and loading run no callbacks).
-            tls::set_first(id, state);
-        } else {
-            tls::push_entered(id, state);
-        }
-        Some(self.guard(protection, state))
+        // Nothing ran on this thread since `first_is_free` (protecting and loading run no
+        // callbacks), so the record is still free.
+        tls::set_first(self.id());
+        Some(Region { protection: Some(protection), state, level: 1, in_first: true })
     }
 
-    /// The guard of a new (outermost) region; it holds the region's epoch protection.
-    #[inline]
-    fn guard<'a>(&'a self, protection: Protection<'a>, state: State) -> EpvsGuard<'a> {
+    /// Every other case of `enter` (`blocking`) and `try_enter`: a nested guard, a region
+    /// recorded on the slow path, waiting for a transition, or a callback's panic.
+    #[cold]
+    #[inline(never)]
+    fn enter_general(&self, blocking: bool, caller: &str) -> Option<Region<'_>> {
+        let id = self.id();
+        match tls::begin_enter(id) {
+            Begin::Fresh => {}
+            Begin::Nested(level) => {
+                // The outermost guard's protection covers a nested guard (guards of a
+                // region are dropped innermost first). The region's state is the
+                // instance's without the intermediate flag (see `tls`).
+                let state = self.core.load().without_intermediate();
+                return Some(Region { protection: None, state, level, in_first: false });
+            }
+            Begin::InCallback => callback_panic(caller),
+        }
+        let (protection, state) = if blocking {
+            self.protect_stable()
+        } else {
+            let protection = self.core.epoch.protect_raw();
+            let state = self.core.load();
+            if state.is_intermediate() {
+                self.core.epoch.release_protection(protection);
+                return None;
+            }
+            (protection, state)
+        };
+        // Draining (while waiting or releasing) may have run callbacks on this thread:
+        // `push_entered` checks the fast record again.
+        let in_first = tls::push_entered(id);
+        Some(Region { protection: Some(protection), state, level: 1, in_first })
+    }
+
+    /// The guard of a region entered by this thread.
+    // The guard is built here, inline, from the parts the fast or slow path produced: a
+    // slow path returning the guard itself would write it into the caller's guard in
+    // memory, which keeps the guard in memory on the fast path too.
+    #[inline(always)]
+    fn guard<'a>(&'a self, region: Region<'a>) -> EpvsGuard<'a> {
         EpvsGuard {
             epvs: self,
-            protection: Some(protection),
-            state,
-            level: 1,
+            core: &self.core,
+            announced: region.protection.map_or(0, |p| p.announced()),
+            protection: region.protection,
+            state: region.state,
+            level: region.level,
+            in_first: region.in_first,
             _not_send: PhantomData,
         }
-    }
-
-    /// A nested guard of the region this thread is in: no protection of its own, the
-    /// outermost guard's covers it (guards of a region are dropped innermost first).
-    #[inline]
-    fn nested(&self, state: State, level: usize) -> EpvsGuard<'_> {
-        EpvsGuard { epvs: self, protection: None, state, level, _not_send: PhantomData }
-    }
-
-    #[cold]
-    fn enter_slow(&self) -> EpvsGuard<'_> {
-        let (protection, state) = self.protect_stable();
-        tls::push_entered(self.id(), state);
-        self.guard(protection, state)
     }
 
     /// Waits for a non-intermediate state and returns epoch protection with it (which the
@@ -557,14 +595,23 @@ fn callback_panic(what: &str) -> ! {
 /// since the nested guard still relies on it.
 pub struct EpvsGuard<'a> {
     epvs: &'a Epvs,
+    /// `epvs.core`, kept next to it: the guard's own paths (`refresh`, drop) then reach
+    /// the epoch and the bookkeeping id with one dependent load fewer (measured: the
+    /// refresh fast path is a handful of instructions, one load is a large part of it).
+    core: &'a Core,
     /// The region's epoch protection: `Some` in the outermost guard (`None` only
     /// transiently inside `refresh` while waiting for a transition), `None` in nested ones.
     /// Held raw (released through `LightEpoch::release_protection` in `Drop`) so that
     /// ending a region never moves a guard value through memory.
     protection: Option<Protection<'a>>,
+    /// The epoch `protection` announced, or 0 (never an epoch) without one: the refresh
+    /// fast path compares it with the current epoch without looking into `protection`.
+    announced: u64,
     state: State,
     /// Nesting level: 1 for the outermost guard of the region.
     level: usize,
+    /// This outermost guard's region is held by the thread's fast record (see `tls`).
+    in_first: bool,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -590,13 +637,16 @@ impl<'a> EpvsGuard<'a> {
 
     /// Leaves and re-enters (cheaper than drop + [`Epvs::enter`]); lets pending
     /// transitions run (possibly on this thread) and returns the new state. Blocks like
-    /// `enter` while a transition is in flight.
+    /// `enter` while a transition is in flight. When the instance's epoch has not moved
+    /// since this region announced, there is nothing to let run: one load, and the state
+    /// is returned unchanged.
     ///
     /// # Panics
     ///
-    /// If another guard of the same instance is alive on this thread (the outer region
-    /// would observe the state change; a silent no-op would turn wait-for-transition
-    /// loops into livelocks). Use [`try_refresh`](EpvsGuard::try_refresh) to check.
+    /// If this is a nested guard, or if another guard of the same instance is alive on
+    /// this thread and the refresh has to move the region (the outer region would observe
+    /// the state change; a silent no-op would turn wait-for-transition loops into
+    /// livelocks). Use [`try_refresh`](EpvsGuard::try_refresh) to check.
     #[inline]
     pub fn refresh(&mut self) -> State {
         match self.try_refresh() {
@@ -608,11 +658,10 @@ impl<'a> EpvsGuard<'a> {
         }
     }
 
-    /// Like [`refresh`](EpvsGuard::refresh), but returns `None` (and does nothing) if
-    /// another guard of the same instance is alive on this thread.
+    /// Like [`refresh`](EpvsGuard::refresh), but returns `None` (and does nothing) where
+    /// `refresh` panics.
     #[inline(always)]
     pub fn try_refresh(&mut self) -> Option<State> {
-        let core = &*self.epvs.core;
         // Fast path: the epoch has not moved since this region announced, so neither has
         // the state. Every state change is a step that first sets the intermediate flag
         // and then bumps the epoch, and the step's new state is stored only after every
@@ -620,13 +669,12 @@ impl<'a> EpvsGuard<'a> {
         // epoch is this instance's own; nothing else bumps it.) The flag may already be
         // set: returning the region's state then orders this refresh just before the
         // step, which waits for the region either way. Relaxed: a stale epoch only orders
-        // the refresh a moment earlier in the same way.
-        if let Some(p) = &self.protection {
-            if core.epoch.is_current(p) && tls::depth(core.id) == 1 {
-                return Some(self.state);
-            }
+        // the refresh a moment earlier in the same way. Nested guards of this region may
+        // be alive: nothing changes for them either.
+        if self.core.epoch.is_current(self.announced) {
+            return Some(self.state);
         }
-        if self.level != 1 || tls::depth(core.id) != 1 {
+        if self.level != 1 || tls::depth(self.core.id) != 1 {
             return None;
         }
         self.try_refresh_slow()
@@ -634,76 +682,76 @@ impl<'a> EpvsGuard<'a> {
 
     #[inline(never)]
     fn try_refresh_slow(&mut self) -> Option<State> {
-        let id = self.epvs.core.id;
-        let epoch = &self.epvs.core.epoch;
+        let epoch = &self.core.epoch;
         if let Some(p) = self.protection.as_mut() {
             // Runs ready epoch actions, possibly critical sections of this instance:
             // this thread is between regions here (the new state is not read yet).
             epoch.refresh_protection(p);
+            self.announced = p.announced();
         }
-        let mut state = self.epvs.core.load();
+        let mut state = self.core.load();
         if state.is_intermediate() {
             if let Some(p) = self.protection.take() {
+                self.announced = 0;
                 epoch.release_protection(p);
             }
             let (protection, s) = self.epvs.protect_stable();
+            self.announced = protection.announced();
             self.protection = Some(protection);
             state = s;
         }
-        if state != self.state {
-            self.state = state;
-            tls::set_state(id, state);
-        }
+        self.state = state;
         Some(state)
+    }
+}
+
+impl<'a> EpvsGuard<'a> {
+    /// Leaves the region: the same as dropping the guard, but always inlined at the call
+    /// site (for hot loops: an out-of-line drop keeps the whole guard in memory).
+    #[inline(always)]
+    pub fn leave(self) {
+        let this = ManuallyDrop::new(self);
+        end_region(this.core, this.protection, this.level, this.in_first);
     }
 }
 
 impl Drop for EpvsGuard<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        // Fast path (kept small so the drop inlines): the outermost guard of a region in
-        // the thread's fast record.
-        if let Some(p) = self.protection {
-            if tls::leave_outermost(self.epvs.core.id) {
-                self.epvs.core.epoch.release_protection(p);
-                prim::eventually_visible();
-                return;
-            }
-        }
-        self.drop_slow();
+        end_region(self.core, self.protection, self.level, self.in_first);
     }
 }
 
-impl EpvsGuard<'_> {
-    #[cold]
-    #[inline(never)]
-    fn drop_slow(&mut self) {
-        // Leave the bookkeeping first: dropping the epoch guard may run critical sections
-        // of this instance on this thread, which must not see it as inside.
-        if tls::leave(self.epvs.core.id, self.level) {
-            if let Some(p) = self.protection {
-                self.epvs.core.epoch.release_protection(p);
-            }
-            prim::eventually_visible();
-        } else {
-            self.dropped_out_of_order();
-        }
+/// Ends a guard of `core`'s region at nesting `level` holding `protection`. Takes the
+/// guard's parts by value, and no slow path takes the protection: a slow path that
+/// borrowed the guard, or took the (three-word, so passed in memory) protection, would keep
+/// it in memory on the fast path too.
+#[inline(always)]
+fn end_region(core: &Core, protection: Option<Protection<'_>>, level: usize, in_first: bool) {
+    // Fast path: the outermost guard of a region in the thread's fast record. Otherwise
+    // leave the bookkeeping first: ending the protection may run critical sections of
+    // this instance on this thread, which must not see it as inside.
+    let left = (in_first && tls::leave_first()) || tls::leave_general(core.id, level);
+    if !left {
+        return dropped_out_of_order();
     }
+    if let Some(p) = protection {
+        core.epoch.release_protection(p);
+    }
+    prim::eventually_visible();
+}
 
-    #[cold]
-    fn dropped_out_of_order(&mut self) {
-        // A guard nested in this one is alive (or leaked) and relies on this guard's
-        // protection: keep it for good (the region never ends, so transitions of this
-        // instance never complete) rather than let a critical section run under it.
-        // Forgetting the raw protection keeps its slot announced for good.
-        self.protection = None;
-        if !std::thread::panicking() {
-            panic!(
-                "EpvsGuard dropped while a guard nested in it is alive (or leaked): guards \
-                 of one region must be dropped innermost first; the region's protection is \
-                 kept forever"
-            );
-        }
+/// A guard nested in the one being dropped is alive (or leaked) and relies on its
+/// protection: the protection is kept for good (its slot stays announced, the region never
+/// ends, transitions of the instance never complete) rather than let a critical section run
+/// under the nested guard.
+#[cold]
+fn dropped_out_of_order() {
+    if !std::thread::panicking() {
+        panic!(
+            "EpvsGuard dropped while a guard nested in it is alive (or leaked): guards of one \
+             region must be dropped innermost first; the region's protection is kept forever"
+        );
     }
 }
 

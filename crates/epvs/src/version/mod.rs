@@ -104,7 +104,9 @@
 //! *Refresh fast path*: if the epoch still equals the one the region announced, the state
 //! has not changed for it: a step sets the flag and then bumps, and stores its new state
 //! only after every region at the old epoch has left. So [`EpvsGuard::refresh`] is then
-//! one relaxed load of the epoch and a thread-local nesting check.
+//! one relaxed load of the epoch, and returns the region's state. (Guards nested in the
+//! region may be alive: nothing changes for them either, so the nesting check below is
+//! only made when the refresh has to move the region.)
 //!
 //! So no region overlaps a critical section, a region that entered in version `v` never
 //! observes a state of `v + 1` (invariant 4: it keeps its state until it refreshes, and
@@ -118,10 +120,12 @@
 //!   is pending. The outermost guard holds the region's epoch protection, so guards of a
 //!   region are dropped innermost first (normal scoping); dropping a guard while one
 //!   nested in it is alive panics and keeps the protection forever (sound, but the
-//!   instance can no longer advance). [`EpvsGuard::refresh`] on a guard while another
-//!   guard of the same instance is alive on the thread **panics** (the outer region
-//!   would see its state change; a no-op would silently livelock the usual "advance,
-//!   then refresh until done" loop); [`EpvsGuard::try_refresh`] returns `None` instead.
+//!   instance can no longer advance). [`EpvsGuard::refresh`] on a nested guard, or on
+//!   the outermost guard while another guard of the same instance is alive on the
+//!   thread and the epoch has moved, **panics** (the outer region would see its state
+//!   change; a no-op would silently livelock the usual "advance, then refresh until
+//!   done" loop, whose advance moves the epoch); [`EpvsGuard::try_refresh`] returns
+//!   `None` instead.
 //! * **Advancing under protection** (the paper's self-dependency): supported.
 //!   `advance_version`, `execute_state_machine` and `try_step` never wait for a
 //!   transition; a transition started from inside a region runs once the region

@@ -211,6 +211,40 @@ fn outer_guard_refreshes_once_inner_is_gone() {
 }
 
 #[test]
+fn outer_refresh_with_a_nested_guard_alive_is_refused_only_when_it_would_move() {
+    let epvs = Epvs::new();
+    let mut outer = epvs.enter();
+    let inner = epvs.enter();
+    // Nothing moved: returning the region's state changes nothing for `inner`.
+    assert_eq!(outer.try_refresh(), Some(State::rest(0)));
+    epvs.advance_version(|| {}, None).unwrap();
+    // The epoch moved: refreshing would let the transition run under `inner`.
+    assert_eq!(outer.try_refresh(), None);
+    let msg = panic_msg(&*catch_unwind(AssertUnwindSafe(|| outer.refresh())).unwrap_err());
+    assert!(msg.contains("nested guard"), "{msg}");
+    assert!(epvs.state().is_intermediate());
+    drop(inner);
+    assert_eq!(outer.refresh(), State::rest(1));
+}
+
+#[test]
+fn leave_ends_the_region_like_drop() {
+    let epvs = Epvs::new();
+    let g = epvs.enter();
+    epvs.advance_version(|| {}, None).unwrap();
+    assert!(epvs.state().is_intermediate(), "the region holds the transition back");
+    g.leave();
+    // `wait_for_version` panics inside a region: this also proves the thread left.
+    assert_eq!(epvs.wait_for_version(1), State::rest(1));
+    // Nested guards leave innermost first, like drops.
+    let outer = epvs.enter();
+    let inner = epvs.enter();
+    inner.leave();
+    outer.leave();
+    assert_eq!(epvs.wait_for_version(1), State::rest(1));
+}
+
+#[test]
 fn try_enter_does_not_block() {
     let epvs = Epvs::new();
     let g = epvs.enter();

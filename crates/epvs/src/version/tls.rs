@@ -10,30 +10,32 @@
 //!
 //! Almost every thread is inside at most one instance at a time and never runs machine
 //! callbacks. That case lives in two `const` thread-locals without destructors
-//! ([`FIRST`] and [`SLOW`]): `enter` and `leave` read and write two `Cell`s and never touch
-//! the general bookkeeping, a `RefCell<Vec>` used only while a thread is inside several
-//! instances at once or runs a callback. An id is recorded in exactly one of the two
-//! places.
+//! ([`FIRST`] and [`SLOW`]): `enter` reads three words and writes one (two when the
+//! thread switches instances), `leave` reads and writes one, and neither touches the general bookkeeping, a `RefCell<Vec>` used
+//! only while a thread is inside several instances at once or runs a callback. An id is
+//! recorded in exactly one of the two places.
+//!
+//! The region's state is not recorded: a nested `enter` reads it from the instance. While
+//! a thread is inside a region that observed state `s`, the instance's state is `s` or `s`
+//! with the intermediate flag: a step stores its new state only in an epoch action, after
+//! every region announced before its bump has left (see [`super`]).
 
 use std::cell::{Cell, RefCell};
-
-use super::State;
 
 /// The first instance this thread entered and is still inside, as separate cells: the
 /// fast path reads and writes single words (a copied struct would be moved with wide loads
 /// that stall on the narrow stores before them).
 struct First {
-    /// Instance id; meaningful only while `depth > 0`.
+    /// Instance id; meaningful only while `depth > 0` (kept after the region ends, so that
+    /// re-entering the same instance does not store it again).
     id: Cell<u64>,
     /// Live guards of the region (0: the record is free).
     depth: Cell<usize>,
-    /// The region's state.
-    state: Cell<State>,
 }
 
 impl First {
     const fn new() -> First {
-        First { id: Cell::new(0), depth: Cell::new(0), state: Cell::new(State::rest(0)) }
+        First { id: Cell::new(0), depth: Cell::new(0) }
     }
 
     /// The depth of the region of instance `id`, if the record holds it.
@@ -47,8 +49,8 @@ impl First {
 /// The general bookkeeping: other instances this thread is inside, and callbacks.
 #[derive(Default)]
 struct Ctx {
-    /// Instances this thread is inside besides [`FIRST`]'s: (id, live guards, state).
-    entered: Vec<(u64, usize, State)>,
+    /// Instances this thread is inside besides [`FIRST`]'s: (id, live guards).
+    entered: Vec<(u64, usize)>,
     /// Instances whose `next_step` / `on_entering_state` runs on this thread (a stack).
     callbacks: Vec<u64>,
 }
@@ -70,12 +72,10 @@ loom::thread_local! {
 
 /// What `enter` must do on this thread.
 pub(super) enum Begin {
-    /// Not inside the instance: enter normally. `first`: the fast record is free (and
-    /// nothing is on the slow path), so [`set_first`] may record the region.
-    Fresh { first: bool },
-    /// Already inside: the nesting depth was incremented to `.1`; `.0` is the region's
-    /// state.
-    Nested(State, usize),
+    /// Not inside the instance: enter normally.
+    Fresh,
+    /// Already inside: the nesting depth was incremented to `.0`.
+    Nested(usize),
     /// Called from a callback of this instance's machine.
     InCallback,
 }
@@ -88,21 +88,18 @@ fn with_first<R>(f: impl FnOnce(&First) -> R) -> Option<R> {
 }
 
 /// What `enter` must do as far as the fast record [`FIRST`] can tell: nest in the region
-/// of `id` it holds (incrementing the depth), or enter fresh (`first`: the record is free).
+/// of `id` it holds (incrementing the depth), or enter fresh.
 #[inline(always)]
 fn begin_first(id: u64) -> Begin {
     with_first(|f| {
         let depth = f.depth.get();
-        if depth == 0 {
-            return Begin::Fresh { first: true };
-        }
-        if f.id.get() != id {
-            return Begin::Fresh { first: false };
+        if depth == 0 || f.id.get() != id {
+            return Begin::Fresh;
         }
         f.depth.set(depth + 1);
-        Begin::Nested(f.state.get(), depth + 1)
+        Begin::Nested(depth + 1)
     })
-    .unwrap_or(Begin::Fresh { first: false })
+    .unwrap_or(Begin::Fresh)
 }
 
 #[inline]
@@ -120,6 +117,14 @@ fn with<R>(f: impl FnOnce(&mut Ctx) -> R) -> Option<R> {
     CTX.try_with(|c| f(&mut c.borrow_mut())).ok()
 }
 
+/// Whether a fresh region may go straight into the fast record: it is free, and nothing
+/// is on the slow path (so this thread is inside no instance and runs no callback).
+#[inline(always)]
+pub(super) fn first_is_free() -> bool {
+    slow_count() == 0 && with_first(|f| f.depth.get() == 0).unwrap_or(false)
+}
+
+/// What `enter` must do on this thread, in general (the fast path is [`first_is_free`]).
 #[inline]
 pub(super) fn begin_enter(id: u64) -> Begin {
     if slow_count() != 0 {
@@ -128,15 +133,16 @@ pub(super) fn begin_enter(id: u64) -> Begin {
     begin_first(id)
 }
 
-/// Records a fresh region of instance `id` in the fast record, which [`begin_enter`]
-/// found free.
+/// Records a fresh region of instance `id` in the fast record, which [`first_is_free`]
+/// found free (and nothing ran on this thread since).
 #[inline(always)]
-pub(super) fn set_first(id: u64, state: State) {
+pub(super) fn set_first(id: u64) {
     let _ = with_first(|f| {
         debug_assert_eq!(f.depth.get(), 0);
-        f.id.set(id);
+        if f.id.get() != id {
+            f.id.set(id);
+        }
         f.depth.set(1);
-        f.state.set(state);
     });
 }
 
@@ -152,37 +158,39 @@ fn begin_enter_slow(id: u64) -> Begin {
     with(|c| match c.entered.iter_mut().find(|e| e.0 == id) {
         Some(e) => {
             e.1 += 1;
-            Begin::Nested(e.2, e.1)
+            Begin::Nested(e.1)
         }
-        None => Begin::Fresh { first: false },
+        None => Begin::Fresh,
     })
-    .unwrap_or(Begin::Fresh { first: false })
+    .unwrap_or(Begin::Fresh)
 }
 
-/// Records a fresh region of instance `id` (after [`begin_enter`] said `Fresh`).
+/// Records a fresh region of instance `id` (after [`begin_enter`] said `Fresh`); `true` if
+/// it went into the fast record.
 #[inline]
-pub(super) fn push_entered(id: u64, state: State) {
+pub(super) fn push_entered(id: u64) -> bool {
     let claimed = with_first(|f| {
         if f.depth.get() != 0 {
             return false;
         }
         f.id.set(id);
         f.depth.set(1);
-        f.state.set(state);
         true
     });
     if claimed == Some(false) {
-        with(|c| c.entered.push((id, 1, state)));
+        with(|c| c.entered.push((id, 1)));
         add_slow(1);
     }
+    claimed == Some(true)
 }
 
-/// Leaves the region of instance `id` if the fast record holds it at depth 1 (its outermost
-/// guard is the only live one); `false` (and nothing changes) otherwise.
+/// Leaves the region the fast record holds if its depth is 1. The caller's guard is that
+/// region's outermost one (so its only live one at depth 1); `false` (and nothing changes)
+/// if guards nested in it are alive or were leaked.
 #[inline(always)]
-pub(super) fn leave_outermost(id: u64) -> bool {
+pub(super) fn leave_first() -> bool {
     with_first(|f| {
-        let held = f.depth.get() == 1 && f.id.get() == id;
+        let held = f.depth.get() == 1;
         if held {
             f.depth.set(0);
         }
@@ -192,9 +200,11 @@ pub(super) fn leave_outermost(id: u64) -> bool {
 }
 
 /// Leaves the region level `level` of instance `id`: `false` (and nothing changes) if
-/// `level` is not the innermost live level, i.e. guards are dropped out of order.
-#[inline]
-pub(super) fn leave(id: u64, level: usize) -> bool {
+/// `level` is not the innermost live level, i.e. guards are dropped out of order. The
+/// general case of [`leave_first`].
+#[cold]
+#[inline(never)]
+pub(super) fn leave_general(id: u64, level: usize) -> bool {
     let left = with_first(|f| {
         let depth = f.depth_of(id)?;
         if depth != level {
@@ -247,25 +257,6 @@ pub(super) fn depth(id: u64) -> usize {
         return 0;
     }
     with(|c| c.entered.iter().find(|e| e.0 == id).map_or(0, |e| e.1)).unwrap_or(0)
-}
-
-#[inline]
-pub(super) fn set_state(id: u64, state: State) {
-    let set = with_first(|f| {
-        let held = f.depth_of(id).is_some();
-        if held {
-            f.state.set(state);
-        }
-        held
-    });
-    if set != Some(false) {
-        return;
-    }
-    with(|c| {
-        if let Some(e) = c.entered.iter_mut().find(|e| e.0 == id) {
-            e.2 = state;
-        }
-    });
 }
 
 pub(super) fn in_callback(id: u64) -> bool {
