@@ -25,30 +25,41 @@ impl Protector for EpvsEnter {
     }
 }
 
-/// `epvs-pinned`: one guard per thread, refreshed per operation; a change leaves, advances
-/// and re-enters (a thread must not wait for a transition while it holds the guard).
+/// `epvs-pinned`: one guard per thread, refreshed per operation; a change installs the
+/// advance from inside the region and refreshes until it is done (the region never ends,
+/// as with the seed's long-running threads: every thread refreshes, so the transition
+/// runs once all have).
 #[derive(Debug, Default)]
 pub(crate) struct EpvsPinned(pub(crate) Epvs);
 
 impl Protector for EpvsPinned {
-    type Local<'a> = Option<EpvsGuard<'a>>;
-    fn local(&self) -> Option<EpvsGuard<'_>> {
-        Some(self.0.enter())
+    type Local<'a> = EpvsGuard<'a>;
+    fn local(&self) -> EpvsGuard<'_> {
+        self.0.enter()
     }
     #[inline]
-    fn protected<'a, R>(&'a self, g: &mut Option<EpvsGuard<'a>>, f: impl FnOnce() -> R) -> R {
-        match g {
-            Some(g) => {
-                g.refresh();
-            }
-            None => *g = Some(self.0.enter()),
-        }
+    fn protected<'a, R>(&'a self, g: &mut EpvsGuard<'a>, f: impl FnOnce() -> R) -> R {
+        g.refresh();
         f()
     }
-    fn change<'a>(&'a self, g: &mut Option<EpvsGuard<'a>>) {
-        drop(g.take());
-        advance(&self.0);
-        *g = Some(self.0.enter());
+    fn change<'a>(&'a self, g: &mut EpvsGuard<'a>) {
+        loop {
+            match self.0.advance_version(|| {}, None) {
+                Ok(installed) => {
+                    // `refresh` blocks while the transition is in flight (helping drain).
+                    while g.refresh().version() <= installed.version() {
+                        std::hint::spin_loop();
+                    }
+                    return;
+                }
+                // Another transition is active: let it run, then install ours.
+                Err(AdvanceError::Busy) => {
+                    g.refresh();
+                    std::hint::spin_loop();
+                }
+                Err(e) => panic!("EPVS version advance failed: {e}"),
+            }
+        }
     }
 }
 
