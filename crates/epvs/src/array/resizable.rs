@@ -104,7 +104,8 @@ impl ResizableArray {
     }
 
     /// Enters a protected region of this array, for the `*_with` operations.
-    #[inline]
+    // `inline(always)`: see `Epvs::enter`.
+    #[inline(always)]
     pub fn enter(&self) -> EpvsGuard<'_> {
         self.epvs.enter()
     }
@@ -141,10 +142,7 @@ impl ResizableArray {
     /// stored its value yet reads 0.
     #[inline]
     pub fn read(&self, index: usize) -> Option<u64> {
-        let guard = self.enter();
-        let value = self.read_with(&guard, index);
-        guard.leave();
-        value
+        self.epvs.with_region(move |guard| self.read_with(guard, index))
     }
 
     /// [`read`](ResizableArray::read) inside the caller's region.
@@ -168,21 +166,25 @@ impl ResizableArray {
     /// [`OutOfBounds`] if `index >= len()`; nothing is written.
     #[inline]
     pub fn write(&self, index: usize, value: u64) -> Result<(), OutOfBounds> {
-        // Not `write_with`: its slow path borrows the guard, which would keep the guard in
-        // memory on the fast path too; here the slow path takes it by value.
-        let guard = self.enter();
+        // Not `write_with`: its slow path refreshes the guard, which would keep the guard
+        // in memory on the fast path too. A position not yet covered by the storage (its
+        // pusher is resizing) is written in a region of its own, which waits.
         let len = self.len();
         if index >= len {
-            guard.leave();
             return Err(OutOfBounds { index, len });
         }
-        match self.inner.slots(&guard).get(index) {
-            Some(slot) => {
-                slot.store(value, Relaxed);
-                guard.leave();
-                Ok(())
-            }
-            None => self.write_after_resize(&mut { guard }, index, value),
+        let written =
+            self.epvs.with_region(move |guard| match self.inner.slots(guard).get(index) {
+                Some(slot) => {
+                    slot.store(value, Relaxed);
+                    true
+                }
+                None => false,
+            });
+        if written {
+            Ok(())
+        } else {
+            self.write_after_resize(&mut self.enter(), index, value)
         }
     }
 

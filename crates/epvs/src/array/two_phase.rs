@@ -146,7 +146,8 @@ impl TwoPhaseArray {
     }
 
     /// Enters a protected region of this array, for the `*_with` operations.
-    #[inline]
+    // `inline(always)`: see `Epvs::enter`.
+    #[inline(always)]
     pub fn enter(&self) -> EpvsGuard<'_> {
         self.epvs.enter()
     }
@@ -184,7 +185,7 @@ impl TwoPhaseArray {
     /// stored its value yet reads 0.
     #[inline]
     pub fn read(&self, index: usize) -> Option<u64> {
-        self.read_with(&self.enter(), index)
+        self.epvs.with_region(move |guard| self.read_with(guard, index))
     }
 
     /// [`read`](TwoPhaseArray::read) inside the caller's region. Never waits.

@@ -2,6 +2,9 @@
 
 use core::fmt;
 use core::marker::PhantomData;
+use core::ptr::NonNull;
+
+use crossbeam_utils::CachePadded;
 
 use super::table::{FREE, IDLE};
 use super::{local, LightEpoch};
@@ -10,32 +13,80 @@ use crate::primitive::{AtomicU64, Ordering};
 /// `Protection::way` of a transient slot (given back at release).
 pub(super) const TRANSIENT: u32 = u32::MAX;
 
+/// The low bits of a slot's address that [`Protection`] keeps its way in: `way + 1` for a
+/// sticky slot, 0 for a transient one.
+const WAY_TAG: usize = 0b111;
+const _: () = assert!(
+    core::mem::align_of::<CachePadded<AtomicU64>>() > WAY_TAG && local::WAYS < WAY_TAG,
+    "slots must be aligned enough to keep a way in their address's low bits"
+);
+
 /// The raw parts of one protection: which slot announces which epoch.
 ///
 /// [`EpochGuard`] wraps one for users; EPVS guards hold one directly (released through
 /// [`LightEpoch::release_protection`]) so that ending a region never moves a guard value
 /// through memory. A `Protection` must be released exactly once, by the thread that
 /// announced it.
-#[derive(Debug, Clone, Copy)]
+///
+/// Two words: the slot's address carries the way in its low bits (slots are cache-line
+/// aligned), so a protection (and an `Option` of one) is passed and returned in
+/// registers, never through memory.
+#[derive(Clone, Copy)]
 pub(crate) struct Protection<'a> {
     /// The announcing slot (borrowed from the instance's table: no index arithmetic or
-    /// bounds check on the fast paths).
-    slot: &'a AtomicU64,
+    /// bounds check on the fast paths), tagged with the way (see [`WAY_TAG`]).
+    tagged: NonNull<AtomicU64>,
     announced: u64,
-    /// The thread's sticky-slot way (asymmetric mode), or [`TRANSIENT`].
-    way: u32,
+    _slot: PhantomData<&'a AtomicU64>,
+}
+
+impl fmt::Debug for Protection<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Protection")
+            .field("announced", &self.announced)
+            .field("way", &self.way())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> Protection<'a> {
+    /// `way`: the thread's sticky-slot way (asymmetric mode), or [`TRANSIENT`].
     #[inline(always)]
     pub(super) fn new(slot: &'a AtomicU64, announced: u64, way: u32) -> Self {
-        Protection { slot, announced, way }
+        let tag = if way == TRANSIENT { 0 } else { way as usize + 1 };
+        debug_assert!(tag <= WAY_TAG);
+        let tagged = NonNull::from(slot).map_addr(|a| a | tag);
+        Protection { tagged, announced, _slot: PhantomData }
     }
 
     /// The announcing slot.
     #[inline(always)]
     pub(super) fn slot(&self) -> &'a AtomicU64 {
-        self.slot
+        let slot = self.tagged.as_ptr().map_addr(|a| a & !WAY_TAG);
+        // SAFETY: with the tag cleared, this is the address (and provenance) of the
+        // `&'a AtomicU64` the protection was built from.
+        unsafe { &*slot }
+    }
+
+    /// The way, or [`TRANSIENT`].
+    #[inline(always)]
+    fn way_raw(&self) -> u32 {
+        match self.tagged.addr().get() & WAY_TAG {
+            0 => TRANSIENT,
+            tag => tag as u32 - 1,
+        }
+    }
+    /// The sticky way announcing, `None` for a transient slot.
+    #[inline(always)]
+    pub(crate) fn way(&self) -> Option<u32> {
+        let way = self.way_raw();
+        (way != TRANSIENT).then_some(way)
+    }
+
+    /// Records that the slot now announces `epoch`.
+    #[inline(always)]
+    pub(super) fn set_announced(&mut self, epoch: u64) {
+        self.announced = epoch;
     }
 
     /// The epoch announced (never 0: epochs start at 1).
@@ -61,7 +112,7 @@ impl LightEpoch {
             // `SlotTable::min_announced`. A plain store suffices in both modes: the slot
             // goes from one epoch to a larger one, so a scan that misses it still sees a
             // value that protects at least as much.
-            p.slot.store(e, Ordering::Release);
+            p.slot().store(e, Ordering::Release);
             p.announced = e;
             if self.drain.has_pending() {
                 self.drain_slow();
@@ -76,26 +127,68 @@ impl LightEpoch {
         self.current.load(Ordering::Relaxed) == announced
     }
 
-    /// Ends the protection `p` (taken by this thread, not released yet).
+    /// Ends the protection `p` (taken by this thread, not released yet). `false` (and
+    /// nothing changes) if EPVS guards nested in the region `p` protects still share it
+    /// (see [`enter_region`](LightEpoch::enter_region)); a `LightEpoch` guard never shares.
     #[inline(always)]
-    pub(crate) fn release_protection(&self, p: Protection<'_>) {
-        let slot = p.slot;
-        if p.way == TRANSIENT {
+    pub(crate) fn release_protection(&self, p: Protection<'_>) -> bool {
+        let slot = p.slot();
+        if p.way_raw() == TRANSIENT {
             // Release: this thread's protected reads happen before any action a later
             // scan runs because it saw the slot free; pairs with the Acquire loads in
             // `SlotTable::min_announced`.
             slot.store(FREE, Ordering::Release);
             self.after_release();
-        } else {
-            // Release: as above, for a sticky slot that stays this thread's (IDLE).
-            slot.store(IDLE, Ordering::Release);
-            if let Err(index) = local::release(p.way) {
-                self.give_back_sticky(index);
-            } else if self.drain.has_pending() {
+            return true;
+        }
+        self.release_sticky(p)
+    }
+
+    /// The common case of [`release_sticky`](Self::release_sticky): `p` is its way's only
+    /// use, which ends (the slot stays the thread's). `false` (and nothing changes)
+    /// otherwise.
+    #[inline(always)]
+    pub(crate) fn try_release_sticky_fast(&self, p: Protection<'_>) -> bool {
+        let way = p.way_raw();
+        debug_assert_ne!(way, TRANSIENT);
+        if !local::release_if_last(way) {
+            return false;
+        }
+        // Release: this thread's protected reads happen before any action a later scan
+        // runs because it saw the slot idle; pairs with the Acquire loads in
+        // `SlotTable::min_announced`.
+        p.slot().store(IDLE, Ordering::Release);
+        if self.drain.has_pending() {
+            self.drain_slow();
+        }
+        true
+    }
+
+    /// [`release_protection`](Self::release_protection) of a protection known to be in a
+    /// sticky slot.
+    #[inline(always)]
+    pub(crate) fn release_sticky(&self, p: Protection<'_>) -> bool {
+        let way = p.way_raw();
+        debug_assert_ne!(way, TRANSIENT);
+        let slot = p.slot();
+        match local::release(way) {
+            local::Released::Idle => {
+                // Release: as above, for a sticky slot that stays this thread's (IDLE).
+                slot.store(IDLE, Ordering::Release);
                 // The slot stays this thread's: no waiter for a free slot can use it, so
                 // only the drain is checked.
-                self.drain_slow();
+                if self.drain.has_pending() {
+                    self.drain_slow();
+                }
+                true
             }
+            local::Released::GiveBack(index) => {
+                // Release: as above.
+                slot.store(IDLE, Ordering::Release);
+                self.give_back_sticky(index);
+                true
+            }
+            local::Released::Shared => false,
         }
     }
 }
@@ -156,7 +249,8 @@ impl<'a> EpochGuard<'a> {
 impl Drop for EpochGuard<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        self.epoch.release_protection(self.protection);
+        let released = self.epoch.release_protection(self.protection);
+        debug_assert!(released, "a LightEpoch guard's protection is never shared");
     }
 }
 
@@ -164,7 +258,7 @@ impl fmt::Debug for EpochGuard<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EpochGuard")
             .field("epoch", &self.protection.announced)
-            .field("sticky", &(self.protection.way != TRANSIENT))
+            .field("sticky", &self.protection.way().is_some())
             .finish()
     }
 }

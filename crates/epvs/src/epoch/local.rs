@@ -10,13 +10,18 @@
 //!
 //! # Way states
 //!
-//! | id  | flag     | meaning                                                            |
-//! |-----|----------|--------------------------------------------------------------------|
-//! | `0` | -        | empty                                                              |
-//! | `i` | `IDLE`   | owns `slot` of instance `i`, not protected (`IDLE` in the slot)    |
-//! | `i` | `BUSY`   | a guard of this thread is protected in `slot`                      |
-//! | `i` | `ORPHAN` | as `BUSY`, and the thread's cache was torn down (thread exit): the |
-//! |     |          | guard's drop gives the slot back instead of keeping it             |
+//! | id  | `uses`       | meaning                                                        |
+//! |-----|--------------|----------------------------------------------------------------|
+//! | `0` | -            | empty                                                          |
+//! | `i` | `0`          | owns `slot` of instance `i`, not protected (`IDLE` in the slot) |
+//! | `i` | `n > 0`      | protected in `slot`; `n` guards share that protection: one for |
+//! |     |              | `LightEpoch` guards, the region's guards for an EPVS region    |
+//! | `i` | `n + ORPHAN` | as above, and the thread's cache was torn down (thread exit):  |
+//! |     |              | the last guard's drop gives the slot back instead of keeping it |
+//!
+//! Only EPVS shares a protection ([`claim`] and [`unnest`]: its nested guards belong to
+//! the region of the outermost one, see `crate::version`); a nested `LightEpoch::protect`
+//! takes a transient slot of its own.
 //!
 //! Instance ids are process-wide unique and never reused, so a way can never be mistaken
 //! for a slot of a later instance.
@@ -32,13 +37,9 @@ use crate::primitive::{thread_hint, AtomicU64};
 pub(crate) const WAYS: usize = 4;
 const _: () = assert!(WAYS.is_power_of_two(), "`release` masks way indices");
 
-/// `Cache::flags`: the slot is owned and idle (`IDLE` in the slot).
-const IDLE: u8 = 0;
-/// `Cache::flags`: a guard of this thread is protected in the slot.
-const BUSY: u8 = 1;
-/// `Cache::flags`: as `BUSY`, and the thread's cache was torn down (thread exit): the
-/// guard's drop gives the slot back instead of keeping it.
-const ORPHAN: u8 = 2;
+/// `Cache::uses`: set when the thread's cache was torn down (thread exit) while the way was
+/// in use: the last guard gives the slot back instead of keeping it.
+const ORPHAN: u32 = 1 << 31;
 
 /// The ways, as parallel arrays of plain cells (`acquire` reads three and writes one,
 /// `release` reads and writes one).
@@ -50,8 +51,9 @@ struct Cache {
     ptrs: [Cell<NonNull<AtomicU64>>; WAYS],
     /// Index of the way's sticky slot in its instance's table.
     slots: [Cell<u32>; WAYS],
-    /// `IDLE`, `BUSY` or `ORPHAN`; meaningful while the way's id is not 0.
-    flags: [Cell<u8>; WAYS],
+    /// Guards sharing the way's protection (0: idle), plus [`ORPHAN`]; meaningful while
+    /// the way's id is not 0.
+    uses: [Cell<u32>; WAYS],
     /// Next way to evict when all are taken.
     victim: Cell<usize>,
 }
@@ -59,7 +61,7 @@ struct Cache {
 impl Cache {
     fn clear(&self, way: usize) {
         self.ids[way].set(0);
-        self.flags[way].set(IDLE);
+        self.uses[way].set(0);
     }
 }
 
@@ -74,11 +76,11 @@ impl Drop for Owned {
         let _ = CACHE.try_with(|cache| {
             for (way, table) in tables.iter_mut().enumerate() {
                 let Some(table) = table.take() else { continue };
-                if cache.flags[way].get() == BUSY {
+                if cache.uses[way].get() != 0 {
                     // A guard (in a thread-local destroyed later) is still protected in the
                     // slot; it borrows the instance, which keeps the table alive, and gives
                     // the slot back when it drops.
-                    cache.flags[way].set(ORPHAN);
+                    cache.uses[way].set(cache.uses[way].get() | ORPHAN);
                 } else {
                     table.release_sticky(cache.slots[way].get() as usize);
                     cache.clear(way);
@@ -95,7 +97,7 @@ std::thread_local! {
             ids: [const { Cell::new(0) }; WAYS],
             ptrs: [const { Cell::new(NonNull::dangling()) }; WAYS],
             slots: [const { Cell::new(0) }; WAYS],
-            flags: [const { Cell::new(IDLE) }; WAYS],
+            uses: [const { Cell::new(0) }; WAYS],
             victim: Cell::new(0),
         }
     };
@@ -108,13 +110,13 @@ loom::thread_local! {
         ids: std::array::from_fn(|_| Cell::new(0)),
         ptrs: std::array::from_fn(|_| Cell::new(NonNull::dangling())),
         slots: std::array::from_fn(|_| Cell::new(0)),
-        flags: std::array::from_fn(|_| Cell::new(IDLE)),
+        uses: std::array::from_fn(|_| Cell::new(0)),
         victim: Cell::new(0),
     };
     static OWNED: Owned = Owned { tables: RefCell::new(Default::default()) };
 }
 
-/// This thread's idle sticky slot of instance `id`, marked busy: `(way, slot)`. The
+/// This thread's idle sticky slot of instance `id`, marked used: `(way, slot)`. The
 /// pointer is into the instance's table: valid for as long as the caller's borrow of the
 /// instance (ids are never reused, so a way with the caller's id is the caller's).
 ///
@@ -126,10 +128,10 @@ pub(crate) fn acquire(id: u64) -> Option<(u32, NonNull<AtomicU64>)> {
         .try_with(|cache| {
             for way in 0..WAYS {
                 if cache.ids[way].get() == id {
-                    if cache.flags[way].get() != IDLE {
+                    if cache.uses[way].get() != 0 {
                         return None;
                     }
-                    cache.flags[way].set(BUSY);
+                    cache.uses[way].set(1);
                     return Some((way as u32, cache.ptrs[way].get()));
                 }
             }
@@ -137,6 +139,42 @@ pub(crate) fn acquire(id: u64) -> Option<(u32, NonNull<AtomicU64>)> {
         })
         .ok()
         .flatten()
+}
+
+/// What [`claim`] found.
+pub(crate) enum Claim {
+    /// The idle sticky slot `(way, slot)`, now used once (see [`acquire`]).
+    Idle(u32, NonNull<AtomicU64>),
+    /// The thread is protected in its slot of the instance, way `.0`: one more guard
+    /// now shares that protection, as use number `.1` (at least 2).
+    Busy(u32, u32),
+    /// No slot of the instance cached.
+    Absent,
+}
+
+/// [`acquire`], or, if the thread is already protected in its slot of instance `id`, one
+/// more use of that protection (EPVS nesting; undone by [`unnest`]).
+#[inline(always)]
+pub(crate) fn claim(id: u64) -> Claim {
+    CACHE
+        .try_with(|cache| {
+            for way in 0..WAYS {
+                if cache.ids[way].get() == id {
+                    let uses = cache.uses[way].get();
+                    if uses != 0 {
+                        if uses & ORPHAN != 0 {
+                            return Claim::Absent; // keep an orphan's slot out of new use
+                        }
+                        cache.uses[way].set(uses + 1);
+                        return Claim::Busy(way as u32, uses + 1);
+                    }
+                    cache.uses[way].set(1);
+                    return Claim::Idle(way as u32, cache.ptrs[way].get());
+                }
+            }
+            Claim::Absent
+        })
+        .unwrap_or(Claim::Absent)
 }
 
 /// Claims a sticky slot of `table` (instance `id`) for this thread, evicting an idle way
@@ -161,7 +199,7 @@ pub(crate) fn acquire_slow(id: u64, table: &Arc<SlotTable>) -> Option<(u32, NonN
                     let start = cache.victim.get();
                     let way = (0..WAYS)
                         .map(|k| (start + k) % WAYS)
-                        .find(|&w| cache.flags[w].get() == IDLE)?;
+                        .find(|&w| cache.uses[w].get() == 0)?;
                     cache.victim.set((way + 1) % WAYS);
                     way
                 }
@@ -175,7 +213,7 @@ pub(crate) fn acquire_slow(id: u64, table: &Arc<SlotTable>) -> Option<(u32, NonN
                 cache.ids[way].set(id);
                 cache.ptrs[way].set(NonNull::from(table.slot(slot)));
                 cache.slots[way].set(slot as u32);
-                cache.flags[way].set(BUSY);
+                cache.uses[way].set(1);
             });
             match installed {
                 Ok(()) => Some((way as u32, NonNull::from(table.slot(slot)))),
@@ -190,23 +228,90 @@ pub(crate) fn acquire_slow(id: u64, table: &Arc<SlotTable>) -> Option<(u32, NonN
         .flatten()
 }
 
-/// Ends the protection of way `way`. `Err(index)` if the slot, `index` in the instance's
-/// table, must be given back (the thread's cache was torn down meanwhile).
+/// How [`release`] ended a use of a way.
+pub(crate) enum Released {
+    /// Other uses remain: the protection stays (nothing changed).
+    Shared,
+    /// That was the last use: the way is idle, the caller stores `IDLE` in the slot.
+    Idle,
+    /// That was the last use and the thread's cache was torn down meanwhile: the way is
+    /// gone, the caller gives back the slot, `.0` in the instance's table.
+    GiveBack(usize),
+}
+
+/// Ends the last use of way `way`, unless other uses remain (`Shared`: EPVS guards nested
+/// in the one releasing are alive, nothing changes).
 #[inline(always)]
-pub(crate) fn release(way: u32) -> Result<(), usize> {
+pub(crate) fn release(way: u32) -> Released {
     // The mask only spares a bounds check: `way` came from `acquire` and is below `WAYS`.
     let way = way as usize % WAYS;
     CACHE
         .try_with(|cache| {
-            if cache.flags[way].get() == ORPHAN {
-                cache.clear(way);
-                return Err(cache.slots[way].get() as usize);
+            let uses = cache.uses[way].get();
+            if uses == 1 {
+                cache.uses[way].set(0);
+                return Released::Idle;
             }
-            cache.flags[way].set(IDLE);
-            Ok(())
+            released_slow(cache, way, uses)
         })
         // Unreachable for a `const` thread-local without a destructor.
-        .unwrap_or(Ok(()))
+        .unwrap_or(Released::Idle)
+}
+
+/// Ends the only use of way `way`, if that is what it has; `false` (and nothing changes)
+/// otherwise: [`release`] handles the rest.
+#[inline(always)]
+pub(crate) fn release_if_last(way: u32) -> bool {
+    let way = way as usize % WAYS;
+    CACHE
+        .try_with(|cache| {
+            let last = cache.uses[way].get() == 1;
+            if last {
+                cache.uses[way].set(0);
+            }
+            last
+        })
+        .unwrap_or(false)
+}
+
+/// [`release`] of a way with other uses, or of an orphan.
+#[cold]
+fn released_slow(cache: &Cache, way: usize, uses: u32) -> Released {
+    if uses == 1 | ORPHAN {
+        cache.clear(way);
+        Released::GiveBack(cache.slots[way].get() as usize)
+    } else {
+        Released::Shared
+    }
+}
+
+/// Ends use number `level` (at least 2, from [`claim`]) of way `way`; `false` (and nothing
+/// changes) if it is not the last one taken, i.e. EPVS guards are dropped out of order.
+#[inline]
+pub(crate) fn unnest(way: u32, level: u32) -> bool {
+    let way = way as usize % WAYS;
+    CACHE
+        .try_with(|cache| {
+            let uses = cache.uses[way].get();
+            let left = level >= 2 && uses & !ORPHAN == level;
+            if left {
+                cache.uses[way].set(uses - 1);
+            }
+            left
+        })
+        .unwrap_or(false)
+}
+
+/// How many uses this thread has of its sticky slot of instance `id` (0 if none).
+pub(crate) fn uses(id: u64) -> usize {
+    CACHE
+        .try_with(|cache| {
+            let way = cache.ids.iter().position(|w| w.get() == id)?;
+            Some((cache.uses[way].get() & !ORPHAN) as usize)
+        })
+        .ok()
+        .flatten()
+        .unwrap_or(0)
 }
 
 /// Gives back this thread's sticky slot of instance `id`, if it has one (called when the
@@ -215,7 +320,7 @@ pub(crate) fn release(way: u32) -> Result<(), usize> {
 pub(crate) fn forget(id: u64) {
     let _ = CACHE.try_with(|cache| {
         let Some(way) = cache.ids.iter().position(|w| w.get() == id) else { return };
-        if cache.flags[way].get() != IDLE {
+        if cache.uses[way].get() != 0 {
             return; // cannot happen: guards borrow the instance
         }
         let _ = OWNED.try_with(|owned| {

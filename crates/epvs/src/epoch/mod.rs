@@ -131,9 +131,11 @@ mod guard;
 mod local;
 #[cfg(all(test, loom))]
 mod loom;
+mod region;
 mod table;
 
 use core::fmt;
+use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -146,6 +148,7 @@ pub use error::EpochError;
 pub use guard::EpochGuard;
 pub(crate) use guard::Protection;
 use guard::TRANSIENT;
+pub(crate) use region::Entered;
 use table::SlotTable;
 
 /// Source of instance ids (asymmetric mode's per-thread cache key); 0 is never handed out.
@@ -328,13 +331,20 @@ impl LightEpoch {
             None if self.asymmetric => local::acquire_slow(self.id, &self.table)?,
             None => return None,
         };
+        Some(self.announce_sticky(way, slot))
+    }
+
+    /// Announces the current epoch in this thread's sticky slot `slot` of way `way`
+    /// (claimed from this instance, idle).
+    #[inline(always)]
+    fn announce_sticky(&self, way: u32, slot: NonNull<AtomicU64>) -> Protection<'_> {
         // SAFETY: the way holds this instance's id, and ids are never reused, so `slot`
         // points into `self.table`, which lives at least as long as `&self`.
         let slot = unsafe { slot.as_ref() };
         // Acquire: as in `try_protect_once`.
         let e = self.current.load(Ordering::Acquire);
         SlotTable::announce_sticky(slot, e);
-        Some(Protection::new(slot, e, way))
+        Protection::new(slot, e, way)
     }
 
     #[cold]

@@ -5,7 +5,7 @@
 use super::machine::SimpleMachine;
 use super::tls::{self, Begin, CallbackScope};
 use super::{AdvanceError, State, StateMachine, Step};
-use crate::epoch::{LightEpoch, Protection};
+use crate::epoch::{Entered, LightEpoch, Protection};
 use crate::primitive::{self as prim, fence, AtomicU64, Condvar, Mutex, MutexGuard};
 use std::fmt;
 use std::marker::PhantomData;
@@ -72,8 +72,19 @@ struct Region<'a> {
     protection: Option<Protection<'a>>,
     state: State,
     level: usize,
-    /// The region is held by the thread's fast record (an outermost guard only).
-    in_first: bool,
+    track: Track,
+}
+
+/// Where a region's guards are accounted for on this thread.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Track {
+    /// By the thread's sticky way `.0` of the instance's epoch, which counts the region's
+    /// guards (see `epoch::region`).
+    Sticky(u32),
+    /// By the thread's fast record in `tls`, whose region this outermost guard holds.
+    First,
+    /// By `tls`, in general.
+    Recorded,
 }
 
 struct Installed {
@@ -171,58 +182,147 @@ impl Epvs {
         Some(self.guard(region))
     }
 
-    /// The fast path of `enter` and `try_enter`: a new region recorded in the thread's
-    /// fast record, if that is free (the thread is inside no instance and runs no
-    /// callback) and no transition is in flight. `None` (holding nothing) otherwise.
+    /// Runs `f` in a protected region entered for it and left right after: the same as
+    /// `f(&self.enter())`, but the common case (a new region in the thread's sticky slot)
+    /// is specialized, so that leaving it checks nothing else. For short operations in
+    /// hot loops; blocks, re-enters and panics like [`enter`](Epvs::enter).
+    #[inline(always)]
+    pub fn with_region<R>(&self, f: impl FnOnce(&EpvsGuard<'_>) -> R) -> R {
+        match self.enter_fresh_sticky() {
+            Some((protection, state, way)) => {
+                let track = Track::Sticky(way);
+                let guard =
+                    self.guard(Region { protection: Some(protection), state, level: 1, track });
+                let result = f(&guard);
+                guard.leave();
+                result
+            }
+            None => self.with_region_slow(f),
+        }
+    }
+
+    /// [`with_region`](Epvs::with_region) in general.
+    #[cold]
+    #[inline(never)]
+    fn with_region_slow<R>(&self, f: impl FnOnce(&EpvsGuard<'_>) -> R) -> R {
+        f(&self.enter())
+    }
+
+    /// The common case of [`enter_first`](Epvs::enter_first), alone: a new region in the
+    /// thread's sticky slot, with its state and way; `None` (having undone whatever it
+    /// took) in every other case. A result that is only ever this case lets the caller's
+    /// leave skip every check of the others.
+    #[inline(always)]
+    fn enter_fresh_sticky(&self) -> Option<(Protection<'_>, State, u32)> {
+        if !tls::first_is_free() {
+            return None;
+        }
+        let epoch = &self.core.epoch;
+        let (protection, way) = match epoch.enter_region() {
+            Entered::Fresh { protection, way } => (protection, way),
+            Entered::Nested { way, level } => {
+                let undone = epoch.unnest(way, level);
+                debug_assert!(undone);
+                return None;
+            }
+            Entered::Unavailable => return None,
+        };
+        let state = self.core.load();
+        if state.is_intermediate() {
+            epoch.release_sticky(protection);
+            return None;
+        }
+        Some((protection, state, way))
+    }
+
+    /// The fast path of `enter` and `try_enter`, when the thread's fast record is free
+    /// (it is inside no region recorded by `tls` and runs no callback): a new region, or a
+    /// nested guard of the region kept in the thread's sticky slot (see
+    /// `epoch::region`), unless a transition is in flight (`None`, holding nothing).
     #[inline(always)]
     fn enter_first(&self) -> Option<Region<'_>> {
         if !tls::first_is_free() {
             return None;
         }
-        let protection = self.core.epoch.protect_raw();
+        let epoch = &self.core.epoch;
+        let (protection, track) = match epoch.enter_region() {
+            Entered::Fresh { protection, way } => (protection, Track::Sticky(way)),
+            Entered::Nested { way, level } => {
+                return Some(self.nested(Track::Sticky(way), level as usize));
+            }
+            // Fenced mode, or no sticky slot: a transient slot, and the fast record keeps
+            // the region (nothing ran on this thread since `first_is_free`: protecting and
+            // loading run no callbacks, so the record is still free).
+            Entered::Unavailable => (epoch.protect_raw(), Track::First),
+        };
         let state = self.core.load();
         if state.is_intermediate() {
-            self.core.epoch.release_protection(protection);
+            epoch.release_protection(protection);
             return None;
         }
-        // Nothing ran on this thread since `first_is_free` (protecting and loading run no
-        // callbacks), so the record is still free.
-        tls::set_first(self.id());
-        Some(Region { protection: Some(protection), state, level: 1, in_first: true })
+        if track == Track::First {
+            tls::set_first(self.id());
+        }
+        Some(Region { protection: Some(protection), state, level: 1, track })
     }
 
-    /// Every other case of `enter` (`blocking`) and `try_enter`: a nested guard, a region
-    /// recorded on the slow path, waiting for a transition, or a callback's panic.
+    /// Every other case of `enter` (`blocking`) and `try_enter`: a nested guard of a
+    /// recorded region, a region recorded on the slow path, waiting for a transition, or a
+    /// callback's panic.
     #[cold]
     #[inline(never)]
     fn enter_general(&self, blocking: bool, caller: &str) -> Option<Region<'_>> {
         let id = self.id();
         match tls::begin_enter(id) {
             Begin::Fresh => {}
-            Begin::Nested(level) => {
-                // The outermost guard's protection covers a nested guard (guards of a
-                // region are dropped innermost first). The region's state is the
-                // instance's without the intermediate flag (see `tls`).
-                let state = self.core.load().without_intermediate();
-                return Some(Region { protection: None, state, level, in_first: false });
-            }
+            Begin::Nested(level) => return Some(self.nested(Track::Recorded, level)),
             Begin::InCallback => callback_panic(caller),
+        }
+        let epoch = &self.core.epoch;
+        match epoch.enter_region() {
+            Entered::Nested { way, level } => {
+                return Some(self.nested(Track::Sticky(way), level as usize));
+            }
+            Entered::Fresh { mut protection, way } => loop {
+                let state = self.core.load();
+                if !state.is_intermediate() {
+                    let protection = Some(protection);
+                    return Some(Region { protection, state, level: 1, track: Track::Sticky(way) });
+                }
+                if !blocking {
+                    epoch.release_protection(protection);
+                    return None;
+                }
+                // Wait without protecting, but keep the way (and so the region's place).
+                epoch.suspend(&protection);
+                self.core.park_while(|s| s.is_intermediate());
+                epoch.resume(&mut protection);
+            },
+            Entered::Unavailable => {}
         }
         let (protection, state) = if blocking {
             self.protect_stable()
         } else {
-            let protection = self.core.epoch.protect_raw();
+            let protection = epoch.protect_raw();
             let state = self.core.load();
             if state.is_intermediate() {
-                self.core.epoch.release_protection(protection);
+                epoch.release_protection(protection);
                 return None;
             }
             (protection, state)
         };
         // Draining (while waiting or releasing) may have run callbacks on this thread:
         // `push_entered` checks the fast record again.
-        let in_first = tls::push_entered(id);
-        Some(Region { protection: Some(protection), state, level: 1, in_first })
+        let track = if tls::push_entered(id) { Track::First } else { Track::Recorded };
+        Some(Region { protection: Some(protection), state, level: 1, track })
+    }
+
+    /// A nested guard's region: no protection of its own, the outermost guard's covers it
+    /// (guards of a region are dropped innermost first). The region's state is the
+    /// instance's without the intermediate flag (see `tls`).
+    fn nested(&self, track: Track, level: usize) -> Region<'_> {
+        let state = self.core.load().without_intermediate();
+        Region { protection: None, state, level, track }
     }
 
     /// The guard of a region entered by this thread.
@@ -238,7 +338,7 @@ impl Epvs {
             protection: region.protection,
             state: region.state,
             level: region.level,
-            in_first: region.in_first,
+            track: region.track,
             _not_send: PhantomData,
         }
     }
@@ -365,7 +465,7 @@ impl Epvs {
     /// thread) or in a callback of its machine.
     pub fn wait_until(&self, mut pred: impl FnMut(State) -> bool) -> State {
         let id = self.id();
-        if tls::depth(id) > 0 {
+        if tls::depth(id) > 0 || self.core.epoch.region_uses() > 0 {
             panic!(
                 "Epvs::wait_until called inside a protected region of the same Epvs: the \
                  transition it waits for needs this thread to leave first"
@@ -610,8 +710,8 @@ pub struct EpvsGuard<'a> {
     state: State,
     /// Nesting level: 1 for the outermost guard of the region.
     level: usize,
-    /// This outermost guard's region is held by the thread's fast record (see `tls`).
-    in_first: bool,
+    /// Where the region's guards are accounted for.
+    track: Track,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -674,7 +774,7 @@ impl<'a> EpvsGuard<'a> {
         if self.core.epoch.is_current(self.announced) {
             return Some(self.state);
         }
-        if self.level != 1 || tls::depth(self.core.id) != 1 {
+        if self.level != 1 || self.region_depth() != 1 {
             return None;
         }
         self.try_refresh_slow()
@@ -691,17 +791,40 @@ impl<'a> EpvsGuard<'a> {
         }
         let mut state = self.core.load();
         if state.is_intermediate() {
-            if let Some(p) = self.protection.take() {
-                self.announced = 0;
-                epoch.release_protection(p);
+            match (self.track, self.protection.as_mut()) {
+                // Wait without protecting, keeping the way (the region's accounting).
+                (Track::Sticky(_), Some(p)) => {
+                    let core = self.core;
+                    while state.is_intermediate() {
+                        epoch.suspend(p);
+                        core.park_while(|s| s.is_intermediate());
+                        epoch.resume(p);
+                        state = core.load();
+                    }
+                    self.announced = p.announced();
+                }
+                _ => {
+                    if let Some(p) = self.protection.take() {
+                        self.announced = 0;
+                        epoch.release_protection(p);
+                    }
+                    let (protection, s) = self.epvs.protect_stable();
+                    self.announced = protection.announced();
+                    self.protection = Some(protection);
+                    state = s;
+                }
             }
-            let (protection, s) = self.epvs.protect_stable();
-            self.announced = protection.announced();
-            self.protection = Some(protection);
-            state = s;
         }
         self.state = state;
         Some(state)
+    }
+
+    /// The number of live guards of this guard's region on this thread.
+    fn region_depth(&self) -> usize {
+        match self.track {
+            Track::Sticky(_) => self.core.epoch.region_uses(),
+            Track::First | Track::Recorded => tls::depth(self.core.id),
+        }
     }
 }
 
@@ -711,32 +834,58 @@ impl<'a> EpvsGuard<'a> {
     #[inline(always)]
     pub fn leave(self) {
         let this = ManuallyDrop::new(self);
-        end_region(this.core, this.protection, this.level, this.in_first);
+        end_region(this.core, this.protection, this.level, this.track);
     }
 }
 
 impl Drop for EpvsGuard<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        end_region(self.core, self.protection, self.level, self.in_first);
+        end_region(self.core, self.protection, self.level, self.track);
     }
 }
 
 /// Ends a guard of `core`'s region at nesting `level` holding `protection`. Takes the
-/// guard's parts by value, and no slow path takes the protection: a slow path that
-/// borrowed the guard, or took the (three-word, so passed in memory) protection, would keep
-/// it in memory on the fast path too.
+/// guard's parts by value (all in registers: a protection is two words), and inlines only
+/// the common case, an outermost guard in a sticky slot with no nested guard alive: a
+/// larger drop is not inlined, and an out-of-line drop (or a slow path borrowing the
+/// guard) keeps the whole guard in memory.
 #[inline(always)]
-fn end_region(core: &Core, protection: Option<Protection<'_>>, level: usize, in_first: bool) {
-    // Fast path: the outermost guard of a region in the thread's fast record. Otherwise
-    // leave the bookkeeping first: ending the protection may run critical sections of
-    // this instance on this thread, which must not see it as inside.
-    let left = (in_first && tls::leave_first()) || tls::leave_general(core.id, level);
+fn end_region(core: &Core, protection: Option<Protection<'_>>, level: usize, track: Track) {
+    if let (Track::Sticky(_), Some(p)) = (track, protection) {
+        if core.epoch.try_release_sticky_fast(p) {
+            prim::eventually_visible();
+            return;
+        }
+    }
+    end_region_slow(core, protection, level, track);
+}
+
+#[cold]
+#[inline(never)]
+fn end_region_slow(core: &Core, protection: Option<Protection<'_>>, level: usize, track: Track) {
+    let left = match track {
+        // The way counts the guards: the outermost guard's release is refused while nested
+        // ones remain, a nested one leaves only if it is the innermost.
+        Track::Sticky(way) => match protection {
+            Some(p) => core.epoch.release_sticky(p),
+            None => core.epoch.unnest(way, level as u32),
+        },
+        // Leave the bookkeeping first: ending the protection may run critical sections of
+        // this instance on this thread, which must not see it as inside.
+        Track::First | Track::Recorded => {
+            let left =
+                (track == Track::First && tls::leave_first()) || tls::leave_general(core.id, level);
+            if left {
+                if let Some(p) = protection {
+                    core.epoch.release_protection(p);
+                }
+            }
+            left
+        }
+    };
     if !left {
         return dropped_out_of_order();
-    }
-    if let Some(p) = protection {
-        core.epoch.release_protection(p);
     }
     prim::eventually_visible();
 }

@@ -2,18 +2,26 @@
 //! (for re-entrant `enter`), and which instances' machine callbacks run on this thread
 //! (to turn would-be self-deadlocks into clear panics).
 //!
+//! Regions protected in the thread's sticky slot of the instance's epoch (asymmetric
+//! mode, the default) are not recorded here at all: the slot's way counts the region's
+//! guards (`epoch::region`). This bookkeeping holds the regions protected with transient
+//! slots (fenced mode, or no sticky slot available), and the callbacks.
+//!
 //! Instances are identified by a process-wide unique id (never reused, never 0), so an
 //! entry left behind by a leaked guard can never be mistaken for a region of a later
 //! instance.
 //!
 //! # Fast path
 //!
-//! Almost every thread is inside at most one instance at a time and never runs machine
-//! callbacks. That case lives in two `const` thread-locals without destructors
-//! ([`FIRST`] and [`SLOW`]): `enter` reads three words and writes one (two when the
-//! thread switches instances), `leave` reads and writes one, and neither touches the general bookkeeping, a `RefCell<Vec>` used
-//! only while a thread is inside several instances at once or runs a callback. An id is
-//! recorded in exactly one of the two places.
+//! Almost every thread is inside at most one recorded region at a time and never runs
+//! machine callbacks. That case lives in two `const` thread-locals without destructors
+//! ([`FIRST`] and [`SLOW`]): `enter` reads three words and writes one (two when the thread
+//! switches instances), `leave` reads and writes one, and neither touches the general
+//! bookkeeping, a `RefCell<Vec>` used only while a thread is inside several recorded
+//! regions at once or runs a callback. An id is recorded in exactly one of the two places.
+//! Every `enter` first checks that both are empty ([`first_is_free`]): only then may it
+//! take the sticky fast path, since the thread is then in no recorded region and runs no
+//! callback.
 //!
 //! The region's state is not recorded: a nested `enter` reads it from the instance. While
 //! a thread is inside a region that observed state `s`, the instance's state is `s` or `s`
