@@ -10,9 +10,6 @@ use super::table::{FREE, IDLE};
 use super::{local, LightEpoch};
 use crate::primitive::{AtomicU64, Ordering};
 
-/// `Protection::way` of a transient slot (given back at release).
-pub(super) const TRANSIENT: u32 = u32::MAX;
-
 /// The low bits of a slot's address that [`Protection`] keeps its way in: `way + 1` for a
 /// sticky slot, 0 for a transient one.
 const WAY_TAG: usize = 0b111;
@@ -50,12 +47,17 @@ impl fmt::Debug for Protection<'_> {
 }
 
 impl<'a> Protection<'a> {
-    /// `way`: the thread's sticky-slot way (asymmetric mode), or [`TRANSIENT`].
+    /// A protection in a transient slot.
     #[inline(always)]
-    pub(super) fn new(slot: &'a AtomicU64, announced: u64, way: u32) -> Self {
-        let tag = if way == TRANSIENT { 0 } else { way as usize + 1 };
-        debug_assert!(tag <= WAY_TAG);
-        let tagged = NonNull::from(slot).map_addr(|a| a | tag);
+    pub(super) fn transient(slot: &'a AtomicU64, announced: u64) -> Self {
+        Protection { tagged: NonNull::from(slot), announced, _slot: PhantomData }
+    }
+
+    /// A protection in the thread's sticky slot of way `way`.
+    #[inline(always)]
+    pub(super) fn sticky(slot: &'a AtomicU64, announced: u64, way: u32) -> Self {
+        debug_assert!((way as usize) < local::WAYS);
+        let tagged = NonNull::from(slot).map_addr(|a| a | (way as usize + 1));
         Protection { tagged, announced, _slot: PhantomData }
     }
 
@@ -68,19 +70,20 @@ impl<'a> Protection<'a> {
         unsafe { &*slot }
     }
 
-    /// The way, or [`TRANSIENT`].
+    /// The way of a protection known to be sticky.
     #[inline(always)]
-    fn way_raw(&self) -> u32 {
-        match self.tagged.addr().get() & WAY_TAG {
-            0 => TRANSIENT,
-            tag => tag as u32 - 1,
-        }
+    fn sticky_way(&self) -> u32 {
+        let tag = self.tagged.addr().get() & WAY_TAG;
+        debug_assert_ne!(tag, 0, "not a sticky protection");
+        tag.wrapping_sub(1) as u32
     }
     /// The sticky way announcing, `None` for a transient slot.
     #[inline(always)]
     pub(crate) fn way(&self) -> Option<u32> {
-        let way = self.way_raw();
-        (way != TRANSIENT).then_some(way)
+        match self.tagged.addr().get() & WAY_TAG {
+            0 => None,
+            tag => Some(tag as u32 - 1),
+        }
     }
 
     /// Records that the slot now announces `epoch`.
@@ -133,7 +136,7 @@ impl LightEpoch {
     #[inline(always)]
     pub(crate) fn release_protection(&self, p: Protection<'_>) -> bool {
         let slot = p.slot();
-        if p.way_raw() == TRANSIENT {
+        if p.way().is_none() {
             // Release: this thread's protected reads happen before any action a later
             // scan runs because it saw the slot free; pairs with the Acquire loads in
             // `SlotTable::min_announced`.
@@ -149,8 +152,7 @@ impl LightEpoch {
     /// otherwise.
     #[inline(always)]
     pub(crate) fn try_release_sticky_fast(&self, p: Protection<'_>) -> bool {
-        let way = p.way_raw();
-        debug_assert_ne!(way, TRANSIENT);
+        let way = p.sticky_way();
         if !local::release_if_last(way) {
             return false;
         }
@@ -168,8 +170,7 @@ impl LightEpoch {
     /// sticky slot.
     #[inline(always)]
     pub(crate) fn release_sticky(&self, p: Protection<'_>) -> bool {
-        let way = p.way_raw();
-        debug_assert_ne!(way, TRANSIENT);
+        let way = p.sticky_way();
         let slot = p.slot();
         match local::release(way) {
             local::Released::Idle => {

@@ -147,7 +147,6 @@ use drain::DrainList;
 pub use error::EpochError;
 pub use guard::EpochGuard;
 pub(crate) use guard::Protection;
-use guard::TRANSIENT;
 pub(crate) use region::Entered;
 use table::SlotTable;
 
@@ -283,7 +282,7 @@ impl LightEpoch {
         // Rebuilt from two words (returned in registers): a protection returned through
         // memory by the slow path would keep the fast path's in memory too.
         let (slot, announced) = self.protect_blocking();
-        Protection::new(slot, announced, TRANSIENT)
+        Protection::transient(slot, announced)
     }
 
     /// Waits for a transient slot: the `(slot, announced epoch)` of the protection.
@@ -316,7 +315,7 @@ impl LightEpoch {
         // `bump_with`. (A stale, smaller `e` only protects more.)
         let e = self.current.load(Ordering::Acquire);
         let slot = self.table.try_claim(thread_hint(), e)?;
-        Some(Protection::new(self.table.slot(slot), e, TRANSIENT))
+        Some(Protection::transient(self.table.slot(slot), e))
     }
 
     /// Asymmetric mode: announces in this thread's sticky slot with a plain store. `None`
@@ -344,7 +343,7 @@ impl LightEpoch {
         // Acquire: as in `try_protect_once`.
         let e = self.current.load(Ordering::Acquire);
         SlotTable::announce_sticky(slot, e);
-        Protection::new(slot, e, way)
+        Protection::sticky(slot, e, way)
     }
 
     #[cold]

@@ -61,20 +61,20 @@ impl SlotTable {
     pub(crate) fn try_claim(&self, hint: usize, epoch: u64) -> Option<usize> {
         debug_assert_ne!(epoch, FREE);
         let len = self.slots.len();
-        let start = hint % len;
-        for i in (start..len).chain(0..start) {
+        let mut i = start_of(hint, len);
+        for _ in 0..len {
             let slot = &self.slots[i];
             // Relaxed pre-check: skip slots that are visibly taken without an RMW on them.
-            if slot.load(Ordering::Relaxed) != FREE {
-                continue;
-            }
-            // SeqCst: the announce must be ordered before this thread's later protected
-            // loads (the store-load pattern FASTER gets wrong); pairs with the fence in
-            // `min_announced`, which the reclaimer runs after bumping the epoch.
-            if slot.compare_exchange(FREE, epoch, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+            if slot.load(Ordering::Relaxed) == FREE
+                // SeqCst: the announce must be ordered before this thread's later protected
+                // loads (the store-load pattern FASTER gets wrong); pairs with the fence in
+                // `min_announced`, which the reclaimer runs after bumping the epoch.
+                && slot.compare_exchange(FREE, epoch, Ordering::SeqCst, Ordering::Relaxed).is_ok()
+            {
                 announce_fence();
                 return Some(i);
             }
+            i = if i + 1 == len { 0 } else { i + 1 };
         }
         None
     }
@@ -89,7 +89,7 @@ impl SlotTable {
             return None;
         }
         let len = self.slots.len();
-        let start = hint % len;
+        let start = start_of(hint, len);
         for i in (start..len).chain(0..start) {
             let slot = &self.slots[i];
             // Relaxed: IDLE announces nothing (a scan treats it like FREE), so the claim
@@ -180,4 +180,14 @@ fn announce_fence() {
     #[cfg(any(loom, not(any(target_arch = "x86", target_arch = "x86_64"))))]
     // SeqCst: see `try_claim`; pairs with the fence in `min_announced`.
     fence(Ordering::SeqCst);
+}
+
+/// Where a thread with `hint` starts probing a table of `len` slots: the hint spread over
+/// `0..len` by a multiply and a shift (Lemire's "fastrange") instead of a remainder, whose
+/// division would be the most expensive instruction on the protect path.
+#[inline(always)]
+fn start_of(hint: usize, len: usize) -> usize {
+    // Fibonacci hashing first, so that consecutive hints land far apart.
+    let spread = (hint as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    ((u128::from(spread) * len as u128) >> 64) as usize
 }
