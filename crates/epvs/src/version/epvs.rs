@@ -777,11 +777,23 @@ impl<'a> EpvsGuard<'a> {
         if self.level != 1 || self.region_depth() != 1 {
             return None;
         }
-        self.try_refresh_slow()
+        match (self.track, self.protection) {
+            (Track::Sticky(_), Some(p)) => {
+                let (p, state) = refresh_sticky(self.core, p);
+                self.announced = p.announced();
+                self.protection = Some(p);
+                self.state = state;
+                Some(state)
+            }
+            _ => self.refresh_recorded(),
+        }
     }
 
+    /// The slow path of `try_refresh` for a region recorded by `tls` (on a transient slot,
+    /// or whose protection a panic took).
+    #[cold]
     #[inline(never)]
-    fn try_refresh_slow(&mut self) -> Option<State> {
+    fn refresh_recorded(&mut self) -> Option<State> {
         let epoch = &self.core.epoch;
         if let Some(p) = self.protection.as_mut() {
             // Runs ready epoch actions, possibly critical sections of this instance:
@@ -790,30 +802,17 @@ impl<'a> EpvsGuard<'a> {
             self.announced = p.announced();
         }
         let mut state = self.core.load();
-        if state.is_intermediate() {
-            match (self.track, self.protection.as_mut()) {
-                // Wait without protecting, keeping the way (the region's accounting).
-                (Track::Sticky(_), Some(p)) => {
-                    let core = self.core;
-                    while state.is_intermediate() {
-                        epoch.suspend(p);
-                        core.park_while(|s| s.is_intermediate());
-                        epoch.resume(p);
-                        state = core.load();
-                    }
-                    self.announced = p.announced();
-                }
-                _ => {
-                    if let Some(p) = self.protection.take() {
-                        self.announced = 0;
-                        epoch.release_protection(p);
-                    }
-                    let (protection, s) = self.epvs.protect_stable();
-                    self.announced = protection.announced();
-                    self.protection = Some(protection);
-                    state = s;
-                }
+        if state.is_intermediate() || self.protection.is_none() {
+            // Taken before it is released, so that a panic while waiting cannot make the
+            // guard's drop release it again.
+            if let Some(p) = self.protection.take() {
+                self.announced = 0;
+                epoch.release_protection(p);
             }
+            let (protection, s) = self.epvs.protect_stable();
+            self.announced = protection.announced();
+            self.protection = Some(protection);
+            state = s;
         }
         self.state = state;
         Some(state)
@@ -843,6 +842,30 @@ impl Drop for EpvsGuard<'_> {
     fn drop(&mut self) {
         end_region(self.core, self.protection, self.level, self.track);
     }
+}
+
+/// The slow path of [`EpvsGuard::try_refresh`] for an outermost guard alone in its region
+/// in a sticky slot: re-announces, runs ready actions, waits out a transition in flight,
+/// and returns the protection and the region's state. Takes and returns the guard's parts
+/// by value, so that a guard refreshed in a loop can stay in registers. A panic here (a
+/// critical section run by the drain) leaves the guard's own copy of the protection
+/// valid: the slot and way are the same, and releasing does not depend on the epoch.
+#[cold]
+#[inline(never)]
+fn refresh_sticky<'a>(core: &Core, mut p: Protection<'a>) -> (Protection<'a>, State) {
+    let epoch = &core.epoch;
+    // Runs ready epoch actions, possibly critical sections of this instance: this thread
+    // is between regions here (the new state is not read yet).
+    epoch.refresh_protection(&mut p);
+    let mut state = core.load();
+    // Wait without protecting, keeping the way (the region's accounting).
+    while state.is_intermediate() {
+        epoch.suspend(&p);
+        core.park_while(|s| s.is_intermediate());
+        epoch.resume(&mut p);
+        state = core.load();
+    }
+    (p, state)
 }
 
 /// Ends a guard of `core`'s region at nesting `level` holding `protection`. Takes the

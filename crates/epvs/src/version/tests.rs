@@ -324,6 +324,21 @@ fn thread_exit_with_a_region_in_a_thread_local_ends_it() {
 }
 
 #[test]
+fn refresh_that_runs_a_panicking_section_leaves_the_guard_usable() {
+    for epvs in both_modes() {
+        let mut g = epvs.enter();
+        epvs.advance_version(|| panic!("section"), None).unwrap();
+        // The refresh lets the transition run on this thread; its panic surfaces here.
+        let err = catch_unwind(AssertUnwindSafe(|| g.refresh())).unwrap_err();
+        assert_eq!(panic_msg(&*err), "section");
+        // No poisoning: the transition completed, and the guard still works.
+        assert_eq!(g.refresh(), State::rest(1));
+        drop(g);
+        assert_eq!(advance_blocking(&epvs, || {}), 2);
+    }
+}
+
+#[test]
 fn try_enter_does_not_block() {
     for epvs in both_modes() {
         let g = epvs.enter();
