@@ -166,11 +166,26 @@ pub(crate) fn protect_loop<P: Protector>(
     ctl: &ThreadCtl,
     thread: usize,
     p_change: f64,
+    work: impl FnMut() -> u64,
+) -> u64 {
+    match threshold(p_change) {
+        // Without changes, a loop that cannot call `change`: a change takes the per-thread
+        // state by reference, which would keep it in memory for every operation.
+        0 => protect_loop_with::<P, false>(p, ctl, thread, 0, work),
+        limit => protect_loop_with::<P, true>(p, ctl, thread, limit, work),
+    }
+}
+
+#[inline(always)]
+fn protect_loop_with<P: Protector, const CHANGES: bool>(
+    p: &P,
+    ctl: &ThreadCtl,
+    thread: usize,
+    limit: u64,
     mut work: impl FnMut() -> u64,
 ) -> u64 {
     let mut local = p.local();
     let mut rng = Rng::for_thread(thread);
-    let limit = threshold(p_change);
     let (mut ops, mut sum) = (0u64, 0u64);
     while ctl.running() {
         // Unrolled by `UNROLL`: the loop's own increment and branch would otherwise be a
@@ -178,7 +193,7 @@ pub(crate) fn protect_loop<P: Protector>(
         for _ in 0..BATCH / UNROLL {
             for _ in 0..UNROLL {
                 sum = sum.wrapping_add(p.protected(&mut local, &mut work));
-                if limit != 0 && rng.next_u64() < limit {
+                if CHANGES && rng.next_u64() < limit {
                     p.change(&mut local);
                 }
             }
