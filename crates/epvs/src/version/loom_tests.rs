@@ -177,3 +177,41 @@ fn loom_same_target_runs_once() {
         assert_eq!(runs.load(SeqCst), 1);
     });
 }
+
+/// (b'') A region kept in the thread's sticky slot, with a nested guard and then a refresh
+/// that may have to wait out the transition (suspending its announcement, keeping its way):
+/// no access of the region overlaps the critical section, and the refreshed region sees
+/// the section's write exactly when its state says so.
+#[test]
+fn loom_nested_region_and_waiting_refresh() {
+    let mut model = loom::model::Builder::new();
+    model.max_branches = 20_000;
+    model.check(|| {
+        let epvs = Arc::new(Epvs::new());
+        let data = Arc::new(Shared(UnsafeCell::new(0)));
+        let reader = {
+            let (epvs, data) = (Arc::clone(&epvs), Arc::clone(&data));
+            thread::spawn(move || {
+                let mut outer = epvs.enter();
+                let v = outer.version();
+                let inner = epvs.enter();
+                assert_eq!(inner.state(), outer.state());
+                assert_eq!(data.read(), v);
+                drop(inner);
+                let s = outer.refresh();
+                assert!(!s.is_intermediate());
+                assert_eq!(data.read(), s.version());
+                thread::yield_now();
+                assert_eq!(data.read(), s.version(), "the refreshed region lost protection");
+            })
+        };
+        let d = Arc::clone(&data);
+        epvs.advance_version(move || d.write(1), Some(1)).unwrap();
+        // A second transition, which must wait for the refreshed region too.
+        epvs.wait_for_version(1);
+        let d = Arc::clone(&data);
+        epvs.advance_version(move || d.write(2), Some(2)).unwrap();
+        reader.join().unwrap();
+        assert_eq!(epvs.wait_for_version(2), State::rest(2));
+    });
+}
