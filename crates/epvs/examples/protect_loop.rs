@@ -82,12 +82,14 @@ fn array_loop(ops: u64) -> u64 {
     sum
 }
 
-#[inline(never)]
-fn array_none_loop(ops: u64) -> u64 {
+/// The mix on plain atomics, each operation inside whatever `protect` returns.
+#[inline(always)]
+fn atomics_loop<G>(ops: u64, mut protect: impl FnMut() -> G) -> u64 {
     let a: Vec<AtomicU64> = (0..ARRAY_LEN).map(|_| AtomicU64::new(0)).collect();
     let (mut rng, mut sum) = (Rng(1), 0u64);
     for _ in 0..ops {
         let (i, read, r) = rng.pick(ARRAY_LEN);
+        let _protection = protect();
         if read {
             sum = sum.wrapping_add(a[i].load(Relaxed));
         } else {
@@ -95,38 +97,21 @@ fn array_none_loop(ops: u64) -> u64 {
         }
     }
     sum
+}
+
+#[inline(never)]
+fn array_none_loop(ops: u64) -> u64 {
+    atomics_loop(ops, || ())
 }
 
 #[inline(never)]
 fn array_epoch_loop(ops: u64, e: &LightEpoch) -> u64 {
-    let a: Vec<AtomicU64> = (0..ARRAY_LEN).map(|_| AtomicU64::new(0)).collect();
-    let (mut rng, mut sum) = (Rng(1), 0u64);
-    for _ in 0..ops {
-        let (i, read, r) = rng.pick(ARRAY_LEN);
-        let _g = e.protect();
-        if read {
-            sum = sum.wrapping_add(a[i].load(Relaxed));
-        } else {
-            a[i].store(r, Relaxed);
-        }
-    }
-    sum
+    atomics_loop(ops, || e.protect())
 }
 
 #[inline(never)]
 fn array_epvs_loop(ops: u64, e: &Epvs) -> u64 {
-    let a: Vec<AtomicU64> = (0..ARRAY_LEN).map(|_| AtomicU64::new(0)).collect();
-    let (mut rng, mut sum) = (Rng(1), 0u64);
-    for _ in 0..ops {
-        let (i, read, r) = rng.pick(ARRAY_LEN);
-        let _g = e.enter();
-        if read {
-            sum = sum.wrapping_add(a[i].load(Relaxed));
-        } else {
-            a[i].store(r, Relaxed);
-        }
-    }
-    sum
+    atomics_loop(ops, || e.enter())
 }
 
 fn main() {
