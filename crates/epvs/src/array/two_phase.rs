@@ -213,7 +213,18 @@ impl TwoPhaseArray {
     /// [`OutOfBounds`] if `index >= len()`; nothing is written.
     #[inline]
     pub fn write(&self, index: usize, value: u64) -> Result<(), OutOfBounds> {
-        self.write_with(&mut self.enter(), index, value)
+        // Not `write_with` alone: its waits refresh the guard, which would keep the guard
+        // in memory on the fast path too. A write that must wait runs in a region of its
+        // own (as in `ResizableArray::write`).
+        let len = self.len();
+        if index >= len {
+            return Err(OutOfBounds { index, len });
+        }
+        if self.epvs.with_region(move |guard| self.try_write_in(guard, index, value)) {
+            Ok(())
+        } else {
+            self.write_with(&mut self.enter(), index, value)
+        }
     }
 
     /// [`write`](TwoPhaseArray::write) inside the caller's region. Writes into the old
@@ -233,24 +244,35 @@ impl TwoPhaseArray {
         if index >= len {
             return Err(OutOfBounds { index, len });
         }
-        loop {
-            let copying = guard.state().phase() == COPYING;
-            let (list, new) = self.inner.runs(guard);
-            let slot = match new {
-                // The old run is being copied: only the upper half of the new run is
-                // writable.
-                Some(new) if copying && index >= list.len() => new.get(index),
-                _ if !copying => list.get(index),
-                _ => None,
-            };
-            if let Some(slot) = slot {
-                slot.store(value, Relaxed);
-                return Ok(());
-            }
-            if copying {
+        while !self.try_write_in(guard, index, value) {
+            if guard.state().phase() == COPYING {
                 self.help_copy(guard);
             }
             guard.refresh();
+        }
+        Ok(())
+    }
+
+    /// Writes `value` at `index` (below `len()`) if the region's state lets it: `false`
+    /// if the position lies in the old run while it is copied, or past the storage (its
+    /// pusher is resizing).
+    #[inline]
+    fn try_write_in(&self, guard: &EpvsGuard<'_>, index: usize, value: u64) -> bool {
+        let copying = guard.state().phase() == COPYING;
+        let (list, new) = self.inner.runs(guard);
+        let slot = match new {
+            // The old run is being copied: only the upper half of the new run is
+            // writable.
+            Some(new) if copying && index >= list.len() => new.get(index),
+            _ if !copying => list.get(index),
+            _ => None,
+        };
+        match slot {
+            Some(slot) => {
+                slot.store(value, Relaxed);
+                true
+            }
+            None => false,
         }
     }
 
