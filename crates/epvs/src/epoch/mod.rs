@@ -323,12 +323,14 @@ impl LightEpoch {
     /// and always in fenced mode.
     #[inline(always)]
     fn protect_sticky(&self) -> Option<Protection<'_>> {
-        // A fenced instance never has a way (only `acquire_slow` fills them), so the cache
-        // lookup comes first and the mode is only checked when it misses.
+        // The mode first: a fenced instance has no way, and its protect should not pay a
+        // scan of the thread's ways to find that out.
+        if !self.asymmetric {
+            return None;
+        }
         let (way, slot) = match local::acquire(self.id) {
             Some(found) => found,
-            None if self.asymmetric => local::acquire_slow(self.id, &self.table)?,
-            None => return None,
+            None => local::acquire_slow(self.id, &self.table)?,
         };
         Some(self.announce_sticky(way, slot))
     }

@@ -76,12 +76,17 @@ impl List {
     /// restart when a predecessor's own link is marked, so every returned pair comes from
     /// an unmarked link).
     ///
-    /// Levels at or above `min_levels` whose head link is null are empty: they get the pair
-    /// (head, null) without a traversal, so a short list costs as many levels as its tallest
-    /// node, not the maximum height. That pair is exact for an empty level; if a node is
-    /// linked there meanwhile, an insertion's CAS on the head link fails and it searches
-    /// again, and `unlink` passes the node's own height so every level it is linked at is
-    /// searched.
+    /// Only levels below `min_levels` are filled (callers use no others): an insertion
+    /// passes its node's height, so every level it links at is filled, and `unlink` passes
+    /// the node's own height, so every level it is linked at is searched.
+    ///
+    /// Levels at or above `min_levels` only speed the search up, and are used as far up as
+    /// they are non-empty without a gap: the non-empty levels of a skip list are its lowest
+    /// ones (a node is linked at every level below its top), so a short list costs one
+    /// load of the head, not one per level of the maximum height. While nodes are being
+    /// linked or unlinked a higher level may be non-empty above an empty one; starting
+    /// below it is still correct (every level below the start is traversed from the
+    /// head), only slower.
     fn find(
         &self,
         key: Key,
@@ -93,14 +98,11 @@ impl List {
         // SAFETY: the head lives as long as the list.
         let head = unsafe { self.head.as_ref() };
         'retry: loop {
-            let mut levels = self.height;
             // SeqCst: like every link load of a traversal (see below); the head is never
             // marked, so a null link is an empty level.
-            while levels > min_levels && head.link(levels - 1).load(Ordering::SeqCst) == 0 {
-                preds[levels - 1] = self.head.as_ptr();
-                succs[levels - 1] = core::ptr::null_mut();
-                levels -= 1;
-            }
+            let upper = head.links().get(min_levels..self.height).unwrap_or(&[]);
+            let levels =
+                min_levels + upper.iter().take_while(|l| l.load(Ordering::SeqCst) != 0).count();
             let mut pred = self.head.as_ptr();
             for level in (0..levels).rev() {
                 // SAFETY: `pred` is the head or a node reached under `_guard`; retired nodes

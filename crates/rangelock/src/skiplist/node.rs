@@ -134,6 +134,12 @@ impl Node {
         &self.next[level]
     }
 
+    /// The links of every level, `[..MAX_HEIGHT]` (only `[..height]` are used).
+    #[inline]
+    pub(crate) fn links(&self) -> &[AtomicUsize; MAX_HEIGHT] {
+        &self.next
+    }
+
     /// Marks the node deleted at every level, top-down; the level-0 mark is the
     /// linearization point of the release. Only the node's owner marks, once.
     pub(crate) fn mark(&self) {
