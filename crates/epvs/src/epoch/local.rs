@@ -124,18 +124,22 @@ loom::thread_local! {
 /// in it (a nested `protect`, which then claims a transient slot).
 #[inline(always)]
 pub(crate) fn acquire(id: u64) -> Option<(u32, NonNull<AtomicU64>)> {
+    with_way(id, |cache, way| {
+        if cache.uses[way].get() != 0 {
+            return None;
+        }
+        cache.uses[way].set(1);
+        Some((way as u32, cache.ptrs[way].get()))
+    })
+    .flatten()
+}
+
+/// Runs `f` on this thread's way of instance `id`, if it has one.
+#[inline(always)]
+fn with_way<R>(id: u64, f: impl FnOnce(&Cache, usize) -> R) -> Option<R> {
     CACHE
         .try_with(|cache| {
-            for way in 0..WAYS {
-                if cache.ids[way].get() == id {
-                    if cache.uses[way].get() != 0 {
-                        return None;
-                    }
-                    cache.uses[way].set(1);
-                    return Some((way as u32, cache.ptrs[way].get()));
-                }
-            }
-            None
+            (0..WAYS).find(|&way| cache.ids[way].get() == id).map(|way| f(cache, way))
         })
         .ok()
         .flatten()
@@ -156,25 +160,19 @@ pub(crate) enum Claim {
 /// more use of that protection (EPVS nesting; undone by [`unnest`]).
 #[inline(always)]
 pub(crate) fn claim(id: u64) -> Claim {
-    CACHE
-        .try_with(|cache| {
-            for way in 0..WAYS {
-                if cache.ids[way].get() == id {
-                    let uses = cache.uses[way].get();
-                    if uses != 0 {
-                        if uses & ORPHAN != 0 {
-                            return Claim::Absent; // keep an orphan's slot out of new use
-                        }
-                        cache.uses[way].set(uses + 1);
-                        return Claim::Busy(way as u32, uses + 1);
-                    }
-                    cache.uses[way].set(1);
-                    return Claim::Idle(way as u32, cache.ptrs[way].get());
-                }
-            }
-            Claim::Absent
-        })
-        .unwrap_or(Claim::Absent)
+    with_way(id, |cache, way| {
+        let uses = cache.uses[way].get();
+        if uses == 0 {
+            cache.uses[way].set(1);
+            Claim::Idle(way as u32, cache.ptrs[way].get())
+        } else if uses & ORPHAN != 0 {
+            Claim::Absent // keep an orphan's slot out of new use
+        } else {
+            cache.uses[way].set(uses + 1);
+            Claim::Busy(way as u32, uses + 1)
+        }
+    })
+    .unwrap_or(Claim::Absent)
 }
 
 /// Claims a sticky slot of `table` (instance `id`) for this thread, evicting an idle way
@@ -304,14 +302,7 @@ pub(crate) fn unnest(way: u32, level: u32) -> bool {
 
 /// How many uses this thread has of its sticky slot of instance `id` (0 if none).
 pub(crate) fn uses(id: u64) -> usize {
-    CACHE
-        .try_with(|cache| {
-            let way = cache.ids.iter().position(|w| w.get() == id)?;
-            Some((cache.uses[way].get() & !ORPHAN) as usize)
-        })
-        .ok()
-        .flatten()
-        .unwrap_or(0)
+    with_way(id, |cache, way| (cache.uses[way].get() & !ORPHAN) as usize).unwrap_or(0)
 }
 
 /// Gives back this thread's sticky slot of instance `id`, if it has one (called when the
