@@ -4,13 +4,14 @@
 //! structures using epoch protection in more depth* (VLDB Journal 2024):
 //!
 //! - [`epoch`]: [`LightEpoch`], FASTER-style epoch protection. A protected region costs one
-//!   uncontended CAS to enter and one store to leave (a pinned thread's refresh is one
-//!   load); [`LightEpoch::bump_with`] defers an action (typically freeing memory) until
-//!   every thread that could still see the old epoch has left it.
+//!   uncontended CAS to enter and one store to leave in the fenced mode, two plain stores
+//!   in the asymmetric one (a pinned thread's refresh is one load);
+//!   [`LightEpoch::bump_with`] defers an action (typically freeing memory) until every
+//!   thread that could still see the old epoch has left it.
 //! - [`version`]: [`Epvs`], the version scheme built on it. Protected regions run latch-free
-//!   within one [`State`]; rare *transitions* (resize, checkpoint, ownership change) run
-//!   their critical sections in mutual exclusion with every protected region, driven by a
-//!   [`StateMachine`].
+//!   within one [`State`] ([`Epvs::enter`], or [`Epvs::with_region`] around a closure);
+//!   rare *transitions* (resize, checkpoint, ownership change) run their critical sections
+//!   in mutual exclusion with every protected region, driven by a [`StateMachine`].
 //! - [`array`](mod@array): the paper's resizable arrays, simple ([`ResizableArray`], Fig. 3) and
 //!   two-phase ([`TwoPhaseArray`], Figs. 4–6), as library types.
 //!
