@@ -30,24 +30,40 @@ impl Shared {
     }
 }
 
+/// Checks a model whose threads may wait (re-draining) for each other's regions: the
+/// spins add branches beyond loom's default bound.
+fn check_waiting(model: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.max_branches = 20_000;
+    builder.check(model);
+}
+
+/// A fresh instance and its shared data (0), with a reader thread running `read` on them.
+fn with_reader(
+    read: impl FnOnce(&Epvs, &Shared) + Send + 'static,
+) -> (Arc<Epvs>, Arc<Shared>, thread::JoinHandle<()>) {
+    let epvs = Arc::new(Epvs::new());
+    let data = Arc::new(Shared(UnsafeCell::new(0)));
+    let reader = {
+        let (epvs, data) = (Arc::clone(&epvs), Arc::clone(&data));
+        thread::spawn(move || read(&epvs, &data))
+    };
+    (epvs, data, reader)
+}
+
 /// (b) A critical section vs. a concurrent region: the region never observes the section
 /// half done (loom checks the cell accesses), and a region keeps its version's data.
 #[test]
 fn loom_critical_section_excludes_regions() {
     loom::model(|| {
-        let epvs = Arc::new(Epvs::new());
-        let data = Arc::new(Shared(UnsafeCell::new(0)));
-        let reader = {
-            let (epvs, data) = (Arc::clone(&epvs), Arc::clone(&data));
-            thread::spawn(move || {
-                let guard = epvs.enter();
-                let v = guard.version();
-                assert_eq!(data.read(), v);
-                thread::yield_now();
-                assert_eq!(data.read(), v, "a region observed the next version's data");
-                assert_eq!(guard.state(), State::rest(v));
-            })
-        };
+        let (epvs, data, reader) = with_reader(|epvs, data| {
+            let guard = epvs.enter();
+            let v = guard.version();
+            assert_eq!(data.read(), v);
+            thread::yield_now();
+            assert_eq!(data.read(), v, "a region observed the next version's data");
+            assert_eq!(guard.state(), State::rest(v));
+        });
         let d = Arc::clone(&data);
         let from = epvs.advance_version(move || d.write(1), Some(1)).unwrap();
         assert_eq!(from, State::rest(0));
@@ -63,20 +79,12 @@ fn loom_critical_section_excludes_regions() {
 /// runs when it refreshes; another thread's region is excluded too.
 #[test]
 fn loom_advance_under_protection() {
-    // Both threads may wait (re-draining) for each other's region to end; the spins add
-    // branches beyond loom's default bound.
-    let mut model = loom::model::Builder::new();
-    model.max_branches = 20_000;
-    model.check(|| {
-        let epvs = Arc::new(Epvs::new());
-        let data = Arc::new(Shared(UnsafeCell::new(0)));
-        let reader = {
-            let (epvs, data) = (Arc::clone(&epvs), Arc::clone(&data));
-            thread::spawn(move || {
-                let guard = epvs.enter();
-                assert_eq!(data.read(), guard.version());
-            })
-        };
+    // Both threads may wait (re-draining) for each other's region to end.
+    check_waiting(|| {
+        let (epvs, data, reader) = with_reader(|epvs, data| {
+            let guard = epvs.enter();
+            assert_eq!(data.read(), guard.version());
+        });
         let mut guard = epvs.enter();
         let d = Arc::clone(&data);
         match epvs.advance_version(move || d.write(1), None) {
@@ -184,27 +192,20 @@ fn loom_same_target_runs_once() {
 /// the section's write exactly when its state says so.
 #[test]
 fn loom_nested_region_and_waiting_refresh() {
-    let mut model = loom::model::Builder::new();
-    model.max_branches = 20_000;
-    model.check(|| {
-        let epvs = Arc::new(Epvs::new());
-        let data = Arc::new(Shared(UnsafeCell::new(0)));
-        let reader = {
-            let (epvs, data) = (Arc::clone(&epvs), Arc::clone(&data));
-            thread::spawn(move || {
-                let mut outer = epvs.enter();
-                let v = outer.version();
-                let inner = epvs.enter();
-                assert_eq!(inner.state(), outer.state());
-                assert_eq!(data.read(), v);
-                drop(inner);
-                let s = outer.refresh();
-                assert!(!s.is_intermediate());
-                assert_eq!(data.read(), s.version());
-                thread::yield_now();
-                assert_eq!(data.read(), s.version(), "the refreshed region lost protection");
-            })
-        };
+    check_waiting(|| {
+        let (epvs, data, reader) = with_reader(|epvs, data| {
+            let mut outer = epvs.enter();
+            let v = outer.version();
+            let inner = epvs.enter();
+            assert_eq!(inner.state(), outer.state());
+            assert_eq!(data.read(), v);
+            drop(inner);
+            let s = outer.refresh();
+            assert!(!s.is_intermediate());
+            assert_eq!(data.read(), s.version());
+            thread::yield_now();
+            assert_eq!(data.read(), s.version(), "the refreshed region lost protection");
+        });
         let d = Arc::clone(&data);
         epvs.advance_version(move || d.write(1), Some(1)).unwrap();
         // A second transition, which must wait for the refreshed region too.
