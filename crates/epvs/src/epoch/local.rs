@@ -165,11 +165,12 @@ pub(crate) fn claim(id: u64) -> Claim {
         if uses == 0 {
             cache.uses[way].set(1);
             Claim::Idle(way as u32, cache.ptrs[way].get())
-        } else if uses & ORPHAN != 0 {
-            Claim::Absent // keep an orphan's slot out of new use
         } else {
+            // Also for an orphan (the thread is exiting, and a guard in a thread-local
+            // enters again): nesting keeps the flag, and the last use still gives the slot
+            // back.
             cache.uses[way].set(uses + 1);
-            Claim::Busy(way as u32, uses + 1)
+            Claim::Busy(way as u32, (uses & !ORPHAN) + 1)
         }
     })
     .unwrap_or(Claim::Absent)

@@ -324,6 +324,43 @@ fn thread_exit_with_a_region_in_a_thread_local_ends_it() {
 }
 
 #[test]
+fn nested_enter_from_a_thread_local_destructor_at_thread_exit() {
+    /// Holds a region; when the thread exits, enters again (nested) before leaving it.
+    struct Holder(std::cell::RefCell<Option<EpvsGuard<'static>>>);
+    impl Drop for Holder {
+        fn drop(&mut self) {
+            if let Some(outer) = self.0.get_mut().take() {
+                let mut inner = outer.epvs().enter();
+                assert_eq!(inner.state(), outer.state());
+                // A nested guard (refused), not a second region of the same instance.
+                assert_eq!(inner.try_refresh(), None);
+                drop(inner);
+                drop(outer);
+            }
+        }
+    }
+    thread_local! {
+        static HELD: Holder = const { Holder(std::cell::RefCell::new(None)) };
+    }
+    for epvs in both_modes() {
+        let epvs: &'static Epvs = Box::leak(Box::new(epvs));
+        thread::spawn(move || {
+            // Registered before the epoch's own thread-locals, so (on platforms that run
+            // thread-local destructors in reverse order) it is destroyed after them: the
+            // region is then an orphan's, and its nested guard must still be one.
+            HELD.with(|_| {});
+            let g = epvs.enter();
+            HELD.with(|h| *h.0.borrow_mut() = Some(g));
+        })
+        .join()
+        .unwrap();
+        // Both guards ended with the thread, so a transition completes.
+        assert_eq!(advance_blocking(epvs, || {}), 1);
+        assert_eq!(epvs.enter().version(), 1);
+    }
+}
+
+#[test]
 fn refresh_that_runs_a_panicking_section_leaves_the_guard_usable() {
     for epvs in both_modes() {
         let mut g = epvs.enter();
