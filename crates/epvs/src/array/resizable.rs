@@ -173,19 +173,10 @@ impl ResizableArray {
         if index >= len {
             return Err(OutOfBounds { index, len });
         }
-        let written =
-            self.epvs.with_region(move |guard| match self.inner.slots(guard).get(index) {
-                Some(slot) => {
-                    slot.store(value, Relaxed);
-                    true
-                }
-                None => false,
-            });
-        if written {
-            Ok(())
-        } else {
-            self.write_after_resize(&mut self.enter(), index, value)
+        if !self.epvs.with_region(move |guard| self.try_place(guard, index, value)) {
+            self.wait_and_place(&mut self.enter(), index, value);
         }
+        Ok(())
     }
 
     /// [`write`](ResizableArray::write) inside the caller's region. If the position was
@@ -208,38 +199,36 @@ impl ResizableArray {
         if index >= len {
             return Err(OutOfBounds { index, len });
         }
-        match self.inner.slots(guard).get(index) {
-            Some(slot) => {
-                slot.store(value, Relaxed);
-                Ok(())
-            }
-            None => self.write_after_resize(guard, index, value),
+        if !self.try_place(guard, index, value) {
+            self.wait_and_place(guard, index, value);
         }
+        Ok(())
     }
 
-    /// `write_with` of a position handed out but not yet covered by the storage: the
-    /// pusher that owns it is resizing; let its transition run.
+    /// Stores `value` at position `index` (handed out, but not yet covered by the
+    /// storage: the pusher that owns it is resizing), refreshing `guard` to let that
+    /// resize run.
     #[cold]
     #[inline(never)]
-    fn write_after_resize(
-        &self,
-        guard: &mut EpvsGuard<'_>,
-        index: usize,
-        value: u64,
-    ) -> Result<(), OutOfBounds> {
-        loop {
+    fn wait_and_place(&self, guard: &mut EpvsGuard<'_>, index: usize, value: u64) {
+        while !self.try_place(guard, index, value) {
             guard.refresh();
-            if let Some(slot) = self.inner.slots(guard).get(index) {
-                slot.store(value, Relaxed);
-                return Ok(());
-            }
         }
     }
 
     /// Appends `value`; returns its index.
     #[inline]
     pub fn push(&self, value: u64) -> usize {
-        self.push_with(&mut self.enter(), value)
+        // As in `write`: the common case in a `with_region` region; a push whose position
+        // needs a resize places its value from a region of its own, which waits.
+        let (pos, placed) = self.epvs.with_region(move |guard| {
+            let pos = self.inner.count.fetch_add(1, Relaxed);
+            (pos, self.try_place(guard, pos, value))
+        });
+        if !placed {
+            self.place_with(&mut self.enter(), pos, value);
+        }
+        pos
     }
 
     /// [`push`](ResizableArray::push) inside the caller's region (which it may refresh
@@ -251,11 +240,27 @@ impl ResizableArray {
     pub fn push_with(&self, guard: &mut EpvsGuard<'_>, value: u64) -> usize {
         self.check(guard);
         let pos = self.inner.count.fetch_add(1, Relaxed);
-        loop {
-            if let Some(slot) = self.inner.slots(guard).get(pos) {
+        self.place_with(guard, pos, value);
+        pos
+    }
+
+    /// Stores `value` at the handed-out position `pos` if the storage covers it (`false`
+    /// otherwise).
+    #[inline]
+    fn try_place(&self, guard: &EpvsGuard<'_>, pos: usize, value: u64) -> bool {
+        match self.inner.slots(guard).get(pos) {
+            Some(slot) => {
                 slot.store(value, Relaxed);
-                return pos;
+                true
             }
+            None => false,
+        }
+    }
+
+    /// Stores `value` at the handed-out position `pos`, requesting the resize that makes
+    /// room for it and refreshing `guard` until it has run.
+    fn place_with(&self, guard: &mut EpvsGuard<'_>, pos: usize, value: u64) {
+        while !self.try_place(guard, pos, value) {
             self.request_grow(guard, pos + 1);
             guard.refresh();
         }
