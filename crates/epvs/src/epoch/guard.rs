@@ -77,6 +77,7 @@ impl<'a> Protection<'a> {
         debug_assert_ne!(tag, 0, "not a sticky protection");
         tag.wrapping_sub(1) as u32
     }
+
     /// The sticky way announcing, `None` for a transient slot.
     #[inline(always)]
     pub(crate) fn way(&self) -> Option<u32> {
