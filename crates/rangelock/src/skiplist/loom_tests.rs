@@ -41,6 +41,27 @@ impl Units {
     }
 }
 
+/// Holds `range` exclusively (blocking) and writes it.
+fn write_held(lock: &RangeLock, units: &Units, range: Range<u64>) {
+    let g = lock.lock(range.clone()).unwrap();
+    units.write(range);
+    drop(g);
+}
+
+/// A thread that holds `range` shared (blocking) and reads it.
+fn spawn_reader(
+    lock: &Arc<RangeLock>,
+    units: &Arc<Units>,
+    range: Range<u64>,
+) -> thread::JoinHandle<()> {
+    let (lock, units) = (Arc::clone(lock), Arc::clone(units));
+    thread::spawn(move || {
+        let g = lock.lock_shared(range.clone()).unwrap();
+        let _ = units.read(range);
+        drop(g);
+    })
+}
+
 /// Two blocking writers of overlapping ranges, plus a third disjoint one: insert, wait,
 /// mark and unlink interleave; the overlapping pair never holds together.
 #[test]
@@ -50,15 +71,9 @@ fn loom_writers_overlap_insert_mark_unlink() {
         let units = Arc::new(Units::new(4));
         let t = {
             let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
-            thread::spawn(move || {
-                let g = lock.lock(0..2).unwrap();
-                units.write(0..2);
-                drop(g);
-            })
+            thread::spawn(move || write_held(&lock, &units, 0..2))
         };
-        let g = lock.lock(1..3).unwrap();
-        units.write(1..3);
-        drop(g);
+        write_held(&lock, &units, 1..3);
         t.join().unwrap();
         // Both released and unlinked: everything locks again, and nothing stays linked.
         let all = lock.try_lock(0..u64::MAX).unwrap();
@@ -96,17 +111,8 @@ fn loom_shared_exclusive_handshake_blocking() {
     loom::model(|| {
         let lock = Arc::new(RangeLock::with_max_height(1));
         let units = Arc::new(Units::new(3));
-        let t = {
-            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
-            thread::spawn(move || {
-                let g = lock.lock_shared(0..2).unwrap();
-                let _ = units.read(0..2);
-                drop(g);
-            })
-        };
-        let g = lock.lock(1..3).unwrap();
-        units.write(1..3);
-        drop(g);
+        let t = spawn_reader(&lock, &units, 0..2);
+        write_held(&lock, &units, 1..3);
         t.join().unwrap();
         assert_eq!(units.read(0..3), 2);
     });
@@ -158,9 +164,7 @@ fn loom_two_readers_one_writer() {
                 })
             })
             .collect();
-        let g = lock.lock(0..1).unwrap();
-        units.write(0..1);
-        drop(g);
+        write_held(&lock, &units, 0..1);
         for r in readers {
             r.join().unwrap();
         }
@@ -179,18 +183,9 @@ fn loom_reader_on_second_line_is_seen() {
         let fillers: Vec<_> = (0..readers::LINE_SLOTS as u64)
             .map(|i| lock.try_lock_shared(10 + i..11 + i).unwrap())
             .collect();
-        let t = {
-            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
-            thread::spawn(move || {
-                let g = lock.lock_shared(0..2).unwrap();
-                let _ = units.read(0..2);
-                drop(g);
-            })
-        };
+        let t = spawn_reader(&lock, &units, 0..2);
         drop(fillers);
-        let g = lock.lock(1..3).unwrap();
-        units.write(1..3);
-        drop(g);
+        write_held(&lock, &units, 1..3);
         t.join().unwrap();
         assert_eq!(units.read(0..3), 2);
     });
