@@ -26,6 +26,14 @@ fn both_modes() -> [Epvs; 2] {
     [Epvs::new(), Epvs::with_epoch(LightEpoch::new())]
 }
 
+/// The message `f` panics with; panics itself if `f` returns.
+fn panic_of<R>(f: impl FnOnce() -> R) -> String {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(_) => panic!("expected a panic"),
+        Err(err) => panic_msg(&*err),
+    }
+}
+
 fn panic_msg(err: &(dyn std::any::Any + Send)) -> String {
     err.downcast_ref::<String>()
         .cloned()
@@ -190,7 +198,7 @@ fn out_of_order_drop_panics_and_keeps_the_region_protected() {
         let outer = epvs.enter();
         let inner = epvs.enter();
         epvs.advance_version(|| {}, None).unwrap();
-        let msg = panic_msg(&*catch_unwind(AssertUnwindSafe(|| drop(outer))).unwrap_err());
+        let msg = panic_of(|| drop(outer));
         assert!(msg.contains("innermost first"), "{msg}");
         // The inner guard is still protected: the transition cannot have run.
         assert_eq!(inner.state(), State::rest(0));
@@ -206,8 +214,7 @@ fn refresh_of_nested_guard_is_refused() {
         let _outer = epvs.enter();
         let mut inner = epvs.enter();
         assert_eq!(inner.try_refresh(), None);
-        let err = catch_unwind(AssertUnwindSafe(|| inner.refresh())).unwrap_err();
-        let msg = panic_msg(&*err);
+        let msg = panic_of(|| inner.refresh());
         assert!(msg.contains("nested guard"), "{msg}");
     }
 }
@@ -232,7 +239,7 @@ fn outer_refresh_with_a_nested_guard_alive_is_refused_only_when_it_would_move() 
         epvs.advance_version(|| {}, None).unwrap();
         // The epoch moved: refreshing would let the transition run under `inner`.
         assert_eq!(outer.try_refresh(), None);
-        let msg = panic_msg(&*catch_unwind(AssertUnwindSafe(|| outer.refresh())).unwrap_err());
+        let msg = panic_of(|| outer.refresh());
         assert!(msg.contains("nested guard"), "{msg}");
         assert!(epvs.state().is_intermediate());
         drop(inner);
@@ -278,8 +285,7 @@ fn with_region_runs_inside_a_region_and_leaves() {
         assert_eq!(epvs.with_region(|g| g.state()), State::rest(1));
         drop(outer);
         // A panic in `f` leaves the region on the way out.
-        let err = catch_unwind(AssertUnwindSafe(|| epvs.with_region(|_| panic!("boom"))));
-        assert_eq!(panic_msg(&*err.unwrap_err()), "boom");
+        assert_eq!(panic_of(|| epvs.with_region(|_| panic!("boom"))), "boom");
         assert_eq!(advance_blocking(&epvs, || {}), 2);
     }
 }
@@ -366,8 +372,7 @@ fn refresh_that_runs_a_panicking_section_leaves_the_guard_usable() {
         let mut g = epvs.enter();
         epvs.advance_version(|| panic!("section"), None).unwrap();
         // The refresh lets the transition run on this thread; its panic surfaces here.
-        let err = catch_unwind(AssertUnwindSafe(|| g.refresh())).unwrap_err();
-        assert_eq!(panic_msg(&*err), "section");
+        assert_eq!(panic_of(|| g.refresh()), "section");
         // No poisoning: the transition completed, and the guard still works.
         assert_eq!(g.refresh(), State::rest(1));
         drop(g);
@@ -394,16 +399,14 @@ fn try_enter_does_not_block() {
 fn enter_from_critical_section_panics_and_transition_completes() {
     let epvs = Arc::new(Epvs::new());
     let e = Arc::clone(&epvs);
-    let err = catch_unwind(AssertUnwindSafe(|| {
+    let msg = panic_of(|| {
         let _ = epvs.advance_version(
             move || {
                 let _g = e.enter();
             },
             None,
         );
-    }))
-    .unwrap_err();
-    let msg = panic_msg(&*err);
+    });
     assert!(msg.contains("state machine callback"), "{msg}");
     // No poisoning: the transition completed and the instance is usable.
     assert_eq!(epvs.state(), State::rest(1));
@@ -470,9 +473,7 @@ fn invalid_step_panics_with_a_clear_message() {
         fn on_entering_state(&self, _: State, _: State) {}
     }
     let epvs = Epvs::new();
-    let err =
-        catch_unwind(AssertUnwindSafe(|| epvs.execute_state_machine(Backwards, None))).unwrap_err();
-    let msg = panic_msg(&*err);
+    let msg = panic_of(|| epvs.execute_state_machine(Backwards, None));
     assert!(msg.contains("does not advance the version"), "{msg}");
     assert_eq!(epvs.state(), State::rest(0));
 }
