@@ -171,37 +171,23 @@ impl LightEpoch {
     /// sticky slot.
     #[inline(always)]
     pub(crate) fn release_sticky(&self, p: Protection<'_>) -> bool {
-        let way = p.sticky_way();
-        let slot = p.slot();
-        match local::release(way) {
-            local::Released::Idle => {
-                // Release: as above, for a sticky slot that stays this thread's (IDLE).
-                slot.store(IDLE, Ordering::Release);
-                // The slot stays this thread's: no waiter for a free slot can use it, so
-                // only the drain is checked.
-                if self.drain.has_pending() {
-                    self.drain_slow();
-                }
-                true
-            }
-            local::Released::GiveBack(index) => {
-                // Release: as above.
-                slot.store(IDLE, Ordering::Release);
-                self.give_back_sticky(index);
-                true
-            }
-            local::Released::Shared => false,
-        }
+        self.try_release_sticky_fast(p) || self.release_sticky_slow(p)
     }
-}
 
-impl LightEpoch {
-    /// Gives back the sticky slot `index` of a thread whose cache was torn down (the
-    /// guard protected in it outlived the thread's cache).
+    /// [`release_sticky`](Self::release_sticky) when the protection is not its way's only use: refused while
+    /// nested uses remain; an orphan's last use gives the slot back.
     #[cold]
-    fn give_back_sticky(&self, index: usize) {
-        self.table.release_sticky(index);
-        self.after_release();
+    fn release_sticky_slow(&self, p: Protection<'_>) -> bool {
+        match local::release_other(p.sticky_way()) {
+            local::Released::Shared => false,
+            local::Released::GiveBack(index) => {
+                // Release: as in `try_release_sticky_fast`.
+                p.slot().store(IDLE, Ordering::Release);
+                self.table.release_sticky(index);
+                self.after_release();
+                true
+            }
+        }
     }
 }
 

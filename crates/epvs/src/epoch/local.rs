@@ -227,40 +227,12 @@ pub(crate) fn acquire_slow(id: u64, table: &Arc<SlotTable>) -> Option<(u32, NonN
         .flatten()
 }
 
-/// How [`release`] ended a use of a way.
-pub(crate) enum Released {
-    /// Other uses remain: the protection stays (nothing changed).
-    Shared,
-    /// That was the last use: the way is idle, the caller stores `IDLE` in the slot.
-    Idle,
-    /// That was the last use and the thread's cache was torn down meanwhile: the way is
-    /// gone, the caller gives back the slot, `.0` in the instance's table.
-    GiveBack(usize),
-}
-
-/// Ends the last use of way `way`, unless other uses remain (`Shared`: EPVS guards nested
-/// in the one releasing are alive, nothing changes).
-#[inline(always)]
-pub(crate) fn release(way: u32) -> Released {
-    // The mask only spares a bounds check: `way` came from `acquire` and is below `WAYS`.
-    let way = way as usize % WAYS;
-    CACHE
-        .try_with(|cache| {
-            let uses = cache.uses[way].get();
-            if uses == 1 {
-                cache.uses[way].set(0);
-                return Released::Idle;
-            }
-            released_slow(cache, way, uses)
-        })
-        // Unreachable for a `const` thread-local without a destructor.
-        .unwrap_or(Released::Idle)
-}
-
-/// Ends the only use of way `way`, if that is what it has; `false` (and nothing changes)
-/// otherwise: [`release`] handles the rest.
+/// Ends the only use of way `way`, if that is what it has (the way is then idle, and the
+/// caller stores `IDLE` in the slot); `false` (and nothing changes) otherwise, and
+/// [`release_other`] handles the rest.
 #[inline(always)]
 pub(crate) fn release_if_last(way: u32) -> bool {
+    // The mask only spares a bounds check: `way` came from `acquire` and is below `WAYS`.
     let way = way as usize % WAYS;
     CACHE
         .try_with(|cache| {
@@ -273,15 +245,32 @@ pub(crate) fn release_if_last(way: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// [`release`] of a way with other uses, or of an orphan.
+/// What [`release_other`] found.
+pub(crate) enum Released {
+    /// Other uses remain (EPVS guards nested in the one releasing are alive): the
+    /// protection stays, nothing changed.
+    Shared,
+    /// That was the last use and the thread's cache was torn down meanwhile: the way is
+    /// gone, the caller gives back the slot, `.0` in the instance's table.
+    GiveBack(usize),
+}
+
+/// Ends a use of way `way` that [`release_if_last`] refused: one with others still alive,
+/// or an orphan's last.
 #[cold]
-fn released_slow(cache: &Cache, way: usize, uses: u32) -> Released {
-    if uses == 1 | ORPHAN {
-        cache.clear(way);
-        Released::GiveBack(cache.slots[way].get() as usize)
-    } else {
-        Released::Shared
-    }
+pub(crate) fn release_other(way: u32) -> Released {
+    let way = way as usize % WAYS;
+    CACHE
+        .try_with(|cache| {
+            if cache.uses[way].get() == 1 | ORPHAN {
+                cache.clear(way);
+                Released::GiveBack(cache.slots[way].get() as usize)
+            } else {
+                Released::Shared
+            }
+        })
+        // Unreachable for a `const` thread-local without a destructor.
+        .unwrap_or(Released::Shared)
 }
 
 /// Ends use number `level` (at least 2, from [`claim`]) of way `way`; `false` (and nothing

@@ -96,7 +96,7 @@ impl LightEpoch {
     /// [`suspend`](Self::suspend).
     #[inline]
     pub(crate) fn resume(&self, p: &mut Protection<'_>) {
-        // Acquire: as in `protect`.
+        // Acquire: as in `LightEpoch::try_protect_once`.
         let e = self.current.load(Ordering::Acquire);
         SlotTable::announce_sticky(p.slot(), e);
         p.set_announced(e);
