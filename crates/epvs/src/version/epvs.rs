@@ -5,7 +5,7 @@
 use super::machine::SimpleMachine;
 use super::tls::{self, Begin, CallbackScope};
 use super::{AdvanceError, State, StateMachine, Step};
-use crate::epoch::{Entered, LightEpoch, Protection};
+use crate::epoch::{Announce, Entered, LightEpoch, Protection};
 use crate::primitive::{self as prim, fence, AtomicU64, Condvar, Mutex, MutexGuard};
 use std::fmt;
 use std::marker::PhantomData;
@@ -208,9 +208,9 @@ impl Epvs {
         f(&self.enter())
     }
 
-    /// The common case of [`enter_first`](Epvs::enter_first), alone: a new region in the
-    /// thread's sticky slot, with its state and way; `None` (having undone whatever it
-    /// took) in every other case. A result that is only ever this case lets the caller's
+    /// A new region in the thread's sticky slot, with its state and way, if the fast record
+    /// is free and no transition is in flight; `None` (having undone whatever it took) in
+    /// every other case. Its result is only ever this case, which lets `with_region`'s
     /// leave skip every check of the others.
     #[inline(always)]
     fn enter_fresh_sticky(&self) -> Option<(Protection<'_>, State, u32)> {
@@ -235,35 +235,38 @@ impl Epvs {
         Some((protection, state, way))
     }
 
-    /// The fast path of `enter` and `try_enter`, when the thread's fast record is free
-    /// (it is inside no region recorded by `tls` and runs no callback): a new region, or a
-    /// nested guard of the region kept in the thread's sticky slot (see
-    /// `epoch::region`), unless a transition is in flight (`None`, holding nothing).
+    /// The fast path of `enter` and `try_enter`: a new region in the thread's sticky slot
+    /// (asymmetric mode), or on a transient slot kept in the thread's fast record (fenced
+    /// mode). `None` (holding nothing) in every other case, which `enter_general` handles:
+    /// nesting, a transition in flight, a busy record or callback.
     #[inline(always)]
     fn enter_first(&self) -> Option<Region<'_>> {
-        if !tls::first_is_free() {
+        match self.enter_fresh_sticky() {
+            Some((protection, state, way)) => {
+                let track = Track::Sticky(way);
+                Some(Region { protection: Some(protection), state, level: 1, track })
+            }
+            None => self.enter_first_transient(),
+        }
+    }
+
+    /// Fenced mode's [`enter_first`](Epvs::enter_first): a transient slot, and the fast
+    /// record keeps the region (nothing runs on this thread between `first_is_free` and
+    /// `set_first`: protecting and loading run no callbacks).
+    #[inline(always)]
+    fn enter_first_transient(&self) -> Option<Region<'_>> {
+        let epoch = &self.core.epoch;
+        if epoch.announce() == Announce::Asymmetric || !tls::first_is_free() {
             return None;
         }
-        let epoch = &self.core.epoch;
-        let (protection, track) = match epoch.enter_region() {
-            Entered::Fresh { protection, way } => (protection, Track::Sticky(way)),
-            Entered::Nested { way, level } => {
-                return Some(self.nested(Track::Sticky(way), level as usize));
-            }
-            // Fenced mode, or no sticky slot: a transient slot, and the fast record keeps
-            // the region (nothing ran on this thread since `first_is_free`: protecting and
-            // loading run no callbacks, so the record is still free).
-            Entered::Unavailable => (epoch.protect_raw(), Track::First),
-        };
+        let protection = epoch.protect_raw();
         let state = self.core.load();
         if state.is_intermediate() {
             epoch.release_protection(protection);
             return None;
         }
-        if track == Track::First {
-            tls::set_first(self.id());
-        }
-        Some(Region { protection: Some(protection), state, level: 1, track })
+        tls::set_first(self.id());
+        Some(Region { protection: Some(protection), state, level: 1, track: Track::First })
     }
 
     /// Every other case of `enter` (`blocking`) and `try_enter`: a nested guard of a
