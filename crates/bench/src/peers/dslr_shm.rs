@@ -52,10 +52,14 @@
 //!   range held the last tickets of several words resets them from the highest down. (In
 //!   ascending order, its reset of segment `a` waits for a client inside `a`, which waits
 //!   for the reset of a higher segment `b` that the first client has not done yet: a
-//!   cycle, seen as a hang of the frequent-reset checker.)
+//!   cycle, seen as a hang of the frequent-reset checker and reported by the loom model
+//!   `loom_dslr_readers_reset_highest_first`.)
 //!
 //! The algorithm is written once, over [`TicketWords`]; this file's [`ShmWords`] runs it on
-//! atomics in a shared mapping, [`super::DslrRedis`] on a Redis server.
+//! atomics in a shared mapping, [`super::dslr_redis::RedisWords`] on a Redis server. Its memory
+//! orderings are written once too, in the [`TicketWords`] implementation for every
+//! [`AtomicWords`]: the loom models in `tests/dslr_loom.rs` run that same code on loom's
+//! atomics.
 //!
 //! # Trade-offs
 //!
@@ -405,18 +409,67 @@ impl ShmWords {
         let _ = std::fs::remove_file(&path);
         result
     }
+}
+
+/// A 64-bit atomic word: `std`'s in the shared mapping, loom's in the model
+/// (`tests/dslr_loom.rs`), so both run the one set of operations and orderings below.
+pub trait AtomicWord {
+    /// `fetch_add` with the given ordering.
+    fn fetch_add(&self, delta: u64, order: Ordering) -> u64;
+    /// `fetch_sub` with the given ordering.
+    fn fetch_sub(&self, delta: u64, order: Ordering) -> u64;
+    /// `load` with the given ordering.
+    fn load(&self, order: Ordering) -> u64;
+    /// `compare_exchange` with the given orderings.
+    fn compare_exchange(
+        &self,
+        current: u64,
+        new: u64,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u64, u64>;
+}
+
+impl AtomicWord for AtomicU64 {
+    #[inline]
+    fn fetch_add(&self, delta: u64, order: Ordering) -> u64 {
+        AtomicU64::fetch_add(self, delta, order)
+    }
 
     #[inline]
-    fn word(&self, seg: usize) -> &AtomicU64 {
-        assert!(seg < self.map.len, "segment {seg} beyond {}", self.map.len);
-        // SAFETY: `seg < len` and the mapping holds `len` 8-byte words; it is page aligned,
-        // so every word is aligned for `AtomicU64`; it lives as long as `self.map`, and
-        // its bytes are only ever accessed atomically.
-        unsafe { self.map.words.add(seg).as_ref() }
+    fn fetch_sub(&self, delta: u64, order: Ordering) -> u64 {
+        AtomicU64::fetch_sub(self, delta, order)
+    }
+
+    #[inline]
+    fn load(&self, order: Ordering) -> u64 {
+        AtomicU64::load(self, order)
+    }
+
+    #[inline]
+    fn compare_exchange(
+        &self,
+        current: u64,
+        new: u64,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u64, u64> {
+        AtomicU64::compare_exchange(self, current, new, success, failure)
     }
 }
 
-impl TicketWords for ShmWords {
+/// Ticket words held in local atomics: [`TicketWords`] for every `AtomicWords` comes with
+/// DSLR's memory orderings.
+pub trait AtomicWords {
+    /// The word type.
+    type Word: AtomicWord;
+    /// Word `seg`.
+    fn word(&self, seg: usize) -> &Self::Word;
+    /// Waits a little before re-reading a word (see [`TicketWords::backoff`]).
+    fn backoff(&mut self, round: u32);
+}
+
+impl<W: AtomicWords> TicketWords for W {
     type Error = Infallible;
 
     #[inline]
@@ -450,6 +503,24 @@ impl TicketWords for ShmWords {
             .word(seg)
             .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
             .is_ok())
+    }
+
+    #[inline]
+    fn backoff(&mut self, round: u32) {
+        AtomicWords::backoff(self, round);
+    }
+}
+
+impl AtomicWords for ShmWords {
+    type Word = AtomicU64;
+
+    #[inline]
+    fn word(&self, seg: usize) -> &AtomicU64 {
+        assert!(seg < self.map.len, "segment {seg} beyond {}", self.map.len);
+        // SAFETY: `seg < len` and the mapping holds `len` 8-byte words; it is page aligned,
+        // so every word is aligned for `AtomicU64`; it lives as long as `self.map`, and
+        // its bytes are only ever accessed atomically.
+        unsafe { self.map.words.add(seg).as_ref() }
     }
 
     #[inline]
