@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 export RUSTFLAGS="${RUSTFLAGS:-} --cfg loom"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
-for crate in epvs rangelock; do
+for crate in epvs rangelock rangelock-bravo; do
   if grep -rqs 'cfg(loom)' "crates/$crate/src" "crates/$crate/tests" 2>/dev/null; then
     echo "--- loom: $crate"
     cargo test --release -p "$crate" --lib --tests -- --test-threads=2 loom

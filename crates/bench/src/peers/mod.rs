@@ -1,7 +1,7 @@
 //! Locks from outside this workspace, measured side by side with ours: fcntl OFD range
 //! locks, and BRAVO (Dice & Kogan's biased reader-writer lock, the EPVS paper's peer).
 
-pub mod bravo;
+pub use bravo;
 mod fcntl_ofd;
 
 pub use fcntl_ofd::{FcntlOfd, OfdFd};
