@@ -85,12 +85,26 @@ macro_rules! variant_tests {
                 support::stress(make(), &cfg);
             }
 
+            /// A domain across a boundary of `RangeLock`'s 4096-unit stripes: ranges inside
+            /// either stripe race for its slot, ranges across the boundary take the list.
+            #[test]
+            fn stress_short_across_stripes() {
+                let cfg = support::StressConfig {
+                    offset: 4096 - 32,
+                    shared_percent: 25,
+                    seed: 0x57E1,
+                    ..support::StressConfig::short()
+                };
+                support::stress(make(), &cfg);
+            }
+
             #[test]
             #[ignore = "long run: RANGELOCK_STRESS_SECS (default 600)"]
             fn stress_long() {
-                // Three phases of a third of the duration each: the default mix, long
-                // readers over short writers, and churn over a tight domain.
-                let phase = support::long_duration() / 3;
+                // Four phases of a quarter of the duration each: the default mix, long
+                // readers over short writers, churn over a tight domain, and the default
+                // mix across a stripe boundary of `RangeLock`.
+                let phase = support::long_duration() / 4;
                 let base = support::StressConfig {
                     threads: 8,
                     duration: Some(phase),
@@ -104,7 +118,8 @@ macro_rules! variant_tests {
                         shared_percent: 50,
                         ..base.clone()
                     },
-                    support::StressConfig { domain: 24, max_len: 5, ..base },
+                    support::StressConfig { domain: 24, max_len: 5, ..base.clone() },
+                    support::StressConfig { offset: 4096 - 32, ..base },
                 ];
                 for cfg in &phases {
                     let report = support::stress(make(), cfg);

@@ -14,6 +14,20 @@
 //! with one `find` for its exact key, and retires it. The token is the node: unlock is O(1)
 //! in the number of held ranges, with no search by range.
 //!
+//! **Exclusive ranges inside one stripe** usually skip the list. The domain is cut into
+//! stripes of 4096 units, each hashed to one slot of a fixed table of 1024 (`stripes`). An
+//! exclusive range that lies inside one stripe claims its stripe's slot with a CAS and then
+//! checks the list and the reader table for an overlapping holder; if there is none it
+//! holds the range, with its node in the slot and nothing linked. If the slot is taken it
+//! takes the list path; if the check finds a conflict it *retracts* (clears the slot, ends
+//! the node's use and retires it) and takes the list path with a fresh node, so a stripe
+//! holder never waits while visible. List writers and readers, after their own handshake
+//! store, check the slots of the stripes their range touches. With an empty list and no
+//! reader announced, the check reads no node and takes no epoch guard: a stripe hold is one
+//! CAS on a slot plus reads of lines nobody writes, so threads locking disjoint ranges in
+//! different stripes share no written cache line (a list insertion writes its
+//! neighbours' links, which two threads working on one list keep moving between cores).
+//!
 //! **Shared ranges** are not in the list. A reader announces its node in a slot of a
 //! growable table (`readers`) and then checks the list for an overlapping exclusive node; if
 //! there is none it holds the range, otherwise it retracts the announcement and waits for
@@ -63,6 +77,21 @@
 //! full barrier and every access of the handshake is SeqCst, the fence compiles to a
 //! compiler fence only: see `readers::handshake_fence`.)
 //!
+//! *Stripe holders* take part in the same handshake, as writers whose store is the slot CAS
+//! instead of the link CAS. Against a reader it is the argument above with the slot in
+//! place of the list (the reader checks the slots of its stripes after its fence). Against
+//! a list writer W, the stripe holder S (1) claims its slot, (2) fences, (3) runs the
+//! reader's list check; W (1) links, (2) fences, (3) reads the slots of its stripes, which
+//! include S's. If S's fence is later, S's list check sees W by the reader argument; if
+//! W's is later, W reads S's node and checks its range. So S and W never both hold
+//! overlapping ranges. S sees a conflict only while the other party is announced, and
+//! then retracts, so S never waits while visible; W may wait for S, which holds (and will
+//! release) or retracts. Two stripe holders of one slot are excluded by the CAS, and
+//! holders of different slots lie in different stripes, which are disjoint. A node that
+//! was visible in a slot is never reused for the list path of the same acquisition (it is
+//! retired): a waiter holding a ticket on it must see that use end, not wait for our own
+//! list node while we wait for it.
+//!
 //! *Happens-before.* Unlocking is a Release (the level-0 mark, the slot clear, the `state`
 //! release); every acquisition reads them, or links/slot values derived from them by RMWs
 //! in the same release sequence, with Acquire or SeqCst loads, so the next holder of an
@@ -77,7 +106,8 @@
 //!
 //! *Progress.* `try_lock*` never waits: it fails on the first conflict (a writer that
 //! already linked its node unlinks it again). Two racing `try_lock`s, one shared and one
-//! exclusive, may both fail (each saw the other's announcement or pending node). Blocking
+//! exclusive, may both fail (each saw the other's announcement or pending node); so may a
+//! `try_lock` inside one stripe and an overlapping one on the list. Blocking
 //! acquisitions wait only for nodes whose owners are running acquisitions or holding
 //! ranges, so they wait only as long as conflicting holders hold (plus writers ahead of a
 //! reader, see above).
@@ -106,6 +136,19 @@
 //!   non-adjacent lines.
 //! - A reader finds conflicting writers in O(log n) (only exclusive nodes are in the list);
 //!   a writer pays O(log n) in the list plus O(slots) in the table.
+//! - The stripe table costs 8 KiB per lock. A range inside one stripe is one slot; a range
+//!   across stripes goes to the list, and it (like every reader) checks one slot per
+//!   stripe it touches, at most the whole table (1024 loads) for a range of 1024 stripes
+//!   (4 Mi units) or more. Ranges of one stripe that are held at the same time share its
+//!   slot: the first holds it, the others take the list path, where they cost what a list
+//!   insertion costs. Stripes are 4096 units wide, a page when units are bytes, so that
+//!   page-sized and smaller locks of different threads rarely meet in one slot; the width
+//!   and the table size are constants (`stripes::STRIPE_SHIFT`, `stripes::SLOTS`).
+//! - A stripe attempt that meets a conflict retires its node and starts over on the list
+//!   with a fresh one (one node more for that acquisition; the fast path allocates one).
+//! - Ranges of one stripe contend on its slot and fall back to the list as described;
+//!   with many threads locking overlapping small ranges of a few stripes (the `contended`
+//!   suite) most acquisitions take the list path and pay one failed slot load first.
 //! - Nodes are recycled and returned to the allocator only when the lock drops (type-stable
 //!   memory lets waiters park without an epoch guard), so memory is bounded by the peak use,
 //!   not by the current one. Every acquisition and release retires one node (readers too),
@@ -149,6 +192,7 @@ mod pool_lock;
 mod readers;
 mod reclaim;
 mod rng;
+mod stripes;
 mod wait;
 
 #[cfg(all(test, not(loom)))]
@@ -170,6 +214,7 @@ use list::{Conflict, List};
 use node::{Node, MAX_HEIGHT};
 use readers::Readers;
 use reclaim::Reclaim;
+use stripes::Stripes;
 use wait::{wait_for, wake_all, Wait};
 
 /// The default number of skip-list levels (see `# Trade-offs` in the module docs).
@@ -213,6 +258,7 @@ impl Lock<SkipList> {
 pub struct SkipList {
     list: List,
     readers: Readers,
+    stripes: Stripes,
     reclaim: Reclaim,
 }
 
@@ -222,10 +268,21 @@ unsafe impl Send for SkipList {}
 // SAFETY: as above; every shared mutation goes through atomics or the pool locks.
 unsafe impl Sync for SkipList {}
 
-/// A held range of a [`SkipList`]: its node (list node or reader announcement).
+/// A held range of a [`SkipList`]: its node (list node, stripe slot or reader announcement).
 pub struct SkipToken {
     node: NonNull<Node>,
-    mode: Mode,
+    kind: Kind,
+}
+
+/// Where a held range's node is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// Exclusive, linked in the skip list.
+    List,
+    /// Exclusive, in the slot of its stripe (see `stripes`).
+    Stripe,
+    /// Shared, announced in the reader table.
+    Shared,
 }
 
 // SAFETY: the token only names a node of its lock; releasing from another thread is part of
@@ -234,7 +291,7 @@ unsafe impl Send for SkipToken {}
 
 impl fmt::Debug for SkipToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SkipToken").field("node", &self.node).field("mode", &self.mode).finish()
+        f.debug_struct("SkipToken").field("node", &self.node).field("kind", &self.kind).finish()
     }
 }
 
@@ -254,7 +311,12 @@ impl SkipList {
             (1..=MAX_HEIGHT).contains(&height),
             "skip-list height must be in 1..={MAX_HEIGHT}, got {height}"
         );
-        SkipList { list: List::new(height), readers: Readers::new(), reclaim: Reclaim::new() }
+        SkipList {
+            list: List::new(height),
+            readers: Readers::new(),
+            stripes: Stripes::new(),
+            reclaim: Reclaim::new(),
+        }
     }
 
     /// The number of skip-list levels.
@@ -272,17 +334,81 @@ impl SkipList {
     #[inline]
     fn acquire(&self, range: Range<u64>, mode: Mode, wait: Wait) -> Option<SkipToken> {
         debug_assert!(range.start < range.end);
-        let node = match mode {
-            Mode::Exclusive => self.acquire_exclusive(&range, wait)?,
-            Mode::Shared => self.acquire_shared(&range, wait)?,
-        };
-        Some(SkipToken { node, mode })
+        match mode {
+            Mode::Exclusive => self.acquire_exclusive(&range, wait),
+            Mode::Shared => {
+                self.acquire_shared(&range, wait).map(|node| SkipToken { node, kind: Kind::Shared })
+            }
+        }
     }
 
-    fn acquire_exclusive(&self, range: &Range<u64>, wait: Wait) -> Option<NonNull<Node>> {
+    #[inline]
+    fn acquire_exclusive(&self, range: &Range<u64>, wait: Wait) -> Option<SkipToken> {
         let node = self.reclaim.alloc();
-        // SAFETY: the node is private until linked.
-        unsafe { node.as_ref() }.init(range, rng::random_height(self.list.height()));
+        // SAFETY: the node is private until linked or claimed.
+        let node_ref = unsafe { node.as_ref() };
+        node_ref.init(range, rng::random_height(self.list.height()));
+        let node = match self.stripes.slot_of(range) {
+            Some(slot) if Stripes::claim(slot, node) => {
+                if self.stripe_is_free(range) {
+                    return Some(SkipToken { node, kind: Kind::Stripe });
+                }
+                self.retract_stripe(slot, node);
+                if let Wait::Never = wait {
+                    return None;
+                }
+                // Waiters may hold a ticket on the retracted node: it must not come back
+                // as a list node they would wait for (see `stripes`).
+                let fresh = self.reclaim.alloc();
+                // SAFETY: the node is private until linked.
+                unsafe { fresh.as_ref() }.init(range, rng::random_height(self.list.height()));
+                fresh
+            }
+            _ => node,
+        };
+        self.acquire_listed(node, range, wait).map(|node| SkipToken { node, kind: Kind::List })
+    }
+
+    /// After claiming the stripe slot: whether no list node and no reader overlaps.
+    #[inline]
+    fn stripe_is_free(&self, range: &Range<u64>) -> bool {
+        // The common case reaches no node, so it needs no epoch guard: an empty list and a
+        // reader table with every count at zero (the same handshake loads, after the fence).
+        readers::handshake_fence();
+        if self.list.is_empty() && self.readers.none_announced() {
+            return true;
+        }
+        self.stripe_is_free_slow(range)
+    }
+
+    #[cold]
+    fn stripe_is_free_slow(&self, range: &Range<u64>) -> bool {
+        let guard = self.reclaim.pin();
+        matches!(self.list.overlapping(range, &guard), Conflict::None)
+            && matches!(self.readers.overlapping(range, &guard), Conflict::None)
+    }
+
+    /// Gives up a claimed stripe slot: clear it, end the node's use (waking anyone who
+    /// took a ticket on it) and retire the node.
+    #[cold]
+    fn retract_stripe(&self, slot: &stripes::Slot, node: NonNull<Node>) {
+        Stripes::clear(slot);
+        // SAFETY: we own the node; it stays valid (type-stable).
+        let node_ref = unsafe { node.as_ref() };
+        if node_ref.release() {
+            wake_all(node_ref);
+        }
+        self.reclaim.retire(node);
+    }
+
+    /// The list path of an exclusive acquisition: link the (private, initialized) node,
+    /// then drain overlapping readers and stripe holders.
+    fn acquire_listed(
+        &self,
+        node: NonNull<Node>,
+        range: &Range<u64>,
+        wait: Wait,
+    ) -> Option<NonNull<Node>> {
         // One guard covers the insertion and the reader scan; it is dropped before waiting.
         let mut guard = self.reclaim.pin();
         loop {
@@ -299,9 +425,14 @@ impl SkipList {
                 Conflict::Gone => {}
             }
         }
-        // Linked (pending): new readers back off; drain the announced ones.
+        // Linked (pending): new readers and stripe holders back off; drain the announced
+        // readers and wait out the stripe holders that came first.
         loop {
-            match self.readers.overlapping(range, &guard) {
+            let conflict = match self.readers.overlapping(range, &guard) {
+                Conflict::None => self.stripes.overlapping(range, &guard),
+                other => other,
+            };
+            match conflict {
                 Conflict::None => return Some(node),
                 Conflict::Held(ticket) => {
                     drop(guard);
@@ -326,7 +457,11 @@ impl SkipList {
                 let guard = self.reclaim.pin();
                 let claim = self.readers.announce(node.as_ptr(), rng::thread_index());
                 node_ref.set_claim(claim);
-                (claim, self.list.overlapping(range, &guard))
+                let conflict = match self.list.overlapping(range, &guard) {
+                    Conflict::None => self.stripes.overlapping(range, &guard),
+                    other => other,
+                };
+                (claim, conflict)
             };
             let Conflict::Held(ticket) = conflict else {
                 return Some(node);
@@ -358,6 +493,18 @@ impl SkipList {
         {
             let guard = self.reclaim.pin();
             self.list.unlink(node, &guard);
+        }
+        self.reclaim.retire(node);
+    }
+
+    /// Ends a stripe hold: clear the slot, wake, retire.
+    fn release_stripe(&self, node: NonNull<Node>) {
+        // SAFETY: the caller owns the held node.
+        let node_ref = unsafe { node.as_ref() };
+        let slot = self.stripes.slot_of(&node_ref.range()).expect("a stripe node fits its stripe");
+        Stripes::clear(slot);
+        if node_ref.release() {
+            wake_all(node_ref);
         }
         self.reclaim.retire(node);
     }
@@ -396,7 +543,9 @@ impl Drop for SkipList {
         // No guard borrows the lock any more. Nodes still linked or announced belong to
         // guards that were forgotten (`mem::forget`); they go back to the pool, which frees
         // everything when `reclaim` drops.
-        for node in self.list.drain().into_iter().chain(self.readers.drain()) {
+        let (list, readers, stripes) =
+            (self.list.drain(), self.readers.drain(), self.stripes.drain());
+        for node in list.into_iter().chain(readers).chain(stripes) {
             self.reclaim.free_private(node);
         }
     }
@@ -430,9 +579,10 @@ unsafe impl RawRangeLock for SkipList {
 
     #[inline]
     unsafe fn unlock(&self, token: SkipToken) {
-        match token.mode {
-            Mode::Exclusive => self.release_exclusive(token.node),
-            Mode::Shared => self.release_shared(token.node),
+        match token.kind {
+            Kind::List => self.release_exclusive(token.node),
+            Kind::Stripe => self.release_stripe(token.node),
+            Kind::Shared => self.release_shared(token.node),
         }
     }
 }

@@ -50,8 +50,10 @@ pub struct StressConfig {
     pub ops_per_thread: usize,
     /// Run for this long instead of a fixed number of operations.
     pub duration: Option<Duration>,
-    /// Units of the shared array; ranges lie in `0..domain`.
+    /// Units of the shared array; ranges lie in `offset..offset + domain`.
     pub domain: u64,
+    /// First unit of the locked domain (unit `offset + i` is cell `i` of the array).
+    pub offset: u64,
     /// Longest range.
     pub max_len: u64,
     /// Percentage of shared acquisitions.
@@ -70,6 +72,7 @@ impl StressConfig {
             ops_per_thread: 3_000,
             duration: None,
             domain: 64,
+            offset: 0,
             max_len: 12,
             shared_percent: 40,
             shared_max_len: None,
@@ -129,7 +132,8 @@ pub fn stress<R: RawRangeLock>(lock: R, cfg: &StressConfig) -> StressReport {
                     };
                     let begin = rng.below(cfg.domain);
                     let len = 1 + rng.below(max_len.min(cfg.domain - begin));
-                    let range = begin..begin + len;
+                    let cells_range = begin as usize..(begin + len) as usize;
+                    let range = cfg.offset + begin..cfg.offset + begin + len;
                     let call = match rng.below(3) {
                         0 => Call::Try,
                         1 => Call::Blocking,
@@ -157,7 +161,7 @@ pub fn stress<R: RawRangeLock>(lock: R, cfg: &StressConfig) -> StressReport {
                         Err(e) => panic!("unexpected error for {range:?}: {e}"),
                     };
                     acquired.fetch_add(1, Ordering::Relaxed);
-                    let units = &cells[range.start as usize..range.end as usize];
+                    let units = &cells[cells_range];
                     let hold = rng.below(4);
                     match mode {
                         Mode::Exclusive => {
@@ -215,7 +219,9 @@ pub fn stress<R: RawRangeLock>(lock: R, cfg: &StressConfig) -> StressReport {
     };
     assert!(report.acquired > 0, "{}: nothing was ever acquired: {report:?}", R::NAME);
     // Everything was released: the whole domain is free again.
-    let all = lock.try_lock(0..cfg.domain).expect("domain still locked after the run");
+    let all = lock
+        .try_lock(cfg.offset..cfg.offset + cfg.domain)
+        .expect("domain still locked after the run");
     drop(all);
     report
 }
