@@ -42,4 +42,7 @@ pub use error::{LockError, RangeError};
 pub use lock::{Lock, RangeGuard};
 pub use range::{check_range, overlaps, Mode};
 pub use raw::RawRangeLock;
-pub use skiplist::{RangeLock, SkipList, SkipToken, DEFAULT_MAX_HEIGHT};
+pub use skiplist::{
+    Builder, RangeLock, SkipList, SkipToken, DEFAULT_MAX_HEIGHT, DEFAULT_STRIPE_SHIFT,
+    DEFAULT_STRIPE_SLOTS,
+};

@@ -85,12 +85,13 @@ macro_rules! variant_tests {
                 support::stress(make(), &cfg);
             }
 
-            /// A domain across a boundary of `RangeLock`'s 4096-unit stripes: ranges inside
-            /// either stripe race for its slot, ranges across the boundary take the list.
+            /// A domain across 65536, a stripe boundary of `RangeLock` (for every power-of-two
+            /// stripe width up to 64 Ki): ranges inside either stripe race for its slot,
+            /// ranges across the boundary take the list.
             #[test]
             fn stress_short_across_stripes() {
                 let cfg = support::StressConfig {
-                    offset: 4096 - 32,
+                    offset: 65536 - 32,
                     shared_percent: 25,
                     seed: 0x57E1,
                     ..support::StressConfig::short()
@@ -119,7 +120,7 @@ macro_rules! variant_tests {
                         ..base.clone()
                     },
                     support::StressConfig { domain: 24, max_len: 5, ..base.clone() },
-                    support::StressConfig { offset: 4096 - 32, ..base },
+                    support::StressConfig { offset: 65536 - 32, ..base },
                 ];
                 for cfg in &phases {
                     let report = support::stress(make(), cfg);
@@ -145,6 +146,20 @@ macro_rules! variant_tests {
 }
 
 variant_tests!(skiplist, rangelock::SkipList::new(), true);
+// The same lock with 4-unit stripes over 4 slots: in the 64-unit stress domain, stripes
+// alias (16 stripes share 4 slots), and ranges cover one to four stripes (slot counts) or
+// more (the `wide` count).
+variant_tests!(
+    skiplist_tiny_stripes,
+    rangelock::RangeLock::builder().stripes(2, 4).build_raw(),
+    true
+);
+// Without the stripe table: every exclusive range on the list.
+variant_tests!(
+    skiplist_no_stripes,
+    rangelock::RangeLock::builder().stripes(0, 0).build_raw(),
+    true
+);
 variant_tests!(kogan_list, KoganList::new(), true);
 variant_tests!(song_skiplist, SongSkipList::new(), true);
 variant_tests!(kernel_tree, KernelTree::new(), true);

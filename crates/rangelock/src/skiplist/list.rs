@@ -186,17 +186,6 @@ impl List {
         }
     }
 
-    /// Whether no node is linked at level 0, hence (invariant 2) no unmarked node is in the
-    /// list. Reads only the head, so it needs no guard; the caller runs `handshake_fence`
-    /// first when this is its half of a handshake.
-    #[inline]
-    pub(crate) fn is_empty(&self) -> bool {
-        // SAFETY: the head lives as long as the list.
-        let head = unsafe { self.head.as_ref() };
-        // SeqCst: a handshake load, like every link load of `find`.
-        head.link(0).load(Ordering::SeqCst) == 0
-    }
-
     /// The exclusive node overlapping `range`, if any (used by readers after announcing).
     pub(crate) fn overlapping(&self, range: &Range<u64>, guard: &Guard<'_>) -> Conflict {
         // The reader's half of the handshake is "announce; fence; read the list"; pairs with

@@ -232,3 +232,21 @@ fn loom_stripe_and_list_try_never_both() {
         let _all = lock.try_lock(0..3).expect("a range stayed locked");
     });
 }
+
+/// A list writer whose range touches more than `stripes::NARROW` stripes counts itself in
+/// the table's one `wide` count instead of per slot; a stripe holder inside its range must
+/// still see it (or be seen).
+#[test]
+fn loom_wide_list_writer_and_stripe_holder() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::with_max_height(1));
+        let units = Arc::new(Units::new(10));
+        let t = {
+            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
+            thread::spawn(move || write_held(&lock, &units, 0..10))
+        };
+        write_held(&lock, &units, 4..6);
+        t.join().unwrap();
+        assert_eq!(units.read(0..10), 12);
+    });
+}

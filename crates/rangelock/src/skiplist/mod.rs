@@ -15,18 +15,22 @@
 //! in the number of held ranges, with no search by range.
 //!
 //! **Exclusive ranges inside one stripe** usually skip the list. The domain is cut into
-//! stripes of 4096 units, each hashed to one slot of a fixed table of 1024 (`stripes`). An
-//! exclusive range that lies inside one stripe claims its stripe's slot with a CAS and then
-//! checks the list and the reader table for an overlapping holder; if there is none it
-//! holds the range, with its node in the slot and nothing linked. If the slot is taken it
-//! takes the list path; if the check finds a conflict it *retracts* (clears the slot, ends
-//! the node's use and retires it) and takes the list path with a fresh node, so a stripe
-//! holder never waits while visible. List writers and readers, after their own handshake
-//! store, check the slots of the stripes their range touches. With an empty list and no
-//! reader announced, the check reads no node and takes no epoch guard: a stripe hold is one
-//! CAS on a slot plus reads of lines nobody writes, so threads locking disjoint ranges in
-//! different stripes share no written cache line (a list insertion writes its
-//! neighbours' links, which two threads working on one list keep moving between cores).
+//! stripes of 16 Ki units; stripe `s` owns slot `s mod 2048` of a fixed table (`stripes`;
+//! both sizes are [`Builder`] options). An exclusive range that lies inside one stripe
+//! claims its stripe's slot with a CAS and then checks for a conflict: the slot's count of
+//! list nodes that may overlap its stripes (list writers count themselves in the slots of
+//! the stripes they touch before they link, and uncount after they unlink) and the reader
+//! table. If both are empty it holds the range, with its node in the slot and nothing
+//! linked; if the count is not zero it searches the list for an actual overlap. If the
+//! slot is taken it takes the list path; if it finds a conflict it *retracts* (clears the
+//! slot, ends the node's use and retires it) and takes the list path with a fresh node, so
+//! a stripe holder never waits while visible. List writers and readers, after their own
+//! handshake store, check the slots of the stripes their range touches. In the common case
+//! the check reads two counters and the reader table's line counts and takes no epoch
+//! guard: a stripe hold is one CAS on a slot plus reads of lines nobody writes, so threads
+//! locking disjoint ranges of different regions share no written cache line (a list
+//! insertion writes its neighbours' links, which two threads working on one list keep
+//! moving between cores).
 //!
 //! **Shared ranges** are not in the list. A reader announces its node in a slot of a
 //! growable table (`readers`) and then checks the list for an overlapping exclusive node; if
@@ -80,10 +84,13 @@
 //! *Stripe holders* take part in the same handshake, as writers whose store is the slot CAS
 //! instead of the link CAS. Against a reader it is the argument above with the slot in
 //! place of the list (the reader checks the slots of its stripes after its fence). Against
-//! a list writer W, the stripe holder S (1) claims its slot, (2) fences, (3) runs the
-//! reader's list check; W (1) links, (2) fences, (3) reads the slots of its stripes, which
-//! include S's. If S's fence is later, S's list check sees W by the reader argument; if
-//! W's is later, W reads S's node and checks its range. So S and W never both hold
+//! a list writer W, the stripe holder S (1) claims its slot, (2) fences, (3) reads the
+//! slot's list count (and the `wide` count), and searches the list like a reader if a
+//! count is not zero; W (1) increments the counts of its stripes' slots (or `wide`), links,
+//! (2) fences, (3) reads the slots of its stripes, which include S's. If S's fence is
+//! later, S's count load sees W's increment (or a later value, which drops to zero only
+//! once W's node is unlinked), so S searches the list and sees W by the reader argument;
+//! if W's is later, W reads S's node and checks its range. So S and W never both hold
 //! overlapping ranges. S sees a conflict only while the other party is announced, and
 //! then retracts, so S never waits while visible; W may wait for S, which holds (and will
 //! release) or retracts. Two stripe holders of one slot are excluded by the CAS, and
@@ -136,14 +143,20 @@
 //!   non-adjacent lines.
 //! - A reader finds conflicting writers in O(log n) (only exclusive nodes are in the list);
 //!   a writer pays O(log n) in the list plus O(slots) in the table.
-//! - The stripe table costs 8 KiB per lock. A range inside one stripe is one slot; a range
-//!   across stripes goes to the list, and it (like every reader) checks one slot per
-//!   stripe it touches, at most the whole table (1024 loads) for a range of 1024 stripes
-//!   (4 Mi units) or more. Ranges of one stripe that are held at the same time share its
-//!   slot: the first holds it, the others take the list path, where they cost what a list
-//!   insertion costs. Stripes are 4096 units wide, a page when units are bytes, so that
-//!   page-sized and smaller locks of different threads rarely meet in one slot; the width
-//!   and the table size are constants (`stripes::STRIPE_SHIFT`, `stripes::SLOTS`).
+//! - The stripe table costs 32 KiB per lock (2048 slots of a node pointer and a count). A
+//!   range inside one stripe is one slot; a range across stripes goes to the list: it
+//!   increments and later decrements the counts of up to 4 slots (a wider range: one
+//!   `wide` count, which sends every stripe holder to the list search while it is held),
+//!   and it (like every reader) checks the holder of one slot per stripe it touches, at
+//!   most the whole table (2048 loads) for a range of 2048 stripes (32 Mi units) or more.
+//! - The table is direct-mapped, so stripes 32 Mi units apart share a slot. Ranges of one
+//!   slot held at the same time take turns: the first holds the slot, the others take the
+//!   list path and cost what a list insertion costs, and a list node counted in a slot sends
+//!   the holders of every stripe of that slot to the list search. A workload that holds
+//!   many ranges spread over far more than 32 Mi units (the `held` suite with 16 x 1000
+//!   ranges 1 KiB apart below a W1 area 2 GiB up) loses most of the fast path. The stripe
+//!   width (16 Ki units: 16 KiB when units are bytes) trades the share of ranges that fit
+//!   one stripe against the chance that two ranges held at once meet in one.
 //! - A stripe attempt that meets a conflict retires its node and starts over on the list
 //!   with a fresh one (one node more for that acquisition; the fast path allocates one).
 //! - Ranges of one stripe contend on its slot and fall back to the list as described;
@@ -215,6 +228,7 @@ use node::{Node, MAX_HEIGHT};
 use readers::Readers;
 use reclaim::Reclaim;
 use stripes::Stripes;
+pub use stripes::{DEFAULT_STRIPE_SHIFT, DEFAULT_STRIPE_SLOTS};
 use wait::{wait_for, wake_all, Wait};
 
 /// The default number of skip-list levels (see `# Trade-offs` in the module docs).
@@ -238,9 +252,27 @@ pub const DEFAULT_MAX_HEIGHT: usize = 12;
 pub type RangeLock = Lock<SkipList>;
 
 impl Lock<SkipList> {
-    /// A range lock with the default height ([`DEFAULT_MAX_HEIGHT`]).
+    /// A range lock with the default height ([`DEFAULT_MAX_HEIGHT`]) and stripe table
+    /// ([`DEFAULT_STRIPE_SHIFT`], [`DEFAULT_STRIPE_SLOTS`]).
     pub fn new() -> Self {
         Lock::from_raw(SkipList::new())
+    }
+
+    /// Options for a lock that differs from [`RangeLock::new`]'s defaults.
+    ///
+    /// ```
+    /// use rangelock::RangeLock;
+    ///
+    /// // 4 KiB stripes over 8192 slots, for page-sized locks spread over 32 MiB.
+    /// let lock = RangeLock::builder().stripes(12, 8192).build();
+    /// let page = lock.lock(4096..8192).unwrap();
+    /// # drop(page);
+    /// // No stripe table: every exclusive range goes to the skip list.
+    /// let listed = RangeLock::builder().stripes(0, 0).max_height(8).build();
+    /// # drop(listed);
+    /// ```
+    pub fn builder() -> Builder {
+        Builder::default()
     }
 
     /// A range lock whose skip list uses `height` levels.
@@ -250,6 +282,67 @@ impl Lock<SkipList> {
     /// If `height` is 0 or larger than 16.
     pub fn with_max_height(height: usize) -> Self {
         Lock::from_raw(SkipList::with_max_height(height))
+    }
+}
+
+/// Options of a [`SkipList`]: [`RangeLock::builder`].
+#[derive(Clone, Copy, Debug)]
+pub struct Builder {
+    max_height: usize,
+    stripe_shift: u32,
+    stripe_slots: usize,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            max_height: DEFAULT_MAX_HEIGHT,
+            stripe_shift: DEFAULT_STRIPE_SHIFT,
+            stripe_slots: DEFAULT_STRIPE_SLOTS,
+        }
+    }
+}
+
+impl Builder {
+    /// Skip-list levels (1..=16; default [`DEFAULT_MAX_HEIGHT`]).
+    pub fn max_height(self, height: usize) -> Self {
+        Builder { max_height: height, ..self }
+    }
+
+    /// The stripe table (module docs): stripes of `1 << shift` units, `slots` slots of 16
+    /// bytes (a power of two, or 0 to send every exclusive range to the skip list).
+    /// Defaults: [`DEFAULT_STRIPE_SHIFT`], [`DEFAULT_STRIPE_SLOTS`].
+    pub fn stripes(self, shift: u32, slots: usize) -> Self {
+        Builder { stripe_shift: shift, stripe_slots: slots, ..self }
+    }
+
+    /// The raw lock.
+    ///
+    /// # Panics
+    ///
+    /// If the height is 0 or larger than 16, `slots` is neither 0 nor a power of two, or
+    /// `shift` is 64 or more.
+    pub fn build_raw(self) -> SkipList {
+        assert!(
+            (1..=MAX_HEIGHT).contains(&self.max_height),
+            "skip-list height must be in 1..={MAX_HEIGHT}, got {}",
+            self.max_height
+        );
+        SkipList {
+            list: List::new(self.max_height),
+            readers: Readers::new(),
+            stripes: Stripes::new(self.stripe_shift, self.stripe_slots),
+            reclaim: Reclaim::new(),
+        }
+    }
+
+    /// The lock.
+    ///
+    /// # Panics
+    ///
+    /// As [`build_raw`](Self::build_raw).
+    pub fn build(self) -> RangeLock {
+        Lock::from_raw(self.build_raw())
     }
 }
 
@@ -307,16 +400,12 @@ impl SkipList {
     ///
     /// If `height` is 0 or larger than 16.
     pub fn with_max_height(height: usize) -> Self {
-        assert!(
-            (1..=MAX_HEIGHT).contains(&height),
-            "skip-list height must be in 1..={MAX_HEIGHT}, got {height}"
-        );
-        SkipList {
-            list: List::new(height),
-            readers: Readers::new(),
-            stripes: Stripes::new(),
-            reclaim: Reclaim::new(),
-        }
+        Builder::default().max_height(height).build_raw()
+    }
+
+    /// Stripe width (log2 units) and number of slots of the stripe table (0: no table).
+    pub fn stripes(&self) -> (u32, usize) {
+        (self.stripes.shift(), self.stripes.len())
     }
 
     /// The number of skip-list levels.
@@ -350,7 +439,7 @@ impl SkipList {
         node_ref.init(range, rng::random_height(self.list.height()));
         let node = match self.stripes.slot_of(range) {
             Some(slot) if Stripes::claim(slot, node) => {
-                if self.stripe_is_free(range) {
+                if self.stripe_is_free(slot, range) {
                     return Some(SkipToken { node, kind: Kind::Stripe });
                 }
                 self.retract_stripe(slot, node);
@@ -371,20 +460,21 @@ impl SkipList {
 
     /// After claiming the stripe slot: whether no list node and no reader overlaps.
     #[inline]
-    fn stripe_is_free(&self, range: &Range<u64>) -> bool {
-        // The common case reaches no node, so it needs no epoch guard: an empty list and a
-        // reader table with every count at zero (the same handshake loads, after the fence).
+    fn stripe_is_free(&self, slot: &stripes::Slot, range: &Range<u64>) -> bool {
+        // The common case reaches no node, so it needs no epoch guard: no list node counted
+        // in the slot (or wide) and no reader announced (handshake loads, after the fence).
         readers::handshake_fence();
-        if self.list.is_empty() && self.readers.none_announced() {
+        let listed = self.stripes.maybe_listed(slot);
+        if !listed && self.readers.none_announced() {
             return true;
         }
-        self.stripe_is_free_slow(range)
+        self.stripe_is_free_slow(range, listed)
     }
 
     #[cold]
-    fn stripe_is_free_slow(&self, range: &Range<u64>) -> bool {
+    fn stripe_is_free_slow(&self, range: &Range<u64>, listed: bool) -> bool {
         let guard = self.reclaim.pin();
-        matches!(self.list.overlapping(range, &guard), Conflict::None)
+        (!listed || matches!(self.list.overlapping(range, &guard), Conflict::None))
             && matches!(self.readers.overlapping(range, &guard), Conflict::None)
     }
 
@@ -401,14 +491,18 @@ impl SkipList {
         self.reclaim.retire(node);
     }
 
-    /// The list path of an exclusive acquisition: link the (private, initialized) node,
-    /// then drain overlapping readers and stripe holders.
+    /// The list path of an exclusive acquisition: count the range in the stripe table,
+    /// link the (private, initialized) node, then drain overlapping readers and stripe
+    /// holders.
     fn acquire_listed(
         &self,
         node: NonNull<Node>,
         range: &Range<u64>,
         wait: Wait,
     ) -> Option<NonNull<Node>> {
+        // Counted before the link (part of the handshake with stripe holders: see
+        // `stripes`), uncounted only after the unlink (`release_exclusive`).
+        self.stripes.count_list(range);
         // One guard covers the insertion and the reader scan; it is dropped before waiting.
         let mut guard = self.reclaim.pin();
         loop {
@@ -417,6 +511,7 @@ impl SkipList {
                 Conflict::Held(ticket) => {
                     drop(guard);
                     if !wait_for(ticket, wait) {
+                        self.stripes.uncount_list(range);
                         self.reclaim.free_private(node);
                         return None;
                     }
@@ -494,6 +589,7 @@ impl SkipList {
             let guard = self.reclaim.pin();
             self.list.unlink(node, &guard);
         }
+        self.stripes.uncount_list(&node_ref.range());
         self.reclaim.retire(node);
     }
 

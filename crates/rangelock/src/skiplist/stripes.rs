@@ -1,87 +1,142 @@
 //! The stripe table: a direct-mapped fast path for exclusive ranges that fit in one stripe.
 //!
-//! The domain is cut into stripes of `1 << STRIPE_SHIFT` units, and each stripe hashes to
-//! one slot of a fixed table (several stripes share a slot). An exclusive range that lies
-//! inside one stripe may hold its range by claiming that stripe's slot with a CAS
-//! (`null → node`) instead of linking its node into the skip list. The slot says "the range
-//! of this node is held (or about to be)", exactly like a reader's announcement says it for
-//! a shared range, and the same Dekker handshake makes it safe:
+//! The domain is cut into stripes of `1 << shift` units; stripe `s` owns slot
+//! `s mod slots` of a fixed table (stripes `slots` apart share a slot). An exclusive range
+//! that lies inside one stripe may hold its range by claiming that stripe's slot with a
+//! CAS (`null → node`) instead of linking its node into the skip list. The slot says "the
+//! range of this node is held (or about to be)", exactly like a reader's announcement says
+//! it for a shared range, and the same Dekker handshake makes it safe:
 //!
-//! - a *stripe holder* claims its slot, then (after the handshake fence) checks the list
-//!   for an overlapping exclusive node and the reader table for an overlapping reader;
-//! - a *list writer* links its node, then checks the reader table and the slots of every
-//!   stripe its range touches;
+//! - a *stripe holder* claims its slot, then (after the handshake fence) checks for list
+//!   nodes that may overlap and for overlapping readers;
+//! - a *list writer* counts itself in the slots of the stripes its range touches (or, for a
+//!   range of more than [`NARROW`] stripes, in the one `wide` count), links its node, and
+//!   then checks the reader table and those slots' holders;
 //! - a *reader* announces itself, then checks the list and the slots of its stripes.
 //!
 //! Whichever of two overlapping parties passes its fence second sees the other's store
-//! (see `skiplist`, Consistency). A stripe holder that finds any conflict **retracts** (it
-//! clears its slot, ends its node's use, waking whoever took a ticket on it) and continues
-//! as a list writer with a fresh node, so a stripe holder never waits while it is visible
-//! and nobody can wait for it in a cycle. Two stripe holders of one slot exclude each other
-//! by the CAS; the loser takes the list path, where it sees the winner's node in the slot
-//! and checks the actual ranges, so disjoint ranges of one stripe both hold. Stripe holders
-//! of different slots lie in different stripes and cannot overlap.
+//! (see `skiplist`, Consistency). The counts let a stripe holder skip the list search:
+//! every list node that overlaps stripe `s` was counted in `s`'s slot (or in `wide`) before
+//! it was linked and is uncounted only after it is unlinked, so a holder that reads both
+//! counts at zero after its fence knows no list node overlaps its range (a writer whose
+//! fence comes later reads the holder's slot instead). A non-zero count (perhaps for a
+//! list node of another stripe of the same slot) only sends the holder to the list search.
 //!
-//! A stripe hold costs one CAS on a slot that, for disjoint ranges of different threads, is
-//! rarely on a line another thread writes; the list and the reader table are only read, so
-//! threads working on disjoint stripes do not move cache lines between cores. That is the
-//! point of the table: a skip-list insertion writes the shared links of its neighbours.
+//! A stripe holder that finds any conflict **retracts** (it clears its slot, ends its node's
+//! use, waking whoever took a ticket on it) and continues as a list writer with a fresh
+//! node, so a stripe holder never waits while it is visible and nobody can wait for it in
+//! a cycle. Two stripe holders of one slot exclude each other by the CAS; the loser takes
+//! the list path, where it sees the winner's node in the slot and checks the actual ranges,
+//! so disjoint ranges of one stripe both hold. Stripe holders of different slots lie in
+//! different stripes and cannot overlap.
+//!
+//! A stripe hold costs one CAS on a slot that, for threads working on different regions
+//! of the domain, lies on a line no other thread writes; the list's head and the reader
+//! table are only read. That is the point of the table: a skip-list insertion writes the
+//! shared links of its neighbours.
 
 use core::ops::Range;
 use core::ptr::NonNull;
+
+use crossbeam_utils::CachePadded;
 
 use super::list::Conflict;
 use super::node::Node;
 use super::readers::handshake_fence;
 use super::reclaim::Guard;
-use crate::primitive::{AtomicPtr, Ordering};
+use crate::primitive::{AtomicPtr, AtomicUsize, Ordering};
 use crate::range::overlaps;
 
-/// Width of a stripe: `1 << STRIPE_SHIFT` units (4096; 2 under loom, so the models' tiny
-/// ranges take both paths).
-pub(crate) const STRIPE_SHIFT: u32 = if cfg!(loom) { 1 } else { 12 };
-/// Slots in the table (1024 words, 8 KiB; 2 under loom).
-pub(crate) const SLOTS: usize = if cfg!(loom) { 2 } else { 1024 };
-const SLOT_BITS: u32 = SLOTS.trailing_zeros();
-const _: () = assert!(SLOTS.is_power_of_two() && SLOTS > 1);
+/// Default stripe width: `1 << DEFAULT_STRIPE_SHIFT` units (16 Ki; 2 under loom, so the
+/// models' tiny ranges take both paths).
+pub const DEFAULT_STRIPE_SHIFT: u32 = if cfg!(loom) { 1 } else { 14 };
+/// Default number of slots (2048 slots of 16 bytes: 32 KiB per lock; 2 under loom).
+pub const DEFAULT_STRIPE_SLOTS: usize = if cfg!(loom) { 2 } else { 2048 };
+/// A list range touching at most this many stripes counts itself in their slots; a wider
+/// one counts itself once in the table's `wide` count.
+pub(crate) const NARROW: u64 = 4;
 
-/// A claimed slot of the table (recomputed from the node's range on release).
-pub(crate) type Slot = AtomicPtr<Node>;
+/// One slot: the stripe holder's node, and the count of list nodes that may overlap the
+/// slot's stripes.
+pub(crate) struct Slot {
+    /// The stripe holder (null when free).
+    node: AtomicPtr<Node>,
+    /// List writers counted in this slot: linked (or about to link, or just unlinked)
+    /// nodes whose range touches one of the slot's stripes.
+    listed: AtomicUsize,
+}
 
 /// The stripe table of one lock.
 pub(crate) struct Stripes {
     slots: Box<[Slot]>,
+    /// List writers whose range touches more than [`NARROW`] stripes.
+    wide: CachePadded<AtomicUsize>,
+    /// Stripe width, log2 units.
+    shift: u32,
 }
 
 impl Stripes {
-    pub(crate) fn new() -> Self {
-        Stripes { slots: (0..SLOTS).map(|_| AtomicPtr::new(core::ptr::null_mut())).collect() }
+    /// A table of `slots` slots (a power of two, or 0 for no fast path) for stripes of
+    /// `1 << shift` units.
+    pub(crate) fn new(shift: u32, slots: usize) -> Self {
+        assert!(slots == 0 || slots.is_power_of_two(), "stripe slots must be a power of two");
+        assert!(shift < 64, "stripe width must be below 2^64 units");
+        let slots = (0..slots)
+            .map(|_| Slot {
+                node: AtomicPtr::new(core::ptr::null_mut()),
+                listed: AtomicUsize::new(0),
+            })
+            .collect();
+        Stripes { slots, wide: CachePadded::new(AtomicUsize::new(0)), shift }
     }
 
-    /// The slot of stripe `stripe`: a multiply-shift hash, so neighbouring stripes (which
-    /// one thread often works through) land on different cache lines.
+    /// Number of slots (0: the fast path is off).
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Stripe width, log2 units.
+    pub(crate) fn shift(&self) -> u32 {
+        self.shift
+    }
+
+    /// The slot of stripe `stripe`: stripe modulo the table, so a region of the domain maps
+    /// to a contiguous run of slots, and threads working on different regions (the common
+    /// way to split work) write different cache lines of the table. A hash would spread each
+    /// thread's stripes over the whole table, and every slot line would move between the
+    /// cores of the threads that take turns writing it (measured with 4 Ki-unit stripes
+    /// and 2 threads on disjoint halves: 31M lock+unlock/s with a multiply-shift hash,
+    /// 40-45M with this).
     #[inline]
     fn slot(&self, stripe: u64) -> &Slot {
-        let i = (stripe.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SLOT_BITS)) as usize;
-        &self.slots[i]
+        &self.slots[stripe as usize & (self.slots.len() - 1)]
     }
 
-    /// The slot of the one stripe `range` lies in, or `None` if it spans stripes.
+    /// The stripes `range` touches.
+    #[inline]
+    fn stripes(&self, range: &Range<u64>) -> (u64, u64) {
+        (range.start >> self.shift, (range.end - 1) >> self.shift)
+    }
+
+    /// The slot of the one stripe `range` lies in, or `None` if it spans stripes (or the
+    /// fast path is off).
     #[inline]
     pub(crate) fn slot_of(&self, range: &Range<u64>) -> Option<&Slot> {
-        let stripe = range.start >> STRIPE_SHIFT;
-        (stripe == (range.end - 1) >> STRIPE_SHIFT).then(|| self.slot(stripe))
+        let (first, last) = self.stripes(range);
+        (first == last && !self.slots.is_empty()).then(|| self.slot(first))
     }
 
     /// Claims `slot` for `node` if it is free.
     #[inline]
     pub(crate) fn claim(slot: &Slot, node: NonNull<Node>) -> bool {
         // Relaxed pre-check: a taken slot costs no RMW. SeqCst CAS: the stripe holder's
-        // store in the handshake (claim, fence, read the list and the reader table); pairs
-        // with the SeqCst slot loads of list writers and readers in `overlapping`. Its
-        // Acquire half reads the null of the previous holder's Release `clear`.
-        slot.load(Ordering::Relaxed).is_null()
+        // store in the handshake (claim, fence, read the counts, the list and the reader
+        // table); pairs with the SeqCst slot loads of list writers and readers in
+        // `overlapping`. Its Acquire half reads the null of the previous holder's Release
+        // `clear`.
+        slot.node.load(Ordering::Relaxed).is_null()
             && slot
+                .node
                 .compare_exchange(
                     core::ptr::null_mut(),
                     node.as_ptr(),
@@ -96,34 +151,72 @@ impl Stripes {
     pub(crate) fn clear(slot: &Slot) {
         // Release: the holder's critical section happens before whoever reads the cleared
         // slot (the next claim's CAS, or a SeqCst load in `overlapping`).
-        slot.store(core::ptr::null_mut(), Ordering::Release);
+        slot.node.store(core::ptr::null_mut(), Ordering::Release);
+    }
+
+    /// Whether a list node may overlap the stripe of `slot` (a stripe holder's check, after
+    /// its claim and `handshake_fence`).
+    #[inline]
+    pub(crate) fn maybe_listed(&self, slot: &Slot) -> bool {
+        // SeqCst: the stripe holder's handshake loads; pairs with the SeqCst increments in
+        // `count_list`, which precede the writer's link and fence. Acquire: a zero written
+        // by `uncount_list` after a writer's release publishes its critical section.
+        slot.listed.load(Ordering::SeqCst) != 0 || self.wide.load(Ordering::SeqCst) != 0
+    }
+
+    /// Counts a list writer of `range` (before it links its node).
+    pub(crate) fn count_list(&self, range: &Range<u64>) {
+        self.each_count(range, |count| {
+            // SeqCst: the list writer's handshake store, before its link; pairs with the
+            // SeqCst loads of `maybe_listed`.
+            count.fetch_add(1, Ordering::SeqCst);
+        });
+    }
+
+    /// Uncounts a list writer of `range` (after its node is unlinked, or when it gives up
+    /// before linking).
+    pub(crate) fn uncount_list(&self, range: &Range<u64>) {
+        self.each_count(range, |count| {
+            // Release: a stripe holder that reads the count this leaves (Acquire half of
+            // its SeqCst load) sees the writer's critical section.
+            count.fetch_sub(1, Ordering::Release);
+        });
+    }
+
+    #[inline]
+    fn each_count(&self, range: &Range<u64>, f: impl Fn(&AtomicUsize)) {
+        if self.slots.is_empty() {
+            return;
+        }
+        let (first, last) = self.stripes(range);
+        if last - first >= NARROW {
+            f(&self.wide);
+        } else {
+            (first..=last).for_each(|s| f(&self.slot(s).listed));
+        }
     }
 
     /// A stripe holder overlapping `range`, if any (list writers and readers, after their
     /// own handshake store).
     pub(crate) fn overlapping(&self, range: &Range<u64>, _guard: &Guard<'_>) -> Conflict {
-        handshake_fence();
-        let first = range.start >> STRIPE_SHIFT;
-        let last = (range.end - 1) >> STRIPE_SHIFT;
-        if last - first >= SLOTS as u64 {
-            // The range covers every slot (some several times): one pass over the table.
-            return self
-                .slots
-                .iter()
-                .map(|s| Self::check(s, range))
-                .find(is_held)
-                .unwrap_or(Conflict::None);
+        if self.slots.is_empty() {
+            return Conflict::None;
         }
-        (first..=last)
-            .map(|s| Self::check(self.slot(s), range))
-            .find(is_held)
-            .unwrap_or(Conflict::None)
+        handshake_fence();
+        let (first, last) = self.stripes(range);
+        let found = if last - first >= self.slots.len() as u64 {
+            // The range covers every slot (some several times): one pass over the table.
+            self.slots.iter().map(|s| Self::check(s, range)).find(is_held)
+        } else {
+            (first..=last).map(|s| Self::check(self.slot(s), range)).find(is_held)
+        };
+        found.unwrap_or(Conflict::None)
     }
 
     #[inline]
     fn check(slot: &Slot, range: &Range<u64>) -> Conflict {
         // SeqCst: the list writer's or reader's handshake load; pairs with the SeqCst claim.
-        let node = slot.load(Ordering::SeqCst);
+        let node = slot.node.load(Ordering::SeqCst);
         if node.is_null() {
             return Conflict::None;
         }
@@ -144,7 +237,7 @@ impl Stripes {
         self.slots
             .iter()
             // Relaxed: `&mut self`, no concurrent user.
-            .filter_map(|s| NonNull::new(s.swap(core::ptr::null_mut(), Ordering::Relaxed)))
+            .filter_map(|s| NonNull::new(s.node.swap(core::ptr::null_mut(), Ordering::Relaxed)))
             .collect()
     }
 }
