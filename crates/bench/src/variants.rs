@@ -47,6 +47,8 @@ pub struct Registered;
 impl VariantSet for Registered {
     fn locks(v: &mut impl VariantVisitor) {
         v.lock(rangelock::RangeLock::new);
+        // The same lock without its stripe table: every exclusive range on the skip list.
+        v.visit("rangelock-list", &|| Ok(rangelock::RangeLock::builder().stripes(0, 0).build()));
         v.lock(|| Lock::from_raw(variants::KoganList::new()));
         v.lock(|| Lock::from_raw(variants::SongSkipList::new()));
         v.lock(|| Lock::from_raw(variants::KernelTree::new()));

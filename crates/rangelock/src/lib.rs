@@ -6,7 +6,10 @@
 //! [`RangeLock`] is the product lock: a lock-free skip list of exclusive ranges (after the
 //! concurrent-range-locking thesis, with its defects repaired) plus reader announcements for
 //! shared ranges, parking waits, O(1) unlock through the guard, and nodes recycled through
-//! `epvs` epochs. Ranges are half-open over the whole `u64` domain.
+//! `epvs` epochs. Exclusive ranges that lie inside one stripe of the domain (16 Ki units by
+//! default) take a slot of a direct-mapped stripe table instead of a list node, so threads
+//! locking different regions share no written cache line. Ranges are half-open over the
+//! whole `u64` domain; [`RangeLock::builder`] sets the height and the stripe table.
 //!
 //! ```
 //! use std::time::Duration;
