@@ -433,29 +433,37 @@ impl SkipList {
 
     #[inline]
     fn acquire_exclusive(&self, range: &Range<u64>, wait: Wait) -> Option<SkipToken> {
-        let node = self.reclaim.alloc();
-        // SAFETY: the node is private until linked or claimed.
-        let node_ref = unsafe { node.as_ref() };
-        node_ref.init(range, rng::random_height(self.list.height()));
-        let node = match self.stripes.slot_of(range) {
-            Some(slot) if Stripes::claim(slot, node) => {
-                if self.stripe_is_free(slot, range) {
-                    return Some(SkipToken { node, kind: Kind::Stripe });
-                }
-                self.retract_stripe(slot, node);
-                if let Wait::Never = wait {
-                    return None;
-                }
-                // Waiters may hold a ticket on the retracted node: it must not come back
-                // as a list node they would wait for (see `stripes`).
-                let fresh = self.reclaim.alloc();
-                // SAFETY: the node is private until linked.
-                unsafe { fresh.as_ref() }.init(range, rng::random_height(self.list.height()));
-                fresh
-            }
-            _ => node,
+        let Some(slot) = self.stripes.slot_of(range) else {
+            return self.acquire_listed(self.list_node(range), range, wait);
         };
-        self.acquire_listed(node, range, wait).map(|node| SkipToken { node, kind: Kind::List })
+        let node = self.reclaim.alloc();
+        // SAFETY: the node is private until claimed or linked.
+        let node_ref = unsafe { node.as_ref() };
+        // Height 0: a stripe node has no links. It gets a height if it goes to the list.
+        node_ref.init(range, 0);
+        if !Stripes::claim(slot, node) {
+            // Never visible: it becomes the list node.
+            node_ref.init(range, rng::random_height(self.list.height()));
+            return self.acquire_listed(node, range, wait);
+        }
+        if self.stripe_is_free(slot, range) {
+            return Some(SkipToken { node, kind: Kind::Stripe });
+        }
+        self.retract_stripe(slot, node);
+        if let Wait::Never = wait {
+            return None;
+        }
+        // Waiters may hold a ticket on the retracted node: it must not come back as a list
+        // node they would wait for (see `stripes`).
+        self.acquire_listed(self.list_node(range), range, wait)
+    }
+
+    /// A fresh private node for the list path.
+    fn list_node(&self, range: &Range<u64>) -> NonNull<Node> {
+        let node = self.reclaim.alloc();
+        // SAFETY: the node is private until linked.
+        unsafe { node.as_ref() }.init(range, rng::random_height(self.list.height()));
+        node
     }
 
     /// After claiming the stripe slot: whether no list node and no reader overlaps.
@@ -499,7 +507,7 @@ impl SkipList {
         node: NonNull<Node>,
         range: &Range<u64>,
         wait: Wait,
-    ) -> Option<NonNull<Node>> {
+    ) -> Option<SkipToken> {
         // Counted before the link (part of the handshake with stripe holders: see
         // `stripes`), uncounted only after the unlink (`release_exclusive`).
         self.stripes.count_list(range);
@@ -528,7 +536,7 @@ impl SkipList {
                 other => other,
             };
             match conflict {
-                Conflict::None => return Some(node),
+                Conflict::None => return Some(SkipToken { node, kind: Kind::List }),
                 Conflict::Held(ticket) => {
                     drop(guard);
                     if !wait_for(ticket, wait) {
