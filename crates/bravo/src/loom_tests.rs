@@ -29,14 +29,20 @@ fn write(lock: &Bravo<UnsafeCell<u64>>) {
     w.with_mut(|v| unsafe { *v += 1 });
 }
 
+/// A thread running `f` on the lock.
+fn spawn(
+    lock: &Arc<Bravo<UnsafeCell<u64>>>,
+    f: fn(&Bravo<UnsafeCell<u64>>) -> u64,
+) -> thread::JoinHandle<u64> {
+    let lock = Arc::clone(lock);
+    thread::spawn(move || f(&lock))
+}
+
 #[test]
 fn loom_fast_reader_and_writer_exclude() {
     loom::model(|| {
         let lock = lock();
-        let reader = {
-            let lock = Arc::clone(&lock);
-            thread::spawn(move || read(&lock))
-        };
+        let reader = spawn(&lock, read);
         write(&lock);
         let seen = reader.join().unwrap();
         assert!(seen <= 1);
@@ -55,15 +61,11 @@ fn loom_reenabled_bias_publishes_the_last_write() {
         // orders the write before that fast read.
         write(&lock);
         assert!(!lock.is_read_biased());
-        let spawn = |f: fn(&Bravo<UnsafeCell<u64>>) -> u64| {
-            let lock = Arc::clone(&lock);
-            thread::spawn(move || f(&lock))
-        };
-        let writer = spawn(|lock| {
+        let writer = spawn(&lock, |lock| {
             write(lock);
             0
         });
-        let slow = spawn(read);
+        let slow = spawn(&lock, read);
         let seen = read(&lock);
         assert!((1..=2).contains(&seen));
         writer.join().unwrap();
@@ -75,10 +77,7 @@ fn loom_reenabled_bias_publishes_the_last_write() {
 fn loom_try_write_never_overlaps_a_fast_reader() {
     loom::model(|| {
         let lock = lock();
-        let reader = {
-            let lock = Arc::clone(&lock);
-            thread::spawn(move || read(&lock))
-        };
+        let reader = spawn(&lock, read);
         let wrote = match lock.try_write() {
             Some(w) => {
                 // SAFETY: the write lock is held; loom checks it.

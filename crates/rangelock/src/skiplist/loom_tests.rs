@@ -62,6 +62,30 @@ fn spawn_reader(
     })
 }
 
+/// Tries `range` once in `mode`; if granted, writes it (exclusive) or reads it (shared).
+fn try_use(lock: &RangeLock, units: &Units, range: Range<u64>, mode: Mode) {
+    if let Ok(g) = lock.try_lock_mode(range.clone(), mode) {
+        match mode {
+            Mode::Exclusive => units.write(range),
+            Mode::Shared => {
+                let _ = units.read(range);
+            }
+        }
+        drop(g);
+    }
+}
+
+/// A thread running [`try_use`].
+fn spawn_try(
+    lock: &Arc<RangeLock>,
+    units: &Arc<Units>,
+    range: Range<u64>,
+    mode: Mode,
+) -> thread::JoinHandle<()> {
+    let (lock, units) = (Arc::clone(lock), Arc::clone(units));
+    thread::spawn(move || try_use(&lock, &units, range, mode))
+}
+
 /// Two blocking writers of overlapping ranges, plus a third disjoint one: insert, wait,
 /// mark and unlink interleave; the overlapping pair never holds together.
 #[test]
@@ -125,19 +149,8 @@ fn loom_shared_exclusive_try_never_both() {
     loom::model(|| {
         let lock = Arc::new(RangeLock::with_max_height(1));
         let units = Arc::new(Units::new(2));
-        let t = {
-            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
-            thread::spawn(move || {
-                if let Ok(g) = lock.try_lock_shared(0..2) {
-                    let _ = units.read(0..2);
-                    drop(g);
-                }
-            })
-        };
-        if let Ok(g) = lock.try_lock(1..2) {
-            units.write(1..2);
-            drop(g);
-        }
+        let t = spawn_try(&lock, &units, 0..2, Mode::Shared);
+        try_use(&lock, &units, 1..2, Mode::Exclusive);
         t.join().unwrap();
         // Readers are always compatible with readers.
         let r1 = lock.try_lock_shared(0..2).unwrap();
@@ -215,19 +228,8 @@ fn loom_stripe_and_list_try_never_both() {
     loom::model(|| {
         let lock = Arc::new(RangeLock::with_max_height(1));
         let units = Arc::new(Units::new(3));
-        let t = {
-            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
-            thread::spawn(move || {
-                if let Ok(g) = lock.try_lock(0..2) {
-                    units.write(0..2);
-                    drop(g);
-                }
-            })
-        };
-        if let Ok(g) = lock.try_lock(1..3) {
-            units.write(1..3);
-            drop(g);
-        }
+        let t = spawn_try(&lock, &units, 0..2, Mode::Exclusive);
+        try_use(&lock, &units, 1..3, Mode::Exclusive);
         t.join().unwrap();
         let _all = lock.try_lock(0..3).expect("a range stayed locked");
     });
