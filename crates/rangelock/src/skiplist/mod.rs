@@ -445,7 +445,7 @@ impl SkipList {
         node_ref.init(range, 0);
         if !Stripes::claim(slot, node) {
             // Never visible: it becomes the list node.
-            node_ref.init(range, rng::random_height(self.list.height()));
+            node_ref.set_height(rng::random_height(self.list.height()));
             return self.acquire_listed(node, range, wait);
         }
         if self.stripe_is_free(slot, range) {

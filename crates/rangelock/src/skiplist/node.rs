@@ -86,11 +86,18 @@ impl Node {
         debug_assert!(height <= MAX_HEIGHT);
         self.start.store(range.start, Ordering::Relaxed);
         self.end.store(range.end, Ordering::Relaxed);
+        self.set_height(height);
+        self.new_generation();
+    }
+
+    /// Gives a private node initialized with height 0 (a stripe attempt) the height of a
+    /// list node, with cleared links.
+    pub(crate) fn set_height(&self, height: usize) {
+        debug_assert!(height <= MAX_HEIGHT);
         self.height.store(height, Ordering::Relaxed);
         for link in &self.next[..height] {
             link.store(0, Ordering::Relaxed);
         }
-        self.new_generation();
     }
 
     /// Starts a new generation (unreleased, no parked waiters).
