@@ -57,7 +57,9 @@ pub const DEFAULT_STRIPE_SLOTS: usize = if cfg!(loom) { 2 } else { 2048 };
 pub(crate) const NARROW: u64 = 4;
 
 /// One slot: the stripe holder's node, and the count of list nodes that may overlap the
-/// slot's stripes.
+/// slot's stripes. Aligned to its size, so a slot never straddles two cache lines (four
+/// slots per line).
+#[repr(align(16))]
 pub(crate) struct Slot {
     /// The stripe holder (null when free).
     node: AtomicPtr<Node>,
