@@ -252,3 +252,20 @@ fn loom_wide_list_writer_and_stripe_holder() {
         assert_eq!(units.read(0..10), 12);
     });
 }
+
+/// Stripes 0 and 2 share slot 0 under loom. After a holder of stripe 2 has come and gone,
+/// a stripe holder of stripe 0 and an overlapping list writer race: the writer must not
+/// take the slot's tag, left by the holder of the other stripe, as this holder's (see
+/// `stripes::Slot::tag`) and skip it.
+#[test]
+fn loom_slot_tag_of_an_aliased_stripe_is_not_trusted() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::with_max_height(1));
+        let units = Arc::new(Units::new(6));
+        write_held(&lock, &units, 4..6);
+        let t = spawn_try(&lock, &units, 0..2, Mode::Exclusive);
+        try_use(&lock, &units, 1..3, Mode::Exclusive);
+        t.join().unwrap();
+        let _all = lock.try_lock(0..6).expect("a range stayed locked");
+    });
+}

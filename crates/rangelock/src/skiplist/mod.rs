@@ -435,7 +435,7 @@ impl SkipList {
 
     #[inline]
     fn acquire_exclusive(&self, range: &Range<u64>, wait: Wait) -> Option<SkipToken> {
-        let Some(slot) = self.stripes.slot_of(range) else {
+        let Some((slot, tag)) = self.stripes.slot_of(range) else {
             return self.acquire_listed(self.list_node(range), range, wait);
         };
         let node = self.reclaim.alloc();
@@ -443,7 +443,7 @@ impl SkipList {
         let node_ref = unsafe { node.as_ref() };
         // Height 0: a stripe node has no links. It gets a height if it goes to the list.
         node_ref.init(range, 0);
-        if !Stripes::claim(slot, node) {
+        if !Stripes::claim(slot, node, tag) {
             // Never visible: it becomes the list node.
             node_ref.set_height(rng::random_height(self.list.height()));
             return self.acquire_listed(node, range, wait);
@@ -607,7 +607,8 @@ impl SkipList {
     fn release_stripe(&self, node: NonNull<Node>) {
         // SAFETY: the caller owns the held node.
         let node_ref = unsafe { node.as_ref() };
-        let slot = self.stripes.slot_of(&node_ref.range()).expect("a stripe node fits its stripe");
+        let (slot, _) =
+            self.stripes.slot_of(&node_ref.range()).expect("a stripe node fits its stripe");
         Stripes::clear(slot);
         if node_ref.release() {
             wake_all(node_ref);

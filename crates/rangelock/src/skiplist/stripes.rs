@@ -44,7 +44,7 @@ use super::list::Conflict;
 use super::node::Node;
 use super::readers::handshake_fence;
 use super::reclaim::Guard;
-use crate::primitive::{AtomicPtr, AtomicUsize, Ordering};
+use crate::primitive::{AtomicPtr, AtomicU32, Ordering};
 use crate::range::overlaps;
 
 /// Default stripe width: `1 << DEFAULT_STRIPE_SHIFT` units (16 Ki; 2 under loom, so the
@@ -65,14 +65,33 @@ pub(crate) struct Slot {
     node: AtomicPtr<Node>,
     /// List writers counted in this slot: linked (or about to link, or just unlinked)
     /// nodes whose range touches one of the slot's stripes.
-    listed: AtomicUsize,
+    listed: AtomicU32,
+    /// Which of the slot's stripes the holder is in ([`Stripes::tag`]), or [`UNKNOWN`]:
+    /// lets a checker skip the holder of another stripe without reading its node.
+    ///
+    /// | value     | meaning                                                       |
+    /// |-----------|---------------------------------------------------------------|
+    /// | `UNKNOWN` | free, or a holder that has claimed but not yet tagged the slot |
+    /// | `t`       | the holder of `node` (or one that claimed later) has tag `t`  |
+    ///
+    /// The holder stores its tag after its claim and `UNKNOWN` before its clear, so a
+    /// checker that read `node = p` and then a tag other than `UNKNOWN` and other than
+    /// `p`'s own read it from a later holder, which claimed after `p` left. (Each half
+    /// suffices on its own: the tag is also stored before the holder's handshake fence, so
+    /// a checker that `p` does not see, whose fence comes later, reads `p`'s tag or a later
+    /// one. The loom model `loom_slot_tag_of_an_aliased_stripe_is_not_trusted` fails when
+    /// both the reset and the early store are removed.)
+    tag: AtomicU32,
 }
+
+/// The tag of a slot whose holder's stripe is not known (see [`Slot::tag`](Slot)).
+const UNKNOWN: u32 = u32::MAX;
 
 /// The stripe table of one lock.
 pub(crate) struct Stripes {
     slots: Box<[Slot]>,
     /// List writers whose range touches more than [`NARROW`] stripes.
-    wide: CachePadded<AtomicUsize>,
+    wide: CachePadded<AtomicU32>,
     /// Stripe width, log2 units.
     shift: u32,
 }
@@ -86,10 +105,11 @@ impl Stripes {
         let slots = (0..slots)
             .map(|_| Slot {
                 node: AtomicPtr::new(core::ptr::null_mut()),
-                listed: AtomicUsize::new(0),
+                listed: AtomicU32::new(0),
+                tag: AtomicU32::new(UNKNOWN),
             })
             .collect();
-        Stripes { slots, wide: CachePadded::new(AtomicUsize::new(0)), shift }
+        Stripes { slots, wide: CachePadded::new(AtomicU32::new(0)), shift }
     }
 
     /// Number of slots (0: the fast path is off).
@@ -114,23 +134,42 @@ impl Stripes {
         &self.slots[stripe as usize & (self.slots.len() - 1)]
     }
 
+    /// The tag of stripe `stripe`: which of the stripes sharing its slot it is, in 31 bits
+    /// (stripes whose tags collide are told apart by their nodes' ranges).
+    #[inline]
+    fn tag(&self, stripe: u64) -> u32 {
+        ((stripe >> self.slots.len().trailing_zeros()) & 0x7fff_ffff) as u32
+    }
+
     /// The stripes `range` touches.
     #[inline]
     fn stripes(&self, range: &Range<u64>) -> (u64, u64) {
         (range.start >> self.shift, (range.end - 1) >> self.shift)
     }
 
-    /// The slot of the one stripe `range` lies in, or `None` if it spans stripes (or the
-    /// fast path is off).
+    /// The slot of the one stripe `range` lies in, and that stripe's tag, or `None` if it
+    /// spans stripes (or the fast path is off).
     #[inline]
-    pub(crate) fn slot_of(&self, range: &Range<u64>) -> Option<&Slot> {
+    pub(crate) fn slot_of(&self, range: &Range<u64>) -> Option<(&Slot, u32)> {
         let (first, last) = self.stripes(range);
-        (first == last && !self.slots.is_empty()).then(|| self.slot(first))
+        (first == last && !self.slots.is_empty()).then(|| (self.slot(first), self.tag(first)))
     }
 
-    /// Claims `slot` for `node` if it is free.
+    /// Claims `slot` for `node` (of a stripe whose tag is `tag`) if it is free.
     #[inline]
-    pub(crate) fn claim(slot: &Slot, node: NonNull<Node>) -> bool {
+    pub(crate) fn claim(slot: &Slot, node: NonNull<Node>, tag: u32) -> bool {
+        let claimed = Self::claim_node(slot, node);
+        if claimed {
+            // Release: a checker that reads this tag (Acquire) after reading an earlier
+            // holder's node sees that holder's critical section (its clear happened before
+            // our claim); pairs with the load in `check`.
+            slot.tag.store(tag, Ordering::Release);
+        }
+        claimed
+    }
+
+    #[inline]
+    fn claim_node(slot: &Slot, node: NonNull<Node>) -> bool {
         // Relaxed pre-check: a taken slot costs no RMW. SeqCst CAS: the stripe holder's
         // store in the handshake (claim, fence, read the counts, the list and the reader
         // table); pairs with the SeqCst slot loads of list writers and readers in
@@ -151,6 +190,9 @@ impl Stripes {
     /// Frees a claimed slot (release or retraction).
     #[inline]
     pub(crate) fn clear(slot: &Slot) {
+        // Relaxed: ordered before the clear below by its Release; a checker that reads the
+        // next holder's node reads this or a later tag (see `Slot::tag`).
+        slot.tag.store(UNKNOWN, Ordering::Relaxed);
         // Release: the holder's critical section happens before whoever reads the cleared
         // slot (the next claim's CAS, or a SeqCst load in `overlapping`).
         slot.node.store(core::ptr::null_mut(), Ordering::Release);
@@ -186,7 +228,7 @@ impl Stripes {
     }
 
     #[inline]
-    fn each_count(&self, range: &Range<u64>, f: impl Fn(&AtomicUsize)) {
+    fn each_count(&self, range: &Range<u64>, f: impl Fn(&AtomicU32)) {
         if self.slots.is_empty() {
             return;
         }
@@ -207,20 +249,34 @@ impl Stripes {
         handshake_fence();
         let (first, last) = self.stripes(range);
         let found = if last - first >= self.slots.len() as u64 {
-            // The range covers every slot (some several times): one pass over the table.
-            self.slots.iter().map(|s| Self::check(s, range)).find(is_held)
+            // The range covers every slot (some several times): one pass over the table,
+            // every holder a candidate.
+            self.slots.iter().map(|s| Self::check(s, None, range)).find(is_held)
         } else {
-            (first..=last).map(|s| Self::check(self.slot(s), range)).find(is_held)
+            (first..=last)
+                .map(|s| Self::check(self.slot(s), Some(self.tag(s)), range))
+                .find(is_held)
         };
         found.unwrap_or(Conflict::None)
     }
 
+    /// The holder of `slot` if it overlaps `range`; `tag`, if given, is the tag of the one
+    /// stripe of this slot that `range` touches.
     #[inline]
-    fn check(slot: &Slot, range: &Range<u64>) -> Conflict {
+    fn check(slot: &Slot, tag: Option<u32>, range: &Range<u64>) -> Conflict {
         // SeqCst: the list writer's or reader's handshake load; pairs with the SeqCst claim.
         let node = slot.node.load(Ordering::SeqCst);
         if node.is_null() {
             return Conflict::None;
+        }
+        if let Some(tag) = tag {
+            // Acquire: pairs with the Release tag store of a later holder, which claimed
+            // after this node's holder left (see `Slot::tag`).
+            let holder = slot.tag.load(Ordering::Acquire);
+            if holder != UNKNOWN && holder != tag {
+                // Another stripe's holder, or a later holder: this node's holder left.
+                return Conflict::None;
+            }
         }
         // SAFETY: a node read from a slot is retired only after the slot is cleared, and
         // reused only after every guard of that time (the caller's included) is dropped.
