@@ -4,9 +4,11 @@
 //!
 //! `cargo run --release -p rangelock --example w1_loop -- [ops] [held] [variant] [threads]`:
 //! `held` one-unit ranges stay locked below the loop's ranges (as in the `held` suite);
-//! `variant` is `rangelock` (default), `kogan-list` or `kernel-tree`; with `threads` > 1 each
-//! thread runs `ops` operations on its own contiguous share of the ranges (as W1 partitions
-//! them) and the line reports the total throughput.
+//! `variant` is `rangelock` (default), `rangelock-list` (no stripe table), `kogan-list`,
+//! `kernel-tree`, or `separate-list` (each thread on a `rangelock-list` of its own: what
+//! sharing one skip list costs); with `threads` > 1 each thread runs `ops` operations on its own
+//! contiguous share of the ranges (as W1 partitions them) and the line reports the total
+//! throughput.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -27,24 +29,37 @@ fn w1<R: RawRangeLock>(lock: &Lock<R>, ops: u64, base: u64, share: u64) {
     }
 }
 
-fn run<R: RawRangeLock>(lock: &Lock<R>, ops: u64, held: u64, threads: u64) {
+/// Runs `ops` W1 operations on each of `threads` threads, thread `t` on share `t` of the
+/// lock `lock_of(t)` returns, with `held` ranges held in `lock_of(0)` below the loop's ranges.
+fn run<'a, R: RawRangeLock + 'a>(
+    name: &str,
+    lock_of: impl Fn(u64) -> &'a Lock<R> + Sync,
+    ops: u64,
+    held: u64,
+    threads: u64,
+) {
     let kept: Vec<_> =
-        (0..held).rev().map(|j| lock.lock(j * 1024..j * 1024 + 1).unwrap()).collect();
+        (0..held).rev().map(|j| lock_of(0).lock(j * 1024..j * 1024 + 1).unwrap()).collect();
     let base = (held * 1024).next_power_of_two().max(1 << 20);
     let started = Instant::now();
     std::thread::scope(|s| {
         for t in 1..threads {
-            s.spawn(move || w1(lock, ops, base, t));
+            let lock_of = &lock_of;
+            s.spawn(move || w1(lock_of(t), ops, base, t));
         }
-        w1(lock, ops, base, 0);
+        w1(lock_of(0), ops, base, 0);
     });
     let ns = started.elapsed().as_nanos() as f64 / (ops * threads) as f64;
     drop(kept);
     println!(
-        "{}: {threads} x {ops} ops with {held} held, {ns:.1} ns/op, {:.2}M ops/s",
-        R::NAME,
+        "{name}: {threads} x {ops} ops with {held} held, {ns:.1} ns/op, {:.2}M ops/s",
         1e3 / ns
     );
+}
+
+/// [`run`] with every thread on `lock`.
+fn shared<R: RawRangeLock>(lock: &Lock<R>, ops: u64, held: u64, threads: u64) {
+    run(R::NAME, |_| lock, ops, held, threads);
 }
 
 fn main() {
@@ -54,9 +69,18 @@ fn main() {
     let variant = args.next();
     let threads: u64 = args.next().map_or(1, |a| a.parse().expect("threads: a number"));
     match variant.as_deref().unwrap_or("rangelock") {
-        "rangelock" => run(&RangeLock::new(), ops, held, threads),
-        "kogan-list" => run(&Lock::from_raw(KoganList::new()), ops, held, threads),
-        "kernel-tree" => run(&Lock::from_raw(KernelTree::new()), ops, held, threads),
+        "rangelock" => shared(&RangeLock::new(), ops, held, threads),
+        "rangelock-list" => {
+            let lock = RangeLock::builder().stripes(0, 0).build();
+            run("rangelock-list", |_| &lock, ops, held, threads);
+        }
+        "separate-list" => {
+            let locks: Vec<RangeLock> =
+                (0..threads).map(|_| RangeLock::builder().stripes(0, 0).build()).collect();
+            run("separate-list", |t| &locks[t as usize], ops, held, threads);
+        }
+        "kogan-list" => shared(&Lock::from_raw(KoganList::new()), ops, held, threads),
+        "kernel-tree" => shared(&Lock::from_raw(KernelTree::new()), ops, held, threads),
         other => panic!("unknown variant {other}"),
     }
 }

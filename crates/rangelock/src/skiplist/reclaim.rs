@@ -105,7 +105,8 @@ impl Reclaim {
     pub(crate) fn new() -> Self {
         // Four shards per core: oversubscribed threads (more threads than cores) then rarely
         // share a shard lock, whose holder may be preempted. `bench w2` and `bench held`
-        // (K = 16) at 16 threads on 2 cores, two interleaved runs each: one shard per core
+        // (K = 16) at 16 threads on 2 cores, two interleaved runs each of a build with one
+        // shard per core and of this one (`--rounds 3 --duration-ms 300`): one shard per core
         // gave 10.7M/8.6M and 15.8M/12.7M ops/s, four gave 14.9M/12.8M and 32.7M/34.3M;
         // 1 and 2 threads did not change (w1: 9.4M/9.5M and 18.7M/19.5M vs 9.0M/9.7M and
         // 19.7M/19.8M).

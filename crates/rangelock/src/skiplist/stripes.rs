@@ -126,9 +126,10 @@ impl Stripes {
     /// to a contiguous run of slots, and threads working on different regions (the common
     /// way to split work) write different cache lines of the table. A hash would spread each
     /// thread's stripes over the whole table, and every slot line would move between the
-    /// cores of the threads that take turns writing it (`w1_loop`, 2 threads on disjoint
-    /// 16 MiB shares, default table, three runs each, interleaved: 34.1M-36.9M
-    /// lock+unlock/s with a multiply-shift hash, 46.1M-56.6M with this).
+    /// cores of the threads that take turns writing it (`w1_loop 3000000 0 rangelock 2`,
+    /// 2 threads on disjoint 16 MiB shares, default table, three interleaved runs each of
+    /// a build with this function replaced by a multiply-shift hash and of this one:
+    /// 34.1M-36.9M lock+unlock/s with the hash, 46.1M-56.6M with this).
     #[inline]
     fn slot(&self, stripe: u64) -> &Slot {
         &self.slots[stripe as usize & (self.slots.len() - 1)]
@@ -158,24 +159,12 @@ impl Stripes {
     /// Claims `slot` for `node` (of a stripe whose tag is `tag`) if it is free.
     #[inline]
     pub(crate) fn claim(slot: &Slot, node: NonNull<Node>, tag: u32) -> bool {
-        let claimed = Self::claim_node(slot, node);
-        if claimed {
-            // Release: a checker that reads this tag (Acquire) after reading an earlier
-            // holder's node sees that holder's critical section (its clear happened before
-            // our claim); pairs with the load in `check`.
-            slot.tag.store(tag, Ordering::Release);
-        }
-        claimed
-    }
-
-    #[inline]
-    fn claim_node(slot: &Slot, node: NonNull<Node>) -> bool {
         // Relaxed pre-check: a taken slot costs no RMW. SeqCst CAS: the stripe holder's
         // store in the handshake (claim, fence, read the counts, the list and the reader
         // table); pairs with the SeqCst slot loads of list writers and readers in
         // `overlapping`. Its Acquire half reads the null of the previous holder's Release
         // `clear`.
-        slot.node.load(Ordering::Relaxed).is_null()
+        let claimed = slot.node.load(Ordering::Relaxed).is_null()
             && slot
                 .node
                 .compare_exchange(
@@ -184,7 +173,14 @@ impl Stripes {
                     Ordering::SeqCst,
                     Ordering::Relaxed,
                 )
-                .is_ok()
+                .is_ok();
+        if claimed {
+            // Release: a checker that reads this tag (Acquire) after reading an earlier
+            // holder's node sees that holder's critical section (its clear happened before
+            // our claim); pairs with the load in `check`.
+            slot.tag.store(tag, Ordering::Release);
+        }
+        claimed
     }
 
     /// Frees a claimed slot (release or retraction).
