@@ -7,9 +7,11 @@
 //! concurrent-range-locking thesis, with its defects repaired) plus reader announcements for
 //! shared ranges, parking waits, O(1) unlock through the guard, and nodes recycled through
 //! `epvs` epochs. Exclusive ranges that lie inside one stripe of the domain (16 Ki units by
-//! default) take a slot of a direct-mapped stripe table instead of a list node, so threads
-//! locking different regions share no written cache line. Ranges are half-open over the
-//! whole `u64` domain; [`RangeLock::builder`] sets the height and the stripe table.
+//! default) take a slot of their window's stripe table instead of a list node (each region
+//! of 32 Mi units in use gets a table of its own, up to 64), so threads locking different
+//! regions share no written cache line, however many ranges are held elsewhere. Ranges are
+//! half-open over the whole `u64` domain; [`RangeLock::builder`] sets the height and the
+//! stripe tables.
 //!
 //! ```
 //! use std::time::Duration;
@@ -47,5 +49,5 @@ pub use range::{check_range, overlaps, Mode};
 pub use raw::RawRangeLock;
 pub use skiplist::{
     Builder, RangeLock, SkipList, SkipToken, DEFAULT_MAX_HEIGHT, DEFAULT_STRIPE_SHIFT,
-    DEFAULT_STRIPE_SLOTS,
+    DEFAULT_STRIPE_SLOTS, DEFAULT_STRIPE_WINDOWS,
 };

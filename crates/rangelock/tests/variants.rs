@@ -146,12 +146,20 @@ macro_rules! variant_tests {
 }
 
 variant_tests!(skiplist, rangelock::SkipList::new(), true);
-// The same lock with 4-unit stripes over 4 slots: in the 64-unit stress domain, stripes
-// alias (16 stripes share 4 slots), and ranges cover one to four stripes (slot counts) or
-// more (the `wide` count).
+// The same lock with 4-unit stripes over 4 slots and one shared table (no window tables):
+// in the 64-unit stress domain, stripes alias (16 stripes share 4 slots), and ranges cover
+// one to four stripes (slot counts) or more (the `wide` count).
 variant_tests!(
     skiplist_tiny_stripes,
-    rangelock::RangeLock::builder().stripes(2, 4).build_raw(),
+    rangelock::RangeLock::builder().stripes(2, 4).windows(0).build_raw(),
+    true
+);
+// 4-unit stripes, windows of 16 units and two window tables: of the stress domain's four
+// windows, the first two used get tables of their own and the others share the overflow
+// table; ranges cross windows and tables.
+variant_tests!(
+    skiplist_tiny_windows,
+    rangelock::RangeLock::builder().stripes(2, 4).windows(2).build_raw(),
     true
 );
 // Without the stripe table: every exclusive range on the list.

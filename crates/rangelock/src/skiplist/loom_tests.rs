@@ -253,19 +253,36 @@ fn loom_wide_list_writer_and_stripe_holder() {
     });
 }
 
-/// Stripes 0 and 2 share slot 0 under loom. After a holder of stripe 2 has come and gone,
+/// Stripes 0 and 2 share slot 0 of the shared table under loom. After a holder of stripe 2 has come and gone,
 /// a stripe holder of stripe 0 and an overlapping list writer race: the writer must not
 /// take the slot's tag, left by the holder of the other stripe, as this holder's (see
 /// `stripes::Slot::tag`) and skip it.
 #[test]
 fn loom_slot_tag_of_an_aliased_stripe_is_not_trusted() {
     loom::model(|| {
-        let lock = Arc::new(RangeLock::with_max_height(1));
+        // No window tables: the one shared table, where stripes 0 and 2 alias.
+        let lock = Arc::new(RangeLock::builder().max_height(1).windows(0).build());
         let units = Arc::new(Units::new(6));
         write_held(&lock, &units, 4..6);
         let t = spawn_try(&lock, &units, 0..2, Mode::Exclusive);
         try_use(&lock, &units, 1..3, Mode::Exclusive);
         t.join().unwrap();
         let _all = lock.try_lock(0..6).expect("a range stayed locked");
+    });
+}
+
+/// Under loom a window is 2 stripes (4 units) and one window gets a table of its own. A
+/// stripe holder of stripe 0 and a narrow list writer over stripes 0-2 (windows 0 and 1)
+/// race to resolve window 0 (one installs the table and sets the key, or both install and
+/// one frees its copy); window 1 goes to the shared table. Never both hold.
+#[test]
+fn loom_window_table_resolution_race() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::with_max_height(1));
+        let units = Arc::new(Units::new(5));
+        let t = spawn_try(&lock, &units, 0..2, Mode::Exclusive);
+        try_use(&lock, &units, 1..5, Mode::Exclusive);
+        t.join().unwrap();
+        let _all = lock.try_lock(0..5).expect("a range stayed locked");
     });
 }

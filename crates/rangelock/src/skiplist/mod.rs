@@ -15,8 +15,11 @@
 //! in the number of held ranges, with no search by range.
 //!
 //! **Exclusive ranges inside one stripe** usually skip the list. The domain is cut into
-//! stripes of 16 Ki units; stripe `s` owns slot `s mod 2048` of a fixed table (`stripes`;
-//! both sizes are [`Builder`] options). An exclusive range that lies inside one stripe
+//! stripes of 16 Ki units and the stripes into windows of 2048 (32 Mi units); stripe `s`
+//! owns slot `s mod 2048` of its window's table (`stripes`). Each window in use gets a table
+//! of its own, allocated on first use and found through a directory of 64 entries; once the
+//! directory is full, further windows share one overflow table (all three sizes are
+//! [`Builder`] options). An exclusive range that lies inside one stripe
 //! claims its stripe's slot with a CAS and then checks for a conflict: the slot's count of
 //! list nodes that may overlap its stripes (list writers count themselves in the slots of
 //! the stripes they touch before they link, and uncount after they unlink) and the reader
@@ -143,20 +146,32 @@
 //!   non-adjacent lines.
 //! - A reader finds conflicting writers in O(log n) (only exclusive nodes are in the list);
 //!   a writer pays O(log n) in the list plus O(slots) in the table.
-//! - The stripe table costs 32 KiB per lock (2048 slots of a node pointer and a count). A
-//!   range inside one stripe is one slot; a range across stripes goes to the list: it
-//!   increments and later decrements the counts of up to 4 slots (a wider range: one
-//!   `wide` count, which sends every stripe holder to the list search while it is held),
-//!   and it (like every reader) checks the holder of one slot per stripe it touches, at
-//!   most the whole table (2048 loads) for a range of 2048 stripes (32 Mi units) or more.
-//! - The table is direct-mapped, so stripes 32 Mi units apart share a slot. Ranges of one
-//!   slot held at the same time take turns: the first holds the slot, the others take the
-//!   list path and cost what a list insertion costs, and a list node counted in a slot sends
-//!   the holders of every stripe of that slot to the list search. A workload that holds
-//!   many ranges spread over far more than 32 Mi units (the `held` suite with 16 x 1000
-//!   ranges 1 KiB apart below a W1 area 2 GiB up) loses most of the fast path. The stripe
-//!   width (16 Ki units: 16 KiB when units are bytes) trades the share of ranges that fit
-//!   one stripe against the chance that two ranges held at once meet in one.
+//! - The stripe tables cost 32 KiB each (2048 slots of a node pointer, a count and a tag):
+//!   the overflow table from the start, plus one per window in use, up to 64 (2 MiB), all
+//!   freed when the lock drops. A range inside one stripe is one slot; a range across
+//!   stripes goes to the list: it increments and later decrements the counts of up to 4
+//!   slots (a wider range: one `wide` count, which sends every stripe holder to the list
+//!   search while it is held), and it (like every reader) checks the holder of one slot per
+//!   stripe it touches; a range over three windows or more checks every slot of the
+//!   overflow table and of the window tables of its windows (2048 loads each).
+//! - Stripe holders find their window's table through the directory: one load of the home
+//!   entry's key and one of its table pointer, as many dependent loads as the one
+//!   direct-mapped table before windows took (the callgrind count of `w1_loop 200000/400000
+//!   0 rangelock` went from 244 to 242 instructions per lock+unlock; the token carries its
+//!   slot, so release looks nothing up). A window not at its home entry (two windows whose
+//!   numbers are 64 apart) probes on, in a cold path.
+//! - Window entries are never freed while the lock lives, so a lock used over more than 64
+//!   windows (2 Gi units, by default) in its life sends the later ones to the overflow
+//!   table, which is direct-mapped: there stripes 32 Mi units apart share a slot. Ranges of
+//!   one slot held at the same time take turns: the first holds the slot, the others take
+//!   the list path and cost what a list insertion costs, and a list node counted in a slot
+//!   sends the holders of every stripe of that slot to the list search. (Before window
+//!   tables, this was the whole domain's fate: the `held` suite, with up to 2 x 100 000
+//!   ranges 1 KiB apart below a W1 area 2 GiB up, sent nearly every W1 range to the list,
+//!   and `w1_loop 3000000 100000 rangelock` ran at 5-9M lock+unlock/s; with its own table
+//!   W1's window runs at 41-59M, as with nothing held.) The stripe width (16 Ki units:
+//!   16 KiB when units are bytes) trades the share of ranges that fit one stripe against
+//!   the chance that two ranges held at once meet in one.
 //! - A stripe attempt that meets a conflict retires its node and starts over on the list
 //!   with a fresh one (one node more for that acquisition; the fast path allocates one).
 //! - Ranges of one stripe contend on its slot and fall back to the list as described;
@@ -230,7 +245,7 @@ use node::{Node, MAX_HEIGHT};
 use readers::Readers;
 use reclaim::Reclaim;
 use stripes::Stripes;
-pub use stripes::{DEFAULT_STRIPE_SHIFT, DEFAULT_STRIPE_SLOTS};
+pub use stripes::{DEFAULT_STRIPE_SHIFT, DEFAULT_STRIPE_SLOTS, DEFAULT_STRIPE_WINDOWS};
 use wait::{wait_for, wake_all, Wait};
 
 /// The default number of skip-list levels (see `# Trade-offs` in the module docs).
@@ -293,6 +308,7 @@ pub struct Builder {
     max_height: usize,
     stripe_shift: u32,
     stripe_slots: usize,
+    stripe_windows: usize,
 }
 
 impl Default for Builder {
@@ -301,6 +317,7 @@ impl Default for Builder {
             max_height: DEFAULT_MAX_HEIGHT,
             stripe_shift: DEFAULT_STRIPE_SHIFT,
             stripe_slots: DEFAULT_STRIPE_SLOTS,
+            stripe_windows: DEFAULT_STRIPE_WINDOWS,
         }
     }
 }
@@ -318,12 +335,20 @@ impl Builder {
         Builder { stripe_shift: shift, stripe_slots: slots, ..self }
     }
 
+    /// How many windows of the domain (`slots` consecutive stripes each) may get a stripe
+    /// table of their own, allocated when first used (a power of two, or 0 for one
+    /// direct-mapped table shared by the whole domain). Windows beyond that share the
+    /// overflow table. Default: [`DEFAULT_STRIPE_WINDOWS`].
+    pub fn windows(self, windows: usize) -> Self {
+        Builder { stripe_windows: windows, ..self }
+    }
+
     /// The raw lock.
     ///
     /// # Panics
     ///
-    /// If the height is 0 or larger than 16, `slots` is neither 0 nor a power of two, or
-    /// `shift` is 64 or more.
+    /// If the height is 0 or larger than 16, `slots` or `windows` is neither 0 nor a power
+    /// of two, or `shift` is 64 or more.
     pub fn build_raw(self) -> SkipList {
         assert!(
             (1..=MAX_HEIGHT).contains(&self.max_height),
@@ -333,7 +358,7 @@ impl Builder {
         SkipList {
             list: List::new(self.max_height),
             readers: Readers::new(),
-            stripes: Stripes::new(self.stripe_shift, self.stripe_slots),
+            stripes: Stripes::new(self.stripe_shift, self.stripe_slots, self.stripe_windows),
             reclaim: Reclaim::new(),
         }
     }
@@ -374,8 +399,8 @@ pub struct SkipToken {
 enum Kind {
     /// Exclusive, linked in the skip list.
     List,
-    /// Exclusive, in the slot of its stripe (see `stripes`).
-    Stripe,
+    /// Exclusive, in this slot of its stripe (see `stripes`).
+    Stripe(NonNull<stripes::Slot>),
     /// Shared, announced in the reader table.
     Shared,
 }
@@ -408,6 +433,12 @@ impl SkipList {
     /// Stripe width (log2 units) and number of slots of the stripe table (0: no table).
     pub fn stripes(&self) -> (u32, usize) {
         (self.stripes.shift(), self.stripes.len())
+    }
+
+    /// How many windows may get a stripe table of their own ([`Builder::windows`]; 0 when
+    /// there is no stripe table).
+    pub fn stripe_windows(&self) -> usize {
+        self.stripes.windows()
     }
 
     /// The number of skip-list levels.
@@ -449,7 +480,7 @@ impl SkipList {
             return self.acquire_listed(node, range, wait);
         }
         if self.stripe_is_free(slot, range) {
-            return Some(SkipToken { node, kind: Kind::Stripe });
+            return Some(SkipToken { node, kind: Kind::Stripe(NonNull::from(slot)) });
         }
         self.retract_stripe(slot, node);
         if let Wait::Never = wait {
@@ -603,13 +634,13 @@ impl SkipList {
         self.reclaim.retire(node);
     }
 
-    /// Ends a stripe hold: clear the slot, wake, retire.
-    fn release_stripe(&self, node: NonNull<Node>) {
+    /// Ends a stripe hold of `slot`: clear the slot, wake, retire.
+    fn release_stripe(&self, node: NonNull<Node>, slot: NonNull<stripes::Slot>) {
         // SAFETY: the caller owns the held node.
         let node_ref = unsafe { node.as_ref() };
-        let (slot, _) =
-            self.stripes.slot_of(&node_ref.range()).expect("a stripe node fits its stripe");
-        Stripes::clear(slot);
+        // SAFETY: the slot of a stripe token is in one of this lock's tables, which live as
+        // long as the lock.
+        Stripes::clear(unsafe { slot.as_ref() });
         if node_ref.release() {
             wake_all(node_ref);
         }
@@ -688,7 +719,7 @@ unsafe impl RawRangeLock for SkipList {
     unsafe fn unlock(&self, token: SkipToken) {
         match token.kind {
             Kind::List => self.release_exclusive(token.node),
-            Kind::Stripe => self.release_stripe(token.node),
+            Kind::Stripe(slot) => self.release_stripe(token.node, slot),
             Kind::Shared => self.release_shared(token.node),
         }
     }

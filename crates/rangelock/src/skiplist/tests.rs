@@ -332,3 +332,76 @@ fn forgotten_guards_do_not_break_drop() {
     assert!(lock.try_lock(25..26).is_err());
     drop(lock); // returns the forgotten nodes to the pool, which frees them
 }
+
+/// Takes `range` exclusively through the raw lock and says where its node went.
+fn raw_kind(raw: &SkipList, range: Range<u64>) -> (SkipToken, Kind) {
+    let token = raw.try_lock(range, Mode::Exclusive).expect("free range");
+    let kind = token.kind;
+    (token, kind)
+}
+
+#[test]
+fn ranges_held_in_one_window_leave_another_windows_stripes_fast() {
+    // Default geometry: stripes of 16 Ki units, windows of 2048 stripes (32 Mi units).
+    let raw = SkipList::new();
+    let window = (1u64 << DEFAULT_STRIPE_SHIFT) * DEFAULT_STRIPE_SLOTS as u64;
+    // Stripe 0 of window 0: the first range takes its slot, the next ones go to the list
+    // and count themselves in that slot.
+    let held: Vec<_> = (0..16u64).map(|i| raw_kind(&raw, i * 1024..i * 1024 + 1)).collect();
+    assert!(matches!(held[0].1, Kind::Stripe(_)));
+    assert!(held[1..].iter().all(|(_, kind)| *kind == Kind::List));
+    // Stripe 0 of window 64 used the same slot in the one direct-mapped table: now it has
+    // a table of its own, so it holds a slot and skips the list.
+    let (far, kind) = raw_kind(&raw, 64 * window..64 * window + 1024);
+    assert!(matches!(kind, Kind::Stripe(_)), "{kind:?}");
+    assert_eq!(raw.stripes.tables_in_use(), 2);
+    // SAFETY: every token is this lock's, released once.
+    unsafe {
+        raw.unlock(far);
+        for (token, _) in held {
+            raw.unlock(token);
+        }
+    }
+    let _all = raw.try_lock(0..u64::MAX, Mode::Exclusive).expect("everything released");
+}
+
+#[test]
+fn a_full_window_directory_sends_later_windows_to_the_shared_table() {
+    // Stripes of 4 units, windows of 4 stripes (16 units), two window tables.
+    let raw = RangeLock::builder().stripes(2, 4).windows(2).build_raw();
+    let (a, ka) = raw_kind(&raw, 0..4); // window 0: a table of its own
+    let (b, kb) = raw_kind(&raw, 16..20); // window 1: the second
+    let (c, kc) = raw_kind(&raw, 32..36); // window 2: overflow slot 0
+    assert!([ka, kb, kc].iter().all(|k| matches!(k, Kind::Stripe(_))));
+    assert_eq!(raw.stripes.tables_in_use(), 2);
+    // Window 4 shares overflow slot 0 with window 2: slot taken, so the list path, and
+    // the two still exclude only what overlaps.
+    let (d, kd) = raw_kind(&raw, 64..68);
+    assert_eq!(kd, Kind::List);
+    assert!(raw.try_lock(33..34, Mode::Exclusive).is_none());
+    assert!(raw.try_lock(67..68, Mode::Shared).is_none());
+    assert!(raw.try_lock(3..17, Mode::Exclusive).is_none());
+    // A range over three windows checks every table (the wide path).
+    assert!(raw.try_lock(20..60, Mode::Shared).is_none());
+    let (e, ke) = raw_kind(&raw, 20..32);
+    assert_eq!(ke, Kind::List, "spans stripes");
+    assert_eq!(raw.stripes.tables_in_use(), 2);
+    // SAFETY: every token is this lock's, released once.
+    unsafe {
+        for token in [a, b, c, d, e] {
+            raw.unlock(token);
+        }
+    }
+    let _all = raw.try_lock(0..u64::MAX, Mode::Exclusive).expect("everything released");
+}
+
+#[test]
+fn window_options_are_checked_and_reported() {
+    assert_eq!(SkipList::new().stripe_windows(), DEFAULT_STRIPE_WINDOWS);
+    assert_eq!(RangeLock::builder().windows(0).build_raw().stripe_windows(), 0);
+    assert_eq!(RangeLock::builder().stripes(0, 0).build_raw().stripe_windows(), 0);
+    let too_many = std::panic::catch_unwind(|| RangeLock::builder().windows(128).build_raw());
+    assert!(too_many.is_err());
+    let not_pow2 = std::panic::catch_unwind(|| RangeLock::builder().windows(3).build_raw());
+    assert!(not_pow2.is_err());
+}
