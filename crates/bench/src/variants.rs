@@ -8,7 +8,7 @@
 use rangelock::{variants, Lock, RawRangeLock};
 
 use crate::peers::FcntlOfd;
-use crate::workload::RangeTarget;
+use crate::workload::{RangeTarget, Unlocked};
 
 /// Receives the variants of a [`VariantSet`] (a suite turns each into cases).
 pub trait VariantVisitor {
@@ -38,6 +38,9 @@ pub trait VariantSet: 'static {
     fn peers(_v: &mut impl VariantVisitor) {}
     /// Locks with a settable maximum height (the `height` suite).
     fn heights(_v: &mut impl HeightVisitor) {}
+    /// The workload without a lock (the suites whose threads' ranges are disjoint: w1, w2,
+    /// held), reported as their [`Suite::ceiling`](crate::harness::Suite::ceiling).
+    fn ceiling(_v: &mut impl VariantVisitor) {}
 }
 
 /// The shipped registry.
@@ -64,5 +67,9 @@ impl VariantSet for Registered {
 
     fn peers(v: &mut impl VariantVisitor) {
         v.visit(FcntlOfd::NAME, &FcntlOfd::in_temp_dir);
+    }
+
+    fn ceiling(v: &mut impl VariantVisitor) {
+        v.visit(Unlocked::NAME, &|| Ok(Unlocked));
     }
 }

@@ -35,15 +35,34 @@ fn variants(records: &[Record]) -> BTreeSet<&str> {
 #[test]
 fn w1_runs_every_variant_and_the_peer() {
     let records = run(&W1::<TestSet>::default());
-    assert_eq!(variants(&records), BTreeSet::from(["fcntl-ofd", "test-list", "test-whole"]));
-    assert_eq!(records.len(), 6);
+    assert_eq!(
+        variants(&records),
+        BTreeSet::from(["fcntl-ofd", "test-list", "test-whole", "unlocked"])
+    );
+    assert_eq!(records.len(), 8);
     assert!(records.iter().all(|r| r.params["range_bytes"] == 1024));
+    assert_best_other_leaves_out_the_ceiling(&records);
+}
+
+/// Every record's `ratio_vs_best_other` divides by the best *lock* of its group: the
+/// `unlocked` ceiling is nobody's best other (it still gets its own ratio).
+fn assert_best_other_leaves_out_the_ceiling(records: &[Record]) {
+    for r in records {
+        let best = records
+            .iter()
+            .filter(|o| o.threads == r.threads && o.params == r.params)
+            .filter(|o| o.variant != r.variant && o.variant != "unlocked")
+            .map(|o| o.ops_per_sec)
+            .fold(0.0, f64::max);
+        assert_eq!(r.ratio_vs_best_other, Some(r.ops_per_sec / best), "{r:?}");
+    }
 }
 
 #[test]
 fn w2_skips_a_coarse_lock() {
     let records = run(&W2::<TestSet>::default());
-    assert_eq!(variants(&records), BTreeSet::from(["fcntl-ofd", "test-list"]));
+    assert_eq!(variants(&records), BTreeSet::from(["fcntl-ofd", "test-list", "unlocked"]));
+    assert_best_other_leaves_out_the_ceiling(&records);
     assert!(records.iter().all(|r| r.params["batch"] == 16 && r.ops_per_sec > 0.0));
 }
 
@@ -67,7 +86,7 @@ fn height_sweeps_heights_in_quick_mode() {
 #[test]
 fn held_runs_k_per_thread_and_skips_the_coarse_lock() {
     let records = run(&Held::<TestSet>::default());
-    assert_eq!(variants(&records), BTreeSet::from(["fcntl-ofd", "test-list"]));
+    assert_eq!(variants(&records), BTreeSet::from(["fcntl-ofd", "test-list", "unlocked"]));
     let ks: BTreeSet<u64> =
         records.iter().map(|r| r.params["held_per_thread"].as_u64().unwrap()).collect();
     assert_eq!(ks, BTreeSet::from([16, 1000]));

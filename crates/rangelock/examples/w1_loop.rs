@@ -5,25 +5,34 @@
 //! `cargo run --release -p rangelock --example w1_loop -- [ops] [held] [variant] [threads]`:
 //! `held` one-unit ranges stay locked below the loop's ranges (as in the `held` suite);
 //! `variant` is `rangelock` (default), `rangelock-list` (no stripe table), `kogan-list`,
-//! `kernel-tree`, or `separate-list` (each thread on a `rangelock-list` of its own: what
-//! sharing one skip list costs); with `threads` > 1 each thread runs `ops` operations on its own
-//! contiguous share of the ranges (as W1 partitions them) and the line reports the total
-//! throughput.
+//! `kernel-tree`, `segments` (1 KiB segments over 2^32 units, as in the bench), or
+//! `separate-list` (each thread on a `rangelock-list` of its own: what sharing one skip
+//! list costs); with `threads` > 1 each thread runs `ops` operations on its own contiguous
+//! share of the ranges (as W1 partitions them) and the line reports the total throughput.
+//! With `RANGELOCK_W1_MEMSET=1` each operation also writes its range's 1 KiB of a 16 MiB
+//! buffer per thread while holding it, as the `w1` suite does (the lock's lines then
+//! compete with the memset for the caches).
 
 use std::hint::black_box;
 use std::time::Instant;
 
-use rangelock::variants::{KernelTree, KoganList};
+use rangelock::variants::{KernelTree, KoganList, Segments};
 use rangelock::{Lock, RangeLock, RawRangeLock};
 
 /// `ops` lock+unlock pairs over the 16384 ranges of share `share`, starting at `base`.
 fn w1<R: RawRangeLock>(lock: &Lock<R>, ops: u64, base: u64, share: u64) {
     let base = base + share * (16384 * 1024);
+    let mut buffer = std::env::var_os("RANGELOCK_W1_MEMSET").map(|_| vec![0u8; 16384 * 1024]);
     for i in 0..ops {
         // A cheap permutation of 16384 ranges (odd multiplier mod 2^14).
         let r = ((i & 16383).wrapping_mul(40503)) & 16383;
         let start = base + r * 1024;
         let g = lock.lock(start..start + 1024).unwrap();
+        if let Some(buffer) = buffer.as_mut() {
+            let at = r as usize * 1024;
+            buffer[at..at + 1024].fill(i as u8);
+            black_box(&buffer[at]);
+        }
         black_box(&g);
         drop(g);
     }
@@ -81,6 +90,7 @@ fn main() {
         }
         "kogan-list" => shared(&Lock::from_raw(KoganList::new()), ops, held, threads),
         "kernel-tree" => shared(&Lock::from_raw(KernelTree::new()), ops, held, threads),
+        "segments" => shared(&Lock::from_raw(Segments::new(1 << 32, 1024)), ops, held, threads),
         other => panic!("unknown variant {other}"),
     }
 }

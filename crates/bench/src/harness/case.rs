@@ -102,6 +102,12 @@ pub trait Suite {
     fn oversubscribe(&self) -> bool {
         false
     }
+    /// The variant that runs the workload without what is measured (no lock at all): a
+    /// bound for every other variant, not a competitor, so it is left out of the other
+    /// rows' `ratio_vs_best_other` and named in the table's header.
+    fn ceiling(&self) -> Option<&'static str> {
+        None
+    }
     /// The cases to measure.
     fn cases(&self, opts: &Options) -> Vec<Case>;
 }

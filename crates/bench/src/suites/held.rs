@@ -60,6 +60,10 @@ impl<S: VariantSet> Suite for Held<S> {
         true
     }
 
+    fn ceiling(&self) -> Option<&'static str> {
+        Some(crate::workload::Unlocked::NAME)
+    }
+
     fn cases(&self, opts: &Options) -> Vec<Case> {
         let ks: &'static [u64] = if opts.quick { &QUICK_HELD } else { &HELD };
         let max_threads = opts.threads_for(true).iter().map(|&(t, _)| t).max().unwrap_or(1);
@@ -72,6 +76,7 @@ impl<S: VariantSet> Suite for Held<S> {
         S::locks(&mut b);
         b.peers = true;
         S::peers(&mut b);
+        S::ceiling(&mut b);
         b.cases
     }
 }

@@ -38,6 +38,10 @@ impl<S: VariantSet> Suite for W1<S> {
         true
     }
 
+    fn ceiling(&self) -> Option<&'static str> {
+        Some(crate::workload::Unlocked::NAME)
+    }
+
     fn cases(&self, opts: &Options) -> Vec<Case> {
         let layout = Layout { ranges: RANGES, base: 0 };
         let Some(region) = common::region(self.name(), layout.region_bytes()) else {
@@ -46,6 +50,7 @@ impl<S: VariantSet> Suite for W1<S> {
         let mut b = Builder { opts, region, layout, cases: Vec::new() };
         S::locks(&mut b);
         S::peers(&mut b);
+        S::ceiling(&mut b);
         b.cases
     }
 }

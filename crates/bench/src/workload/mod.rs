@@ -7,7 +7,7 @@ mod region;
 mod target;
 
 pub use region::SharedRegion;
-pub use target::{holds_disjoint, RangeTarget};
+pub use target::{holds_disjoint, RangeTarget, Unlocked};
 
 use crate::harness::SplitMix64;
 

@@ -67,6 +67,39 @@ impl<R: RawRangeLock + 'static> RangeTarget for Lock<R> {
     }
 }
 
+/// The workload with no lock: `acquire` and `release` do nothing.
+///
+/// It measures what a suite's loop and memory traffic cost by themselves, which bounds the
+/// throughput of every lock on the same workload (as `echo` bounds the server). Only sound
+/// where no two threads ever touch the same range: `w1`, `w2` and `held`, whose threads work
+/// on disjoint shares of the region (the background holder of `held` writes nothing). Never
+/// registered for `contended`, where unlocked threads would race on the region.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Unlocked;
+
+impl Unlocked {
+    /// The report name.
+    pub const NAME: &'static str = "unlocked";
+}
+
+impl RangeTarget for Unlocked {
+    type Local = ();
+    type Held<'a> = ();
+
+    fn local(&self) {}
+
+    #[inline]
+    fn acquire<'a>(&'a self, _: &mut (), _: Range<u64>, _: Mode) -> Self::Held<'a> {}
+
+    #[inline]
+    fn try_acquire<'a>(&'a self, _: &mut (), _: Range<u64>, _: Mode) -> Option<Self::Held<'a>> {
+        Some(())
+    }
+
+    #[inline]
+    fn release<'a>(&'a self, _: &mut (), (): Self::Held<'a>) {}
+}
+
 /// Whether one thread can hold all of `ranges` (pairwise disjoint) exclusively at once,
 /// found by trying to, without waiting; everything acquired is released again.
 ///

@@ -10,6 +10,7 @@ use std::time::Instant;
 use rangelock::{Lock, Mode, RawRangeLock};
 use rangelock_bench::peers::FcntlOfd;
 use rangelock_bench::variants::{HeightVisitor, VariantSet, VariantVisitor};
+use rangelock_bench::workload::Unlocked;
 
 /// Next token and the held (token, range, mode) triples.
 type State = (u64, Vec<(u64, Range<u64>, Mode)>);
@@ -130,6 +131,10 @@ impl VariantSet for TestSet {
 
     fn heights(v: &mut impl HeightVisitor) {
         v.visit("test-list", |_height| Lock::<ListUnderMutex>::default());
+    }
+
+    fn ceiling(v: &mut impl VariantVisitor) {
+        v.visit(Unlocked::NAME, &|| Ok(Unlocked));
     }
 }
 

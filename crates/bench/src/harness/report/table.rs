@@ -36,6 +36,12 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
         s,
         "   (* = oversubscribed: more threads than cores; robustness view, not scaling)"
     );
+    if let Some(ceiling) = suite.ceiling() {
+        let _ = writeln!(
+            s,
+            "   ({ceiling} = the workload with no lock: a bound for every variant, left out of \"vs best\")"
+        );
+    }
     let mut groups: Vec<(String, Vec<&Record>)> = Vec::new();
     for r in records {
         let key = Value::Object(r.params.clone()).to_string();
