@@ -88,6 +88,28 @@ fn workload() {
     std::mem::forget(lock.lock(5000..5001).unwrap());
     std::mem::forget(lock.lock_shared(6000..6001).unwrap());
     drop(lock);
+    windows();
+}
+
+/// Window tables: a lock with 16-unit windows and two window tables, used over sixteen
+/// windows (two tables of their own, the rest in the overflow table), with forgotten
+/// stripe guards in both kinds of table; and a default lock touching three windows far
+/// apart (three 32 KiB tables).
+fn windows() {
+    let lock = RangeLock::builder().stripes(2, 4).windows(2).build();
+    for start in (0..256u64).step_by(3) {
+        drop(lock.lock(start..start + 2).unwrap());
+    }
+    std::mem::forget(lock.lock(0..2).unwrap()); // window 0: its own table
+    std::mem::forget(lock.lock(100..102).unwrap()); // window 6: the overflow table
+    drop(lock);
+    let lock = RangeLock::new();
+    for w in [0u64, 7, 1 << 20] {
+        let start = w << 25;
+        drop(lock.lock(start..start + 1024).unwrap());
+    }
+    std::mem::forget(lock.lock(7 << 25..(7 << 25) + 1).unwrap());
+    drop(lock);
 }
 
 /// `parking_lot_core` sizes its global hash table by the number of threads that have
