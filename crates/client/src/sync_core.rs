@@ -25,7 +25,10 @@
 //! Invariants: at most one thread reads (`reading` is only set under the state lock by a
 //! thread that saw it clear); every frame read is routed before `reading` is cleared and
 //! waiters are notified after every routing, so a waiter whose response was routed wakes,
-//! and a waiter that needs a reader wakes when the reader steps down. A read error or EOF
+//! and a waiter that needs a reader wakes when the reader steps down. Sleepers are
+//! counted under the state lock (`sleepers`): the reader skips the notification — a
+//! `futex` system call per frame even when nobody sleeps — when the count is zero, which
+//! is safe because a thread increments it under the same lock before it waits. A read error or EOF
 //! sets `closed` (and wakes everyone): every waiting and later call then fails with
 //! [`ClientError::ConnectionLost`].
 //!
@@ -123,6 +126,9 @@ struct Reader {
 struct State {
     closed: bool,
     reading: bool,
+    /// Threads sleeping on `routed` (so a reader that routed a frame only calls
+    /// `notify_all` — a `futex` system call even with nobody waiting — when one is).
+    sleepers: usize,
     waiting: HashSet<u64>,
     ready: HashMap<u64, ResponseFrame>,
     /// Pipelined `UNLOCK`s whose response has not been read: request id -> lock id.
@@ -316,7 +322,9 @@ impl SyncCore {
                 return None;
             }
             if st.reading {
+                st.sleepers += 1;
                 st = self.routed.wait(st).unwrap_or_else(PoisonError::into_inner);
+                st.sleepers -= 1;
                 continue;
             }
             st.reading = true;
@@ -333,7 +341,9 @@ impl SyncCore {
                     st.closed = true;
                 }
             }
-            self.routed.notify_all();
+            if st.sleepers > 0 {
+                self.routed.notify_all();
+            }
         }
     }
 
