@@ -27,6 +27,11 @@
 //! (`LockGuard::unlock_and_lock`, or leaving Redis releases queued), which only a
 //! back-to-back loop can do — a real client releases before it knows its next range. A
 //! cycle's latency is the lock's wait plus the unlock's write.
+//! Transport is TCP over loopback for every server system. Reply-less unlocks (ours would
+//! need a protocol flag, Redis has `CLIENT REPLY SKIP`) are used by neither: the server
+//! already writes an `UNLOCK`'s answer together with the next `LOCK`'s, so they would save
+//! bytes, not messages (`docs/BENCH.md`, "Server suites", has the per-cycle counts and why
+//! issue 4's 1.76x bar over `dslr-redis` is out of reach on one 2-core machine).
 //! `RANGELOCK_BENCH_ONLY=combiner,dslr-redis` (comma-separated names) runs only those
 //! variants, for profiling one system at a time (`perf stat`).
 //!
