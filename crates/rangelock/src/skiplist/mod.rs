@@ -223,7 +223,7 @@
 //!   this lock 212.7; at 2 threads 22.6, 34.6 and 55.8 ns/op. So ranges of one fixed size
 //!   that a segment table can be sized for are cheaper in one; what the segment table
 //!   cannot do is the rest: any range over the whole `u64` domain without memory per unit,
-//!   no false conflicts between disjoint ranges of one segment, one slot (not one CAS per
+//!   no false conflicts between disjoint ranges of one segment, one list node (not one CAS per
 //!   segment) for a long range, parking instead of spinning, and writers that are not
 //!   starved.
 //!
