@@ -227,12 +227,18 @@ fn loom_stripe_writer_and_reader() {
 fn loom_stripe_and_list_try_never_both() {
     loom::model(|| {
         let lock = Arc::new(RangeLock::with_max_height(1));
-        let units = Arc::new(Units::new(3));
-        let t = spawn_try(&lock, &units, 0..2, Mode::Exclusive);
-        try_use(&lock, &units, 1..3, Mode::Exclusive);
-        t.join().unwrap();
-        let _all = lock.try_lock(0..3).expect("a range stayed locked");
+        exclusive_tries_race(&lock, 0..2, 1..3, &Arc::new(Units::new(3)));
     });
+}
+
+/// Exclusive `try_lock`s of `a` (a spawned thread) and `b` (this one), each writing its
+/// range if granted; afterwards nothing stays locked over `units`.
+fn exclusive_tries_race(lock: &Arc<RangeLock>, a: Range<u64>, b: Range<u64>, units: &Arc<Units>) {
+    let t = spawn_try(lock, units, a, Mode::Exclusive);
+    try_use(lock, units, b, Mode::Exclusive);
+    t.join().unwrap();
+    let all = 0..units.0.len() as u64;
+    let _all = lock.try_lock(all).expect("a range stayed locked");
 }
 
 /// A list writer whose range touches more than `stripes::NARROW` stripes counts itself in
@@ -253,8 +259,8 @@ fn loom_wide_list_writer_and_stripe_holder() {
     });
 }
 
-/// Stripes 0 and 2 share slot 0 of the shared table under loom. After a holder of stripe 2 has come and gone,
-/// a stripe holder of stripe 0 and an overlapping list writer race: the writer must not
+/// Stripes 0 and 2 share slot 0 of the shared table under loom. After a holder of stripe 2
+/// has come and gone, a stripe holder of stripe 0 and an overlapping list writer race: the writer must not
 /// take the slot's tag, left by the holder of the other stripe, as this holder's (see
 /// `stripes::Slot::tag`) and skip it.
 #[test]
@@ -264,10 +270,7 @@ fn loom_slot_tag_of_an_aliased_stripe_is_not_trusted() {
         let lock = Arc::new(RangeLock::builder().max_height(1).windows(0).build());
         let units = Arc::new(Units::new(6));
         write_held(&lock, &units, 4..6);
-        let t = spawn_try(&lock, &units, 0..2, Mode::Exclusive);
-        try_use(&lock, &units, 1..3, Mode::Exclusive);
-        t.join().unwrap();
-        let _all = lock.try_lock(0..6).expect("a range stayed locked");
+        exclusive_tries_race(&lock, 0..2, 1..3, &units);
     });
 }
 
@@ -279,10 +282,6 @@ fn loom_slot_tag_of_an_aliased_stripe_is_not_trusted() {
 fn loom_window_table_resolution_race() {
     loom::model(|| {
         let lock = Arc::new(RangeLock::with_max_height(1));
-        let units = Arc::new(Units::new(5));
-        let t = spawn_try(&lock, &units, 0..2, Mode::Exclusive);
-        try_use(&lock, &units, 1..5, Mode::Exclusive);
-        t.join().unwrap();
-        let _all = lock.try_lock(0..5).expect("a range stayed locked");
+        exclusive_tries_race(&lock, 0..2, 1..5, &Arc::new(Units::new(5)));
     });
 }

@@ -218,7 +218,7 @@ impl Stripes {
     }
 
     /// Window tables allocated so far.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn tables_in_use(&self) -> usize {
         self.dir[..self.dir_len]
             .iter()
