@@ -156,9 +156,10 @@
 //!   overflow table and of the window tables of its windows (2048 loads each).
 //! - Stripe holders find their window's table through the directory: one load of the home
 //!   entry's key and one of its table pointer, as many dependent loads as the one
-//!   direct-mapped table before windows took (the callgrind count of `w1_loop 200000/400000
-//!   0 rangelock` went from 244 to 242 instructions per lock+unlock; the token carries its
-//!   slot, so release looks nothing up). A window not at its home entry (two windows whose
+//!   direct-mapped table before windows took (`valgrind --tool=callgrind
+//!   target/release/examples/w1_loop N 0 rangelock 1`, N = 200 000 and 400 000: 247.6
+//!   instructions per lock+unlock both before window tables and with them; the token
+//!   carries its slot, so release looks nothing up). A window not at its home entry (two windows whose
 //!   numbers are 64 apart) probes on, in a cold path.
 //! - Window entries are never freed while the lock lives, so a lock used over more than 64
 //!   windows (2 Gi units, by default) in its life sends the later ones to the overflow
@@ -168,8 +169,9 @@
 //!   sends the holders of every stripe of that slot to the list search. (Before window
 //!   tables, this was the whole domain's fate: the `held` suite, with up to 2 x 100 000
 //!   ranges 1 KiB apart below a W1 area 2 GiB up, sent nearly every W1 range to the list,
-//!   and `w1_loop 3000000 100000 rangelock` ran at 5-9M lock+unlock/s; with its own table
-//!   W1's window runs at 41-59M, as with nothing held.) The stripe width (16 Ki units:
+//!   and `w1_loop 3000000 100000 rangelock` ran at 4.9-9.2M lock+unlock/s at 1 and 2
+//!   threads; with its own table W1's window runs at 57-59M at 1 thread and 65-91M at 2,
+//!   as with nothing held.) The stripe width (16 Ki units:
 //!   16 KiB when units are bytes) trades the share of ranges that fit one stripe against
 //!   the chance that two ranges held at once meet in one.
 //! - A stripe attempt that meets a conflict retires its node and starts over on the list
