@@ -9,6 +9,23 @@ use crate::protocol::{GrantMode, DEFAULT_MAX_FRAME};
 /// The TCP port the server listens on by default (`127.0.0.1:7878`).
 pub const DEFAULT_PORT: u16 = 7878;
 
+/// The shortest session lease a server accepts. Clients send a keepalive every third of
+/// the lease (and at most every 10 ms); below this, a client that is merely descheduled
+/// for a few tens of milliseconds would lose its locks.
+pub const MIN_LEASE: Duration = Duration::from_millis(100);
+
+/// The longest session lease a server accepts: the server hello carries it as `u32`
+/// milliseconds.
+pub const MAX_LEASE: Duration = Duration::from_millis(u32::MAX as u64);
+
+/// Default listen backlog (pending, not yet accepted connections per listener). Linux caps
+/// it at `net.core.somaxconn` (4096 since 5.4). With the old default of 128, a burst of
+/// 1000 connects overflowed the queue and a few connects waited ~1 s for a SYN retry.
+pub const DEFAULT_BACKLOG: u32 = 4096;
+
+/// Default bound on a session's response bytes not yet written to its socket.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1 << 20;
+
 /// Which engine owns the lock table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum EngineKind {
@@ -21,8 +38,9 @@ pub enum EngineKind {
     /// One thread does everything: a single-threaded runtime runs every connection and the
     /// table.
     TreeSingle,
-    /// Handlers drive the lock-free in-process skip-list `rangelock::RangeLock`; waits run
-    /// on blocking-pool threads. No FIFO order per overlap (the skip list decides).
+    /// Handlers drive the lock-free in-process skip-list `rangelock::RangeLock`; waiting
+    /// requests sit in a registry and are retried when an overlapping range is released.
+    /// No FIFO order per overlap: a new request may overtake a waiter.
     RangeLock,
 }
 
@@ -64,13 +82,16 @@ pub struct ServerConfig {
     /// TCP address to listen on (`None`: no TCP). Port 0 picks a free port.
     pub tcp: Option<SocketAddr>,
     /// Unix socket path to listen on (`None`: no Unix socket). A stale socket file at the
-    /// path is replaced.
+    /// path (nobody listens on it) is replaced; a live one is refused (see [`crate::Server`]).
     pub unix: Option<PathBuf>,
+    /// Listen backlog of each listener ([`DEFAULT_BACKLOG`]).
+    pub listen_backlog: u32,
     /// Who owns the lock table.
     pub engine: EngineKind,
     /// Push or poll grants.
     pub grant: GrantMode,
-    /// A session with no frame for this long is closed and its locks released.
+    /// A session with no frame for this long is closed and its locks released; between
+    /// [`MIN_LEASE`] and [`MAX_LEASE`].
     pub lease: Duration,
     /// Largest accepted frame (length prefix value).
     pub max_frame: u32,
@@ -78,6 +99,9 @@ pub struct ServerConfig {
     pub max_locks_per_session: usize,
     /// Entries in a `STATS` reply.
     pub max_stats_entries: u32,
+    /// Response bytes of one session waiting to be written (the client sends faster than it
+    /// reads); a session over this is closed and its locks released, as on disconnect.
+    pub max_output_bytes: usize,
     /// Worker threads of the handler runtime (ignored by `tree-single`); 0 (the default)
     /// picks [`ServerConfig::auto_handler_threads`].
     pub handler_threads: usize,
@@ -88,18 +112,75 @@ impl Default for ServerConfig {
         ServerConfig {
             tcp: Some(SocketAddr::from((Ipv4Addr::LOCALHOST, DEFAULT_PORT))),
             unix: None,
+            listen_backlog: DEFAULT_BACKLOG,
             engine: EngineKind::Combiner,
             grant: GrantMode::Push,
             lease: Duration::from_secs(10),
             max_frame: DEFAULT_MAX_FRAME,
             max_locks_per_session: 4096,
             max_stats_entries: 1000,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             handler_threads: 0,
         }
     }
 }
 
+/// Why a [`ServerConfig`] cannot be served.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The lease is outside [`MIN_LEASE`]..=[`MAX_LEASE`].
+    #[error(
+        "lease of {got_ms} ms is out of range: it must be at least {} ms (clients keep \
+         alive every third of it) and at most {} ms",
+        MIN_LEASE.as_millis(),
+        MAX_LEASE.as_millis()
+    )]
+    Lease {
+        /// The lease asked for, in milliseconds.
+        got_ms: u128,
+    },
+    /// No listener configured.
+    #[error("nothing to listen on: give a TCP address, a Unix socket path, or both")]
+    NoListener,
+    /// A limit that must be at least one is zero.
+    #[error("{0} must be at least 1")]
+    Zero(&'static str),
+    /// `max_frame` is below the largest request frame.
+    #[error("max_frame {got} is below {min}, the size of the largest request frame")]
+    MaxFrame {
+        /// Configured.
+        got: u32,
+        /// Smallest allowed.
+        min: u32,
+    },
+}
+
 impl ServerConfig {
+    /// Checks the configuration; [`crate::Server::start`] refuses an invalid one with this
+    /// error.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.lease < MIN_LEASE || self.lease > MAX_LEASE {
+            return Err(ConfigError::Lease { got_ms: self.lease.as_millis() });
+        }
+        if self.tcp.is_none() && self.unix.is_none() {
+            return Err(ConfigError::NoListener);
+        }
+        for (v, name) in [
+            (self.max_locks_per_session, "max_locks_per_session"),
+            (self.listen_backlog as usize, "listen_backlog"),
+            (self.max_output_bytes, "max_output_bytes"),
+        ] {
+            if v == 0 {
+                return Err(ConfigError::Zero(name));
+            }
+        }
+        let min = crate::protocol::MAX_REQUEST_FRAME;
+        if self.max_frame < min {
+            return Err(ConfigError::MaxFrame { got: self.max_frame, min });
+        }
+        Ok(())
+    }
+
     /// Handler threads for `handler_threads == 0`: one per core, but for the combiner
     /// engine one core is left to the combiner thread (at least one handler). Measured on
     /// a 2-core machine, `server-oltp`'s combiner served ~5-8% more with 1 handler thread

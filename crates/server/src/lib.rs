@@ -21,7 +21,9 @@
 //! ```
 
 mod config;
+mod end_log;
 mod engine;
+mod listen;
 pub mod protocol;
 mod rangelock_engine;
 mod reply;
@@ -29,5 +31,8 @@ mod server;
 mod session;
 pub mod table;
 
-pub use config::{EngineKind, ServerConfig, DEFAULT_PORT};
+pub use config::{
+    ConfigError, EngineKind, ServerConfig, DEFAULT_BACKLOG, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PORT,
+    MAX_LEASE, MIN_LEASE,
+};
 pub use server::Server;

@@ -12,11 +12,13 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use tokio::net::{TcpListener, UnixListener};
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::config::{EngineKind, ServerConfig};
+use crate::end_log::EndLog;
 use crate::engine::Engine;
+use crate::listen;
 use crate::session::{self, Shared};
 
 /// A running server; see the module docs.
@@ -31,7 +33,14 @@ pub struct Server {
 impl Server {
     /// Binds the configured listeners and starts serving. Returns once the listeners are
     /// bound (so [`Server::tcp_addr`] is known), or the bind error.
+    ///
+    /// Errors: an invalid configuration ([`ServerConfig::validate`], as
+    /// [`std::io::ErrorKind::InvalidInput`]); a listener that cannot be bound (the message
+    /// names the address or path); a Unix socket path on which a server is already
+    /// listening (`AddrInUse`: the path is never taken over; a stale socket file nobody
+    /// listens on is replaced).
     pub fn start(config: ServerConfig) -> std::io::Result<Server> {
+        config.validate().map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel();
         let thread = std::thread::Builder::new()
@@ -111,62 +120,57 @@ fn run(config: ServerConfig, ready: std::sync::mpsc::Sender<Ready>, stop: onesho
             return;
         }
     };
-    let unix_path = config.unix.clone();
-    let shared =
-        Arc::new(Shared { engine, config, next_session: AtomicU64::new(0), handler_errors });
-    rt.block_on(serve(shared, ready, stop));
+    let shared = Arc::new(Shared {
+        engine,
+        config,
+        next_session: AtomicU64::new(0),
+        handler_errors,
+        end_log: EndLog::default(),
+    });
+    if !rt.block_on(serve(shared, ready, stop)) {
+        return;
+    }
     // Every session task has ended; shutting the runtime down drops any stragglers
-    // (timers), and with them the last engine handles, which stops the combiner. Waiting
-    // threads of the rangelock engine see their sessions closed within a wait slice.
+    // (timers), and with them the last engine handles, which stops the combiner.
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
     if let Some(c) = combiner {
         let _ = c.join();
     }
-    if let Some(p) = unix_path {
-        let _ = std::fs::remove_file(p);
-    }
     tracing::info!("server stopped");
 }
 
+/// Binds, reports readiness, serves until `stop`, then ends every session. Returns
+/// whether it served (`false`: binding failed, already reported through `ready`).
 async fn serve(
     shared: Arc<Shared>,
     ready: std::sync::mpsc::Sender<Ready>,
     stop: oneshot::Receiver<()>,
-) {
-    let bound = async {
-        let tcp = match shared.config.tcp {
-            Some(a) => Some(TcpListener::bind(a).await?),
-            None => None,
-        };
-        let unix = match &shared.config.unix {
-            Some(p) => {
-                remove_stale_socket(p);
-                Some(UnixListener::bind(p)?)
-            }
-            None => None,
-        };
-        let tcp_addr = match &tcp {
-            Some(l) => Some(l.local_addr()?),
-            None => None,
-        };
+) -> bool {
+    let backlog = shared.config.listen_backlog;
+    let bound = (|| {
+        let tcp = shared.config.tcp.map(|a| listen::tcp(a, backlog)).transpose()?;
+        let unix = shared.config.unix.as_deref().map(|p| listen::unix(p, backlog)).transpose()?;
+        let tcp_addr = tcp.as_ref().map(TcpListener::local_addr).transpose()?;
         std::io::Result::Ok((tcp, unix, tcp_addr))
-    }
-    .await;
-    let (tcp, unix) = match bound {
+    })();
+    let (tcp, unix, socket_path) = match bound {
         Ok((tcp, unix, addr)) => {
+            let (unix, socket_path) = unix.unzip();
+            let show = |a: Option<String>| a.unwrap_or_else(|| "-".into());
             tracing::info!(
-                tcp = ?addr,
-                unix = ?shared.config.unix,
+                tcp = %show(addr.map(|a| a.to_string())),
+                unix = %show(shared.config.unix.as_ref().map(|p| p.display().to_string())),
                 engine = shared.config.engine.name(),
-                grant = ?shared.config.grant,
+                grant = shared.config.grant.name(),
+                lease_ms = shared.config.lease.as_millis() as u64,
                 "rangelock server listening"
             );
             let _ = ready.send(Ok((addr, shared.config.unix.clone())));
-            (tcp, unix)
+            (tcp, unix, socket_path)
         }
         Err(e) => {
             let _ = ready.send(Err(e));
-            return;
+            return false;
         }
     };
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -182,6 +186,7 @@ async fn serve(
                         tracing::trace!(%peer, "accepted");
                         tokio::spawn(session::run(
                             s,
+                            peer.to_string(),
                             shared.clone(),
                             shutdown.clone(),
                             alive.clone(),
@@ -199,8 +204,13 @@ async fn serve(
             loop {
                 match l.accept().await {
                     Ok((s, _)) => {
+                        let peer = match s.peer_cred().ok().and_then(|c| c.pid()) {
+                            Some(pid) => format!("unix pid {pid}"),
+                            None => "unix".to_owned(),
+                        };
                         tokio::spawn(session::run(
                             s,
+                            peer,
                             shared.clone(),
                             shutdown.clone(),
                             alive.clone(),
@@ -224,19 +234,14 @@ async fn serve(
     drop(alive_tx);
     // Every session holds a sender; `recv` returns `None` once all have ended.
     let _ = alive_rx.recv().await;
+    if let Some(p) = socket_path {
+        p.remove();
+    }
+    true
 }
 
 /// Accept errors (e.g. out of file descriptors) are transient: log, back off briefly, retry.
 async fn accept_error(e: std::io::Error) {
     tracing::warn!(error = %e, "accept failed");
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-}
-
-fn remove_stale_socket(p: &std::path::Path) {
-    use std::os::unix::fs::FileTypeExt;
-    if let Ok(m) = std::fs::symlink_metadata(p) {
-        if m.file_type().is_socket() {
-            let _ = std::fs::remove_file(p);
-        }
-    }
 }

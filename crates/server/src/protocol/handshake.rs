@@ -28,6 +28,14 @@ pub enum GrantMode {
 }
 
 impl GrantMode {
+    /// `push` or `poll`, as the CLI spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            GrantMode::Push => "push",
+            GrantMode::Poll => "poll",
+        }
+    }
+
     fn code(self) -> u8 {
         match self {
             GrantMode::Push => 0,
