@@ -6,8 +6,8 @@
 //! Handing every response to a writer task costs a task wake-up (and usually a worker
 //! thread wake-up: futex + context switch) per response, on top of the `write` itself. On
 //! a loaded machine the wake-ups cost more than the loopback write. So the thread that
-//! produces a response — the combiner, a handler holding the table, a waiting thread of
-//! the rangelock engine — appends its encoded frame to the session's buffer, and at the
+//! produces a response — the combiner, a handler holding the table, a handler of the
+//! rangelock engine granting another session's waiter — appends its encoded frame to the session's buffer, and at the
 //! end of its batch ([`flush_pending`]) writes each touched session's buffer with one
 //! non-blocking `write`. Only when the socket is full (the peer reads slowly) does the
 //! rest go to the writer task, which waits for the socket to become writable.
@@ -32,6 +32,12 @@
 //! The session ends its sink by dropping every [`SinkHandle`] (the table's and the read
 //! loop's); the writer then writes what is left and returns, and dropping the write half
 //! shuts the socket's write side down.
+//!
+//! Bound: a session's unwritten bytes (`buf` plus what the writer is writing) may not
+//! pass its limit (`ServerConfig::max_output_bytes`). A frame that would pass it marks the
+//! sink broken, drops the buffer and signals [`SocketSink::overflowed`]; the session then
+//! ends as on a disconnect. (Counting frames alone did not bound memory: one `STATS`
+//! answer can be 40 KB.)
 //!
 //! # Trade-offs
 //!
@@ -165,6 +171,8 @@ struct Out {
     broken: bool,
     /// Every handle is gone: the writer finishes and returns.
     ended: bool,
+    /// Bytes the writer task took from `buf` and is writing.
+    in_flight: usize,
 }
 
 /// A session's response buffer and socket; see the module docs.
@@ -178,18 +186,31 @@ pub(crate) struct SocketSink<W> {
     written: AtomicU64,
     /// Notified after frames were written.
     pub(crate) progress: Notify,
+    /// Largest `buf` + `in_flight`, in bytes; see [`SocketSink::overflowed`].
+    max_bytes: usize,
+    /// Notified (once) when the output limit is passed.
+    overflow: Notify,
 }
 
 impl<W: DirectWrite> SocketSink<W> {
-    /// A sink writing to `wr`.
-    pub(crate) fn new(wr: W) -> Arc<Self> {
+    /// A sink writing to `wr` that holds at most `max_bytes` of unwritten responses.
+    pub(crate) fn new(wr: W, max_bytes: usize) -> Arc<Self> {
         Arc::new(SocketSink {
             out: Mutex::new(Out::default()),
             wr,
             wake: Notify::new(),
             written: AtomicU64::new(0),
             progress: Notify::new(),
+            max_bytes,
+            overflow: Notify::new(),
         })
+    }
+
+    /// Completes once the session's unwritten responses passed its output limit (a client
+    /// that sends requests, such as `STATS`, faster than it reads the answers). From then
+    /// on the sink drops every frame; the session must end (releasing its locks).
+    pub(crate) async fn overflowed(&self) {
+        self.overflow.notified().await
     }
 
     fn lock(&self) -> MutexGuard<'_, Out> {
@@ -231,10 +252,12 @@ impl<W: DirectWrite> SocketSink<W> {
                 self.wake.notified().await;
                 continue;
             };
+            self.lock().in_flight = chunk.len();
             let res = write_all(&self.wr, &chunk).await;
             chunk.clear();
             let mut o = self.lock();
             o.writer_busy = false;
+            o.in_flight = 0;
             if res.is_err() {
                 o.broken = true;
                 return;
@@ -258,6 +281,17 @@ impl<W: DirectWrite> ReplyTo for SocketSink<W> {
         }
         r.encode(&mut o.buf);
         o.frames += 1;
+        if o.buf.len() + o.in_flight > self.max_bytes {
+            // The peer does not read what it asks for. Keeping the bytes would let one
+            // session grow the server without bound; drop them and end the session.
+            o.broken = true;
+            o.buf = Vec::new();
+            o.frames = 0;
+            drop(o);
+            self.overflow.notify_one();
+            self.wake.notify_one();
+            return false;
+        }
         !std::mem::replace(&mut o.dirty, true)
     }
 

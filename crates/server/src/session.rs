@@ -32,6 +32,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
 use crate::config::ServerConfig;
+use crate::end_log::EndLog;
 use crate::engine::Engine;
 use crate::protocol::{
     op, read_frame, ClientHello, FrameError, HelloStatus, Request, RequestFrame, ResponseFrame,
@@ -46,6 +47,9 @@ pub(crate) const MAX_BACKLOG: u64 = 1024;
 
 /// Bytes of a session's read buffer.
 const READ_BUFFER: usize = 4096;
+
+/// Why a session whose unwritten responses passed `max_output_bytes` ended.
+const OUTPUT_OVER_LIMIT: &str = "unread responses over the output limit";
 
 /// A connection that splits into an async read half and a [`DirectWrite`] half.
 pub(crate) trait Transport: Send + 'static {
@@ -80,12 +84,15 @@ pub(crate) struct Shared {
     pub(crate) config: ServerConfig,
     pub(crate) next_session: AtomicU64,
     pub(crate) handler_errors: Arc<AtomicU64>,
+    /// Rate-limits the log lines of sessions that end badly.
+    pub(crate) end_log: EndLog,
 }
 
 /// Runs one connection to completion. `_alive` is dropped when the session is over, which
 /// is how shutdown knows every session has finished.
 pub(crate) async fn run<S: Transport>(
     stream: S,
+    peer: String,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
     _alive: mpsc::Sender<()>,
@@ -98,14 +105,12 @@ pub(crate) async fn run<S: Transport>(
     let mut hello = [0u8; CLIENT_HELLO_LEN];
     match tokio::time::timeout(lease, rd.read_exact(&mut hello)).await {
         Ok(Ok(_)) => {}
-        _ => return,
+        Ok(Err(_)) => return shared.end_log.bad_end(&peer, 0, "closed before its hello"),
+        Err(_) => return shared.end_log.bad_end(&peer, 0, "no hello within the lease"),
     }
     let hello = match ClientHello::decode(&hello) {
         Ok(h) => h,
-        Err(e) => {
-            tracing::debug!(error = %e, "bad hello; closing");
-            return;
-        }
+        Err(e) => return shared.end_log.bad_end(&peer, 0, &format!("bad hello: {e}")),
     };
     let mut reply = ServerHello {
         version: VERSION,
@@ -130,10 +135,10 @@ pub(crate) async fn run<S: Transport>(
     if reply::write_all(&wr, &out).await.is_err() {
         return;
     }
-    let sink = SocketSink::new(wr);
+    let sink = SocketSink::new(wr, shared.config.max_output_bytes);
     let tx: ReplySink = Arc::new(SinkHandle(sink.clone()));
     shared.engine.submit(Command::Open { session, sink: tx.clone() });
-    tracing::debug!(session, "session opened");
+    tracing::debug!(%peer, session, "session opened");
     let writer = tokio::spawn(sink.clone().run_writer());
     let backlog_limit = shared.config.max_locks_per_session as u64 + MAX_BACKLOG;
     let mut read: u64 = 0;
@@ -160,11 +165,13 @@ pub(crate) async fn run<S: Transport>(
                     continue;
                 }
                 _ = shutdown.changed() => break "server shutdown",
+                _ = sink.overflowed() => break OUTPUT_OVER_LIMIT,
             }
         }
         let res = tokio::select! {
             r = tokio::time::timeout(lease, read_frame(&mut rd, &mut buf, shared.config.max_frame)) => r,
             _ = shutdown.changed() => break "server shutdown",
+            _ = sink.overflowed() => break OUTPUT_OVER_LIMIT,
         };
         match res {
             Err(_) => break "lease expired",
@@ -186,9 +193,9 @@ pub(crate) async fn run<S: Transport>(
     };
     match reason {
         "closed by client" | "server shutdown" => {
-            tracing::debug!(session, reason, "session closing")
+            tracing::debug!(%peer, session, reason, "session closing")
         }
-        _ => tracing::info!(session, reason, "session closing; releasing its locks"),
+        _ => shared.end_log.bad_end(&peer, session, reason),
     }
     shared.engine.submit(Command::Close { session });
     drop(handler);
@@ -233,7 +240,10 @@ impl Handler<'_> {
             Err(e) => {
                 let (op, id) = RequestFrame::peek_header(body).unwrap_or((0, 0));
                 tracing::debug!(session = self.session, error = %e, "bad request");
-                self.error(op, id, e.status());
+                let status = e.status();
+                // Never echo an unknown op byte: `0x81` would come back as a LOCK reply.
+                let op = if status == Status::UnknownOp { op::UNKNOWN } else { op };
+                self.error(op, id, status);
                 return;
             }
         };

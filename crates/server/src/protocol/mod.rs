@@ -27,7 +27,7 @@ pub use handshake::{
     ClientHello, GrantMode, HelloStatus, ServerHello, CLIENT_HELLO_LEN, MAGIC, SERVER_HELLO_LEN,
     VERSION,
 };
-pub use request::{op, Mode, Request, RequestFrame, Wait, FRAME_HEADER_LEN};
+pub use request::{op, Mode, Request, RequestFrame, Wait, FRAME_HEADER_LEN, MAX_REQUEST_FRAME};
 pub use response::ResponseFrame;
 pub use stats::{Counters, EntryState, StatsBody, StatsEntry, STATS_ENTRY_LEN};
 pub use status::Status;

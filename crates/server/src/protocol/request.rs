@@ -9,6 +9,10 @@ use super::error::DecodeError;
 /// (`op u8 | id u64`).
 pub const FRAME_HEADER_LEN: usize = 9;
 
+/// The largest request frame's length prefix value (a `LOCK`: header + 22 payload bytes).
+/// A server's `max_frame` is at least this.
+pub const MAX_REQUEST_FRAME: u32 = FRAME_HEADER_LEN as u32 + 22;
+
 /// Operation codes (the `op` byte of a request; a response carries `op | 0x80`).
 pub mod op {
     /// Lock a range.
@@ -25,6 +29,10 @@ pub mod op {
     pub const STATS: u8 = 0x06;
     /// The bit that marks a response.
     pub const RESPONSE: u8 = 0x80;
+    /// The op of every `UNKNOWN_OP` response (on the wire `0xff`), whatever the request's
+    /// op byte was: echoing it would let a request with the response bit set (`0x81`) be
+    /// answered with what looks like a `LOCK` reply.
+    pub const UNKNOWN: u8 = 0x7f;
 }
 
 /// How a lock is held: the in-process lock's [`rangelock::Mode`], on the wire one byte

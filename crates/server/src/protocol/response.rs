@@ -12,8 +12,8 @@ use super::status::Status;
 /// One response frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResponseFrame {
-    /// The request's op byte (without the response bit). The server echoes even an unknown
-    /// op byte, answered with [`Status::UnknownOp`].
+    /// The request's op byte (without the response bit); [`op::UNKNOWN`] for a request
+    /// whose op byte names no operation (answered with [`Status::UnknownOp`]).
     pub op: u8,
     /// The request's id (0 for errors not tied to a decodable request).
     pub id: u64,

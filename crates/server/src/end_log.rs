@@ -1,0 +1,97 @@
+//! Logging sessions that end badly, at a rate an operator can live with.
+//!
+//! A hostile or broken client can open and spoil hundreds of connections a minute (bad
+//! hellos, bad framing, silence until the lease lapses). One INFO line each buries
+//! everything else in the log. So every such end is logged at DEBUG with its peer and
+//! reason, and at INFO at most once per [`WINDOW`]: the first end in a window is logged
+//! with its peer and reason, and the next INFO line says how many more ended in between
+//! and gives the last one's peer and reason. Ordinary ends (the client closed, the server
+//! is stopping) are DEBUG only.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// At most one INFO line per window.
+pub(crate) const WINDOW: Duration = Duration::from_secs(10);
+
+/// What the next INFO line must report.
+#[derive(Debug, Default)]
+struct State {
+    /// When the last INFO line was written.
+    last_line: Option<Instant>,
+    /// Ends since then, not yet reported.
+    suppressed: u64,
+}
+
+/// See the module docs. One per server.
+#[derive(Debug, Default)]
+pub(crate) struct EndLog {
+    state: Mutex<State>,
+}
+
+/// What [`EndLog::decide`] says to write at INFO.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Line {
+    /// Nothing (counted for the next line).
+    None,
+    /// This end, plus `suppressed` ends not reported since the last line.
+    Report {
+        /// Ends in between that were not written at INFO.
+        suppressed: u64,
+    },
+}
+
+impl EndLog {
+    /// Records a bad session end at `now` and says what to write at INFO.
+    pub(crate) fn decide(&self, now: Instant) -> Line {
+        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        match st.last_line {
+            Some(t) if now.saturating_duration_since(t) < WINDOW => {
+                st.suppressed += 1;
+                Line::None
+            }
+            _ => {
+                st.last_line = Some(now);
+                Line::Report { suppressed: std::mem::take(&mut st.suppressed) }
+            }
+        }
+    }
+
+    /// Logs a session that ended badly (DEBUG always, INFO as [`EndLog::decide`] says).
+    pub(crate) fn bad_end(&self, peer: &str, session: u64, reason: &str) {
+        tracing::debug!(%peer, session, reason, "session ended; its locks are released");
+        if let Line::Report { suppressed } = self.decide(Instant::now()) {
+            if suppressed == 0 {
+                tracing::info!(%peer, session, reason, "session ended; its locks are released");
+            } else {
+                tracing::info!(
+                    %peer,
+                    session,
+                    reason,
+                    suppressed,
+                    "session ended; its locks are released ({suppressed} more sessions ended \
+                     badly since the last such line; see DEBUG for each)"
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_per_window_counting_the_rest() {
+        let log = EndLog::default();
+        let t0 = Instant::now();
+        assert_eq!(log.decide(t0), Line::Report { suppressed: 0 });
+        for i in 1..=470 {
+            // 470 bad connections within the window: none is written.
+            assert_eq!(log.decide(t0 + WINDOW * i / 471), Line::None);
+        }
+        assert_eq!(log.decide(t0 + WINDOW), Line::Report { suppressed: 470 });
+        assert_eq!(log.decide(t0 + WINDOW + WINDOW / 2), Line::None);
+        assert_eq!(log.decide(t0 + 3 * WINDOW), Line::Report { suppressed: 1 });
+    }
+}
