@@ -23,8 +23,8 @@
 //! the table. tree-mutex saves the hop but bounces the table and the mutex between cores
 //! under load; tree-single has no cross-thread traffic at all but one core for all I/O —
 //! the seed found it best at low client counts. The rangelock engine has no
-//! serialization point at all for uncontended locks, but no FIFO order and a thread per
-//! waiting request.
+//! serialization point for uncontended grants, but no FIFO order (a new request may overtake
+//! a registered waiter).
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{mpsc, Arc, Mutex, PoisonError};

@@ -1,51 +1,73 @@
 //! The `rangelock` engine: handlers drive the lock-free in-process skip-list
 //! `rangelock::RangeLock` (its raw core [`SkipList`]) directly; no table, no combiner.
+//! Waiting requests sit in a registry, not on threads.
 //!
 //! # Algorithm
 //!
-//! * `LOCK` first calls `try_lock` on the handler thread (lock-free fast path). On a
-//!   conflict, a `try` is answered `WOULD_BLOCK`; otherwise the request is recorded as
-//!   waiting and a blocking-pool thread waits in `lock_until` slices of [`WAIT_SLICE`],
-//!   checking between slices whether the request was withdrawn.
-//! * Bookkeeping (live locks by id, released ids, poll outcomes) is per session, under a
-//!   per-session mutex that only the session's own handler, its timers and its waiting
-//!   threads touch; a global registry of sessions is locked only on open, close and stats.
-//! * A waiter that acquires the range re-checks, under the session mutex, that its entry
-//!   is still waiting; if it was withdrawn (cancel, timeout, unlock, close) meanwhile it
-//!   releases the range at once. Withdrawal happens under the same mutex, so exactly one of
-//!   "granted" and "withdrawn" wins.
+//! * `LOCK` calls `try_lock` on the handler thread (lock-free fast path). On success the
+//!   lock is held. On a conflict a `try` is answered `WOULD_BLOCK`; a request that may
+//!   wait is *registered*: an entry in the waiter registry, an interval tree keyed by
+//!   range and arrival order under one mutex (`waiters`). Nothing runs for it meanwhile.
+//! * **Wake-ups.** Whoever makes a range available calls [`RangeLockEngine::wake`] on it:
+//!   a release (`UNLOCK`, session close) after unlocking, and also every failed
+//!   acquisition attempt (see below). `wake` takes the registry mutex, retries, in arrival
+//!   order, each registered waiter overlapping the range with `try_lock`, and removes the
+//!   ones that succeed; after dropping the mutex it *installs* each success in its
+//!   session (held, token, `OK` in push mode). A waiter that conflicts with one granted
+//!   earlier in the same pass is skipped without a retry.
+//! * **Registration** happens under the same mutex and retries `try_lock` once more after
+//!   inserting. So a release either unlocks before the registration's retry (which then
+//!   succeeds: the release's unlock happens before its `wake` takes the mutex, and the
+//!   registration's mutex section comes after that) or its `wake` finds the waiter
+//!   registered. No wake-up is lost, and no atomic handshake is needed: every path that
+//!   can make a waiter grantable takes the mutex after it.
+//! * **Failed attempts wake too.** Two racing `try_lock`s of the skip list can both fail,
+//!   each seeing the other's announcement (rangelock docs, "Progress"). If a retry inside
+//!   `wake` failed only because of a handler's fast-path attempt that then failed too, no
+//!   release would ever come to retry it again. So a failed fast-path attempt calls `wake`
+//!   on its range afterwards: its announcement is gone by then, and its `wake` comes after
+//!   the retry it disturbed (that retry ran under the mutex). Retries inside `wake` and
+//!   registration run one at a time under the mutex, so they never disturb each other.
+//! * **Withdrawal** (cancel, timeout, `UNLOCK` of a waiting lock, close, shutdown) removes
+//!   the session's entry under the session mutex and then the registry entry. If `wake`
+//!   has already taken the waiter out (it acquired the range, but has not installed it),
+//!   the install finds the entry gone or replaced (nonce) and releases the range again.
+//! * **Lock order:** a session mutex, then the registry mutex. `wake` installs grants only
+//!   after dropping the registry mutex, and nobody calls `wake` while holding a session
+//!   mutex, so no cycle exists.
 //! * Fencing tokens come from one atomic counter, taken after the range is acquired: a
 //!   holder that conflicts with an earlier one acquired after that one released, which
 //!   was after it took its token — so conflicting holders see increasing tokens, and all
-//!   tokens are distinct and increase in grant order.
+//!   tokens are distinct.
 //!
 //! # Trade-offs
 //!
-//! Mutual exclusion is the skip list's; so is the waiting order — there is no FIFO per
-//! overlap as with the table engines, and a `try` fails only on a conflicting *holder*.
-//! Every waiting request occupies a blocking-pool thread and wakes every slice to notice a
-//! withdrawal; this engine suits many short holds with few long waits. Stats are a
-//! snapshot assembled session by session, not an atomic picture.
+//! Mutual exclusion is the skip list's. Order is not FIFO per overlap as with the table
+//! engines: a new request's fast path may overtake registered waiters (a stream of
+//! conflicting requests can starve a waiter), and a `try` fails only on a conflicting
+//! *holder* (registered waiters hold nothing). Waiting costs an entry in the registry, no
+//! thread and no periodic wake-up, and one session's waiters delay another session's
+//! grants only by the retries of waiters that overlap the released range. Every release
+//! and failed attempt takes the registry mutex briefly (the per-command session lookup
+//! already takes a global mutex). Stats are a snapshot assembled session by session, not
+//! an atomic picture.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
 
 use rangelock::{RawRangeLock, SkipList, SkipToken};
 
 use crate::protocol::{
     op, Counters, EntryState, GrantMode, Mode, ResponseFrame, StatsBody, StatsEntry, Status,
 };
-use crate::table::{Command, ReplySink, TableLimits, RELEASED_MEMORY};
-
-/// How long a waiting thread sleeps in the skip list before checking for withdrawal.
-pub(crate) const WAIT_SLICE: Duration = Duration::from_millis(20);
+use crate::table::{Command, Ended, Handle, IntervalTree, ReplySink, TableLimits};
 
 #[derive(Debug)]
 enum State {
     Held { token: u64, raw: SkipToken },
-    Waiting { withdrawn: Arc<AtomicBool> },
+    Waiting,
 }
 
 #[derive(Debug)]
@@ -53,6 +75,7 @@ struct Entry {
     start: u64,
     end: u64,
     mode: Mode,
+    /// Arrival order, engine-wide; also the key of a waiting entry in the registry.
     seq: u64,
     nonce: u64,
     state: State,
@@ -62,26 +85,13 @@ struct Entry {
 struct Session {
     sink: ReplySink,
     locks: HashMap<u64, Entry>,
-    released_order: VecDeque<u64>,
-    released: HashSet<u64>,
-    outcomes: HashMap<u64, Status>,
+    ended: Ended,
 }
 
 impl Session {
     fn reply(&self, r: ResponseFrame) {
-        // Replies come from handlers and from waiting threads alike: send each at once.
+        // Replies come from handlers and from other sessions' wakes alike: send at once.
         crate::reply::send_now(&self.sink, r);
-    }
-
-    fn remember_released(&mut self, id: u64) {
-        if self.released.insert(id) {
-            self.released_order.push_back(id);
-            if self.released_order.len() > RELEASED_MEMORY {
-                if let Some(old) = self.released_order.pop_front() {
-                    self.released.remove(&old);
-                }
-            }
-        }
     }
 }
 
@@ -89,6 +99,39 @@ type SessionRef = Arc<Mutex<Session>>;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A registered waiting request.
+#[derive(Debug)]
+struct Waiter {
+    session: SessionRef,
+    id: u64,
+    nonce: u64,
+    mode: Mode,
+}
+
+/// Waiting requests by range and arrival order; see the module docs.
+#[derive(Debug)]
+struct Registry {
+    tree: IntervalTree<Waiter>,
+    /// Registry handle of each waiting entry, by the entry's `seq`.
+    by_seq: HashMap<u64, Handle>,
+    /// Scratch for overlap queries.
+    scratch: Vec<Handle>,
+}
+
+impl Registry {
+    fn remove(&mut self, seq: u64) -> Option<Waiter> {
+        self.by_seq.remove(&seq).map(|h| self.tree.remove(h))
+    }
+}
+
+/// A waiter `wake` acquired, to install in its session.
+#[derive(Debug)]
+struct Granted {
+    waiter: Waiter,
+    range: Range<u64>,
+    raw: SkipToken,
 }
 
 #[derive(Debug, Default)]
@@ -117,14 +160,16 @@ fn dec(c: &AtomicU64) {
 /// See the module docs.
 #[derive(Debug)]
 pub(crate) struct RangeLockEngine {
-    lock: Arc<SkipList>,
+    lock: SkipList,
     sessions: Mutex<HashMap<u64, SessionRef>>,
+    waiters: Mutex<Registry>,
     grant: GrantMode,
     limits: TableLimits,
     seq: AtomicU64,
-    counters: Arc<AtomicCounters>,
+    counters: AtomicCounters,
     handler_errors: Arc<AtomicU64>,
-    /// Set by [`Command::Shutdown`]: no new locks (waiters are withdrawn at that moment).
+    /// Set by [`Command::Shutdown`]: no new locks and no more grants (waiters are
+    /// withdrawn at that moment).
     shutting_down: AtomicBool,
 }
 
@@ -135,12 +180,17 @@ impl RangeLockEngine {
         handler_errors: Arc<AtomicU64>,
     ) -> Self {
         RangeLockEngine {
-            lock: Arc::new(SkipList::new()),
+            lock: SkipList::new(),
             sessions: Mutex::new(HashMap::new()),
+            waiters: Mutex::new(Registry {
+                tree: IntervalTree::new(),
+                by_seq: HashMap::new(),
+                scratch: Vec::new(),
+            }),
             grant,
             limits,
             seq: AtomicU64::new(0),
-            counters: Arc::new(AtomicCounters::default()),
+            counters: AtomicCounters::default(),
             handler_errors,
             shutting_down: AtomicBool::new(false),
         }
@@ -161,56 +211,49 @@ impl RangeLockEngine {
     pub(crate) fn apply(&self, cmd: Command) {
         match cmd {
             Command::Open { session, sink } => {
-                let s = Session {
-                    sink,
-                    locks: HashMap::new(),
-                    released_order: VecDeque::new(),
-                    released: HashSet::new(),
-                    outcomes: HashMap::new(),
-                };
+                let s = Session { sink, locks: HashMap::new(), ended: Ended::default() };
                 lock(&self.sessions).insert(session, Arc::new(Mutex::new(s)));
                 inc(&self.counters.sessions_open);
                 inc(&self.counters.sessions_total);
             }
             Command::Lock { session, id, start, end, mode, may_wait, nonce } => {
                 if let Some(s) = self.session(session) {
-                    self.lock_cmd(&s, id, start, end, mode, may_wait, nonce);
+                    self.lock_cmd(&s, id, start..end, mode, may_wait, nonce);
                 }
             }
             Command::Unlock { session, id, target } => {
                 let Some(s) = self.session(session) else { return };
                 let mut g = lock(&s);
-                let status =
-                    match g.locks.get(&target).map(|e| matches!(e.state, State::Held { .. })) {
-                        Some(true) => {
-                            let e = g.locks.remove(&target).expect("present");
-                            self.release(e);
-                            inc(&self.counters.releases);
-                            g.remember_released(target);
-                            Status::Ok
-                        }
-                        Some(false) => {
-                            self.withdraw(&mut g, target, Status::Cancelled);
-                            Status::Ok
-                        }
-                        None if g.released.contains(&target) => Status::AlreadyReleased,
-                        None if g.outcomes.remove(&target).is_some() => Status::AlreadyReleased,
-                        None => Status::NotHeld,
-                    };
+                let (status, freed) = match g.locks.get(&target).map(|e| &e.state) {
+                    Some(State::Held { .. }) => {
+                        let e = g.locks.remove(&target).expect("present");
+                        inc(&self.counters.releases);
+                        g.ended.released(target);
+                        (Status::Ok, Some(self.release(e)))
+                    }
+                    Some(State::Waiting) => {
+                        self.withdraw(&mut g, target, Status::Cancelled);
+                        (Status::Ok, None)
+                    }
+                    None => (g.ended.unlock(target), None),
+                };
                 self.reply(&g, ResponseFrame::new(op::UNLOCK, id, status, 0));
+                drop(g);
+                if let Some(range) = freed {
+                    self.wake(range);
+                }
             }
             Command::Cancel { session, id, target } => {
                 let Some(s) = self.session(session) else { return };
                 let mut g = lock(&s);
-                let status =
-                    match g.locks.get(&target).map(|e| matches!(e.state, State::Held { .. })) {
-                        Some(true) => Status::NotWaiting,
-                        Some(false) => {
-                            self.withdraw(&mut g, target, Status::Cancelled);
-                            Status::Ok
-                        }
-                        None => Status::NotHeld,
-                    };
+                let status = match g.locks.get(&target).map(|e| &e.state) {
+                    Some(State::Held { .. }) => Status::NotWaiting,
+                    Some(State::Waiting) => {
+                        self.withdraw(&mut g, target, Status::Cancelled);
+                        Status::Ok
+                    }
+                    None => g.ended.unlock(target),
+                };
                 self.reply(&g, ResponseFrame::new(op::CANCEL, id, status, 0));
             }
             Command::Poll { session, id, target } => {
@@ -218,12 +261,8 @@ impl RangeLockEngine {
                 let mut g = lock(&s);
                 let (status, value) = match g.locks.get(&target).map(|e| &e.state) {
                     Some(State::Held { token, .. }) => (Status::Ok, *token),
-                    Some(State::Waiting { .. }) => (Status::Pending, 0),
-                    None => match g.outcomes.remove(&target) {
-                        Some(st) => (st, 0),
-                        None if g.released.contains(&target) => (Status::AlreadyReleased, 0),
-                        None => (Status::NotHeld, 0),
-                    },
+                    Some(State::Waiting) => (Status::Pending, 0),
+                    None => (g.ended.poll(target), 0),
                 };
                 self.reply(&g, ResponseFrame::new(op::POLL, id, status, value));
             }
@@ -232,7 +271,7 @@ impl RangeLockEngine {
                 let mut g = lock(&s);
                 let waiting = matches!(
                     g.locks.get(&target),
-                    Some(Entry { state: State::Waiting { .. }, nonce: n, .. }) if *n == nonce
+                    Some(Entry { state: State::Waiting, nonce: n, .. }) if *n == nonce
                 );
                 if waiting {
                     self.withdraw(&mut g, target, Status::TimedOut);
@@ -247,7 +286,7 @@ impl RangeLockEngine {
                     let waiting: Vec<u64> = g
                         .locks
                         .iter()
-                        .filter(|(_, e)| matches!(e.state, State::Waiting { .. }))
+                        .filter(|(_, e)| matches!(e.state, State::Waiting))
                         .map(|(id, _)| *id)
                         .collect();
                     for id in waiting {
@@ -258,30 +297,33 @@ impl RangeLockEngine {
             Command::Close { session } => {
                 let Some(s) = lock(&self.sessions).remove(&session) else { return };
                 let mut g = lock(&s);
+                let mut freed = Vec::new();
                 for (_, e) in g.locks.drain() {
                     match e.state {
                         State::Held { .. } => {
                             inc(&self.counters.released_by_close);
-                            self.release(e);
+                            freed.push(self.release(e));
                         }
-                        State::Waiting { withdrawn } => {
-                            withdrawn.store(true, Ordering::Relaxed);
+                        State::Waiting => {
                             dec(&self.counters.waiters);
+                            lock(&self.waiters).remove(e.seq);
                         }
                     }
                 }
+                drop(g);
                 dec(&self.counters.sessions_open);
+                for range in freed {
+                    self.wake(range);
+                }
             }
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn lock_cmd(
         &self,
         s: &SessionRef,
         id: u64,
-        start: u64,
-        end: u64,
+        range: Range<u64>,
         mode: Mode,
         may_wait: bool,
         nonce: u64,
@@ -289,75 +331,151 @@ impl RangeLockEngine {
         let mut g = lock(s);
         let error = self.limits.refuse_lock(
             self.shutting_down.load(Ordering::Relaxed),
-            start,
-            end,
-            g.locks.contains_key(&id) || g.outcomes.contains_key(&id),
-            g.locks.len() + g.outcomes.len(),
+            range.start,
+            range.end,
+            g.locks.contains_key(&id),
+            g.locks.len(),
         );
         if let Some(status) = error {
             self.reply(&g, ResponseFrame::new(op::LOCK, id, status, 0));
             return;
         }
+        g.ended.reuse(id);
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        g.released.remove(&id);
-        if let Some(raw) = self.lock.try_lock(start..end, mode) {
+        let (start, end) = (range.start, range.end);
+        if let Some(raw) = self.lock.try_lock(range.clone(), mode) {
             let token = self.granted();
-            g.locks.insert(
-                id,
-                Entry { start, end, mode, seq, nonce, state: State::Held { token, raw } },
-            );
+            let state = State::Held { token, raw };
+            g.locks.insert(id, Entry { start, end, mode, seq, nonce, state });
             self.reply(&g, ResponseFrame::new(op::LOCK, id, Status::Ok, token));
             return;
         }
-        if !may_wait {
+        if may_wait {
+            g.locks.insert(id, Entry { start, end, mode, seq, nonce, state: State::Waiting });
+            // Counted before a `wake` can install (and uncount) it.
+            inc(&self.counters.waiters);
+            let mut reg = lock(&self.waiters);
+            let waiter = Waiter { session: s.clone(), id, nonce, mode };
+            let h = reg.tree.insert(start, end, seq, waiter);
+            reg.by_seq.insert(seq, h);
+            // Registered: from here on a release's `wake` retries it. Retry once more for a
+            // release that came between the fast path and the registration.
+            if let Some(raw) = self.lock.try_lock(range.clone(), mode) {
+                reg.remove(seq);
+                drop(reg);
+                dec(&self.counters.waiters);
+                let token = self.granted();
+                g.locks.get_mut(&id).expect("inserted above").state = State::Held { token, raw };
+                self.reply(&g, ResponseFrame::new(op::LOCK, id, Status::Ok, token));
+                return;
+            }
+            drop(reg);
+            if self.grant == GrantMode::Poll {
+                self.reply(&g, ResponseFrame::new(op::LOCK, id, Status::Pending, 0));
+            }
+        } else {
             inc(&self.counters.would_block);
             self.reply(&g, ResponseFrame::new(op::LOCK, id, Status::WouldBlock, 0));
-            return;
-        }
-        let withdrawn = Arc::new(AtomicBool::new(false));
-        let state = State::Waiting { withdrawn: withdrawn.clone() };
-        g.locks.insert(id, Entry { start, end, mode, seq, nonce, state });
-        inc(&self.counters.waiters);
-        if self.grant == GrantMode::Poll {
-            self.reply(&g, ResponseFrame::new(op::LOCK, id, Status::Pending, 0));
         }
         drop(g);
-        let waiter = Waiter {
-            lock: self.lock.clone(),
-            session: s.clone(),
-            counters: self.counters.clone(),
-            push: self.grant == GrantMode::Push,
-            id,
-            nonce,
-            range: start..end,
-            mode,
-            withdrawn,
-        };
-        tokio::task::spawn_blocking(move || waiter.run());
+        // The failed fast-path attempt may have made a retry inside another `wake` fail.
+        self.wake(range);
     }
 
-    /// Takes the next fencing token.
+    /// Retries the registered waiters overlapping `range` and installs the ones that get
+    /// it; see the module docs. Called with no session mutex held.
+    fn wake(&self, range: Range<u64>) {
+        let mut pending = vec![range];
+        while let Some(range) = pending.pop() {
+            for g in self.retry_waiters(range) {
+                if let Some(freed) = self.install(g) {
+                    pending.push(freed);
+                }
+            }
+        }
+    }
+
+    /// Under the registry mutex: `try_lock` for each waiter overlapping `range`, in arrival
+    /// order; takes the ones that succeed out of the registry.
+    fn retry_waiters(&self, range: Range<u64>) -> Vec<Granted> {
+        let mut granted: Vec<Granted> = Vec::new();
+        let mut reg = lock(&self.waiters);
+        if reg.by_seq.is_empty() || self.shutting_down.load(Ordering::Relaxed) {
+            return granted;
+        }
+        let mut hs = std::mem::take(&mut reg.scratch);
+        hs.clear();
+        reg.tree.overlaps(range.start, range.end, &mut hs);
+        let mut order: Vec<(u64, Handle)> =
+            hs.iter().map(|h| (reg.tree.interval(*h).2, *h)).collect();
+        order.sort_unstable_by_key(|(seq, _)| *seq);
+        for (seq, h) in order {
+            let (start, end, _) = reg.tree.interval(h);
+            let mode = reg.tree.get(h).mode;
+            let blocked_by_grant = granted.iter().any(|g| {
+                rangelock::overlaps(&g.range, &(start..end)) && !g.waiter.mode.compatible(mode)
+            });
+            if blocked_by_grant {
+                continue;
+            }
+            if let Some(raw) = self.lock.try_lock(start..end, mode) {
+                let waiter = reg.remove(seq).expect("registered");
+                granted.push(Granted { waiter, range: start..end, raw });
+            }
+        }
+        reg.scratch = hs;
+        granted
+    }
+
+    /// Makes an acquired waiter's entry held and tells its client. If the entry was
+    /// withdrawn meanwhile, releases the range and returns it (to wake others).
+    fn install(&self, g: Granted) -> Option<Range<u64>> {
+        let Granted { waiter, range, raw } = g;
+        let mut s = lock(&waiter.session);
+        let entry = s.locks.get_mut(&waiter.id).filter(|e| {
+            matches!(e.state, State::Waiting)
+                && e.nonce == waiter.nonce
+                && !self.shutting_down.load(Ordering::Relaxed)
+        });
+        let Some(entry) = entry else {
+            drop(s);
+            // SAFETY: `raw` was acquired on `self.lock` by `retry_waiters` and is owned by
+            // nobody else: the entry it was for is gone.
+            unsafe { self.lock.unlock(raw) };
+            return Some(range);
+        };
+        dec(&self.counters.waiters);
+        let token = self.granted();
+        entry.state = State::Held { token, raw };
+        if self.grant == GrantMode::Push {
+            s.reply(ResponseFrame::new(op::LOCK, waiter.id, Status::Ok, token));
+        }
+        None
+    }
+
+    /// Counts a grant and takes the next fencing token.
     fn granted(&self) -> u64 {
         inc(&self.counters.holders);
         self.counters.grants.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// Releases a held entry's range.
-    fn release(&self, e: Entry) {
+    /// Releases a held entry's range and returns it; the caller wakes it once it holds no
+    /// session mutex.
+    fn release(&self, e: Entry) -> Range<u64> {
         if let State::Held { raw, .. } = e.state {
             dec(&self.counters.holders);
             // SAFETY: `raw` came from an acquisition on `self.lock` and the entry that owned
             // it has just been removed from its session, so it is released exactly once.
             unsafe { self.lock.unlock(raw) };
         }
+        e.start..e.end
     }
 
-    /// Withdraws a waiting entry; its thread notices within a slice (or on acquiring).
+    /// Withdraws a waiting entry (under its session mutex) and answers or records it.
     fn withdraw(&self, g: &mut Session, target: u64, status: Status) {
         let Some(e) = g.locks.remove(&target) else { return };
-        if let State::Waiting { withdrawn } = &e.state {
-            withdrawn.store(true, Ordering::Relaxed);
-        }
+        // If `wake` took it out already, its install finds the entry gone and releases.
+        lock(&self.waiters).remove(e.seq);
         dec(&self.counters.waiters);
         match status {
             Status::TimedOut => inc(&self.counters.timeouts),
@@ -365,11 +483,14 @@ impl RangeLockEngine {
             _ => {}
         }
         match self.grant {
-            GrantMode::Push => g.reply(ResponseFrame::new(op::LOCK, target, status, 0)),
-            GrantMode::Poll if matches!(status, Status::TimedOut | Status::ShuttingDown) => {
-                g.outcomes.insert(target, status);
+            GrantMode::Push => {
+                g.ended.released(target);
+                g.reply(ResponseFrame::new(op::LOCK, target, status, 0));
             }
-            GrantMode::Poll => g.remember_released(target),
+            GrantMode::Poll if matches!(status, Status::TimedOut | Status::ShuttingDown) => {
+                g.ended.unpolled(target, status)
+            }
+            GrantMode::Poll => g.ended.released(target),
         }
     }
 
@@ -381,7 +502,7 @@ impl RangeLockEngine {
             for (lid, e) in lock(s).locks.iter() {
                 let (state, token) = match e.state {
                     State::Held { token, .. } => (EntryState::Held, token),
-                    State::Waiting { .. } => (EntryState::Waiting, 0),
+                    State::Waiting => (EntryState::Waiting, 0),
                 };
                 all.push((
                     e.seq,
@@ -419,53 +540,6 @@ impl RangeLockEngine {
         r.stats = Some(StatsBody { counters, entries });
         if let Some(s) = self.session(session) {
             lock(&s).reply(r);
-        }
-    }
-}
-
-/// A waiting request, run on a blocking-pool thread.
-struct Waiter {
-    lock: Arc<SkipList>,
-    session: SessionRef,
-    counters: Arc<AtomicCounters>,
-    push: bool,
-    id: u64,
-    nonce: u64,
-    range: std::ops::Range<u64>,
-    mode: Mode,
-    withdrawn: Arc<AtomicBool>,
-}
-
-impl Waiter {
-    fn run(self) {
-        loop {
-            if self.withdrawn.load(Ordering::Relaxed) {
-                return;
-            }
-            let deadline = Instant::now() + WAIT_SLICE;
-            let Some(raw) = self.lock.lock_until(self.range.clone(), self.mode, deadline) else {
-                continue;
-            };
-            let mut g = lock(&self.session);
-            let still_waiting = matches!(
-                g.locks.get(&self.id),
-                Some(Entry { state: State::Waiting { .. }, nonce, .. }) if *nonce == self.nonce
-            );
-            if !still_waiting {
-                drop(g);
-                // SAFETY: `raw` was just acquired on this lock and never stored anywhere.
-                unsafe { self.lock.unlock(raw) };
-                return;
-            }
-            dec(&self.counters.waiters);
-            inc(&self.counters.holders);
-            let token = self.counters.grants.fetch_add(1, Ordering::Relaxed) + 1;
-            let e = g.locks.get_mut(&self.id).expect("checked above");
-            e.state = State::Held { token, raw };
-            if self.push {
-                g.reply(ResponseFrame::new(op::LOCK, self.id, Status::Ok, token));
-            }
-            return;
         }
     }
 }

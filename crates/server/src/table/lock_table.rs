@@ -36,19 +36,16 @@
 //! under a mutex, or a single-threaded server). Unlock by id goes through a per-session
 //! `HashMap` to the tree handle: `O(1)` to find, `O(log n + k)` to remove and wake.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::command::{Command, ReplySink};
+use super::ended::Ended;
 use super::interval_tree::{Handle, IntervalTree};
 use crate::protocol::{
     op, Counters, EntryState, GrantMode, Mode, ResponseFrame, StatsBody, StatsEntry, Status,
 };
-
-/// How many released lock ids a session remembers so that a repeated `UNLOCK` answers
-/// `ALREADY_RELEASED` instead of `NOT_HELD`.
-pub const RELEASED_MEMORY: usize = 4096;
 
 #[derive(Debug)]
 struct Entry {
@@ -66,25 +63,11 @@ struct SessionState {
     sink: ReplySink,
     /// Live locks (held or waiting) by request id.
     locks: HashMap<u64, Handle>,
-    /// Recently released lock ids, oldest first, bounded by [`RELEASED_MEMORY`].
-    released_order: VecDeque<u64>,
-    released: HashSet<u64>,
-    /// Poll grant mode: outcomes of waits that ended without a grant, until polled.
-    outcomes: HashMap<u64, Status>,
+    /// Locks that ended recently.
+    ended: Ended,
 }
 
 impl SessionState {
-    fn remember_released(&mut self, id: u64) {
-        if self.released.insert(id) {
-            self.released_order.push_back(id);
-            if self.released_order.len() > RELEASED_MEMORY {
-                if let Some(old) = self.released_order.pop_front() {
-                    self.released.remove(&old);
-                }
-            }
-        }
-    }
-
     fn reply(&self, r: ResponseFrame) {
         // Buffered; the engine flushes after the command (or the combiner's batch). The
         // connection may be gone already; the session's Close follows.
@@ -95,7 +78,7 @@ impl SessionState {
 /// Limits the table enforces.
 #[derive(Clone, Copy, Debug)]
 pub struct TableLimits {
-    /// Live locks (held + waiting) plus unpolled outcomes per session.
+    /// Live locks (held + waiting) per session.
     pub max_locks_per_session: usize,
     /// Entries in a `STATS` reply.
     pub max_stats_entries: u32,
@@ -105,8 +88,10 @@ impl TableLimits {
     /// Why a new lock request of a session must be refused, if it must: the checks every
     /// engine makes, in this order, before touching its lock structure.
     ///
-    /// `duplicate` says whether the request id is already live in the session (held,
-    /// waiting or an unpolled outcome); `live` counts the session's locks and outcomes.
+    /// `duplicate` says whether the request id is already live in the session (held or
+    /// waiting); `live` counts the session's held and waiting locks. The order of the
+    /// checks is the documented precedence of errors (`docs/PROTOCOL.md` §2); a range
+    /// error is normally caught earlier, when the frame is decoded.
     pub(crate) fn refuse_lock(
         &self,
         shutting_down: bool,
@@ -171,13 +156,7 @@ impl LockTable {
                 self.counters.sessions_total += 1;
                 self.sessions.insert(
                     session,
-                    SessionState {
-                        sink,
-                        locks: HashMap::new(),
-                        released_order: VecDeque::new(),
-                        released: HashSet::new(),
-                        outcomes: HashMap::new(),
-                    },
+                    SessionState { sink, locks: HashMap::new(), ended: Ended::default() },
                 );
             }
             Command::Lock { session, id, start, end, mode, may_wait, nonce } => {
@@ -218,13 +197,14 @@ impl LockTable {
             self.shutting_down,
             start,
             end,
-            s.locks.contains_key(&id) || s.outcomes.contains_key(&id),
-            s.locks.len() + s.outcomes.len(),
+            s.locks.contains_key(&id),
+            s.locks.len(),
         );
         if let Some(status) = error {
             self.reply(session, ResponseFrame::new(op::LOCK, id, status, 0));
             return;
         }
+        self.sessions.get_mut(&session).expect("checked above").ended.reuse(id);
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
         self.tree.overlaps(start, end, &mut scratch);
@@ -241,7 +221,6 @@ impl LockTable {
         let h = self.tree.insert(start, end, self.next_seq, entry);
         let s = self.sessions.get_mut(&session).expect("checked above");
         s.locks.insert(id, h);
-        s.released.remove(&id);
         if blocking == 0 {
             self.grant(h, false);
         } else {
@@ -307,11 +286,12 @@ impl LockTable {
         let s = self.sessions.get_mut(&session).expect("entry's session is open");
         s.locks.remove(&e.id);
         match self.grant {
-            GrantMode::Push => s.reply(ResponseFrame::new(op::LOCK, e.id, status, 0)),
-            GrantMode::Poll if status == Status::TimedOut => {
-                s.outcomes.insert(e.id, status);
+            GrantMode::Push => {
+                s.ended.released(e.id);
+                s.reply(ResponseFrame::new(op::LOCK, e.id, status, 0));
             }
-            GrantMode::Poll => s.remember_released(e.id),
+            GrantMode::Poll if status == Status::TimedOut => s.ended.unpolled(e.id, status),
+            GrantMode::Poll => s.ended.released(e.id),
         }
     }
 
@@ -323,7 +303,7 @@ impl LockTable {
                 self.counters.releases += 1;
                 let s = self.sessions.get_mut(&session).expect("open");
                 s.locks.remove(&e.id);
-                s.remember_released(e.id);
+                s.ended.released(e.id);
                 s.reply(ResponseFrame::new(op::UNLOCK, id, Status::Ok, 0));
             }
             Some(h) => {
@@ -332,22 +312,15 @@ impl LockTable {
                 self.end_wait(session, h, Status::Cancelled);
                 self.reply(session, ResponseFrame::new(op::UNLOCK, id, Status::Ok, 0));
             }
-            None if s.released.contains(&target) => {
-                self.reply(session, ResponseFrame::new(op::UNLOCK, id, Status::AlreadyReleased, 0))
-            }
             None => {
-                // A poll-mode outcome of a wait that already ended is consumed silently.
-                let had_outcome =
-                    self.sessions.get_mut(&session).expect("open").outcomes.remove(&target);
-                let status =
-                    if had_outcome.is_some() { Status::AlreadyReleased } else { Status::NotHeld };
+                let status = self.sessions.get_mut(&session).expect("open").ended.unlock(target);
                 self.reply(session, ResponseFrame::new(op::UNLOCK, id, status, 0))
             }
         }
     }
 
     fn cancel(&mut self, session: u64, id: u64, target: u64) {
-        let Some(s) = self.sessions.get(&session) else { return };
+        let Some(s) = self.sessions.get_mut(&session) else { return };
         let status = match s.locks.get(&target).copied() {
             Some(h) if self.tree.get(h).token.is_some() => Status::NotWaiting,
             Some(h) => {
@@ -355,7 +328,7 @@ impl LockTable {
                 self.end_wait(session, h, Status::Cancelled);
                 Status::Ok
             }
-            None => Status::NotHeld,
+            None => s.ended.unlock(target),
         };
         self.reply(session, ResponseFrame::new(op::CANCEL, id, status, 0));
     }
@@ -368,11 +341,7 @@ impl LockTable {
                 None if self.shutting_down => (Status::ShuttingDown, 0),
                 None => (Status::Pending, 0),
             },
-            None => match s.outcomes.remove(&target) {
-                Some(st) => (st, 0),
-                None if s.released.contains(&target) => (Status::AlreadyReleased, 0),
-                None => (Status::NotHeld, 0),
-            },
+            None => (s.ended.poll(target), 0),
         };
         self.reply(session, ResponseFrame::new(op::POLL, id, status, value));
     }

@@ -1,8 +1,12 @@
 //! The lock table the engines drive, and the commands it executes.
 
 mod command;
+mod ended;
 mod interval_tree;
 mod lock_table;
 
 pub use command::{Command, ReplySink, ReplyTo};
-pub use lock_table::{LockTable, TableLimits, RELEASED_MEMORY};
+pub(crate) use ended::Ended;
+pub use ended::RELEASED_MEMORY;
+pub(crate) use interval_tree::{Handle, IntervalTree};
+pub use lock_table::{LockTable, TableLimits};
