@@ -144,7 +144,12 @@ fn bad_requests(engine: EngineKind) {
     assert_eq!(c.recv().unwrap().status, Status::InvalidRange);
     c.send_bytes(&[9, 0, 0, 0, 0x55, 18, 0, 0, 0, 0, 0, 0, 0]);
     let r = c.recv().unwrap();
-    assert_eq!((r.op, r.id, r.status), (0x55, 18, Status::UnknownOp));
+    assert_eq!((r.op, r.id, r.status), (op::UNKNOWN, 18, Status::UnknownOp));
+    // An op byte with the response bit set is not echoed: the answer to 0x81 must not look
+    // like a LOCK reply (0x81 on the wire).
+    c.send_bytes(&[9, 0, 0, 0, 0x81, 18, 0, 0, 0, 0, 0, 0, 0]);
+    let r = c.recv().unwrap();
+    assert_eq!((r.op, r.id, r.status), (op::UNKNOWN, 18, Status::UnknownOp));
     c.send_bytes(&[10, 0, 0, 0, op::KEEPALIVE, 19, 0, 0, 0, 0, 0, 0, 0, 0xff]);
     assert_eq!(c.recv().unwrap().status, Status::Malformed);
     assert_eq!(c.call(20, Request::Keepalive).status, Status::Ok);
