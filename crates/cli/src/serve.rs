@@ -1,23 +1,32 @@
 //! `rangelock serve`: run the range-lock server until ctrl-c or SIGTERM.
 
-use std::io::Write;
-use std::net::SocketAddr;
+use std::io::{IsTerminal, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
 use rangelock_server::protocol::GrantMode;
-use rangelock_server::{EngineKind, Server, ServerConfig, DEFAULT_PORT};
+use rangelock_server::{
+    EngineKind, Server, ServerConfig, DEFAULT_BACKLOG, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PORT,
+};
 
 /// Arguments of `rangelock serve`.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
-    /// TCP address to listen on [default: 127.0.0.1:7878, or none when only --unix is given].
-    #[arg(long)]
+    /// TCP address to listen on, `HOST:PORT` (a name such as `localhost:0` is resolved;
+    /// port 0 picks a free port) [default: 127.0.0.1:7878, or none when only --unix is
+    /// given].
+    #[arg(long, value_parser = parse_addr)]
     addr: Option<SocketAddr>,
-    /// Also (or only) listen on this Unix socket path.
+    /// Also (or only) listen on this Unix socket path. A live server's socket is never taken
+    /// over: the server refuses to start if something answers on the path, and replaces
+    /// only a stale socket file. `PATH.lock` beside it keeps two servers off one path.
     #[arg(long, value_name = "PATH")]
     unix: Option<PathBuf>,
+    /// Listen backlog: connections the kernel queues before they are accepted.
+    #[arg(long, default_value_t = DEFAULT_BACKLOG)]
+    backlog: u32,
     /// Who owns the lock table: combiner, tree-mutex, tree-single, or rangelock (handlers
     /// drive the lock-free in-process skip-list range lock).
     #[arg(long, default_value = "combiner")]
@@ -25,16 +34,38 @@ pub struct ServeArgs {
     /// How clients learn of grants of queued locks: push, or poll (the seed's RPC-poll).
     #[arg(long, default_value = "push", value_parser = parse_grant)]
     grant: GrantMode,
-    /// Session lease in milliseconds: a client silent this long loses its locks.
+    /// Session lease in milliseconds: a client silent this long loses its locks. At least
+    /// 100 (clients keep alive every third of the lease).
     #[arg(long, default_value_t = 10_000)]
     lease_ms: u64,
     /// Live locks (held + queued) allowed per session.
     #[arg(long, default_value_t = 4096)]
     max_locks: usize,
+    /// Largest number of holder/waiter entries in one STATS answer.
+    #[arg(long, default_value_t = 1000)]
+    max_stats_entries: u32,
+    /// Bytes of answers a session may leave unread; a session over it is closed and its
+    /// locks released, as on disconnect.
+    #[arg(long, default_value_t = DEFAULT_MAX_OUTPUT_BYTES)]
+    max_output_bytes: usize,
     /// Handler threads (ignored by tree-single); 0 picks one per core, leaving one core to
     /// the combiner thread.
     #[arg(long, default_value_t = 0)]
     threads: usize,
+}
+
+/// `HOST:PORT`, resolved; the first address wins (IPv4 first for `localhost`).
+fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+    let addrs: Vec<SocketAddr> = s
+        .to_socket_addrs()
+        .map_err(|e| format!("{s:?} is not an address to listen on (HOST:PORT): {e}"))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| format!("{s:?} resolves to no address"))
 }
 
 fn parse_grant(s: &str) -> Result<GrantMode, String> {
@@ -53,6 +84,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal: log files and journals get plain text.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let tcp = match (args.addr, &args.unix) {
         (Some(a), _) => Some(a),
@@ -64,12 +97,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         unix: args.unix,
         engine: args.engine,
         grant: args.grant,
-        lease: Duration::from_millis(args.lease_ms.max(1)),
-        max_locks_per_session: args.max_locks.max(1),
+        listen_backlog: args.backlog,
+        lease: Duration::from_millis(args.lease_ms),
+        max_locks_per_session: args.max_locks,
+        max_stats_entries: args.max_stats_entries,
+        max_output_bytes: args.max_output_bytes,
         handler_threads: args.threads,
         ..ServerConfig::default()
     };
-    let server = Server::start(config).context("starting the server")?;
+    config.validate().context("invalid settings")?;
+    let server = Server::start(config)?;
     {
         let mut out = std::io::stdout().lock();
         if let Some(a) = server.tcp_addr() {

@@ -122,6 +122,8 @@ pub(crate) async fn run<S: Transport>(
     };
     let mut out = Vec::with_capacity(64);
     if hello.version != VERSION {
+        let reason = format!("client speaks protocol version {}, not {VERSION}", hello.version);
+        shared.end_log.bad_end(&peer, 0, &reason);
         reply.status = HelloStatus::UnsupportedVersion;
         reply.encode(&mut out);
         // Dropping the write half afterwards shuts the write side down.
