@@ -50,7 +50,7 @@ fn expected() -> Vec<(&'static str, Msg)> {
             sessions_open: 2,
             sessions_total: 3,
             holders: 1,
-            waiters: 1,
+            waiters: 0,
             grants: 7,
             releases: 5,
             released_by_close: 1,
@@ -130,7 +130,7 @@ fn expected() -> Vec<(&'static str, Msg)> {
             "resp-unlock-already-released",
             Msg::Response(ResponseFrame::new(op::UNLOCK, 4, Status::AlreadyReleased, 0)),
         ),
-        ("resp-unknown-op", Msg::Response(ResponseFrame::new(0x7f, 9, Status::UnknownOp, 0))),
+        ("resp-unknown-op", Msg::Response(ResponseFrame::new(op::UNKNOWN, 9, Status::UnknownOp, 0))),
         (
             "resp-stats",
             Msg::Response(ResponseFrame {

@@ -19,7 +19,8 @@ pub enum Status {
     TimedOut = 0x03,
     /// The waiting lock was cancelled (by `CANCEL` or `UNLOCK` of a waiting lock).
     Cancelled = 0x04,
-    /// `UNLOCK` of a lock this session already released: nothing to do (idempotent).
+    /// `UNLOCK`, `CANCEL` or `POLL` of a lock of this session that already ended (released,
+    /// withdrawn or timed out; the last 4096 are remembered): nothing to do (idempotent).
     AlreadyReleased = 0x05,
     /// The frame was well delimited but its contents were not a valid request.
     Malformed = 0x10,
