@@ -146,9 +146,10 @@ pub(crate) fn brief_io(e: &std::io::Error) -> String {
 pub struct ConnectionLoss {
     /// What the client saw.
     pub cause: LossCause,
-    /// How long before the loss was noticed the server had last answered a keepalive (or
-    /// the handshake). Longer than [`lease`](Self::lease) means the server heard nothing
-    /// for a whole lease — the process was stopped or starved — and ended the session.
+    /// How long before the loss was noticed the client had sent the last keepalive the
+    /// server answered (or the handshake). The keepalive thread sends one every third of
+    /// the lease, so at least a [`lease`](Self::lease) means the process was stopped or
+    /// starved that long — long enough for the server to end the session.
     pub silent_for: Duration,
     /// The server's lease.
     pub lease: Duration,
@@ -156,9 +157,9 @@ pub struct ConnectionLoss {
 
 impl ConnectionLoss {
     /// Whether the session most likely ended because its lease lapsed: the server closed
-    /// the connection after more than a lease without hearing from this client.
+    /// the connection, and this client had been silent for at least a lease.
     pub fn lease_lapsed(&self) -> bool {
-        self.cause == LossCause::ClosedByServer && self.silent_for > self.lease
+        self.cause == LossCause::ClosedByServer && self.silent_for >= self.lease
     }
 }
 
@@ -167,8 +168,8 @@ impl core::fmt::Display for ConnectionLoss {
         if self.lease_lapsed() {
             return write!(
                 f,
-                "session ended by the server: lease lapsed (no keepalive got through for \
-                 {:.1?}; the lease is {:?})",
+                "session ended by the server: lease lapsed (this client was silent for {:.1?}, \
+                 the lease is {:?})",
                 self.silent_for, self.lease
             );
         }

@@ -134,7 +134,7 @@ struct State {
     closed: bool,
     /// How the connection was lost; set together with `closed`.
     loss: Option<ConnectionLoss>,
-    /// When the server last answered a keepalive (or the handshake).
+    /// When the last keepalive the server answered was sent (at first: the handshake).
     last_keepalive: Option<Instant>,
     reading: bool,
     /// Threads sleeping on `routed` (so a reader that routed a frame only calls
@@ -254,10 +254,12 @@ impl SyncCore {
         }
     }
 
-    /// One keepalive round trip; records when it was answered.
+    /// One keepalive round trip; once answered, records when it was sent (the server
+    /// read it, so it heard from us no earlier than that).
     fn keepalive(&self) -> Result<(), ClientError> {
+        let sent = Instant::now();
         self.call(Request::Keepalive)?;
-        lock(&self.state).last_keepalive = Some(Instant::now());
+        lock(&self.state).last_keepalive = Some(sent);
         Ok(())
     }
 
