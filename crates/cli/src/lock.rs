@@ -1,19 +1,41 @@
 //! `rangelock lock START..END [--shared] [--timeout D] -- CMD ARGS…`: run a command while
 //! holding a range lock of a `rangelock serve` server, in the manner of flock(1).
 //!
-//! Exit code: the command's (128 + signal if it was killed by a signal); when the lock
-//! cannot be had (`--nonblock` conflict or `--timeout` expiry), `--conflict-exit-code`
-//! (default 1) without running the command. The child sees the lock's fencing token in
-//! `RANGELOCK_TOKEN`. If this process dies, the server releases the lock when the
-//! connection closes (the child keeps running, as with flock).
+//! The child sees the lock's fencing token in `RANGELOCK_TOKEN`. If this process dies,
+//! the server releases the lock when the connection closes (the child keeps running, as
+//! with flock).
+//!
+//! # A lapsed lease ends the lock
+//!
+//! Unlike flock(1), the lock is a lease kept alive by the client's keepalive thread. If
+//! this process is stopped (SIGSTOP, a debugger) or starved for longer than the server's
+//! lease, the server ends the session and hands the range to others while the command
+//! still runs. A watcher thread waits for that ([`Client::wait_lost`]): on a loss it sends
+//! the command `--on-lost` (default SIGTERM; `none` sends nothing), says so on stderr,
+//! waits for the command and exits [`exit::LOCK_LOST`] (75). Nothing else runs on the
+//! client while the command runs — the main thread only waits for the child — so the
+//! keepalive thread is never held up by this process's own work.
+//!
+//! # Exit status
+//!
+//! See [`exit`]: the command's code (128 + signal if a signal killed it) when the lock was
+//! kept until it ended; 1 (`--conflict-exit-code`) when the lock cannot be had; 69 when the
+//! server cannot be reached; 70 for other errors; 75 when the lock was lost; 126/127 when
+//! the command cannot be executed / is not found.
 
+use std::os::unix::process::ExitStatusExt;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::anyhow;
 use rangelock_client::{Client, ClientError, Endpoint, Mode, Wait};
+
+use crate::duration::parse_timeout;
+use crate::exit::{self, Failure};
 
 /// Arguments of `rangelock lock`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = exit::lock_help())]
 pub struct LockArgs {
     /// Range `START..END` (half-open; decimal or 0x hex; `START..` means up to the end of
     /// the domain).
@@ -25,15 +47,21 @@ pub struct LockArgs {
     /// Fail instead of waiting if the range is taken.
     #[arg(short, long, conflicts_with = "timeout")]
     nonblock: bool,
-    /// Wait at most this long (`500ms`, `2s`, `1m`; a bare number is seconds).
-    #[arg(short, long, value_parser = parse_duration)]
+    /// Wait at most this long (`500ms`, `2s`, `1.5s`, `1m`, `1h30m`; a bare number is
+    /// seconds; at most 49d 17h 2m 47s 295ms).
+    #[arg(short, long, value_parser = parse_timeout)]
     timeout: Option<Duration>,
     /// Server address: `host:port` or `unix:/path`.
     #[arg(long, default_value_t = Endpoint::default())]
     server: Endpoint,
     /// Exit code when the lock cannot be had.
-    #[arg(short = 'E', long, default_value_t = 1)]
+    #[arg(short = 'E', long, default_value_t = exit::LOCK_UNAVAILABLE)]
     conflict_exit_code: i32,
+    /// Signal sent to the command if the lock is lost while it runs (the server ended the
+    /// session, e.g. its lease lapsed): a name (`TERM`, `SIGKILL`, `INT`, `HUP`, `USR1`…),
+    /// a number, or `none`.
+    #[arg(long, value_name = "SIGNAL", default_value = "TERM", value_parser = parse_signal)]
+    on_lost: OnLost,
     /// The command and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -60,57 +88,206 @@ fn parse_range(s: &str) -> Result<std::ops::Range<u64>, String> {
     Ok(start..end)
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
-        (n, 0.001)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = s.strip_suffix('m') {
-        (n, 60.0)
-    } else {
-        (s, 1.0)
-    };
-    let v: f64 = num.trim().parse().map_err(|e| format!("{s:?}: {e}"))?;
-    if !v.is_finite() || v < 0.0 {
-        return Err(format!("{s:?}: not a duration"));
-    }
-    Duration::try_from_secs_f64(v * scale).map_err(|e| format!("{s:?}: {e}"))
+/// What to do to the command when the lock is lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OnLost {
+    /// Send this signal.
+    Signal(libc::c_int),
+    /// Send nothing; just wait for the command.
+    Nothing,
 }
 
-/// Locks, runs the command, releases, and exits with the command's code.
-pub fn run(args: LockArgs) -> anyhow::Result<()> {
-    let client =
-        Client::connect(&args.server).with_context(|| format!("connecting to {}", args.server))?;
+/// Signals by name (without `SIG`).
+const SIGNALS: &[(&str, libc::c_int)] = &[
+    ("HUP", libc::SIGHUP),
+    ("INT", libc::SIGINT),
+    ("QUIT", libc::SIGQUIT),
+    ("ABRT", libc::SIGABRT),
+    ("KILL", libc::SIGKILL),
+    ("USR1", libc::SIGUSR1),
+    ("SEGV", libc::SIGSEGV),
+    ("USR2", libc::SIGUSR2),
+    ("PIPE", libc::SIGPIPE),
+    ("ALRM", libc::SIGALRM),
+    ("TERM", libc::SIGTERM),
+    ("CONT", libc::SIGCONT),
+    ("STOP", libc::SIGSTOP),
+    ("TSTP", libc::SIGTSTP),
+];
+
+fn parse_signal(s: &str) -> Result<OnLost, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("none") {
+        return Ok(OnLost::Nothing);
+    }
+    if let Ok(n) = t.parse::<libc::c_int>() {
+        // SIGRTMAX is not a constant in libc; 64 is Linux's.
+        return if (1..=64).contains(&n) {
+            Ok(OnLost::Signal(n))
+        } else {
+            Err(format!("signal number {n} is out of range (1..=64)"))
+        };
+    }
+    let upper = t.to_ascii_uppercase();
+    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
+    SIGNALS.iter().find(|(n, _)| *n == name).map(|&(_, sig)| OnLost::Signal(sig)).ok_or_else(|| {
+        let names: Vec<&str> = SIGNALS.iter().map(|(n, _)| *n).collect();
+        format!("unknown signal {t:?} (expected none, a number, or {})", names.join(", "))
+    })
+}
+
+fn signal_name(sig: libc::c_int) -> String {
+    match SIGNALS.iter().find(|&&(_, s)| s == sig) {
+        Some((name, _)) => format!("SIG{name}"),
+        None => format!("signal {sig}"),
+    }
+}
+
+/// What the watcher and the main thread share about the child.
+#[derive(Debug, Default)]
+struct ChildState {
+    /// The child has exited (it may not be reaped yet, so its pid is still ours).
+    exited: bool,
+    /// The watcher found the lock lost while the child ran.
+    lost: bool,
+}
+
+/// Locks, runs the command, releases; returns the exit code (see [`exit`]).
+pub fn run(args: LockArgs) -> Result<i32, Failure> {
+    let LockArgs { range, server, .. } = &args;
+    let what = format!("{}..{}", range.start, range.end);
+    let client = Client::connect(server).map_err(|e| connect_failure(e, server))?;
     let mode = if args.shared { Mode::Shared } else { Mode::Exclusive };
     let wait = match (args.nonblock, args.timeout) {
         (true, _) => Wait::Try,
         (false, Some(d)) => Wait::Timeout(d),
         (false, None) => Wait::Forever,
     };
-    let guard = match client.lock(args.range.clone(), mode, wait) {
+    let guard = match client.lock(range.clone(), mode, wait) {
         Ok(g) => g,
         Err(e @ (ClientError::WouldBlock | ClientError::TimedOut)) => {
-            eprintln!("rangelock: {}..{}: {e}", args.range.start, args.range.end);
-            std::process::exit(args.conflict_exit_code);
+            return Err(Failure::new(
+                args.conflict_exit_code,
+                anyhow!("lock {what} not available: {e}"),
+            ));
         }
-        Err(e) => return Err(e).context("locking"),
+        Err(e) => return Err(Failure::client(e).context(format!("locking {what} on {server}"))),
     };
     let (prog, rest) = args.command.split_first().expect("clap requires a command");
-    let status = std::process::Command::new(prog)
+    let spawned = std::process::Command::new(prog)
         .args(rest)
         .env("RANGELOCK_TOKEN", guard.token().to_string())
-        .status();
-    // Release before exiting (exit skips destructors).
-    let released = guard.unlock();
-    let status = status.with_context(|| format!("running {prog:?}"))?;
-    if let Err(e) = released {
-        bail!("releasing the lock: {e}");
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = guard.unlock();
+            return Err(spawn_failure(prog, &e));
+        }
+    };
+
+    let client = Arc::new(client);
+    let state = Arc::new(Mutex::new(ChildState::default()));
+    let pid = child.id();
+    {
+        let (client, state, on_lost, prog) =
+            (client.clone(), state.clone(), args.on_lost, prog.clone());
+        let what = what.clone();
+        // Detached: it blocks until a loss, which may never come; exiting ends it.
+        std::thread::Builder::new()
+            .name("rangelock-watch".into())
+            .spawn(move || {
+                let loss = client.wait_lost();
+                let mut st = state.lock().unwrap_or_else(PoisonError::into_inner);
+                if st.exited {
+                    return; // the main thread reports it
+                }
+                st.lost = true;
+                let action = match on_lost {
+                    OnLost::Signal(sig) => {
+                        // SAFETY: kill(2) has no memory effects. `pid` is our child and is
+                        // not reaped: the main thread reaps it only after setting
+                        // `exited` under this lock, which we hold and saw clear.
+                        let r = unsafe { libc::kill(pid as libc::pid_t, sig) };
+                        if r == 0 {
+                            format!("sent {} to {prog} (pid {pid})", signal_name(sig))
+                        } else {
+                            let e = std::io::Error::last_os_error();
+                            format!("could not send {} to {prog}: {e}", signal_name(sig))
+                        }
+                    }
+                    OnLost::Nothing => format!("{prog} (pid {pid}) left running (--on-lost none)"),
+                };
+                eprintln!("rangelock: lock {what} lost: {loss}; {action}");
+            })
+            .map_err(|e| Failure::new(exit::SOFTWARE, e).context("starting the watcher"))?;
     }
-    use std::os::unix::process::ExitStatusExt;
-    let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
-    drop(client);
-    std::process::exit(code);
+
+    let waited = wait_exited_keep_zombie(pid);
+    let lost = {
+        let mut st = state.lock().unwrap_or_else(PoisonError::into_inner);
+        st.exited = true;
+        st.lost
+    };
+    // Reap it (the pid is no longer needed: the watcher will not signal it now).
+    let status = waited
+        .and_then(|()| child.wait())
+        .map_err(|e| Failure::new(exit::SOFTWARE, e).context(format!("waiting for {prog}")))?;
+    if lost {
+        return Ok(exit::LOCK_LOST);
+    }
+    match guard.unlock() {
+        Ok(()) => Ok(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))),
+        Err(ClientError::ConnectionLost) => {
+            let loss = client.wait_lost_timeout(Duration::ZERO);
+            let why = loss.map_or_else(|| "connection lost".to_owned(), |l| l.to_string());
+            Err(Failure::new(exit::LOCK_LOST, anyhow!("lock {what} lost as {prog} ended: {why}")))
+        }
+        Err(e) => {
+            Err(Failure::new(exit::SOFTWARE, e).context(format!("releasing the lock {what}")))
+        }
+    }
+}
+
+/// A failed connect: the client's message names the endpoint already.
+pub(crate) fn connect_failure(e: ClientError, server: &Endpoint) -> Failure {
+    match e {
+        e @ ClientError::Connect { .. } => Failure::client(e),
+        e => Failure::client(e).context(format!("connecting to {server}")),
+    }
+}
+
+/// 127 for a command not found, 126 for one that cannot be executed, as the shells do.
+fn spawn_failure(prog: &str, e: &std::io::Error) -> Failure {
+    let (code, what) = match (e.kind(), e.raw_os_error()) {
+        (std::io::ErrorKind::NotFound, _) => (exit::NOT_FOUND, "command not found"),
+        (std::io::ErrorKind::PermissionDenied, _) => (exit::CANNOT_EXECUTE, "permission denied"),
+        (_, Some(libc::ENOEXEC)) => (exit::CANNOT_EXECUTE, "not an executable format"),
+        (_, Some(libc::EISDIR)) => (exit::CANNOT_EXECUTE, "is a directory"),
+        _ => return Failure::new(exit::SOFTWARE, anyhow!("cannot run {prog}: {e}")),
+    };
+    Failure::new(code, anyhow!("{prog}: {what}"))
+}
+
+/// Waits until child `pid` has exited without reaping it (`waitid` with `WNOWAIT`), so
+/// its pid stays ours — and safe to signal — until we reap it.
+fn wait_exited_keep_zombie(pid: u32) -> std::io::Result<()> {
+    loop {
+        // SAFETY: siginfo_t is plain old data; all zeroes is a valid value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waitid(2) on our own child, writing only into `info`, which is valid
+        // for the call.
+        let r = unsafe {
+            libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT)
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -118,15 +295,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ranges_and_durations_parse() {
+    fn ranges_parse() {
         assert_eq!(parse_range("0..10").unwrap(), 0..10);
         assert_eq!(parse_range("0x10..0x20").unwrap(), 16..32);
         assert_eq!(parse_range("5..").unwrap(), 5..u64::MAX);
         assert!(parse_range("10..10").is_err());
         assert!(parse_range("10").is_err());
-        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
-        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
-        assert!(parse_duration("-1").is_err());
+    }
+
+    #[test]
+    fn signals_parse_by_name_with_or_without_sig_by_number_or_none() {
+        assert_eq!(parse_signal("TERM"), Ok(OnLost::Signal(libc::SIGTERM)));
+        assert_eq!(parse_signal("SIGKILL"), Ok(OnLost::Signal(libc::SIGKILL)));
+        assert_eq!(parse_signal("int"), Ok(OnLost::Signal(libc::SIGINT)));
+        assert_eq!(parse_signal("sigusr1"), Ok(OnLost::Signal(libc::SIGUSR1)));
+        assert_eq!(parse_signal("HUP"), Ok(OnLost::Signal(libc::SIGHUP)));
+        assert_eq!(parse_signal("9"), Ok(OnLost::Signal(9)));
+        assert_eq!(parse_signal("none"), Ok(OnLost::Nothing));
+        assert!(parse_signal("0").is_err());
+        assert!(parse_signal("65").is_err());
+        assert!(parse_signal("BOGUS").unwrap_err().contains("TERM"));
+        assert_eq!(signal_name(libc::SIGTERM), "SIGTERM");
     }
 }

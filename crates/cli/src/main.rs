@@ -1,6 +1,8 @@
 //! The `rangelock` command: a thin dispatcher; each subcommand lives in its own module.
 
 mod bench;
+mod duration;
+mod exit;
 mod lock;
 mod serve;
 mod stat;
@@ -21,17 +23,32 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run the range-lock server.
     Serve(serve::ServeArgs),
-    /// Run a command while holding a range lock (flock(1) style).
+    /// Run a command while holding a range lock (flock(1) style, but a lapsed lease ends
+    /// the lock: the command is then signalled).
     Lock(lock::LockArgs),
     /// Show a server's counters, holders and waiters.
     Stat(stat::StatArgs),
 }
 
-fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
-        Command::Bench(args) => bench::run(args),
-        Command::Serve(args) => serve::run(args),
+/// Runs the subcommand; an error is printed once, as `rangelock: what: why`, and mapped
+/// to its exit code (see the `exit` module). `main` does not return a `Result`: that
+/// would print the error's `Debug` form, with a backtrace under `RUST_BACKTRACE=1`.
+fn main() {
+    let cli = Cli::parse(); // usage errors exit 2, help 0
+    let any =
+        |r: anyhow::Result<()>| r.map(|()| 0).map_err(|e| exit::Failure::new(exit::FAILURE, e));
+    let result = match cli.command {
+        Command::Bench(args) => any(bench::run(args)),
+        Command::Serve(args) => any(serve::run(args)),
         Command::Lock(args) => lock::run(args),
-        Command::Stat(args) => stat::run(args),
-    }
+        Command::Stat(args) => stat::run(args).map(|()| 0),
+    };
+    let code = match result {
+        Ok(code) => code,
+        Err(f) => {
+            eprintln!("rangelock: {:#}", f.error);
+            f.code
+        }
+    };
+    std::process::exit(code);
 }

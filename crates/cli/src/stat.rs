@@ -1,7 +1,13 @@
 //! `rangelock stat`: a server's counters, holders and waiters.
+//!
+//! `sessions open` leaves out `stat`'s own session. Exit status: 0, or 69 when the server
+//! cannot be reached (connection or handshake failed, connection lost), 70 for other
+//! errors (see [`crate::exit`]).
 
-use anyhow::Context;
 use rangelock_client::{Client, Endpoint, EntryState, Mode};
+
+use crate::exit::Failure;
+use crate::lock::connect_failure;
 
 /// Arguments of `rangelock stat`.
 #[derive(Debug, clap::Args)]
@@ -15,13 +21,15 @@ pub struct StatArgs {
 }
 
 /// Prints the counters and the list.
-pub fn run(args: StatArgs) -> anyhow::Result<()> {
-    let client =
-        Client::connect(&args.server).with_context(|| format!("connecting to {}", args.server))?;
-    let st = client.stats(args.max).context("asking for stats")?;
+pub fn run(args: StatArgs) -> Result<(), Failure> {
+    let client = Client::connect(&args.server).map_err(|e| connect_failure(e, &args.server))?;
+    let st = client
+        .stats(args.max)
+        .map_err(|e| Failure::client(e).context(format!("asking {} for stats", args.server)))?;
     let c = st.counters;
     println!("server            {}", args.server);
-    println!("sessions open     {}", c.sessions_open);
+    // The server counts this very connection; leave it out.
+    println!("sessions open     {} (not counting this one)", c.sessions_open.saturating_sub(1));
     println!("sessions total    {}", c.sessions_total);
     println!("holders           {}", c.holders);
     println!("waiters           {}", c.waiters);

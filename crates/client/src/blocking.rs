@@ -8,7 +8,7 @@ use std::time::Duration;
 use rangelock_server::protocol::{GrantMode, Mode, Request, StatsBody, Status, Wait};
 
 use crate::endpoint::Endpoint;
-use crate::error::ClientError;
+use crate::error::{check_wait, ClientError, ConnectionLoss};
 use crate::guard::grant_accessors;
 use crate::poll::PollSchedule;
 use crate::sync_core::SyncCore;
@@ -19,7 +19,12 @@ use crate::sync_core::SyncCore;
 /// the session is gone, and every later call fails with [`ClientError::ConnectionLost`].
 ///
 /// A background thread sends `KEEPALIVE` every third of the server's lease while the
-/// client or one of its guards lives.
+/// client or one of its guards lives. It needs no help from the threads using the client:
+/// a thread that holds a lock and does something else (or nothing) keeps the session. But
+/// if the whole process is stopped (SIGSTOP) or starved for longer than the lease, the
+/// server ends the session and releases its locks; the keepalive thread then finds the
+/// connection gone at most a third of a lease after the process runs again, and
+/// [`Client::wait_lost`] returns.
 #[derive(Debug)]
 pub struct Client {
     core: Arc<SyncCore>,
@@ -53,8 +58,32 @@ impl Client {
         self.core.is_connected()
     }
 
+    /// Blocks until the connection is found lost (see [`Client::is_connected`]), and
+    /// says how. From then on every lock of this client is gone (the server released
+    /// them, or will as soon as it sees the connection close), and every call fails with
+    /// [`ClientError::ConnectionLost`].
+    ///
+    /// Meant for a watcher thread of a process that holds a lock while it does something
+    /// else: the client's keepalive thread finds a loss on its own, so this returns within
+    /// a third of the lease of the server closing the connection, without any other
+    /// call. A server that becomes unreachable without closing the connection (a dead
+    /// network path) is only noticed when TCP gives up.
+    pub fn wait_lost(&self) -> ConnectionLoss {
+        self.core.wait_lost(None).expect("waits without a timeout")
+    }
+
+    /// [`Client::wait_lost`] for at most `timeout`: `None` if the connection is still up
+    /// then.
+    pub fn wait_lost_timeout(&self, timeout: Duration) -> Option<ConnectionLoss> {
+        self.core.wait_lost(Some(timeout))
+    }
+
     /// Locks `range` in `mode`, waiting as `wait` says. In poll grant mode this polls the
     /// server until the grant (the seed's RPC-poll client).
+    ///
+    /// An empty range ([`ClientError::InvalidRange`]) or a timeout longer than
+    /// [`MAX_TIMEOUT`](crate::MAX_TIMEOUT) ([`ClientError::TimeoutTooLong`]) is refused
+    /// before anything is sent.
     ///
     /// If a pipelined unlock ([`LockGuard::unlock_pipelined`] or a dropped guard) of this
     /// client has failed since the last report, that failure is returned as
@@ -76,11 +105,16 @@ impl Client {
         mode: Mode,
         wait: Wait,
     ) -> Result<LockGuard, ClientError> {
-        if range.start >= range.end {
+        let valid = if range.start >= range.end {
+            Err(ClientError::InvalidRange { start: range.start, end: range.end })
+        } else {
+            check_wait(wait)
+        };
+        if let Err(e) = valid {
             if let Some(target) = unlock {
                 self.core.unlock_pipelined(target)?;
             }
-            return Err(ClientError::InvalidRange { start: range.start, end: range.end });
+            return Err(e);
         }
         let lock = Request::Lock { start: range.start, end: range.end, mode, wait };
         let r = self.core.call_after_unlock(unlock, lock)?;

@@ -39,7 +39,7 @@ use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::endpoint::Endpoint;
-use crate::error::ClientError;
+use crate::error::{check_wait, ClientError};
 use crate::guard::AsyncLockGuard;
 use crate::poll::PollSchedule;
 
@@ -54,18 +54,25 @@ struct PendingMap {
 }
 
 #[derive(Debug, Default)]
-struct Pending(Mutex<PendingMap>);
+struct Pending {
+    map: Mutex<PendingMap>,
+    /// Woken when the connection is marked gone (see [`AsyncClient::lost`]).
+    lost: tokio::sync::Notify,
+}
 
 impl Pending {
     fn lock(&self) -> std::sync::MutexGuard<'_, PendingMap> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Marks the connection gone; dropping the senders fails every waiter.
     fn close(&self) {
-        let mut p = self.lock();
-        p.closed = true;
-        p.waiters.clear();
+        {
+            let mut p = self.lock();
+            p.closed = true;
+            p.waiters.clear();
+        }
+        self.lost.notify_waiters();
     }
 }
 
@@ -145,24 +152,33 @@ impl AsyncClient {
     pub async fn connect(endpoint: &Endpoint) -> Result<AsyncClient, ClientError> {
         match endpoint {
             Endpoint::Tcp(addr) => {
-                let s = TcpStream::connect(addr.as_str()).await?;
+                let s = TcpStream::connect(addr.as_str())
+                    .await
+                    .map_err(|e| ClientError::connect(endpoint, e))?;
                 s.set_nodelay(true)?;
-                Self::handshake(s).await
+                Self::handshake(endpoint, s).await
             }
-            Endpoint::Unix(p) => Self::handshake(UnixStream::connect(p).await?).await,
+            Endpoint::Unix(p) => {
+                let s =
+                    UnixStream::connect(p).await.map_err(|e| ClientError::connect(endpoint, e))?;
+                Self::handshake(endpoint, s).await
+            }
         }
     }
 
-    async fn handshake<S>(stream: S) -> Result<AsyncClient, ClientError>
+    async fn handshake<S>(endpoint: &Endpoint, stream: S) -> Result<AsyncClient, ClientError>
     where
         S: AsyncRead + AsyncWrite + Send + 'static,
     {
         let (mut rd, mut wr) = tokio::io::split(stream);
         let mut out = Vec::new();
         ClientHello { version: VERSION }.encode(&mut out);
-        wr.write_all(&out).await?;
         let mut buf = [0u8; SERVER_HELLO_LEN];
-        rd.read_exact(&mut buf).await?;
+        let io = async {
+            wr.write_all(&out).await?;
+            rd.read_exact(&mut buf).await.map(drop)
+        };
+        io.await.map_err(|e| ClientError::connect(endpoint, e))?;
         let hello = ServerHello::decode(&buf).map_err(ClientError::Handshake)?;
         if hello.status == HelloStatus::UnsupportedVersion {
             return Err(ClientError::UnsupportedVersion { server: hello.version, client: VERSION });
@@ -203,8 +219,30 @@ impl AsyncClient {
         !self.core.pending.lock().closed
     }
 
+    /// Completes once the connection is gone (at once if it already is): every lock of
+    /// this client is then released. The keepalive task keeps the socket busy, so a
+    /// server that ends the session (say, its lease lapsed while the process was stopped)
+    /// is noticed within a third of the lease of the process running again.
+    pub async fn lost(&self) {
+        let pending = &self.core.pending;
+        loop {
+            let notified = pending.lost.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a close in between still wakes us.
+            notified.as_mut().enable();
+            if pending.lock().closed {
+                return;
+            }
+            notified.await;
+        }
+    }
+
     /// Locks `range` in `mode`, waiting as `wait` says. In poll grant mode this polls the
     /// server until the grant (the seed's RPC-poll client).
+    ///
+    /// An empty range ([`ClientError::InvalidRange`]) or a timeout longer than
+    /// [`MAX_TIMEOUT`](crate::MAX_TIMEOUT) ([`ClientError::TimeoutTooLong`]) is refused
+    /// before anything is sent.
     pub async fn lock(
         &self,
         range: Range<u64>,
@@ -214,6 +252,7 @@ impl AsyncClient {
         if range.start >= range.end {
             return Err(ClientError::InvalidRange { start: range.start, end: range.end });
         }
+        check_wait(wait)?;
         let core = &self.core;
         let id = core.next_id();
         let rx = core.register(id)?;

@@ -1,13 +1,35 @@
-//! Client errors.
+//! Client errors, and how a connection was lost.
+
+use std::time::Duration;
 
 use rangelock_server::protocol::{DecodeError, Status};
 
+use crate::endpoint::Endpoint;
+
+/// The longest [`Wait::Timeout`](crate::Wait::Timeout) the protocol can carry: its
+/// `timeout_ms` field is a `u32` of milliseconds (about 49.7 days). A longer timeout is
+/// refused with [`ClientError::TimeoutTooLong`]; use [`Wait::Forever`](crate::Wait::Forever)
+/// to wait without a limit.
+pub const MAX_TIMEOUT: Duration = Duration::from_millis(u32::MAX as u64);
+
 /// Why a client operation failed.
+///
+/// Each message says what failed and why in one line, and no variant also exposes its
+/// cause as [`source`](std::error::Error::source): wrapping one (e.g. with
+/// `anyhow::Context`) never prints the cause twice.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// Connecting or the handshake's I/O failed.
-    #[error("i/o error: {0}")]
-    Io(#[from] std::io::Error),
+    /// Opening the connection or the handshake's I/O failed.
+    #[error("cannot connect to {endpoint}: {}", brief_io(.error))]
+    Connect {
+        /// Where the client tried to connect.
+        endpoint: Endpoint,
+        /// What the operating system said.
+        error: std::io::Error,
+    },
+    /// Some other I/O failed.
+    #[error("i/o error: {}", brief_io(.0))]
+    Io(std::io::Error),
     /// The peer is not a rangelock server.
     #[error("handshake failed: {0}")]
     Handshake(DecodeError),
@@ -39,6 +61,15 @@ pub enum ClientError {
         /// One past the last unit.
         end: u64,
     },
+    /// A [`Wait::Timeout`](crate::Wait::Timeout) longer than the protocol can carry
+    /// (checked before sending; see [`MAX_TIMEOUT`]).
+    #[error("timeout {timeout:?} is longer than the protocol's maximum of {max:?}; wait forever instead")]
+    TimeoutTooLong {
+        /// The timeout asked for.
+        timeout: Duration,
+        /// The longest timeout the protocol carries ([`MAX_TIMEOUT`]).
+        max: Duration,
+    },
     /// The server answered with an error status.
     #[error("server error: {0}")]
     Server(Status),
@@ -56,6 +87,12 @@ pub enum ClientError {
     Protocol(DecodeError),
 }
 
+impl From<std::io::Error> for ClientError {
+    fn from(e: std::io::Error) -> Self {
+        ClientError::Io(e)
+    }
+}
+
 impl ClientError {
     /// Maps a non-success status of a `LOCK`/`POLL` response.
     pub(crate) fn from_status(s: Status) -> Self {
@@ -65,5 +102,160 @@ impl ClientError {
             Status::Cancelled => ClientError::Cancelled,
             other => ClientError::Server(other),
         }
+    }
+
+    /// Wraps a failure of connecting to `endpoint` (socket or handshake I/O).
+    pub(crate) fn connect(endpoint: &Endpoint, error: std::io::Error) -> Self {
+        ClientError::Connect { endpoint: endpoint.clone(), error }
+    }
+}
+
+/// Refuses a wait the protocol cannot carry (see [`MAX_TIMEOUT`]).
+pub(crate) fn check_wait(wait: crate::Wait) -> Result<(), ClientError> {
+    match wait {
+        crate::Wait::Timeout(timeout) if timeout > MAX_TIMEOUT => {
+            Err(ClientError::TimeoutTooLong { timeout, max: MAX_TIMEOUT })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// An I/O error as a short lower-case phrase: `connection refused` rather than
+/// `Connection refused (os error 111)`.
+pub(crate) fn brief_io(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    let s = match (e.raw_os_error(), s.rfind(" (os error ")) {
+        (Some(_), Some(at)) => &s[..at],
+        _ => &s[..],
+    };
+    let mut chars = s.chars();
+    match chars.next() {
+        // Only lower an initial capital that starts an ordinary word ("Connection"), not
+        // an acronym ("TLS").
+        Some(c) if c.is_uppercase() && chars.clone().next().is_some_and(char::is_lowercase) => {
+            c.to_lowercase().chain(chars).collect()
+        }
+        _ => s.to_owned(),
+    }
+}
+
+/// How a connection was found lost: returned by
+/// [`Client::wait_lost`](crate::Client::wait_lost).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConnectionLoss {
+    /// What the client saw.
+    pub cause: LossCause,
+    /// How long before the loss was noticed the client had sent the last keepalive the
+    /// server answered (or the handshake). The keepalive thread sends one every third of
+    /// the lease, so at least a [`lease`](Self::lease) means the process was stopped or
+    /// starved that long — long enough for the server to end the session.
+    pub silent_for: Duration,
+    /// The server's lease.
+    pub lease: Duration,
+}
+
+impl ConnectionLoss {
+    /// Whether the session most likely ended because its lease lapsed: the server closed
+    /// the connection, and this client had been silent for at least a lease.
+    pub fn lease_lapsed(&self) -> bool {
+        self.cause == LossCause::ClosedByServer && self.silent_for >= self.lease
+    }
+}
+
+impl core::fmt::Display for ConnectionLoss {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        if self.lease_lapsed() {
+            return write!(
+                f,
+                "session ended by the server: lease lapsed (this client was silent for {:.1?}, \
+                 the lease is {:?})",
+                self.silent_for, self.lease
+            );
+        }
+        match self.cause {
+            LossCause::ClosedByServer => f.write_str("the server closed the connection"),
+            LossCause::Io(kind) => write!(f, "connection failed: {kind}"),
+            LossCause::Protocol => f.write_str("the server sent a frame this client cannot read"),
+        }
+    }
+}
+
+/// What ended a connection (see [`ConnectionLoss`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LossCause {
+    /// The server closed (or reset) the connection: it ended the session.
+    ClosedByServer,
+    /// Reading or writing the socket failed otherwise.
+    Io(std::io::ErrorKind),
+    /// The server sent a frame this client cannot decode (the client closed the
+    /// connection).
+    Protocol,
+}
+
+impl LossCause {
+    /// Classifies the error that ended a connection.
+    pub(crate) fn of(e: &ClientError) -> LossCause {
+        use std::io::ErrorKind as K;
+        match e {
+            ClientError::Io(e) | ClientError::Connect { error: e, .. } => match e.kind() {
+                K::UnexpectedEof | K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => {
+                    LossCause::ClosedByServer
+                }
+                k => LossCause::Io(k),
+            },
+            _ => LossCause::Protocol,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+    use std::io;
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn connect_errors_say_once_what_failed_and_why() {
+        let e = ClientError::connect(
+            &"127.0.0.1:7878".parse().unwrap(),
+            io::Error::from_raw_os_error(111), // ECONNREFUSED on Linux
+        );
+        assert_eq!(e.to_string(), "cannot connect to 127.0.0.1:7878: connection refused");
+        assert!(e.source().is_none(), "the cause is in the message, not repeated as a source");
+        let e = ClientError::from(io::Error::other("TLS is not spoken here"));
+        assert_eq!(e.to_string(), "i/o error: TLS is not spoken here");
+        assert!(e.source().is_none());
+    }
+
+    #[test]
+    fn timeouts_beyond_the_protocol_field_are_refused() {
+        use crate::Wait;
+        assert!(check_wait(Wait::Timeout(MAX_TIMEOUT)).is_ok());
+        assert!(check_wait(Wait::Forever).is_ok());
+        let long = MAX_TIMEOUT + Duration::from_millis(1);
+        match check_wait(Wait::Timeout(long)) {
+            Err(ClientError::TimeoutTooLong { timeout, max }) => {
+                assert_eq!((timeout, max), (long, MAX_TIMEOUT))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_loss_after_more_than_a_lease_of_silence_is_a_lapsed_lease() {
+        let lease = Duration::from_millis(300);
+        let lapsed = ConnectionLoss {
+            cause: LossCause::ClosedByServer,
+            silent_for: Duration::from_secs(2),
+            lease,
+        };
+        assert!(lapsed.lease_lapsed());
+        assert!(lapsed.to_string().contains("lease lapsed"), "{lapsed}");
+        let closed = ConnectionLoss { silent_for: Duration::from_millis(50), ..lapsed.clone() };
+        assert!(!closed.lease_lapsed());
+        assert_eq!(closed.to_string(), "the server closed the connection");
     }
 }

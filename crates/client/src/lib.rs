@@ -36,7 +36,7 @@ mod sync_core;
 pub use blocking::{Client, LockGuard};
 pub use connection::AsyncClient;
 pub use endpoint::Endpoint;
-pub use error::ClientError;
+pub use error::{ClientError, ConnectionLoss, LossCause, MAX_TIMEOUT};
 pub use guard::AsyncLockGuard;
 pub use rangelock_server::protocol::{
     Counters, EntryState, GrantMode, Mode, StatsBody, StatsEntry, Status, Wait,

@@ -36,6 +36,13 @@
 //! every third of the lease as an ordinary call, so an idle client's socket is also read
 //! (its keepalive responses do not pile up, and a lost connection is noticed).
 //!
+//! **Loss.** Whoever finds the connection gone (a failed write, a read error or EOF, an
+//! undecodable frame) records a [`ConnectionLoss`] with `closed` and wakes the `lost`
+//! condition variable, on which [`SyncCore::wait_lost`] sleeps. The keepalive thread needs
+//! no other thread's help to find a loss: after a stall (SIGSTOP, starvation) longer than
+//! the lease, the server has closed the connection, and the keepalive thread's next call,
+//! at most a third of a lease after the process runs again, reads EOF (or fails to write).
+//!
 //! **Pipelined unlock.** [`SyncCore::unlock_pipelined`] writes the `UNLOCK` and returns;
 //! its id goes into `deferred`. The response is routed by whichever call reads next; a
 //! failure status is kept in `deferred_error` and returned by the next
@@ -49,7 +56,7 @@ use std::net::{Shutdown, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rangelock_server::protocol::{
     ClientHello, HelloStatus, Request, RequestFrame, ResponseFrame, ServerHello, Status,
@@ -57,7 +64,7 @@ use rangelock_server::protocol::{
 };
 
 use crate::endpoint::Endpoint;
-use crate::error::ClientError;
+use crate::error::{ClientError, ConnectionLoss, LossCause};
 
 /// Largest response frame the client accepts (a `STATS` reply can be large).
 const MAX_RESPONSE_FRAME: u32 = 16 * 1024 * 1024;
@@ -125,6 +132,10 @@ struct Reader {
 #[derive(Debug, Default)]
 struct State {
     closed: bool,
+    /// How the connection was lost; set together with `closed`.
+    loss: Option<ConnectionLoss>,
+    /// When the last keepalive the server answered was sent (at first: the handshake).
+    last_keepalive: Option<Instant>,
     reading: bool,
     /// Threads sleeping on `routed` (so a reader that routed a frame only calls
     /// `notify_all` — a `futex` system call even with nobody waiting — when one is).
@@ -154,6 +165,8 @@ pub(crate) struct SyncCore {
     reader: Mutex<Reader>,
     state: Mutex<State>,
     routed: Condvar,
+    /// Signalled when `closed` is set (see [`SyncCore::wait_lost`]).
+    lost: Condvar,
     stop: Arc<Stop>,
     /// A handle to the socket for shutting it down on drop.
     socket: Stream,
@@ -168,17 +181,22 @@ impl SyncCore {
     pub(crate) fn connect(endpoint: &Endpoint) -> Result<Arc<SyncCore>, ClientError> {
         let mut stream = match endpoint {
             Endpoint::Tcp(addr) => {
-                let s = TcpStream::connect(addr.as_str())?;
+                let s = TcpStream::connect(addr.as_str())
+                    .map_err(|e| ClientError::connect(endpoint, e))?;
                 s.set_nodelay(true)?;
                 Stream::Tcp(s)
             }
-            Endpoint::Unix(p) => Stream::Unix(UnixStream::connect(p)?),
+            Endpoint::Unix(p) => {
+                Stream::Unix(UnixStream::connect(p).map_err(|e| ClientError::connect(endpoint, e))?)
+            }
         };
         let mut out = Vec::new();
         ClientHello { version: VERSION }.encode(&mut out);
-        stream.write_all(&out)?;
         let mut buf = [0u8; SERVER_HELLO_LEN];
-        stream.read_exact(&mut buf)?;
+        stream
+            .write_all(&out)
+            .and_then(|()| stream.read_exact(&mut buf))
+            .map_err(|e| ClientError::connect(endpoint, e))?;
         let hello = ServerHello::decode(&buf).map_err(ClientError::Handshake)?;
         if hello.status == HelloStatus::UnsupportedVersion {
             return Err(ClientError::UnsupportedVersion { server: hello.version, client: VERSION });
@@ -191,8 +209,9 @@ impl SyncCore {
                 stream: BufReader::with_capacity(8192, stream.try_clone()?),
                 buf: Vec::new(),
             }),
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State { last_keepalive: Some(Instant::now()), ..State::default() }),
             routed: Condvar::new(),
+            lost: Condvar::new(),
             stop: Arc::new(Stop::default()),
             socket: stream,
         });
@@ -210,6 +229,52 @@ impl SyncCore {
 
     pub(crate) fn is_connected(&self) -> bool {
         !lock(&self.state).closed
+    }
+
+    /// Waits until the connection is found lost, or `timeout` passes (`None`).
+    pub(crate) fn wait_lost(&self, timeout: Option<Duration>) -> Option<ConnectionLoss> {
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        let mut st = lock(&self.state);
+        loop {
+            if let Some(loss) = &st.loss {
+                return Some(loss.clone());
+            }
+            st = match (timeout, deadline) {
+                (None, _) | (Some(_), None) => {
+                    self.lost.wait(st).unwrap_or_else(PoisonError::into_inner)
+                }
+                (Some(_), Some(deadline)) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return None;
+                    }
+                    self.lost.wait_timeout(st, left).unwrap_or_else(PoisonError::into_inner).0
+                }
+            };
+        }
+    }
+
+    /// One keepalive round trip; once answered, records when it was sent (the server
+    /// read it, so it heard from us no earlier than that).
+    fn keepalive(&self) -> Result<(), ClientError> {
+        let sent = Instant::now();
+        self.call(Request::Keepalive)?;
+        lock(&self.state).last_keepalive = Some(sent);
+        Ok(())
+    }
+
+    /// Marks the connection gone (first cause wins) and wakes whoever waits for that.
+    /// The caller notifies `routed` as it needs.
+    fn mark_lost(&self, st: &mut State, cause: LossCause) {
+        if !st.closed {
+            st.closed = true;
+            st.loss = Some(ConnectionLoss {
+                cause,
+                silent_for: st.last_keepalive.map_or(Duration::ZERO, |t| t.elapsed()),
+                lease: Duration::from_millis(self.hello.lease_ms.into()),
+            });
+        }
+        self.lost.notify_all();
     }
 
     fn next_id(&self) -> u64 {
@@ -296,16 +361,16 @@ impl SyncCore {
         for f in frames {
             f.encode(&mut w.out);
         }
-        if w.stream.write_all(&w.out).is_err() {
-            self.close();
+        if let Err(e) = w.stream.write_all(&w.out) {
+            self.close(LossCause::of(&ClientError::Io(e)));
             return Err(ClientError::ConnectionLost);
         }
         Ok(())
     }
 
     /// Marks the connection gone and wakes everyone.
-    fn close(&self) {
-        lock(&self.state).closed = true;
+    fn close(&self, cause: LossCause) {
+        self.mark_lost(&mut lock(&self.state), cause);
         self.socket.shutdown();
         self.routed.notify_all();
     }
@@ -338,7 +403,7 @@ impl SyncCore {
                     if !st.closed {
                         tracing::debug!(error = %e, "connection lost");
                     }
-                    st.closed = true;
+                    self.mark_lost(&mut st, LossCause::of(&e));
                 }
             }
             if st.sleepers > 0 {
@@ -401,7 +466,7 @@ fn keepalive_loop(core: Weak<SyncCore>, stop: Arc<Stop>, lease: Duration) {
         drop(stopped);
         {
             let Some(core) = core.upgrade() else { return };
-            if core.call(Request::Keepalive).is_err() {
+            if core.keepalive().is_err() {
                 return;
             }
         }

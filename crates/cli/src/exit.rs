@@ -1,0 +1,137 @@
+//! Exit codes of `rangelock lock` and `rangelock stat`, in one place, and the error type
+//! that carries one up to `main`.
+//!
+//! The codes follow flock(1) and the shells where they have one (`1` for a lock not had,
+//! `126`/`127` for a command that cannot run) and `sysexits.h` for the rest.
+
+use rangelock_client::ClientError;
+
+/// The lock could not be had: `--nonblock` found it taken or `--timeout` passed
+/// (`-E/--conflict-exit-code` changes it).
+pub const LOCK_UNAVAILABLE: i32 = 1;
+/// Any error of `bench` and `serve` (their errors are not classified further).
+pub const FAILURE: i32 = 1;
+/// The command line is wrong (clap's own code).
+pub const USAGE: i32 = 2;
+/// `EX_UNAVAILABLE`: the server cannot be reached, or the connection or handshake failed
+/// before the command ran.
+pub const UNAVAILABLE: i32 = 69;
+/// `EX_SOFTWARE`: any other error (the server answered with an unexpected error,
+/// releasing the lock failed, …).
+pub const SOFTWARE: i32 = 70;
+/// `EX_TEMPFAIL`: the lock was lost while the command ran (the server ended the session,
+/// e.g. because its lease lapsed); the command was signalled (`--on-lost`).
+pub const LOCK_LOST: i32 = 75;
+/// The command was found but could not be executed.
+pub const CANNOT_EXECUTE: i32 = 126;
+/// The command was not found.
+pub const NOT_FOUND: i32 = 127;
+
+/// The exit-code table of `rangelock lock --help`.
+pub fn lock_help() -> String {
+    let rows = [
+        (
+            "N".to_owned(),
+            "the command's own exit code (128+S if signal S killed it), when the \
+                          lock was held until it ended",
+        ),
+        (
+            LOCK_UNAVAILABLE.to_string(),
+            "lock not available: --nonblock conflict or --timeout \
+                                        expired (change it with -E/--conflict-exit-code)",
+        ),
+        (USAGE.to_string(), "usage error"),
+        (
+            UNAVAILABLE.to_string(),
+            "cannot reach the server (connection or handshake failed) \
+                                   before the command ran",
+        ),
+        (SOFTWARE.to_string(), "any other error (unexpected server error, releasing failed)"),
+        (
+            LOCK_LOST.to_string(),
+            "the lock was lost while the command ran; the command was \
+                                 signalled (--on-lost)",
+        ),
+        (CANNOT_EXECUTE.to_string(), "the command was found but is not executable"),
+        (NOT_FOUND.to_string(), "the command was not found"),
+    ];
+    let mut s = String::from("Exit status:\n");
+    for (code, what) in rows {
+        s.push_str(&format!(
+            "  {code:>3}  {}\n",
+            what.split_whitespace().collect::<Vec<_>>().join(" ")
+        ));
+    }
+    s.push_str(
+        "\nUnlike flock(1), the lock is a lease: if this process is stopped or starved for \
+         longer than the server's lease (`serve --lease-ms`), the server ends the session and \
+         gives the range to others. rangelock then signals the command (--on-lost, default \
+         TERM), waits for it and exits 75.",
+    );
+    s
+}
+
+/// An error on its way to `main`, with the exit code it maps to. `main` prints
+/// `rangelock: {error:#}` (one line: the error and its causes) and exits with `code`.
+#[derive(Debug)]
+pub struct Failure {
+    /// The process's exit code.
+    pub code: i32,
+    /// What went wrong.
+    pub error: anyhow::Error,
+}
+
+impl Failure {
+    /// A failure with an explicit code.
+    pub fn new(code: i32, error: impl Into<anyhow::Error>) -> Failure {
+        Failure { code, error: error.into() }
+    }
+
+    /// A client error: [`UNAVAILABLE`] if the server could not be reached or the
+    /// connection failed, else [`SOFTWARE`].
+    pub fn client(error: ClientError) -> Failure {
+        Failure::new(client_code(&error), error)
+    }
+
+    /// Adds what was being done (`doing: cause`).
+    pub fn context(self, doing: impl std::fmt::Display + Send + Sync + 'static) -> Failure {
+        Failure { code: self.code, error: self.error.context(doing) }
+    }
+}
+
+/// The exit code of a client error: [`UNAVAILABLE`] for the connection, else [`SOFTWARE`].
+pub fn client_code(e: &ClientError) -> i32 {
+    match e {
+        ClientError::Connect { .. }
+        | ClientError::Io(_)
+        | ClientError::Handshake(_)
+        | ClientError::UnsupportedVersion { .. }
+        | ClientError::ConnectionLost => UNAVAILABLE,
+        _ => SOFTWARE,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_help_table_lists_every_code() {
+        let h = lock_help();
+        for code in
+            [LOCK_UNAVAILABLE, USAGE, UNAVAILABLE, SOFTWARE, LOCK_LOST, CANNOT_EXECUTE, NOT_FOUND]
+        {
+            assert!(h.contains(&format!("{code:>3}  ")), "{code} missing from\n{h}");
+        }
+        assert!(h.contains("flock(1)") && h.contains("lease"));
+    }
+
+    #[test]
+    fn connection_failures_are_unavailable_and_the_rest_software() {
+        assert_eq!(client_code(&ClientError::ConnectionLost), UNAVAILABLE);
+        assert_eq!(
+            client_code(&ClientError::Server(rangelock_client::Status::ShuttingDown)),
+            SOFTWARE
+        );
+    }
+}

@@ -1,0 +1,130 @@
+//! Exit codes and error messages of `rangelock lock` and `rangelock stat`: each failure
+//! has its own documented code, is told once on one line of stderr (no backtrace, even
+//! with `RUST_BACKTRACE=1`), and durations are human and bounded.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::Output;
+
+use common::{dead_addr, lock_cmd, tempdir, ServerProc, BIN};
+use rangelock_client::{Client, Endpoint};
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs with `RUST_BACKTRACE=1`, and checks the error is one line without a backtrace.
+fn run_failing(cmd: &mut std::process::Command) -> (Option<i32>, String) {
+    let out = cmd.env("RUST_BACKTRACE", "1").output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "exactly one line on stderr:\n{err}");
+    assert!(err.starts_with("rangelock: "), "{err}");
+    assert!(!err.to_lowercase().contains("backtrace"), "{err}");
+    (out.status.code(), err)
+}
+
+#[test]
+fn an_unreachable_server_exits_69_with_one_line_naming_the_address() {
+    let addr = dead_addr();
+    let (code, err) = run_failing(&mut lock_cmd(&addr, "0..10", &[], &["true"]));
+    assert_eq!(code, Some(69));
+    assert_eq!(err.trim(), format!("rangelock: cannot connect to {addr}: connection refused"));
+    let (code, err) =
+        run_failing(std::process::Command::new(BIN).args(["stat", "--server", &addr]));
+    assert_eq!(code, Some(69));
+    assert!(err.contains(&format!("cannot connect to {addr}")), "{err}");
+}
+
+#[test]
+fn a_command_not_found_exits_127_and_one_not_executable_126() {
+    let server = ServerProc::start(&[]);
+    let (code, err) =
+        run_failing(&mut lock_cmd(&server.addr, "0..10", &[], &["rangelock-no-such-command"]));
+    assert_eq!(code, Some(127), "{err}");
+    assert!(err.contains("rangelock-no-such-command: command not found"), "{err}");
+
+    let dir = tempdir("noexec");
+    let script = dir.join("script.sh");
+    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (code, err) =
+        run_failing(&mut lock_cmd(&server.addr, "0..10", &[], &[script.to_str().unwrap()]));
+    assert_eq!(code, Some(126), "{err}");
+    assert!(err.contains("permission denied"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // The lock was released each time: a --nonblock lock of the range succeeds.
+    let st = lock_cmd(&server.addr, "0..10", &["--nonblock"], &["true"]).status().unwrap();
+    assert_eq!(st.code(), Some(0));
+}
+
+#[test]
+fn a_lock_not_available_exits_1_or_the_conflict_exit_code() {
+    let server = ServerProc::start(&[]);
+    let ep: Endpoint = server.addr.parse().unwrap();
+    let holder = Client::connect(&ep).unwrap();
+    let _guard = holder.lock_exclusive(0..10).unwrap();
+    let (code, err) = run_failing(&mut lock_cmd(&server.addr, "5..6", &["--nonblock"], &["true"]));
+    assert_eq!(code, Some(1));
+    assert!(err.contains("lock 5..6 not available"), "{err}");
+    let (code, _) = run_failing(&mut lock_cmd(&server.addr, "5..6", &["-n", "-E", "7"], &["true"]));
+    assert_eq!(code, Some(7));
+    let (code, err) = run_failing(&mut lock_cmd(&server.addr, "5..6", &["-t", "20ms"], &["true"]));
+    assert_eq!(code, Some(1));
+    assert!(err.contains("timed out"), "{err}");
+}
+
+#[test]
+fn timeouts_take_human_durations_and_refuse_what_the_protocol_cannot_carry() {
+    let server = ServerProc::start(&[]);
+    for t in ["1h", "1h30m", "1.5", "250ms"] {
+        let st = lock_cmd(&server.addr, "0..10", &["--timeout", t], &["true"]).status().unwrap();
+        assert_eq!(st.code(), Some(0), "--timeout {t}");
+    }
+    for t in ["100000000000", "3y"] {
+        let out = lock_cmd(&server.addr, "0..10", &["--timeout", t], &["true"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "a usage error");
+        let err = stderr(&out);
+        assert!(err.contains("maximum of 49d 17h 2m 47s 295ms"), "{err}");
+        assert!(err.contains("omit --timeout"), "{err}");
+    }
+}
+
+#[test]
+fn localhost_is_a_valid_server_name() {
+    let server = ServerProc::start(&[]);
+    let addr = format!("localhost:{}", server.port());
+    let out = lock_cmd(&addr, "0..10", &[], &["true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn stat_does_not_count_its_own_session() {
+    let server = ServerProc::start(&[]);
+    let ep: Endpoint = server.addr.parse().unwrap();
+    let other = Client::connect(&ep).unwrap();
+    other.ping().unwrap(); // the server has opened its session
+    let out = std::process::Command::new(BIN).args(["stat", "--server", &server.addr]).output();
+    let out = out.unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let s = String::from_utf8(out.stdout).unwrap();
+    let line = s.lines().find(|l| l.starts_with("sessions open")).unwrap();
+    assert_eq!(line, "sessions open     1 (not counting this one)", "{s}");
+}
+
+#[test]
+fn help_documents_the_exit_codes_and_the_lease() {
+    let out = std::process::Command::new(BIN).args(["lock", "--help"]).output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    for row in [
+        "  1  lock not available",
+        " 69  cannot reach the server",
+        " 75  the lock was lost",
+        "126  the command was found but is not executable",
+        "127  the command was not found",
+    ] {
+        assert!(help.contains(row), "{row:?} missing from\n{help}");
+    }
+    assert!(help.contains("Unlike flock(1)") && help.contains("--on-lost"), "{help}");
+}

@@ -1,0 +1,87 @@
+//! Helpers shared by the tests that drive the real `rangelock` binary.
+
+#![allow(dead_code)] // each test file uses a part
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_rangelock");
+
+/// A `rangelock serve` child, killed and reaped when dropped.
+pub struct ServerProc {
+    pub child: Child,
+    pub addr: String,
+}
+
+impl ServerProc {
+    pub fn start(extra: &[&str]) -> ServerProc {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let addr = line.trim().strip_prefix("listening on ").expect("listening line").to_owned();
+        ServerProc { child, addr }
+    }
+
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.addr.rsplit_once(':').unwrap().1.parse().unwrap()
+    }
+}
+
+impl Drop for ServerProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends `sig` to `pid`; whether it was delivered.
+pub fn signal(pid: u32, sig: i32) -> bool {
+    // SAFETY: kill(2) has no memory effects; the callers name processes they started.
+    unsafe { libc::kill(pid as libc::pid_t, sig) == 0 }
+}
+
+/// `rangelock lock RANGE --server ADDR EXTRA… -- CMD…`.
+pub fn lock_cmd(addr: &str, range: &str, extra: &[&str], cmd: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(["lock", range, "--server", addr]).args(extra).arg("--").args(cmd);
+    c
+}
+
+/// A fresh directory for one test.
+pub fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rangelock-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A TCP address with nothing listening: bound, then released.
+pub fn dead_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+/// Waits for `child` to exit, at most `limit` (a bound for a test that would otherwise hang
+/// on a bug, not a synchronization): `None` if it is still running then.
+pub fn wait_bounded(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return Some(st);
+        }
+        if Instant::now() >= end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

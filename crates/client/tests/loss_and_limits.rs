@@ -1,0 +1,119 @@
+//! The client finds a lost connection on its own (`wait_lost`, `lost`), and refuses
+//! timeouts the protocol cannot carry instead of cutting them short.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::Duration;
+
+use rangelock_client::{
+    AsyncClient, Client, ClientError, Endpoint, LossCause, Mode, Wait, MAX_TIMEOUT,
+};
+use rangelock_server::protocol::{GrantMode, HelloStatus, ServerHello, CLIENT_HELLO_LEN, VERSION};
+use rangelock_server::{Server, ServerConfig};
+
+/// A fake server that accepts one connection and completes the handshake with a short
+/// lease (so the client's keepalive runs every 20 ms); the caller then drops the stream
+/// to end the "session" the way a server does when a lease lapses.
+fn fake_server() -> (TcpListener, Endpoint) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let ep = Endpoint::from(l.local_addr().unwrap());
+    (l, ep)
+}
+
+fn handshake(l: &TcpListener) -> TcpStream {
+    let (mut s, _) = l.accept().unwrap();
+    let mut hello = [0u8; CLIENT_HELLO_LEN];
+    s.read_exact(&mut hello).unwrap();
+    let mut out = Vec::new();
+    ServerHello {
+        version: VERSION,
+        status: HelloStatus::Accepted,
+        grant: GrantMode::Push,
+        session: 1,
+        lease_ms: 60,
+        max_frame: 1 << 20,
+    }
+    .encode(&mut out);
+    s.write_all(&out).unwrap();
+    s
+}
+
+#[test]
+fn the_keepalive_thread_finds_a_closed_session_and_wakes_wait_lost() {
+    let (l, ep) = fake_server();
+    let (client, server_side) = std::thread::scope(|s| {
+        let h = s.spawn(|| handshake(&l));
+        let client = Client::connect(&ep).unwrap();
+        (client, h.join().unwrap())
+    });
+    assert!(client.wait_lost_timeout(Duration::from_millis(1)).is_none(), "still connected");
+    drop(server_side);
+    // No call of ours touches the socket: only the keepalive thread can find the loss.
+    let loss = client.wait_lost_timeout(Duration::from_secs(30)).expect("loss noticed");
+    assert_eq!(loss.cause, LossCause::ClosedByServer, "{loss:?}");
+    assert_eq!(loss.lease, Duration::from_millis(60));
+    assert!(!client.is_connected());
+    assert_eq!(client.wait_lost(), loss, "later waits return at once");
+    assert!(matches!(client.ping(), Err(ClientError::ConnectionLost)));
+}
+
+#[test]
+fn the_async_client_reports_a_closed_session() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (l, ep) = fake_server();
+    std::thread::scope(|s| {
+        let h = s.spawn(|| handshake(&l));
+        rt.block_on(async {
+            let client = AsyncClient::connect(&ep).await.unwrap();
+            let server_side = h.join().unwrap();
+            assert!(tokio::time::timeout(Duration::from_millis(1), client.lost()).await.is_err());
+            drop(server_side);
+            tokio::time::timeout(Duration::from_secs(30), client.lost())
+                .await
+                .expect("loss noticed");
+            assert!(!client.is_connected());
+        });
+    });
+}
+
+#[test]
+fn connect_errors_name_the_endpoint_and_the_cause_once() {
+    let ep = {
+        let (l, ep) = fake_server();
+        drop(l);
+        ep
+    };
+    let e = Client::connect(&ep).unwrap_err();
+    assert!(matches!(e, ClientError::Connect { .. }), "{e:?}");
+    assert_eq!(e.to_string(), format!("cannot connect to {ep}: connection refused"));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let e = rt.block_on(AsyncClient::connect(&ep)).unwrap_err();
+    assert_eq!(e.to_string(), format!("cannot connect to {ep}: connection refused"));
+}
+
+#[test]
+fn timeouts_longer_than_the_protocol_field_are_refused_before_sending() {
+    let srv = Server::start(ServerConfig::ephemeral()).unwrap();
+    let ep = Endpoint::from(srv.tcp_addr().unwrap());
+    let client = Client::connect(&ep).unwrap();
+    let too_long = MAX_TIMEOUT + Duration::from_millis(1);
+    match client.lock(0..10, Mode::Exclusive, Wait::Timeout(too_long)) {
+        Err(ClientError::TimeoutTooLong { timeout, max }) => {
+            assert_eq!((timeout, max), (too_long, MAX_TIMEOUT));
+        }
+        other => panic!("expected TimeoutTooLong, got {other:?}"),
+    }
+    // Nothing was sent: the range is free, and the longest legal timeout is accepted.
+    let g = client.lock(0..10, Mode::Exclusive, Wait::Timeout(MAX_TIMEOUT)).unwrap();
+    let st = client.stats(0).unwrap();
+    assert_eq!((st.counters.grants, st.counters.holders), (1, 1));
+    drop(g);
+
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let client = AsyncClient::connect(&ep).await.unwrap();
+        let r = client.lock(0..10, Mode::Shared, Wait::Timeout(Duration::MAX)).await;
+        assert!(matches!(r, Err(ClientError::TimeoutTooLong { .. })), "{r:?}");
+    });
+    srv.shutdown();
+}
