@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use crate::protocol::{GrantMode, DEFAULT_MAX_FRAME};
 
-/// The TCP port the server listens on by default (`127.0.0.1:7878`).
-pub const DEFAULT_PORT: u16 = 7878;
+pub use crate::protocol::DEFAULT_PORT;
 
 /// The shortest session lease a server accepts. Clients send a keepalive every third of
 /// the lease (and at most every 10 ms); below this, a client that is merely descheduled

@@ -24,7 +24,6 @@ mod config;
 mod end_log;
 mod engine;
 mod listen;
-pub mod protocol;
 mod rangelock_engine;
 mod reply;
 mod server;
@@ -36,3 +35,6 @@ pub use config::{
     MAX_LEASE, MIN_LEASE,
 };
 pub use server::Server;
+
+/// The wire protocol: the `rangelock-proto` crate, re-exported under its old path.
+pub use rangelock_proto as protocol;

@@ -1,7 +1,10 @@
-//! Reading one length-prefixed frame from an async stream.
+//! Frame limits, and reading one length-prefixed frame from an async stream (feature
+//! `tokio`).
 
+#[cfg(feature = "tokio")]
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+#[cfg(feature = "tokio")]
 use super::request::FRAME_HEADER_LEN;
 
 /// Default largest frame (value of the length prefix) a peer accepts: 64 KiB.
@@ -34,6 +37,9 @@ pub enum FrameError {
 ///
 /// Not cancel-safe: if the future is dropped mid-frame the stream is out of sync, so
 /// callers drop it only when they are about to close the connection.
+///
+/// Available with the `tokio` feature (on by default).
+#[cfg(feature = "tokio")]
 pub async fn read_frame<R: AsyncRead + Unpin>(
     r: &mut R,
     buf: &mut Vec<u8>,

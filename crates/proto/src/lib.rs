@@ -1,6 +1,9 @@
-//! The wire protocol: a handshake, then length-prefixed little-endian frames.
+//! The `rangelockd` wire protocol: a handshake, then length-prefixed little-endian frames.
 //!
-//! See `docs/PROTOCOL.md` for the byte layout and test vectors. In short:
+//! This crate is the wire format alone, shared by the server (`rangelock-server`, which
+//! re-exports it as `rangelock_server::protocol`) and the client (`rangelock-client`), so
+//! a client does not depend on the server. See `docs/PROTOCOL.md` for the byte layout and
+//! test vectors. In short:
 //!
 //! * the client sends [`ClientHello`] (8 bytes), the server answers [`ServerHello`]
 //!   (24 bytes) carrying the session id, the lease and the grant mode;
@@ -11,22 +14,36 @@
 //!
 //! Decoding is total: [`RequestFrame::decode`], [`ResponseFrame::decode`] and the hello
 //! decoders return an error for any malformed input and never panic (property-tested).
+//!
+//! # Features
+//!
+//! * `tokio` (on by default): [`read_frame`], which reads one frame from a tokio
+//!   `AsyncRead`. It stays here rather than moving to its users because both the server's
+//!   sessions and the async client read frames with it, and the length checks it makes
+//!   ([`FrameError`], [`DEFAULT_MAX_FRAME`]) are part of the wire format. It needs only
+//!   tokio's `io-util`. Without the feature the crate depends on `rangelock` (for
+//!   [`Mode`]) and `thiserror` alone, for users with blocking I/O only (like the blocking
+//!   client's reader); [`FrameError`] and [`DEFAULT_MAX_FRAME`] stay available.
 
 mod codec;
 mod error;
 mod frame;
 mod handshake;
+mod port;
 mod request;
 mod response;
 mod stats;
 mod status;
 
 pub use error::DecodeError;
-pub use frame::{read_frame, FrameError, DEFAULT_MAX_FRAME};
+#[cfg(feature = "tokio")]
+pub use frame::read_frame;
+pub use frame::{FrameError, DEFAULT_MAX_FRAME};
 pub use handshake::{
     ClientHello, GrantMode, HelloStatus, ServerHello, CLIENT_HELLO_LEN, MAGIC, SERVER_HELLO_LEN,
     VERSION,
 };
+pub use port::DEFAULT_PORT;
 pub use request::{op, Mode, Request, RequestFrame, Wait, FRAME_HEADER_LEN, MAX_REQUEST_FRAME};
 pub use response::ResponseFrame;
 pub use stats::{Counters, EntryState, StatsBody, StatsEntry, STATS_ENTRY_LEN};
