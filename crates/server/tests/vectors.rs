@@ -130,7 +130,10 @@ fn expected() -> Vec<(&'static str, Msg)> {
             "resp-unlock-already-released",
             Msg::Response(ResponseFrame::new(op::UNLOCK, 4, Status::AlreadyReleased, 0)),
         ),
-        ("resp-unknown-op", Msg::Response(ResponseFrame::new(op::UNKNOWN, 9, Status::UnknownOp, 0))),
+        (
+            "resp-unknown-op",
+            Msg::Response(ResponseFrame::new(op::UNKNOWN, 9, Status::UnknownOp, 0)),
+        ),
         (
             "resp-stats",
             Msg::Response(ResponseFrame {
