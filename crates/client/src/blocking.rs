@@ -5,7 +5,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rangelock_server::protocol::{GrantMode, Mode, Request, StatsBody, Status, Wait};
+use rangelock_proto::{GrantMode, Mode, Request, StatsBody, Status, Wait};
 
 use crate::endpoint::Endpoint;
 use crate::error::{check_wait, ClientError, ConnectionLoss};

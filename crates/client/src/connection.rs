@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use rangelock_server::protocol::{
+use rangelock_proto::{
     read_frame, ClientHello, FrameError, GrantMode, HelloStatus, Mode, Request, RequestFrame,
     ResponseFrame, ServerHello, StatsBody, Status, Wait, SERVER_HELLO_LEN, VERSION,
 };

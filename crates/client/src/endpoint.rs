@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use rangelock_server::DEFAULT_PORT;
+use rangelock_proto::DEFAULT_PORT;
 
 /// A server address: `host:port` for TCP or `unix:/path` for a Unix socket.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

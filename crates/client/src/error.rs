@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use rangelock_server::protocol::{DecodeError, Status};
+use rangelock_proto::{DecodeError, Status};
 
 use crate::endpoint::Endpoint;
 

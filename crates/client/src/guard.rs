@@ -3,7 +3,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use rangelock_server::protocol::{Mode, Request};
+use rangelock_proto::{Mode, Request};
 
 use crate::connection::Core;
 use crate::error::ClientError;

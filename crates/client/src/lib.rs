@@ -38,6 +38,6 @@ pub use connection::AsyncClient;
 pub use endpoint::Endpoint;
 pub use error::{ClientError, ConnectionLoss, LossCause, MAX_TIMEOUT};
 pub use guard::AsyncLockGuard;
-pub use rangelock_server::protocol::{
+pub use rangelock_proto::{
     Counters, EntryState, GrantMode, Mode, StatsBody, StatsEntry, Status, Wait,
 };

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use rangelock_server::protocol::{ResponseFrame, Status};
+use rangelock_proto::{ResponseFrame, Status};
 
 use crate::ClientError;
 

@@ -58,7 +58,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use rangelock_server::protocol::{
+use rangelock_proto::{
     ClientHello, HelloStatus, Request, RequestFrame, ResponseFrame, ServerHello, Status,
     FRAME_HEADER_LEN, SERVER_HELLO_LEN, VERSION,
 };
@@ -477,7 +477,7 @@ fn keepalive_loop(core: Weak<SyncCore>, stop: Arc<Stop>, lease: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rangelock_server::protocol::op;
+    use rangelock_proto::op;
 
     #[test]
     fn routing_delivers_awaited_responses_and_keeps_failed_pipelined_unlocks() {
