@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use rangelock_server::protocol::*;
+use rangelock_proto::*;
 
 const DOC: &str = include_str!("../../../docs/PROTOCOL.md");
 

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use rangelock_server::protocol::*;
+use rangelock_proto::*;
 
 fn mode() -> impl Strategy<Value = Mode> {
     prop_oneof![Just(Mode::Exclusive), Just(Mode::Shared)]
