@@ -17,7 +17,7 @@
 //!
 //! # Features
 //!
-//! * `tokio` (on by default): [`read_frame`], which reads one frame from a tokio
+//! * `tokio` (on by default): `read_frame`, which reads one frame from a tokio
 //!   `AsyncRead`. It stays here rather than moving to its users because both the server's
 //!   sessions and the async client read frames with it, and the length checks it makes
 //!   ([`FrameError`], [`DEFAULT_MAX_FRAME`]) are part of the wire format. It needs only
