@@ -1,4 +1,4 @@
-//! `rangelock serve`: run the range-lock server until ctrl-c or SIGTERM.
+//! `rangelock serve`: run the range-lock server until SIGINT (ctrl-c) or SIGTERM.
 
 use std::io::{IsTerminal, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -106,6 +106,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         ..ServerConfig::default()
     };
     config.validate().context("invalid settings")?;
+    // Handlers first: a supervisor that reads "listening on" and sends SIGTERM at once must
+    // get a clean shutdown, not the default action (death without releasing anything).
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let (mut term, mut int) = {
+        use tokio::signal::unix::{signal, SignalKind};
+        let _in_runtime = rt.enter();
+        (signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?)
+    };
     let server = Server::start(config)?;
     {
         let mut out = std::io::stdout().lock();
@@ -117,15 +125,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         out.flush()?;
     }
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
-            r = tokio::signal::ctrl_c() => r,
-            _ = term.recv() => Ok(()),
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-    })
-    .context("waiting for a signal")?;
+    });
     tracing::info!("signal received");
     server.shutdown();
     Ok(())

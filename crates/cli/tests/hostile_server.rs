@@ -17,10 +17,9 @@
 //!   released and its waits withdrawn, as on disconnect).
 
 use std::cell::Cell;
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::ops::Range;
-use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -30,7 +29,9 @@ use rangelock_server::protocol::{
     Wait, SERVER_HELLO_LEN, VERSION,
 };
 
-const BIN: &str = env!("CARGO_BIN_EXE_rangelock");
+mod common;
+
+use common::ServerProc;
 
 /// The range the hostile session holds and queues its waits on.
 const H: Range<u64> = 0..1000;
@@ -63,49 +64,6 @@ const CLOSE_DEADLINE: Duration = Duration::from_secs(5);
 /// The session lease given to the server: far beyond the test's duration, so that a
 /// session closed within [`CLOSE_DEADLINE`] was closed for its output, not for silence.
 const LEASE_MS: &str = "60000";
-
-/// A `rangelock serve` child, killed and reaped when dropped.
-struct ServerProc {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl ServerProc {
-    fn start(engine: &str) -> ServerProc {
-        let mut child = Command::new(BIN)
-            .args(["serve", "--addr", "127.0.0.1:0", "--engine", engine, "--lease-ms", LEASE_MS])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let addr = line.trim().strip_prefix("listening on ").expect("listening line");
-        let addr = addr.parse().expect("a TCP address");
-        ServerProc { child, addr }
-    }
-
-    /// A `kB` field of `/proc/PID/status` (`VmRSS`, `VmHWM`).
-    fn status_kib(&self, field: &str) -> u64 {
-        let s = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        s.lines()
-            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-            .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {field} in /proc/{}/status", self.child.id()))
-    }
-
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for ServerProc {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
 
 /// A raw protocol connection.
 struct Raw {
@@ -310,8 +268,8 @@ static SERIAL: Mutex<()> = Mutex::new(());
 fn run(engine: &str) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let started = Instant::now();
-    let mut server = ServerProc::start(engine);
-    let addr = server.addr;
+    let mut server = ServerProc::start(&["--engine", engine, "--lease-ms", LEASE_MS]);
+    let addr = server.socket_addr();
     let mut failures = Vec::new();
     let rss_start = server.status_kib("VmRSS");
     let monitor = Client::connect(&Endpoint::from(addr)).unwrap();

@@ -6,65 +6,12 @@
 //! * `rangelock stat` reports holders and waiters; SIGTERM stops the server cleanly.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_rangelock");
+mod common;
 
-/// A `rangelock serve` child, killed (SIGTERM, then reaped) when dropped.
-struct ServerProc {
-    child: Child,
-    addr: String,
-}
-
-impl ServerProc {
-    fn start(extra: &[&str]) -> ServerProc {
-        let mut child = Command::new(BIN)
-            .args(["serve", "--addr", "127.0.0.1:0"])
-            .args(extra)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let addr = line.trim().strip_prefix("listening on ").expect("listening line").to_owned();
-        ServerProc { child, addr }
-    }
-
-    fn terminate(mut self) -> std::process::ExitStatus {
-        signal(self.child.id(), libc::SIGTERM);
-        let st = self.child.wait().unwrap();
-        std::mem::forget(self);
-        st
-    }
-}
-
-impl Drop for ServerProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn signal(pid: u32, sig: i32) {
-    // SAFETY: kill(2) on a pid we spawned and have not reaped yet.
-    let r = unsafe { libc::kill(pid as libc::pid_t, sig) };
-    assert_eq!(r, 0);
-}
-
-fn lock_cmd(addr: &str, range: &str, extra: &[&str], cmd: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.args(["lock", range, "--server", addr]).args(extra).arg("--").args(cmd);
-    c
-}
-
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rangelock-cli-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use common::{lock_cmd, signal, tempdir, ServerProc, BIN};
 
 fn stat(addr: &str) -> String {
     let out = Command::new(BIN).args(["stat", "--server", addr]).output().unwrap();
@@ -161,7 +108,7 @@ fn kill_9_of_a_holder_releases_its_lock_and_grants_the_waiter() {
     let s = stat(&server.addr);
     assert_eq!(stat_field(&s, "released by close"), 1, "{s}");
     assert_eq!(stat_field(&s, "holders"), 0);
-    signal(sleeper, libc::SIGKILL);
+    assert!(signal(sleeper, libc::SIGKILL));
 }
 
 #[test]

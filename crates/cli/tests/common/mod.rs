@@ -35,12 +35,39 @@ impl ServerProc {
     pub fn port(&self) -> u16 {
         self.addr.rsplit_once(':').unwrap().1.parse().unwrap()
     }
+
+    /// The server's TCP address.
+    pub fn socket_addr(&self) -> std::net::SocketAddr {
+        self.addr.parse().expect("a TCP address")
+    }
+
+    /// A `kB` field of `/proc/PID/status` (`VmRSS`, `VmHWM`).
+    pub fn status_kib(&self, field: &str) -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        s.lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().strip_suffix("kB")?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {field} in /proc/{}/status", self.child.id()))
+    }
+
+    /// Stops it with SIGTERM and returns how it exited.
+    pub fn terminate(mut self) -> ExitStatus {
+        assert!(signal(self.child.id(), libc::SIGTERM));
+        let st = self.child.wait().unwrap();
+        std::mem::forget(self);
+        st
+    }
+
+    /// Kills it now (SIGKILL) and reaps it.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 impl Drop for ServerProc {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
     }
 }
 
