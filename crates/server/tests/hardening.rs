@@ -125,9 +125,11 @@ fn a_session_queuing_hundreds_of_waits_delays_no_unrelated_grant() {
                 assert!(Instant::now() < deadline, "{engine:?}: waits not queued");
                 tokio::task::yield_now().await;
             }
+            // Other tests of this binary start servers and clients meanwhile, so allow a
+            // margin; a thread per waiting request (the old engine: up to 512) is far above.
             let threads = threads_of_this_process();
             assert!(
-                threads < threads_before + 20,
+                threads < threads_before + 100,
                 "{engine:?}: waiting must not take a thread per request ({threads_before} -> \
                  {threads} threads)"
             );
