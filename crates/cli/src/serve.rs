@@ -5,7 +5,6 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
 use rangelock_server::protocol::GrantMode;
 use rangelock_server::{
     EngineKind, Server, ServerConfig, DEFAULT_BACKLOG, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PORT,
@@ -105,7 +104,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         handler_threads: args.threads,
         ..ServerConfig::default()
     };
-    config.validate().context("invalid settings")?;
     // Handlers first: a supervisor that reads "listening on" and sends SIGTERM at once must
     // get a clean shutdown, not the default action (death without releasing anything).
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;

@@ -43,8 +43,12 @@ fn a_live_unix_socket_is_never_taken_over() {
     });
     let holder = Client::connect(&Endpoint::Unix(path.clone())).unwrap();
     let _g = holder.lock_exclusive(0..10).unwrap();
-    let err = Server::start(ServerConfig { tcp: None, unix: Some(path.clone()), ..first_cfg() })
-        .expect_err("a second server on a live path must be refused");
+    let err = Server::start(ServerConfig {
+        tcp: None,
+        unix: Some(path.clone()),
+        ..ServerConfig::ephemeral()
+    })
+    .expect_err("a second server on a live path must be refused");
     assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse, "{err}");
     assert!(err.to_string().contains(&path.display().to_string()), "names the path: {err}");
     // The first server still owns the path: a new client meets its holder.
@@ -55,29 +59,37 @@ fn a_live_unix_socket_is_never_taken_over() {
     assert!(!path.exists(), "the socket file is removed on shutdown");
 }
 
-fn first_cfg() -> ServerConfig {
-    ServerConfig::ephemeral()
-}
-
 #[test]
 fn a_socket_answered_by_another_program_is_refused_and_a_stale_one_replaced() {
     // A listener that is not a rangelock server (holds no lock file) answers on the path.
     let path = temp_socket("foreign.sock");
     let foreign = std::os::unix::net::UnixListener::bind(&path).unwrap();
-    let err = Server::start(ServerConfig { tcp: None, unix: Some(path.clone()), ..first_cfg() })
-        .expect_err("a live foreign listener must be refused");
+    let err = Server::start(ServerConfig {
+        tcp: None,
+        unix: Some(path.clone()),
+        ..ServerConfig::ephemeral()
+    })
+    .expect_err("a live foreign listener must be refused");
     assert!(err.to_string().contains("already listening"), "{err}");
     // Once it is gone the file is stale (connect is refused) and is replaced.
     drop(foreign);
     assert!(path.exists(), "std leaves the socket file behind");
-    let srv = Server::start(ServerConfig { tcp: None, unix: Some(path.clone()), ..first_cfg() })
-        .expect("a stale socket file is replaced");
+    let srv = Server::start(ServerConfig {
+        tcp: None,
+        unix: Some(path.clone()),
+        ..ServerConfig::ephemeral()
+    })
+    .expect("a stale socket file is replaced");
     Client::connect(&Endpoint::Unix(path.clone())).unwrap().ping().unwrap();
     srv.shutdown();
     // A regular file is never removed.
     std::fs::write(&path, b"data").unwrap();
-    let err = Server::start(ServerConfig { tcp: None, unix: Some(path.clone()), ..first_cfg() })
-        .expect_err("not a socket");
+    let err = Server::start(ServerConfig {
+        tcp: None,
+        unix: Some(path.clone()),
+        ..ServerConfig::ephemeral()
+    })
+    .expect_err("not a socket");
     assert!(err.to_string().contains("not a socket"), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), b"data");
 }
@@ -86,11 +98,13 @@ fn a_socket_answered_by_another_program_is_refused_and_a_stale_one_replaced() {
 fn bind_errors_name_the_address_or_path() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap();
-    let err = Server::start(ServerConfig { tcp: Some(addr), ..first_cfg() }).unwrap_err();
+    let err =
+        Server::start(ServerConfig { tcp: Some(addr), ..ServerConfig::ephemeral() }).unwrap_err();
     assert!(err.to_string().contains(&addr.to_string()), "{err}");
     let missing = std::path::Path::new("/nonexistent-rangelock-dir/x.sock");
     let err =
-        Server::start(ServerConfig { unix: Some(missing.into()), ..first_cfg() }).unwrap_err();
+        Server::start(ServerConfig { unix: Some(missing.into()), ..ServerConfig::ephemeral() })
+            .unwrap_err();
     assert!(err.to_string().contains("/nonexistent-rangelock-dir/x.sock"), "{err}");
 }
 
