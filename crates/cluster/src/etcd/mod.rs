@@ -1,0 +1,1 @@
+//! A small etcd v3 client over etcd's JSON gateway.

@@ -1,0 +1,3 @@
+//! A partitioned, failover-safe `rangelock` cluster on etcd (DESIGN §6, `docs/CLUSTER.md`).
+
+pub mod etcd;
