@@ -29,11 +29,13 @@ mod codec;
 mod error;
 mod frame;
 mod handshake;
+mod partition;
 mod port;
 mod request;
 mod response;
 mod stats;
 mod status;
+pub mod token;
 
 pub use error::DecodeError;
 #[cfg(feature = "tokio")]
@@ -43,6 +45,7 @@ pub use handshake::{
     ClientHello, GrantMode, HelloStatus, ServerHello, CLIENT_HELLO_LEN, MAGIC, SERVER_HELLO_LEN,
     VERSION,
 };
+pub use partition::{PartitionError, Partitioning, Piece, Split, MAX_PARTITIONS};
 pub use port::DEFAULT_PORT;
 pub use request::{op, Mode, Request, RequestFrame, Wait, FRAME_HEADER_LEN, MAX_REQUEST_FRAME};
 pub use response::ResponseFrame;
