@@ -40,11 +40,31 @@ pub enum Status {
     NotWaiting = 0x17,
     /// The server is shutting down: nothing more is granted; the connection closes next.
     ShuttingDown = 0x18,
+    /// Cluster: this node does not own the request's partition. `value` is the epoch of
+    /// the owner this node knows (0 if none) and the response carries an
+    /// [`OwnerHint`](crate::OwnerHint) body. Also the status of a `NOTICE` that the node
+    /// gave a partition up.
+    NotOwner = 0x19,
+    /// Cluster: a `LOCK` on a partition in its grace period, when only `RECLAIM`s are
+    /// accepted; `value` is an upper bound of the milliseconds until the period ends.
+    InGrace = 0x1a,
+    /// Cluster: a `LOCK` or `RECLAIM` whose range spans more than one partition; `value` is
+    /// the first unit of the next partition (where the client must split the range).
+    CrossesPartition = 0x1b,
+    /// Cluster: the `RECLAIM` was not accepted (no grace period, a token not from an earlier
+    /// epoch of this partition, or a conflict with a lock already reclaimed); the client's
+    /// lock is lost.
+    ReclaimRefused = 0x1c,
+    /// Cluster: the node cannot confirm its etcd lease and grants nothing until it rejoins.
+    /// Also the status of a `NOTICE` that the node lost all its partitions.
+    Fenced = 0x1d,
+    /// `MAP` or `RECLAIM` sent to a server that is not a cluster node.
+    NotClustered = 0x1e,
 }
 
 impl Status {
     /// Every status, in code order.
-    pub const ALL: [Status; 15] = [
+    pub const ALL: [Status; 21] = [
         Status::Ok,
         Status::Pending,
         Status::WouldBlock,
@@ -60,6 +80,12 @@ impl Status {
         Status::FrameTooLarge,
         Status::NotWaiting,
         Status::ShuttingDown,
+        Status::NotOwner,
+        Status::InGrace,
+        Status::CrossesPartition,
+        Status::ReclaimRefused,
+        Status::Fenced,
+        Status::NotClustered,
     ];
 
     /// The wire byte.
@@ -102,7 +128,46 @@ impl core::fmt::Display for Status {
             Status::FrameTooLarge => "frame too large",
             Status::NotWaiting => "lock is not waiting",
             Status::ShuttingDown => "server shutting down",
+            Status::NotOwner => "node does not own the partition",
+            Status::InGrace => "partition in its grace period (only reclaims accepted)",
+            Status::CrossesPartition => "range crosses a partition boundary",
+            Status::ReclaimRefused => "reclaim refused (the lock is lost)",
+            Status::Fenced => "node fenced (its etcd lease is not confirmed)",
+            Status::NotClustered => "server is not a cluster node",
         };
         f.write_str(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_is_in_code_order_and_round_trips() {
+        for w in Status::ALL.windows(2) {
+            assert!(w[0].code() < w[1].code());
+        }
+        for s in Status::ALL {
+            assert_eq!(Status::from_code(s.code()), Ok(s));
+            assert_eq!(s.is_error(), s.code() >= 0x10);
+        }
+        assert_eq!(Status::from_code(0x1f), Err(DecodeError::UnknownStatus(0x1f)));
+    }
+
+    #[test]
+    fn cluster_codes() {
+        let codes = [
+            (Status::NotOwner, 0x19),
+            (Status::InGrace, 0x1a),
+            (Status::CrossesPartition, 0x1b),
+            (Status::ReclaimRefused, 0x1c),
+            (Status::Fenced, 0x1d),
+            (Status::NotClustered, 0x1e),
+        ];
+        for (s, c) in codes {
+            assert_eq!(s.code(), c);
+            assert!(s.is_error());
+        }
     }
 }
