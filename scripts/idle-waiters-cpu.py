@@ -18,7 +18,7 @@ p = subprocess.Popen([binary, "serve", "--addr", "127.0.0.1:0", "--engine", "ran
 addr = p.stdout.readline().decode().strip().split("listening on ")[1]
 host, port = addr.rsplit(":", 1)
 s = socket.create_connection((host, int(port)))
-s.sendall(b"RLCK" + struct.pack("<HH", 1, 0)); s.recv(24)
+s.sendall(b"RLCK" + struct.pack("<HH", 2, 0)); s.recv(24)
 def lock(i, wait):
     body = struct.pack("<BQQQBBI", 1, i, 0, 1000, 0, wait, 0)
     return struct.pack("<I", len(body)) + body

@@ -44,6 +44,9 @@ pub enum DecodeError {
     /// A field had a value outside its documented set.
     #[error("bad value {0} in field {1}")]
     BadField(u64, &'static str),
+    /// A string field (a node id or address) was not UTF-8.
+    #[error("field {0} is not UTF-8")]
+    BadUtf8(&'static str),
 }
 
 impl DecodeError {

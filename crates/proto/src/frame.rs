@@ -7,8 +7,18 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 #[cfg(feature = "tokio")]
 use super::request::FRAME_HEADER_LEN;
 
-/// Default largest frame (value of the length prefix) a peer accepts: 64 KiB.
+/// Default largest request frame (value of the length prefix) a server accepts: 64 KiB.
+/// The server announces its limit in [`ServerHello::max_frame`](crate::ServerHello); it
+/// bounds requests only.
 pub const DEFAULT_MAX_FRAME: u32 = 64 * 1024;
+
+/// The largest response frame (value of the length prefix) a server sends, and the least
+/// a client must accept: 16 MiB. The largest responses are a `STATS` answer (42 bytes per
+/// entry, as many entries as the server allows) and a `MAP` answer (at most 569 376
+/// bytes: [`MAX_PARTITIONS`](crate::MAX_PARTITIONS) partitions, [`MAX_NODES`](crate::MAX_NODES)
+/// nodes, every name 255 bytes; about 45 KB with 4096 partitions and short names), both
+/// far below it.
+pub const MAX_RESPONSE_FRAME: u32 = 16 * 1024 * 1024;
 
 /// Why no frame could be read. Any of these ends the connection: the stream can no longer
 /// be split into frames.

@@ -2,15 +2,17 @@
 //!
 //! The client sends a [`ClientHello`] (8 bytes); the server answers with a [`ServerHello`]
 //! (24 bytes). Neither is length-prefixed. If the versions do not match, the server answers
-//! with [`HelloStatus::UnsupportedVersion`] and its own version, then closes.
+//! with [`HelloStatus::UnsupportedVersion`] and its own version, then closes: a version 1
+//! client (before the cluster messages) is refused by a version 2 server this way.
 
 use super::codec::{Cursor, Put};
 use super::error::DecodeError;
 
 /// The four bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"RLCK";
-/// The protocol version this crate speaks.
-pub const VERSION: u16 = 1;
+/// The protocol version this crate speaks: 2 (version 1 had no cluster messages: no
+/// `RECLAIM`, `MAP`, `NOTICE`, nor the statuses from `NOT_OWNER` up).
+pub const VERSION: u16 = 2;
 /// Size of a [`ClientHello`] on the wire.
 pub const CLIENT_HELLO_LEN: usize = 8;
 /// Size of a [`ServerHello`] on the wire.

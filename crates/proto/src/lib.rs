@@ -12,6 +12,12 @@
 //!   reading a response, and responses carry the request id — they can arrive in any order
 //!   (a `LOCK` that waits is answered when granted).
 //!
+//! Version 2 adds the **cluster** messages (`docs/PROTOCOL.md` §7): the unit space is cut
+//! into aligned partitions ([`Partitioning`]), each owned by one node; fencing tokens
+//! carry the partition's epoch ([`token`]); `RECLAIM` and `MAP` requests, server-pushed
+//! notices ([`op::NOTICE`]), the statuses from [`Status::NotOwner`] up, and the
+//! [`ClusterMap`] and [`OwnerHint`] bodies.
+//!
 //! Decoding is total: [`RequestFrame::decode`], [`ResponseFrame::decode`] and the hello
 //! decoders return an error for any malformed input and never panic (property-tested).
 //!
@@ -29,6 +35,7 @@ mod codec;
 mod error;
 mod frame;
 mod handshake;
+mod map;
 mod partition;
 mod port;
 mod request;
@@ -40,14 +47,18 @@ pub mod token;
 pub use error::DecodeError;
 #[cfg(feature = "tokio")]
 pub use frame::read_frame;
-pub use frame::{FrameError, DEFAULT_MAX_FRAME};
+pub use frame::{FrameError, DEFAULT_MAX_FRAME, MAX_RESPONSE_FRAME};
 pub use handshake::{
     ClientHello, GrantMode, HelloStatus, ServerHello, CLIENT_HELLO_LEN, MAGIC, SERVER_HELLO_LEN,
     VERSION,
 };
+pub use map::{
+    ClusterMap, MapError, NodeInfo, OwnerHint, PartitionOwner, PartitionState, MAX_NAME_LEN,
+    MAX_NODES, OWNER_ENTRY_LEN,
+};
 pub use partition::{PartitionError, Partitioning, Piece, Split, MAX_PARTITIONS};
 pub use port::DEFAULT_PORT;
 pub use request::{op, Mode, Request, RequestFrame, Wait, FRAME_HEADER_LEN, MAX_REQUEST_FRAME};
-pub use response::ResponseFrame;
+pub use response::{ResponseFrame, ALL_PARTITIONS};
 pub use stats::{Counters, EntryState, StatsBody, StatsEntry, STATS_ENTRY_LEN};
 pub use status::Status;

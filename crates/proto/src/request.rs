@@ -9,9 +9,9 @@ use super::error::DecodeError;
 /// (`op u8 | id u64`).
 pub const FRAME_HEADER_LEN: usize = 9;
 
-/// The largest request frame's length prefix value (a `LOCK`: header + 22 payload bytes).
-/// A server's `max_frame` is at least this.
-pub const MAX_REQUEST_FRAME: u32 = FRAME_HEADER_LEN as u32 + 22;
+/// The largest request frame's length prefix value (a `RECLAIM`: header + 25 payload
+/// bytes). A server's `max_frame` is at least this.
+pub const MAX_REQUEST_FRAME: u32 = FRAME_HEADER_LEN as u32 + 25;
 
 /// Operation codes (the `op` byte of a request; a response carries `op | 0x80`).
 pub mod op {
@@ -27,6 +27,13 @@ pub mod op {
     pub const KEEPALIVE: u8 = 0x05;
     /// Counters and the holder/waiter list.
     pub const STATS: u8 = 0x06;
+    /// Cluster: re-assert a lock held at the partition's previous owner.
+    pub const RECLAIM: u8 = 0x07;
+    /// Cluster: read the partition map.
+    pub const MAP: u8 = 0x08;
+    /// Cluster: a server-pushed notice (a response frame with id 0 that answers no
+    /// request). Never a request: a request with this op is answered `UNKNOWN_OP`.
+    pub const NOTICE: u8 = 0x09;
     /// The bit that marks a response.
     pub const RESPONSE: u8 = 0x80;
     /// The op of every `UNKNOWN_OP` response (on the wire `0xff`), whatever the request's
@@ -103,6 +110,23 @@ pub enum Request {
         /// How many list entries the client wants (the server may send fewer).
         max_entries: u32,
     },
+    /// Cluster: re-assert the lock `[start, end)` with fencing token `token`, held at the
+    /// partition's previous owner, during the new owner's grace period. The request id
+    /// names the lock as for `LOCK`. Answered `OK` with the (unchanged) token as value.
+    /// Payload: `start u64 | end u64 | mode u8 | token u64`.
+    Reclaim {
+        /// First unit.
+        start: u64,
+        /// One past the last unit (`start < end`).
+        end: u64,
+        /// Shared or exclusive.
+        mode: Mode,
+        /// The token the previous owner granted.
+        token: u64,
+    },
+    /// Cluster: read the partition map (answered `OK` with a
+    /// [`ClusterMap`](crate::ClusterMap) body). No payload.
+    Map,
 }
 
 impl Request {
@@ -115,6 +139,8 @@ impl Request {
             Request::Poll { .. } => op::POLL,
             Request::Keepalive => op::KEEPALIVE,
             Request::Stats { .. } => op::STATS,
+            Request::Reclaim { .. } => op::RECLAIM,
+            Request::Map => op::MAP,
         }
     }
 }
@@ -122,7 +148,8 @@ impl Request {
 /// A request with its id: what travels in one frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RequestFrame {
-    /// Chosen by the client; echoed in the response. A `LOCK`'s id names the lock.
+    /// Chosen by the client; echoed in the response. A `LOCK`'s (or `RECLAIM`'s) id names
+    /// the lock.
     pub id: u64,
     /// The operation.
     pub request: Request,
@@ -150,8 +177,14 @@ impl RequestFrame {
             Request::Unlock { target } | Request::Cancel { target } | Request::Poll { target } => {
                 out.put_u64(target)
             }
-            Request::Keepalive => {}
+            Request::Keepalive | Request::Map => {}
             Request::Stats { max_entries } => out.put_u32(max_entries),
+            Request::Reclaim { start, end, mode, token } => {
+                out.put_u64(start);
+                out.put_u64(end);
+                out.put_u8(mode_code(mode));
+                out.put_u64(token);
+            }
         }
         finish_frame(out, at);
     }
@@ -197,6 +230,19 @@ impl RequestFrame {
             op::POLL => Request::Poll { target: c.u64()? },
             op::KEEPALIVE => Request::Keepalive,
             op::STATS => Request::Stats { max_entries: c.u32()? },
+            op::RECLAIM => {
+                let start = c.u64()?;
+                let end = c.u64()?;
+                let mode = mode_from_code(c.u8()?)?;
+                let token = c.u64()?;
+                c.finish()?;
+                if start >= end {
+                    return Err(DecodeError::InvalidRange { start, end });
+                }
+                Request::Reclaim { start, end, mode, token }
+            }
+            op::MAP => Request::Map,
+            // NOTICE (0x09) is server-to-client only.
             other => return Err(DecodeError::UnknownOp(other)),
         };
         c.finish()?;

@@ -1,37 +1,81 @@
 //! Responses: `len u32 | op|0x80 u8 | id u64 | status u8 | value u64 | body`.
 //!
-//! `value` is the fencing token for a granted `LOCK`/`POLL` and 0 otherwise. Only a `STATS`
-//! response with status `OK` has a body ([`StatsBody`]).
+//! `value` is the fencing token for a granted `LOCK`/`POLL` or an accepted `RECLAIM`, the
+//! status's documented value for some errors, and 0 otherwise. Three responses have a
+//! body: a `STATS` response with status `OK` ([`StatsBody`]), a `MAP` response with status
+//! `OK` ([`ClusterMap`]) and any `NOT_OWNER` response except a notice ([`OwnerHint`]).
+//!
+//! A **notice** is a response frame the server pushes unasked: op [`op::NOTICE`], id 0,
+//! status [`Status::NotOwner`] (the node gave up partition `value`) or [`Status::Fenced`]
+//! (the node lost its etcd lease: all its partitions), no body.
 
 use super::codec::{begin_frame, finish_frame, Cursor, Put};
 use super::error::DecodeError;
+use super::map::{ClusterMap, OwnerHint};
 use super::request::op;
 use super::stats::StatsBody;
 use super::status::Status;
+
+/// The `value` of a notice that concerns every partition of the node (a `FENCED` notice
+/// or a `NOT_OWNER` notice for all its partitions).
+pub const ALL_PARTITIONS: u64 = u64::MAX;
 
 /// One response frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResponseFrame {
     /// The request's op byte (without the response bit); [`op::UNKNOWN`] for a request
-    /// whose op byte names no operation (answered with [`Status::UnknownOp`]).
+    /// whose op byte names no operation (answered with [`Status::UnknownOp`]);
+    /// [`op::NOTICE`] for a notice.
     pub op: u8,
-    /// The request's id (0 for errors not tied to a decodable request).
+    /// The request's id (0 for errors not tied to a decodable request, and for notices).
     pub id: u64,
     /// Outcome.
     pub status: Status,
-    /// Fencing token of a grant, else 0.
+    /// Fencing token of a grant or reclaim, the documented value of some statuses (a
+    /// notice's partition), else 0.
     pub value: u64,
     /// Present only for a successful `STATS`.
     pub stats: Option<StatsBody>,
+    /// Present only for a successful `MAP`.
+    pub map: Option<ClusterMap>,
+    /// Present only for a `NOT_OWNER` answer to a request (never for a notice).
+    pub owner: Option<OwnerHint>,
 }
 
 impl ResponseFrame {
     /// A response without body.
     pub fn new(op: u8, id: u64, status: Status, value: u64) -> Self {
-        ResponseFrame { op, id, status, value, stats: None }
+        ResponseFrame { op, id, status, value, stats: None, map: None, owner: None }
+    }
+
+    /// A `NOT_OWNER` answer to request `id` (op `op`): `epoch` is the epoch of the owner
+    /// the node knows (0 if none), `hint` who and where it is.
+    pub fn not_owner(op: u8, id: u64, epoch: u64, hint: OwnerHint) -> Self {
+        ResponseFrame { owner: Some(hint), ..ResponseFrame::new(op, id, Status::NotOwner, epoch) }
+    }
+
+    /// The successful answer to `MAP` request `id`.
+    pub fn map(id: u64, map: ClusterMap) -> Self {
+        ResponseFrame { map: Some(map), ..ResponseFrame::new(op::MAP, id, Status::Ok, 0) }
+    }
+
+    /// A notice: `status` is [`Status::NotOwner`] (the node gave up `partition`) or
+    /// [`Status::Fenced`]; `partition` is [`ALL_PARTITIONS`] for all of the node's.
+    pub fn notice(status: Status, partition: u64) -> Self {
+        ResponseFrame::new(op::NOTICE, 0, status, partition)
+    }
+
+    /// Whether this is a server-pushed notice rather than the answer to a request.
+    pub fn is_notice(&self) -> bool {
+        self.op == op::NOTICE
     }
 
     /// Appends the whole frame, length prefix included, to `out`.
+    ///
+    /// Writes `stats` and `map` when present, and for a `NOT_OWNER` answer (not a notice)
+    /// its hint: `owner`, or the empty hint (owner unknown) when `None`. A body on a
+    /// response that [`decode`](Self::decode) expects none for makes the frame
+    /// undecodable (trailing bytes), as does a `STATS`/`MAP` `OK` without its body.
     pub fn encode(&self, out: &mut Vec<u8>) {
         let at = begin_frame(out);
         out.put_u8(self.op | op::RESPONSE);
@@ -41,10 +85,25 @@ impl ResponseFrame {
         if let Some(body) = &self.stats {
             body.encode(out);
         }
+        if let Some(map) = &self.map {
+            map.encode(out);
+        }
+        match &self.owner {
+            Some(hint) => hint.encode(out),
+            None if self.has_hint() => OwnerHint::default().encode(out),
+            None => {}
+        }
         finish_frame(out, at);
     }
 
+    /// Whether the frame carries an owner hint: a `NOT_OWNER` that is not a notice.
+    fn has_hint(&self) -> bool {
+        self.status == Status::NotOwner && self.op != op::NOTICE
+    }
+
     /// Decodes a frame body (the bytes after the length prefix). Total: never panics.
+    ///
+    /// A notice must have id 0 and status `NOT_OWNER` or `FENCED`.
     pub fn decode(body: &[u8]) -> Result<Self, DecodeError> {
         let mut c = Cursor::new(body);
         let kind = c.u8()?;
@@ -55,12 +114,94 @@ impl ResponseFrame {
         let id = c.u64()?;
         let status = Status::from_code(c.u8()?)?;
         let value = c.u64()?;
-        let stats = if op_byte == op::STATS && status == Status::Ok {
-            Some(StatsBody::decode(&mut c)?)
-        } else {
-            None
-        };
+        let mut r = ResponseFrame::new(op_byte, id, status, value);
+        if op_byte == op::NOTICE {
+            if id != 0 {
+                return Err(DecodeError::BadField(id, "notice.id"));
+            }
+            if !matches!(status, Status::NotOwner | Status::Fenced) {
+                return Err(DecodeError::BadField(status.code().into(), "notice.status"));
+            }
+        } else if status == Status::NotOwner {
+            r.owner = Some(OwnerHint::decode(&mut c)?);
+        } else if status == Status::Ok && op_byte == op::STATS {
+            r.stats = Some(StatsBody::decode(&mut c)?);
+        } else if status == Status::Ok && op_byte == op::MAP {
+            r.map = Some(ClusterMap::decode(&mut c)?);
+        }
         c.finish()?;
-        Ok(ResponseFrame { op: op_byte, id, status, value, stats })
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(r: &ResponseFrame) -> Result<ResponseFrame, DecodeError> {
+        let mut out = Vec::new();
+        r.encode(&mut out);
+        let len = u32::from_le_bytes(out[..4].try_into().unwrap()) as usize;
+        assert_eq!(len, out.len() - 4);
+        ResponseFrame::decode(&out[4..])
+    }
+
+    #[test]
+    fn not_owner_without_hint_sends_the_empty_hint() {
+        let r = ResponseFrame::new(op::LOCK, 3, Status::NotOwner, 0);
+        assert_eq!(
+            round_trip(&r).unwrap(),
+            ResponseFrame::not_owner(op::LOCK, 3, 0, OwnerHint::default())
+        );
+        let hint = OwnerHint::new("n2", "10.0.0.2:7878").unwrap();
+        let r = ResponseFrame::not_owner(op::RECLAIM, 4, 41, hint);
+        assert_eq!(round_trip(&r).unwrap(), r);
+    }
+
+    #[test]
+    fn notices() {
+        for r in [
+            ResponseFrame::notice(Status::NotOwner, 2),
+            ResponseFrame::notice(Status::Fenced, ALL_PARTITIONS),
+        ] {
+            assert!(r.is_notice());
+            assert_eq!(round_trip(&r).unwrap(), r);
+        }
+        // A notice carries no hint, even with NOT_OWNER.
+        let mut out = Vec::new();
+        ResponseFrame::notice(Status::NotOwner, 2).encode(&mut out);
+        assert_eq!(out.len(), 4 + 18);
+        assert_eq!(
+            round_trip(&ResponseFrame { id: 5, ..ResponseFrame::notice(Status::Fenced, 1) }),
+            Err(DecodeError::BadField(5, "notice.id"))
+        );
+        assert_eq!(
+            round_trip(&ResponseFrame::notice(Status::Ok, 1)),
+            Err(DecodeError::BadField(0, "notice.status"))
+        );
+    }
+
+    #[test]
+    fn bodies_only_where_expected() {
+        // A MAP OK without its map, and a map on a failed MAP, do not decode.
+        let r = ResponseFrame::new(op::MAP, 1, Status::Ok, 0);
+        assert_eq!(round_trip(&r), Err(DecodeError::Truncated));
+        let map = ClusterMap {
+            revision: 1,
+            partitions: 1,
+            nodes: vec![],
+            owners: vec![crate::PartitionOwner {
+                node: None,
+                state: crate::PartitionState::Unowned,
+                epoch: 0,
+            }],
+        };
+        let ok = ResponseFrame::map(1, map.clone());
+        assert_eq!(round_trip(&ok).unwrap(), ok);
+        let r = ResponseFrame { status: Status::NotClustered, ..ok };
+        assert!(matches!(round_trip(&r), Err(DecodeError::TrailingBytes(_))));
+        // A MAP answer NOT_CLUSTERED has no body.
+        let r = ResponseFrame::new(op::MAP, 1, Status::NotClustered, 0);
+        assert_eq!(round_trip(&r).unwrap(), r);
     }
 }

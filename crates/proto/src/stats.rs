@@ -19,7 +19,8 @@ pub struct Counters {
     pub holders: u64,
     /// Locks queued now.
     pub waiters: u64,
-    /// Grants since start (also the last fencing token handed out).
+    /// Grants since start (on a single server also the last fencing token handed out; not
+    /// on a cluster node, whose tokens carry an epoch).
     pub grants: u64,
     /// Releases by `UNLOCK` since start.
     pub releases: u64,

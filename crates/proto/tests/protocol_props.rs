@@ -1,4 +1,5 @@
-//! Decoding is total (never panics on any bytes) and encoding round-trips.
+//! Decoding is total (never panics on any bytes), encoding round-trips, and every body
+//! that decodes re-encodes to the same bytes (the encoding is canonical).
 
 use std::time::Duration;
 
@@ -29,11 +30,145 @@ fn request() -> impl Strategy<Value = Request> {
         any::<u64>().prop_map(|target| Request::Poll { target }),
         Just(Request::Keepalive),
         any::<u32>().prop_map(|max_entries| Request::Stats { max_entries }),
+        (any::<u64>(), 1u64.., mode(), any::<u64>()).prop_map(|(s, l, mode, token)| {
+            let start = s.min(u64::MAX - 1);
+            let end = start.saturating_add(l).max(start + 1);
+            Request::Reclaim { start, end, mode, token }
+        }),
+        Just(Request::Map),
     ]
 }
 
 fn status() -> impl Strategy<Value = Status> {
     proptest::sample::select(Status::ALL.to_vec())
+}
+
+/// A node id or address: up to 255 bytes of UTF-8, often multi-byte.
+fn name() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-z0-9.:-]{0,24}",
+        "\\PC{0,40}",
+        (1usize..=85).prop_map(|n| "é€".repeat(n)).prop_map(|s| {
+            let mut n = s.len().min(MAX_NAME_LEN);
+            while !s.is_char_boundary(n) {
+                n -= 1;
+            }
+            s[..n].to_owned()
+        }),
+    ]
+}
+
+fn hint() -> impl Strategy<Value = OwnerHint> {
+    (name(), name()).prop_map(|(node, addr)| OwnerHint::new(node, addr).unwrap())
+}
+
+fn cluster_map() -> impl Strategy<Value = ClusterMap> {
+    let nodes = proptest::collection::vec(
+        (name(), name()).prop_map(|(id, addr)| NodeInfo::new(id, addr).unwrap()),
+        0..5,
+    );
+    let bits = prop_oneof![4 => 0u32..=4, 1 => 5u32..=12];
+    (any::<u64>(), bits, nodes)
+        .prop_flat_map(|(revision, bits, nodes)| {
+            let n = nodes.len() as u16;
+            let node = if n == 0 { Just(None).boxed() } else { proptest::option::of(0..n).boxed() };
+            let state = prop_oneof![
+                Just(PartitionState::Unowned),
+                Just(PartitionState::Grace),
+                Just(PartitionState::Serving),
+            ];
+            let owner = (node, state, any::<u64>())
+                .prop_map(|(node, state, epoch)| PartitionOwner { node, state, epoch });
+            let owners = proptest::collection::vec(owner, 1usize << bits);
+            (Just(revision), Just(bits), Just(nodes), owners)
+        })
+        .prop_map(|(revision, bits, nodes, owners)| {
+            ClusterMap::new(revision, Partitioning::new(1 << bits).unwrap(), nodes, owners).unwrap()
+        })
+}
+
+fn stats_body() -> impl Strategy<Value = StatsBody> {
+    let entry = (any::<[u64; 5]>(), mode(), any::<bool>()).prop_map(|(v, mode, held)| StatsEntry {
+        session: v[0],
+        id: v[1],
+        start: v[2],
+        end: v[3],
+        mode,
+        state: if held { EntryState::Held } else { EntryState::Waiting },
+        token: if held { v[4] } else { 0 },
+    });
+    (any::<[u64; 11]>(), proptest::collection::vec(entry, 0..4)).prop_map(|(c, entries)| {
+        StatsBody {
+            counters: Counters {
+                sessions_open: c[0],
+                sessions_total: c[1],
+                holders: c[2],
+                waiters: c[3],
+                grants: c[4],
+                releases: c[5],
+                released_by_close: c[6],
+                would_block: c[7],
+                timeouts: c[8],
+                cancels: c[9],
+                errors: c[10],
+            },
+            entries,
+        }
+    })
+}
+
+/// Any valid response: an answer (with the body its op and status call for) or a notice;
+/// the responses with a body are weighted up.
+fn response() -> impl Strategy<Value = ResponseFrame> {
+    let op_byte = prop_oneof![1u8..=op::MAP, Just(op::UNKNOWN), 0u8..op::UNKNOWN];
+    let answer = (op_byte, any::<u64>(), status(), any::<u64>())
+        .prop_filter("not a notice", |(op, ..)| *op != op::NOTICE)
+        .prop_flat_map(|(op, id, st, value)| {
+            let r = ResponseFrame::new(op, id, st, value);
+            if st == Status::NotOwner {
+                hint().prop_map(move |h| ResponseFrame::not_owner(op, id, value, h)).boxed()
+            } else if st == Status::Ok && op == op::STATS {
+                stats_body()
+                    .prop_map(move |b| ResponseFrame { stats: Some(b), ..r.clone() })
+                    .boxed()
+            } else if st == Status::Ok && op == op::MAP {
+                cluster_map().prop_map(move |m| ResponseFrame::map(id, m)).boxed()
+            } else {
+                Just(r).boxed()
+            }
+        });
+    let map = (any::<u64>(), cluster_map()).prop_map(|(id, m)| ResponseFrame::map(id, m));
+    let stats = (any::<u64>(), stats_body()).prop_map(|(id, b)| ResponseFrame {
+        stats: Some(b),
+        ..ResponseFrame::new(op::STATS, id, Status::Ok, 0)
+    });
+    let not_owner =
+        (prop_oneof![Just(op::LOCK), Just(op::RECLAIM)], any::<u64>(), any::<u64>(), hint())
+            .prop_map(|(op, id, epoch, h)| ResponseFrame::not_owner(op, id, epoch, h));
+    let notice = (prop_oneof![Just(Status::NotOwner), Just(Status::Fenced)], any::<u64>())
+        .prop_map(|(st, partition)| ResponseFrame::notice(st, partition));
+    prop_oneof![3 => answer, 2 => map, 1 => stats, 1 => not_owner, 1 => notice]
+}
+
+fn encode_response(r: &ResponseFrame) -> Vec<u8> {
+    let mut out = Vec::new();
+    r.encode(&mut out);
+    let len = u32::from_le_bytes(out[..4].try_into().unwrap()) as usize;
+    assert_eq!(len, out.len() - 4);
+    out.split_off(4)
+}
+
+/// If `body` decodes, it is the canonical encoding of what it decodes to.
+fn assert_canonical(body: &[u8]) -> Result<(), TestCaseError> {
+    if let Ok(r) = RequestFrame::decode(body) {
+        let mut out = Vec::new();
+        r.encode(&mut out);
+        prop_assert_eq!(&out[4..], body);
+    }
+    if let Ok(r) = ResponseFrame::decode(body) {
+        prop_assert_eq!(encode_response(&r), body);
+    }
+    Ok(())
 }
 
 proptest! {
@@ -46,20 +181,32 @@ proptest! {
         let _ = ClientHello::decode(&bytes);
         let _ = ServerHello::decode(&bytes);
         let _ = RequestFrame::peek_header(&bytes);
+        assert_canonical(&bytes)?;
     }
 
     /// Random bytes behind a plausible header reach the payload decoders.
     #[test]
     fn decoders_never_panic_past_the_header(
-        op in 0u8..8, kind in prop_oneof![0x80u8..0x88, any::<u8>()],
+        op in 0u8..11, kind in prop_oneof![0x80u8..0x8b, any::<u8>()],
         tail in proptest::collection::vec(any::<u8>(), 0..160),
     ) {
         let mut b = vec![op];
         b.extend_from_slice(&7u64.to_le_bytes());
         b.extend_from_slice(&tail);
         let _ = RequestFrame::decode(&b);
+        assert_canonical(&b)?;
         b[0] = kind;
         let _ = ResponseFrame::decode(&b);
+        assert_canonical(&b)?;
+        // The bodies behind a status that calls for them: MAP OK, any NOT_OWNER, STATS OK.
+        for (kind, status) in [(0x88, 0x00), (0x81, 0x19), (0x87, 0x19), (0x86, 0x00)] {
+            let mut r = vec![kind];
+            r.extend_from_slice(&7u64.to_le_bytes());
+            r.push(status);
+            r.extend_from_slice(&tail);
+            let _ = ResponseFrame::decode(&r);
+            assert_canonical(&r)?;
+        }
         // A stats response whose count field claims far more entries than the bytes hold.
         let mut s = vec![0x86];
         s.extend_from_slice(&1u64.to_le_bytes());
@@ -82,18 +229,51 @@ proptest! {
         prop_assert_eq!(back, f);
     }
 
+    /// `ResponseFrame::new` (no body) round-trips unless the op and status call for a body.
     #[test]
-    fn responses_round_trip(op in 1u8..0x7f, id in any::<u64>(), st in status(), value in any::<u64>()) {
+    fn bodiless_responses_round_trip(
+        op in 1u8..0x7f, id in prop_oneof![Just(0), any::<u64>()], st in status(),
+        value in any::<u64>(),
+    ) {
         let r = ResponseFrame::new(op, id, st, value);
-        let mut out = Vec::new();
-        r.encode(&mut out);
-        let back = ResponseFrame::decode(&out[4..]);
-        if op == op::STATS && st == Status::Ok {
-            // A successful STATS response must carry a body.
+        let back = ResponseFrame::decode(&encode_response(&r));
+        if op == op::NOTICE {
+            // A notice has id 0 and status NOT_OWNER or FENCED.
+            let valid = id == 0 && matches!(st, Status::NotOwner | Status::Fenced);
+            prop_assert_eq!(back.is_ok(), valid);
+            if valid {
+                prop_assert_eq!(back.unwrap(), r);
+            }
+        } else if st == Status::Ok && (op == op::STATS || op == op::MAP) {
+            // A successful STATS or MAP response must carry a body.
             prop_assert!(back.is_err());
+        } else if st == Status::NotOwner {
+            // Without a hint, NOT_OWNER carries the empty one ("owner unknown").
+            prop_assert_eq!(back.unwrap(), ResponseFrame::not_owner(op, id, value, OwnerHint::default()));
         } else {
             prop_assert_eq!(back.unwrap(), r);
         }
+    }
+
+    #[test]
+    fn responses_round_trip(r in response()) {
+        let body = encode_response(&r);
+        prop_assert_eq!(ResponseFrame::decode(&body).unwrap(), r);
+    }
+
+    /// Every truncation of a valid response is an error; any one-byte change decodes to an
+    /// error or to a message whose encoding is the changed bytes.
+    #[test]
+    fn damaged_responses_never_panic(
+        r in response(), cut in any::<proptest::sample::Index>(),
+        at in any::<proptest::sample::Index>(), byte in any::<u8>(),
+    ) {
+        let body = encode_response(&r);
+        let cut = cut.index(body.len());
+        prop_assert!(ResponseFrame::decode(&body[..cut]).is_err());
+        let mut changed = body.clone();
+        changed[at.index(body.len())] = byte;
+        assert_canonical(&changed)?;
     }
 
     /// Every truncation of a valid request is an error, not a panic or a different request.
@@ -105,6 +285,75 @@ proptest! {
         if cut < body.len() {
             prop_assert!(RequestFrame::decode(&body[..cut]).is_err());
         }
+    }
+
+    /// Any one-byte change of a valid request decodes to an error or canonically.
+    #[test]
+    fn damaged_requests_never_panic(
+        id in any::<u64>(), req in request(), at in any::<proptest::sample::Index>(),
+        byte in any::<u8>(),
+    ) {
+        let mut out = Vec::new();
+        RequestFrame { id, request: req }.encode(&mut out);
+        let mut body = out.split_off(4);
+        let at = at.index(body.len());
+        body[at] = byte;
+        assert_canonical(&body)?;
+    }
+}
+
+#[test]
+fn notice_is_not_a_request() {
+    let mut body = vec![op::NOTICE];
+    body.extend_from_slice(&1u64.to_le_bytes());
+    assert_eq!(RequestFrame::decode(&body).unwrap_err(), DecodeError::UnknownOp(op::NOTICE));
+    assert_eq!(DecodeError::UnknownOp(op::NOTICE).status(), Status::UnknownOp);
+}
+
+#[test]
+fn reclaim_validates_like_lock() {
+    let reclaim = RequestFrame {
+        id: 1,
+        request: Request::Reclaim { start: 0, end: 1, mode: Mode::Shared, token: 5 },
+    };
+    let mut out = Vec::new();
+    reclaim.encode(&mut out);
+    assert_eq!(out.len() - 4, MAX_REQUEST_FRAME as usize);
+    let mut inverted = out[4..].to_vec();
+    inverted[9..17].copy_from_slice(&5u64.to_le_bytes());
+    inverted[17..25].copy_from_slice(&5u64.to_le_bytes());
+    assert_eq!(
+        RequestFrame::decode(&inverted).unwrap_err(),
+        DecodeError::InvalidRange { start: 5, end: 5 }
+    );
+    let mut bad_mode = out[4..].to_vec();
+    bad_mode[25] = 2;
+    assert_eq!(RequestFrame::decode(&bad_mode).unwrap_err().status(), Status::Malformed);
+    let mut long = out[4..].to_vec();
+    long.push(0);
+    assert_eq!(RequestFrame::decode(&long).unwrap_err(), DecodeError::TrailingBytes(1));
+    // MAP has no payload.
+    let mut map = vec![op::MAP];
+    map.extend_from_slice(&2u64.to_le_bytes());
+    assert_eq!(RequestFrame::decode(&map).unwrap(), RequestFrame { id: 2, request: Request::Map });
+    map.push(0);
+    assert_eq!(RequestFrame::decode(&map).unwrap_err(), DecodeError::TrailingBytes(1));
+}
+
+#[test]
+fn every_request_fits_the_smallest_max_frame() {
+    let largest = [
+        Request::Lock { start: 0, end: 1, mode: Mode::Shared, wait: Wait::Forever },
+        Request::Reclaim { start: 0, end: 1, mode: Mode::Shared, token: 0 },
+        Request::Stats { max_entries: 0 },
+        Request::Map,
+        Request::Keepalive,
+        Request::Unlock { target: 0 },
+    ];
+    for request in largest {
+        let mut out = Vec::new();
+        RequestFrame { id: 0, request }.encode(&mut out);
+        assert!(out.len() - 4 <= MAX_REQUEST_FRAME as usize, "{request:?}");
     }
 }
 

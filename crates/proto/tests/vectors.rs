@@ -70,11 +70,13 @@ fn expected() -> Vec<(&'static str, Msg)> {
         }],
     };
     vec![
-        ("client-hello", Msg::ClientHello(ClientHello { version: 1 })),
+        ("client-hello", Msg::ClientHello(ClientHello { version: VERSION })),
+        // A version 1 client's hello: answered by `server-hello-refused`.
+        ("client-hello-v1", Msg::ClientHello(ClientHello { version: 1 })),
         (
             "server-hello",
             Msg::ServerHello(ServerHello {
-                version: 1,
+                version: 2,
                 status: HelloStatus::Accepted,
                 grant: GrantMode::Push,
                 session: 1,
@@ -85,7 +87,7 @@ fn expected() -> Vec<(&'static str, Msg)> {
         (
             "server-hello-refused",
             Msg::ServerHello(ServerHello {
-                version: 1,
+                version: 2,
                 status: HelloStatus::UnsupportedVersion,
                 grant: GrantMode::Poll,
                 session: 0,
@@ -142,9 +144,83 @@ fn expected() -> Vec<(&'static str, Msg)> {
                 status: Status::Ok,
                 value: 0,
                 stats: Some(stats),
+                map: None,
+                owner: None,
             }),
         ),
+        // Cluster messages (§7).
+        (
+            "reclaim",
+            req(
+                10,
+                Request::Reclaim {
+                    start: 0x1000,
+                    end: 0x2000,
+                    mode: Mode::Exclusive,
+                    token: token::pack(7, 3),
+                },
+            ),
+        ),
+        ("map", req(11, Request::Map)),
+        (
+            "resp-reclaim-ok",
+            Msg::Response(ResponseFrame::new(op::RECLAIM, 10, Status::Ok, token::pack(7, 3))),
+        ),
+        ("resp-map", Msg::Response(ResponseFrame::map(11, cluster_map()))),
+        (
+            "resp-map-not-clustered",
+            Msg::Response(ResponseFrame::new(op::MAP, 11, Status::NotClustered, 0)),
+        ),
+        (
+            "resp-lock-not-owner",
+            Msg::Response(ResponseFrame::not_owner(
+                op::LOCK,
+                12,
+                41,
+                OwnerHint::new("n2", "10.0.0.2:7878").unwrap(),
+            )),
+        ),
+        (
+            "resp-lock-not-owner-unknown",
+            Msg::Response(ResponseFrame::not_owner(op::LOCK, 13, 0, OwnerHint::default())),
+        ),
+        (
+            "resp-lock-in-grace",
+            Msg::Response(ResponseFrame::new(op::LOCK, 14, Status::InGrace, 1500)),
+        ),
+        (
+            "resp-lock-crosses-partition",
+            Msg::Response(ResponseFrame::new(op::LOCK, 15, Status::CrossesPartition, 1 << 62)),
+        ),
+        (
+            "resp-reclaim-refused",
+            Msg::Response(ResponseFrame::new(op::RECLAIM, 16, Status::ReclaimRefused, 0)),
+        ),
+        ("resp-lock-fenced", Msg::Response(ResponseFrame::new(op::LOCK, 17, Status::Fenced, 0))),
+        ("notice-not-owner", Msg::Response(ResponseFrame::notice(Status::NotOwner, 2))),
+        ("notice-fenced", Msg::Response(ResponseFrame::notice(Status::Fenced, ALL_PARTITIONS))),
     ]
+}
+
+/// Revision 42, 4 partitions on 2 nodes: 0 served by n1 (epoch 40), 1 by n2 (epoch 41),
+/// 2 in n2's grace period (epoch 42), 3 unowned.
+fn cluster_map() -> ClusterMap {
+    let owner = |node, state, epoch| PartitionOwner { node, state, epoch };
+    ClusterMap::new(
+        42,
+        Partitioning::new(4).unwrap(),
+        vec![
+            NodeInfo::new("n1", "10.0.0.1:7878").unwrap(),
+            NodeInfo::new("n2", "10.0.0.2:7878").unwrap(),
+        ],
+        vec![
+            owner(Some(0), PartitionState::Serving, 40),
+            owner(Some(1), PartitionState::Serving, 41),
+            owner(Some(1), PartitionState::Grace, 42),
+            owner(None, PartitionState::Unowned, 0),
+        ],
+    )
+    .unwrap()
 }
 
 #[test]

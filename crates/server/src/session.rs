@@ -291,6 +291,10 @@ impl Handler<'_> {
                 let max_entries = max_entries.min(self.shared.config.max_stats_entries);
                 engine.submit(Command::Stats { session, id, max_entries })
             }
+            // A single server is not a cluster node (PROTOCOL.md §7).
+            Request::Reclaim { .. } | Request::Map => {
+                self.error(frame.request.op(), id, Status::NotClustered)
+            }
         }
     }
 }
