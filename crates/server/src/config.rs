@@ -2,8 +2,10 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::ownership::Ownership;
 use crate::protocol::{GrantMode, DEFAULT_MAX_FRAME};
 
 pub use crate::protocol::DEFAULT_PORT;
@@ -104,6 +106,10 @@ pub struct ServerConfig {
     /// Worker threads of the handler runtime (ignored by `tree-single`); 0 (the default)
     /// picks [`ServerConfig::auto_handler_threads`].
     pub handler_threads: usize,
+    /// Cluster nodes only: the partitions this node owns, kept by the cluster manager
+    /// (`rangelock-cluster`). `None` (the default): a single server that owns the whole
+    /// unit space.
+    pub cluster: Option<Arc<Ownership>>,
 }
 
 impl Default for ServerConfig {
@@ -120,6 +126,7 @@ impl Default for ServerConfig {
             max_stats_entries: 1000,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             handler_threads: 0,
+            cluster: None,
         }
     }
 }
@@ -144,6 +151,12 @@ pub enum ConfigError {
     /// A limit that must be at least one is zero.
     #[error("{0} must be at least 1")]
     Zero(&'static str),
+    /// A cluster node needs an engine with one serial lock table.
+    #[error(
+        "the {0} engine cannot run a cluster node: partition tokens and grace periods need \
+         a lock table (use combiner, tree-mutex or tree-single)"
+    )]
+    ClusterEngine(&'static str),
     /// `max_frame` is below the largest request frame.
     #[error("max_frame {got} is below {min}, the size of the largest request frame")]
     MaxFrame {
@@ -172,6 +185,9 @@ impl ServerConfig {
             if v == 0 {
                 return Err(ConfigError::Zero(name));
             }
+        }
+        if self.cluster.is_some() && self.engine == EngineKind::RangeLock {
+            return Err(ConfigError::ClusterEngine(self.engine.name()));
         }
         let min = crate::protocol::MAX_REQUEST_FRAME;
         if self.max_frame < min {

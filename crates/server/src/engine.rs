@@ -32,7 +32,7 @@ use std::thread::JoinHandle;
 
 use crate::config::{EngineKind, ServerConfig};
 use crate::rangelock_engine::RangeLockEngine;
-use crate::table::{Command, LockTable, TableLimits};
+use crate::table::{Command, LockTable, TableLimits, TablePartitions};
 
 /// Commands the combiner executes after the first one of a batch before it writes the
 /// batch's responses.
@@ -62,6 +62,13 @@ impl Engine {
             return Ok((Engine::RangeLock(Arc::new(e)), None));
         }
         let mut table = LockTable::new(config.grant, limits, handler_errors);
+        if let Some(own) = &config.cluster {
+            table.set_partitions(TablePartitions::new(
+                own.partitioning(),
+                own.fence_arc(),
+                own.epoch_requests(),
+            ));
+        }
         match config.engine {
             EngineKind::Combiner => {
                 let (tx, rx) = mpsc::channel::<Command>();

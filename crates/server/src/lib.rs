@@ -24,6 +24,7 @@ mod config;
 mod end_log;
 mod engine;
 mod listen;
+pub mod ownership;
 mod rangelock_engine;
 mod reply;
 mod server;

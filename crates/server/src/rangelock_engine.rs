@@ -278,6 +278,14 @@ impl RangeLockEngine {
                 }
             }
             Command::Stats { session, id, max_entries } => self.stats(session, id, max_entries),
+            // A cluster node never runs this engine (`ServerConfig::validate`).
+            Command::Reclaim { session, id, .. } => {
+                if let Some(s) = self.session(session) {
+                    let r = ResponseFrame::new(op::RECLAIM, id, Status::NotClustered, 0);
+                    self.reply(&lock(&s), r);
+                }
+            }
+            Command::Partition { .. } => {}
             Command::Shutdown => {
                 self.shutting_down.store(true, Ordering::Relaxed);
                 let sessions: Vec<SessionRef> = lock(&self.sessions).values().cloned().collect();

@@ -120,6 +120,10 @@ fn run(config: ServerConfig, ready: std::sync::mpsc::Sender<Ready>, stop: onesho
             return;
         }
     };
+    if let Some(own) = &config.cluster {
+        own.attach(engine.clone());
+    }
+    let cluster = config.cluster.clone();
     let shared = Arc::new(Shared {
         engine,
         config,
@@ -127,7 +131,12 @@ fn run(config: ServerConfig, ready: std::sync::mpsc::Sender<Ready>, stop: onesho
         handler_errors,
         end_log: EndLog::default(),
     });
-    if !rt.block_on(serve(shared, ready, stop)) {
+    let served = rt.block_on(serve(shared, ready, stop));
+    // The ownership (kept by the cluster manager) must not keep the combiner alive.
+    if let Some(own) = cluster {
+        own.detach();
+    }
+    if !served {
         return;
     }
     // Every session task has ended; shutting the runtime down drops any stragglers

@@ -33,6 +33,7 @@ use tokio::task::{AbortHandle, JoinSet};
 
 use crate::config::ServerConfig;
 use crate::end_log::EndLog;
+use crate::ownership::Admission;
 use crate::engine::Engine;
 use crate::protocol::{
     op, read_frame, ClientHello, FrameError, HelloStatus, Request, RequestFrame, ResponseFrame,
@@ -230,6 +231,12 @@ impl Handler<'_> {
         reply::send_now(&self.tx, ResponseFrame::new(op, id, status, 0));
     }
 
+    /// Answers a request the ownership check refused.
+    fn refuse(&self, r: ResponseFrame) {
+        self.shared.handler_errors.fetch_add(1, Ordering::Relaxed);
+        reply::send_now(&self.tx, r);
+    }
+
     fn abort_timers(&mut self, target: u64) {
         for h in self.timer_of.remove(&target).unwrap_or_default() {
             h.abort();
@@ -256,7 +263,15 @@ impl Handler<'_> {
                 self.nonce += 1;
                 let nonce = self.nonce;
                 let may_wait = wait != Wait::Try;
-                engine.submit(Command::Lock { session, id, start, end, mode, may_wait, nonce });
+                let cmd = Command::Lock { session, id, start, end, mode, may_wait, nonce };
+                if let Some(own) = &self.shared.config.cluster {
+                    let submit = || engine.submit(cmd);
+                    if let Err(r) = own.admit(Admission::Lock, op::LOCK, id, start, end, submit) {
+                        return self.refuse(r);
+                    }
+                } else {
+                    engine.submit(cmd);
+                }
                 if let Wait::Timeout(d) = wait {
                     while self.timers.try_join_next().is_some() {}
                     let engine = engine.clone();
@@ -287,13 +302,26 @@ impl Handler<'_> {
             Request::Keepalive => {
                 reply::send_now(&self.tx, ResponseFrame::new(op::KEEPALIVE, id, Status::Ok, 0));
             }
+            // A single server is not a cluster node: RECLAIM and MAP get NOT_CLUSTERED
+            // (PROTOCOL.md §7).
+            Request::Reclaim { start, end, mode, token } => {
+                let Some(own) = &self.shared.config.cluster else {
+                    return self.error(op::RECLAIM, id, Status::NotClustered);
+                };
+                let cmd = Command::Reclaim { session, id, start, end, mode, token };
+                let submit = || engine.submit(cmd);
+                let what = Admission::Reclaim { token };
+                if let Err(r) = own.admit(what, op::RECLAIM, id, start, end, submit) {
+                    self.refuse(r);
+                }
+            }
+            Request::Map => match &self.shared.config.cluster {
+                Some(own) => reply::send_now(&self.tx, own.map_reply(id)),
+                None => self.error(op::MAP, id, Status::NotClustered),
+            },
             Request::Stats { max_entries } => {
                 let max_entries = max_entries.min(self.shared.config.max_stats_entries);
                 engine.submit(Command::Stats { session, id, max_entries })
-            }
-            // A single server is not a cluster node (PROTOCOL.md §7).
-            Request::Reclaim { .. } | Request::Map => {
-                self.error(frame.request.op(), id, Status::NotClustered)
             }
         }
     }

@@ -1,5 +1,6 @@
 //! The operations handlers submit to a lock table.
 
+use super::partitions::PartitionChange;
 use crate::protocol::Mode;
 pub use crate::reply::{ReplySink, ReplyTo};
 
@@ -82,6 +83,30 @@ pub enum Command {
     Close {
         /// Session id.
         session: u64,
+    },
+    /// `RECLAIM` (cluster nodes; range already validated): reinstall a lock held at the
+    /// partition's previous owner, with its token.
+    Reclaim {
+        /// Session id.
+        session: u64,
+        /// Request id; names the lock.
+        id: u64,
+        /// First unit.
+        start: u64,
+        /// One past the last unit.
+        end: u64,
+        /// Shared or exclusive.
+        mode: Mode,
+        /// The token the previous owner granted the lock with.
+        token: u64,
+    },
+    /// Partition ownership changed (cluster nodes; sent by
+    /// [`crate::ownership::Ownership`]).
+    Partition {
+        /// The partition.
+        partition: u32,
+        /// What changed.
+        change: PartitionChange,
     },
     /// The server is stopping: answer every waiting lock `SHUTTING_DOWN`, grant nothing
     /// more and refuse new locks, so no client is granted a lock while sessions are being

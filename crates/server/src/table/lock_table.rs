@@ -43,6 +43,7 @@ use std::sync::Arc;
 use super::command::{Command, ReplySink};
 use super::ended::Ended;
 use super::interval_tree::{Handle, IntervalTree};
+use super::partitions::{PartitionChange, TablePartitions};
 use crate::protocol::{
     op, Counters, EntryState, GrantMode, Mode, ResponseFrame, StatsBody, StatsEntry, Status,
 };
@@ -128,6 +129,8 @@ pub struct LockTable {
     scratch: Vec<Handle>,
     /// Set by [`Command::Shutdown`]: no more grants or new locks.
     shutting_down: bool,
+    /// Cluster nodes only: which partitions this node serves, and their token counters.
+    parts: Option<TablePartitions>,
 }
 
 impl LockTable {
@@ -143,7 +146,14 @@ impl LockTable {
             handler_errors,
             scratch: Vec::new(),
             shutting_down: false,
+            parts: None,
         }
+    }
+
+    /// Makes this the table of a cluster node: it grants only on partitions it owns (see
+    /// [`crate::ownership`]), with per-partition tokens.
+    pub(crate) fn set_partitions(&mut self, parts: TablePartitions) {
+        self.parts = Some(parts);
     }
 
     /// Executes one command, queueing its responses on the sessions' sinks; the caller
@@ -169,6 +179,10 @@ impl LockTable {
             Command::Stats { session, id, max_entries } => self.stats(session, id, max_entries),
             Command::Close { session } => self.close(session),
             Command::Shutdown => self.shutdown(),
+            Command::Reclaim { session, id, start, end, mode, token } => {
+                self.reclaim(session, id, start, end, mode, token)
+            }
+            Command::Partition { partition, change } => self.partition(partition, change),
         }
     }
 
@@ -193,15 +207,16 @@ impl LockTable {
         nonce: u64,
     ) {
         let Some(s) = self.sessions.get(&session) else { return };
-        let error = self.limits.refuse_lock(
-            self.shutting_down,
-            start,
-            end,
-            s.locks.contains_key(&id),
-            s.locks.len(),
-        );
-        if let Some(status) = error {
-            self.reply(session, ResponseFrame::new(op::LOCK, id, status, 0));
+        // Precedence (PROTOCOL.md §2): shutdown and range, then ownership, then the
+        // session's own limits.
+        let early = self.limits.refuse_lock(self.shutting_down, start, end, false, 0);
+        let cluster = || self.parts.as_ref().and_then(|p| p.refuse_lock(start, end));
+        let late = || {
+            self.limits.refuse_lock(false, start, end, s.locks.contains_key(&id), s.locks.len())
+        };
+        let refusal = early.map(|st| (st, 0)).or_else(cluster).or_else(|| late().map(|st| (st, 0)));
+        if let Some((status, value)) = refusal {
+            self.reply(session, ResponseFrame::new(op::LOCK, id, status, value));
             return;
         }
         self.sessions.get_mut(&session).expect("checked above").ended.reuse(id);
@@ -221,22 +236,40 @@ impl LockTable {
         let h = self.tree.insert(start, end, self.next_seq, entry);
         let s = self.sessions.get_mut(&session).expect("checked above");
         s.locks.insert(id, h);
-        if blocking == 0 {
-            self.grant(h, false);
-        } else {
-            self.counters.waiters += 1;
-            if self.grant == GrantMode::Poll {
-                self.reply(session, ResponseFrame::new(op::LOCK, id, Status::Pending, 0));
-            }
+        if blocking == 0 && self.grant(h, false) {
+            return;
+        }
+        self.counters.waiters += 1;
+        if blocking == 0 && !may_wait {
+            // A cluster node holding grants back (its token counter ran out): a try
+            // does not wait for the new epoch.
+            self.remove(h);
+            self.sessions.get_mut(&session).expect("checked above").locks.remove(&id);
+            self.counters.would_block += 1;
+            self.reply(session, ResponseFrame::new(op::LOCK, id, Status::WouldBlock, 0));
+            return;
+        }
+        if self.grant == GrantMode::Poll {
+            self.reply(session, ResponseFrame::new(op::LOCK, id, Status::Pending, 0));
         }
     }
 
     /// Marks an entry held and tells its owner. A lock granted at once is answered in both
     /// grant modes; a `queued` one only in push mode (the poll-mode client was told
     /// `PENDING` and finds the grant with `POLL`).
-    fn grant(&mut self, h: Handle, queued: bool) {
+    ///
+    /// A cluster node's table grants only where [`TablePartitions::mint`] gives a token;
+    /// otherwise the entry stays queued (`false`) until the partition can grant again or
+    /// is dropped.
+    fn grant(&mut self, h: Handle, queued: bool) -> bool {
+        let token = match &mut self.parts {
+            None => self.counters.grants + 1,
+            Some(parts) => match parts.mint(self.tree.interval(h).0) {
+                Some(t) => t,
+                None => return false,
+            },
+        };
         self.counters.grants += 1;
-        let token = self.counters.grants;
         self.counters.holders += 1;
         let e = self.tree.get_mut(h);
         debug_assert!(e.token.is_none() && e.blocking == 0);
@@ -245,6 +278,7 @@ impl LockTable {
         if !queued || self.grant == GrantMode::Push {
             self.reply(session, ResponseFrame::new(op::LOCK, id, Status::Ok, token));
         }
+        true
     }
 
     /// Takes an entry out of the table and grants the waiters that only it blocked.
@@ -268,9 +302,8 @@ impl LockTable {
                     "a held entry is never blocked"
                 );
                 ye.blocking -= 1;
-                if ye.blocking == 0 && !self.shutting_down {
+                if ye.blocking == 0 && !self.shutting_down && self.grant(y, true) {
                     self.counters.waiters -= 1;
-                    self.grant(y, true);
                 }
             }
         }
@@ -399,6 +432,97 @@ impl LockTable {
         }
         self.sessions.remove(&session);
         self.counters.sessions_open -= 1;
+    }
+
+    /// `RECLAIM`: reinstalls a lock the session held at the partition's previous owner,
+    /// with its old token, if the partition is in its grace period and nothing conflicts.
+    #[allow(clippy::too_many_arguments)]
+    fn reclaim(&mut self, session: u64, id: u64, start: u64, end: u64, mode: Mode, tok: u64) {
+        let Some(s) = self.sessions.get(&session) else { return };
+        // Precedence (PROTOCOL.md §2): NOT_CLUSTERED, shutdown and range, ownership, the
+        // session's limits, then whether a reclaim is in place at all.
+        let Some(parts) = &self.parts else {
+            let r = ResponseFrame::new(op::RECLAIM, id, Status::NotClustered, 0);
+            return self.reply(session, r);
+        };
+        let early = self.limits.refuse_lock(self.shutting_down, start, end, false, 0);
+        let late = || {
+            self.limits.refuse_lock(false, start, end, s.locks.contains_key(&id), s.locks.len())
+        };
+        let refusal = early
+            .map(|st| (st, 0))
+            .or_else(|| parts.refuse_reclaim_early(start, end))
+            .or_else(|| late().map(|st| (st, 0)))
+            .or_else(|| parts.reclaim_refused(start, tok).then_some((Status::ReclaimRefused, 0)));
+        if let Some((status, value)) = refusal {
+            self.reply(session, ResponseFrame::new(op::RECLAIM, id, status, value));
+            return;
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        self.tree.overlaps(start, end, &mut scratch);
+        let conflict = scratch.iter().any(|h| !self.tree.get(*h).mode.compatible(mode));
+        self.scratch = scratch;
+        if conflict {
+            self.reply(session, ResponseFrame::new(op::RECLAIM, id, Status::ReclaimRefused, 0));
+            return;
+        }
+        self.next_seq += 1;
+        let entry = Entry { session, id, mode, nonce: 0, blocking: 0, token: Some(tok) };
+        let h = self.tree.insert(start, end, self.next_seq, entry);
+        let s = self.sessions.get_mut(&session).expect("checked above");
+        s.ended.reuse(id);
+        s.locks.insert(id, h);
+        self.counters.holders += 1;
+        self.reply(session, ResponseFrame::new(op::RECLAIM, id, Status::Ok, tok));
+    }
+
+    /// A change of partition ownership (cluster nodes only).
+    fn partition(&mut self, p: u32, change: PartitionChange) {
+        let Some(parts) = &mut self.parts else { return };
+        parts.change(p, change);
+        let (start, end) = (parts.partitioning().start(p), parts.partitioning().end(p));
+        let mut hs = Vec::new();
+        self.tree.overlaps(start, end, &mut hs);
+        // Earliest first when granting, latest first when dropping (so that removing an
+        // entry wakes only entries that are already gone).
+        hs.sort_unstable_by_key(|h| self.tree.interval(*h).2);
+        match change {
+            PartitionChange::Own { .. } => {}
+            PartitionChange::Serve | PartitionChange::Epoch { .. } => {
+                // Grants held back while the partition could not grant go ahead now.
+                for h in hs {
+                    let e = self.tree.get(h);
+                    if e.token.is_none() && e.blocking == 0 && self.grant(h, true) {
+                        self.counters.waiters -= 1;
+                    }
+                }
+            }
+            PartitionChange::Drop { status } => {
+                let mut notify = std::collections::BTreeSet::new();
+                for h in hs.into_iter().rev() {
+                    let e = self.remove(h);
+                    let s = self.sessions.get_mut(&e.session).expect("entry's session is open");
+                    s.locks.remove(&e.id);
+                    if e.token.is_some() {
+                        self.counters.releases += 1;
+                        s.ended.released(e.id);
+                        notify.insert(e.session);
+                    } else if self.grant == GrantMode::Push {
+                        s.ended.released(e.id);
+                        s.reply(ResponseFrame::new(op::LOCK, e.id, status, 0));
+                    } else {
+                        s.ended.unpolled(e.id, status);
+                    }
+                }
+                // Holders learn at once that their locks are no longer served here: they
+                // re-read the map and reclaim at the new owner.
+                for session in notify {
+                    let s = &self.sessions[&session];
+                    s.reply(ResponseFrame::new(op::NOTICE, 0, status, u64::from(p)));
+                }
+            }
+        }
     }
 
     fn shutdown(&mut self) {

@@ -4,9 +4,12 @@ mod command;
 mod ended;
 mod interval_tree;
 mod lock_table;
+mod partitions;
 
 pub use command::{Command, ReplySink, ReplyTo};
 pub(crate) use ended::Ended;
 pub use ended::RELEASED_MEMORY;
 pub(crate) use interval_tree::{Handle, IntervalTree};
 pub use lock_table::{LockTable, TableLimits};
+pub use partitions::PartitionChange;
+pub(crate) use partitions::TablePartitions;

@@ -1,0 +1,369 @@
+//! [`Ownership`]: which partitions this node serves, checked inside EPVS protection.
+
+use std::cell::UnsafeCell;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use epvs::{AdvanceError, Epvs};
+
+use super::fence::{now_nanos, Fence};
+use crate::engine::Engine;
+use crate::protocol::{
+    op, token, ClusterMap, OwnerHint, Partitioning, ResponseFrame, Status,
+};
+use crate::table::{Command, PartitionChange};
+
+/// What this node does with one partition, as request handlers see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Not ours: requests get `NOT_OWNER`.
+    Unowned,
+    /// Ours since a failover or move, in its grace period: only `RECLAIM`s of locks from
+    /// earlier epochs are accepted; `LOCK`s get `IN_GRACE`.
+    Grace {
+        /// The ownership key's etcd revision.
+        epoch: u64,
+        /// When the grace period ends ([`Fence::now`] clock).
+        until: u64,
+    },
+    /// Ours: `LOCK`s are served, `RECLAIM`s refused.
+    Serving {
+        /// The ownership key's etcd revision.
+        epoch: u64,
+    },
+}
+
+/// Why a node stops serving a partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GiveUp {
+    /// A planned move, or etcd says another node owns it now: waiters are answered
+    /// `NOT_OWNER`, holders get a `NOTICE` with `NOT_OWNER` and reclaim at the new owner.
+    Moved,
+    /// This node lost (or cannot confirm) its etcd lease: as above with `FENCED`.
+    Fenced,
+}
+
+impl GiveUp {
+    fn status(self) -> Status {
+        match self {
+            GiveUp::Moved => Status::NotOwner,
+            GiveUp::Fenced => Status::Fenced,
+        }
+    }
+}
+
+/// The per-partition phases. Mutated only in critical sections of the owning
+/// [`Ownership::epvs`], read only inside its protected regions; EPVS runs the two in
+/// mutual exclusion.
+struct Phases(UnsafeCell<Vec<Phase>>);
+
+// SAFETY: see the type's docs: every access is inside a protected region (shared reads)
+// or a critical section (the one writer), which EPVS never runs at the same time.
+unsafe impl Sync for Phases {}
+// SAFETY: `Vec<Phase>` is `Send`; the cell only adds the synchronisation argued above.
+unsafe impl Send for Phases {}
+
+/// A request that needs the partition's owner.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Admission {
+    /// `LOCK`: served only in [`Phase::Serving`].
+    Lock,
+    /// `RECLAIM` with the lock's old token: only in [`Phase::Grace`], for a token of an
+    /// earlier epoch.
+    Reclaim {
+        /// The token the lock was granted with.
+        token: u64,
+    },
+}
+
+/// Partition ownership of a cluster node; see the module docs. Created by the cluster
+/// manager and handed to the server through [`crate::ServerConfig::cluster`].
+pub struct Ownership {
+    parts: Partitioning,
+    node: String,
+    epvs: Epvs,
+    phases: Arc<Phases>,
+    fence: Arc<Fence>,
+    /// The latest cluster map the manager read from etcd: answers `MAP` and fills the
+    /// hint of `NOT_OWNER` replies.
+    map: Mutex<Option<Arc<ClusterMap>>>,
+    /// The server's engine, while it runs (table commands of transitions go there).
+    engine: Mutex<Option<Engine>>,
+    /// Partitions whose token counter ran out; the manager takes a new epoch for them.
+    epoch_requests: Arc<Mutex<BTreeSet<u32>>>,
+}
+
+impl core::fmt::Debug for Ownership {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Ownership")
+            .field("partitions", &self.parts.count())
+            .field("node", &self.node)
+            .field("fence", &self.fence)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ownership {
+    /// Ownership of node `node` in a cluster of `parts`: owns nothing, fence closed.
+    pub fn new(parts: Partitioning, node: &str) -> Arc<Ownership> {
+        Arc::new(Ownership {
+            parts,
+            node: node.to_owned(),
+            epvs: Epvs::new(),
+            phases: Arc::new(Phases(UnsafeCell::new(vec![
+                Phase::Unowned;
+                parts.count() as usize
+            ]))),
+            fence: Arc::new(Fence::new()),
+            map: Mutex::new(None),
+            engine: Mutex::new(None),
+            epoch_requests: Arc::new(Mutex::new(BTreeSet::new())),
+        })
+    }
+
+    /// The partitioning of the unit space.
+    pub fn partitioning(&self) -> Partitioning {
+        self.parts
+    }
+
+    /// This node's id.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The self-fencing deadline the manager keeps extending.
+    pub fn fence(&self) -> &Fence {
+        &self.fence
+    }
+
+    /// The fence, for the lock table.
+    pub(crate) fn fence_arc(&self) -> Arc<Fence> {
+        self.fence.clone()
+    }
+
+    /// Where the table reports partitions whose token counter ran out.
+    pub(crate) fn epoch_requests(&self) -> Arc<Mutex<BTreeSet<u32>>> {
+        self.epoch_requests.clone()
+    }
+
+    /// The phase of partition `p`.
+    pub fn phase(&self, p: u32) -> Phase {
+        let _region = self.epvs.enter();
+        // SAFETY: inside a protected region: no critical section writes the phases.
+        let phases = unsafe { &*self.phases.0.get() };
+        phases[p as usize]
+    }
+
+    /// Every partition this node owns, with its phase.
+    pub fn owned(&self) -> Vec<(u32, Phase)> {
+        let _region = self.epvs.enter();
+        // SAFETY: as in `phase`.
+        let phases = unsafe { &*self.phases.0.get() };
+        (0..self.parts.count())
+            .zip(phases.iter().copied())
+            .filter(|(_, ph)| *ph != Phase::Unowned)
+            .collect()
+    }
+
+    /// Partitions whose fencing-token counter is exhausted (4 294 967 295 grants in one
+    /// epoch): they grant nothing until [`Ownership::renew_epoch`]. Takes the requests.
+    pub fn take_epoch_requests(&self) -> Vec<u32> {
+        let mut r = self.epoch_requests.lock().unwrap_or_else(PoisonError::into_inner);
+        std::mem::take(&mut *r).into_iter().collect()
+    }
+
+    /// Replaces the cluster map served to `MAP` requests and used for `NOT_OWNER` hints.
+    pub fn set_map(&self, map: ClusterMap) {
+        *self.map.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(map));
+    }
+
+    /// The current cluster map, if the manager has published one.
+    pub fn map(&self) -> Option<Arc<ClusterMap>> {
+        self.map.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Starts serving partition `p` at `epoch`: in a grace period of `grace` (after a
+    /// failover or move, when holders of the previous epoch may reclaim) or at once
+    /// (`None`: nobody can hold a lock on it). Blocks until no request handler can see
+    /// the old phase. The table learns first, so a request admitted under the new phase
+    /// finds the table ready.
+    pub fn acquire(&self, p: u32, epoch: u64, grace: Option<Duration>) {
+        let grace_until = grace.map(|g| now_nanos().saturating_add(g.as_nanos() as u64));
+        self.submit(Command::Partition {
+            partition: p,
+            change: PartitionChange::Own { epoch, grace_until },
+        });
+        let phase = match grace_until {
+            Some(until) => Phase::Grace { epoch, until },
+            None => Phase::Serving { epoch },
+        };
+        self.change(move |phases| phases[p as usize] = phase);
+    }
+
+    /// Ends the grace period of `p`: from now on `LOCK`s are served and `RECLAIM`s
+    /// refused. Handlers switch first; a `LOCK` that reaches the table before the table
+    /// switches gets `IN_GRACE` and is retried by the client.
+    pub fn end_grace(&self, p: u32) {
+        self.change(move |phases| {
+            if let Phase::Grace { epoch, .. } = phases[p as usize] {
+                phases[p as usize] = Phase::Serving { epoch };
+            }
+        });
+        self.submit(Command::Partition { partition: p, change: PartitionChange::Serve });
+    }
+
+    /// Stops serving `p`. When this returns, no handler is admitting a request for `p`
+    /// (the EPVS transition waited for them) and the table has been told, after every
+    /// command those handlers submitted: waiters on `p` are answered, holders notified,
+    /// and nothing on `p` is granted by this node any more.
+    pub fn give_up(&self, p: u32, why: GiveUp) {
+        self.change(move |phases| phases[p as usize] = Phase::Unowned);
+        self.submit(Command::Partition {
+            partition: p,
+            change: PartitionChange::Drop { status: why.status() },
+        });
+    }
+
+    /// Continues serving `p` under a new epoch (after its token counter ran out).
+    pub fn renew_epoch(&self, p: u32, epoch: u64) {
+        self.submit(Command::Partition { partition: p, change: PartitionChange::Epoch { epoch } });
+        self.change(move |phases| {
+            phases[p as usize] = match phases[p as usize] {
+                Phase::Grace { until, .. } => Phase::Grace { epoch, until },
+                Phase::Serving { .. } => Phase::Serving { epoch },
+                Phase::Unowned => Phase::Unowned,
+            }
+        });
+    }
+
+    /// Admits a request on `[start, end)` and runs `submit` (which hands it to the engine)
+    /// inside the same protected region, so a transition that gives the partition up
+    /// happens after the command is queued. Refused requests get their reply back.
+    pub(crate) fn admit(
+        &self,
+        what: Admission,
+        opcode: u8,
+        id: u64,
+        start: u64,
+        end: u64,
+        submit: impl FnOnce(),
+    ) -> Result<(), ResponseFrame> {
+        // Precedence (PROTOCOL.md §2): FENCED, CROSSES_PARTITION, NOT_OWNER, then the
+        // phase's own answer.
+        if !self.fence.is_open() {
+            return Err(ResponseFrame::new(opcode, id, Status::Fenced, 0));
+        }
+        let p = self.parts.of(start);
+        let p_end = self.parts.end(p);
+        if end > p_end {
+            return Err(ResponseFrame::new(opcode, id, Status::CrossesPartition, p_end));
+        }
+        let region = self.epvs.enter();
+        // SAFETY: inside a protected region: no critical section writes the phases.
+        let phase = (unsafe { &*self.phases.0.get() })[p as usize];
+        let refusal = {
+            match (phase, what) {
+                (Phase::Unowned, _) => None,
+                (Phase::Serving { .. }, Admission::Lock) => Some((Status::Ok, 0)),
+                (Phase::Serving { .. }, Admission::Reclaim { .. }) => {
+                    Some((Status::ReclaimRefused, 0))
+                }
+                (Phase::Grace { until, .. }, Admission::Lock) => {
+                    let ms = until.saturating_sub(now_nanos()).div_ceil(1_000_000);
+                    Some((Status::InGrace, ms))
+                }
+                (Phase::Grace { epoch, .. }, Admission::Reclaim { token: t }) => {
+                    if t != 0 && token::epoch(t) < epoch {
+                        Some((Status::Ok, 0))
+                    } else {
+                        Some((Status::ReclaimRefused, 0))
+                    }
+                }
+            }
+        };
+        match refusal {
+            Some((Status::Ok, _)) => {
+                submit();
+                drop(region);
+                Ok(())
+            }
+            Some((status, value)) => Err(ResponseFrame::new(opcode, id, status, value)),
+            None => {
+                drop(region);
+                Err(self.not_owner(opcode, id, p))
+            }
+        }
+    }
+
+    /// A `NOT_OWNER` reply for partition `p`, with the owner the latest map names.
+    pub(crate) fn not_owner(&self, opcode: u8, id: u64, p: u32) -> ResponseFrame {
+        let map = self.map();
+        let (hint, epoch) = match map.as_deref().and_then(|m| m.owner_of(p)) {
+            Some((node, owner)) if node.id != self.node => {
+                (OwnerHint { node: node.id.clone(), addr: node.addr.clone() }, owner.epoch)
+            }
+            _ => (OwnerHint { node: String::new(), addr: String::new() }, 0),
+        };
+        let mut r = ResponseFrame::new(opcode, id, Status::NotOwner, epoch);
+        r.owner = Some(hint);
+        r
+    }
+
+    /// The reply to `MAP`.
+    pub(crate) fn map_reply(&self, id: u64) -> ResponseFrame {
+        match self.map() {
+            Some(m) => {
+                let mut r = ResponseFrame::new(op::MAP, id, Status::Ok, 0);
+                r.map = Some((*m).clone());
+                r
+            }
+            // Not published yet (the node is starting): the client asks another node.
+            None => ResponseFrame::new(op::MAP, id, Status::Fenced, 0),
+        }
+    }
+
+    /// The server started: transitions' table commands go to `engine`.
+    pub(crate) fn attach(&self, engine: Engine) {
+        *self.engine.lock().unwrap_or_else(PoisonError::into_inner) = Some(engine);
+    }
+
+    /// The server is stopping: drop the engine handle (the combiner stops once every
+    /// handle is gone).
+    pub(crate) fn detach(&self) {
+        self.engine.lock().unwrap_or_else(PoisonError::into_inner).take();
+    }
+
+    fn submit(&self, cmd: Command) {
+        if let Some(e) = &*self.engine.lock().unwrap_or_else(PoisonError::into_inner) {
+            e.submit(cmd);
+        }
+    }
+
+    /// Runs `edit` on the phases as an EPVS version transition and waits until it has
+    /// run: afterwards no protected region that saw the old phases is still running.
+    /// Must not be called inside a protected region of this instance.
+    fn change(&self, edit: impl FnOnce(&mut Vec<Phase>) + Send + Clone + 'static) {
+        loop {
+            let phases = Arc::clone(&self.phases);
+            let edit = edit.clone();
+            let section = move || {
+                // SAFETY: a critical section: no protected region and no other section
+                // of this instance runs now.
+                edit(unsafe { &mut *phases.0.get() })
+            };
+            match self.epvs.advance_version(section, None) {
+                Ok(from) => {
+                    self.epvs.wait_for_version(from.version() + 1);
+                    return;
+                }
+                // Another transition is under way: wait for it, then retry.
+                Err(AdvanceError::Busy) => {
+                    let v = self.epvs.state().version();
+                    self.epvs.wait_until(|s| s.version() > v || s.is_rest());
+                }
+                Err(e) => panic!("partition ownership transition failed: {e}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The lock table's view of partition ownership (cluster nodes only).
+//!
+//! The table executes commands one at a time, so this state is the authority on what is
+//! granted: a `LOCK`, a `RECLAIM`, the end of a grace period and giving a partition up
+//! are totally ordered here, whatever the request handlers saw (see
+//! [`crate::ownership`]).
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::ownership::Fence;
+use crate::protocol::{token, Partitioning, Status};
+
+/// A change of one partition's ownership, sent to the table by
+/// [`crate::ownership::Ownership`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartitionChange {
+    /// This node owns the partition from now on at `epoch`; in a grace period until
+    /// `grace_until` ([`Fence::now`] clock) if given.
+    Own {
+        /// The ownership key's etcd revision.
+        epoch: u64,
+        /// End of the grace period, if any.
+        grace_until: Option<u64>,
+    },
+    /// The grace period is over: grant new locks, refuse reclaims.
+    Serve,
+    /// A new epoch for the same owner (the token counter ran out).
+    Epoch {
+        /// The new epoch.
+        epoch: u64,
+    },
+    /// This node no longer owns the partition: every entry on it is dropped; waiters
+    /// are answered `status`, holders get a `NOTICE` with `status`.
+    Drop {
+        /// `NOT_OWNER` or `FENCED`.
+        status: Status,
+    },
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct State {
+    owned: bool,
+    /// End of the grace period ([`Fence::now`] clock), while in one.
+    grace_until: Option<u64>,
+    epoch: u64,
+    /// Grants so far in this epoch.
+    seq: u32,
+}
+
+/// Per-partition state of a cluster node's table.
+#[derive(Debug)]
+pub(crate) struct TablePartitions {
+    parts: Partitioning,
+    fence: Arc<Fence>,
+    state: Vec<State>,
+    epoch_requests: Arc<Mutex<BTreeSet<u32>>>,
+}
+
+impl TablePartitions {
+    pub(crate) fn new(
+        parts: Partitioning,
+        fence: Arc<Fence>,
+        epoch_requests: Arc<Mutex<BTreeSet<u32>>>,
+    ) -> Self {
+        TablePartitions {
+            parts,
+            fence,
+            state: vec![State::default(); parts.count() as usize],
+            epoch_requests,
+        }
+    }
+
+    pub(crate) fn partitioning(&self) -> Partitioning {
+        self.parts
+    }
+
+    /// Applies a change to partition `p`'s state (the table then drops or retries the
+    /// entries on it).
+    pub(crate) fn change(&mut self, p: u32, change: PartitionChange) {
+        let s = &mut self.state[p as usize];
+        match change {
+            PartitionChange::Own { epoch, grace_until } => {
+                *s = State { owned: true, grace_until, epoch, seq: 0 };
+            }
+            PartitionChange::Serve => s.grace_until = None,
+            PartitionChange::Epoch { epoch } => {
+                s.epoch = epoch;
+                s.seq = 0;
+            }
+            PartitionChange::Drop { .. } => *s = State::default(),
+        }
+    }
+
+    /// Why a `LOCK` on `[start, end)` must be refused now, with the reply's value.
+    pub(crate) fn refuse_lock(&self, start: u64, end: u64) -> Option<(Status, u64)> {
+        let p = self.parts.of(start);
+        let s = &self.state[p as usize];
+        if !self.fence.is_open() {
+            Some((Status::Fenced, 0))
+        } else if end > self.parts.end(p) {
+            Some((Status::CrossesPartition, self.parts.end(p)))
+        } else if !s.owned {
+            Some((Status::NotOwner, 0))
+        } else if let Some(until) = s.grace_until {
+            let ms = until.saturating_sub(Fence::now()).div_ceil(1_000_000);
+            Some((Status::InGrace, ms))
+        } else {
+            None
+        }
+    }
+
+    /// Why a `RECLAIM` on `[start, end)` must be refused before the session's own limits
+    /// are checked (`FENCED`, `CROSSES_PARTITION`, `NOT_OWNER`).
+    pub(crate) fn refuse_reclaim_early(&self, start: u64, end: u64) -> Option<(Status, u64)> {
+        let p = self.parts.of(start);
+        if !self.fence.is_open() {
+            Some((Status::Fenced, 0))
+        } else if end > self.parts.end(p) {
+            Some((Status::CrossesPartition, self.parts.end(p)))
+        } else if !self.state[p as usize].owned {
+            Some((Status::NotOwner, 0))
+        } else {
+            None
+        }
+    }
+
+    /// Whether a `RECLAIM` of a lock granted with `tok` is out of place: the partition is
+    /// not in a grace period, or the token is not from an earlier epoch (conflicts with
+    /// other entries are the table's to check).
+    pub(crate) fn reclaim_refused(&self, start: u64, tok: u64) -> bool {
+        let s = &self.state[self.parts.of(start) as usize];
+        s.grace_until.is_none() || tok == 0 || token::epoch(tok) >= s.epoch
+    }
+
+    /// The token for a grant on the partition of `start`, or `None` if nothing may be
+    /// granted there now (not owned, in grace, fenced, or the counter ran out: then a new
+    /// epoch is requested). The entry stays queued; [`PartitionChange::Serve`] or
+    /// [`PartitionChange::Epoch`] retries it, [`PartitionChange::Drop`] ends it.
+    pub(crate) fn mint(&mut self, start: u64) -> Option<u64> {
+        let p = self.parts.of(start);
+        let s = &mut self.state[p as usize];
+        if !s.owned || s.grace_until.is_some() || !self.fence.is_open() {
+            return None;
+        }
+        if s.seq == u32::MAX {
+            self.epoch_requests.lock().unwrap_or_else(PoisonError::into_inner).insert(p);
+            return None;
+        }
+        s.seq += 1;
+        Some(token::pack(s.epoch, s.seq))
+    }
+
+    /// Test hook: sets the partition's grant counter (to exercise exhaustion).
+    #[cfg(test)]
+    pub(crate) fn set_seq(&mut self, p: u32, seq: u32) {
+        self.state[p as usize].seq = seq;
+    }
+}
