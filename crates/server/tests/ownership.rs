@@ -1,0 +1,289 @@
+//! A cluster node's server side, without etcd: ownership is driven by hand through
+//! `Ownership`, as the cluster manager drives it. Every answer is checked exactly.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{lock, Raw};
+use rangelock_server::ownership::{Fence, GiveUp, Ownership, Phase};
+use rangelock_server::protocol::*;
+use rangelock_server::{EngineKind, Server, ServerConfig};
+
+const X: Mode = Mode::Exclusive;
+const S: Mode = Mode::Shared;
+
+/// A node of a 4-partition cluster with an open fence, on engine `engine`.
+fn node(engine: EngineKind) -> (Server, Arc<Ownership>, Partitioning) {
+    let parts = Partitioning::new(4).unwrap();
+    let own = Ownership::new(parts, "a");
+    own.fence().extend_until(Fence::now(), Duration::from_secs(600));
+    let config = ServerConfig { engine, cluster: Some(own.clone()), ..ServerConfig::ephemeral() };
+    (Server::start(config).unwrap(), own, parts)
+}
+
+fn map(parts: Partitioning, owners: &[(Option<u16>, u64)]) -> ClusterMap {
+    let nodes = vec![
+        NodeInfo::new("a", "127.0.0.1:1").unwrap(),
+        NodeInfo::new("b", "127.0.0.1:2").unwrap(),
+    ];
+    let owners = owners
+        .iter()
+        .map(|(n, e)| PartitionOwner {
+            node: *n,
+            state: if n.is_some() { PartitionState::Serving } else { PartitionState::Unowned },
+            epoch: *e,
+        })
+        .collect();
+    ClusterMap::new(7, parts, nodes, owners).unwrap()
+}
+
+fn table_engines() -> [EngineKind; 3] {
+    [EngineKind::Combiner, EngineKind::TreeMutex, EngineKind::TreeSingle]
+}
+
+#[test]
+fn the_rangelock_engine_cannot_run_a_cluster_node() {
+    let own = Ownership::new(Partitioning::new(2).unwrap(), "a");
+    let config = ServerConfig {
+        engine: EngineKind::RangeLock,
+        cluster: Some(own),
+        ..ServerConfig::ephemeral()
+    };
+    let e = Server::start(config).unwrap_err();
+    assert!(e.to_string().contains("cannot run a cluster node"), "{e}");
+}
+
+#[test]
+fn requests_outside_owned_partitions_are_refused_with_where_to_go() {
+    for engine in table_engines() {
+        let (server, own, parts) = node(engine);
+        let mut c = Raw::connect(server.tcp_addr().unwrap());
+        // No map yet: MAP says the node is not ready (FENCED), NOT_OWNER has no hint.
+        assert_eq!(c.call(1, Request::Map).status, Status::Fenced);
+        let r = c.call(2, lock(0, 10, X, Wait::Try));
+        assert_eq!((r.status, r.value), (Status::NotOwner, 0));
+        assert_eq!(r.owner, Some(OwnerHint::default()));
+        own.set_map(map(parts, &[(Some(1), 99), (Some(0), 5), (None, 0), (None, 0)]));
+        let r = c.call(3, lock(0, 10, X, Wait::Try));
+        assert_eq!((r.status, r.value), (Status::NotOwner, 99), "{engine:?}");
+        assert_eq!(r.owner, Some(OwnerHint::new("b", "127.0.0.1:2").unwrap()));
+        let m = c.call(4, Request::Map);
+        assert_eq!(m.status, Status::Ok);
+        assert_eq!(m.map.unwrap().owners[0].epoch, 99);
+        // A range across a boundary: where to split.
+        own.acquire(0, 5, None);
+        let b = parts.start(1);
+        let r = c.call(5, lock(b - 1, b + 1, X, Wait::Try));
+        assert_eq!((r.status, r.value), (Status::CrossesPartition, b));
+        let r = c.call(6, Request::Reclaim { start: 0, end: 1, mode: X, token: 1 });
+        assert_eq!(r.status, Status::ReclaimRefused, "no grace period: nothing to reclaim");
+        // The fence closed: FENCED before anything else.
+        own.fence().close();
+        assert_eq!(c.call(7, lock(0, 10, X, Wait::Try)).status, Status::Fenced);
+        assert_eq!(c.call(8, lock(b - 1, b + 1, X, Wait::Try)).status, Status::Fenced);
+        server.shutdown();
+    }
+}
+
+#[test]
+fn tokens_carry_the_epoch_and_strictly_increase_across_owners() {
+    for engine in table_engines() {
+        let (server, own, _) = node(engine);
+        let mut c = Raw::connect(server.tcp_addr().unwrap());
+        own.acquire(0, 40, None);
+        let t1 = c.call(1, lock(0, 10, X, Wait::Try));
+        assert_eq!((t1.status, t1.value), (Status::Ok, token::pack(40, 1)));
+        assert_eq!(c.call(2, Request::Unlock { target: 1 }).status, Status::Ok);
+        let t2 = c.call(3, lock(0, 10, X, Wait::Try)).value;
+        assert_eq!(t2, token::pack(40, 2));
+        c.call(4, Request::Unlock { target: 3 });
+        // A later owner (failover or move) has a larger epoch: every token beats the old.
+        own.give_up(0, GiveUp::Moved);
+        own.acquire(0, 41, None);
+        let t3 = c.call(5, lock(0, 10, X, Wait::Try)).value;
+        assert_eq!(t3, token::pack(41, 1));
+        assert!(t3 > t2);
+        // Partitions count separately.
+        own.acquire(2, 43, None);
+        let p2 = Partitioning::new(4).unwrap().start(2);
+        assert_eq!(c.call(6, lock(p2, p2 + 1, S, Wait::Try)).value, token::pack(43, 1));
+        server.shutdown();
+    }
+}
+
+#[test]
+fn grace_admits_only_reclaims_of_earlier_epochs_then_grants_above_them() {
+    for engine in table_engines() {
+        let (server, own, _) = node(engine);
+        let addr = server.tcp_addr().unwrap();
+        let (mut a, mut b) = (Raw::connect(addr), Raw::connect(addr));
+        own.acquire(0, 50, Some(Duration::from_secs(600)));
+        assert_eq!(
+            own.phase(0),
+            Phase::Grace {
+                epoch: 50,
+                until: match own.phase(0) {
+                    Phase::Grace { until, .. } => until,
+                    p => panic!("{p:?}"),
+                }
+            }
+        );
+        let r = a.call(1, lock(0, 10, X, Wait::Forever));
+        assert_eq!(r.status, Status::InGrace, "{engine:?}");
+        assert!(r.value > 590_000 && r.value <= 600_000, "ms left: {}", r.value);
+        let old = token::pack(30, 7);
+        let r = a.call(2, Request::Reclaim { start: 0, end: 10, mode: X, token: old });
+        assert_eq!((r.status, r.value), (Status::Ok, old));
+        // A conflicting reclaim (someone else claims to have held an overlap): refused.
+        let r = b.call(1, Request::Reclaim { start: 5, end: 15, mode: S, token: old + 1 });
+        assert_eq!(r.status, Status::ReclaimRefused);
+        // A token of this epoch or later was never granted by an earlier owner.
+        let r =
+            b.call(2, Request::Reclaim { start: 20, end: 30, mode: X, token: token::pack(50, 1) });
+        assert_eq!(r.status, Status::ReclaimRefused);
+        // Shared reclaims coexist.
+        let r =
+            b.call(3, Request::Reclaim { start: 20, end: 30, mode: S, token: token::pack(29, 1) });
+        assert_eq!(r.status, Status::Ok);
+        let r =
+            a.call(3, Request::Reclaim { start: 25, end: 35, mode: S, token: token::pack(29, 2) });
+        assert_eq!(r.status, Status::Ok);
+        own.end_grace(0);
+        assert_eq!(own.phase(0), Phase::Serving { epoch: 50 });
+        // After grace: reclaims refused, locks queue behind the reclaimed holder and get
+        // a token above the reclaimed one.
+        let r = b.call(4, Request::Reclaim { start: 40, end: 41, mode: X, token: 1 });
+        assert_eq!(r.status, Status::ReclaimRefused);
+        b.send(5, lock(0, 10, X, Wait::Forever));
+        assert_eq!(a.call(4, Request::Unlock { target: 2 }).status, Status::Ok);
+        let g = b.recv().unwrap();
+        assert_eq!((g.id, g.status, g.value), (5, Status::Ok, token::pack(50, 1)));
+        assert!(g.value > old);
+        server.shutdown();
+    }
+}
+
+#[test]
+fn giving_up_answers_waiters_and_notifies_holders() {
+    for engine in table_engines() {
+        let (server, own, _) = node(engine);
+        let addr = server.tcp_addr().unwrap();
+        let (mut a, mut b) = (Raw::connect(addr), Raw::connect(addr));
+        own.acquire(0, 60, None);
+        own.acquire(1, 61, None);
+        assert_eq!(a.call(1, lock(0, 10, X, Wait::Forever)).status, Status::Ok);
+        b.send(1, lock(5, 6, S, Wait::Forever)); // waits behind a
+        let p1 = Partitioning::new(4).unwrap().start(1);
+        assert_eq!(b.call(2, lock(p1, p1 + 1, X, Wait::Try)).status, Status::Ok);
+        own.give_up(0, GiveUp::Moved);
+        // The waiter is answered, the holder notified (once, naming the partition).
+        let w = b.recv().unwrap();
+        assert_eq!((w.id, w.status), (1, Status::NotOwner), "{engine:?}");
+        let n = a.recv().unwrap();
+        assert!(n.is_notice());
+        assert_eq!((n.status, n.value), (Status::NotOwner, 0));
+        // The dropped lock is gone: its unlock is idempotent; new locks are refused.
+        assert_eq!(a.call(2, Request::Unlock { target: 1 }).status, Status::AlreadyReleased);
+        assert_eq!(a.call(3, lock(0, 10, X, Wait::Try)).status, Status::NotOwner);
+        // Partition 1 is untouched.
+        assert_eq!(a.call(4, lock(p1, p1 + 1, X, Wait::Try)).status, Status::WouldBlock);
+        // Losing the lease: FENCED notices.
+        own.give_up(1, GiveUp::Fenced);
+        let n = b.recv().unwrap();
+        assert_eq!((n.status, n.value), (Status::Fenced, 1));
+        server.shutdown();
+    }
+}
+
+#[test]
+fn a_node_whose_fence_closed_grants_nothing_even_to_queued_waiters() {
+    for engine in table_engines() {
+        let (server, own, _) = node(engine);
+        let addr = server.tcp_addr().unwrap();
+        let (mut a, mut b) = (Raw::connect(addr), Raw::connect(addr));
+        own.acquire(0, 70, None);
+        assert_eq!(a.call(1, lock(0, 10, X, Wait::Forever)).status, Status::Ok);
+        b.send(1, lock(0, 10, X, Wait::Forever));
+        // The fence passes its deadline (as when the node was paused past its lease).
+        own.fence().extend_until(Fence::now(), Duration::from_millis(200));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while own.fence().is_open() {
+            assert!(Instant::now() < deadline);
+            std::thread::yield_now();
+        }
+        assert_eq!(a.call(2, Request::Unlock { target: 1 }).status, Status::Ok);
+        assert_eq!(a.call(3, lock(20, 30, X, Wait::Try)).status, Status::Fenced);
+        // The waiter was not granted; the manager's give-up answers it.
+        own.give_up(0, GiveUp::Fenced);
+        let w = b.recv().unwrap();
+        assert_eq!((w.id, w.status), (1, Status::Fenced), "{engine:?}");
+        server.shutdown();
+    }
+}
+
+/// Seed 2, Fig. 8: once `give_up` returns, nothing more is granted on the partition,
+/// however many requests were in flight. Clients hammer the partition while it is given
+/// up; the grant counter must not move afterwards.
+#[test]
+fn no_grant_after_give_up_returns() {
+    for engine in table_engines() {
+        let (server, own, _) = node(engine);
+        let addr = server.tcp_addr().unwrap();
+        own.acquire(0, 80, None);
+        let stop = Arc::new(AtomicBool::new(false));
+        let workers: Vec<_> = (0..3)
+            .map(|w| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut c = Raw::connect(addr);
+                    let mut id = 1;
+                    let mut oks = 0u64;
+                    // A holder may be sent a NOTICE when the partition is given up.
+                    let call = |c: &mut Raw, id, req| {
+                        c.send(id, req);
+                        loop {
+                            let r = c.recv().unwrap();
+                            if !r.is_notice() {
+                                assert_eq!(r.id, id);
+                                return r;
+                            }
+                        }
+                    };
+                    while !stop.load(Ordering::Relaxed) {
+                        let r = call(&mut c, id, lock(w, w + 1, X, Wait::Try));
+                        if r.status == Status::Ok {
+                            oks += 1;
+                            call(&mut c, id + 1, Request::Unlock { target: id });
+                        }
+                        id += 2;
+                    }
+                    oks
+                })
+            })
+            .collect();
+        let mut probe = Raw::connect(addr);
+        let grants = |c: &mut Raw, id| {
+            c.call(id, Request::Stats { max_entries: 0 }).stats.unwrap().counters.grants
+        };
+        // Let the workers get going, then give the partition up under load.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while grants(&mut probe, 1) < 300 {
+            assert!(Instant::now() < deadline);
+        }
+        own.give_up(0, GiveUp::Moved);
+        let after = grants(&mut probe, 2);
+        // More attempts go on; none is granted.
+        let mut c = Raw::connect(addr);
+        for i in 0..200 {
+            assert_eq!(c.call(i, lock(10, 11, X, Wait::Try)).status, Status::NotOwner);
+        }
+        assert_eq!(grants(&mut probe, 3), after, "{engine:?}: a grant after give_up returned");
+        stop.store(true, Ordering::Relaxed);
+        let total: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
+        assert!(total >= 300);
+        server.shutdown();
+    }
+}
