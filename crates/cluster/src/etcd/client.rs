@@ -169,6 +169,13 @@ impl Etcd {
         Ok(resp.into())
     }
 
+    /// The names of the cluster's members.
+    pub(crate) async fn member_names(&self) -> Result<Vec<String>, EtcdError> {
+        let resp: wire::MemberListResponse =
+            self.call("/v3/cluster/member/list", &wire::Empty {}).await?;
+        Ok(resp.members.into_iter().map(|m| m.name).collect())
+    }
+
     async fn call<Req, Resp>(&self, path: &'static str, req: &Req) -> Result<Resp, EtcdError>
     where
         Req: Serialize,
@@ -283,7 +290,11 @@ impl Etcd {
 fn idempotent(path: &str) -> bool {
     matches!(
         path,
-        "/v3/maintenance/status" | "/v3/kv/range" | "/v3/lease/keepalive" | "/v3/lease/revoke"
+        "/v3/maintenance/status"
+            | "/v3/cluster/member/list"
+            | "/v3/kv/range"
+            | "/v3/lease/keepalive"
+            | "/v3/lease/revoke"
     )
 }
 

@@ -1,4 +1,4 @@
-//! A small etcd v3 client over etcd's JSON gateway.
+//! A small etcd v3 client over etcd's JSON gateway, and a private etcd for tests.
 //!
 //! # Why the gateway
 //!
@@ -52,16 +52,26 @@
 //! # let _ = (ttl, claimed);
 //! # Ok(()) }
 //! ```
+//!
+//! # A private etcd
+//!
+//! [`LocalEtcd`] runs an etcd of its own on free local ports with a temporary data
+//! directory, tuned for tests (10 ms heartbeats, so a 1-second lease TTL is honoured),
+//! and can kill, pause and resume it. Tests get one with [`local_etcd_or_skip`],
+//! which skips loudly when etcd is not installed (`bash ci/install-etcd.sh`) and
+//! fails in CI.
 
 mod client;
 mod error;
 mod kv;
+mod local;
 mod txn;
 mod wire;
 
 pub use client::Etcd;
 pub use error::EtcdError;
 pub use kv::KeyValue;
+pub use local::{etcd_binary, local_etcd_or_skip, LocalEtcd, LocalEtcdError};
 pub use txn::{CmpOp, Compare, Txn, TxnOp, TxnOpResponse, TxnResponse};
 
 /// An etcd lease ID (etcd's `int64`; 0 means "no lease").

@@ -141,7 +141,7 @@ pub(crate) struct LeaseIdRequest {
     pub id: I64,
 }
 
-/// An empty request (`StatusRequest`).
+/// An empty request (`StatusRequest`, `MemberListRequest`).
 #[derive(Debug, Serialize)]
 pub(crate) struct Empty {}
 
@@ -230,6 +230,18 @@ pub(crate) struct LeaseKeepAliveResponse {
 pub(crate) struct StatusResponse {
     pub header: Header,
     pub version: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct MemberListResponse {
+    pub members: Vec<Member>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Member {
+    pub name: String,
 }
 
 /// A unary error: `{"error":"etcdserver: ...","code":5,"message":"etcdserver: ..."}`.
