@@ -5,14 +5,15 @@
 //! etcd speaks gRPC; every etcd server (3.4 and later) also serves the same API as
 //! JSON over HTTP: `POST /v3/kv/put` with the request message as JSON, the response
 //! message back. Using it keeps the build Cargo-only (gRPC clients need `protoc`)
-//! at the cost of a few wire quirks, all confined to [`wire`](self) (private):
+//! at the cost of a few wire quirks, all confined to the private module `wire`:
 //!
 //! - `int64` fields travel as decimal strings, `bytes` as base64;
 //! - fields equal to their zero value are omitted, in both directions: a missing
 //!   `succeeded` is `false`, a missing `kvs` is no keys, a missing `lease` is 0 and a
 //!   keep-alive answer without `TTL` means the lease is gone;
 //! - errors come back as a non-2xx status with `{"error":..,"code":..,"message":..}`
-//!   (`code` is the gRPC status), except inside streams;
+//!   (`code` is the gRPC status), except inside streams; a path the gateway does
+//!   not know gets a plain-text `404 Not Found`;
 //! - `LeaseKeepAlive` is a bidirectional stream: the body is one request, the answer
 //!   a newline-delimited stream of `{"result":..}` (or `{"error":{..}}`) that ends
 //!   when the request body does.
