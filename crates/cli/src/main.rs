@@ -1,6 +1,7 @@
 //! The `rangelock` command: a thin dispatcher; each subcommand lives in its own module.
 
 mod bench;
+mod cluster;
 mod duration;
 mod exit;
 mod lock;
@@ -28,6 +29,9 @@ enum Command {
     Lock(lock::LockArgs),
     /// Show a server's counters, holders and waiters.
     Stat(stat::StatArgs),
+    /// Inspect and operate a cluster (status, planned moves).
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
 }
 
 /// Runs the subcommand; an error is printed once, as `rangelock: what: why`, and mapped
@@ -42,6 +46,7 @@ fn main() {
         Command::Serve(args) => any(serve::run(args)),
         Command::Lock(args) => lock::run(args),
         Command::Stat(args) => stat::run(args).map(|()| 0),
+        Command::Cluster(cmd) => any(cluster::run(cmd)),
     };
     let code = match result {
         Ok(code) => code,

@@ -5,6 +5,8 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::Context;
+use rangelock_cluster::{Node, NodeConfig};
 use rangelock_server::protocol::GrantMode;
 use rangelock_server::{
     EngineKind, Server, ServerConfig, DEFAULT_BACKLOG, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PORT,
@@ -51,6 +53,31 @@ pub struct ServeArgs {
     /// the combiner thread.
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    /// Run as a node of a cluster whose state lives in etcd at these endpoints
+    /// (comma-separated, e.g. `http://127.0.0.1:2379`). See docs/CLUSTER.md.
+    #[arg(long, value_name = "ENDPOINTS", value_delimiter = ',')]
+    cluster: Option<Vec<String>>,
+    /// Cluster name (the etcd key prefix `/rangelock/NAME/`).
+    #[arg(long, default_value = "default", requires = "cluster")]
+    cluster_name: String,
+    /// This node's id, unique in the cluster [default: the host name and port].
+    #[arg(long, requires = "cluster")]
+    node_id: Option<String>,
+    /// The address clients reach this node at [default: the TCP address it listens on].
+    #[arg(long, value_name = "HOST:PORT", requires = "cluster")]
+    advertise: Option<String>,
+    /// Partitions of a new cluster (a power of two, at most 4096); an existing cluster
+    /// keeps its own [default: 64 for a new cluster].
+    #[arg(long, requires = "cluster")]
+    partitions: Option<u32>,
+    /// The node's etcd lease in seconds: a node that cannot refresh it stops granting
+    /// before it expires, and other nodes take its partitions over after it expires.
+    #[arg(long, default_value_t = 5, requires = "cluster")]
+    etcd_ttl: u64,
+    /// Grace period in milliseconds of a partition taken over from another node: only
+    /// reclaims of held locks are served in it [default: the session lease].
+    #[arg(long, requires = "cluster")]
+    grace_ms: Option<u64>,
 }
 
 /// `HOST:PORT`, resolved; the first address wins (IPv4 first for `localhost`).
@@ -112,6 +139,39 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let _in_runtime = rt.enter();
         (signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?)
     };
+    let mut signalled = || {
+        rt.block_on(async {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        });
+        tracing::info!("signal received");
+    };
+    if let Some(etcd) = args.cluster {
+        let node_id = match args.node_id {
+            Some(id) => id,
+            None => default_node_id(config.tcp),
+        };
+        let node = Node::start(NodeConfig {
+            etcd,
+            cluster: args.cluster_name,
+            node_id: node_id.clone(),
+            advertise: args.advertise,
+            partitions: args.partitions,
+            etcd_ttl: Duration::from_secs(args.etcd_ttl),
+            grace: args.grace_ms.map(Duration::from_millis),
+            server: config,
+        })
+        .with_context(|| format!("cannot start cluster node {node_id:?}"))?;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on {} (cluster node {node_id})", node.addr())?;
+        out.flush()?;
+        drop(out);
+        signalled();
+        node.shutdown();
+        return Ok(());
+    }
     let server = Server::start(config)?;
     {
         let mut out = std::io::stdout().lock();
@@ -123,13 +183,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         out.flush()?;
     }
-    rt.block_on(async {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-    });
-    tracing::info!("signal received");
+    signalled();
     server.shutdown();
     Ok(())
+}
+
+/// `HOST-PORT` of the listen address (the port 0 case gets the process id instead).
+fn default_node_id(tcp: Option<SocketAddr>) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "node".into());
+    match tcp {
+        Some(a) if a.port() != 0 => format!("{host}-{}", a.port()),
+        _ => format!("{host}-pid{}", std::process::id()),
+    }
 }

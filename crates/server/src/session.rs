@@ -33,8 +33,8 @@ use tokio::task::{AbortHandle, JoinSet};
 
 use crate::config::ServerConfig;
 use crate::end_log::EndLog;
-use crate::ownership::Admission;
 use crate::engine::Engine;
+use crate::ownership::Admission;
 use crate::protocol::{
     op, read_frame, ClientHello, FrameError, HelloStatus, Request, RequestFrame, ResponseFrame,
     ServerHello, Status, Wait, CLIENT_HELLO_LEN, VERSION,
@@ -232,9 +232,9 @@ impl Handler<'_> {
     }
 
     /// Answers a request the ownership check refused.
-    fn refuse(&self, r: ResponseFrame) {
+    fn refuse(&self, r: Box<ResponseFrame>) {
         self.shared.handler_errors.fetch_add(1, Ordering::Relaxed);
-        reply::send_now(&self.tx, r);
+        reply::send_now(&self.tx, *r);
     }
 
     fn abort_timers(&mut self, target: u64) {

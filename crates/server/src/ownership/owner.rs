@@ -9,9 +9,7 @@ use epvs::{AdvanceError, Epvs};
 
 use super::fence::{now_nanos, Fence};
 use crate::engine::Engine;
-use crate::protocol::{
-    op, token, ClusterMap, OwnerHint, Partitioning, ResponseFrame, Status,
-};
+use crate::protocol::{op, token, ClusterMap, OwnerHint, Partitioning, ResponseFrame, Status};
 use crate::table::{Command, PartitionChange};
 
 /// What this node does with one partition, as request handlers see it.
@@ -111,10 +109,7 @@ impl Ownership {
             parts,
             node: node.to_owned(),
             epvs: Epvs::new(),
-            phases: Arc::new(Phases(UnsafeCell::new(vec![
-                Phase::Unowned;
-                parts.count() as usize
-            ]))),
+            phases: Arc::new(Phases(UnsafeCell::new(vec![Phase::Unowned; parts.count() as usize]))),
             fence: Arc::new(Fence::new()),
             map: Mutex::new(None),
             engine: Mutex::new(None),
@@ -248,16 +243,16 @@ impl Ownership {
         start: u64,
         end: u64,
         submit: impl FnOnce(),
-    ) -> Result<(), ResponseFrame> {
+    ) -> Result<(), Box<ResponseFrame>> {
         // Precedence (PROTOCOL.md §2): FENCED, CROSSES_PARTITION, NOT_OWNER, then the
         // phase's own answer.
         if !self.fence.is_open() {
-            return Err(ResponseFrame::new(opcode, id, Status::Fenced, 0));
+            return Err(Box::new(ResponseFrame::new(opcode, id, Status::Fenced, 0)));
         }
         let p = self.parts.of(start);
         let p_end = self.parts.end(p);
         if end > p_end {
-            return Err(ResponseFrame::new(opcode, id, Status::CrossesPartition, p_end));
+            return Err(Box::new(ResponseFrame::new(opcode, id, Status::CrossesPartition, p_end)));
         }
         let region = self.epvs.enter();
         // SAFETY: inside a protected region: no critical section writes the phases.
@@ -288,10 +283,10 @@ impl Ownership {
                 drop(region);
                 Ok(())
             }
-            Some((status, value)) => Err(ResponseFrame::new(opcode, id, status, value)),
+            Some((status, value)) => Err(Box::new(ResponseFrame::new(opcode, id, status, value))),
             None => {
                 drop(region);
-                Err(self.not_owner(opcode, id, p))
+                Err(Box::new(self.not_owner(opcode, id, p)))
             }
         }
     }

@@ -211,9 +211,8 @@ impl LockTable {
         // session's own limits.
         let early = self.limits.refuse_lock(self.shutting_down, start, end, false, 0);
         let cluster = || self.parts.as_ref().and_then(|p| p.refuse_lock(start, end));
-        let late = || {
-            self.limits.refuse_lock(false, start, end, s.locks.contains_key(&id), s.locks.len())
-        };
+        let late =
+            || self.limits.refuse_lock(false, start, end, s.locks.contains_key(&id), s.locks.len());
         let refusal = early.map(|st| (st, 0)).or_else(cluster).or_else(|| late().map(|st| (st, 0)));
         if let Some((status, value)) = refusal {
             self.reply(session, ResponseFrame::new(op::LOCK, id, status, value));
@@ -446,9 +445,8 @@ impl LockTable {
             return self.reply(session, r);
         };
         let early = self.limits.refuse_lock(self.shutting_down, start, end, false, 0);
-        let late = || {
-            self.limits.refuse_lock(false, start, end, s.locks.contains_key(&id), s.locks.len())
-        };
+        let late =
+            || self.limits.refuse_lock(false, start, end, s.locks.contains_key(&id), s.locks.len());
         let refusal = early
             .map(|st| (st, 0))
             .or_else(|| parts.refuse_reclaim_early(start, end))

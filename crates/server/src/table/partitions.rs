@@ -157,3 +157,65 @@ impl TablePartitions {
         self.state[p as usize].seq = seq;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn parts() -> (TablePartitions, Arc<Fence>, Arc<Mutex<BTreeSet<u32>>>) {
+        let fence = Arc::new(Fence::new());
+        fence.extend_until(Fence::now(), Duration::from_secs(600));
+        let requests = Arc::new(Mutex::new(BTreeSet::new()));
+        let p = Partitioning::new(2).unwrap();
+        (TablePartitions::new(p, fence.clone(), requests.clone()), fence, requests)
+    }
+
+    #[test]
+    fn mint_needs_an_owned_serving_partition_and_an_open_fence() {
+        let (mut t, fence, _) = parts();
+        assert_eq!(t.mint(0), None, "not owned");
+        t.change(0, PartitionChange::Own { epoch: 9, grace_until: Some(u64::MAX) });
+        assert_eq!(t.mint(0), None, "in grace");
+        t.change(0, PartitionChange::Serve);
+        assert_eq!(t.mint(0), Some(token::pack(9, 1)));
+        assert_eq!(t.mint(5), Some(token::pack(9, 2)));
+        fence.close();
+        assert_eq!(t.mint(0), None, "fenced");
+        assert_eq!(t.refuse_lock(0, 1), Some((Status::Fenced, 0)));
+    }
+
+    /// The 2^32-1st grant of an epoch is the last: the partition then holds grants back
+    /// and asks for a new epoch, after which tokens go on increasing.
+    #[test]
+    fn an_exhausted_token_counter_asks_for_a_new_epoch() {
+        let (mut t, _, requests) = parts();
+        t.change(1, PartitionChange::Own { epoch: 9, grace_until: None });
+        let start = Partitioning::new(2).unwrap().start(1);
+        t.set_seq(1, u32::MAX - 1);
+        let last = t.mint(start).unwrap();
+        assert_eq!(last, token::pack(9, u32::MAX));
+        assert_eq!(t.mint(start), None);
+        assert_eq!(requests.lock().unwrap().iter().copied().collect::<Vec<_>>(), vec![1]);
+        t.change(1, PartitionChange::Epoch { epoch: 12 });
+        let next = t.mint(start).unwrap();
+        assert_eq!(next, token::pack(12, 1));
+        assert!(next > last);
+    }
+
+    #[test]
+    fn reclaims_only_in_grace_and_only_from_earlier_epochs() {
+        let (mut t, _, _) = parts();
+        assert_eq!(t.refuse_reclaim_early(0, 1), Some((Status::NotOwner, 0)));
+        t.change(0, PartitionChange::Own { epoch: 9, grace_until: Some(u64::MAX) });
+        assert_eq!(t.refuse_reclaim_early(0, 1), None);
+        assert!(!t.reclaim_refused(0, token::pack(8, 100)));
+        assert!(t.reclaim_refused(0, token::pack(9, 1)));
+        assert!(t.reclaim_refused(0, 0));
+        t.change(0, PartitionChange::Serve);
+        assert!(t.reclaim_refused(0, token::pack(8, 100)));
+        let b = Partitioning::new(2).unwrap().start(1);
+        assert_eq!(t.refuse_reclaim_early(b - 1, b + 1), Some((Status::CrossesPartition, b)));
+    }
+}

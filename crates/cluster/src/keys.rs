@@ -1,0 +1,217 @@
+//! The cluster's keys in etcd, and a parsed snapshot of them.
+//!
+//! Everything lives under `/rangelock/<cluster>/`:
+//!
+//! | key | value (JSON) | lease | written by |
+//! |---|---|---|---|
+//! | `config` | `{"partitions": P}` | none | the first node (create-if-absent) |
+//! | `nodes/<id>` | `{"addr": "host:port"}` | the node's | the node, at start (create-if-absent: ids are unique) |
+//! | `owner/<p>` | `{"node": id, "addr": "host:port"}` | the owner's | the owner, claiming (create-if-absent) |
+//! | `held/<p>` | `{"epoch": e}` | none | the owner, in the claim transaction |
+//! | `move/<p>` | `{"to": id}` | none | `rangelock cluster move`; deleted by the target once it owns `p` |
+//!
+//! A partition's **epoch** is the `mod_revision` of its `owner/<p>` key: etcd revisions
+//! only grow, so every new owner (and every renewal) has a larger epoch than any before.
+//! `held/<p>` records that the partition has had an owner, so a later owner starts in a
+//! grace period: holders of the old epoch may still be out there.
+
+use serde::{Deserialize, Serialize};
+
+use crate::etcd::{KeyValue, LeaseId, Revision};
+
+/// The key prefix of cluster `name`.
+pub fn prefix(cluster: &str) -> String {
+    format!("/rangelock/{cluster}/")
+}
+
+/// `config`.
+pub fn config(cluster: &str) -> Vec<u8> {
+    format!("{}config", prefix(cluster)).into_bytes()
+}
+
+/// `nodes/<id>`.
+pub fn node(cluster: &str, id: &str) -> Vec<u8> {
+    format!("{}nodes/{id}", prefix(cluster)).into_bytes()
+}
+
+/// `owner/<p>`.
+pub fn owner(cluster: &str, p: u32) -> Vec<u8> {
+    format!("{}owner/{p:05}", prefix(cluster)).into_bytes()
+}
+
+/// `held/<p>`.
+pub fn held(cluster: &str, p: u32) -> Vec<u8> {
+    format!("{}held/{p:05}", prefix(cluster)).into_bytes()
+}
+
+/// `move/<p>`.
+pub fn moving(cluster: &str, p: u32) -> Vec<u8> {
+    format!("{}move/{p:05}", prefix(cluster)).into_bytes()
+}
+
+/// The value of `config`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigValue {
+    /// P, a power of two.
+    pub partitions: u32,
+}
+
+/// The value of `nodes/<id>`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeValue {
+    /// Where clients reach the node.
+    pub addr: String,
+}
+
+/// The value of `owner/<p>`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnerValue {
+    /// The owner's id.
+    pub node: String,
+    /// Where clients reach it.
+    pub addr: String,
+}
+
+/// The value of `held/<p>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldValue {
+    /// The epoch of the owner that wrote it.
+    pub epoch: u64,
+}
+
+/// The value of `move/<p>`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MoveValue {
+    /// The node that should own the partition.
+    pub to: String,
+}
+
+/// A live node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeEntry {
+    /// Node id.
+    pub id: String,
+    /// Client address.
+    pub addr: String,
+    /// Its etcd lease.
+    pub lease: LeaseId,
+}
+
+/// A partition's owner.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnerEntry {
+    /// Owner id.
+    pub node: String,
+    /// Client address.
+    pub addr: String,
+    /// The epoch (the key's `mod_revision`).
+    pub epoch: u64,
+    /// The lease the key is attached to.
+    pub lease: LeaseId,
+}
+
+/// Everything under the cluster prefix at one revision.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The etcd revision read at.
+    pub revision: Revision,
+    /// `config`, if the cluster exists.
+    pub config: Option<ConfigValue>,
+    /// Live nodes, by id.
+    pub nodes: Vec<NodeEntry>,
+    /// Owner per partition (`None`: unowned); empty if there is no config.
+    pub owners: Vec<Option<OwnerEntry>>,
+    /// Whether each partition has had an owner.
+    pub held: Vec<bool>,
+    /// Requested moves per partition.
+    pub moves: Vec<Option<String>>,
+}
+
+impl Snapshot {
+    /// Parses the keys of a prefix read. Keys that do not parse are ignored (logged).
+    pub fn parse(cluster: &str, revision: Revision, kvs: &[KeyValue]) -> Snapshot {
+        let pre = prefix(cluster);
+        let mut snap = Snapshot { revision, ..Snapshot::default() };
+        let rest = |kv: &KeyValue| {
+            std::str::from_utf8(&kv.key).ok().and_then(|k| k.strip_prefix(&pre)).map(str::to_owned)
+        };
+        for kv in kvs {
+            if rest(kv).as_deref() == Some("config") {
+                snap.config = serde_json::from_slice(&kv.value).ok();
+            }
+        }
+        let count = snap.config.map_or(0, |c| c.partitions) as usize;
+        snap.owners = vec![None; count];
+        snap.held = vec![false; count];
+        snap.moves = vec![None; count];
+        let part = |s: &str| s.parse::<usize>().ok().filter(|p| *p < count);
+        for kv in kvs {
+            let Some(key) = rest(kv) else { continue };
+            if let Some(id) = key.strip_prefix("nodes/") {
+                if let Ok(v) = serde_json::from_slice::<NodeValue>(&kv.value) {
+                    snap.nodes.push(NodeEntry { id: id.to_owned(), addr: v.addr, lease: kv.lease });
+                }
+            } else if let Some(p) = key.strip_prefix("owner/").and_then(part) {
+                if let Ok(v) = serde_json::from_slice::<OwnerValue>(&kv.value) {
+                    snap.owners[p] = Some(OwnerEntry {
+                        node: v.node,
+                        addr: v.addr,
+                        epoch: kv.mod_revision as u64,
+                        lease: kv.lease,
+                    });
+                }
+            } else if let Some(p) = key.strip_prefix("held/").and_then(part) {
+                snap.held[p] = true;
+            } else if let Some(p) = key.strip_prefix("move/").and_then(part) {
+                if let Ok(v) = serde_json::from_slice::<MoveValue>(&kv.value) {
+                    snap.moves[p] = Some(v.to);
+                }
+            } else if key != "config" {
+                tracing::debug!(key, "ignoring unknown cluster key");
+            }
+        }
+        snap.nodes.sort_by(|a, b| a.id.cmp(&b.id));
+        snap
+    }
+
+    /// Whether node `id` is live (registered under a live lease).
+    pub fn is_live(&self, id: &str) -> bool {
+        self.nodes.iter().any(|n| n.id == id)
+    }
+
+    /// How many partitions each live node owns, in `nodes` order.
+    pub fn counts(&self) -> Vec<usize> {
+        self.nodes
+            .iter()
+            .map(|n| self.owners.iter().flatten().filter(|o| o.node == n.id).count())
+            .collect()
+    }
+
+    /// The cluster map clients read (`MAP`).
+    pub fn to_map(&self) -> rangelock_proto::ClusterMap {
+        use rangelock_proto::{ClusterMap, NodeInfo, PartitionOwner, PartitionState};
+        let nodes: Vec<NodeInfo> = self
+            .nodes
+            .iter()
+            .map(|n| NodeInfo { id: n.id.clone(), addr: n.addr.clone() })
+            .collect();
+        let owners = self
+            .owners
+            .iter()
+            .map(|o| match o {
+                Some(o) => PartitionOwner {
+                    node: self.nodes.iter().position(|n| n.id == o.node).map(|i| i as u16),
+                    state: PartitionState::Serving,
+                    epoch: o.epoch,
+                },
+                None => PartitionOwner { node: None, state: PartitionState::Unowned, epoch: 0 },
+            })
+            .collect();
+        ClusterMap {
+            revision: self.revision as u64,
+            partitions: self.owners.len() as u32,
+            nodes,
+            owners,
+        }
+    }
+}

@@ -1,0 +1,519 @@
+//! A cluster node: a `rangelockd` server plus the manager that keeps its partition
+//! ownership in etcd.
+//!
+//! # The manager's round
+//!
+//! Every `tick` (a fifth of the etcd lease TTL) the manager:
+//!
+//! 1. **keeps the lease alive** and extends the [`Fence`]: if a keepalive sent at `t0`
+//!    succeeds with TTL `T`, etcd keeps the lease at least until `t0 + T` on its clock,
+//!    so the node may act as owner until `t0 + T - margin` (`margin` = T/10 + 200 ms:
+//!    for clock-rate differences and the time between reading the clock and granting).
+//!    If etcd says the lease is gone, the node gives every partition up (`FENCED`),
+//!    takes a new lease and registers again. If etcd cannot be reached, the fence closes
+//!    by itself when the deadline passes; the manager then gives everything up so clients
+//!    are told;
+//! 2. **reads the cluster** (one prefix read) and publishes the map clients ask for;
+//! 3. **checks its partitions**: one whose owner key is gone or changed is given up;
+//!    a grace period that is over ends; a partition whose token counter ran out gets a
+//!    new epoch (a compare-and-swap rewrite of its owner key);
+//! 4. **applies the plan** of [`crate::balance`]: planned moves first (stop serving, then
+//!    delete the owner key so another node can claim it), then claims: a transaction
+//!    that creates `owner/<p>` under this node's lease if it does not exist and marks
+//!    `held/<p>`. The transaction's revision is the new epoch. A partition that had an
+//!    owner before starts in a grace period of `grace`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rangelock_proto::{PartitionState, Partitioning};
+use rangelock_server::ownership::{Fence, GiveUp, Ownership, Phase};
+use rangelock_server::{Server, ServerConfig};
+use tokio::sync::oneshot;
+
+use crate::balance;
+use crate::etcd::{CmpOp, Compare, Etcd, EtcdError, LeaseId, Txn, TxnOp};
+use crate::keys::{self, ConfigValue, HeldValue, NodeValue, OwnerValue, Snapshot};
+
+/// Partitions of a new cluster when `--partitions` is not given.
+pub const DEFAULT_PARTITIONS: u32 = 64;
+
+/// Default etcd lease TTL of a node.
+pub const DEFAULT_ETCD_TTL: Duration = Duration::from_secs(5);
+
+/// How a node joins its cluster.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    /// etcd endpoints (`http://host:port`).
+    pub etcd: Vec<String>,
+    /// Cluster name: the etcd key prefix `/rangelock/<cluster>/`.
+    pub cluster: String,
+    /// This node's id, unique in the cluster.
+    pub node_id: String,
+    /// The address clients use to reach this node; default: the server's TCP address
+    /// (which must then not be a wildcard address).
+    pub advertise: Option<String>,
+    /// Partition count for a new cluster (a power of two); an existing cluster keeps its
+    /// own, and a different value here is an error.
+    pub partitions: Option<u32>,
+    /// The node's etcd lease TTL (whole seconds, at least 1).
+    pub etcd_ttl: Duration,
+    /// Grace period of a partition taken over from another owner; default: the server's
+    /// session lease (clients notice a dead node within one lease and reclaim).
+    pub grace: Option<Duration>,
+    /// The server (its `cluster` field is set by the node).
+    pub server: ServerConfig,
+}
+
+impl NodeConfig {
+    /// A node of cluster `default` with id `node_id`, on a free loopback port.
+    pub fn new(etcd: Vec<String>, node_id: &str) -> NodeConfig {
+        NodeConfig {
+            etcd,
+            cluster: "default".into(),
+            node_id: node_id.into(),
+            advertise: None,
+            partitions: None,
+            etcd_ttl: DEFAULT_ETCD_TTL,
+            grace: None,
+            server: ServerConfig::ephemeral(),
+        }
+    }
+
+    /// The grace period this node applies.
+    pub fn effective_grace(&self) -> Duration {
+        self.grace.unwrap_or(self.server.lease)
+    }
+}
+
+/// Why a node could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// etcd could not be reached or refused a request.
+    #[error("etcd: {0}")]
+    Etcd(EtcdError),
+    /// Another live node has this id.
+    #[error(
+        "a node with id {0:?} is already registered in this cluster (another node runs with \
+         this id, or one stopped less than its etcd lease ago)"
+    )]
+    DuplicateId(String),
+    /// The cluster exists with another partition count.
+    #[error("the cluster has {have} partitions; --partitions {asked} cannot change it")]
+    PartitionsMismatch {
+        /// Stored in etcd.
+        have: u32,
+        /// Asked for.
+        asked: u32,
+    },
+    /// A bad partition count.
+    #[error("partitions: {0}")]
+    Partitions(#[from] rangelock_proto::PartitionError),
+    /// A bad setting.
+    #[error("{0}")]
+    Config(String),
+    /// The server could not start.
+    #[error("server: {0}")]
+    Server(#[from] std::io::Error),
+}
+
+impl From<EtcdError> for NodeError {
+    fn from(e: EtcdError) -> Self {
+        NodeError::Etcd(e)
+    }
+}
+
+/// A running node; see the module docs. [`Node::shutdown`] (or dropping it) leaves the
+/// cluster in order: partitions are given up and their keys deleted so other nodes take
+/// them over at once (their grace period lets this node's clients reclaim).
+#[derive(Debug)]
+pub struct Node {
+    server: Option<Server>,
+    ownership: Arc<Ownership>,
+    addr: String,
+    stop: Option<oneshot::Sender<()>>,
+    manager: Option<JoinHandle<()>>,
+}
+
+impl Node {
+    /// Connects to etcd, creates or joins the cluster, starts the server and the
+    /// manager. Returns once the node is registered (it may not own partitions yet).
+    pub fn start(config: NodeConfig) -> Result<Node, NodeError> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let tick = tick(config.etcd_ttl);
+        let (etcd, parts) = rt.block_on(async {
+            let etcd = Etcd::connect(&config.etcd, tick).await?;
+            let parts = ensure_config(&etcd, &config).await?;
+            Ok::<_, NodeError>((etcd, parts))
+        })?;
+        if config.etcd_ttl < Duration::from_secs(1) || config.etcd_ttl.subsec_nanos() != 0 {
+            return Err(NodeError::Config(
+                "the etcd lease TTL must be whole seconds, at least 1".into(),
+            ));
+        }
+        // The server starts first (its fence is closed: it refuses everything) so that
+        // the node registers with the address it really listens on.
+        let ownership_addr = config.advertise.clone();
+        let mut server_config = config.server.clone();
+        let ownership = Ownership::new(parts, &config.node_id);
+        server_config.cluster = Some(ownership.clone());
+        let server = Server::start(server_config)?;
+        let addr = match (ownership_addr, server.tcp_addr()) {
+            (Some(a), _) => a,
+            (None, Some(a)) if !a.ip().is_unspecified() => a.to_string(),
+            (None, Some(a)) => {
+                return Err(NodeError::Config(format!(
+                    "the server listens on {a}: give --advertise with an address clients can reach"
+                )))
+            }
+            (None, None) => {
+                return Err(NodeError::Config("a cluster node needs a TCP listener".into()))
+            }
+        };
+        let lease = rt.block_on(register(&etcd, &config, &addr))?;
+        let mut manager =
+            Manager { etcd, config, ownership: ownership.clone(), addr: addr.clone(), lease, tick };
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let thread =
+            std::thread::Builder::new().name("rangelock-cluster".into()).spawn(move || {
+                rt.block_on(async move {
+                    manager.keepalive().await;
+                    let _ = ready_tx.send(());
+                    manager.run(stop_rx).await;
+                })
+            })?;
+        let _ = ready_rx.recv();
+        Ok(Node {
+            server: Some(server),
+            ownership,
+            addr,
+            stop: Some(stop_tx),
+            manager: Some(thread),
+        })
+    }
+
+    /// The address clients reach this node at.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// The server's TCP address.
+    pub fn tcp_addr(&self) -> Option<SocketAddr> {
+        self.server.as_ref().and_then(Server::tcp_addr)
+    }
+
+    /// This node's partition ownership.
+    pub fn ownership(&self) -> &Arc<Ownership> {
+        &self.ownership
+    }
+
+    /// Leaves the cluster (see the type's docs) and stops the server.
+    pub fn shutdown(mut self) {
+        self.stop_all();
+    }
+
+    fn stop_all(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.manager.take() {
+            let _ = t.join();
+        }
+        if let Some(s) = self.server.take() {
+            s.shutdown();
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}
+
+/// The manager's round period for an etcd lease TTL.
+fn tick(ttl: Duration) -> Duration {
+    (ttl / 5).max(Duration::from_millis(50))
+}
+
+/// How long after sending a successful keepalive the node may act as owner.
+pub fn fence_window(ttl: Duration) -> Duration {
+    ttl.saturating_sub(ttl / 10 + Duration::from_millis(200))
+}
+
+/// Reads the cluster's config, creating it if this is the first node.
+async fn ensure_config(etcd: &Etcd, config: &NodeConfig) -> Result<Partitioning, NodeError> {
+    let key = keys::config(&config.cluster);
+    let want = config.partitions.unwrap_or(DEFAULT_PARTITIONS);
+    Partitioning::new(want)?;
+    let value = serde_json::to_vec(&ConfigValue { partitions: want }).expect("serializable");
+    let txn = Txn {
+        compare: vec![Compare::CreateRevision(key.clone(), CmpOp::Equal, 0)],
+        success: vec![TxnOp::Put { key: key.clone(), value, lease: None }],
+        failure: vec![TxnOp::Get { key: key.clone() }],
+    };
+    let r = etcd.txn(txn).await?;
+    if r.succeeded {
+        tracing::info!(cluster = %config.cluster, partitions = want, "created the cluster");
+        return Ok(Partitioning::new(want)?);
+    }
+    let (_, kv) = etcd.get(&key).await?;
+    let have: ConfigValue =
+        kv.and_then(|kv| serde_json::from_slice(&kv.value).ok()).ok_or_else(|| {
+            NodeError::Config("the cluster's config key in etcd is unreadable".into())
+        })?;
+    if let Some(asked) = config.partitions {
+        if asked != have.partitions {
+            return Err(NodeError::PartitionsMismatch { have: have.partitions, asked });
+        }
+    }
+    Ok(Partitioning::new(have.partitions)?)
+}
+
+/// Takes an etcd lease and registers the node under it; refuses a duplicate id.
+async fn register(etcd: &Etcd, config: &NodeConfig, addr: &str) -> Result<LeaseId, NodeError> {
+    let (lease, _) = etcd.grant_lease(config.etcd_ttl, None).await?;
+    let key = keys::node(&config.cluster, &config.node_id);
+    let value = serde_json::to_vec(&NodeValue { addr: addr.to_owned() }).expect("serializable");
+    let txn = Txn {
+        compare: vec![Compare::CreateRevision(key.clone(), CmpOp::Equal, 0)],
+        success: vec![TxnOp::Put { key, value, lease: Some(lease) }],
+        failure: vec![],
+    };
+    if !etcd.txn(txn).await?.succeeded {
+        let _ = etcd.revoke(lease).await;
+        return Err(NodeError::DuplicateId(config.node_id.clone()));
+    }
+    tracing::info!(node = %config.node_id, %addr, lease, "registered in the cluster");
+    Ok(lease)
+}
+
+struct Manager {
+    etcd: Etcd,
+    config: NodeConfig,
+    ownership: Arc<Ownership>,
+    addr: String,
+    lease: LeaseId,
+    tick: Duration,
+}
+
+impl Manager {
+    async fn run(&mut self, mut stop: oneshot::Receiver<()>) {
+        let mut interval = tokio::time::interval(self.tick);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = &mut stop => break,
+                _ = interval.tick() => {}
+            }
+            self.keepalive().await;
+            if !self.ownership.fence().is_open() {
+                self.give_up_all(GiveUp::Fenced).await;
+                continue;
+            }
+            match self.etcd.get_prefix(keys::prefix(&self.config.cluster).as_bytes()).await {
+                Ok((rev, kvs)) => {
+                    let snap = Snapshot::parse(&self.config.cluster, rev, &kvs);
+                    self.round(&snap).await;
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot read the cluster from etcd"),
+            }
+        }
+        self.leave().await;
+    }
+
+    /// Refreshes the etcd lease and the fence; re-registers after losing the lease.
+    async fn keepalive(&mut self) {
+        let sent = Fence::now();
+        match self.etcd.keep_alive(self.lease).await {
+            Ok(Some(ttl)) => {
+                self.ownership.fence().extend_until(sent, fence_window(ttl));
+            }
+            Ok(None) => {
+                tracing::warn!(lease = self.lease, "etcd lease lost: giving every partition up");
+                self.ownership.fence().close();
+                self.give_up_all(GiveUp::Fenced).await;
+                match register(&self.etcd, &self.config, &self.addr).await {
+                    Ok(lease) => {
+                        self.lease = lease;
+                        let sent = Fence::now();
+                        if let Ok(Some(ttl)) = self.etcd.keep_alive(lease).await {
+                            self.ownership.fence().extend_until(sent, fence_window(ttl));
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cannot register again yet"),
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "etcd keepalive failed"),
+        }
+    }
+
+    async fn round(&mut self, snap: &Snapshot) {
+        let me = self.config.node_id.clone();
+        // Partitions whose ownership changed under us.
+        for (p, phase) in self.ownership.owned() {
+            let epoch = match phase {
+                Phase::Grace { epoch, .. } | Phase::Serving { epoch } => epoch,
+                Phase::Unowned => continue,
+            };
+            let ok = snap
+                .owners
+                .get(p as usize)
+                .and_then(Option::as_ref)
+                .is_some_and(|o| o.node == me && o.epoch == epoch && o.lease == self.lease);
+            if !ok {
+                tracing::warn!(partition = p, "ownership lost in etcd: giving the partition up");
+                self.transition(move |own| own.give_up(p, GiveUp::Moved)).await;
+            } else if let Phase::Grace { until, .. } = phase {
+                if Fence::now() >= until {
+                    tracing::info!(partition = p, "grace period over");
+                    self.transition(move |own| own.end_grace(p)).await;
+                }
+            }
+        }
+        for p in self.ownership.take_epoch_requests() {
+            self.renew_epoch(p).await;
+        }
+        let plan = balance::plan(snap, &me);
+        for p in plan.shed {
+            self.shed(p).await;
+        }
+        for p in plan.claim {
+            self.claim(p, snap.held[p as usize]).await;
+        }
+        self.publish(snap);
+    }
+
+    /// Publishes the map, with this node's own partitions in their real phase.
+    fn publish(&self, snap: &Snapshot) {
+        let mut map = snap.to_map();
+        for (p, phase) in self.ownership.owned() {
+            if let (Phase::Grace { .. }, Some(o)) = (phase, map.owners.get_mut(p as usize)) {
+                o.state = PartitionState::Grace;
+            }
+        }
+        self.ownership.set_map(map);
+    }
+
+    async fn claim(&mut self, p: u32, had_owner: bool) {
+        let c = &self.config.cluster;
+        let owner = keys::owner(c, p);
+        let value = OwnerValue { node: self.config.node_id.clone(), addr: self.addr.clone() };
+        let value = serde_json::to_vec(&value).expect("serializable");
+        let txn = Txn {
+            compare: vec![Compare::CreateRevision(owner.clone(), CmpOp::Equal, 0)],
+            success: vec![
+                TxnOp::Get { key: keys::held(c, p) },
+                TxnOp::Put { key: owner, value, lease: Some(self.lease) },
+            ],
+            failure: vec![],
+        };
+        let r = match self.etcd.txn(txn).await {
+            Ok(r) if r.succeeded => r,
+            Ok(_) => return, // another node was faster
+            Err(e) => return tracing::warn!(partition = p, error = %e, "claim failed"),
+        };
+        let epoch = r.revision as u64;
+        if epoch > rangelock_proto::token::MAX_EPOCH {
+            tracing::error!(epoch, "etcd revision beyond 2^32: fencing tokens cannot encode it");
+            let _ = self.etcd.delete(&keys::owner(c, p)).await;
+            return;
+        }
+        let held_before = had_owner
+            || matches!(r.responses.first(), Some(crate::etcd::TxnOpResponse::Range(kvs)) if !kvs.is_empty());
+        let held = serde_json::to_vec(&HeldValue { epoch }).expect("serializable");
+        if let Err(e) = self.etcd.put(&keys::held(c, p), &held, None).await {
+            tracing::warn!(partition = p, error = %e, "cannot mark the partition held");
+        }
+        if let Ok((_, Some(kv))) = self.etcd.get(&keys::moving(c, p)).await {
+            if serde_json::from_slice::<keys::MoveValue>(&kv.value)
+                .is_ok_and(|m| m.to == self.config.node_id)
+            {
+                let _ = self.etcd.delete(&keys::moving(c, p)).await;
+            }
+        }
+        let grace = held_before.then(|| self.config.effective_grace());
+        tracing::info!(
+            partition = p,
+            epoch,
+            grace_ms = grace.map(|g| g.as_millis() as u64),
+            "claimed"
+        );
+        self.transition(move |own| own.acquire(p, epoch, grace)).await;
+    }
+
+    /// A planned move: stop serving `p` (waiters are answered, holders notified), then
+    /// delete the owner key so the next owner can claim it.
+    async fn shed(&mut self, p: u32) {
+        let (Phase::Serving { epoch } | Phase::Grace { epoch, .. }) = self.ownership.phase(p)
+        else {
+            return;
+        };
+        tracing::info!(partition = p, "moving the partition away");
+        self.transition(move |own| own.give_up(p, GiveUp::Moved)).await;
+        let owner = keys::owner(&self.config.cluster, p);
+        let txn = Txn {
+            compare: vec![Compare::ModRevision(owner.clone(), CmpOp::Equal, epoch as i64)],
+            success: vec![TxnOp::Delete { key: owner }],
+            failure: vec![],
+        };
+        if let Err(e) = self.etcd.txn(txn).await {
+            tracing::warn!(partition = p, error = %e, "cannot release the owner key");
+        }
+    }
+
+    async fn renew_epoch(&mut self, p: u32) {
+        let (Phase::Serving { epoch } | Phase::Grace { epoch, .. }) = self.ownership.phase(p)
+        else {
+            return;
+        };
+        let owner = keys::owner(&self.config.cluster, p);
+        let value = OwnerValue { node: self.config.node_id.clone(), addr: self.addr.clone() };
+        let txn = Txn {
+            compare: vec![Compare::ModRevision(owner.clone(), CmpOp::Equal, epoch as i64)],
+            success: vec![TxnOp::Put {
+                key: owner,
+                value: serde_json::to_vec(&value).expect("serializable"),
+                lease: Some(self.lease),
+            }],
+            failure: vec![],
+        };
+        match self.etcd.txn(txn).await {
+            Ok(r) if r.succeeded => {
+                let epoch = r.revision as u64;
+                tracing::info!(partition = p, epoch, "new epoch (token counter ran out)");
+                self.transition(move |own| own.renew_epoch(p, epoch)).await;
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(partition = p, error = %e, "cannot renew the epoch"),
+        }
+    }
+
+    async fn give_up_all(&mut self, why: GiveUp) {
+        for (p, _) in self.ownership.owned() {
+            self.transition(move |own| own.give_up(p, why)).await;
+        }
+    }
+
+    /// Leaves the cluster: planned moves of every partition, then the lease is revoked
+    /// (which deletes the node key).
+    async fn leave(&mut self) {
+        for (p, _) in self.ownership.owned() {
+            self.shed(p).await;
+        }
+        if let Err(e) = self.etcd.revoke(self.lease).await {
+            tracing::warn!(error = %e, "cannot revoke the etcd lease (it will expire)");
+        }
+        tracing::info!(node = %self.config.node_id, "left the cluster");
+    }
+
+    /// Runs an ownership transition (which blocks until EPVS has run it) off the
+    /// runtime's thread.
+    async fn transition(&self, f: impl FnOnce(&Ownership) + Send + 'static) {
+        let own = self.ownership.clone();
+        let _ = tokio::task::spawn_blocking(move || f(&own)).await;
+    }
+}
