@@ -133,7 +133,7 @@ pub struct Node {
     server: Option<Server>,
     ownership: Arc<Ownership>,
     addr: String,
-    stop: Option<oneshot::Sender<()>>,
+    stop: Option<oneshot::Sender<Stop>>,
     manager: Option<JoinHandle<()>>,
 }
 
@@ -212,12 +212,19 @@ impl Node {
 
     /// Leaves the cluster (see the type's docs) and stops the server.
     pub fn shutdown(mut self) {
-        self.stop_all();
+        self.stop_all(Stop::Leave);
     }
 
-    fn stop_all(&mut self) {
+    /// Stops like a killed process, for failover tests and benchmarks: the manager stops
+    /// without giving anything up or revoking its etcd lease (other nodes take the
+    /// partitions over once it expires), and the server closes every connection.
+    pub fn crash(mut self) {
+        self.stop_all(Stop::Crash);
+    }
+
+    fn stop_all(&mut self, how: Stop) {
         if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
+            let _ = stop.send(how);
         }
         if let Some(t) = self.manager.take() {
             let _ = t.join();
@@ -230,8 +237,17 @@ impl Node {
 
 impl Drop for Node {
     fn drop(&mut self) {
-        self.stop_all();
+        self.stop_all(Stop::Leave);
     }
+}
+
+/// How the manager stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    /// Give every partition up and revoke the lease.
+    Leave,
+    /// Just stop (see [`Node::crash`]).
+    Crash,
 }
 
 /// The manager's round period for an etcd lease TTL.
@@ -301,12 +317,12 @@ struct Manager {
 }
 
 impl Manager {
-    async fn run(&mut self, mut stop: oneshot::Receiver<()>) {
+    async fn run(&mut self, mut stop: oneshot::Receiver<Stop>) {
         let mut interval = tokio::time::interval(self.tick);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
+        let how = loop {
             tokio::select! {
-                _ = &mut stop => break,
+                how = &mut stop => break how.unwrap_or(Stop::Leave),
                 _ = interval.tick() => {}
             }
             self.keepalive().await;
@@ -321,8 +337,11 @@ impl Manager {
                 }
                 Err(e) => tracing::warn!(error = %e, "cannot read the cluster from etcd"),
             }
+        };
+        match how {
+            Stop::Leave => self.leave().await,
+            Stop::Crash => tracing::warn!(node = %self.config.node_id, "crashed (on purpose)"),
         }
-        self.leave().await;
     }
 
     /// Refreshes the etcd lease and the fence; re-registers after losing the lease.
