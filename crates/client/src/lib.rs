@@ -34,7 +34,7 @@ mod poll;
 mod sync_core;
 
 pub use blocking::{Client, LockGuard};
-pub use connection::AsyncClient;
+pub use connection::{AsyncClient, Notice};
 pub use endpoint::Endpoint;
 pub use error::{ClientError, ConnectionLoss, LossCause, MAX_TIMEOUT};
 pub use guard::AsyncLockGuard;
