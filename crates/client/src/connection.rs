@@ -38,6 +38,7 @@
 //! meanwhile); dropping a guard releases the lock.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -318,6 +319,13 @@ impl AsyncClient {
         self.core.pending.lock().loss.clone()
     }
 
+    /// A future that completes when the connection is gone, without keeping the
+    /// connection alive (for watchers that must not hold a client).
+    pub(crate) fn lost_signal(&self) -> impl Future<Output = ()> + Send + 'static {
+        let pending = self.core.pending.clone();
+        async move { pending.closed().await }
+    }
+
     /// The notices a cluster node pushes from now on ([`Notice`]; a single server sends
     /// none). Each receiver sees every notice that arrives after it was created; one that
     /// falls more than 256 notices behind gets
@@ -376,6 +384,33 @@ impl AsyncClient {
         };
         withdraw.armed = false;
         Ok(Ok(AsyncLockGuard::new(self.core.clone(), id, token, range, mode)))
+    }
+
+    /// Sends `RECLAIM` of `range` held with `token` at a cluster partition's previous
+    /// owner (`docs/PROTOCOL.md` §7.3): the accepted lock as a guard (same token), or the
+    /// refusal. Dropping the future before the answer releases whatever the server
+    /// accepts.
+    pub(crate) async fn reclaim(
+        &self,
+        range: Range<u64>,
+        mode: Mode,
+        token: u64,
+    ) -> Result<Result<AsyncLockGuard, ResponseFrame>, ClientError> {
+        if range.start >= range.end {
+            return Err(ClientError::InvalidRange { start: range.start, end: range.end });
+        }
+        let request = Request::Reclaim { start: range.start, end: range.end, mode, token };
+        let core = &self.core;
+        let id = core.next_id();
+        let rx = core.register(id)?;
+        let mut withdraw = WithdrawOnDrop { core, id, armed: true };
+        core.send(id, request)?;
+        let r = rx.await.map_err(|_| ClientError::ConnectionLost)?;
+        withdraw.armed = false;
+        Ok(match r.status {
+            Status::Ok => Ok(AsyncLockGuard::new(self.core.clone(), id, r.value, range, mode)),
+            _ => Err(r),
+        })
     }
 
     #[cold]
@@ -569,7 +604,7 @@ async fn keepalive_loop(core: Weak<Core>, pending: Arc<Pending>, lease: Duration
                 }
                 awaited = Some((sent, rx));
             }
-            answer = async { (&mut awaited.as_mut().expect("guarded").1).await }, if awaited.is_some() => {
+            answer = keepalive_answer(&mut awaited), if awaited.is_some() => {
                 let Ok(_) = answer else { return }; // the connection is gone
                 let (sent, _) = awaited.take().expect("guarded");
                 pending.lock().last_keepalive = sent;
@@ -587,6 +622,16 @@ async fn keepalive_loop(core: Weak<Core>, pending: Arc<Pending>, lease: Duration
                 return;
             }
         }
+    }
+}
+
+/// The answer to the awaited keepalive (never, if none is awaited).
+async fn keepalive_answer(
+    awaited: &mut Option<(Instant, oneshot::Receiver<ResponseFrame>)>,
+) -> Result<ResponseFrame, oneshot::error::RecvError> {
+    match awaited {
+        Some((_, rx)) => rx.await,
+        None => std::future::pending().await,
     }
 }
 
