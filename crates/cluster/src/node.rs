@@ -15,7 +15,8 @@
 //!    are told;
 //! 2. **reads the cluster** (one prefix read) and publishes the map clients ask for;
 //! 3. **checks its partitions**: one whose owner key is gone or changed is given up;
-//!    a grace period that is over ends; a partition whose token counter ran out gets a
+//!    a grace period that is over ends (a timer also ends it on time between rounds); a
+//!    partition whose token counter ran out gets a
 //!    new epoch (a compare-and-swap rewrite of its owner key);
 //! 4. **applies the plan** of [`crate::balance`]: planned moves first (stop serving, then
 //!    delete the owner key so another node can claim it), then claims: a transaction
@@ -321,9 +322,17 @@ impl Manager {
         let mut interval = tokio::time::interval(self.tick);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let how = loop {
+            // A grace period ends on time, not at the next round.
+            let grace_left = self
+                .next_grace_end()
+                .map(|until| Duration::from_nanos(until.saturating_sub(Fence::now())));
             tokio::select! {
                 how = &mut stop => break how.unwrap_or(Stop::Leave),
                 _ = interval.tick() => {}
+                _ = tokio::time::sleep(grace_left.unwrap_or(Duration::MAX)), if grace_left.is_some() => {
+                    self.end_graces().await;
+                    continue;
+                }
             }
             self.keepalive().await;
             if !self.ownership.fence().is_open() {
@@ -370,6 +379,29 @@ impl Manager {
         }
     }
 
+    /// The earliest end of a grace period of this node's partitions.
+    fn next_grace_end(&self) -> Option<u64> {
+        self.ownership
+            .owned()
+            .into_iter()
+            .filter_map(|(_, ph)| match ph {
+                Phase::Grace { until, .. } => Some(until),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// Ends the grace periods that are over.
+    async fn end_graces(&mut self) {
+        let now = Fence::now();
+        for (p, phase) in self.ownership.owned() {
+            if matches!(phase, Phase::Grace { until, .. } if until <= now) {
+                tracing::info!(partition = p, "grace period over");
+                self.transition(move |own| own.end_grace(p)).await;
+            }
+        }
+    }
+
     async fn round(&mut self, snap: &Snapshot) {
         let me = self.config.node_id.clone();
         // Partitions whose ownership changed under us.
@@ -386,13 +418,9 @@ impl Manager {
             if !ok {
                 tracing::warn!(partition = p, "ownership lost in etcd: giving the partition up");
                 self.transition(move |own| own.give_up(p, GiveUp::Moved)).await;
-            } else if let Phase::Grace { until, .. } = phase {
-                if Fence::now() >= until {
-                    tracing::info!(partition = p, "grace period over");
-                    self.transition(move |own| own.end_grace(p)).await;
-                }
             }
         }
+        self.end_graces().await;
         for p in self.ownership.take_epoch_requests() {
             self.renew_epoch(p).await;
         }
