@@ -243,3 +243,54 @@ fn a_stopped_node_is_noticed_by_its_silence_and_its_locks_reclaimed_elsewhere() 
         g.unlock().await.unwrap();
     });
 }
+
+/// The client process is stopped past its session lease while its node stays alive (the
+/// runtime thread is blocked, so no keepalive goes out): the node ends the session and
+/// releases the lock. When the client runs again the guard is reported lost at once,
+/// by its owner's refusal, never held silently.
+#[test]
+fn a_guard_whose_session_lapsed_at_a_live_owner_is_lost_not_silently_kept() {
+    let lease = Duration::from_millis(300);
+    let c = Cluster::start_with_lease(&["a", "b"], lease);
+    c.nodes[0].own.acquire(0, 10, None);
+    c.nodes[1].own.acquire(1, 11, None);
+    c.nodes[1].own.acquire(2, 12, None);
+    c.nodes[1].own.acquire(3, 13, None);
+    c.publish(1, [serving(0, 10), serving(1, 11), serving(1, 12), serving(1, 13)]);
+    // One thread runs everything of this client, so blocking it stops the client.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let holder = rt.block_on(c.client(ClusterOptions::default()));
+    let g = rt.block_on(holder.lock(0..100, Mode::Exclusive, Wait::Forever)).unwrap();
+    // "SIGSTOP": nothing of this client runs for three leases.
+    rt.block_on(async { std::thread::sleep(3 * lease) });
+    let other = rt.block_on(c.client(ClusterOptions::default()));
+    rt.block_on(async {
+        let reason = tokio::time::timeout(LIMIT, g.lost()).await.expect("lost in time");
+        assert_eq!(reason.partition, 0);
+        assert!(matches!(g.unlock().await, Err(ClusterError::Lost(_))));
+        // The range was indeed free for someone else.
+        let h = other.lock(0..100, Mode::Exclusive, Wait::Try).await.unwrap();
+        h.unlock().await.unwrap();
+    });
+}
+
+/// The same, unlocking right after resuming: the release must not hide the loss.
+#[test]
+fn unlocking_right_after_a_lapse_reports_the_loss() {
+    let lease = Duration::from_millis(300);
+    let c = Cluster::start_with_lease(&["a", "b"], lease);
+    c.nodes[0].own.acquire(0, 10, None);
+    c.nodes[1].own.acquire(1, 11, None);
+    c.nodes[1].own.acquire(2, 12, None);
+    c.nodes[1].own.acquire(3, 13, None);
+    c.publish(1, [serving(0, 10), serving(1, 11), serving(1, 12), serving(1, 13)]);
+    // One thread runs everything of this client, so blocking it stops the client.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let holder = rt.block_on(c.client(ClusterOptions::default()));
+    let g = rt.block_on(holder.lock(0..100, Mode::Exclusive, Wait::Forever)).unwrap();
+    let r = rt.block_on(async {
+        std::thread::sleep(3 * lease);
+        g.unlock().await
+    });
+    assert!(matches!(r, Err(ClusterError::Lost(_))), "{r:?}");
+}
