@@ -294,3 +294,31 @@ fn unlocking_right_after_a_lapse_reports_the_loss() {
     });
     assert!(matches!(r, Err(ClusterError::Lost(_))), "{r:?}");
 }
+
+/// A lapsed session is not resurrected by a later move: the partition moves to b (in
+/// grace, which would accept a reclaim of an earlier epoch) while the client is stopped;
+/// the client's guard is lost with `SessionLapsed`, and b sees no reclaim of it.
+#[test]
+fn a_lapsed_session_is_not_reclaimed_at_a_later_owner() {
+    let lease = Duration::from_millis(300);
+    let c = Cluster::start_with_lease(&["a", "b"], lease);
+    c.nodes[0].own.acquire(0, 10, None);
+    c.nodes[1].own.acquire(1, 11, None);
+    c.nodes[1].own.acquire(2, 12, None);
+    c.nodes[1].own.acquire(3, 13, None);
+    c.publish(1, [serving(0, 10), serving(1, 11), serving(1, 12), serving(1, 13)]);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let holder = rt.block_on(c.client(ClusterOptions::default()));
+    let g = rt.block_on(holder.lock(0..100, Mode::Exclusive, Wait::Forever)).unwrap();
+    rt.block_on(async { std::thread::sleep(3 * lease) });
+    // Meanwhile (the client is stopped), partition 0 moves to b with a grace period.
+    c.nodes[0].own.give_up(0, GiveUp::Moved);
+    c.nodes[1].own.acquire(0, 20, Some(Duration::from_secs(60)));
+    c.publish(2, MOVED);
+    rt.block_on(async {
+        let reason = tokio::time::timeout(LIMIT, g.lost()).await.expect("lost in time");
+        assert_eq!(reason, LostReason { partition: 0, cause: LostCause::SessionLapsed });
+    });
+    let st = rt.block_on(c.stats(1));
+    assert!(held(&st).iter().all(|(start, ..)| *start != 0), "b reinstalled the lapsed lock");
+}

@@ -83,7 +83,8 @@ pub enum LostCause {
     /// [`ClusterOptions::reclaim_window`](super::ClusterOptions::reclaim_window).
     WindowMissed,
     /// The session at the piece's node ended because its lease lapsed (this process was
-    /// stopped or starved for longer than the lease): the node released the lock.
+    /// stopped or starved for longer than the lease): the node released the lock, and
+    /// the client does not try to reclaim it anywhere.
     SessionLapsed,
 }
 

@@ -47,7 +47,9 @@ enum Outcome {
 /// Connection `serial` to `addr` is gone (`loss` says how): reclaim every piece that
 /// lived on it.
 ///
-/// Unless the node stopped answering (a paused or unreachable node), the `RECLAIM` also
+/// A session that ended because its lease lapsed is not reclaimed: its guards are lost
+/// ([`LostCause::SessionLapsed`]). Otherwise, unless the node stopped answering (a paused
+/// or unreachable node), the `RECLAIM` also
 /// goes to the partition's owner of the piece's own epoch: a live owner that ended our
 /// session (its lease lapsed while this process was stopped) refuses it at once, and
 /// the guard is reported lost instead of waiting for a new owner that never comes. A
@@ -60,6 +62,20 @@ pub(super) fn node_lost(
 ) {
     let guards = shared.registry.guards_on(serial);
     shared.registry.drop_conn(serial);
+    if loss.is_some_and(crate::ConnectionLoss::lease_lapsed) {
+        // The node ended the session because this client was silent for a lease: it
+        // released the locks, and may have granted them to others since. Reclaiming them
+        // (at a later owner, after a move or failover) would resurrect a lock whose
+        // token was superseded: the guard is lost, now.
+        for guard in guards {
+            for piece in guard.detach(serial, |_| true) {
+                if let Some((partition, ..)) = guard.wanted(piece) {
+                    guard.lose(LostReason { partition, cause: LostCause::SessionLapsed });
+                }
+            }
+        }
+        return;
+    }
     let ask_old_owner = loss.is_none_or(|l| l.cause != crate::LossCause::Unresponsive);
     start(shared, guards, serial, |_| true, Some(addr), ask_old_owner);
 }
