@@ -78,6 +78,10 @@ pub struct ServeArgs {
     /// reclaims of held locks are served in it [default: the session lease].
     #[arg(long, requires = "cluster")]
     grace_ms: Option<u64>,
+    /// Self-fencing margin in milliseconds: the node stops granting this long before its
+    /// etcd lease could expire [default: TTL/10 + 200].
+    #[arg(long, requires = "cluster")]
+    fence_margin_ms: Option<u64>,
 }
 
 /// `HOST:PORT`, resolved; the first address wins (IPv4 first for `localhost`).
@@ -161,6 +165,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             partitions: args.partitions,
             etcd_ttl: Duration::from_secs(args.etcd_ttl),
             grace: args.grace_ms.map(Duration::from_millis),
+            fence_margin: args.fence_margin_ms.map(Duration::from_millis),
             server: config,
         })
         .with_context(|| format!("cannot start cluster node {node_id:?}"))?;

@@ -7,8 +7,9 @@
 //!
 //! 1. **keeps the lease alive** and extends the [`Fence`]: if a keepalive sent at `t0`
 //!    succeeds with TTL `T`, etcd keeps the lease at least until `t0 + T` on its clock,
-//!    so the node may act as owner until `t0 + T - margin` (`margin` = T/10 + 200 ms:
-//!    for clock-rate differences and the time between reading the clock and granting).
+//!    so the node may act as owner until `t0 + T - margin` (`margin` = T/10 + 200 ms by
+//!    default, [`NodeConfig::fence_margin`]: for clock-rate differences and the time
+//!    between reading the clock and granting).
 //!    If etcd says the lease is gone, the node gives every partition up (`FENCED`),
 //!    takes a new lease and registers again. If etcd cannot be reached, the fence closes
 //!    by itself when the deadline passes; the manager then gives everything up so clients
@@ -64,6 +65,10 @@ pub struct NodeConfig {
     /// Grace period of a partition taken over from another owner; default: the server's
     /// session lease (clients notice a dead node within one lease and reclaim).
     pub grace: Option<Duration>,
+    /// The self-fencing margin: the node stops granting this long before its etcd lease
+    /// can expire; default [`default_fence_margin`] (`ttl/10 + 200 ms`). It must leave at
+    /// least two manager rounds (`2 × ttl/5`) of the lease.
+    pub fence_margin: Option<Duration>,
     /// The server (its `cluster` field is set by the node).
     pub server: ServerConfig,
 }
@@ -79,6 +84,7 @@ impl NodeConfig {
             partitions: None,
             etcd_ttl: DEFAULT_ETCD_TTL,
             grace: None,
+            fence_margin: None,
             server: ServerConfig::ephemeral(),
         }
     }
@@ -86,6 +92,11 @@ impl NodeConfig {
     /// The grace period this node applies.
     pub fn effective_grace(&self) -> Duration {
         self.grace.unwrap_or(self.server.lease)
+    }
+
+    /// The self-fencing margin this node applies.
+    pub fn effective_fence_margin(&self) -> Duration {
+        self.fence_margin.unwrap_or_else(|| default_fence_margin(self.etcd_ttl))
     }
 }
 
@@ -144,16 +155,26 @@ impl Node {
     pub fn start(config: NodeConfig) -> Result<Node, NodeError> {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let tick = tick(config.etcd_ttl);
-        let (etcd, parts) = rt.block_on(async {
-            let etcd = Etcd::connect(&config.etcd, tick).await?;
-            let parts = ensure_config(&etcd, &config).await?;
-            Ok::<_, NodeError>((etcd, parts))
-        })?;
         if config.etcd_ttl < Duration::from_secs(1) || config.etcd_ttl.subsec_nanos() != 0 {
             return Err(NodeError::Config(
                 "the etcd lease TTL must be whole seconds, at least 1".into(),
             ));
         }
+        let window = fence_window(config.etcd_ttl, config.effective_fence_margin());
+        if window < 2 * tick {
+            return Err(NodeError::Config(format!(
+                "a fence margin of {:?} leaves {window:?} of a {:?} etcd lease: less than two \
+                 manager rounds ({:?})",
+                config.effective_fence_margin(),
+                config.etcd_ttl,
+                2 * tick
+            )));
+        }
+        let (etcd, parts) = rt.block_on(async {
+            let etcd = Etcd::connect(&config.etcd, tick).await?;
+            let parts = ensure_config(&etcd, &config).await?;
+            Ok::<_, NodeError>((etcd, parts))
+        })?;
         // The server starts first (its fence is closed: it refuses everything) so that
         // the node registers with the address it really listens on.
         let ownership_addr = config.advertise.clone();
@@ -263,9 +284,17 @@ fn tick(ttl: Duration) -> Duration {
     (ttl / 5).max(Duration::from_millis(50))
 }
 
-/// How long after sending a successful keepalive the node may act as owner.
-pub fn fence_window(ttl: Duration) -> Duration {
-    ttl.saturating_sub(ttl / 10 + Duration::from_millis(200))
+/// The default safety margin for an etcd lease TTL: `ttl/10 + 200 ms`, for clock-rate
+/// differences between this machine and etcd's and the time between reading the clock
+/// and granting.
+pub fn default_fence_margin(ttl: Duration) -> Duration {
+    ttl / 10 + Duration::from_millis(200)
+}
+
+/// How long after sending a successful keepalive with TTL `ttl` the node may act as
+/// owner: `ttl - margin`.
+pub fn fence_window(ttl: Duration, margin: Duration) -> Duration {
+    ttl.saturating_sub(margin)
 }
 
 /// Reads the cluster's config, creating it if this is the first node.
@@ -327,6 +356,10 @@ struct Manager {
 }
 
 impl Manager {
+    fn margin(&self) -> Duration {
+        self.config.effective_fence_margin()
+    }
+
     async fn run(&mut self, mut stop: oneshot::Receiver<Stop>) {
         let mut interval = tokio::time::interval(self.tick);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -343,7 +376,12 @@ impl Manager {
                     continue;
                 }
             }
-            self.keepalive().await;
+            // A keepalive that hangs (etcd unreachable) must not keep the node from
+            // telling its clients when the fence closes: it is cut off at the deadline.
+            // (Once closed, the etcd client's own request timeout bounds it.)
+            let fence = self.ownership.fence();
+            let cutoff = if fence.is_open() { fence.remaining() } else { Duration::MAX };
+            let _ = tokio::time::timeout(cutoff, self.keepalive()).await;
             if !self.ownership.fence().is_open() {
                 self.give_up_all(GiveUp::Fenced).await;
                 continue;
@@ -367,7 +405,7 @@ impl Manager {
         let sent = Fence::now();
         match self.etcd.keep_alive(self.lease).await {
             Ok(Some(ttl)) => {
-                self.ownership.fence().extend_until(sent, fence_window(ttl));
+                self.ownership.fence().extend_until(sent, fence_window(ttl, self.margin()));
             }
             Ok(None) => {
                 tracing::warn!(lease = self.lease, "etcd lease lost: giving every partition up");
@@ -378,7 +416,9 @@ impl Manager {
                         self.lease = lease;
                         let sent = Fence::now();
                         if let Ok(Some(ttl)) = self.etcd.keep_alive(lease).await {
-                            self.ownership.fence().extend_until(sent, fence_window(ttl));
+                            self.ownership
+                                .fence()
+                                .extend_until(sent, fence_window(ttl, self.margin()));
                         }
                     }
                     Err(e) => tracing::warn!(error = %e, "cannot register again yet"),
@@ -430,6 +470,18 @@ impl Manager {
             }
         }
         self.end_graces().await;
+        // Keys etcd still has for this node but that it no longer serves (it fenced itself
+        // while etcd was unreachable, and etcd came back before the lease expired): free
+        // them, so the partitions are claimed again, with a new epoch and a grace period.
+        let mine_in_etcd =
+            snap.owners.iter().enumerate().filter_map(|(p, o)| {
+                o.as_ref().filter(|o| o.node == me).map(|o| (p as u32, o.epoch))
+            });
+        for (p, epoch) in mine_in_etcd.collect::<Vec<_>>() {
+            if self.ownership.phase(p) == Phase::Unowned {
+                self.release_key(p, epoch).await;
+            }
+        }
         for p in self.ownership.take_epoch_requests() {
             self.renew_epoch(p).await;
         }
@@ -531,6 +583,11 @@ impl Manager {
         };
         tracing::info!(partition = p, "moving the partition away");
         self.transition(move |own| own.give_up(p, GiveUp::Moved)).await;
+        self.release_key(p, epoch).await;
+    }
+
+    /// Deletes this node's owner key of `p` if it is still the one of `epoch`.
+    async fn release_key(&mut self, p: u32, epoch: u64) {
         let owner = keys::owner(&self.config.cluster, p);
         let txn = Txn {
             compare: vec![Compare::ModRevision(owner.clone(), CmpOp::Equal, epoch as i64)],

@@ -175,3 +175,45 @@ fn a_node_that_loses_etcd_fences_itself_within_the_lease() {
     });
     a.shutdown();
 }
+
+/// etcd stops answering just long enough for the node to fence itself, and comes back
+/// before the node's lease expires: the node's owner keys are still in etcd, but it gave
+/// the partitions up. It must free and claim them again (new epochs), not leave them
+/// owned-but-unserved.
+#[test]
+fn a_node_fenced_by_a_short_etcd_outage_serves_again_under_new_epochs() {
+    let Some(etcd) =
+        local_etcd_or_skip("a_node_fenced_by_a_short_etcd_outage_serves_again_under_new_epochs")
+    else {
+        return;
+    };
+    let mut cfg = config(&etcd, "a", 2);
+    // The fence closes 1.5 s into a 3 s lease: room to bring etcd back in between.
+    cfg.etcd_ttl = Duration::from_secs(3);
+    cfg.fence_margin = Some(Duration::from_millis(1500));
+    let a = Node::start(cfg).unwrap();
+    wait_for("a to serve", Duration::from_secs(10), || serving(&a) == 2);
+    let mut c = Conn::open(&a);
+    let before = token::epoch(c.call(1, lock(0)).value);
+    etcd.pause().unwrap();
+    let mut id = 2;
+    while c.call(id, lock(100 + id)).status != Status::Fenced {
+        id += 1;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The fence closed before the lease could expire, and the node gives its partitions
+    // up (telling its clients) at once.
+    wait_for("a to give up", Duration::from_secs(2), || a.ownership().owned().is_empty());
+    etcd.resume().unwrap();
+    wait_for("a to serve again", Duration::from_secs(20), || {
+        let r = c.call(1000, lock(5000));
+        if r.status == Status::Ok {
+            assert!(token::epoch(r.value) > before, "a new epoch after the outage");
+            c.call(1001, Request::Unlock { target: 1000 });
+            true
+        } else {
+            false
+        }
+    });
+    a.shutdown();
+}
