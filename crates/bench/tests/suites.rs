@@ -111,7 +111,9 @@ fn registry_names_are_unique_and_findable() {
             "epvs-freq",
             "epvs-table",
             "server-micro",
-            "server-oltp"
+            "server-oltp",
+            "cluster",
+            "cluster-failover"
         ]
     );
     assert!(rangelock_bench::suites::find("w2").is_some());

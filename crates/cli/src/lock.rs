@@ -3,7 +3,8 @@
 //!
 //! The child sees the lock's fencing token in `RANGELOCK_TOKEN`. If this process dies,
 //! the server releases the lock when the connection closes (the child keeps running, as
-//! with flock).
+//! with flock). With `--cluster` the lock is taken through a cluster (see the
+//! `lock_cluster` module).
 //!
 //! # A lapsed lease ends the lock
 //!
@@ -52,8 +53,16 @@ pub struct LockArgs {
     #[arg(short, long, value_parser = parse_timeout)]
     timeout: Option<Duration>,
     /// Server address: `host:port` or `unix:/path`.
-    #[arg(long, default_value_t = Endpoint::default())]
+    #[arg(long, default_value_t = Endpoint::default(), conflicts_with = "cluster")]
     server: Endpoint,
+    /// Lock through a cluster: the addresses of one or more of its nodes (comma-separated
+    /// `host:port`). A range across partitions is locked piece by piece; the command sees
+    /// every piece's token in `RANGELOCK_TOKENS` (`START..END=TOKEN`, space-separated)
+    /// and, for a one-piece range, the token in `RANGELOCK_TOKEN`. The lock survives the
+    /// failover of a node (it is reclaimed at the new owner); if it cannot be reclaimed,
+    /// it is lost (see --on-lost).
+    #[arg(long, value_name = "NODES", value_delimiter = ',')]
+    cluster: Option<Vec<String>>,
     /// Exit code when the lock cannot be had.
     #[arg(short = 'E', long, default_value_t = exit::LOCK_UNAVAILABLE)]
     conflict_exit_code: i32,
@@ -152,17 +161,57 @@ struct ChildState {
     lost: bool,
 }
 
-/// Locks, runs the command, releases; returns the exit code (see [`exit`]).
-pub fn run(args: LockArgs) -> Result<i32, Failure> {
-    let LockArgs { range, server, .. } = &args;
+/// A held lock, whoever holds it: a server session or a cluster guard.
+pub(crate) trait Held {
+    /// Environment variables that tell the command its tokens.
+    fn env(&self) -> Vec<(&'static str, String)>;
+    /// A function that blocks until the lock is lost and says why (run on the watcher
+    /// thread; it may never return).
+    fn watcher(&self) -> Box<dyn FnOnce() -> String + Send>;
+    /// Releases the lock after the command ended (`what` names the range, `prog` the
+    /// command).
+    fn release(self: Box<Self>, what: &str, prog: &str) -> Result<(), Failure>;
+}
+
+/// A lock of a single server.
+struct ServerLock {
+    client: Arc<Client>,
+    guard: rangelock_client::LockGuard,
+}
+
+impl Held for ServerLock {
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![("RANGELOCK_TOKEN", self.guard.token().to_string())]
+    }
+
+    fn watcher(&self) -> Box<dyn FnOnce() -> String + Send> {
+        let client = self.client.clone();
+        Box::new(move || client.wait_lost().to_string())
+    }
+
+    fn release(self: Box<Self>, what: &str, prog: &str) -> Result<(), Failure> {
+        match self.guard.unlock() {
+            Ok(()) => Ok(()),
+            Err(ClientError::ConnectionLost) => {
+                let loss = self.client.wait_lost_timeout(Duration::ZERO);
+                let why = loss.map_or_else(|| "connection lost".to_owned(), |l| l.to_string());
+                Err(Failure::new(
+                    exit::LOCK_LOST,
+                    anyhow!("lock {what} lost as {prog} ended: {why}"),
+                ))
+            }
+            Err(e) => {
+                Err(Failure::new(exit::SOFTWARE, e).context(format!("releasing the lock {what}")))
+            }
+        }
+    }
+}
+
+/// Locks on the single server `--server`.
+fn lock_server(args: &LockArgs, mode: Mode, wait: Wait) -> Result<Box<dyn Held>, Failure> {
+    let LockArgs { range, server, .. } = args;
     let what = format!("{}..{}", range.start, range.end);
     let client = Client::connect(server).map_err(|e| connect_failure(e, server))?;
-    let mode = if args.shared { Mode::Shared } else { Mode::Exclusive };
-    let wait = match (args.nonblock, args.timeout) {
-        (true, _) => Wait::Try,
-        (false, Some(d)) => Wait::Timeout(d),
-        (false, None) => Wait::Forever,
-    };
     let guard = match client.lock(range.clone(), mode, wait) {
         Ok(g) => g,
         Err(e @ (ClientError::WouldBlock | ClientError::TimedOut)) => {
@@ -173,31 +222,45 @@ pub fn run(args: LockArgs) -> Result<i32, Failure> {
         }
         Err(e) => return Err(Failure::client(e).context(format!("locking {what} on {server}"))),
     };
+    Ok(Box::new(ServerLock { client: Arc::new(client), guard }))
+}
+
+/// Locks, runs the command, releases; returns the exit code (see [`exit`]).
+pub fn run(args: LockArgs) -> Result<i32, Failure> {
+    let what = format!("{}..{}", args.range.start, args.range.end);
+    let mode = if args.shared { Mode::Shared } else { Mode::Exclusive };
+    let wait = match (args.nonblock, args.timeout) {
+        (true, _) => Wait::Try,
+        (false, Some(d)) => Wait::Timeout(d),
+        (false, None) => Wait::Forever,
+    };
+    let held = match &args.cluster {
+        Some(nodes) => {
+            crate::lock_cluster::lock(&args.range, nodes, mode, wait, args.conflict_exit_code)?
+        }
+        None => lock_server(&args, mode, wait)?,
+    };
     let (prog, rest) = args.command.split_first().expect("clap requires a command");
-    let spawned = std::process::Command::new(prog)
-        .args(rest)
-        .env("RANGELOCK_TOKEN", guard.token().to_string())
-        .spawn();
+    let spawned = std::process::Command::new(prog).args(rest).envs(held.env()).spawn();
     let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
-            let _ = guard.unlock();
+            let _ = held.release(&what, prog);
             return Err(spawn_failure(prog, &e));
         }
     };
 
-    let client = Arc::new(client);
     let state = Arc::new(Mutex::new(ChildState::default()));
     let pid = child.id();
     {
-        let (client, state, on_lost, prog) =
-            (client.clone(), state.clone(), args.on_lost, prog.clone());
+        let (watch, state, on_lost, prog) =
+            (held.watcher(), state.clone(), args.on_lost, prog.clone());
         let what = what.clone();
         // Detached: it blocks until a loss, which may never come; exiting ends it.
         std::thread::Builder::new()
             .name("rangelock-watch".into())
             .spawn(move || {
-                let loss = client.wait_lost();
+                let loss = watch();
                 let mut st = state.lock().unwrap_or_else(PoisonError::into_inner);
                 if st.exited {
                     return; // the main thread reports it
@@ -236,17 +299,8 @@ pub fn run(args: LockArgs) -> Result<i32, Failure> {
     if lost {
         return Ok(exit::LOCK_LOST);
     }
-    match guard.unlock() {
-        Ok(()) => Ok(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))),
-        Err(ClientError::ConnectionLost) => {
-            let loss = client.wait_lost_timeout(Duration::ZERO);
-            let why = loss.map_or_else(|| "connection lost".to_owned(), |l| l.to_string());
-            Err(Failure::new(exit::LOCK_LOST, anyhow!("lock {what} lost as {prog} ended: {why}")))
-        }
-        Err(e) => {
-            Err(Failure::new(exit::SOFTWARE, e).context(format!("releasing the lock {what}")))
-        }
-    }
+    held.release(&what, prog)?;
+    Ok(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
 }
 
 /// A failed connect: the client's message names the endpoint already.

@@ -5,6 +5,7 @@ mod cluster;
 mod duration;
 mod exit;
 mod lock;
+mod lock_cluster;
 mod serve;
 mod stat;
 

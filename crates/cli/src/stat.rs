@@ -6,15 +6,19 @@
 
 use rangelock_client::{Client, Endpoint, EntryState, Mode};
 
-use crate::exit::Failure;
+use crate::exit::{self, Failure};
 use crate::lock::connect_failure;
 
 /// Arguments of `rangelock stat`.
 #[derive(Debug, clap::Args)]
 pub struct StatArgs {
     /// Server address: `host:port` or `unix:/path`.
-    #[arg(long, default_value_t = Endpoint::default())]
+    #[arg(long, default_value_t = Endpoint::default(), conflicts_with = "cluster")]
     server: Endpoint,
+    /// Show every node of a cluster, reached through these nodes (comma-separated
+    /// `host:port`): the cluster map, then each node's counters and list.
+    #[arg(long, value_name = "NODES", value_delimiter = ',')]
+    cluster: Option<Vec<String>>,
     /// List at most this many holders and waiters.
     #[arg(long, default_value_t = 100)]
     max: u32,
@@ -22,12 +26,57 @@ pub struct StatArgs {
 
 /// Prints the counters and the list.
 pub fn run(args: StatArgs) -> Result<(), Failure> {
+    if let Some(nodes) = &args.cluster {
+        return run_cluster(nodes, args.max);
+    }
     let client = Client::connect(&args.server).map_err(|e| connect_failure(e, &args.server))?;
     let st = client
         .stats(args.max)
         .map_err(|e| Failure::client(e).context(format!("asking {} for stats", args.server)))?;
-    let c = st.counters;
     println!("server            {}", args.server);
+    print_stats(&st);
+    Ok(())
+}
+
+/// `--cluster`: the map, then every node's stats.
+fn run_cluster(nodes: &[String], max: u32) -> Result<(), Failure> {
+    use rangelock_client::cluster::{ClusterClient, ClusterOptions};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(exit::SOFTWARE, e))?;
+    rt.block_on(async {
+        let client =
+            ClusterClient::connect(nodes, ClusterOptions::default()).await.map_err(|e| {
+                Failure::new(exit::UNAVAILABLE, e)
+                    .context(format!("connecting to the cluster at {}", nodes.join(",")))
+            })?;
+        let map = client.map();
+        println!("cluster map (etcd revision {}): {} partitions", map.revision, map.partitions);
+        for (p, o) in map.owners.iter().enumerate() {
+            let node = o.node.and_then(|i| map.nodes.get(usize::from(i)));
+            let node = node.map_or("-".to_owned(), |n| format!("{} ({})", n.id, n.addr));
+            println!(
+                "  partition {p:>4}  {:<8} epoch {:<8} {node}",
+                format!("{:?}", o.state),
+                o.epoch
+            );
+        }
+        let all = client
+            .stats_all(max)
+            .await
+            .map_err(|e| Failure::new(exit::SOFTWARE, e).context("asking the nodes for stats"))?;
+        for (node, st) in all {
+            println!();
+            println!("node              {} ({})", node.id, node.addr);
+            print_stats(&st);
+        }
+        Ok(())
+    })
+}
+
+fn print_stats(st: &rangelock_client::StatsBody) {
+    let c = st.counters;
     // The server counts this very connection; leave it out.
     println!("sessions open     {} (not counting this one)", c.sessions_open.saturating_sub(1));
     println!("sessions total    {}", c.sessions_total);
@@ -69,5 +118,4 @@ pub fn run(args: StatArgs) -> Result<(), Failure> {
             println!("… {} more", total - st.entries.len() as u64);
         }
     }
-    Ok(())
 }

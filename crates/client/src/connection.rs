@@ -8,6 +8,19 @@
 //! every third of the lease while the client lives. Requests are pipelined: any number of
 //! tasks may wait on the same connection.
 //!
+//! The reader recognises a server-pushed **notice** (a cluster node gave partitions up;
+//! `docs/PROTOCOL.md` §7.6) by its op byte, not its id, and hands it to every receiver of
+//! [`AsyncClient::notices`].
+//!
+//! # An unresponsive server
+//!
+//! A server that is stopped (`SIGSTOP`, a suspended VM) keeps its TCP connections open:
+//! nothing fails, nothing is ever answered. The keepalive task therefore waits for the
+//! answers of its keepalives: when one stays unanswered for a whole lease, the client
+//! declares the connection lost ([`LossCause::Unresponsive`]) and closes it. The server,
+//! if it ever runs again, has ended the session by then anyway (it heard nothing for a
+//! lease either).
+//!
 //! # Reconnect semantics
 //!
 //! There is no automatic reconnect. A session's locks live exactly as long as its
@@ -25,64 +38,132 @@
 //! meanwhile); dropping a guard releases the lock.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rangelock_proto::{
     read_frame, ClientHello, FrameError, GrantMode, HelloStatus, Mode, Request, RequestFrame,
-    ResponseFrame, ServerHello, StatsBody, Status, Wait, SERVER_HELLO_LEN, VERSION,
+    ResponseFrame, ServerHello, StatsBody, Status, Wait, ALL_PARTITIONS, SERVER_HELLO_LEN, VERSION,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::net::{TcpStream, UnixStream};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::endpoint::Endpoint;
-use crate::error::{check_wait, ClientError};
+use crate::error::{check_wait, ClientError, ConnectionLoss, LossCause};
 use crate::guard::AsyncLockGuard;
 use crate::poll::PollSchedule;
 
 /// Largest response frame the client accepts (a `STATS` reply can be large).
 const MAX_RESPONSE_FRAME: u32 = 16 * 1024 * 1024;
 
+/// Notices buffered per receiver of [`AsyncClient::notices`] before it lags.
+const NOTICE_BUFFER: usize = 256;
+
+/// A notice a cluster node pushed without a request (`docs/PROTOCOL.md` §7.6): it no
+/// longer serves some partitions, and the locks this session held on them are gone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Notice {
+    /// [`Status::NotOwner`] (the partitions moved, or the node's ownership of them was
+    /// lost) or [`Status::Fenced`] (the node lost its etcd lease).
+    pub status: Status,
+    /// The partition, or `None` for every partition of the node (on the wire
+    /// `0xffffffffffffffff`; a value that names no partition also reads as all).
+    pub partition: Option<u32>,
+}
+
+impl Notice {
+    fn of(r: &ResponseFrame) -> Notice {
+        let partition = match r.value {
+            ALL_PARTITIONS => None,
+            v => u32::try_from(v).ok(),
+        };
+        Notice { status: r.status, partition }
+    }
+
+    /// Whether the notice concerns partition `p`.
+    pub fn covers(&self, p: u32) -> bool {
+        self.partition.is_none_or(|q| q == p)
+    }
+}
+
 /// Requests waiting for their response, and whether the connection is gone.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct PendingMap {
     closed: bool,
+    /// How the connection was lost; set together with `closed`.
+    loss: Option<ConnectionLoss>,
+    /// When the last keepalive the server answered was sent (at first: the handshake).
+    last_keepalive: Instant,
     waiters: HashMap<u64, oneshot::Sender<ResponseFrame>>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Pending {
     map: Mutex<PendingMap>,
     /// Woken when the connection is marked gone (see [`AsyncClient::lost`]).
     lost: tokio::sync::Notify,
+    lease: Duration,
 }
 
 impl Pending {
+    fn new(lease: Duration) -> Pending {
+        let map = PendingMap {
+            closed: false,
+            loss: None,
+            last_keepalive: Instant::now(),
+            waiters: HashMap::new(),
+        };
+        Pending { map: Mutex::new(map), lost: tokio::sync::Notify::new(), lease }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, PendingMap> {
         self.map.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Marks the connection gone; dropping the senders fails every waiter.
-    fn close(&self) {
+    /// Marks the connection gone (the first cause wins); dropping the senders fails every
+    /// waiter, and the reader and writer tasks stop, which closes the socket.
+    fn close(&self, cause: LossCause) {
         {
             let mut p = self.lock();
+            if p.loss.is_none() {
+                let silent_for = p.last_keepalive.elapsed();
+                p.loss = Some(ConnectionLoss { cause, silent_for, lease: self.lease });
+            }
             p.closed = true;
             p.waiters.clear();
         }
         self.lost.notify_waiters();
     }
+
+    /// Completes once the connection is marked gone (at once if it already is).
+    async fn closed(&self) {
+        loop {
+            let notified = self.lost.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a close in between still wakes us.
+            notified.as_mut().enable();
+            if self.lock().closed {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 /// Closes the pending map when the reader task ends for any reason (EOF, error, or the
-/// runtime dropping it).
-struct CloseOnDrop(Arc<Pending>);
+/// runtime dropping it), with the cause the reader found.
+struct CloseOnDrop {
+    pending: Arc<Pending>,
+    cause: LossCause,
+}
 
 impl Drop for CloseOnDrop {
     fn drop(&mut self) {
-        self.0.close();
+        self.pending.close(self.cause);
     }
 }
 
@@ -90,6 +171,7 @@ impl Drop for CloseOnDrop {
 pub(crate) struct Core {
     out: mpsc::UnboundedSender<RequestFrame>,
     pending: Arc<Pending>,
+    notices: broadcast::Sender<Notice>,
     next_id: AtomicU64,
     hello: ServerHello,
 }
@@ -184,17 +266,19 @@ impl AsyncClient {
             return Err(ClientError::UnsupportedVersion { server: hello.version, client: VERSION });
         }
         let (out_tx, out_rx) = mpsc::unbounded_channel();
-        let pending = Arc::new(Pending::default());
+        let lease = Duration::from_millis(hello.lease_ms.into());
+        let pending = Arc::new(Pending::new(lease));
+        let (notices, _) = broadcast::channel(NOTICE_BUFFER);
         let core = Arc::new(Core {
             out: out_tx,
             pending: pending.clone(),
+            notices: notices.clone(),
             next_id: AtomicU64::new(1),
             hello,
         });
-        tokio::spawn(write_loop(wr, out_rx));
-        tokio::spawn(read_loop(rd, pending));
-        let lease = Duration::from_millis(hello.lease_ms.into());
-        tokio::spawn(keepalive_loop(Arc::downgrade(&core), lease));
+        tokio::spawn(write_loop(wr, out_rx, pending.clone()));
+        tokio::spawn(read_loop(rd, pending.clone(), notices));
+        tokio::spawn(keepalive_loop(Arc::downgrade(&core), pending, lease));
         Ok(AsyncClient { core })
     }
 
@@ -222,19 +306,34 @@ impl AsyncClient {
     /// Completes once the connection is gone (at once if it already is): every lock of
     /// this client is then released. The keepalive task keeps the socket busy, so a
     /// server that ends the session (say, its lease lapsed while the process was stopped)
-    /// is noticed within a third of the lease of the process running again.
+    /// is noticed within a third of the lease of the process running again, and a server
+    /// that stops answering (stopped itself) within about a lease and a third
+    /// ([`LossCause::Unresponsive`]).
     pub async fn lost(&self) {
-        let pending = &self.core.pending;
-        loop {
-            let notified = pending.lost.notified();
-            tokio::pin!(notified);
-            // Registered before the check, so a close in between still wakes us.
-            notified.as_mut().enable();
-            if pending.lock().closed {
-                return;
-            }
-            notified.await;
-        }
+        self.core.pending.closed().await
+    }
+
+    /// How the connection was lost, once it is ([`AsyncClient::lost`]); `None` while it
+    /// is up.
+    pub fn loss(&self) -> Option<ConnectionLoss> {
+        self.core.pending.lock().loss.clone()
+    }
+
+    /// A future that completes when the connection is gone, without keeping the
+    /// connection alive (for watchers that must not hold a client).
+    pub(crate) fn lost_signal(&self) -> impl Future<Output = ()> + Send + 'static {
+        let pending = self.core.pending.clone();
+        async move { pending.closed().await }
+    }
+
+    /// The notices a cluster node pushes from now on ([`Notice`]; a single server sends
+    /// none). Each receiver sees every notice that arrives after it was created; one that
+    /// falls more than 256 notices behind gets
+    /// [`RecvError::Lagged`](tokio::sync::broadcast::error::RecvError::Lagged) and should
+    /// assume every partition was affected. The channel closes when the client and its
+    /// connection are gone.
+    pub fn notices(&self) -> broadcast::Receiver<Notice> {
+        self.core.notices.subscribe()
     }
 
     /// Locks `range` in `mode`, waiting as `wait` says. In poll grant mode this polls the
@@ -249,27 +348,69 @@ impl AsyncClient {
         mode: Mode,
         wait: Wait,
     ) -> Result<AsyncLockGuard, ClientError> {
+        match self.lock_or_refusal(range, mode, wait).await? {
+            Ok(guard) => Ok(guard),
+            Err(r) => Err(ClientError::from_status(r.status)),
+        }
+    }
+
+    /// [`AsyncClient::lock`], but a refusal comes back whole (the cluster client needs
+    /// the value and the owner hint of `NOT_OWNER`, `IN_GRACE`, `CROSSES_PARTITION`).
+    pub(crate) async fn lock_or_refusal(
+        &self,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Result<Result<AsyncLockGuard, ResponseFrame>, ClientError> {
         if range.start >= range.end {
             return Err(ClientError::InvalidRange { start: range.start, end: range.end });
         }
         check_wait(wait)?;
+        let request = Request::Lock { start: range.start, end: range.end, mode, wait };
         let core = &self.core;
         let id = core.next_id();
         let rx = core.register(id)?;
         // From here on, dropping this future withdraws the request.
         let mut withdraw = WithdrawOnDrop { core, id, armed: true };
-        core.send(id, Request::Lock { start: range.start, end: range.end, mode, wait })?;
+        core.send(id, request)?;
         let r = rx.await.map_err(|_| ClientError::ConnectionLost)?;
         let token = match r.status {
             Status::Ok => r.value,
             Status::Pending => self.poll_until_granted(id).await?,
-            s => {
+            _ => {
                 withdraw.armed = false;
-                return Err(ClientError::from_status(s));
+                return Ok(Err(r));
             }
         };
         withdraw.armed = false;
-        Ok(AsyncLockGuard::new(self.core.clone(), id, token, range, mode))
+        Ok(Ok(AsyncLockGuard::new(self.core.clone(), id, token, range, mode)))
+    }
+
+    /// Sends `RECLAIM` of `range` held with `token` at a cluster partition's previous
+    /// owner (`docs/PROTOCOL.md` §7.3): the accepted lock as a guard (same token), or the
+    /// refusal. Dropping the future before the answer releases whatever the server
+    /// accepts.
+    pub(crate) async fn reclaim(
+        &self,
+        range: Range<u64>,
+        mode: Mode,
+        token: u64,
+    ) -> Result<Result<AsyncLockGuard, ResponseFrame>, ClientError> {
+        if range.start >= range.end {
+            return Err(ClientError::InvalidRange { start: range.start, end: range.end });
+        }
+        let request = Request::Reclaim { start: range.start, end: range.end, mode, token };
+        let core = &self.core;
+        let id = core.next_id();
+        let rx = core.register(id)?;
+        let mut withdraw = WithdrawOnDrop { core, id, armed: true };
+        core.send(id, request)?;
+        let r = rx.await.map_err(|_| ClientError::ConnectionLost)?;
+        withdraw.armed = false;
+        Ok(match r.status {
+            Status::Ok => Ok(AsyncLockGuard::new(self.core.clone(), id, r.value, range, mode)),
+            _ => Err(r),
+        })
     }
 
     #[cold]
@@ -341,9 +482,21 @@ impl Drop for WithdrawOnDrop<'_> {
 async fn write_loop<S: AsyncWrite>(
     mut wr: WriteHalf<S>,
     mut rx: mpsc::UnboundedReceiver<RequestFrame>,
+    pending: Arc<Pending>,
 ) {
     let mut out = Vec::with_capacity(4096);
-    while let Some(f) = rx.recv().await {
+    let closed = pending.closed();
+    tokio::pin!(closed);
+    loop {
+        let f = tokio::select! {
+            biased;
+            f = rx.recv() => match f {
+                Some(f) => f,
+                None => break,
+            },
+            // Declared lost (an unresponsive server): drop our half of the socket.
+            () = &mut closed => return,
+        };
         out.clear();
         f.encode(&mut out);
         while out.len() < 64 * 1024 {
@@ -352,7 +505,12 @@ async fn write_loop<S: AsyncWrite>(
                 Err(_) => break,
             }
         }
-        if wr.write_all(&out).await.is_err() {
+        let written = tokio::select! {
+            biased;
+            r = wr.write_all(&out) => r.is_ok(),
+            () = &mut closed => false,
+        };
+        if !written {
             return;
         }
     }
@@ -360,15 +518,38 @@ async fn write_loop<S: AsyncWrite>(
     let _ = wr.shutdown().await;
 }
 
-async fn read_loop<S: AsyncRead>(mut rd: ReadHalf<S>, pending: Arc<Pending>) {
-    let _close = CloseOnDrop(pending.clone());
+async fn read_loop<S: AsyncRead>(
+    mut rd: ReadHalf<S>,
+    pending: Arc<Pending>,
+    notices: broadcast::Sender<Notice>,
+) {
+    // If the runtime drops this task, the connection is gone without a cause we saw.
+    let mut close =
+        CloseOnDrop { pending: pending.clone(), cause: LossCause::Io(std::io::ErrorKind::Other) };
+    let closed = pending.closed();
+    tokio::pin!(closed);
     let mut buf = Vec::new();
     loop {
-        match read_frame(&mut rd, &mut buf, MAX_RESPONSE_FRAME).await {
+        let read = tokio::select! {
+            biased;
+            r = read_frame(&mut rd, &mut buf, MAX_RESPONSE_FRAME) => r,
+            // Declared lost elsewhere (an unresponsive server): stop reading.
+            () = &mut closed => return,
+        };
+        match read {
             Ok(()) => {}
-            Err(FrameError::Closed) => return,
+            Err(FrameError::Closed) => {
+                close.cause = LossCause::ClosedByServer;
+                return;
+            }
+            Err(FrameError::Io(e)) => {
+                tracing::debug!(error = %e, "connection lost");
+                close.cause = LossCause::of(&ClientError::Io(e));
+                return;
+            }
             Err(e) => {
                 tracing::debug!(error = %e, "connection lost");
+                close.cause = LossCause::Protocol;
                 return;
             }
         }
@@ -376,9 +557,17 @@ async fn read_loop<S: AsyncRead>(mut rd: ReadHalf<S>, pending: Arc<Pending>) {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(error = %e, "undecodable response; closing");
+                close.cause = LossCause::Protocol;
                 return;
             }
         };
+        // By the op byte, not the id: FRAME_TOO_LARGE and some MALFORMED answers have
+        // id 0 too (PROTOCOL.md §7.6).
+        if r.is_notice() {
+            // No receiver is fine: nobody asked.
+            let _ = notices.send(Notice::of(&r));
+            continue;
+        }
         let waiter = pending.lock().waiters.remove(&r.id);
         if let Some(w) = waiter {
             let _ = w.send(r);
@@ -386,16 +575,69 @@ async fn read_loop<S: AsyncRead>(mut rd: ReadHalf<S>, pending: Arc<Pending>) {
     }
 }
 
-async fn keepalive_loop(core: Weak<Core>, lease: Duration) {
+/// Sends a `KEEPALIVE` every third of the lease while the client lives, and declares the
+/// connection lost when one stays unanswered for a lease (see the module docs). Holds
+/// only a weak reference, so it does not keep the connection open.
+async fn keepalive_loop(core: Weak<Core>, pending: Arc<Pending>, lease: Duration) {
     let period = (lease / 3).max(Duration::from_millis(10));
     let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
+    // The keepalive whose answer we wait for: when it was sent, and its answer.
+    let mut awaited: Option<(Instant, oneshot::Receiver<ResponseFrame>)> = None;
     loop {
-        tick.tick().await;
-        let Some(core) = core.upgrade() else { return };
-        if core.pending.lock().closed {
-            return;
+        let deadline =
+            awaited.as_ref().map(|(sent, _)| tokio::time::Instant::from_std(*sent + lease));
+        tokio::select! {
+            _ = tick.tick() => {
+                let Some(core) = core.upgrade() else { return };
+                if awaited.is_some() {
+                    // Still waiting for an earlier answer: keep the lease alive anyway.
+                    core.send_and_forget(Request::Keepalive);
+                    continue;
+                }
+                let id = core.next_id();
+                let Ok(rx) = core.register(id) else { return };
+                let sent = Instant::now();
+                if core.send(id, Request::Keepalive).is_err() {
+                    return;
+                }
+                awaited = Some((sent, rx));
+            }
+            answer = keepalive_answer(&mut awaited), if awaited.is_some() => {
+                let Ok(_) = answer else { return }; // the connection is gone
+                let (sent, _) = awaited.take().expect("guarded");
+                pending.lock().last_keepalive = sent;
+            }
+            () = sleep_until_or_never(deadline), if deadline.is_some() => {
+                let (_, mut rx) = awaited.take().expect("guarded");
+                // A process that was itself stopped may find both the deadline and the
+                // answer ready: let the reader deliver what it has read first.
+                tokio::task::yield_now().await;
+                if rx.try_recv().is_ok() {
+                    continue;
+                }
+                tracing::debug!(?lease, "no keepalive answer within the lease: connection lost");
+                pending.close(LossCause::Unresponsive);
+                return;
+            }
         }
-        core.send_and_forget(Request::Keepalive);
+    }
+}
+
+/// The answer to the awaited keepalive (never, if none is awaited).
+async fn keepalive_answer(
+    awaited: &mut Option<(Instant, oneshot::Receiver<ResponseFrame>)>,
+) -> Result<ResponseFrame, oneshot::error::RecvError> {
+    match awaited {
+        Some((_, rx)) => rx.await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until_or_never(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
     }
 }

@@ -140,7 +140,8 @@ pub(crate) fn brief_io(e: &std::io::Error) -> String {
 }
 
 /// How a connection was found lost: returned by
-/// [`Client::wait_lost`](crate::Client::wait_lost).
+/// [`Client::wait_lost`](crate::Client::wait_lost) and
+/// [`AsyncClient::loss`](crate::AsyncClient::loss).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ConnectionLoss {
@@ -177,6 +178,12 @@ impl core::fmt::Display for ConnectionLoss {
             LossCause::ClosedByServer => f.write_str("the server closed the connection"),
             LossCause::Io(kind) => write!(f, "connection failed: {kind}"),
             LossCause::Protocol => f.write_str("the server sent a frame this client cannot read"),
+            LossCause::Unresponsive => write!(
+                f,
+                "the server answered no keepalive for a lease ({:?}): it is stopped or \
+                 unreachable",
+                self.lease
+            ),
         }
     }
 }
@@ -192,6 +199,11 @@ pub enum LossCause {
     /// The server sent a frame this client cannot decode (the client closed the
     /// connection).
     Protocol,
+    /// The connection stayed open but the server answered no `KEEPALIVE` for a whole
+    /// lease: it is stopped (`SIGSTOP`, a suspended machine) or the network drops
+    /// everything. The client closed the connection. Only the async client finds this;
+    /// the blocking client's keepalive thread waits for its answer without a limit.
+    Unresponsive,
 }
 
 impl LossCause {

@@ -55,6 +55,12 @@ impl AsyncLockGuard {
 
     grant_accessors!();
 
+    /// Forgets the lock without sending `UNLOCK`: the server already dropped it (a cluster
+    /// node gave its partition up) or the session is gone.
+    pub(crate) fn forget(mut self) {
+        self.released = true;
+    }
+
     /// Releases the lock and waits for the server to confirm.
     pub async fn unlock(mut self) -> Result<(), ClientError> {
         self.released = true;

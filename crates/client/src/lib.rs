@@ -12,6 +12,9 @@
 //! Guards release on drop. A session's locks live as long as its connection; there is no
 //! automatic reconnect (see [`AsyncClient`] for the exact semantics).
 //!
+//! [`cluster`] is the async client of a rangelock cluster: it routes each partition of a
+//! range to its owner and reclaims the locks at the new owner when a node fails.
+//!
 //! The blocking [`Client`] does its socket I/O on the calling thread (no runtime, no
 //! hand-off per request); the [`AsyncClient`] runs on the caller's tokio runtime.
 //!
@@ -26,6 +29,7 @@
 //! [`ClientError::DeferredUnlock`].
 
 mod blocking;
+pub mod cluster;
 mod connection;
 mod endpoint;
 mod error;
@@ -34,7 +38,7 @@ mod poll;
 mod sync_core;
 
 pub use blocking::{Client, LockGuard};
-pub use connection::AsyncClient;
+pub use connection::{AsyncClient, Notice};
 pub use endpoint::Endpoint;
 pub use error::{ClientError, ConnectionLoss, LossCause, MAX_TIMEOUT};
 pub use guard::AsyncLockGuard;

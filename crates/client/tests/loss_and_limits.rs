@@ -1,14 +1,19 @@
-//! The client finds a lost connection on its own (`wait_lost`, `lost`), and refuses
-//! timeouts the protocol cannot carry instead of cutting them short.
+//! The client finds a lost connection on its own (`wait_lost`, `lost`) — including a
+//! server that keeps its socket open but answers nothing —, hands on the notices a
+//! cluster node pushes, and refuses timeouts the protocol cannot carry instead of cutting
+//! them short.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
 use rangelock_client::{
-    AsyncClient, Client, ClientError, Endpoint, LossCause, Mode, Wait, MAX_TIMEOUT,
+    AsyncClient, Client, ClientError, Endpoint, LossCause, Mode, Notice, Status, Wait, MAX_TIMEOUT,
 };
-use rangelock_server::protocol::{GrantMode, HelloStatus, ServerHello, CLIENT_HELLO_LEN, VERSION};
+use rangelock_server::protocol::{
+    op, GrantMode, HelloStatus, ResponseFrame, ServerHello, ALL_PARTITIONS, CLIENT_HELLO_LEN,
+    VERSION,
+};
 use rangelock_server::{Server, ServerConfig};
 
 /// A fake server that accepts one connection and completes the handshake with a short
@@ -21,6 +26,10 @@ fn fake_server() -> (TcpListener, Endpoint) {
 }
 
 fn handshake(l: &TcpListener) -> TcpStream {
+    handshake_with_lease(l, 60)
+}
+
+fn handshake_with_lease(l: &TcpListener, lease_ms: u32) -> TcpStream {
     let (mut s, _) = l.accept().unwrap();
     let mut hello = [0u8; CLIENT_HELLO_LEN];
     s.read_exact(&mut hello).unwrap();
@@ -30,7 +39,7 @@ fn handshake(l: &TcpListener) -> TcpStream {
         status: HelloStatus::Accepted,
         grant: GrantMode::Push,
         session: 1,
-        lease_ms: 60,
+        lease_ms,
         max_frame: 1 << 20,
     }
     .encode(&mut out);
@@ -72,6 +81,70 @@ fn the_async_client_reports_a_closed_session() {
                 .await
                 .expect("loss noticed");
             assert!(!client.is_connected());
+        });
+    });
+}
+
+#[test]
+fn the_async_client_declares_a_server_that_answers_nothing_lost_and_closes() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (l, ep) = fake_server();
+    std::thread::scope(|s| {
+        let h = s.spawn(|| handshake(&l));
+        let (client, mut server_side) = rt.block_on(async {
+            let client = AsyncClient::connect(&ep).await.unwrap();
+            (client, h.join().unwrap())
+        });
+        // Like a stopped process: the socket stays open, nothing is answered.
+        let t0 = std::time::Instant::now();
+        rt.block_on(async {
+            tokio::time::timeout(Duration::from_secs(30), client.lost())
+                .await
+                .expect("an unanswered keepalive is noticed");
+        });
+        let loss = client.loss().expect("lost");
+        assert_eq!(loss.cause, LossCause::Unresponsive, "{loss}");
+        assert!(loss.to_string().contains("answered no keepalive"), "{loss}");
+        // Not before the lease (60 ms) passed without an answer.
+        assert!(t0.elapsed() >= Duration::from_millis(60), "{:?}", t0.elapsed());
+        assert!(!client.is_connected());
+        let r = rt.block_on(client.ping());
+        assert!(matches!(r, Err(ClientError::ConnectionLost)), "{r:?}");
+        // The client closed its socket: the "server" reads its keepalives, then EOF.
+        server_side.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut sink = Vec::new();
+        server_side.read_to_end(&mut sink).expect("EOF, not a timeout");
+        assert!(!sink.is_empty() && sink.len() % 13 == 0, "keepalive frames: {}", sink.len());
+    });
+}
+
+#[test]
+fn notices_are_recognised_by_their_op_byte_and_reach_every_receiver() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (l, ep) = fake_server();
+    std::thread::scope(|s| {
+        // A long lease: this "server" answers no keepalive, and must not look stopped.
+        let h = s.spawn(|| handshake_with_lease(&l, 60_000));
+        rt.block_on(async {
+            let client = AsyncClient::connect(&ep).await.unwrap();
+            let mut server_side = h.join().unwrap();
+            let (mut a, mut b) = (client.notices(), client.notices());
+            let mut out = Vec::new();
+            ResponseFrame::notice(Status::NotOwner, 2).encode(&mut out);
+            // An id-0 answer that is not a notice is not delivered as one.
+            ResponseFrame::new(op::LOCK, 0, Status::FrameTooLarge, 0).encode(&mut out);
+            ResponseFrame::notice(Status::Fenced, ALL_PARTITIONS).encode(&mut out);
+            server_side.write_all(&out).unwrap();
+            for rx in [&mut a, &mut b] {
+                let n = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await;
+                let n = n.expect("delivered").unwrap();
+                assert_eq!(n, Notice { status: Status::NotOwner, partition: Some(2) });
+                assert!(n.covers(2) && !n.covers(3));
+                let n = rx.recv().await.unwrap();
+                assert_eq!(n, Notice { status: Status::Fenced, partition: None });
+                assert!(n.covers(0) && n.covers(u32::MAX));
+            }
+            assert!(client.is_connected(), "a notice is no reason to close");
         });
     });
 }

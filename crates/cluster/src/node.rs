@@ -15,7 +15,8 @@
 //!    are told;
 //! 2. **reads the cluster** (one prefix read) and publishes the map clients ask for;
 //! 3. **checks its partitions**: one whose owner key is gone or changed is given up;
-//!    a grace period that is over ends; a partition whose token counter ran out gets a
+//!    a grace period that is over ends (a timer also ends it on time between rounds); a
+//!    partition whose token counter ran out gets a
 //!    new epoch (a compare-and-swap rewrite of its owner key);
 //! 4. **applies the plan** of [`crate::balance`]: planned moves first (stop serving, then
 //!    delete the owner key so another node can claim it), then claims: a transaction
@@ -133,7 +134,7 @@ pub struct Node {
     server: Option<Server>,
     ownership: Arc<Ownership>,
     addr: String,
-    stop: Option<oneshot::Sender<()>>,
+    stop: Option<oneshot::Sender<Stop>>,
     manager: Option<JoinHandle<()>>,
 }
 
@@ -212,12 +213,19 @@ impl Node {
 
     /// Leaves the cluster (see the type's docs) and stops the server.
     pub fn shutdown(mut self) {
-        self.stop_all();
+        self.stop_all(Stop::Leave);
     }
 
-    fn stop_all(&mut self) {
+    /// Stops like a killed process, for failover tests and benchmarks: the manager stops
+    /// without giving anything up or revoking its etcd lease (other nodes take the
+    /// partitions over once it expires), and the server closes every connection.
+    pub fn crash(mut self) {
+        self.stop_all(Stop::Crash);
+    }
+
+    fn stop_all(&mut self, how: Stop) {
         if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
+            let _ = stop.send(how);
         }
         if let Some(t) = self.manager.take() {
             let _ = t.join();
@@ -230,8 +238,17 @@ impl Node {
 
 impl Drop for Node {
     fn drop(&mut self) {
-        self.stop_all();
+        self.stop_all(Stop::Leave);
     }
+}
+
+/// How the manager stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    /// Give every partition up and revoke the lease.
+    Leave,
+    /// Just stop (see [`Node::crash`]).
+    Crash,
 }
 
 /// The manager's round period for an etcd lease TTL.
@@ -301,13 +318,21 @@ struct Manager {
 }
 
 impl Manager {
-    async fn run(&mut self, mut stop: oneshot::Receiver<()>) {
+    async fn run(&mut self, mut stop: oneshot::Receiver<Stop>) {
         let mut interval = tokio::time::interval(self.tick);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
+        let how = loop {
+            // A grace period ends on time, not at the next round.
+            let grace_left = self
+                .next_grace_end()
+                .map(|until| Duration::from_nanos(until.saturating_sub(Fence::now())));
             tokio::select! {
-                _ = &mut stop => break,
+                how = &mut stop => break how.unwrap_or(Stop::Leave),
                 _ = interval.tick() => {}
+                _ = tokio::time::sleep(grace_left.unwrap_or(Duration::MAX)), if grace_left.is_some() => {
+                    self.end_graces().await;
+                    continue;
+                }
             }
             self.keepalive().await;
             if !self.ownership.fence().is_open() {
@@ -321,8 +346,11 @@ impl Manager {
                 }
                 Err(e) => tracing::warn!(error = %e, "cannot read the cluster from etcd"),
             }
+        };
+        match how {
+            Stop::Leave => self.leave().await,
+            Stop::Crash => tracing::warn!(node = %self.config.node_id, "crashed (on purpose)"),
         }
-        self.leave().await;
     }
 
     /// Refreshes the etcd lease and the fence; re-registers after losing the lease.
@@ -351,6 +379,29 @@ impl Manager {
         }
     }
 
+    /// The earliest end of a grace period of this node's partitions.
+    fn next_grace_end(&self) -> Option<u64> {
+        self.ownership
+            .owned()
+            .into_iter()
+            .filter_map(|(_, ph)| match ph {
+                Phase::Grace { until, .. } => Some(until),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// Ends the grace periods that are over.
+    async fn end_graces(&mut self) {
+        let now = Fence::now();
+        for (p, phase) in self.ownership.owned() {
+            if matches!(phase, Phase::Grace { until, .. } if until <= now) {
+                tracing::info!(partition = p, "grace period over");
+                self.transition(move |own| own.end_grace(p)).await;
+            }
+        }
+    }
+
     async fn round(&mut self, snap: &Snapshot) {
         let me = self.config.node_id.clone();
         // Partitions whose ownership changed under us.
@@ -367,13 +418,9 @@ impl Manager {
             if !ok {
                 tracing::warn!(partition = p, "ownership lost in etcd: giving the partition up");
                 self.transition(move |own| own.give_up(p, GiveUp::Moved)).await;
-            } else if let Phase::Grace { until, .. } = phase {
-                if Fence::now() >= until {
-                    tracing::info!(partition = p, "grace period over");
-                    self.transition(move |own| own.end_grace(p)).await;
-                }
             }
         }
+        self.end_graces().await;
         for p in self.ownership.take_epoch_requests() {
             self.renew_epoch(p).await;
         }

@@ -1,5 +1,6 @@
 //! The registered suites: one file each, one line each in [`all`].
 
+pub mod cluster;
 mod common;
 pub mod contended;
 pub mod epvs_array;
@@ -32,6 +33,8 @@ pub fn all() -> Vec<Box<dyn Suite>> {
         Box::new(epvs_table::EpvsTable),
         Box::new(server_micro::ServerMicro::default()),
         Box::new(server_oltp::ServerOltp::default()),
+        Box::new(cluster::ClusterSuite),
+        Box::new(cluster::ClusterFailover),
     ]
 }
 

@@ -1,0 +1,100 @@
+//! `rangelock lock --cluster NODES`: the lock is a cluster guard (docs/CLUSTER.md).
+//!
+//! A runtime thread keeps the cluster client alive while the command runs: it answers
+//! the nodes' keepalives and reclaims the lock at a new owner after a failover or move.
+//! The watcher learns of a lost guard through [`ClusterGuard::on_lost`].
+
+use std::ops::Range;
+use std::sync::mpsc;
+
+use anyhow::anyhow;
+use rangelock_client::cluster::{ClusterClient, ClusterError, ClusterGuard, ClusterOptions};
+use rangelock_client::{Mode, Wait};
+
+use crate::exit::{self, Failure};
+use crate::lock::Held;
+
+/// A held cluster guard, with the runtime its client runs on.
+struct ClusterLock {
+    rt: tokio::runtime::Runtime,
+    // Kept alive while the guard is held: its tasks reclaim the guard.
+    _client: ClusterClient,
+    guard: ClusterGuard,
+    lost: std::sync::Mutex<Option<mpsc::Receiver<String>>>,
+}
+
+impl Held for ClusterLock {
+    fn env(&self) -> Vec<(&'static str, String)> {
+        let pieces = self.guard.pieces();
+        let all: Vec<String> = pieces
+            .iter()
+            .map(|p| format!("{}..{}={}", p.range.start, p.range.end, p.token))
+            .collect();
+        let mut env = vec![("RANGELOCK_TOKENS", all.join(" "))];
+        if let [one] = pieces.as_slice() {
+            env.push(("RANGELOCK_TOKEN", one.token.to_string()));
+        }
+        env
+    }
+
+    fn watcher(&self) -> Box<dyn FnOnce() -> String + Send> {
+        let rx = self.lost.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        Box::new(move || match rx.and_then(|rx| rx.recv().ok()) {
+            Some(why) => why,
+            // The guard is gone without a loss: block forever (the process exits).
+            None => loop {
+                std::thread::park();
+            },
+        })
+    }
+
+    fn release(self: Box<Self>, what: &str, prog: &str) -> Result<(), Failure> {
+        let ClusterLock { rt, guard, .. } = *self;
+        match rt.block_on(guard.unlock()) {
+            Ok(()) => Ok(()),
+            Err(ClusterError::Lost(r)) => Err(Failure::new(
+                exit::LOCK_LOST,
+                anyhow!("lock {what} lost as {prog} ended: {r:?}"),
+            )),
+            Err(e) => Err(Failure::new(exit::SOFTWARE, e).context(format!("releasing {what}"))),
+        }
+    }
+}
+
+/// Locks `range` through the cluster reached at `nodes`.
+pub(crate) fn lock(
+    range: &Range<u64>,
+    nodes: &[String],
+    mode: Mode,
+    wait: Wait,
+    conflict_exit_code: i32,
+) -> Result<Box<dyn Held>, Failure> {
+    let what = format!("{}..{}", range.start, range.end);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("rangelock-cluster-client")
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(exit::SOFTWARE, e))?;
+    let client =
+        rt.block_on(ClusterClient::connect(nodes, ClusterOptions::default())).map_err(|e| {
+            Failure::new(exit::UNAVAILABLE, e)
+                .context(format!("connecting to the cluster at {}", nodes.join(",")))
+        })?;
+    let guard = match rt.block_on(client.lock(range.clone(), mode, wait)) {
+        Ok(g) => g,
+        Err(
+            e @ (ClusterError::WouldBlock
+            | ClusterError::TimedOut
+            | ClusterError::Unavailable { .. }),
+        ) => {
+            return Err(Failure::new(conflict_exit_code, anyhow!("lock {what} not available: {e}")))
+        }
+        Err(e) => return Err(Failure::new(exit::SOFTWARE, e).context(format!("locking {what}"))),
+    };
+    let (tx, rx) = mpsc::channel();
+    guard.on_lost(move |r| {
+        let _ = tx.send(format!("{r:?}"));
+    });
+    Ok(Box::new(ClusterLock { rt, _client: client, guard, lost: std::sync::Mutex::new(Some(rx)) }))
+}

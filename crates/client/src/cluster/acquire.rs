@@ -1,0 +1,240 @@
+//! Acquiring a guard's pieces: one per partition, in ascending partition order, each at
+//! its partition's owner, following redirects (see the module docs of [`super`]).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rangelock_proto::{op, PartitionState, Piece, ResponseFrame, Status, Wait};
+use tokio::sync::broadcast;
+
+use super::backoff::Backoff;
+use super::client::Shared;
+use super::error::ClusterError;
+use super::nodes::{self, NodeConn};
+use super::state::GuardState;
+use super::watch;
+use crate::connection::Notice;
+use crate::error::ClientError;
+use crate::guard::AsyncLockGuard;
+
+/// Why an acquisition stopped.
+#[derive(Debug)]
+pub(super) enum Failure {
+    /// A node answered `CROSSES_PARTITION`: the map's partitioning is not the node's.
+    /// The caller re-reads the map and starts over.
+    Crosses {
+        /// The partition of the piece.
+        partition: u32,
+    },
+    /// The lock fails.
+    Error(ClusterError),
+}
+
+impl From<ClusterError> for Failure {
+    fn from(e: ClusterError) -> Self {
+        Failure::Error(e)
+    }
+}
+
+/// Acquires every piece of `state`'s range, in ascending partition order, adding each to
+/// `state` as it is granted. On failure the pieces already added are the caller's to
+/// release. `deadline`: the end of a [`Wait::Timeout`].
+pub(super) async fn acquire(
+    shared: &Arc<Shared>,
+    state: &Arc<GuardState>,
+    wait: Wait,
+    deadline: Option<Instant>,
+) -> Result<(), Failure> {
+    let map = shared.map();
+    let parts = map.partitioning().map_err(|e| ClusterError::BadMap(e.to_string()))?;
+    for piece in parts.split(state.range.start, state.range.end) {
+        Piecewise { shared, state, piece, wait, deadline, backoff: Backoff::new() }.run().await?;
+    }
+    Ok(())
+}
+
+/// The acquisition of one piece.
+struct Piecewise<'a> {
+    shared: &'a Arc<Shared>,
+    state: &'a Arc<GuardState>,
+    piece: Piece,
+    wait: Wait,
+    deadline: Option<Instant>,
+    backoff: Backoff,
+}
+
+impl Piecewise<'_> {
+    async fn run(mut self) -> Result<(), Failure> {
+        let p = self.piece.partition;
+        let mut redirects = 0u32;
+        // The latest epoch of the partition's owner the client has heard of.
+        let mut known_epoch = 0u64;
+        // An owner a NOT_OWNER answer named, with a later epoch than any known.
+        let mut hinted: Option<String> = None;
+        // A try gives up on an unavailable owner after one re-read of the map.
+        let mut reread = false;
+        loop {
+            let map = self.shared.map();
+            known_epoch = known_epoch.max(map.owners.get(p as usize).map_or(0, |o| o.epoch));
+            let owner = map
+                .owner_of(p)
+                .filter(|(_, o)| o.state != PartitionState::Unowned)
+                .map(|(node, _)| node.addr.clone());
+            let Some(addr) = hinted.take().or(owner) else {
+                tracing::debug!(partition = p, "no owner known");
+                self.unavailable(&mut reread, None).await?;
+                continue;
+            };
+            let conn = match nodes::node(self.shared, &addr).await {
+                Ok(conn) => conn,
+                Err(e) => {
+                    tracing::debug!(partition = p, addr, error = %e, "owner unreachable");
+                    self.unavailable(&mut reread, Some(&addr)).await?;
+                    continue;
+                }
+            };
+            let refusal = match self.request(&conn).await? {
+                Ok(()) => return Ok(()),
+                Err(r) => r,
+            };
+            match refusal.status {
+                Status::WouldBlock => return Err(ClusterError::WouldBlock.into()),
+                Status::TimedOut => return Err(ClusterError::TimedOut.into()),
+                Status::NotOwner => {
+                    redirects += 1;
+                    if redirects > self.shared.options.max_redirects {
+                        return Err(
+                            ClusterError::TooManyRedirects { partition: p, redirects }.into()
+                        );
+                    }
+                    let hint = refusal.owner.unwrap_or_default();
+                    if !hint.addr.is_empty() && hint.addr != addr && refusal.value > known_epoch {
+                        tracing::debug!(partition = p, from = addr, to = hint.addr, "redirected");
+                        known_epoch = refusal.value;
+                        hinted = Some(hint.addr);
+                        continue;
+                    }
+                    // No better owner named: ask for the map, and give the cluster time
+                    // to converge if it has nothing newer.
+                    let before = map.revision;
+                    let newer = match self.shared.refresh_map(None).await {
+                        Ok(m) => m.revision > before,
+                        Err(_) => false,
+                    };
+                    if !newer {
+                        self.pause(None).await?;
+                    }
+                }
+                Status::InGrace => {
+                    if self.wait == Wait::Try {
+                        return Err(ClusterError::Unavailable { partition: p }.into());
+                    }
+                    // Retry when the period is due to end (`value` ms), but poll at least
+                    // as often as the backoff says: the owner ends it at a round of its
+                    // manager, not to the millisecond, and an operator may end it early.
+                    self.pause(Some(Duration::from_millis(refusal.value.max(1)))).await?;
+                }
+                Status::CrossesPartition => return Err(Failure::Crosses { partition: p }),
+                Status::Fenced | Status::ShuttingDown => {
+                    let status = refusal.status;
+                    tracing::debug!(partition = p, addr, %status, "owner unavailable");
+                    self.unavailable(&mut reread, Some(&addr)).await?;
+                }
+                Status::Cancelled => {
+                    return Err(ClusterError::Client(ClientError::Cancelled).into())
+                }
+                status => return Err(ClusterError::Server(status).into()),
+            }
+        }
+    }
+
+    /// Sends the piece's `LOCK` to `conn` (giving up if the guard is lost meanwhile). A
+    /// grant is added to the guard: `Ok(Ok(()))`; a refusal comes back whole; an
+    /// unreachable node comes back as a `SHUTTING_DOWN` refusal (retried like one).
+    async fn request(&mut self, conn: &NodeConn) -> Result<Result<(), ResponseFrame>, Failure> {
+        let wait = match (self.wait, self.deadline) {
+            // Whole milliseconds on the wire: round up, never give up early.
+            (Wait::Timeout(_), Some(d)) => {
+                let left = d.saturating_duration_since(Instant::now());
+                Wait::Timeout(Duration::from_millis(left.as_nanos().div_ceil(1_000_000) as u64))
+            }
+            (w, _) => w,
+        };
+        let notices = conn.client.notices();
+        let range = self.piece.start..self.piece.end;
+        let answer = tokio::select! {
+            r = conn.client.lock_or_refusal(range, self.state.mode, wait) => r,
+            // Dropping the request withdraws it.
+            reason = self.state.wait_lost() => return Err(ClusterError::Lost(reason).into()),
+        };
+        let refused = |status| Ok(Err(ResponseFrame::new(op::LOCK, 0, status, 0)));
+        match answer {
+            Ok(Ok(lock)) => {
+                self.place(conn, lock, notices)?;
+                Ok(Ok(()))
+            }
+            Ok(Err(r)) => Ok(Err(r)),
+            // Poll grant mode: the outcome of a POLL.
+            Err(ClientError::WouldBlock) => refused(Status::WouldBlock),
+            Err(ClientError::TimedOut) => refused(Status::TimedOut),
+            Err(ClientError::Server(status)) => refused(status),
+            Err(ClientError::ConnectionLost | ClientError::Io(_) | ClientError::Connect { .. }) => {
+                refused(Status::ShuttingDown)
+            }
+            Err(e) => Err(ClusterError::Client(e).into()),
+        }
+    }
+
+    /// Adds a granted piece to the guard and registers it for reclaims.
+    fn place(
+        &self,
+        conn: &NodeConn,
+        lock: AsyncLockGuard,
+        notices: broadcast::Receiver<Notice>,
+    ) -> Result<(), ClusterError> {
+        let p = self.piece.partition;
+        if let Err(lock) = self.state.add_piece(p, conn.serial, lock) {
+            drop(lock); // releases it
+            return Err(match self.state.lost_reason() {
+                Some(reason) => ClusterError::Lost(reason),
+                None => ClusterError::Client(ClientError::Cancelled),
+            });
+        }
+        self.shared.registry.add(conn.serial, self.state);
+        watch::placed(self.shared, conn, p, notices);
+        Ok(())
+    }
+
+    /// The owner is unknown, unreachable or fenced: a try re-reads the map once, then
+    /// fails with `Unavailable`; a wait re-reads the map and backs off.
+    async fn unavailable(&mut self, reread: &mut bool, avoid: Option<&str>) -> Result<(), Failure> {
+        if self.wait == Wait::Try {
+            if *reread {
+                return Err(ClusterError::Unavailable { partition: self.piece.partition }.into());
+            }
+            *reread = true;
+            let _ = self.shared.refresh_map(avoid).await;
+            return Ok(());
+        }
+        let _ = self.shared.refresh_map(avoid).await;
+        self.pause(None).await
+    }
+
+    /// Sleeps the next backoff step (at most `cap`), but not past the deadline; fails with
+    /// `TimedOut` if the deadline has passed.
+    async fn pause(&mut self, cap: Option<Duration>) -> Result<(), Failure> {
+        let mut pause = self.backoff.next_pause();
+        if let Some(cap) = cap {
+            pause = pause.min(cap);
+        }
+        if let Some(deadline) = self.deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ClusterError::TimedOut.into());
+            }
+            pause = pause.min(left);
+        }
+        tokio::time::sleep(pause).await;
+        Ok(())
+    }
+}

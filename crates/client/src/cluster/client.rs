@@ -1,0 +1,290 @@
+//! [`ClusterClient`]: the map, the node connections, and locking through them.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use rangelock_proto::{ClusterMap, Mode, NodeInfo, Request, StatsBody, Status, Wait};
+use tokio::task::JoinSet;
+
+use super::acquire::{self, Failure};
+use super::error::ClusterError;
+use super::guard::ClusterGuard;
+use super::nodes::{self, NodePool};
+use super::options::ClusterOptions;
+use super::registry::Registry;
+use crate::error::{check_wait, ClientError};
+
+/// What the client, its guards and its background tasks share.
+pub(super) struct Shared {
+    seeds: Vec<String>,
+    pub(super) options: ClusterOptions,
+    /// The newest map read (by revision); set before [`ClusterClient::connect`] returns.
+    map: Mutex<Option<Arc<ClusterMap>>>,
+    pub(super) nodes: NodePool,
+    pub(super) registry: Registry,
+    next_guard: AtomicU64,
+}
+
+impl core::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let revision = self.lock_map().as_ref().map(|m| m.revision);
+        f.debug_struct("Shared")
+            .field("seeds", &self.seeds)
+            .field("options", &self.options)
+            .field("map_revision", &revision)
+            .field("connected", &self.nodes.live())
+            .finish()
+    }
+}
+
+impl Shared {
+    fn lock_map(&self) -> MutexGuard<'_, Option<Arc<ClusterMap>>> {
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The cached map.
+    pub(super) fn map(&self) -> Arc<ClusterMap> {
+        self.lock_map().clone().expect("a map is read before the client is handed out")
+    }
+
+    pub(super) fn next_guard_id(&self) -> u64 {
+        self.next_guard.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Keeps `map` if it is at least as new as the cached one; returns the newest. A map
+    /// of another partition count is refused: a cluster's count never changes.
+    fn offer(&self, map: ClusterMap) -> Result<Arc<ClusterMap>, ClusterError> {
+        map.check().map_err(|e| ClusterError::BadMap(e.to_string()))?;
+        let mut cached = self.lock_map();
+        match &*cached {
+            Some(old) if old.partitions != map.partitions => Err(ClusterError::BadMap(format!(
+                "{} partitions, but the cluster has {}",
+                map.partitions, old.partitions
+            ))),
+            Some(old) if old.revision > map.revision => Ok(old.clone()),
+            _ => {
+                let map = Arc::new(map);
+                *cached = Some(map.clone());
+                Ok(map)
+            }
+        }
+    }
+
+    /// Reads the map of the node at `addr`.
+    async fn read_map(self: &Arc<Self>, addr: &str) -> Result<ClusterMap, ClusterError> {
+        let conn = nodes::node(self, addr).await?;
+        let limit = self.options.connect_timeout;
+        let r = match tokio::time::timeout(limit, conn.client.raw(Request::Map)).await {
+            Ok(r) => r?,
+            Err(_) => {
+                let e = std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer to MAP");
+                return Err(ClientError::Io(e).into());
+            }
+        };
+        match (r.status, r.map) {
+            (Status::Ok, Some(map)) => Ok(map),
+            (status, _) => Err(ClusterError::Server(status)),
+        }
+    }
+
+    /// Where to ask for the map: nodes with a live connection, the map's nodes, the seeds
+    /// — without `avoid`, a node that is gone.
+    fn candidates(&self, avoid: Option<&str>) -> Vec<String> {
+        let mut seen = BTreeSet::new();
+        let map_nodes = self.lock_map().as_ref().map(|m| m.nodes.clone()).unwrap_or_default();
+        let all = self
+            .nodes
+            .live()
+            .into_iter()
+            .chain(map_nodes.into_iter().map(|n| n.addr))
+            .chain(self.seeds.iter().cloned());
+        all.filter(|addr| Some(addr.as_str()) != avoid && seen.insert(addr.clone())).collect()
+    }
+
+    /// Re-reads the map, looking for a newer one than the cached: asks the candidates
+    /// ([`Shared::candidates`]) in turn until one has a newer map, and `avoid` only if no
+    /// other answered. Returns the newest map known, even if nobody had a newer one; an
+    /// error only if no node answered.
+    pub(super) async fn refresh_map(
+        self: &Arc<Self>,
+        avoid: Option<&str>,
+    ) -> Result<Arc<ClusterMap>, ClusterError> {
+        let cached = self.map().revision;
+        let mut failures = Vec::new();
+        let mut bad_map = None;
+        let mut answered = false;
+        let last_resort = avoid.map(str::to_owned);
+        let candidates = self.candidates(avoid).into_iter().map(|a| (a, false));
+        for (addr, is_last_resort) in candidates.chain(last_resort.map(|a| (a, true))) {
+            if is_last_resort && answered {
+                break;
+            }
+            let map = match self.read_map(&addr).await {
+                Ok(map) => map,
+                Err(e) => {
+                    failures.push(format!("{addr}: {e}"));
+                    continue;
+                }
+            };
+            let revision = map.revision;
+            match self.offer(map) {
+                Ok(newest) if revision > cached => return Ok(newest),
+                Ok(_) => answered = true,
+                Err(e) => {
+                    failures.push(format!("{addr}: {e}"));
+                    bad_map = Some(e);
+                }
+            }
+        }
+        match (answered, bad_map) {
+            (true, _) => Ok(self.map()),
+            (false, Some(bad)) => Err(bad),
+            (false, None) => Err(ClusterError::NoNode(failures.join("; "))),
+        }
+    }
+}
+
+/// A client of a rangelock cluster; cheap to clone (clones share the map, the node
+/// connections and the reclaim machinery). See the [module docs](super).
+#[derive(Clone, Debug)]
+pub struct ClusterClient {
+    shared: Arc<Shared>,
+}
+
+impl ClusterClient {
+    /// Connects to the cluster: reads the MAP from the first of `seeds` (node addresses,
+    /// `host:port`) that answers. Must run inside a tokio runtime, which then drives the
+    /// node connections and the reclaims.
+    ///
+    /// Errors: [`ClusterError::NoNode`] (with what each seed said) if none answers with a
+    /// map; a node that is not part of a cluster answers `NOT_CLUSTERED`.
+    pub async fn connect(
+        seeds: &[String],
+        options: ClusterOptions,
+    ) -> Result<ClusterClient, ClusterError> {
+        if seeds.is_empty() {
+            return Err(ClusterError::NoNode("no seed address given".into()));
+        }
+        let shared = Arc::new(Shared {
+            seeds: seeds.to_vec(),
+            options,
+            map: Mutex::new(None),
+            nodes: NodePool::default(),
+            registry: Registry::default(),
+            next_guard: AtomicU64::new(1),
+        });
+        let mut failures = Vec::new();
+        for seed in seeds {
+            match shared.read_map(seed).await {
+                Ok(map) => {
+                    shared.offer(map)?;
+                    return Ok(ClusterClient { shared });
+                }
+                Err(e) => failures.push(format!("{seed}: {e}")),
+            }
+        }
+        Err(ClusterError::NoNode(failures.join("; ")))
+    }
+
+    /// Locks `range` in `mode`, waiting as `wait` says, across as many partitions as it
+    /// touches: all pieces or none (see the [module docs](super#acquiring-a-range)).
+    /// [`Wait::Timeout`] bounds the whole acquisition.
+    ///
+    /// Errors: [`ClusterError::WouldBlock`] and [`ClusterError::Unavailable`] (a try),
+    /// [`ClusterError::TimedOut`], [`ClusterError::TooManyRedirects`],
+    /// [`ClusterError::Client`] for an empty range or a timeout the protocol cannot carry
+    /// (refused before anything is sent) — and in every case nothing is held.
+    pub async fn lock(
+        &self,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Result<ClusterGuard, ClusterError> {
+        if range.start >= range.end {
+            return Err(ClientError::InvalidRange { start: range.start, end: range.end }.into());
+        }
+        check_wait(wait)?;
+        let deadline = match wait {
+            Wait::Timeout(d) => Instant::now().checked_add(d),
+            _ => None,
+        };
+        let shared = &self.shared;
+        let mut crossings = 0;
+        loop {
+            let guard = ClusterGuard::new(shared, range.clone(), mode);
+            match acquire::acquire(shared, guard.state(), wait, deadline).await {
+                Ok(()) => return Ok(guard),
+                Err(Failure::Crosses { partition }) => {
+                    guard.abandon().await;
+                    crossings += 1;
+                    if crossings > shared.options.max_redirects {
+                        return Err(ClusterError::TooManyRedirects {
+                            partition,
+                            redirects: crossings,
+                        });
+                    }
+                    tracing::debug!(partition, "CROSSES_PARTITION: re-reading the map");
+                    shared.refresh_map(None).await?;
+                }
+                Err(Failure::Error(e)) => {
+                    guard.abandon().await;
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// The cached map (the newest the client has read).
+    pub fn map(&self) -> Arc<ClusterMap> {
+        self.shared.map()
+    }
+
+    /// Re-reads the map from a node (one the client is connected to, one the map names,
+    /// or a seed) and returns the newest map the client now knows.
+    pub async fn refresh_map(&self) -> Result<Arc<ClusterMap>, ClusterError> {
+        self.shared.refresh_map(None).await
+    }
+
+    /// `STATS` of every node the map lists (after re-reading it), in the map's order:
+    /// counters and up to `max_entries` holders and waiters each.
+    ///
+    /// Errors: [`ClusterError::NoNode`] naming the first node that could not be asked
+    /// (a node that died stays in the map until its etcd lease expires).
+    pub async fn stats_all(
+        &self,
+        max_entries: u32,
+    ) -> Result<Vec<(NodeInfo, StatsBody)>, ClusterError> {
+        let map = match self.refresh_map().await {
+            Ok(map) => map,
+            Err(_) => self.map(),
+        };
+        let mut asks = JoinSet::new();
+        for (i, node) in map.nodes.iter().enumerate() {
+            let (shared, addr) = (self.shared.clone(), node.addr.clone());
+            asks.spawn(async move {
+                let ask = async {
+                    let conn = nodes::node(&shared, &addr).await?;
+                    conn.client.stats(max_entries).await
+                };
+                let limit = shared.options.connect_timeout * 2;
+                let answer = match tokio::time::timeout(limit, ask).await {
+                    Ok(r) => r.map_err(|e| e.to_string()),
+                    Err(_) => Err(format!("no answer within {limit:?}")),
+                };
+                (i, answer)
+            });
+        }
+        let mut stats: Vec<Option<StatsBody>> = vec![None; map.nodes.len()];
+        while let Some(joined) = asks.join_next().await {
+            let (i, answer) = joined.map_err(|e| ClusterError::NoNode(e.to_string()))?;
+            let node = &map.nodes[i];
+            stats[i] = Some(answer.map_err(|e| {
+                ClusterError::NoNode(format!("node {} at {}: {e}", node.id, node.addr))
+            })?);
+        }
+        Ok(map.nodes.iter().cloned().zip(stats.into_iter().map(|s| s.expect("all"))).collect())
+    }
+}

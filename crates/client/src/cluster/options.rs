@@ -1,0 +1,39 @@
+//! [`ClusterOptions`]: the client's bounds on redirects, reclaims and connects.
+
+use std::time::Duration;
+
+/// How a [`ClusterClient`](super::ClusterClient) routes, reclaims and connects.
+///
+/// ```
+/// use std::time::Duration;
+/// use rangelock_client::cluster::ClusterOptions;
+/// let options = ClusterOptions { reclaim_window: Duration::from_secs(10), ..Default::default() };
+/// assert_eq!(options.max_redirects, 16);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterOptions {
+    /// The most `NOT_OWNER` (and `CROSSES_PARTITION`) answers one piece of a lock may
+    /// get before the lock fails with
+    /// [`ClusterError::TooManyRedirects`](super::ClusterError::TooManyRedirects).
+    /// Default 16.
+    pub max_redirects: u32,
+    /// How long after a piece's node failed (or gave its partition up) the client keeps
+    /// trying to reclaim the piece at the partition's new owner; after it, the guard is
+    /// lost ([`LostCause::WindowMissed`](super::LostCause::WindowMissed)). Make it longer
+    /// than the cluster's etcd TTL plus a manager round: the new owner claims the
+    /// partition only after the old owner's lease expired. Default 30 s.
+    pub reclaim_window: Duration,
+    /// The longest a connection to a node (connect and handshake) may take, and the
+    /// longest the client waits for a `MAP` or `RECLAIM` answer. Default 2 s.
+    pub connect_timeout: Duration,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            max_redirects: 16,
+            reclaim_window: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(2),
+        }
+    }
+}

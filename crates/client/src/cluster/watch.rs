@@ -1,0 +1,73 @@
+//! Watching node connections: a task per connection turns its loss and its notices into
+//! reclaims, and [`placed`] catches what that task may have scanned for before a new
+//! piece was registered.
+
+use std::future::Future;
+use std::sync::{Arc, Weak};
+
+use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
+
+use super::client::Shared;
+use super::nodes::NodeConn;
+use super::reclaim;
+use crate::connection::Notice;
+
+/// Watches connection `serial` to `addr` until it is gone (or the client is): a notice
+/// reclaims the pieces of its partitions that lived on the connection, the loss all of
+/// them. Holds the client weakly, and the connection not at all.
+pub(super) async fn watch(
+    shared: Weak<Shared>,
+    addr: String,
+    serial: u64,
+    lost: impl Future<Output = ()>,
+    mut notices: broadcast::Receiver<Notice>,
+) {
+    tokio::pin!(lost);
+    loop {
+        let partition = tokio::select! {
+            // Notices read before the loss first: they name fewer pieces.
+            biased;
+            n = notices.recv() => match n {
+                Ok(n) => n.partition,
+                // Notices were missed: any partition may have been given up.
+                Err(RecvError::Lagged(_)) => None,
+                // The connection and every handle to it are gone: so are its pieces.
+                Err(RecvError::Closed) => return,
+            },
+            () = &mut lost => {
+                if let Some(shared) = shared.upgrade() {
+                    shared.nodes.forget(&addr, serial);
+                    reclaim::node_lost(&shared, &addr, serial);
+                }
+                return;
+            }
+        };
+        let Some(shared) = shared.upgrade() else { return };
+        reclaim::node_notice(&shared, &addr, serial, partition);
+    }
+}
+
+/// A piece of `partition` was just placed on `conn` and registered. The watcher may have
+/// handled a notice or the loss of the connection before the registration, so the piece
+/// checks for itself: `notices` was subscribed before its `LOCK` or `RECLAIM` was sent.
+pub(super) fn placed(
+    shared: &Arc<Shared>,
+    conn: &NodeConn,
+    partition: u32,
+    mut notices: broadcast::Receiver<Notice>,
+) {
+    let mut noticed = false;
+    loop {
+        match notices.try_recv() {
+            Ok(n) => noticed |= n.covers(partition),
+            Err(TryRecvError::Lagged(_)) => noticed = true,
+            Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+        }
+    }
+    if noticed {
+        reclaim::node_notice(shared, &conn.addr, conn.serial, Some(partition));
+    }
+    if !conn.client.is_connected() {
+        reclaim::node_lost(shared, &conn.addr, conn.serial);
+    }
+}

@@ -1,0 +1,177 @@
+//! Cluster nodes in this process against a private etcd: claims, balance, planned moves,
+//! self-fencing when etcd stops answering, duplicate ids. (Failover of killed node
+//! processes and the nemesis run are in `crates/cli/tests/cluster_*.rs`.)
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use rangelock_cluster::admin;
+use rangelock_cluster::etcd::{local_etcd_or_skip, Etcd, LocalEtcd};
+use rangelock_cluster::{Node, NodeConfig, NodeError};
+use rangelock_proto::*;
+use rangelock_server::ownership::Phase;
+
+fn config(etcd: &LocalEtcd, id: &str, partitions: u32) -> NodeConfig {
+    let mut c = NodeConfig::new(vec![etcd.endpoint()], id);
+    c.partitions = Some(partitions);
+    c.etcd_ttl = Duration::from_secs(1);
+    c.grace = Some(Duration::from_millis(800));
+    // Longer than any wait below: the test connections send no keepalives.
+    c.server.lease = Duration::from_secs(30);
+    c
+}
+
+/// Polls `cond` until it holds, failing after `within`.
+fn wait_for(what: &str, within: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn serving(node: &Node) -> usize {
+    node.ownership().owned().iter().filter(|(_, ph)| matches!(ph, Phase::Serving { .. })).count()
+}
+
+/// A minimal blocking protocol connection.
+struct Conn(TcpStream);
+
+impl Conn {
+    fn open(node: &Node) -> Conn {
+        let mut s = TcpStream::connect(node.tcp_addr().unwrap()).unwrap();
+        let mut out = Vec::new();
+        ClientHello { version: VERSION }.encode(&mut out);
+        s.write_all(&out).unwrap();
+        let mut hello = [0; SERVER_HELLO_LEN];
+        s.read_exact(&mut hello).unwrap();
+        Conn(s)
+    }
+
+    fn call(&mut self, id: u64, request: Request) -> ResponseFrame {
+        let mut out = Vec::new();
+        RequestFrame { id, request }.encode(&mut out);
+        self.0.write_all(&out).unwrap();
+        loop {
+            let mut len = [0; 4];
+            self.0.read_exact(&mut len).unwrap();
+            let mut body = vec![0; u32::from_le_bytes(len) as usize];
+            self.0.read_exact(&mut body).unwrap();
+            let r = ResponseFrame::decode(&body).unwrap();
+            if !r.is_notice() {
+                return r;
+            }
+        }
+    }
+}
+
+fn lock(start: u64) -> Request {
+    Request::Lock { start, end: start + 1, mode: Mode::Exclusive, wait: Wait::Try }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+#[test]
+fn nodes_share_the_partitions_and_a_move_goes_through_grace() {
+    let Some(etcd) = local_etcd_or_skip("nodes_share_the_partitions_and_a_move_goes_through_grace")
+    else {
+        return;
+    };
+    let a = Node::start(config(&etcd, "a", 4)).unwrap();
+    // A lone node claims everything, without grace (nobody can hold a lock yet).
+    wait_for("a to serve 4 partitions", Duration::from_secs(10), || serving(&a) == 4);
+    let parts = Partitioning::new(4).unwrap();
+    let mut ca = Conn::open(&a);
+    let r = ca.call(1, lock(parts.start(3)));
+    assert_eq!(r.status, Status::Ok);
+    let epoch3 = token::epoch(r.value);
+    // A second node joins: planned moves give it two partitions.
+    let b = Node::start(config(&etcd, "b", 4)).unwrap();
+    wait_for("2 + 2", Duration::from_secs(15), || serving(&a) == 2 && serving(&b) == 2);
+    // A duplicate id is refused; so is another partition count.
+    match Node::start(config(&etcd, "b", 4)) {
+        Err(NodeError::DuplicateId(id)) => assert_eq!(id, "b"),
+        other => panic!("{other:?}"),
+    }
+    match Node::start(config(&etcd, "c", 8)) {
+        Err(NodeError::PartitionsMismatch { have: 4, asked: 8 }) => {}
+        other => panic!("{other:?}"),
+    }
+    // The MAP names both nodes.
+    let m = ca.call(2, Request::Map).map.unwrap();
+    assert_eq!(m.nodes.len(), 2);
+    // Partition 3 moved to b (a shed its highest); a's holder was notified, and b
+    // serves it under a larger epoch.
+    let mut cb = Conn::open(&b);
+    let owner_of = |p: u32| if a.ownership().phase(p) != Phase::Unowned { "a" } else { "b" };
+    assert_eq!(owner_of(3), "b");
+    let r = cb.call(1, lock(parts.start(3) + 10));
+    assert_eq!(r.status, Status::Ok);
+    assert!(token::epoch(r.value) > epoch3);
+    // An explicit move of a partition of a to b: grace on b, then served.
+    let p = (0..4).find(|p| owner_of(*p) == "a").unwrap();
+    rt().block_on(async {
+        let etcd = Etcd::connect(&[etcd.endpoint()], Duration::from_secs(2)).await.unwrap();
+        admin::request_move(&etcd, "default", p, "b").await.unwrap();
+        assert!(admin::request_move(&etcd, "default", 99, "b").await.is_err());
+        assert!(admin::request_move(&etcd, "default", p, "ghost").await.is_err());
+    });
+    wait_for("the move", Duration::from_secs(10), || b.ownership().phase(p) != Phase::Unowned);
+    let r = cb.call(2, lock(parts.start(p)));
+    assert!(matches!(r.status, Status::InGrace | Status::Ok), "{:?}", r.status);
+    wait_for("grace to end", Duration::from_secs(10), || {
+        matches!(b.ownership().phase(p), Phase::Serving { .. })
+    });
+    assert_eq!(cb.call(3, lock(parts.start(p) + 1)).status, Status::Ok);
+    // Rebalancing after the explicit move hands a partition back to a at some point;
+    // either way every partition ends owned by exactly one node.
+    wait_for("balance", Duration::from_secs(15), || serving(&a) + serving(&b) == 4);
+    b.shutdown();
+    // b left in order: a takes everything over.
+    wait_for("a takes over", Duration::from_secs(10), || serving(&a) == 4);
+    a.shutdown();
+}
+
+/// A node that cannot refresh its etcd lease stops granting before the lease can expire,
+/// and serves again once etcd is back.
+#[test]
+fn a_node_that_loses_etcd_fences_itself_within_the_lease() {
+    let Some(etcd) = local_etcd_or_skip("a_node_that_loses_etcd_fences_itself_within_the_lease")
+    else {
+        return;
+    };
+    let a = Node::start(config(&etcd, "a", 2)).unwrap();
+    wait_for("a to serve", Duration::from_secs(10), || serving(&a) == 2);
+    let mut c = Conn::open(&a);
+    assert_eq!(c.call(1, lock(0)).status, Status::Ok);
+    etcd.pause().unwrap();
+    let paused = Instant::now();
+    let mut id = 2;
+    loop {
+        let r = c.call(id, lock(100 + id));
+        id += 1;
+        if r.status == Status::Fenced {
+            break;
+        }
+        assert_eq!(r.status, Status::Ok);
+        assert!(paused.elapsed() < Duration::from_secs(2), "still granting after 2 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let fenced_after = paused.elapsed();
+    // The lease is 1 s, and the last keepalive was sent before the pause.
+    assert!(fenced_after < Duration::from_secs(1), "fenced after {fenced_after:?}");
+    println!("fenced {fenced_after:?} after etcd stopped answering (etcd lease TTL 1 s)");
+    etcd.resume().unwrap();
+    // Back: the lease expired in the meantime (or not); either way the node serves
+    // again, under new epochs if it had to re-register.
+    wait_for("a to serve again", Duration::from_secs(15), || {
+        serving(&a) == 2 && c.call(1000, lock(5000)).status == Status::Ok && {
+            c.call(1001, Request::Unlock { target: 1000 });
+            true
+        }
+    });
+    a.shutdown();
+}
