@@ -6,6 +6,7 @@
 mod fencing_store;
 mod move_partition;
 mod status;
+mod worker;
 
 use std::time::Duration;
 
@@ -34,6 +35,11 @@ pub enum ClusterCommand {
     /// lower than every overlapping write it accepted (the fencing contract of
     /// docs/CLUSTER.md §2). Runs until SIGTERM or SIGINT.
     FencingStore(fencing_store::FencingStoreArgs),
+    /// Lock random ranges across partition boundaries and write under each exclusive
+    /// guard through a fencing store, counting what happens (grants, stale writes, lost
+    /// guards, and violations: a fenced-out guard never told it is lost, an operation
+    /// never answered). Writes the counts as JSON to --report; exits 0.
+    Worker(worker::WorkerArgs),
 }
 
 /// Runs a cluster command.
@@ -42,6 +48,7 @@ pub fn run(cmd: ClusterCommand) -> anyhow::Result<()> {
         ClusterCommand::Status(a) => status::run(a),
         ClusterCommand::Move(a) => move_partition::run(a),
         ClusterCommand::FencingStore(a) => fencing_store::run(a),
+        ClusterCommand::Worker(a) => worker::run(a),
     }
 }
 
