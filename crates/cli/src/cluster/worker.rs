@@ -157,7 +157,7 @@ fn pick_range(parts: Partitioning, rng: &mut Rng) -> Range<u64> {
     } else {
         rng.below(1 << 20)
     };
-    start..(start + len).min(u64::MAX)
+    start..start + len
 }
 
 /// The kind of a lock or unlock error, for the report.
