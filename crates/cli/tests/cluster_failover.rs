@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::cluster::{owned_by, settled, snapshot, wait_for, NodeOpts, NodeProc};
+use common::cluster::{owned_by, poll, settled, snapshot, wait_for, NodeOpts, NodeProc};
 use common::tempdir;
 use rangelock_client::cluster::{token, ClusterClient, ClusterGuard, ClusterOptions, GuardPiece};
 use rangelock_client::{Client, EntryState, Mode, StatsBody, Wait};
@@ -53,15 +53,6 @@ fn holds(s: &StatsBody, piece: &GuardPiece) -> bool {
             && e.end == piece.range.end
             && e.token == piece.token
     })
-}
-
-/// Polls `cond` every 20 ms until it holds, at most `limit`.
-fn poll(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out after {limit:?} waiting for: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Events with their time, for the printed timeline.
@@ -315,5 +306,99 @@ fn a_holder_whose_session_lapses_at_a_live_node_loses_the_lock_and_is_told() {
     );
     crt.block_on(og.unlock()).unwrap();
     drop(a);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The scenario the nemesis found (seed 0x6e656d65): a holder's session lapses at a live
+/// owner, which releases its lock and grants the range to another client; then the
+/// partition moves (or fails over) while the holder's client is still within its reclaim
+/// window. The holder must learn that its guard is lost: the lock was not held when the
+/// old owner stopped serving the partition, so no reclaim may bring it back.
+#[test]
+fn a_lapsed_session_is_not_brought_back_by_a_later_move() {
+    let Some(etcd) = local_etcd_or_skip("cluster_failover::lapsed_then_moved") else { return };
+    let ep = etcd.endpoint();
+    let dir = tempdir("cluster-lapse-move");
+    let poll_rt = rt(0);
+    let opts = NodeOpts::fast(4);
+    let a = NodeProc::start(&ep, "a", &opts, &dir);
+    let b = NodeProc::start(&ep, "b", &opts, &dir);
+    let snap =
+        wait_for(&poll_rt, &ep, "a and b share the partitions", Duration::from_secs(15), |s| {
+            settled(s, &["a", "b"])
+        });
+    let p = owned_by(&snap, "a")[0];
+    let parts = Partitioning::new(4).unwrap();
+    let range = parts.start(p) + 100..parts.start(p) + 200;
+    let seeds = vec![a.addr.clone(), b.addr.clone()];
+    let window = Duration::from_secs(4);
+    let options = ClusterOptions { reclaim_window: window, ..Default::default() };
+
+    // The holder, on a runtime the test blocks (as if the process were stopped).
+    let (held_tx, held_rx) = mpsc::channel();
+    let (resume_tx, resume_rx) = mpsc::channel::<()>();
+    let holder = {
+        let (seeds, options, range) = (seeds.clone(), options.clone(), range.clone());
+        std::thread::spawn(move || {
+            rt(0).block_on(async move {
+                let c = ClusterClient::connect(&seeds, options).await.unwrap();
+                let g = c.lock(range, Mode::Exclusive, Wait::Forever).await.unwrap();
+                held_tx.send(g.pieces()[0].token).unwrap();
+                resume_rx.recv().unwrap();
+                let told =
+                    tokio::time::timeout(window + Duration::from_secs(1), g.lost()).await.ok();
+                (told, g.pieces(), g.is_lost())
+            })
+        })
+    };
+    let held = held_rx.recv_timeout(Duration::from_secs(10)).expect("the holder locks");
+
+    // a ends the silent session; another client is granted the range, and releases it.
+    let crt = rt(1);
+    let other = crt.block_on(ClusterClient::connect(&seeds, options)).unwrap();
+    let og = crt
+        .block_on(other.lock(
+            range.clone(),
+            Mode::Exclusive,
+            Wait::Timeout(Duration::from_secs(10)),
+        ))
+        .expect("the range is granted to another client once the holder's session ended");
+    let newer = og.pieces()[0].token;
+    assert!(newer > held);
+    crt.block_on(og.unlock()).unwrap();
+
+    // The partition moves to b; the holder wakes during b's grace period.
+    let (code, _, err) = common::cluster::run_cli(
+        &["cluster", "move", &p.to_string(), "--to", "b", "--etcd", &ep],
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    wait_for(&poll_rt, &ep, "b owns the moved partition", Duration::from_secs(10), |s| {
+        s.owners[p as usize].as_ref().is_some_and(|o| o.node == "b")
+    });
+    resume_tx.send(()).unwrap();
+    // Does b take the released lock back with its old token? (Polled while the holder
+    // waits to be told.)
+    let deadline = Instant::now() + window;
+    let mut at_b = None;
+    while at_b.is_none() && Instant::now() < deadline {
+        at_b = stats(&b.addr).and_then(|s| {
+            s.entries.iter().find(|e| e.state == EntryState::Held && e.token == held).copied()
+        });
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (told, pieces, lost) = holder.join().unwrap();
+    println!(
+        "holder token {held:#x}, later grant {newer:#x}; after the move: told {told:?}, lost \
+         {lost}, pieces {pieces:x?}; b held the old token: {at_b:x?}"
+    );
+    assert!(
+        told.is_some(),
+        "the holder's lock (token {held:#x}) was released at a when its session lapsed and the \
+         range was granted again ({newer:#x}); after the move, b took it back by reclaim \
+         ({at_b:x?}) and the guard was not told it is lost"
+    );
+    assert!(at_b.is_none(), "b reinstated the released lock: {at_b:x?}");
+    drop((a, b));
     let _ = std::fs::remove_dir_all(&dir);
 }

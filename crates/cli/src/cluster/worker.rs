@@ -8,8 +8,9 @@
 //! 1. pick a range that usually crosses a partition boundary (a boundary of the cluster
 //!    map, an offset within ±64 units, a length of 1 to 128), a mode (3 in 4 exclusive)
 //!    and a wait (a 2 s timeout, 1 in 5 a try);
-//! 2. on a grant, if exclusive: `W piece.range token writer` for each piece, then `V`
-//!    each piece, then unlock; if shared: hold briefly, unlock. The guard is checked
+//! 2. on a grant, if exclusive: hold a few milliseconds (the work under the lock), `W
+//!    piece.range token writer` for each piece, hold a few milliseconds, then `V` each
+//!    piece, then unlock; if shared: hold briefly, unlock. The guard is checked
 //!    before each write (a lost guard does not write).
 //!
 //! It counts what happened and writes the counts as JSON to `--report`, every half second
@@ -306,6 +307,8 @@ impl Worker {
         let counts = self.counts.clone();
         let pieces = guard.pieces();
         let mut suspect = Vec::new();
+        // The work under the lock takes a moment before it writes.
+        tokio::time::sleep(Duration::from_millis(self.rng.below(15))).await;
         for p in &pieces {
             if guard.check().is_err() {
                 self.counts().lost_told += 1;
@@ -332,6 +335,8 @@ impl Worker {
                 }
             }
         }
+        // So does the work between writing and reading back.
+        tokio::time::sleep(Duration::from_millis(self.rng.below(10))).await;
         for p in &pieces {
             let Some(store) = self.store().await else { return false };
             let Step::Done(r) =

@@ -336,3 +336,12 @@ pub fn owned_by(s: &Snapshot, id: &str) -> Vec<u32> {
         .filter(|&p| s.owners[p as usize].as_ref().is_some_and(|o| o.node == id))
         .collect()
 }
+
+/// Polls `cond` every 20 ms until it holds, at most `limit`.
+pub fn poll(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out after {limit:?} waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
