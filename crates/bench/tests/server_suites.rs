@@ -166,3 +166,30 @@ fn dslr_redis_excludes_when_redis_is_installed() {
     let layout = DslrLayout { units: 128, segment_units: 16, count_max: 5 };
     exclusivity(layout, 3, 200, || RedisWords::connect(server.addr(), layout.segments()).unwrap());
 }
+
+/// The cluster suites in quick mode: every variant runs and reports, and the failover
+/// run reclaims every lock and meets its bar. Needs etcd (skips loudly without it
+/// outside CI).
+#[test]
+fn cluster_suites_run_and_the_failover_meets_its_bar() {
+    use rangelock_bench::suites::cluster::{ClusterFailover, ClusterSuite};
+    if rangelock_cluster::etcd::local_etcd_or_skip(
+        "cluster_suites_run_and_the_failover_meets_its_bar",
+    )
+    .is_none()
+    {
+        return;
+    }
+    let records = run(&ClusterSuite, vec![2]);
+    assert_eq!(
+        variants(&records),
+        BTreeSet::from(["cluster-1", "cluster-2", "cluster-3", "single"])
+    );
+    let records = run(&ClusterFailover, vec![1]);
+    let r = &records[0];
+    assert_eq!(r.extra["lost"].as_u64(), Some(0), "{r:?}");
+    assert_eq!(r.extra["reclaimed"].as_u64(), Some(32), "{r:?}");
+    let (grant, bar) =
+        (r.extra["first_grant_ms"].as_f64().unwrap(), r.extra["bar_ms"].as_f64().unwrap());
+    assert!(grant <= bar, "first new grant {grant} ms after the crash, bar {bar} ms");
+}

@@ -177,6 +177,11 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// How the connection was lost, once it is.
+    pub(crate) fn loss(&self) -> Option<ConnectionLoss> {
+        self.pending.lock().loss.clone()
+    }
+
     fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
@@ -319,11 +324,17 @@ impl AsyncClient {
         self.core.pending.lock().loss.clone()
     }
 
-    /// A future that completes when the connection is gone, without keeping the
-    /// connection alive (for watchers that must not hold a client).
-    pub(crate) fn lost_signal(&self) -> impl Future<Output = ()> + Send + 'static {
+    /// A future that completes when the connection is gone, with how it was lost, without
+    /// keeping the connection alive (for watchers that must not hold a client).
+    pub(crate) fn lost_signal(
+        &self,
+    ) -> impl Future<Output = Option<ConnectionLoss>> + Send + 'static {
         let pending = self.core.pending.clone();
-        async move { pending.closed().await }
+        async move {
+            pending.closed().await;
+            let loss = pending.lock().loss.clone();
+            loss
+        }
     }
 
     /// The notices a cluster node pushes from now on ([`Notice`]; a single server sends
@@ -610,12 +621,20 @@ async fn keepalive_loop(core: Weak<Core>, pending: Arc<Pending>, lease: Duration
                 pending.lock().last_keepalive = sent;
             }
             () = sleep_until_or_never(deadline), if deadline.is_some() => {
-                let (_, mut rx) = awaited.take().expect("guarded");
-                // A process that was itself stopped may find both the deadline and the
-                // answer ready: let the reader deliver what it has read first.
-                tokio::task::yield_now().await;
-                if rx.try_recv().is_ok() {
-                    continue;
+                let (sent, mut rx) = awaited.take().expect("guarded");
+                // A process that was itself stopped finds the deadline passed and the
+                // answer (or the server's close) waiting in the socket. Give the reader a
+                // moment, with the I/O driver running, to deliver what is there before
+                // blaming the server: a lapsed session must be reported as closed by the
+                // server, not as a silent server.
+                tokio::time::sleep((lease / 10).clamp(Duration::from_millis(10), Duration::from_millis(100))).await;
+                match rx.try_recv() {
+                    Ok(_) => {
+                        pending.lock().last_keepalive = sent;
+                        continue;
+                    }
+                    Err(oneshot::error::TryRecvError::Closed) => return, // the connection is gone
+                    Err(oneshot::error::TryRecvError::Empty) => {}
                 }
                 tracing::debug!(?lease, "no keepalive answer within the lease: connection lost");
                 pending.close(LossCause::Unresponsive);

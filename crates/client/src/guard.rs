@@ -66,6 +66,16 @@ impl AsyncLockGuard {
         self.released = true;
         self.core.unlock(self.id).await
     }
+
+    /// Like [`AsyncLockGuard::unlock`], and when the connection is gone, how it was lost
+    /// (so a cluster guard can tell a lapsed session from a dead node).
+    pub(crate) async fn unlock_or_loss(
+        mut self,
+    ) -> Result<(), (ClientError, Option<crate::ConnectionLoss>)> {
+        self.released = true;
+        let core = self.core.clone();
+        core.unlock(self.id).await.map_err(|e| (e, core.loss()))
+    }
 }
 
 impl Drop for AsyncLockGuard {

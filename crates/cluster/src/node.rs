@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use rangelock_proto::{PartitionState, Partitioning};
+use rangelock_proto::{PartitionOwner, PartitionState, Partitioning};
 use rangelock_server::ownership::{Fence, GiveUp, Ownership, Phase};
 use rangelock_server::{Server, ServerConfig};
 use tokio::sync::oneshot;
@@ -174,8 +174,15 @@ impl Node {
             }
         };
         let lease = rt.block_on(register(&etcd, &config, &addr))?;
-        let mut manager =
-            Manager { etcd, config, ownership: ownership.clone(), addr: addr.clone(), lease, tick };
+        let mut manager = Manager {
+            etcd,
+            config,
+            ownership: ownership.clone(),
+            addr: addr.clone(),
+            lease,
+            tick,
+            last_revision: 0,
+        };
         let (stop_tx, stop_rx) = oneshot::channel();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let thread =
@@ -315,6 +322,8 @@ struct Manager {
     addr: String,
     lease: LeaseId,
     tick: Duration,
+    /// The revision of this node's latest write to etcd (claims, moves, renewals).
+    last_revision: u64,
 }
 
 impl Manager {
@@ -434,14 +443,34 @@ impl Manager {
         self.publish(snap);
     }
 
-    /// Publishes the map, with this node's own partitions in their real phase.
+    /// Publishes the map: the snapshot of this round, with this node's own partitions as
+    /// they are after the round (claims and moves of this round included, grace periods
+    /// marked), so that clients are not sent away from a partition claimed a moment ago.
     fn publish(&self, snap: &Snapshot) {
         let mut map = snap.to_map();
+        let me = map.nodes.iter().position(|n| n.id == self.config.node_id).map(|i| i as u16);
+        let mut mine = vec![None; map.owners.len()];
         for (p, phase) in self.ownership.owned() {
-            if let (Phase::Grace { .. }, Some(o)) = (phase, map.owners.get_mut(p as usize)) {
-                o.state = PartitionState::Grace;
+            mine[p as usize] = Some(phase);
+        }
+        for (p, o) in map.owners.iter_mut().enumerate() {
+            match mine[p] {
+                Some(Phase::Grace { epoch, .. }) => {
+                    *o = PartitionOwner { node: me, state: PartitionState::Grace, epoch };
+                }
+                Some(Phase::Serving { epoch }) => {
+                    *o = PartitionOwner { node: me, state: PartitionState::Serving, epoch };
+                }
+                // Given up this round (the snapshot still names this node).
+                _ if o.node.is_some() && o.node == me => {
+                    *o = PartitionOwner { node: None, state: PartitionState::Unowned, epoch: 0 };
+                }
+                _ => {}
             }
         }
+        // The overlay reflects this node's own writes of this round, which are newer
+        // than the snapshot.
+        map.revision = map.revision.max(self.last_revision);
         self.ownership.set_map(map);
     }
 
@@ -464,6 +493,7 @@ impl Manager {
             Err(e) => return tracing::warn!(partition = p, error = %e, "claim failed"),
         };
         let epoch = r.revision as u64;
+        self.last_revision = self.last_revision.max(epoch);
         if epoch > rangelock_proto::token::MAX_EPOCH {
             tracing::error!(epoch, "etcd revision beyond 2^32: fencing tokens cannot encode it");
             let _ = self.etcd.delete(&keys::owner(c, p)).await;
@@ -507,8 +537,9 @@ impl Manager {
             success: vec![TxnOp::Delete { key: owner }],
             failure: vec![],
         };
-        if let Err(e) = self.etcd.txn(txn).await {
-            tracing::warn!(partition = p, error = %e, "cannot release the owner key");
+        match self.etcd.txn(txn).await {
+            Ok(r) => self.last_revision = self.last_revision.max(r.revision as u64),
+            Err(e) => tracing::warn!(partition = p, error = %e, "cannot release the owner key"),
         }
     }
 
@@ -531,6 +562,7 @@ impl Manager {
         match self.etcd.txn(txn).await {
             Ok(r) if r.succeeded => {
                 let epoch = r.revision as u64;
+                self.last_revision = self.last_revision.max(epoch);
                 tracing::info!(partition = p, epoch, "new epoch (token counter ran out)");
                 self.transition(move |own| own.renew_epoch(p, epoch)).await;
             }

@@ -82,6 +82,9 @@ pub enum LostCause {
     /// No owner accepted the `RECLAIM` within
     /// [`ClusterOptions::reclaim_window`](super::ClusterOptions::reclaim_window).
     WindowMissed,
+    /// The session at the piece's node ended because its lease lapsed (this process was
+    /// stopped or starved for longer than the lease): the node released the lock.
+    SessionLapsed,
 }
 
 impl core::fmt::Display for LostCause {
@@ -89,6 +92,7 @@ impl core::fmt::Display for LostCause {
         f.write_str(match self {
             LostCause::ReclaimRefused => "the new owner refused the reclaim",
             LostCause::WindowMissed => "no owner accepted the reclaim within the reclaim window",
+            LostCause::SessionLapsed => "the session's lease lapsed and the node released the lock",
         })
     }
 }

@@ -2,12 +2,13 @@
 
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rangelock_proto::Mode;
 use tokio::task::JoinSet;
 
 use super::client::Shared;
-use super::error::{ClusterError, LostReason};
+use super::error::{ClusterError, LostCause, LostReason};
 use super::state::GuardState;
 use crate::error::ClientError;
 use crate::guard::AsyncLockGuard;
@@ -117,6 +118,10 @@ impl ClusterGuard {
     /// released (`ALREADY_RELEASED`), or whose connection is gone (the session's locks
     /// went with it), counts as released.
     pub async fn unlock(mut self) -> Result<(), ClusterError> {
+        // A piece being reclaimed ends placed or lost (within the reclaim window): wait,
+        // so that a loss is reported instead of hidden by the release.
+        let window = self.shared.options.reclaim_window + Duration::from_secs(1);
+        let _ = tokio::time::timeout(window, self.state.settle()).await;
         let lost = self.state.lost_reason();
         let locks = self.end();
         if let Some(reason) = lost {
@@ -132,7 +137,7 @@ impl ClusterGuard {
     }
 
     /// Ends the guard (no more reclaims, no loss) and returns the locks still held.
-    fn end(&mut self) -> Vec<AsyncLockGuard> {
+    fn end(&mut self) -> Vec<(u32, AsyncLockGuard)> {
         self.ended = true;
         let locks = self.state.release();
         for serial in self.state.conns() {
@@ -143,17 +148,29 @@ impl ClusterGuard {
 }
 
 /// Releases `locks` concurrently and waits for every answer; the first failure wins.
-async fn unlock_all(locks: Vec<AsyncLockGuard>) -> Result<(), ClusterError> {
+/// A piece whose connection is gone counts as released, unless the session ended
+/// because its lease lapsed: the node released the lock while this guard still held it,
+/// so the guard was lost ([`LostCause::SessionLapsed`]).
+async fn unlock_all(locks: Vec<(u32, AsyncLockGuard)>) -> Result<(), ClusterError> {
     let mut unlocks = JoinSet::new();
-    for lock in locks {
-        unlocks.spawn(lock.unlock());
+    for (partition, lock) in locks {
+        unlocks.spawn(async move { (partition, lock.unlock_or_loss().await) });
     }
     let mut first = None;
     while let Some(joined) = unlocks.join_next().await {
         let failure = match joined {
-            Ok(Ok(()) | Err(ClientError::ConnectionLost)) => continue,
-            Ok(Err(ClientError::Server(status))) => ClusterError::Server(status),
-            Ok(Err(e)) => ClusterError::Client(e),
+            Ok((_, Ok(()))) => continue,
+            Ok((partition, Err((ClientError::ConnectionLost, loss)))) => {
+                match loss.filter(|l| l.lease_lapsed()) {
+                    Some(_) => ClusterError::Lost(LostReason {
+                        partition,
+                        cause: LostCause::SessionLapsed,
+                    }),
+                    None => continue,
+                }
+            }
+            Ok((_, Err((ClientError::Server(status), _)))) => ClusterError::Server(status),
+            Ok((_, Err((e, _)))) => ClusterError::Client(e),
             Err(e) => ClusterError::Client(ClientError::Io(std::io::Error::other(e))),
         };
         first.get_or_insert(failure);

@@ -44,11 +44,24 @@ enum Outcome {
     Retry,
 }
 
-/// Connection `serial` to `addr` is gone: reclaim every piece that lived on it.
-pub(super) fn node_lost(shared: &Arc<Shared>, addr: &str, serial: u64) {
+/// Connection `serial` to `addr` is gone (`loss` says how): reclaim every piece that
+/// lived on it.
+///
+/// Unless the node stopped answering (a paused or unreachable node), the `RECLAIM` also
+/// goes to the partition's owner of the piece's own epoch: a live owner that ended our
+/// session (its lease lapsed while this process was stopped) refuses it at once, and
+/// the guard is reported lost instead of waiting for a new owner that never comes. A
+/// dead owner refuses the connection, which costs nothing.
+pub(super) fn node_lost(
+    shared: &Arc<Shared>,
+    addr: &str,
+    serial: u64,
+    loss: Option<&crate::ConnectionLoss>,
+) {
     let guards = shared.registry.guards_on(serial);
     shared.registry.drop_conn(serial);
-    start(shared, guards, serial, |_| true, Some(addr));
+    let ask_old_owner = loss.is_none_or(|l| l.cause != crate::LossCause::Unresponsive);
+    start(shared, guards, serial, |_| true, Some(addr), ask_old_owner);
 }
 
 /// The node at `addr` gave up `partition` (`None`: all its partitions): reclaim the
@@ -56,7 +69,8 @@ pub(super) fn node_lost(shared: &Arc<Shared>, addr: &str, serial: u64) {
 pub(super) fn node_notice(shared: &Arc<Shared>, addr: &str, serial: u64, partition: Option<u32>) {
     let guards = shared.registry.guards_on(serial);
     tracing::debug!(addr, serial, ?partition, "notice: partition given up");
-    start(shared, guards, serial, |p| partition.is_none_or(|q| q == p), None);
+    // The node said it gave the partition up: only a later owner can accept a reclaim.
+    start(shared, guards, serial, |p| partition.is_none_or(|q| q == p), None, false);
 }
 
 fn start(
@@ -65,6 +79,7 @@ fn start(
     serial: u64,
     covers: impl Fn(u32) -> bool,
     avoid: Option<&str>,
+    ask_old_owner: bool,
 ) {
     let mut items = Vec::new();
     for guard in guards {
@@ -76,12 +91,17 @@ fn start(
         return;
     }
     tracing::info!(pieces = items.len(), ?avoid, "reclaiming cluster locks");
-    tokio::spawn(run(shared.clone(), items, avoid.map(str::to_owned)));
+    tokio::spawn(run(shared.clone(), items, avoid.map(str::to_owned), ask_old_owner));
 }
 
 /// Reclaims `items` until each is placed or lost (see the module docs). `avoid`: a node
 /// that is gone, asked for the map last.
-async fn run(shared: Arc<Shared>, mut items: Vec<Item>, avoid: Option<String>) {
+async fn run(
+    shared: Arc<Shared>,
+    mut items: Vec<Item>,
+    avoid: Option<String>,
+    ask_old_owner: bool,
+) {
     let window = shared.options.reclaim_window;
     let started = Instant::now();
     let mut backoff = Backoff::new();
@@ -110,7 +130,9 @@ async fn run(shared: Arc<Shared>, mut items: Vec<Item>, avoid: Option<String>) {
         let mut attempts = JoinSet::new();
         for (k, it) in items.iter().enumerate() {
             let Some((partition, range, tok)) = it.guard.wanted(it.piece) else { continue };
-            let Some(addr) = target(&map, partition, tok, it.hint.as_ref()) else { continue };
+            let Some(addr) = target(&map, partition, tok, it.hint.as_ref(), ask_old_owner) else {
+                continue;
+            };
             let (shared, mode) = (shared.clone(), it.guard.mode);
             attempts.spawn(async move {
                 let outcome = attempt(&shared, &addr, range, mode, tok, limit).await;
@@ -157,19 +179,25 @@ async fn run(shared: Arc<Shared>, mut items: Vec<Item>, avoid: Option<String>) {
 }
 
 /// Where to send the `RECLAIM` of a piece of `partition` granted with `tok`: to an owner
-/// of a later epoch than the token's (no other accepts it), from the map or from a
-/// `NOT_OWNER` hint, whichever knows the later epoch. `None` while neither names one
-/// (the old owner's lease has not expired yet, nobody claimed the partition yet).
+/// of a later epoch than the token's (only such an owner accepts it), from the map or
+/// from a `NOT_OWNER` hint, whichever knows the later epoch; with `ask_old_owner`, also
+/// to the owner of the token's own epoch (which refuses it if it is alive: see
+/// [`node_lost`]). `None` while neither names one (the old owner's lease has not expired
+/// yet, nobody claimed the partition yet).
 fn target(
     map: &ClusterMap,
     partition: u32,
     tok: u64,
     hint: Option<&(String, u64)>,
+    ask_old_owner: bool,
 ) -> Option<String> {
     let granted_in = token::epoch(tok);
     let from_map = map
         .owner_of(partition)
-        .filter(|(_, o)| o.state != PartitionState::Unowned && o.epoch > granted_in)
+        .filter(|(_, o)| {
+            o.state != PartitionState::Unowned
+                && (o.epoch > granted_in || ask_old_owner && o.epoch == granted_in)
+        })
         .map(|(node, o)| (node.addr.clone(), o.epoch));
     let from_hint = hint.filter(|(_, epoch)| *epoch > granted_in).cloned();
     match (from_map, from_hint) {
@@ -239,16 +267,32 @@ mod tests {
     fn a_reclaim_goes_only_to_an_owner_of_a_later_epoch() {
         let tok = token::pack(7, 3);
         // The map still names the old owner's epoch: wait.
-        assert_eq!(target(&map(PartitionState::Serving, 7), 0, tok, None), None);
-        assert_eq!(target(&map(PartitionState::Unowned, 9), 0, tok, None), None);
-        assert_eq!(target(&map(PartitionState::Grace, 8), 0, tok, None).as_deref(), Some("b:1"));
+        assert_eq!(target(&map(PartitionState::Serving, 7), 0, tok, None, false), None);
+        assert_eq!(target(&map(PartitionState::Unowned, 9), 0, tok, None, false), None);
+        let m = map(PartitionState::Grace, 8);
+        assert_eq!(target(&m, 0, tok, None, false).as_deref(), Some("b:1"));
         // A hint of a later epoch than the map's wins; an older one does not.
         let hint = ("c:1".to_owned(), 9);
         let m = map(PartitionState::Grace, 8);
-        assert_eq!(target(&m, 0, tok, Some(&hint)).as_deref(), Some("c:1"));
+        assert_eq!(target(&m, 0, tok, Some(&hint), false).as_deref(), Some("c:1"));
         let m = map(PartitionState::Grace, 10);
-        assert_eq!(target(&m, 0, tok, Some(&hint)).as_deref(), Some("b:1"));
+        assert_eq!(target(&m, 0, tok, Some(&hint), false).as_deref(), Some("b:1"));
         let stale = ("c:1".to_owned(), 7);
-        assert_eq!(target(&map(PartitionState::Serving, 7), 0, tok, Some(&stale)), None);
+        let m = map(PartitionState::Serving, 7);
+        assert_eq!(target(&m, 0, tok, Some(&stale), false), None);
+    }
+
+    /// After a loss that was not a silent node, the owner of the token's own epoch is
+    /// asked too: if it is alive it refuses (our session there ended), and the guard is
+    /// reported lost at once.
+    #[test]
+    fn the_old_owner_is_asked_unless_it_stopped_answering() {
+        let tok = token::pack(7, 3);
+        let m = map(PartitionState::Serving, 7);
+        assert_eq!(target(&m, 0, tok, None, true).as_deref(), Some("b:1"));
+        assert_eq!(target(&m, 0, tok, None, false), None);
+        // Never an owner of an earlier epoch, nor an unowned partition.
+        assert_eq!(target(&map(PartitionState::Serving, 6), 0, tok, None, true), None);
+        assert_eq!(target(&map(PartitionState::Unowned, 7), 0, tok, None, true), None);
     }
 }

@@ -56,6 +56,8 @@ pub(super) struct GuardState {
     inner: Mutex<Inner>,
     /// Woken when the guard is lost.
     lost: Notify,
+    /// Woken when a piece is reattached or the guard is lost (see [`GuardState::settle`]).
+    settled: Notify,
 }
 
 impl core::fmt::Debug for Inner {
@@ -71,7 +73,14 @@ impl core::fmt::Debug for Inner {
 
 impl GuardState {
     pub(super) fn new(id: u64, range: Range<u64>, mode: Mode) -> GuardState {
-        GuardState { id, range, mode, inner: Mutex::default(), lost: Notify::new() }
+        GuardState {
+            id,
+            range,
+            mode,
+            inner: Mutex::default(),
+            lost: Notify::new(),
+            settled: Notify::new(),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -143,6 +152,8 @@ impl GuardState {
         match inner.slots.get_mut(i) {
             Some(slot) if slot.at.is_none() => {
                 slot.at = Some(Held { serial, lock });
+                drop(inner);
+                self.settled.notify_waiters();
                 Ok(())
             }
             _ => Err(lock),
@@ -174,15 +185,37 @@ impl GuardState {
         }
         // After the callbacks: a task woken by `lost()` finds them done.
         self.lost.notify_waiters();
+        self.settled.notify_waiters();
+    }
+
+    /// Completes when no piece is being reclaimed: every piece lives on a node, or the
+    /// guard is lost or released. (A reclaim ends within the reclaim window.)
+    pub(super) async fn settle(&self) {
+        loop {
+            let notified = self.settled.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a change in between still wakes us.
+            notified.as_mut().enable();
+            {
+                let inner = self.lock();
+                if inner.released
+                    || inner.lost.is_some()
+                    || inner.slots.iter().all(|s| s.at.is_some())
+                {
+                    return;
+                }
+            }
+            notified.await;
+        }
     }
 
     /// Ends the guard: nothing more is reclaimed and it can no longer be lost. Returns the
-    /// node-level locks still held, for the caller to release.
-    pub(super) fn release(&self) -> Vec<AsyncLockGuard> {
+    /// node-level locks still held, with their partitions, for the caller to release.
+    pub(super) fn release(&self) -> Vec<(u32, AsyncLockGuard)> {
         let mut inner = self.lock();
         inner.released = true;
         inner.callbacks.clear();
-        inner.slots.iter_mut().filter_map(|s| s.at.take()).map(|h| h.lock).collect()
+        inner.slots.iter_mut().filter_map(|s| Some((s.partition, s.at.take()?.lock))).collect()
     }
 
     /// The connections the guard was ever noted on.

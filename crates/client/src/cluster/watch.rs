@@ -19,7 +19,7 @@ pub(super) async fn watch(
     shared: Weak<Shared>,
     addr: String,
     serial: u64,
-    lost: impl Future<Output = ()>,
+    lost: impl Future<Output = Option<crate::ConnectionLoss>>,
     mut notices: broadcast::Receiver<Notice>,
 ) {
     tokio::pin!(lost);
@@ -34,10 +34,10 @@ pub(super) async fn watch(
                 // The connection and every handle to it are gone: so are its pieces.
                 Err(RecvError::Closed) => return,
             },
-            () = &mut lost => {
+            loss = &mut lost => {
                 if let Some(shared) = shared.upgrade() {
                     shared.nodes.forget(&addr, serial);
-                    reclaim::node_lost(&shared, &addr, serial);
+                    reclaim::node_lost(&shared, &addr, serial, loss.as_ref());
                 }
                 return;
             }
@@ -68,6 +68,6 @@ pub(super) fn placed(
         reclaim::node_notice(shared, &conn.addr, conn.serial, Some(partition));
     }
     if !conn.client.is_connected() {
-        reclaim::node_lost(shared, &conn.addr, conn.serial);
+        reclaim::node_lost(shared, &conn.addr, conn.serial, conn.client.loss().as_ref());
     }
 }

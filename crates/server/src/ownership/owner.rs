@@ -257,36 +257,29 @@ impl Ownership {
         let region = self.epvs.enter();
         // SAFETY: inside a protected region: no critical section writes the phases.
         let phase = (unsafe { &*self.phases.0.get() })[p as usize];
-        let refusal = {
-            match (phase, what) {
-                (Phase::Unowned, _) => None,
-                (Phase::Serving { .. }, Admission::Lock) => Some((Status::Ok, 0)),
-                (Phase::Serving { .. }, Admission::Reclaim { .. }) => {
-                    Some((Status::ReclaimRefused, 0))
-                }
-                (Phase::Grace { until, .. }, Admission::Lock) => {
-                    let ms = until.saturating_sub(now_nanos()).div_ceil(1_000_000);
-                    Some((Status::InGrace, ms))
-                }
-                (Phase::Grace { epoch, .. }, Admission::Reclaim { token: t }) => {
-                    if t != 0 && token::epoch(t) < epoch {
-                        Some((Status::Ok, 0))
-                    } else {
-                        Some((Status::ReclaimRefused, 0))
-                    }
-                }
+        let refusal = match (phase, what) {
+            (Phase::Unowned, _) => {
+                drop(region);
+                return Err(Box::new(self.not_owner(opcode, id, p)));
+            }
+            (Phase::Serving { .. }, Admission::Lock) => None,
+            (Phase::Serving { .. }, Admission::Reclaim { .. }) => Some((Status::ReclaimRefused, 0)),
+            (Phase::Grace { until, .. }, Admission::Lock) => {
+                let ms = until.saturating_sub(now_nanos()).div_ceil(1_000_000);
+                Some((Status::InGrace, ms))
+            }
+            (Phase::Grace { epoch, .. }, Admission::Reclaim { token: t }) => {
+                (t == 0 || token::epoch(t) >= epoch).then_some((Status::ReclaimRefused, 0))
             }
         };
         match refusal {
-            Some((Status::Ok, _)) => {
+            Some((status, value)) => Err(Box::new(ResponseFrame::new(opcode, id, status, value))),
+            None => {
+                // Still inside the region: a transition that gives `p` up waits for it,
+                // so the command is queued before the table hears of the change.
                 submit();
                 drop(region);
                 Ok(())
-            }
-            Some((status, value)) => Err(Box::new(ResponseFrame::new(opcode, id, status, value))),
-            None => {
-                drop(region);
-                Err(Box::new(self.not_owner(opcode, id, p)))
             }
         }
     }
