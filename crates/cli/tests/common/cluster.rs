@@ -30,10 +30,24 @@ impl Proc {
     /// silent for `limit`.
     pub fn spawn_listening(
         name: &str,
-        mut cmd: Command,
+        cmd: Command,
         log: PathBuf,
         limit: Duration,
     ) -> (Proc, String) {
+        Proc::try_listening(name, cmd, log, limit).unwrap_or_else(|(mut p, why)| {
+            let st = p.exited();
+            panic!("{name} {why} (exit: {st:?}); log {}:\n{}", p.log.display(), p.log_tail(40))
+        })
+    }
+
+    /// [`Proc::spawn_listening`], returning the process and what went wrong instead of
+    /// panicking.
+    pub fn try_listening(
+        name: &str,
+        mut cmd: Command,
+        log: PathBuf,
+        limit: Duration,
+    ) -> Result<(Proc, String), (Proc, String)> {
         let mut p = Proc::spawn(name, &mut cmd, log, Stdio::piped());
         let out = p.child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
@@ -46,17 +60,14 @@ impl Proc {
             let _ = std::io::copy(&mut r, &mut std::io::sink());
         });
         let line = rx.recv_timeout(limit).unwrap_or_default();
-        let Some(addr) = line.trim().strip_prefix("listening on ") else {
-            let st = p.child.try_wait().unwrap();
-            panic!(
-                "{name} did not print 'listening on' within {limit:?} (exit: {st:?}); log {}:\n{}",
-                p.log.display(),
-                p.log_tail(40)
-            );
-        };
-        // `ADDR (cluster node ID)` for nodes.
-        let addr = addr.split(' ').next().unwrap().to_owned();
-        (p, addr)
+        match line.trim().strip_prefix("listening on ") {
+            // `ADDR (cluster node ID)` for nodes.
+            Some(addr) => {
+                let addr = addr.split(' ').next().unwrap().to_owned();
+                Ok((p, addr))
+            }
+            None => Err((p, format!("did not print 'listening on' within {limit:?}"))),
+        }
     }
 
     /// Spawns `cmd` with stderr to `log`.
@@ -191,38 +202,31 @@ impl NodeProc {
         self.proc.kill();
         let deadline = Instant::now() + limit;
         loop {
-            let mut cmd = node_command(&self.etcd, &self.id, &self.opts, &self.addr);
+            let cmd = node_command(&self.etcd, &self.id, &self.opts, &self.addr);
             let log = self.dir.join(format!("node-{}.log", self.id));
-            let mut p = Proc::spawn(&self.id, &mut cmd, log.clone(), Stdio::piped());
-            let out = p.child.stdout.take().unwrap();
-            let (tx, rx) = mpsc::channel();
-            std::thread::spawn(move || {
-                let mut r = BufReader::new(out);
-                let mut line = String::new();
-                let _ = r.read_line(&mut line);
-                let _ = tx.send(line);
-                let _ = std::io::copy(&mut r, &mut std::io::sink());
-            });
-            let line = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default();
-            if let Some(rest) = line.trim().strip_prefix("listening on ") {
-                self.addr = rest.split(' ').next().unwrap().to_owned();
-                self.proc = p;
-                self.starts += 1;
-                return;
+            match Proc::try_listening(&self.id, cmd, log.clone(), Duration::from_secs(20)) {
+                Ok((p, addr)) => {
+                    self.addr = addr;
+                    self.proc = p;
+                    self.starts += 1;
+                    return;
+                }
+                Err((mut p, why)) => {
+                    p.kill();
+                    let tail = log_tail(&log, 5);
+                    let again = tail.contains("already registered");
+                    let port_taken = tail.contains("Address already in use");
+                    assert!(
+                        (again || port_taken) && Instant::now() < deadline,
+                        "node {} {why}; it did not restart within {limit:?}:\n{tail}",
+                        self.id
+                    );
+                    if port_taken {
+                        self.addr = "127.0.0.1:0".into();
+                    }
+                }
             }
-            p.kill();
-            let tail = log_tail(&log, 5);
-            assert!(
-                Instant::now() < deadline,
-                "node {} did not restart within {limit:?}:\n{tail}",
-                self.id
-            );
-            if !tail.contains("already registered") && !tail.contains("Address already in use") {
-                panic!("node {} failed to restart:\n{tail}", self.id);
-            }
-            if tail.contains("Address already in use") {
-                self.addr = "127.0.0.1:0".into();
-            }
+            // etcd still has the old registration: try again shortly.
             std::thread::sleep(Duration::from_millis(100));
         }
     }
