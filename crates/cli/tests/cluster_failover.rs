@@ -3,7 +3,7 @@
 //!
 //! * `kill -9` of a node: its holders' guards are reclaimed at the new owner with their
 //!   tokens unchanged (not lost); a conflicting waiter is not granted before the holder
-//!   unlocks; a fresh lock on the dead node's partitions is granted with a token of a
+//!   unlocks; fresh locks on the dead node's partitions are granted with tokens of a
 //!   later epoch, at most etcd TTL + grace + 1 s after the kill (the timeline is
 //!   printed);
 //! * a holder whose own session lapses (its client stops answering keepalives for a
@@ -170,18 +170,21 @@ fn a_killed_nodes_holders_keep_their_locks_and_tokens_and_new_grants_wait_for_gr
     // The watcher knows the owners before the kill.
     ready_rx.recv_timeout(Duration::from_secs(5)).expect("the timeline watcher reads etcd");
 
-    // Kill a; a fresh lock of a's partition asks at once.
-    let fresh_range = parts.start(p0) + 1000..parts.start(p0) + 1100;
+    // Kill a; a fresh lock in each of a's partitions asks at once.
     let killed = Instant::now();
     a.proc.kill();
     timeline.note("kill -9 a");
-    let fresh = {
-        let (c, r) = (fresh_client.clone(), fresh_range.clone());
-        crt.spawn(async move {
-            let got = c.lock(r, Mode::Exclusive, Wait::Timeout(Duration::from_secs(20))).await;
-            (got, Instant::now())
+    let fresh: Vec<_> = [p0, p1]
+        .into_iter()
+        .map(|p| {
+            let c = fresh_client.clone();
+            let r = parts.start(p) + 1000..parts.start(p) + 1100;
+            crt.spawn(async move {
+                let got = c.lock(r, Mode::Exclusive, Wait::Timeout(Duration::from_secs(20))).await;
+                (p, got, Instant::now())
+            })
         })
-    };
+        .collect();
 
     // The holder's pieces reappear on b, with their tokens.
     poll("the holder's pieces held at b with their tokens", Duration::from_secs(10), || {
@@ -193,23 +196,29 @@ fn a_killed_nodes_holders_keep_their_locks_and_tokens_and_new_grants_wait_for_gr
     assert_eq!(g1.pieces(), pieces1);
     assert_eq!(g2.pieces(), pieces2);
 
-    // The fresh lock: granted after the grace period, with a later epoch.
-    let (got, granted_at) = crt.block_on(fresh).unwrap();
-    let fresh_guard = got.expect("the fresh lock is granted");
-    let tok = fresh_guard.pieces()[0].token;
-    timeline.note(format!(
-        "fresh lock of partition {p0} granted, token epoch {} seq {}",
-        token::epoch(tok),
-        token::seq(tok)
-    ));
-    let failover = granted_at - killed;
-    assert!(
-        token::epoch(tok) > epoch_before[p0 as usize],
-        "epoch {} after the failover, {} before",
-        token::epoch(tok),
-        epoch_before[p0 as usize]
-    );
-    assert!(tok > pieces1[0].token);
+    // The fresh locks: granted after the grace period, with a later epoch.
+    let mut fresh_guards = Vec::new();
+    let mut first_grant = None::<Instant>;
+    for f in fresh {
+        let (p, got, granted_at) = crt.block_on(f).unwrap();
+        let g = got.unwrap_or_else(|e| panic!("the fresh lock in partition {p} is granted: {e}"));
+        let tok = g.pieces()[0].token;
+        timeline.note(format!(
+            "fresh lock in partition {p} granted, token epoch {} seq {}",
+            token::epoch(tok),
+            token::seq(tok)
+        ));
+        let before = epoch_before[p as usize];
+        assert!(
+            token::epoch(tok) > before,
+            "partition {p}: epoch {} after the failover, {before} before",
+            token::epoch(tok)
+        );
+        first_grant = Some(first_grant.map_or(granted_at, |t| t.min(granted_at)));
+        fresh_guards.push(g);
+    }
+    let failover = first_grant.unwrap() - killed;
+    assert!(fresh_guards[0].pieces()[0].token > pieces1[0].token);
 
     // The waiter still waits: the holder holds.
     assert!(!waiter.is_finished(), "the conflicting waiter was granted while the holder held");
@@ -236,7 +245,9 @@ fn a_killed_nodes_holders_keep_their_locks_and_tokens_and_new_grants_wait_for_gr
 
     crt.block_on(async {
         g2.unlock().await.unwrap();
-        fresh_guard.unlock().await.unwrap();
+        for g in fresh_guards {
+            g.unlock().await.unwrap();
+        }
         wg.unlock().await.unwrap();
     });
     drop(b);
