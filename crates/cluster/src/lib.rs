@@ -11,7 +11,9 @@
 //! * [`keys`]: the key layout and a parsed snapshot of it;
 //! * [`balance`]: which partitions a node claims or gives up;
 //! * [`node`]: the node and its manager (lease, self-fencing, claims, grace, moves);
-//! * [`admin`]: what `rangelock cluster status|move` do.
+//! * [`admin`]: what `rangelock cluster status|move` do;
+//! * [`fencing`]: a reference fencing store, a resource that checks fencing tokens
+//!   (`rangelock cluster fencing-store`), and its client.
 //!
 //! The server side of ownership (EPVS-protected checks, grace, reclaims, tokens) is
 //! `rangelock_server::ownership`; the client side (splitting, redirects, reclaim, lost
@@ -20,6 +22,7 @@
 pub mod admin;
 pub mod balance;
 pub mod etcd;
+pub mod fencing;
 pub mod keys;
 pub mod node;
 

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)] // each test file uses a part
 
+pub mod cluster;
+
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
