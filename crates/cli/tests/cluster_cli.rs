@@ -1,0 +1,91 @@
+//! `rangelock lock --cluster` and `rangelock stat --cluster` against real node processes:
+//! a range across partitions is held piece by piece, the command sees every token, the
+//! lock survives the kill of a node, and a conflicting `--nonblock` gets the conflict
+//! exit code.
+
+mod common;
+
+use std::time::Duration;
+
+use common::cluster::{run_cli, settled, wait_for, NodeOpts, NodeProc, Proc};
+use common::tempdir;
+use rangelock_cluster::etcd::local_etcd_or_skip;
+use rangelock_server::protocol::{token, Partitioning};
+
+#[test]
+fn lock_and_stat_through_a_cluster() {
+    let Some(etcd) = local_etcd_or_skip("lock_and_stat_through_a_cluster") else { return };
+    let ep = etcd.endpoint();
+    let dir = tempdir("cluster-cli");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let opts = NodeOpts::fast(4);
+    let a = NodeProc::start(&ep, "a", &opts, &dir);
+    let b = NodeProc::start(&ep, "b", &opts, &dir);
+    wait_for(&rt, &ep, "a and b share the partitions", Duration::from_secs(20), |s| {
+        settled(s, &["a", "b"])
+    });
+    let parts = Partitioning::new(4).unwrap();
+    let boundary = parts.start(1);
+    let range = format!("{}..{}", boundary - 5, boundary + 5);
+    let (code, out, err) = run_cli(
+        &[
+            "lock",
+            "--cluster",
+            &a.addr,
+            &range,
+            "--",
+            "sh",
+            "-c",
+            "echo \"$RANGELOCK_TOKENS|$RANGELOCK_TOKEN\"",
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let (tokens, single) = out.trim().split_once('|').unwrap();
+    assert_eq!(single, "", "two pieces: no single token");
+    let pieces: Vec<&str> = tokens.split(' ').collect();
+    assert_eq!(pieces.len(), 2, "{tokens}");
+    assert!(pieces[0].starts_with(&format!("{}..{}=", boundary - 5, boundary)), "{tokens}");
+    for p in &pieces {
+        let t: u64 = p.split_once('=').unwrap().1.parse().unwrap();
+        assert!(token::epoch(t) > 0, "a cluster token carries its epoch: {p}");
+    }
+    // A one-piece range gets RANGELOCK_TOKEN too.
+    let (code, out, err) = run_cli(
+        &["lock", "--cluster", &b.addr, "0..10", "--", "sh", "-c", "echo $RANGELOCK_TOKEN"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.trim().parse::<u64>().is_ok(), "{out}");
+    // A holder in the background; a conflicting --nonblock gets exit 1, and stat --cluster
+    // shows the map and the holder.
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rangelock"));
+    cmd.args(["lock", "--cluster", &a.addr, "0..10", "--", "sleep", "30"]);
+    let mut holder =
+        Proc::spawn("holder", &mut cmd, dir.join("holder.log"), std::process::Stdio::null());
+    let mut tries = 0;
+    loop {
+        let (code, _, err) = run_cli(
+            &["lock", "--cluster", &b.addr, "--nonblock", "5..6", "--", "true"],
+            Duration::from_secs(20),
+        );
+        if code == Some(1) {
+            assert!(err.contains("not available"), "{err}");
+            break;
+        }
+        // The holder may not hold yet.
+        assert_eq!(code, Some(0), "{err}");
+        tries += 1;
+        assert!(tries < 200, "the holder never held 0..10");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (code, out, err) =
+        run_cli(&["stat", "--cluster", &a.addr, "--max", "10"], Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("4 partitions"), "{out}");
+    assert!(out.contains("node              a") && out.contains("node              b"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("held") && l.ends_with(" 10")), "{out}");
+    holder.kill();
+    drop((a, b));
+    let _ = std::fs::remove_dir_all(&dir);
+}
