@@ -196,7 +196,9 @@ impl ClusterClient {
     /// Errors: [`ClusterError::WouldBlock`] and [`ClusterError::Unavailable`] (a try),
     /// [`ClusterError::TimedOut`], [`ClusterError::TooManyRedirects`],
     /// [`ClusterError::Client`] for an empty range or a timeout the protocol cannot carry
-    /// (refused before anything is sent) — and in every case nothing is held.
+    /// (refused before anything is sent), [`ClusterError::Lost`] when a piece already
+    /// acquired was lost while later pieces were being acquired (its node failed and the
+    /// reclaim was refused) — and in every case nothing is held.
     pub async fn lock(
         &self,
         range: Range<u64>,
