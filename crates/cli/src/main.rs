@@ -6,6 +6,7 @@ mod duration;
 mod exit;
 mod lock;
 mod lock_cluster;
+mod logging;
 mod serve;
 mod stat;
 

@@ -1,6 +1,6 @@
 //! `rangelock serve`: run the range-lock server until SIGINT (ctrl-c) or SIGTERM.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -108,15 +108,7 @@ fn parse_grant(s: &str) -> Result<GrantMode, String> {
 
 /// Runs the server; prints `listening on ...` lines on stdout once bound.
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        // Colour only for a person at a terminal: log files and journals get plain text.
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    crate::logging::init();
     let tcp = match (args.addr, &args.unix) {
         (Some(a), _) => Some(a),
         (None, Some(_)) => None,

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cluster_support::*;
-use rangelock_client::cluster::{token, ClusterError, ClusterOptions, LostCause, LostReason};
+use rangelock_client::cluster::{
+    token, ClusterClient, ClusterError, ClusterGuard, ClusterOptions, LostCause, LostReason,
+};
 use rangelock_client::{Mode, Wait};
 use rangelock_server::ownership::GiveUp;
 use rangelock_server::protocol::{Request, Status};
@@ -244,12 +246,10 @@ fn a_stopped_node_is_noticed_by_its_silence_and_its_locks_reclaimed_elsewhere() 
     });
 }
 
-/// The client process is stopped past its session lease while its node stays alive (the
-/// runtime thread is blocked, so no keepalive goes out): the node ends the session and
-/// releases the lock. When the client runs again the guard is reported lost at once,
-/// by its owner's refusal, never held silently.
-#[test]
-fn a_guard_whose_session_lapsed_at_a_live_owner_is_lost_not_silently_kept() {
+/// Two nodes with a 300 ms session lease (a owns partition 0, b the rest) and a client
+/// on a single-threaded runtime holding `0..100` at a, for the tests in which the client
+/// is "stopped" by blocking that thread: nothing of the client runs meanwhile.
+fn lapsing_holder() -> (Cluster, tokio::runtime::Runtime, ClusterClient, ClusterGuard, Duration) {
     let lease = Duration::from_millis(300);
     let c = Cluster::start_with_lease(&["a", "b"], lease);
     c.nodes[0].own.acquire(0, 10, None);
@@ -257,10 +257,19 @@ fn a_guard_whose_session_lapsed_at_a_live_owner_is_lost_not_silently_kept() {
     c.nodes[1].own.acquire(2, 12, None);
     c.nodes[1].own.acquire(3, 13, None);
     c.publish(1, [serving(0, 10), serving(1, 11), serving(1, 12), serving(1, 13)]);
-    // One thread runs everything of this client, so blocking it stops the client.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let holder = rt.block_on(c.client(ClusterOptions::default()));
     let g = rt.block_on(holder.lock(0..100, Mode::Exclusive, Wait::Forever)).unwrap();
+    (c, rt, holder, g, lease)
+}
+
+/// The client process is stopped past its session lease while its node stays alive (the
+/// runtime thread is blocked, so no keepalive goes out): the node ends the session and
+/// releases the lock. When the client runs again the guard is reported lost at once,
+/// by its owner's refusal, never held silently.
+#[test]
+fn a_guard_whose_session_lapsed_at_a_live_owner_is_lost_not_silently_kept() {
+    let (c, rt, _holder, g, lease) = lapsing_holder();
     // "SIGSTOP": nothing of this client runs for three leases.
     rt.block_on(async { std::thread::sleep(3 * lease) });
     let other = rt.block_on(c.client(ClusterOptions::default()));
@@ -277,17 +286,7 @@ fn a_guard_whose_session_lapsed_at_a_live_owner_is_lost_not_silently_kept() {
 /// The same, unlocking right after resuming: the release must not hide the loss.
 #[test]
 fn unlocking_right_after_a_lapse_reports_the_loss() {
-    let lease = Duration::from_millis(300);
-    let c = Cluster::start_with_lease(&["a", "b"], lease);
-    c.nodes[0].own.acquire(0, 10, None);
-    c.nodes[1].own.acquire(1, 11, None);
-    c.nodes[1].own.acquire(2, 12, None);
-    c.nodes[1].own.acquire(3, 13, None);
-    c.publish(1, [serving(0, 10), serving(1, 11), serving(1, 12), serving(1, 13)]);
-    // One thread runs everything of this client, so blocking it stops the client.
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let holder = rt.block_on(c.client(ClusterOptions::default()));
-    let g = rt.block_on(holder.lock(0..100, Mode::Exclusive, Wait::Forever)).unwrap();
+    let (_c, rt, _holder, g, lease) = lapsing_holder();
     let r = rt.block_on(async {
         std::thread::sleep(3 * lease);
         g.unlock().await
@@ -300,16 +299,7 @@ fn unlocking_right_after_a_lapse_reports_the_loss() {
 /// the client's guard is lost with `SessionLapsed`, and b sees no reclaim of it.
 #[test]
 fn a_lapsed_session_is_not_reclaimed_at_a_later_owner() {
-    let lease = Duration::from_millis(300);
-    let c = Cluster::start_with_lease(&["a", "b"], lease);
-    c.nodes[0].own.acquire(0, 10, None);
-    c.nodes[1].own.acquire(1, 11, None);
-    c.nodes[1].own.acquire(2, 12, None);
-    c.nodes[1].own.acquire(3, 13, None);
-    c.publish(1, [serving(0, 10), serving(1, 11), serving(1, 12), serving(1, 13)]);
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let holder = rt.block_on(c.client(ClusterOptions::default()));
-    let g = rt.block_on(holder.lock(0..100, Mode::Exclusive, Wait::Forever)).unwrap();
+    let (c, rt, _holder, g, lease) = lapsing_holder();
     rt.block_on(async { std::thread::sleep(3 * lease) });
     // Meanwhile (the client is stopped), partition 0 moves to b with a grace period.
     c.nodes[0].own.give_up(0, GiveUp::Moved);

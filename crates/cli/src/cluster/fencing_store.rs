@@ -2,7 +2,7 @@
 //! store of `rangelock_cluster::fencing` as a process. It prints `listening on ADDR` once
 //! bound and runs until SIGTERM or SIGINT; violations are logged on stderr.
 
-use std::io::{IsTerminal as _, Write as _};
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
@@ -21,14 +21,7 @@ pub struct FencingStoreArgs {
 
 /// Runs the store until a signal.
 pub fn run(a: FencingStoreArgs) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    crate::logging::init();
     super::runtime()?.block_on(async {
         use tokio::signal::unix::{signal, SignalKind};
         // Handlers first: a supervisor that sends SIGTERM as soon as it reads

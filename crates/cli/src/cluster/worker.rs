@@ -29,7 +29,6 @@
 //! and on SIGTERM or SIGINT (after writing the report).
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal as _;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -401,14 +400,7 @@ fn write_report(path: &Path, json: &str) -> std::io::Result<()> {
 
 /// Runs the worker.
 pub fn run(args: WorkerArgs) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    crate::logging::init();
     anyhow::ensure!(
         !args.writer.is_empty() && !args.writer.contains(char::is_whitespace),
         "--writer must be non-empty and without whitespace"
