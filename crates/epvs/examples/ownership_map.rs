@@ -8,7 +8,7 @@
 //!
 //! Run with `cargo run -p epvs --example ownership_map`.
 
-use epvs::version::{AdvanceError, Epvs};
+use epvs::version::Epvs;
 use std::cell::UnsafeCell;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -56,27 +56,12 @@ impl Shard {
 
     /// Runs `edit` on the set as a version transition and waits for it to complete.
     /// Must be called outside a protected region of this shard.
-    fn change(&self, edit: impl FnOnce(&mut HashSet<u16>) + Send + Clone + 'static) {
-        loop {
-            let owned = Arc::clone(&self.owned);
-            let edit = edit.clone();
-            let section = move || {
-                // SAFETY: a critical section: no region and no other section is active.
-                edit(unsafe { &mut *owned.0.get() })
-            };
-            match self.epvs.advance_version(section, None) {
-                Ok(from) => {
-                    self.epvs.wait_for_version(from.version() + 1);
-                    return;
-                }
-                // Spurious failure: another change is under way; wait for it and retry.
-                Err(AdvanceError::Busy) => {
-                    let v = self.epvs.state().version();
-                    self.epvs.wait_until(|s| s.version() > v || s.is_rest());
-                }
-                Err(e) => panic!("ownership change failed: {e}"),
-            }
-        }
+    fn change(&self, edit: impl FnOnce(&mut HashSet<u16>) + Send + 'static) {
+        let owned = Arc::clone(&self.owned);
+        self.epvs.transition(move || {
+            // SAFETY: a critical section: no region and no other section is active.
+            edit(unsafe { &mut *owned.0.get() })
+        });
     }
 
     /// Fig. 8 lines 21–25.

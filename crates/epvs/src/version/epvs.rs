@@ -491,6 +491,47 @@ impl Epvs {
     pub fn wait_for_version(&self, version: u64) -> State {
         self.wait_until(|s| s.version() >= version)
     }
+
+    /// Runs `critical_section` as a version transition (in mutual exclusion with every
+    /// protected region) and blocks until it has run: when this returns, no region that
+    /// observed the state before it is still running. Another machine in flight is waited
+    /// for and the transition retried ([`AdvanceError::Busy`] is not an error here). The
+    /// blocking counterpart of [`advance_version`](Epvs::advance_version), for rare
+    /// changes such as an ownership change (seed 2, Fig. 8: `acquire`, `relinquish`).
+    ///
+    /// # Panics
+    ///
+    /// Like [`wait_until`](Epvs::wait_until), if called inside a protected region of this
+    /// instance or from a callback of its machine; and if the version would overflow.
+    pub fn transition<F>(&self, critical_section: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        // A refused attempt drops its closure, not the section: the next attempt takes it.
+        let slot = Arc::new(std::sync::Mutex::new(Some(critical_section)));
+        loop {
+            let section = {
+                let slot = Arc::clone(&slot);
+                move || {
+                    let f = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+                    if let Some(f) = f {
+                        f();
+                    }
+                }
+            };
+            match self.advance_version(section, None) {
+                Ok(from) => {
+                    self.wait_for_version(from.version() + 1);
+                    return;
+                }
+                Err(AdvanceError::Busy) => {
+                    let v = self.state().version();
+                    self.wait_until(|s| s.version() > v || s.is_rest());
+                }
+                Err(e) => panic!("Epvs::transition failed: {e}"),
+            }
+        }
+    }
 }
 
 impl Drop for Epvs {

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use epvs::{AdvanceError, Epvs};
+use epvs::Epvs;
 
 use super::fence::{now_nanos, Fence};
 use crate::engine::Engine;
@@ -331,27 +331,12 @@ impl Ownership {
     /// Runs `edit` on the phases as an EPVS version transition and waits until it has
     /// run: afterwards no protected region that saw the old phases is still running.
     /// Must not be called inside a protected region of this instance.
-    fn change(&self, edit: impl FnOnce(&mut Vec<Phase>) + Send + Clone + 'static) {
-        loop {
-            let phases = Arc::clone(&self.phases);
-            let edit = edit.clone();
-            let section = move || {
-                // SAFETY: a critical section: no protected region and no other section
-                // of this instance runs now.
-                edit(unsafe { &mut *phases.0.get() })
-            };
-            match self.epvs.advance_version(section, None) {
-                Ok(from) => {
-                    self.epvs.wait_for_version(from.version() + 1);
-                    return;
-                }
-                // Another transition is under way: wait for it, then retry.
-                Err(AdvanceError::Busy) => {
-                    let v = self.epvs.state().version();
-                    self.epvs.wait_until(|s| s.version() > v || s.is_rest());
-                }
-                Err(e) => panic!("partition ownership transition failed: {e}"),
-            }
-        }
+    fn change(&self, edit: impl FnOnce(&mut Vec<Phase>) + Send + 'static) {
+        let phases = Arc::clone(&self.phases);
+        self.epvs.transition(move || {
+            // SAFETY: a critical section: no protected region and no other section of
+            // this instance runs now.
+            edit(unsafe { &mut *phases.0.get() })
+        });
     }
 }
