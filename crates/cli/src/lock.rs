@@ -55,14 +55,18 @@ pub struct LockArgs {
     /// Server address: `host:port` or `unix:/path`.
     #[arg(long, default_value_t = Endpoint::default(), conflicts_with = "cluster")]
     server: Endpoint,
-    /// Lock through a cluster: the addresses of one or more of its nodes (comma-separated
-    /// `host:port`). A range across partitions is locked piece by piece; the command sees
+    /// Lock through a cluster: its etcd endpoints (`http://host:port`, comma-separated;
+    /// the live nodes are read from etcd) or the addresses of one or more of its nodes
+    /// (`host:port`). A range across partitions is locked piece by piece; the command sees
     /// every piece's token in `RANGELOCK_TOKENS` (`START..END=TOKEN`, space-separated)
     /// and, for a one-piece range, the token in `RANGELOCK_TOKEN`. The lock survives the
     /// failover of a node (it is reclaimed at the new owner); if it cannot be reclaimed,
     /// it is lost (see --on-lost).
-    #[arg(long, value_name = "NODES", value_delimiter = ',')]
+    #[arg(long, value_name = "ETCD|NODES", value_delimiter = ',')]
     cluster: Option<Vec<String>>,
+    /// The cluster's name, when --cluster gives etcd endpoints.
+    #[arg(long, default_value = "default", requires = "cluster")]
+    cluster_name: String,
     /// Exit code when the lock cannot be had.
     #[arg(short = 'E', long, default_value_t = exit::LOCK_UNAVAILABLE)]
     conflict_exit_code: i32,
@@ -236,7 +240,9 @@ pub fn run(args: LockArgs) -> Result<i32, Failure> {
     };
     let held = match &args.cluster {
         Some(nodes) => {
-            crate::lock_cluster::lock(&args.range, nodes, mode, wait, args.conflict_exit_code)?
+            let name = &args.cluster_name;
+            let code = args.conflict_exit_code;
+            crate::lock_cluster::lock(&args.range, nodes, name, mode, wait, code)?
         }
         None => lock_server(&args, mode, wait)?,
     };

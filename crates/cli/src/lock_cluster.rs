@@ -61,23 +61,29 @@ impl Held for ClusterLock {
     }
 }
 
-/// Locks `range` through the cluster reached at `nodes`.
+/// Locks `range` through the cluster reached at `given` (etcd endpoints or node
+/// addresses; see `crate::cluster::seeds`).
 pub(crate) fn lock(
     range: &Range<u64>,
-    nodes: &[String],
+    given: &[String],
+    cluster_name: &str,
     mode: Mode,
     wait: Wait,
     conflict_exit_code: i32,
 ) -> Result<Box<dyn Held>, Failure> {
     let what = format!("{}..{}", range.start, range.end);
+    crate::cluster::is_etcd(given).map_err(|e| Failure::new(exit::USAGE, anyhow!(e)))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("rangelock-cluster-client")
         .enable_all()
         .build()
         .map_err(|e| Failure::new(exit::SOFTWARE, e))?;
+    let nodes = rt
+        .block_on(crate::cluster::seeds(given, cluster_name))
+        .map_err(|e| Failure::new(exit::UNAVAILABLE, e).context("finding the cluster's nodes"))?;
     let client =
-        rt.block_on(ClusterClient::connect(nodes, ClusterOptions::default())).map_err(|e| {
+        rt.block_on(ClusterClient::connect(&nodes, ClusterOptions::default())).map_err(|e| {
             Failure::new(exit::UNAVAILABLE, e)
                 .context(format!("connecting to the cluster at {}", nodes.join(",")))
         })?;

@@ -15,10 +15,14 @@ pub struct StatArgs {
     /// Server address: `host:port` or `unix:/path`.
     #[arg(long, default_value_t = Endpoint::default(), conflicts_with = "cluster")]
     server: Endpoint,
-    /// Show every node of a cluster, reached through these nodes (comma-separated
-    /// `host:port`): the cluster map, then each node's counters and list.
-    #[arg(long, value_name = "NODES", value_delimiter = ',')]
+    /// Show every node of a cluster, reached through its etcd endpoints (`http://…`) or
+    /// one or more of its nodes (`host:port`), comma-separated: the cluster map, then each
+    /// node's counters and list.
+    #[arg(long, value_name = "ETCD|NODES", value_delimiter = ',')]
     cluster: Option<Vec<String>>,
+    /// The cluster's name, when --cluster gives etcd endpoints.
+    #[arg(long, default_value = "default", requires = "cluster")]
+    cluster_name: String,
     /// List at most this many holders and waiters.
     #[arg(long, default_value_t = 100)]
     max: u32,
@@ -26,8 +30,8 @@ pub struct StatArgs {
 
 /// Prints the counters and the list.
 pub fn run(args: StatArgs) -> Result<(), Failure> {
-    if let Some(nodes) = &args.cluster {
-        return run_cluster(nodes, args.max);
+    if let Some(given) = &args.cluster {
+        return run_cluster(given, &args.cluster_name, args.max);
     }
     let client = Client::connect(&args.server).map_err(|e| connect_failure(e, &args.server))?;
     let st = client
@@ -39,15 +43,19 @@ pub fn run(args: StatArgs) -> Result<(), Failure> {
 }
 
 /// `--cluster`: the map, then every node's stats.
-fn run_cluster(nodes: &[String], max: u32) -> Result<(), Failure> {
+fn run_cluster(given: &[String], cluster_name: &str, max: u32) -> Result<(), Failure> {
     use rangelock_client::cluster::{ClusterClient, ClusterOptions};
+    crate::cluster::is_etcd(given).map_err(|e| Failure::new(exit::USAGE, anyhow::anyhow!(e)))?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::new(exit::SOFTWARE, e))?;
     rt.block_on(async {
+        let nodes = crate::cluster::seeds(given, cluster_name).await.map_err(|e| {
+            Failure::new(exit::UNAVAILABLE, e).context("finding the cluster's nodes")
+        })?;
         let client =
-            ClusterClient::connect(nodes, ClusterOptions::default()).await.map_err(|e| {
+            ClusterClient::connect(&nodes, ClusterOptions::default()).await.map_err(|e| {
                 Failure::new(exit::UNAVAILABLE, e)
                     .context(format!("connecting to the cluster at {}", nodes.join(",")))
             })?;

@@ -176,3 +176,38 @@ fn a_partition_in_grace_is_unavailable_to_a_try_and_granted_to_a_wait_once_grace
     let g = rt.block_on(waiter).unwrap().unwrap();
     assert_eq!(g.pieces()[0].token, token::pack(7, 1));
 }
+
+/// The blocking cluster client: the same guard without a runtime of the caller's; its
+/// runtime thread keeps reclaiming while the caller blocks elsewhere.
+#[test]
+fn the_blocking_cluster_client_locks_follows_a_move_and_unlocks() {
+    use rangelock_client::cluster::BlockingClusterClient;
+    let c = two_nodes();
+    let client = BlockingClusterClient::connect(&c.seeds(), ClusterOptions::default()).unwrap();
+    let g = client.lock(Q - 5..Q + 5, Mode::Exclusive, Wait::Forever).unwrap();
+    let tokens: Vec<u64> = g.pieces().iter().map(|p| p.token).collect();
+    assert_eq!(tokens.len(), 2);
+    // A conflicting try is refused.
+    assert!(matches!(
+        client.lock(Q - 1..Q, Mode::Shared, Wait::Try),
+        Err(ClusterError::WouldBlock)
+    ));
+    // Partition 0 moves to b (grace); the guard is reclaimed there with the same tokens
+    // while this thread does nothing but wait for it.
+    c.nodes[0].own.give_up(0, GiveUp::Moved);
+    c.nodes[1].own.acquire(0, 20, Some(Duration::from_secs(60)));
+    c.publish(2, [grace(1, 20), serving(1, 11), serving(0, 12), serving(1, 13)]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let st = runtime().block_on(c.stats(1));
+        if held(&st).iter().any(|(start, _, t)| *start == Q - 5 && *t == tokens[0]) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not reclaimed on b");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!g.is_lost());
+    assert!(g.check().is_ok());
+    assert_eq!(g.pieces().iter().map(|p| p.token).collect::<Vec<_>>(), tokens);
+    g.unlock().unwrap();
+}

@@ -79,7 +79,12 @@ pub fn render_status(cluster: &str, snap: &Snapshot) -> String {
             snap.moves[p].as_deref().map(|t| format!("  (moving to {t})")).unwrap_or_default();
         match o {
             Some(o) => {
-                let _ = writeln!(out, "  {p:>5}  {:<16} epoch {}{moving}", o.node, o.epoch);
+                let now = crate::keys::unix_ms();
+                let grace = match o.grace_until_unix_ms {
+                    Some(until) if until > now => format!("  grace ({} ms left)", until - now),
+                    _ => String::new(),
+                };
+                let _ = writeln!(out, "  {p:>5}  {:<16} epoch {}{grace}{moving}", o.node, o.epoch);
             }
             None => {
                 let _ = writeln!(out, "  {p:>5}  -{moving}");

@@ -104,6 +104,7 @@ mod tests {
                 addr: String::new(),
                 epoch: 1,
                 lease: 1,
+                grace_until_unix_ms: None,
             });
         }
         s

@@ -70,6 +70,17 @@ pub struct OwnerValue {
     pub node: String,
     /// Where clients reach it.
     pub addr: String,
+    /// When the grace period of this claim ends (Unix time in ms, the owner's clock; for
+    /// display by `rangelock cluster status`); absent when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_until_unix_ms: Option<u64>,
+}
+
+/// Unix time in milliseconds (the wall clock: only for display).
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The value of `held/<p>`.
@@ -108,6 +119,8 @@ pub struct OwnerEntry {
     pub epoch: u64,
     /// The lease the key is attached to.
     pub lease: LeaseId,
+    /// End of the claim's grace period (Unix ms), if it had one.
+    pub grace_until_unix_ms: Option<u64>,
 }
 
 /// Everything under the cluster prefix at one revision.
@@ -158,6 +171,7 @@ impl Snapshot {
                         addr: v.addr,
                         epoch: kv.mod_revision as u64,
                         lease: kv.lease,
+                        grace_until_unix_ms: v.grace_until_unix_ms,
                     });
                 }
             } else if let Some(p) = key.strip_prefix("held/").and_then(part) {

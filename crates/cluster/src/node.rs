@@ -529,7 +529,12 @@ impl Manager {
     async fn claim(&mut self, p: u32, had_owner: bool) {
         let c = &self.config.cluster;
         let owner = keys::owner(c, p);
-        let value = OwnerValue { node: self.config.node_id.clone(), addr: self.addr.clone() };
+        let grace_ms = self.config.effective_grace().as_millis() as u64;
+        let value = OwnerValue {
+            node: self.config.node_id.clone(),
+            addr: self.addr.clone(),
+            grace_until_unix_ms: had_owner.then(|| keys::unix_ms() + grace_ms),
+        };
         let value = serde_json::to_vec(&value).expect("serializable");
         let txn = Txn {
             compare: vec![Compare::CreateRevision(owner.clone(), CmpOp::Equal, 0)],
@@ -606,7 +611,11 @@ impl Manager {
             return;
         };
         let owner = keys::owner(&self.config.cluster, p);
-        let value = OwnerValue { node: self.config.node_id.clone(), addr: self.addr.clone() };
+        let value = OwnerValue {
+            node: self.config.node_id.clone(),
+            addr: self.addr.clone(),
+            grace_until_unix_ms: None,
+        };
         let txn = Txn {
             compare: vec![Compare::ModRevision(owner.clone(), CmpOp::Equal, epoch as i64)],
             success: vec![TxnOp::Put {

@@ -61,3 +61,29 @@ async fn connect(a: &EtcdArgs) -> anyhow::Result<Etcd> {
     // The error names the endpoints.
     Ok(Etcd::connect(&a.etcd, Duration::from_secs(2)).await?)
 }
+
+/// The node addresses to reach a cluster through, from what `--cluster` was given:
+/// etcd endpoints (`http://…`: the live nodes are read from etcd, cluster `name`) or the
+/// addresses of one or more nodes (`host:port`, used as they are).
+pub(crate) async fn seeds(given: &[String], name: &str) -> anyhow::Result<Vec<String>> {
+    if !is_etcd(given).map_err(anyhow::Error::msg)? {
+        return Ok(given.to_vec());
+    }
+    let etcd = Etcd::connect(given, Duration::from_secs(2)).await?;
+    let snap = rangelock_cluster::admin::snapshot(&etcd, name).await?;
+    anyhow::ensure!(!snap.nodes.is_empty(), "cluster {name:?} has no live node");
+    Ok(snap.nodes.into_iter().map(|n| n.addr).collect())
+}
+
+/// Whether `--cluster` names etcd endpoints (`http://…`) rather than node addresses; an
+/// error (a usage error) when it mixes the two.
+pub(crate) fn is_etcd(given: &[String]) -> Result<bool, String> {
+    let etcd = |s: &&String| s.starts_with("http://") || s.starts_with("https://");
+    match given.iter().filter(etcd).count() {
+        0 => Ok(false),
+        n if n == given.len() => Ok(true),
+        _ => Err("--cluster takes etcd endpoints (http://…) or node addresses (host:port), \
+                  not both"
+            .into()),
+    }
+}

@@ -125,6 +125,7 @@
 
 mod acquire;
 mod backoff;
+mod blocking;
 mod client;
 mod error;
 mod guard;
@@ -135,6 +136,7 @@ mod registry;
 mod state;
 mod watch;
 
+pub use blocking::{BlockingClusterClient, BlockingClusterGuard};
 pub use client::ClusterClient;
 pub use error::{ClusterError, LostCause, LostReason};
 pub use guard::{ClusterGuard, GuardPiece};
