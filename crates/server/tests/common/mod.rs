@@ -95,7 +95,10 @@ pub struct Raw {
 
 impl Raw {
     pub fn connect(addr: std::net::SocketAddr) -> Raw {
-        let mut s = TcpStream::connect(addr).unwrap();
+        Raw::handshake(TcpStream::connect(addr).unwrap())
+    }
+
+    fn handshake(mut s: TcpStream) -> Raw {
         let mut out = Vec::new();
         ClientHello { version: VERSION }.encode(&mut out);
         s.write_all(&out).unwrap();
@@ -104,6 +107,45 @@ impl Raw {
         let hello = ServerHello::decode(&buf).unwrap();
         assert_eq!(hello.status, HelloStatus::Accepted);
         Raw { s, hello }
+    }
+
+    /// Like [`Raw::connect`], with the socket's receive buffer fixed at `rcvbuf` bytes
+    /// before connecting (which turns the kernel's autotuning off: a peer that reads
+    /// nothing then buffers at most that much on its side).
+    pub fn connect_with_rcvbuf(addr: std::net::SocketAddr, rcvbuf: i32) -> Raw {
+        use std::os::fd::FromRawFd;
+        let std::net::SocketAddr::V4(v4) = addr else { panic!("IPv4 only") };
+        // SAFETY: plain socket calls on a descriptor this function owns; the sockaddr_in
+        // is fully initialised and its size is passed; on success the descriptor is
+        // handed to TcpStream, which closes it.
+        let fd = unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+            let r = libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                (&rcvbuf as *const i32).cast(),
+                std::mem::size_of::<i32>() as libc::socklen_t,
+            );
+            assert_eq!(r, 0, "setsockopt: {}", std::io::Error::last_os_error());
+            let sa = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: v4.port().to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from(*v4.ip()).to_be() },
+                sin_zero: [0; 8],
+            };
+            let r = libc::connect(
+                fd,
+                (&sa as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            );
+            assert_eq!(r, 0, "connect: {}", std::io::Error::last_os_error());
+            fd
+        };
+        // SAFETY: `fd` is a connected TCP socket nobody else owns.
+        let s = unsafe { TcpStream::from_raw_fd(fd) };
+        Raw::handshake(s)
     }
 
     pub fn send(&mut self, id: u64, request: Request) {
