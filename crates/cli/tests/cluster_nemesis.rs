@@ -42,6 +42,7 @@ use common::cluster::{
     log_tail, run_cli, settled, snapshot, start_store, wait_for, NodeOpts, NodeProc, Proc,
 };
 use common::{tempdir, BIN};
+use rangelock_bench::harness::SplitMix64;
 use rangelock_client::cluster::{ClusterClient, ClusterOptions};
 use rangelock_client::{Mode, Wait};
 use rangelock_cluster::etcd::local_etcd_or_skip;
@@ -76,28 +77,6 @@ fn seed(default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// splitmix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    /// A duration in `lo..hi`.
-    fn between(&mut self, lo: Duration, hi: Duration) -> Duration {
-        lo + Duration::from_millis(self.below((hi - lo).as_millis() as u64 + 1))
-    }
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Fault {
     Kill,
@@ -122,7 +101,7 @@ struct Nemesis {
     ep: String,
     nodes: Arc<Mutex<Vec<NodeProc>>>,
     workers: Arc<Mutex<Vec<Proc>>>,
-    rng: Rng,
+    rng: SplitMix64,
     rt: tokio::runtime::Runtime,
     started: Instant,
     done: Done,
@@ -161,7 +140,8 @@ impl Nemesis {
                 Fault::Move => self.move_partition(),
             }
             // The schedule: a gap between faults (pacing, not synchronisation).
-            let gap = self.rng.between(Duration::from_millis(800), Duration::from_millis(2000));
+            let gap =
+                between(&mut self.rng, Duration::from_millis(800), Duration::from_millis(2000));
             std::thread::sleep(gap.min(until.saturating_duration_since(Instant::now())));
         }
     }
@@ -185,9 +165,11 @@ impl Nemesis {
         );
         self.note(format!("etcd expired node {id} after {:?}", t.elapsed()));
         // Down for a while longer (the schedule), then back with the same id.
-        std::thread::sleep(
-            self.rng.between(Duration::from_millis(300), Duration::from_millis(1500)),
-        );
+        std::thread::sleep(between(
+            &mut self.rng,
+            Duration::from_millis(300),
+            Duration::from_millis(1500),
+        ));
         let addr = {
             let mut nodes = self.nodes.lock().unwrap();
             nodes[i].restart(Duration::from_secs(10));
@@ -200,7 +182,7 @@ impl Nemesis {
     fn pause_node(&mut self) {
         let i = self.rng.below(NODES.len() as u64) as usize;
         // Longer than the etcd TTL (1 s): the node's lease expires while it is stopped.
-        let d = self.rng.between(Duration::from_millis(1800), Duration::from_millis(2800));
+        let d = between(&mut self.rng, Duration::from_millis(1800), Duration::from_millis(2800));
         let id = {
             let mut nodes = self.nodes.lock().unwrap();
             nodes[i].proc.pause();
@@ -216,7 +198,7 @@ impl Nemesis {
     fn pause_worker(&mut self) {
         let i = self.rng.below(WORKERS as u64) as usize;
         // Longer than the session lease (1 s): the nodes end its sessions meanwhile.
-        let d = self.rng.between(Duration::from_millis(1500), Duration::from_millis(2500));
+        let d = between(&mut self.rng, Duration::from_millis(1500), Duration::from_millis(2500));
         {
             let mut w = self.workers.lock().unwrap();
             if w[i].exited().is_some() {
@@ -309,7 +291,7 @@ fn nemesis(name: &str, faults_for: Duration, seed: u64) {
         ep: ep.clone(),
         nodes: nodes.clone(),
         workers: workers.clone(),
-        rng: Rng(seed),
+        rng: SplitMix64::new(seed),
         rt: tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
         started: Instant::now(),
         done: Done::default(),
@@ -444,4 +426,9 @@ fn utc_now() -> String {
 /// The nodes' current addresses (a restart may have moved one).
 fn seeds_now(nodes: &Mutex<Vec<NodeProc>>) -> Vec<String> {
     nodes.lock().unwrap().iter().map(|n| n.addr.clone()).collect()
+}
+
+/// A duration uniform in `lo..=hi`, in whole milliseconds.
+fn between(rng: &mut SplitMix64, lo: Duration, hi: Duration) -> Duration {
+    lo + Duration::from_millis(rng.below((hi - lo).as_millis() as u64 + 1))
 }

@@ -10,17 +10,6 @@ use rangelock_client::cluster::{token, ClusterError, ClusterOptions, GuardPiece}
 use rangelock_client::{Mode, Wait};
 use rangelock_server::ownership::GiveUp;
 
-/// Nodes a and b; a owns partitions 0 and 2 (epochs 10, 12), b owns 1 and 3 (11, 13).
-fn two_nodes() -> Cluster {
-    let c = Cluster::start(&["a", "b"]);
-    c.nodes[0].own.acquire(0, 10, None);
-    c.nodes[0].own.acquire(2, 12, None);
-    c.nodes[1].own.acquire(1, 11, None);
-    c.nodes[1].own.acquire(3, 13, None);
-    c.publish(1, [serving(0, 10), serving(1, 11), serving(0, 12), serving(1, 13)]);
-    c
-}
-
 #[test]
 fn a_range_across_three_partitions_on_two_nodes_is_one_guard_with_a_token_per_piece() {
     let c = two_nodes();

@@ -18,17 +18,6 @@ use rangelock_server::protocol::{Request, Status};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
-/// Nodes a and b; a owns partitions 0 and 2 (epochs 10, 12), b owns 1 and 3 (11, 13).
-fn two_nodes() -> Cluster {
-    let c = Cluster::start(&["a", "b"]);
-    c.nodes[0].own.acquire(0, 10, None);
-    c.nodes[0].own.acquire(2, 12, None);
-    c.nodes[1].own.acquire(1, 11, None);
-    c.nodes[1].own.acquire(3, 13, None);
-    c.publish(1, [serving(0, 10), serving(1, 11), serving(0, 12), serving(1, 13)]);
-    c
-}
-
 /// After partition 0 moved from a to b: b in grace at epoch 20.
 const MOVED: [Owner; 4] = [
     (Some(1), rangelock_server::protocol::PartitionState::Grace, 20),

@@ -35,6 +35,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use rangelock_bench::harness::SplitMix64;
 use rangelock_client::cluster::{ClusterClient, ClusterError, ClusterGuard, ClusterOptions};
 use rangelock_client::{Mode, Wait};
 use rangelock_cluster::fencing::{FencingClient, FencingError, Verify, Write};
@@ -128,28 +129,9 @@ impl Counts {
     }
 }
 
-/// splitmix64: small, seeded, good enough to pick ranges.
-#[derive(Debug)]
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`; the bias is negligible for the small `n` used here).
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// A range near a partition boundary: the boundary, an offset within ±64, a length of 1
 /// to 128. With one partition, anywhere in the first 2^20 units.
-fn pick_range(parts: Partitioning, rng: &mut Rng) -> Range<u64> {
+fn pick_range(parts: Partitioning, rng: &mut SplitMix64) -> Range<u64> {
     let len = 1 + rng.below(128);
     let start = if parts.count() > 1 {
         let b = parts.start(1 + rng.below(u64::from(parts.count() - 1)) as u32);
@@ -191,7 +173,7 @@ struct Worker {
     client: ClusterClient,
     store: Option<FencingClient>,
     counts: Arc<Mutex<Counts>>,
-    rng: Rng,
+    rng: SplitMix64,
 }
 
 /// Runs a step, bounded by [`ANSWER_WITHIN`]; counts it `unanswered` if it takes longer.
@@ -434,7 +416,7 @@ pub fn run(args: WorkerArgs) -> anyhow::Result<()> {
         let client = connect(&args.seeds, options).await?;
         let seconds = args.seconds.map(Duration::from_secs_f64);
         let mut worker = Worker {
-            rng: Rng(args.seed ^ 0x5eed),
+            rng: SplitMix64::new(args.seed ^ 0x5eed),
             args,
             client,
             store: None,
@@ -501,7 +483,7 @@ mod tests {
     #[test]
     fn ranges_lie_near_boundaries_and_often_cross_them() {
         let parts = Partitioning::new(8).unwrap();
-        let mut rng = Rng(7);
+        let mut rng = SplitMix64::new(7);
         let mut crossing = 0;
         for _ in 0..1000 {
             let r = pick_range(parts, &mut rng);

@@ -126,6 +126,17 @@ pub fn grace(node: usize, epoch: u64) -> Owner {
     (Some(node), PartitionState::Grace, epoch)
 }
 
+/// Nodes a and b; a owns partitions 0 and 2 (epochs 10, 12), b owns 1 and 3 (11, 13).
+pub fn two_nodes() -> Cluster {
+    let c = Cluster::start(&["a", "b"]);
+    c.nodes[0].own.acquire(0, 10, None);
+    c.nodes[0].own.acquire(2, 12, None);
+    c.nodes[1].own.acquire(1, 11, None);
+    c.nodes[1].own.acquire(3, 13, None);
+    c.publish(1, [serving(0, 10), serving(1, 11), serving(0, 12), serving(1, 13)]);
+    c
+}
+
 /// A multi-threaded runtime: the client's tasks run on its workers while the test thread
 /// plays the cluster manager (whose ownership changes block).
 pub fn runtime() -> tokio::runtime::Runtime {
