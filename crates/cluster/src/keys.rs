@@ -9,6 +9,7 @@
 //! | `owner/<p>` | `{"node": id, "addr": "host:port"}` | the owner's | the owner, claiming (create-if-absent) |
 //! | `held/<p>` | `{"epoch": e}` | none | the owner, in the claim transaction |
 //! | `move/<p>` | `{"to": id}` | none | `rangelock cluster move`; deleted by the target once it owns `p` |
+//! | `handover/<p>` | `{"epoch": e, "locks": [...]}` | none | the owner of epoch `e`, giving `p` up in a planned move; deleted by the next owner |
 //!
 //! A partition's **epoch** is the `mod_revision` of its `owner/<p>` key: etcd revisions
 //! only grow, so every new owner (and every renewal) has a larger epoch than any before.
@@ -42,6 +43,11 @@ pub fn owner(cluster: &str, p: u32) -> Vec<u8> {
 /// `held/<p>`.
 pub fn held(cluster: &str, p: u32) -> Vec<u8> {
     format!("{}held/{p:05}", prefix(cluster)).into_bytes()
+}
+
+/// `handover/<p>`.
+pub fn handover(cluster: &str, p: u32) -> Vec<u8> {
+    format!("{}handover/{p:05}", prefix(cluster)).into_bytes()
 }
 
 /// `move/<p>`.
@@ -88,6 +94,29 @@ pub fn unix_ms() -> u64 {
 pub struct HeldValue {
     /// The epoch of the owner that wrote it.
     pub epoch: u64,
+}
+
+/// The value of `handover/<p>`: the locks held on `p` when its owner of `epoch` gave it
+/// up in a planned move.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoverValue {
+    /// The epoch of the owner that handed over.
+    pub epoch: u64,
+    /// The held locks.
+    pub locks: Vec<HandoverEntry>,
+}
+
+/// One handed-over lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoverEntry {
+    /// First unit.
+    pub start: u64,
+    /// One past the last unit.
+    pub end: u64,
+    /// Shared (`false`: exclusive).
+    pub shared: bool,
+    /// Its token.
+    pub token: u64,
 }
 
 /// The value of `move/<p>`.
@@ -176,6 +205,8 @@ impl Snapshot {
                 }
             } else if let Some(p) = key.strip_prefix("held/").and_then(part) {
                 snap.held[p] = true;
+            } else if key.starts_with("handover/") {
+                // Read by the claiming node in its claim transaction.
             } else if let Some(p) = key.strip_prefix("move/").and_then(part) {
                 if let Ok(v) = serde_json::from_slice::<MoveValue>(&kv.value) {
                     snap.moves[p] = Some(v.to);

@@ -31,13 +31,15 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rangelock_proto::{PartitionOwner, PartitionState, Partitioning};
-use rangelock_server::ownership::{Fence, GiveUp, Ownership, Phase};
+use rangelock_server::ownership::{Fence, GiveUp, HandoverLock, Ownership, Phase};
 use rangelock_server::{Server, ServerConfig};
 use tokio::sync::oneshot;
 
 use crate::balance;
 use crate::etcd::{CmpOp, Compare, Etcd, EtcdError, LeaseId, Txn, TxnOp};
-use crate::keys::{self, ConfigValue, HeldValue, NodeValue, OwnerValue, Snapshot};
+use crate::keys::{
+    self, ConfigValue, HandoverEntry, HandoverValue, HeldValue, NodeValue, OwnerValue, Snapshot,
+};
 
 /// Partitions of a new cluster when `--partitions` is not given.
 pub const DEFAULT_PARTITIONS: u32 = 64;
@@ -470,6 +472,13 @@ impl Manager {
             }
         }
         self.end_graces().await;
+        // A planned move's handed-over locks are all reclaimed: no need to wait longer.
+        for p in self.ownership.take_grace_done() {
+            if matches!(self.ownership.phase(p), Phase::Grace { .. }) {
+                tracing::info!(partition = p, "every handed-over lock reclaimed: grace over");
+                self.transition(move |own| own.end_grace(p)).await;
+            }
+        }
         // Keys etcd still has for this node but that it no longer serves (it fenced itself
         // while etcd was unreachable, and etcd came back before the lease expired): free
         // them, so the partitions are claimed again, with a new epoch and a grace period.
@@ -540,6 +549,7 @@ impl Manager {
             compare: vec![Compare::CreateRevision(owner.clone(), CmpOp::Equal, 0)],
             success: vec![
                 TxnOp::Get { key: keys::held(c, p) },
+                TxnOp::Get { key: keys::handover(c, p) },
                 TxnOp::Put { key: owner, value, lease: Some(self.lease) },
             ],
             failure: vec![],
@@ -556,8 +566,20 @@ impl Manager {
             let _ = self.etcd.delete(&keys::owner(c, p)).await;
             return;
         }
-        let held_before = had_owner
-            || matches!(r.responses.first(), Some(crate::etcd::TxnOpResponse::Range(kvs)) if !kvs.is_empty());
+        let range = |i: usize| match r.responses.get(i) {
+            Some(crate::etcd::TxnOpResponse::Range(kvs)) => kvs.first().cloned(),
+            _ => None,
+        };
+        let (held_kv, handover_kv) = (range(0), range(1));
+        let held_before = had_owner || held_kv.is_some();
+        // A handover counts only if it came from the partition's last owner (the epoch
+        // `held/<p>` names): after a failover in between, it is stale.
+        let last_epoch = held_kv
+            .and_then(|kv| serde_json::from_slice::<HeldValue>(&kv.value).ok())
+            .map(|h| h.epoch);
+        let handover = handover_kv
+            .and_then(|kv| serde_json::from_slice::<HandoverValue>(&kv.value).ok())
+            .filter(|h| Some(h.epoch) == last_epoch);
         let held = serde_json::to_vec(&HeldValue { epoch }).expect("serializable");
         if let Err(e) = self.etcd.put(&keys::held(c, p), &held, None).await {
             tracing::warn!(partition = p, error = %e, "cannot mark the partition held");
@@ -570,25 +592,80 @@ impl Manager {
             }
         }
         let grace = held_before.then(|| self.config.effective_grace());
+        let expected = handover.as_ref().map(|h| h.locks.len());
         tracing::info!(
             partition = p,
             epoch,
             grace_ms = grace.map(|g| g.as_millis() as u64),
+            handed_over = expected,
             "claimed"
         );
-        self.transition(move |own| own.acquire(p, epoch, grace)).await;
+        match (grace, handover) {
+            (Some(grace), Some(h)) => {
+                let locks = h
+                    .locks
+                    .iter()
+                    .map(|l| HandoverLock {
+                        start: l.start,
+                        end: l.end,
+                        mode: if l.shared {
+                            rangelock_proto::Mode::Shared
+                        } else {
+                            rangelock_proto::Mode::Exclusive
+                        },
+                        token: l.token,
+                    })
+                    .collect();
+                self.transition(move |own| own.acquire_handed_over(p, epoch, grace, locks)).await;
+            }
+            (grace, _) => self.transition(move |own| own.acquire(p, epoch, grace)).await,
+        }
+        let _ = self.etcd.delete(&keys::handover(c, p)).await;
     }
 
     /// A planned move: stop serving `p` (waiters are answered, holders notified), then
     /// delete the owner key so the next owner can claim it.
     async fn shed(&mut self, p: u32) {
-        let (Phase::Serving { epoch } | Phase::Grace { epoch, .. }) = self.ownership.phase(p)
-        else {
+        // Not during a grace period: holders of the previous epoch may still be on their
+        // way, and a handover lists only the locks already reclaimed. The move waits.
+        let Phase::Serving { epoch } = self.ownership.phase(p) else {
             return;
         };
         tracing::info!(partition = p, "moving the partition away");
-        self.transition(move |own| own.give_up(p, GiveUp::Moved)).await;
-        self.release_key(p, epoch).await;
+        let own = self.ownership.clone();
+        let held = tokio::task::spawn_blocking(move || own.hand_over(p)).await.unwrap_or_default();
+        // The next owner expects exactly these reclaims, and can end its grace period
+        // as soon as all are in. Written with the owner key's release, so it is there
+        // before anyone can claim.
+        let value = HandoverValue {
+            epoch,
+            locks: held
+                .iter()
+                .map(|l| HandoverEntry {
+                    start: l.start,
+                    end: l.end,
+                    shared: l.mode == rangelock_proto::Mode::Shared,
+                    token: l.token,
+                })
+                .collect(),
+        };
+        let owner = keys::owner(&self.config.cluster, p);
+        let txn = Txn {
+            compare: vec![Compare::ModRevision(owner.clone(), CmpOp::Equal, epoch as i64)],
+            success: vec![
+                TxnOp::Put {
+                    key: keys::handover(&self.config.cluster, p),
+                    value: serde_json::to_vec(&value).expect("serializable"),
+                    lease: None,
+                },
+                TxnOp::Delete { key: owner },
+            ],
+            failure: vec![],
+        };
+        match self.etcd.txn(txn).await {
+            Ok(r) => self.last_revision = self.last_revision.max(r.revision as u64),
+            Err(e) => tracing::warn!(partition = p, error = %e, "cannot release the owner key"),
+        }
     }
 
     /// Deletes this node's owner key of `p` if it is still the one of `epoch`.
@@ -649,6 +726,9 @@ impl Manager {
         for (p, _) in self.ownership.owned() {
             self.shed(p).await;
         }
+        // Partitions still in a grace period were not handed over: stop serving them
+        // before the lease goes (their next owner applies a full grace period).
+        self.give_up_all(GiveUp::Moved).await;
         if let Err(e) = self.etcd.revoke(self.lease).await {
             tracing::warn!(error = %e, "cannot revoke the etcd lease (it will expire)");
         }

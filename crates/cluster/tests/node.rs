@@ -217,3 +217,65 @@ fn a_node_fenced_by_a_short_etcd_outage_serves_again_under_new_epochs() {
     });
     a.shutdown();
 }
+
+/// A planned move hands the held locks over: the new owner accepts exactly those
+/// reclaims (a forged one is refused) and ends its grace period as soon as all are in,
+/// long before the 30 s it would otherwise wait.
+#[test]
+fn a_planned_move_hands_held_locks_over_and_ends_grace_when_all_are_reclaimed() {
+    let Some(etcd) = local_etcd_or_skip("a_planned_move_hands_held_locks_over") else { return };
+    let mut ca = config(&etcd, "a", 2);
+    ca.grace = Some(Duration::from_secs(30));
+    let mut cb = config(&etcd, "b", 2);
+    cb.grace = Some(Duration::from_secs(30));
+    let a = Node::start(ca).unwrap();
+    wait_for("a to serve 2", Duration::from_secs(10), || serving(&a) == 2);
+    let b = Node::start(cb).unwrap();
+    // Balancing moves one partition to b (a planned move, with nothing held: no grace
+    // to sit out beyond the handover).
+    wait_for("1 + 1", Duration::from_secs(15), || serving(&a) == 1 && serving(&b) == 1);
+    let p = (0..2).find(|p| matches!(a.ownership().phase(*p), Phase::Serving { .. })).unwrap();
+    let base = Partitioning::new(2).unwrap().start(p);
+    let mut conn_a = Conn::open(&a);
+    let x = conn_a.call(
+        1,
+        Request::Lock { start: base, end: base + 10, mode: Mode::Exclusive, wait: Wait::Try },
+    );
+    let s = conn_a.call(
+        2,
+        Request::Lock { start: base + 20, end: base + 30, mode: Mode::Shared, wait: Wait::Try },
+    );
+    assert_eq!((x.status, s.status), (Status::Ok, Status::Ok));
+    rt().block_on(async {
+        let etcd = Etcd::connect(&[etcd.endpoint()], Duration::from_secs(2)).await.unwrap();
+        admin::request_move(&etcd, "default", p, "b").await.unwrap();
+    });
+    wait_for("b to claim p", Duration::from_secs(10), || {
+        matches!(b.ownership().phase(p), Phase::Grace { .. })
+    });
+    let mut conn_b = Conn::open(&b);
+    let reclaim =
+        |start: u64, end: u64, mode: Mode, token: u64| Request::Reclaim { start, end, mode, token };
+    // Not handed over: refused, though its token is of an earlier epoch.
+    let forged = conn_b.call(1, reclaim(base + 50, base + 60, Mode::Exclusive, x.value + 100));
+    assert_eq!(forged.status, Status::ReclaimRefused);
+    // The real ones: accepted with their tokens.
+    let r1 = conn_b.call(2, reclaim(base, base + 10, Mode::Exclusive, x.value));
+    let r2 = conn_b.call(3, reclaim(base + 20, base + 30, Mode::Shared, s.value));
+    assert_eq!((r1.status, r1.value), (Status::Ok, x.value));
+    assert_eq!((r2.status, r2.value), (Status::Ok, s.value));
+    let reclaimed = Instant::now();
+    wait_for("grace to end early", Duration::from_secs(5), || {
+        matches!(b.ownership().phase(p), Phase::Serving { .. })
+    });
+    println!("grace ended {:?} after the last reclaim (grace period: 30 s)", reclaimed.elapsed());
+    // New locks now: above the reclaimed tokens.
+    let n = conn_b.call(
+        4,
+        Request::Lock { start: base + 40, end: base + 41, mode: Mode::Exclusive, wait: Wait::Try },
+    );
+    assert_eq!(n.status, Status::Ok);
+    assert!(n.value > x.value);
+    b.shutdown();
+    a.shutdown();
+}

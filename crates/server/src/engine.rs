@@ -67,6 +67,7 @@ impl Engine {
                 own.partitioning(),
                 own.fence_arc(),
                 own.epoch_requests(),
+                own.grace_done_arc(),
             ));
         }
         match config.engine {

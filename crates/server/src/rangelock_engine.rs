@@ -285,7 +285,10 @@ impl RangeLockEngine {
                     self.reply(&lock(&s), r);
                 }
             }
-            Command::Partition { .. } => {}
+            Command::Partition { .. } | Command::Expect { .. } => {}
+            Command::Handover { report, .. } => {
+                let _ = report.send(Vec::new());
+            }
             Command::Shutdown => {
                 self.shutting_down.store(true, Ordering::Relaxed);
                 let sessions: Vec<SessionRef> = lock(&self.sessions).values().cloned().collect();

@@ -41,6 +41,7 @@
 mod fence;
 mod owner;
 
+pub use crate::table::HandoverLock;
 pub use fence::Fence;
 pub(crate) use owner::Admission;
 pub use owner::{GiveUp, Ownership, Phase};

@@ -10,7 +10,7 @@ use epvs::Epvs;
 use super::fence::{now_nanos, Fence};
 use crate::engine::Engine;
 use crate::protocol::{op, token, ClusterMap, OwnerHint, Partitioning, ResponseFrame, Status};
-use crate::table::{Command, PartitionChange};
+use crate::table::{Command, HandoverLock, PartitionChange};
 
 /// What this node does with one partition, as request handlers see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,6 +90,9 @@ pub struct Ownership {
     engine: Mutex<Option<Engine>>,
     /// Partitions whose token counter ran out; the manager takes a new epoch for them.
     epoch_requests: Arc<Mutex<BTreeSet<u32>>>,
+    /// Partitions whose handed-over locks have all been reclaimed: their grace period
+    /// may end now.
+    grace_done: Arc<Mutex<BTreeSet<u32>>>,
 }
 
 impl core::fmt::Debug for Ownership {
@@ -114,6 +117,7 @@ impl Ownership {
             map: Mutex::new(None),
             engine: Mutex::new(None),
             epoch_requests: Arc::new(Mutex::new(BTreeSet::new())),
+            grace_done: Arc::new(Mutex::new(BTreeSet::new())),
         })
     }
 
@@ -159,6 +163,18 @@ impl Ownership {
             .zip(phases.iter().copied())
             .filter(|(_, ph)| *ph != Phase::Unowned)
             .collect()
+    }
+
+    /// Where the table reports partitions whose handed-over locks are all reclaimed.
+    pub(crate) fn grace_done_arc(&self) -> Arc<Mutex<BTreeSet<u32>>> {
+        self.grace_done.clone()
+    }
+
+    /// Partitions in a grace period after a planned move whose handed-over locks have all
+    /// been reclaimed: their grace period can end now. Takes them.
+    pub fn take_grace_done(&self) -> Vec<u32> {
+        let mut r = self.grace_done.lock().unwrap_or_else(PoisonError::into_inner);
+        std::mem::take(&mut *r).into_iter().collect()
     }
 
     /// Partitions whose fencing-token counter is exhausted (4 294 967 295 grants in one
@@ -218,6 +234,37 @@ impl Ownership {
             partition: p,
             change: PartitionChange::Drop { status: why.status() },
         });
+    }
+
+    /// [`Ownership::give_up`] for a planned move, returning the locks held on `p` at that
+    /// moment (taken in the same table command that drops them, so nothing is granted in
+    /// between): the new owner expects exactly these reclaims.
+    pub fn hand_over(&self, p: u32) -> Vec<HandoverLock> {
+        self.change(move |phases| phases[p as usize] = Phase::Unowned);
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.submit(Command::Handover { partition: p, report: tx });
+        // The engine answers after the commands queued before it; a stopped engine drops
+        // the sender (nothing is held then).
+        rx.recv().unwrap_or_default()
+    }
+
+    /// [`Ownership::acquire`] after a planned move: in the grace period only the
+    /// handed-over `locks` are reclaimed, and once all are,
+    /// [`Ownership::take_grace_done`] names `p`.
+    pub fn acquire_handed_over(
+        &self,
+        p: u32,
+        epoch: u64,
+        grace: Duration,
+        locks: Vec<HandoverLock>,
+    ) {
+        let grace_until = now_nanos().saturating_add(grace.as_nanos() as u64);
+        self.submit(Command::Partition {
+            partition: p,
+            change: PartitionChange::Own { epoch, grace_until: Some(grace_until) },
+        });
+        self.submit(Command::Expect { partition: p, locks });
+        self.change(move |phases| phases[p as usize] = Phase::Grace { epoch, until: grace_until });
     }
 
     /// Continues serving `p` under a new epoch (after its token counter ran out).

@@ -1,6 +1,6 @@
 //! The operations handlers submit to a lock table.
 
-use super::partitions::PartitionChange;
+use super::partitions::{HandoverLock, PartitionChange};
 use crate::protocol::Mode;
 pub use crate::reply::{ReplySink, ReplyTo};
 
@@ -107,6 +107,23 @@ pub enum Command {
         partition: u32,
         /// What changed.
         change: PartitionChange,
+    },
+    /// A planned move gives the partition up: like [`PartitionChange::Drop`] with
+    /// `NOT_OWNER`, and the locks held on it (before they are dropped) are sent to
+    /// `report`, in one command so that nothing is granted in between.
+    Handover {
+        /// The partition.
+        partition: u32,
+        /// Where the held locks go.
+        report: std::sync::mpsc::Sender<Vec<HandoverLock>>,
+    },
+    /// The locks a planned move handed over: in the grace period only these are
+    /// reclaimed, and it can end as soon as all are.
+    Expect {
+        /// The partition.
+        partition: u32,
+        /// The handed-over locks.
+        locks: Vec<HandoverLock>,
     },
     /// The server is stopping: answer every waiting lock `SHUTTING_DOWN`, grant nothing
     /// more and refuse new locks, so no client is granted a lock while sessions are being

@@ -43,7 +43,7 @@ use std::sync::Arc;
 use super::command::{Command, ReplySink};
 use super::ended::Ended;
 use super::interval_tree::{Handle, IntervalTree};
-use super::partitions::{PartitionChange, TablePartitions};
+use super::partitions::{HandoverLock, PartitionChange, TablePartitions};
 use crate::protocol::{
     op, Counters, EntryState, GrantMode, Mode, ResponseFrame, StatsBody, StatsEntry, Status,
 };
@@ -183,6 +183,16 @@ impl LockTable {
                 self.reclaim(session, id, start, end, mode, token)
             }
             Command::Partition { partition, change } => self.partition(partition, change),
+            Command::Handover { partition, report } => {
+                let _ = report.send(self.held_on(partition));
+                let status = Status::NotOwner;
+                self.partition(partition, PartitionChange::Drop { status });
+            }
+            Command::Expect { partition, locks } => {
+                if let Some(parts) = &mut self.parts {
+                    parts.expect(partition, locks);
+                }
+            }
         }
     }
 
@@ -461,7 +471,11 @@ impl LockTable {
         self.tree.overlaps(start, end, &mut scratch);
         let conflict = scratch.iter().any(|h| !self.tree.get(*h).mode.compatible(mode));
         self.scratch = scratch;
-        if conflict {
+        let p = parts.partitioning().of(start);
+        let listed = || HandoverLock { start, end, mode, token: tok };
+        let parts = self.parts.as_mut().expect("checked above");
+        // After a planned move only the handed-over locks may be reclaimed.
+        if conflict || !parts.take_expected(p, listed()) {
             self.reply(session, ResponseFrame::new(op::RECLAIM, id, Status::ReclaimRefused, 0));
             return;
         }
@@ -473,6 +487,21 @@ impl LockTable {
         s.locks.insert(id, h);
         self.counters.holders += 1;
         self.reply(session, ResponseFrame::new(op::RECLAIM, id, Status::Ok, tok));
+    }
+
+    /// The locks held on partition `p` (cluster nodes only).
+    fn held_on(&self, p: u32) -> Vec<HandoverLock> {
+        let Some(parts) = &self.parts else { return Vec::new() };
+        let (start, end) = (parts.partitioning().start(p), parts.partitioning().end(p));
+        let mut hs = Vec::new();
+        self.tree.overlaps(start, end, &mut hs);
+        hs.into_iter()
+            .filter_map(|h| {
+                let (start, end, _) = self.tree.interval(h);
+                let e = self.tree.get(h);
+                Some(HandoverLock { start, end, mode: e.mode, token: e.token? })
+            })
+            .collect()
     }
 
     /// A change of partition ownership (cluster nodes only).

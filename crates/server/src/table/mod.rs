@@ -11,5 +11,5 @@ pub(crate) use ended::Ended;
 pub use ended::RELEASED_MEMORY;
 pub(crate) use interval_tree::{Handle, IntervalTree};
 pub use lock_table::{LockTable, TableLimits};
-pub use partitions::PartitionChange;
 pub(crate) use partitions::TablePartitions;
+pub use partitions::{HandoverLock, PartitionChange};

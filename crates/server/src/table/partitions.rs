@@ -5,11 +5,25 @@
 //! are totally ordered here, whatever the request handlers saw (see
 //! [`crate::ownership`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::ownership::Fence;
-use crate::protocol::{token, Partitioning, Status};
+use crate::protocol::{token, Mode, Partitioning, Status};
+
+/// A lock held on a partition when its owner handed it over in a planned move: what its
+/// holder must reclaim at the new owner, exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HandoverLock {
+    /// First unit.
+    pub start: u64,
+    /// One past the last unit.
+    pub end: u64,
+    /// Shared or exclusive.
+    pub mode: Mode,
+    /// The token it was granted (or reclaimed) with.
+    pub token: u64,
+}
 
 /// A change of one partition's ownership, sent to the table by
 /// [`crate::ownership::Ownership`].
@@ -55,6 +69,11 @@ pub(crate) struct TablePartitions {
     fence: Arc<Fence>,
     state: Vec<State>,
     epoch_requests: Arc<Mutex<BTreeSet<u32>>>,
+    /// After a planned move: the locks the previous owner handed over that have not
+    /// been reclaimed yet. Only these are accepted; when none is left, the partition is
+    /// reported in `grace_done` (its grace period can end early).
+    expected: Vec<Option<HashSet<HandoverLock>>>,
+    grace_done: Arc<Mutex<BTreeSet<u32>>>,
 }
 
 impl TablePartitions {
@@ -62,13 +81,42 @@ impl TablePartitions {
         parts: Partitioning,
         fence: Arc<Fence>,
         epoch_requests: Arc<Mutex<BTreeSet<u32>>>,
+        grace_done: Arc<Mutex<BTreeSet<u32>>>,
     ) -> Self {
         TablePartitions {
             parts,
             fence,
             state: vec![State::default(); parts.count() as usize],
             epoch_requests,
+            expected: vec![None; parts.count() as usize],
+            grace_done,
         }
+    }
+
+    /// The locks to expect in `p`'s grace period (a planned move's handover).
+    pub(crate) fn expect(&mut self, p: u32, locks: Vec<HandoverLock>) {
+        let set: HashSet<HandoverLock> = locks.into_iter().collect();
+        if set.is_empty() {
+            self.report_grace_done(p);
+        }
+        self.expected[p as usize] = Some(set);
+    }
+
+    /// Takes `lock` off `p`'s expected list: `false` if a list exists and does not
+    /// hold it (the reclaim must be refused).
+    pub(crate) fn take_expected(&mut self, p: u32, lock: HandoverLock) -> bool {
+        let Some(set) = &mut self.expected[p as usize] else { return true };
+        if !set.remove(&lock) {
+            return false;
+        }
+        if set.is_empty() {
+            self.report_grace_done(p);
+        }
+        true
+    }
+
+    fn report_grace_done(&self, p: u32) {
+        self.grace_done.lock().unwrap_or_else(PoisonError::into_inner).insert(p);
     }
 
     pub(crate) fn partitioning(&self) -> Partitioning {
@@ -82,13 +130,20 @@ impl TablePartitions {
         match change {
             PartitionChange::Own { epoch, grace_until } => {
                 *s = State { owned: true, grace_until, epoch, seq: 0 };
+                self.expected[p as usize] = None;
             }
-            PartitionChange::Serve => s.grace_until = None,
+            PartitionChange::Serve => {
+                s.grace_until = None;
+                self.expected[p as usize] = None;
+            }
             PartitionChange::Epoch { epoch } => {
                 s.epoch = epoch;
                 s.seq = 0;
             }
-            PartitionChange::Drop { .. } => *s = State::default(),
+            PartitionChange::Drop { .. } => {
+                *s = State::default();
+                self.expected[p as usize] = None;
+            }
         }
     }
 
@@ -169,7 +224,8 @@ mod tests {
         fence.extend_until(Fence::now(), Duration::from_secs(600));
         let requests = Arc::new(Mutex::new(BTreeSet::new()));
         let p = Partitioning::new(2).unwrap();
-        (TablePartitions::new(p, fence.clone(), requests.clone()), fence, requests)
+        let done = Arc::new(Mutex::new(BTreeSet::new()));
+        (TablePartitions::new(p, fence.clone(), requests.clone(), done), fence, requests)
     }
 
     #[test]
