@@ -39,6 +39,38 @@ fn rt(threads: usize) -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// A client holding `range` exclusively on a runtime of one thread, which stays blocked
+/// (as if the process were stopped: no keepalive goes out) until a `()` is sent on the
+/// returned sender; then `after` runs with the guard. Returns the piece's token, the
+/// sender, and the thread (its result is `after`'s).
+fn stopped_holder<T, F, Fut>(
+    seeds: &[String],
+    options: &ClusterOptions,
+    range: std::ops::Range<u64>,
+    after: F,
+) -> (u64, mpsc::Sender<()>, std::thread::JoinHandle<T>)
+where
+    T: Send + 'static,
+    F: FnOnce(ClusterGuard) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = T>,
+{
+    let (held_tx, held_rx) = mpsc::channel();
+    let (resume_tx, resume_rx) = mpsc::channel::<()>();
+    let (seeds, options) = (seeds.to_vec(), options.clone());
+    let holder = std::thread::spawn(move || {
+        rt(0).block_on(async move {
+            let c = ClusterClient::connect(&seeds, options).await.unwrap();
+            let g = c.lock(range, Mode::Exclusive, Wait::Forever).await.unwrap();
+            held_tx.send(g.pieces()[0].token).unwrap();
+            // Stopped: this blocks the runtime's only thread.
+            resume_rx.recv().unwrap();
+            after(g).await
+        })
+    });
+    let held = held_rx.recv_timeout(Duration::from_secs(10)).expect("the holder locks");
+    (held, resume_tx, holder)
+}
+
 /// `STATS` of the node at `addr` (`None` if it does not answer).
 fn stats(addr: &str) -> Option<StatsBody> {
     let c = Client::connect(&addr.parse().unwrap()).ok()?;
@@ -271,25 +303,13 @@ fn a_holder_whose_session_lapses_at_a_live_node_loses_the_lock_and_is_told() {
 
     // The holder runs on a runtime of its own, on one thread, which the test then blocks:
     // no keepalive goes out, as if the process were stopped.
-    let (held_tx, held_rx) = mpsc::channel();
-    let (resume_tx, resume_rx) = mpsc::channel::<()>();
-    let holder = {
-        let (seeds, options, range) = (seeds.clone(), options.clone(), range.clone());
-        std::thread::spawn(move || {
-            rt(0).block_on(async move {
-                let c = ClusterClient::connect(&seeds, options).await.unwrap();
-                let g = c.lock(range, Mode::Exclusive, Wait::Forever).await.unwrap();
-                held_tx.send(g.pieces()[0].token).unwrap();
-                // Stopped: this blocks the runtime's only thread.
-                resume_rx.recv().unwrap();
-                let resumed = Instant::now();
-                let told = tokio::time::timeout(Duration::from_secs(60), g.lost()).await;
-                let unlock = g.unlock().await;
-                (told, resumed.elapsed(), unlock)
-            })
-        })
-    };
-    let held = held_rx.recv_timeout(Duration::from_secs(10)).expect("the holder locks");
+    let (held, resume_tx, holder) =
+        stopped_holder(&seeds, &options, range.clone(), |g| async move {
+            let resumed = Instant::now();
+            let told = tokio::time::timeout(Duration::from_secs(60), g.lost()).await;
+            let unlock = g.unlock().await;
+            (told, resumed.elapsed(), unlock)
+        });
 
     // Another client gets the range once a ends the silent session (after its lease).
     let crt = rt(1);
@@ -346,23 +366,11 @@ fn a_lapsed_session_is_not_brought_back_by_a_later_move() {
     let options = ClusterOptions { reclaim_window: window, ..Default::default() };
 
     // The holder, on a runtime the test blocks (as if the process were stopped).
-    let (held_tx, held_rx) = mpsc::channel();
-    let (resume_tx, resume_rx) = mpsc::channel::<()>();
-    let holder = {
-        let (seeds, options, range) = (seeds.clone(), options.clone(), range.clone());
-        std::thread::spawn(move || {
-            rt(0).block_on(async move {
-                let c = ClusterClient::connect(&seeds, options).await.unwrap();
-                let g = c.lock(range, Mode::Exclusive, Wait::Forever).await.unwrap();
-                held_tx.send(g.pieces()[0].token).unwrap();
-                resume_rx.recv().unwrap();
-                let told =
-                    tokio::time::timeout(window + Duration::from_secs(1), g.lost()).await.ok();
-                (told, g.pieces(), g.is_lost())
-            })
-        })
-    };
-    let held = held_rx.recv_timeout(Duration::from_secs(10)).expect("the holder locks");
+    let (held, resume_tx, holder) =
+        stopped_holder(&seeds, &options, range.clone(), move |g| async move {
+            let told = tokio::time::timeout(window + Duration::from_secs(1), g.lost()).await.ok();
+            (told, g.pieces(), g.is_lost())
+        });
 
     // a ends the silent session; another client is granted the range, and releases it.
     let crt = rt(1);

@@ -373,18 +373,10 @@ impl AsyncClient {
         mode: Mode,
         wait: Wait,
     ) -> Result<Result<AsyncLockGuard, ResponseFrame>, ClientError> {
-        if range.start >= range.end {
-            return Err(ClientError::InvalidRange { start: range.start, end: range.end });
-        }
+        check_range(&range)?;
         check_wait(wait)?;
         let request = Request::Lock { start: range.start, end: range.end, mode, wait };
-        let core = &self.core;
-        let id = core.next_id();
-        let rx = core.register(id)?;
-        // From here on, dropping this future withdraws the request.
-        let mut withdraw = WithdrawOnDrop { core, id, armed: true };
-        core.send(id, request)?;
-        let r = rx.await.map_err(|_| ClientError::ConnectionLost)?;
+        let (id, r, mut withdraw) = self.send_lock_request(request).await?;
         let token = match r.status {
             Status::Ok => r.value,
             Status::Pending => self.poll_until_granted(id).await?,
@@ -407,21 +399,30 @@ impl AsyncClient {
         mode: Mode,
         token: u64,
     ) -> Result<Result<AsyncLockGuard, ResponseFrame>, ClientError> {
-        if range.start >= range.end {
-            return Err(ClientError::InvalidRange { start: range.start, end: range.end });
-        }
+        check_range(&range)?;
         let request = Request::Reclaim { start: range.start, end: range.end, mode, token };
-        let core = &self.core;
-        let id = core.next_id();
-        let rx = core.register(id)?;
-        let mut withdraw = WithdrawOnDrop { core, id, armed: true };
-        core.send(id, request)?;
-        let r = rx.await.map_err(|_| ClientError::ConnectionLost)?;
+        let (id, r, mut withdraw) = self.send_lock_request(request).await?;
         withdraw.armed = false;
         Ok(match r.status {
             Status::Ok => Ok(AsyncLockGuard::new(self.core.clone(), id, r.value, range, mode)),
             _ => Err(r),
         })
+    }
+
+    /// Sends a request that creates a lock named by its id (`LOCK`, `RECLAIM`) and waits
+    /// for its first answer. The returned guard is armed: dropping it (or this future)
+    /// withdraws the request, so a caller that gives up leaves nothing held.
+    async fn send_lock_request(
+        &self,
+        request: Request,
+    ) -> Result<(u64, ResponseFrame, WithdrawOnDrop<'_>), ClientError> {
+        let core = &*self.core;
+        let id = core.next_id();
+        let rx = core.register(id)?;
+        let withdraw = WithdrawOnDrop { core, id, armed: true };
+        core.send(id, request)?;
+        let r = rx.await.map_err(|_| ClientError::ConnectionLost)?;
+        Ok((id, r, withdraw))
     }
 
     #[cold]
@@ -475,6 +476,14 @@ impl AsyncClient {
 }
 
 /// Withdraws a lock request whose future was dropped before it finished.
+/// An empty or inverted range, refused before anything is sent.
+fn check_range(range: &Range<u64>) -> Result<(), ClientError> {
+    if range.start >= range.end {
+        return Err(ClientError::InvalidRange { start: range.start, end: range.end });
+    }
+    Ok(())
+}
+
 struct WithdrawOnDrop<'a> {
     core: &'a Core,
     id: u64,

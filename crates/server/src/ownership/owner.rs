@@ -200,11 +200,20 @@ impl Ownership {
     /// the old phase. The table learns first, so a request admitted under the new phase
     /// finds the table ready.
     pub fn acquire(&self, p: u32, epoch: u64, grace: Option<Duration>) {
+        self.own(p, epoch, grace, None);
+    }
+
+    /// Starts serving `p`: the table first (with the handed-over locks to expect, if
+    /// any), then the handlers' phase.
+    fn own(&self, p: u32, epoch: u64, grace: Option<Duration>, expect: Option<Vec<HandoverLock>>) {
         let grace_until = grace.map(|g| now_nanos().saturating_add(g.as_nanos() as u64));
         self.submit(Command::Partition {
             partition: p,
             change: PartitionChange::Own { epoch, grace_until },
         });
+        if let Some(locks) = expect {
+            self.submit(Command::Expect { partition: p, locks });
+        }
         let phase = match grace_until {
             Some(until) => Phase::Grace { epoch, until },
             None => Phase::Serving { epoch },
@@ -258,13 +267,7 @@ impl Ownership {
         grace: Duration,
         locks: Vec<HandoverLock>,
     ) {
-        let grace_until = now_nanos().saturating_add(grace.as_nanos() as u64);
-        self.submit(Command::Partition {
-            partition: p,
-            change: PartitionChange::Own { epoch, grace_until: Some(grace_until) },
-        });
-        self.submit(Command::Expect { partition: p, locks });
-        self.change(move |phases| phases[p as usize] = Phase::Grace { epoch, until: grace_until });
+        self.own(p, epoch, Some(grace), Some(locks));
     }
 
     /// Continues serving `p` under a new epoch (after its token counter ran out).
