@@ -78,6 +78,10 @@ pub struct ServeArgs {
     /// reclaims of held locks are served in it [default: the session lease].
     #[arg(long, requires = "cluster")]
     grace_ms: Option<u64>,
+    /// After a planned move, how long in milliseconds the waiters the old owner handed
+    /// over keep their places in the queue here [default: 2000, at most the grace period].
+    #[arg(long, requires = "cluster")]
+    requeue_ms: Option<u64>,
     /// Self-fencing margin in milliseconds: the node stops granting this long before its
     /// etcd lease could expire [default: TTL/10 + 200].
     #[arg(long, requires = "cluster")]
@@ -157,6 +161,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             partitions: args.partitions,
             etcd_ttl: Duration::from_secs(args.etcd_ttl),
             grace: args.grace_ms.map(Duration::from_millis),
+            requeue: args.requeue_ms.map(Duration::from_millis),
             fence_margin: args.fence_margin_ms.map(Duration::from_millis),
             server: config,
         })

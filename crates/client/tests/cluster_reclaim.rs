@@ -14,7 +14,7 @@ use rangelock_client::cluster::{
 };
 use rangelock_client::{Mode, Wait};
 use rangelock_server::ownership::GiveUp;
-use rangelock_server::protocol::{Request, Status};
+use rangelock_server::protocol::{EntryState, Request, Status};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -300,4 +300,52 @@ fn a_lapsed_session_is_not_reclaimed_at_a_later_owner() {
     });
     let st = rt.block_on(c.stats(1));
     assert!(held(&st).iter().all(|(start, ..)| *start != 0), "b reinstalled the lapsed lock");
+}
+
+/// Issue 11, item 7: a planned move keeps waiting clients in their places. Two clients
+/// wait behind a holder at the old owner; after the move the holder reclaims and both
+/// waiters ask again at the new owner, and get the places they had: the earlier waiter
+/// is granted first, whatever order the clients came back in.
+#[test]
+fn a_planned_move_keeps_waiting_clients_in_their_places() {
+    let c = two_nodes();
+    let rt = runtime();
+    let holder = rt.block_on(c.client(ClusterOptions::default()));
+    let (w1, w2) = rt.block_on(async {
+        (c.client(ClusterOptions::default()).await, c.client(ClusterOptions::default()).await)
+    });
+    let g = rt.block_on(holder.lock(0..100, Mode::Exclusive, Wait::Forever)).unwrap();
+    let first = rt.spawn(async move { w1.lock(0..100, Mode::Exclusive, Wait::Forever).await });
+    rt.block_on(eventually(LIMIT, "w1 queued at a", || async {
+        c.stats(0).await.entries.len() == 2
+    }));
+    let second = rt.spawn(async move { w2.lock(50..60, Mode::Shared, Wait::Forever).await });
+    rt.block_on(eventually(LIMIT, "w2 queued at a", || async {
+        c.stats(0).await.entries.len() == 3
+    }));
+    let list = c.nodes[0].own.hand_over(0);
+    assert_eq!(list.iter().map(|l| l.token == 0).collect::<Vec<_>>(), [false, true, true]);
+    let long = Duration::from_secs(600);
+    c.nodes[1].own.acquire_handed_over(0, 20, long, long, list);
+    c.publish(2, MOVED);
+    rt.block_on(eventually(LIMIT, "everyone back at b", || async {
+        let e = c.stats(1).await.entries;
+        e.len() == 3 && e.iter().all(|e| e.session != 0)
+    }));
+    let e = rt.block_on(c.stats(1)).entries;
+    assert_eq!(
+        e.iter().map(|e| (e.start, e.state)).collect::<Vec<_>>(),
+        [(0, EntryState::Held), (0, EntryState::Waiting), (50, EntryState::Waiting)],
+        "the old order"
+    );
+    assert_eq!(c.nodes[1].own.take_grace_done(), vec![0], "everyone back: grace can end");
+    c.nodes[1].own.end_grace(0);
+    assert!(!first.is_finished() && !second.is_finished());
+    rt.block_on(g.unlock()).unwrap();
+    let g1 = rt.block_on(first).unwrap().unwrap();
+    assert_eq!(token::epoch(g1.pieces()[0].token), 20);
+    assert!(!second.is_finished(), "w2 waits behind w1, as it did at a");
+    drop(g1);
+    let g2 = rt.block_on(second).unwrap().unwrap();
+    assert_eq!(token::epoch(g2.pieces()[0].token), 20);
 }

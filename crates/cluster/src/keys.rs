@@ -9,7 +9,7 @@
 //! | `owner/<p>` | `{"node": id, "addr": "host:port"}` | the owner's | the owner, claiming (create-if-absent) |
 //! | `held/<p>` | `{"epoch": e}` | none | the owner, in the claim transaction |
 //! | `move/<p>` | `{"to": id}` | none | `rangelock cluster move`; deleted by the target once it owns `p` |
-//! | `handover/<p>` | `{"epoch": e, "locks": [...]}` | none | the owner of epoch `e`, giving `p` up in a planned move; deleted by the next owner |
+//! | `handover/<p>` | `{"epoch": e, "locks": [...]}` | none | the owner of epoch `e`, giving `p` up in a planned move: its held and queued locks in arrival order (token 0: a waiter); deleted by the next owner |
 //!
 //! A partition's **epoch** is the `mod_revision` of its `owner/<p>` key: etcd revisions
 //! only grow, so every new owner (and every renewal) has a larger epoch than any before.
@@ -96,13 +96,13 @@ pub struct HeldValue {
     pub epoch: u64,
 }
 
-/// The value of `handover/<p>`: the locks held on `p` when its owner of `epoch` gave it
-/// up in a planned move.
+/// The value of `handover/<p>`: the locks held and waited for on `p` when its owner of
+/// `epoch` gave it up in a planned move, in arrival order.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HandoverValue {
     /// The epoch of the owner that handed over.
     pub epoch: u64,
-    /// The held locks.
+    /// The held and queued locks, in arrival order.
     pub locks: Vec<HandoverEntry>,
 }
 
@@ -115,7 +115,7 @@ pub struct HandoverEntry {
     pub end: u64,
     /// Shared (`false`: exclusive).
     pub shared: bool,
-    /// Its token.
+    /// Its token; 0 for a waiter.
     pub token: u64,
 }
 

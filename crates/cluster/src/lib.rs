@@ -26,4 +26,6 @@ pub mod fencing;
 pub mod keys;
 pub mod node;
 
-pub use node::{Node, NodeConfig, NodeError, DEFAULT_ETCD_TTL, DEFAULT_PARTITIONS};
+pub use node::{
+    Node, NodeConfig, NodeError, DEFAULT_ETCD_TTL, DEFAULT_PARTITIONS, DEFAULT_REQUEUE,
+};

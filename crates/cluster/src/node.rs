@@ -16,7 +16,9 @@
 //!    are told;
 //! 2. **reads the cluster** (one prefix read) and publishes the map clients ask for;
 //! 3. **checks its partitions**: one whose owner key is gone or changed is given up;
-//!    a grace period that is over ends (a timer also ends it on time between rounds); a
+//!    a grace period that is over ends (a timer also ends it on time between rounds), and
+//!    so does one whose handed-over locks are all back (a planned move; the waiters'
+//!    shorter requeue window has its own timer); a
 //!    partition whose token counter ran out gets a
 //!    new epoch (a compare-and-swap rewrite of its owner key);
 //! 4. **applies the plan** of [`crate::balance`]: planned moves first (stop serving, then
@@ -47,6 +49,12 @@ pub const DEFAULT_PARTITIONS: u32 = 64;
 /// Default etcd lease TTL of a node.
 pub const DEFAULT_ETCD_TTL: Duration = Duration::from_secs(5);
 
+/// How long handed-over waiters keep their places after a planned move, by default: a
+/// client told `NOT_OWNER` re-reads the map and asks the new owner within a few hundred
+/// milliseconds (its backoff tops out at 200 ms); two seconds leave room for a slow one
+/// without stalling the partition long for a client that went away.
+pub const DEFAULT_REQUEUE: Duration = Duration::from_secs(2);
+
 /// How a node joins its cluster.
 #[derive(Clone, Debug)]
 pub struct NodeConfig {
@@ -67,6 +75,11 @@ pub struct NodeConfig {
     /// Grace period of a partition taken over from another owner; default: the server's
     /// session lease (clients notice a dead node within one lease and reclaim).
     pub grace: Option<Duration>,
+    /// After a planned move: how long waiters the old owner handed over keep their places
+    /// at this node (they were answered `NOT_OWNER` and ask again here); default
+    /// [`DEFAULT_REQUEUE`], never longer than the grace period. Unclaimed places then go,
+    /// and whoever queued behind them moves up.
+    pub requeue: Option<Duration>,
     /// The self-fencing margin: the node stops granting this long before its etcd lease
     /// can expire; default [`default_fence_margin`] (`ttl/10 + 200 ms`). It must leave at
     /// least two manager rounds (`2 × ttl/5`) of the lease.
@@ -86,6 +99,7 @@ impl NodeConfig {
             partitions: None,
             etcd_ttl: DEFAULT_ETCD_TTL,
             grace: None,
+            requeue: None,
             fence_margin: None,
             server: ServerConfig::ephemeral(),
         }
@@ -94,6 +108,11 @@ impl NodeConfig {
     /// The grace period this node applies.
     pub fn effective_grace(&self) -> Duration {
         self.grace.unwrap_or(self.server.lease)
+    }
+
+    /// How long handed-over waiters keep their places after a planned move.
+    pub fn effective_requeue(&self) -> Duration {
+        self.requeue.unwrap_or(DEFAULT_REQUEUE).min(self.effective_grace())
     }
 
     /// The self-fencing margin this node applies.
@@ -430,25 +449,35 @@ impl Manager {
         }
     }
 
-    /// The earliest end of a grace period of this node's partitions.
+    /// The earliest end of a grace period (or of a requeue window in one) of this node's
+    /// partitions.
     fn next_grace_end(&self) -> Option<u64> {
         self.ownership
             .owned()
             .into_iter()
             .filter_map(|(_, ph)| match ph {
-                Phase::Grace { until, .. } => Some(until),
+                Phase::Grace { until, requeue_until, .. } => {
+                    Some(requeue_until.map_or(until, |r| r.min(until)))
+                }
                 _ => None,
             })
             .min()
     }
 
-    /// Ends the grace periods that are over.
+    /// Ends the grace periods and requeue windows that are over.
     async fn end_graces(&mut self) {
         let now = Fence::now();
         for (p, phase) in self.ownership.owned() {
-            if matches!(phase, Phase::Grace { until, .. } if until <= now) {
+            let Phase::Grace { until, requeue_until, .. } = phase else { continue };
+            if until <= now {
                 tracing::info!(partition = p, "grace period over");
                 self.transition(move |own| own.end_grace(p)).await;
+            } else if requeue_until.is_some_and(|r| r <= now) {
+                tracing::info!(
+                    partition = p,
+                    "requeue window over: waiters not back lose their places"
+                );
+                self.transition(move |own| own.end_requeue(p)).await;
             }
         }
     }
@@ -475,7 +504,7 @@ impl Manager {
         // A planned move's handed-over locks are all reclaimed: no need to wait longer.
         for p in self.ownership.take_grace_done() {
             if matches!(self.ownership.phase(p), Phase::Grace { .. }) {
-                tracing::info!(partition = p, "every handed-over lock reclaimed: grace over");
+                tracing::info!(partition = p, "every handed-over lock back: grace over");
                 self.transition(move |own| own.end_grace(p)).await;
             }
         }
@@ -616,7 +645,11 @@ impl Manager {
                         token: l.token,
                     })
                     .collect();
-                self.transition(move |own| own.acquire_handed_over(p, epoch, grace, locks)).await;
+                let requeue = self.config.effective_requeue();
+                self.transition(move |own| {
+                    own.acquire_handed_over(p, epoch, grace, requeue, locks)
+                })
+                .await;
             }
             (grace, _) => self.transition(move |own| own.acquire(p, epoch, grace)).await,
         }

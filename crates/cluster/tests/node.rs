@@ -49,10 +49,21 @@ impl Conn {
         Conn(s)
     }
 
-    fn call(&mut self, id: u64, request: Request) -> ResponseFrame {
+    fn send(&mut self, id: u64, request: Request) {
         let mut out = Vec::new();
         RequestFrame { id, request }.encode(&mut out);
         self.0.write_all(&out).unwrap();
+    }
+
+    fn call(&mut self, id: u64, request: Request) -> ResponseFrame {
+        self.send(id, request);
+        let r = self.recv();
+        assert_eq!(r.id, id);
+        r
+    }
+
+    /// The next response that is not a `NOTICE`.
+    fn recv(&mut self) -> ResponseFrame {
         loop {
             let mut len = [0; 4];
             self.0.read_exact(&mut len).unwrap();
@@ -222,12 +233,13 @@ fn a_node_fenced_by_a_short_etcd_outage_serves_again_under_new_epochs() {
 /// reclaims (a forged one is refused) and ends its grace period as soon as all are in,
 /// long before the 30 s it would otherwise wait.
 #[test]
-fn a_planned_move_hands_held_locks_over_and_ends_grace_when_all_are_reclaimed() {
+fn a_planned_move_hands_held_and_queued_locks_over_and_ends_grace_when_all_are_back() {
     let Some(etcd) = local_etcd_or_skip("a_planned_move_hands_held_locks_over") else { return };
     let mut ca = config(&etcd, "a", 2);
     ca.grace = Some(Duration::from_secs(30));
     let mut cb = config(&etcd, "b", 2);
     cb.grace = Some(Duration::from_secs(30));
+    cb.requeue = Some(Duration::from_millis(700));
     let a = Node::start(ca).unwrap();
     wait_for("a to serve 2", Duration::from_secs(10), || serving(&a) == 2);
     let b = Node::start(cb).unwrap();
@@ -246,6 +258,16 @@ fn a_planned_move_hands_held_locks_over_and_ends_grace_when_all_are_reclaimed() 
         Request::Lock { start: base + 20, end: base + 30, mode: Mode::Shared, wait: Wait::Try },
     );
     assert_eq!((x.status, s.status), (Status::Ok, Status::Ok));
+    // Two waiters behind x; only the first will come back to the new owner.
+    let (mut w1, mut w2) = (Conn::open(&a), Conn::open(&a));
+    let wait_x =
+        Request::Lock { start: base, end: base + 10, mode: Mode::Exclusive, wait: Wait::Forever };
+    let wait_s =
+        Request::Lock { start: base + 2, end: base + 3, mode: Mode::Shared, wait: Wait::Forever };
+    w1.send(1, wait_x);
+    w1.call(2, Request::Stats { max_entries: 0 });
+    w2.send(1, wait_s);
+    w2.call(2, Request::Stats { max_entries: 0 });
     rt().block_on(async {
         let etcd = Etcd::connect(&[etcd.endpoint()], Duration::from_secs(2)).await.unwrap();
         admin::request_move(&etcd, "default", p, "b").await.unwrap();
@@ -253,7 +275,12 @@ fn a_planned_move_hands_held_locks_over_and_ends_grace_when_all_are_reclaimed() 
     wait_for("b to claim p", Duration::from_secs(10), || {
         matches!(b.ownership().phase(p), Phase::Grace { .. })
     });
+    let claimed = Instant::now();
+    assert_eq!(w1.recv().status, Status::NotOwner);
+    assert_eq!(w2.recv().status, Status::NotOwner);
     let mut conn_b = Conn::open(&b);
+    let mut w1 = Conn::open(&b);
+    w1.send(3, wait_x);
     let reclaim =
         |start: u64, end: u64, mode: Mode, token: u64| Request::Reclaim { start, end, mode, token };
     // Not handed over: refused, though its token is of an earlier epoch.
@@ -265,10 +292,28 @@ fn a_planned_move_hands_held_locks_over_and_ends_grace_when_all_are_reclaimed() 
     assert_eq!((r1.status, r1.value), (Status::Ok, x.value));
     assert_eq!((r2.status, r2.value), (Status::Ok, s.value));
     let reclaimed = Instant::now();
+    // w2 does not come back: the grace period ends with the requeue window (0.7 s), not
+    // after its 30 s.
     wait_for("grace to end early", Duration::from_secs(5), || {
         matches!(b.ownership().phase(p), Phase::Serving { .. })
     });
-    println!("grace ended {:?} after the last reclaim (grace period: 30 s)", reclaimed.elapsed());
+    println!(
+        "grace ended {:?} after the claim, {:?} after the last reclaim (requeue window 0.7 s, \
+         grace period 30 s)",
+        claimed.elapsed(),
+        reclaimed.elapsed()
+    );
+    // x goes: w1, which came back, is granted in b's epoch; w2's place is gone.
+    assert_eq!(conn_b.call(9, Request::Unlock { target: 2 }).status, Status::Ok);
+    let g = w1.recv();
+    assert_eq!((g.id, g.status), (3, Status::Ok));
+    assert!(g.value > x.value);
+    let stats = conn_b.call(10, Request::Stats { max_entries: 10 }).stats.unwrap();
+    assert!(
+        stats.entries.iter().all(|e| e.session != 0),
+        "no placeholder left: {:?}",
+        stats.entries
+    );
     // New locks now: above the reclaimed tokens.
     let n = conn_b.call(
         4,

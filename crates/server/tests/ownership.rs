@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{lock, Raw};
-use rangelock_server::ownership::{Fence, GiveUp, Ownership, Phase};
+use rangelock_server::ownership::{Fence, GiveUp, HandoverLock, Ownership, Phase};
 use rangelock_server::protocol::*;
 use rangelock_server::{EngineKind, Server, ServerConfig};
 
@@ -128,7 +128,8 @@ fn grace_admits_only_reclaims_of_earlier_epochs_then_grants_above_them() {
                 until: match own.phase(0) {
                     Phase::Grace { until, .. } => until,
                     p => panic!("{p:?}"),
-                }
+                },
+                requeue_until: None,
             }
         );
         let r = a.call(1, lock(0, 10, X, Wait::Forever));
@@ -285,5 +286,173 @@ fn no_grant_after_give_up_returns() {
         let total: u64 = workers.into_iter().map(|w| w.join().unwrap()).sum();
         assert!(total >= 300);
         server.shutdown();
+    }
+}
+
+/// The entries of `c`'s server on `[start, end)`, as (session, start, end, state), in
+/// arrival order.
+fn entries(c: &mut Raw, id: u64) -> Vec<StatsEntry> {
+    c.call(id, Request::Stats { max_entries: 100 }).stats.unwrap().entries
+}
+
+/// Two nodes of one cluster: a planned move from `a` to `b` of partition 0, by hand (as
+/// the manager does it, without etcd).
+fn two_nodes(engine: EngineKind) -> ((Server, Arc<Ownership>), (Server, Arc<Ownership>)) {
+    let (sa, a, _) = node(engine);
+    let (sb, b, _) = node(engine);
+    a.acquire(0, 60, None);
+    ((sa, a), (sb, b))
+}
+
+/// Issue 11, item 7: a planned move hands held *and queued* locks over, and a waiter
+/// that asks again at the new owner gets its old place back, however late it comes
+/// compared with newcomers and with the other waiters.
+#[test]
+fn a_planned_move_keeps_every_waiter_in_its_place() {
+    for engine in table_engines() {
+        let ((sa, a), (sb, b)) = two_nodes(engine);
+        let at_a = sa.tcp_addr().unwrap();
+        let (mut h, mut w1, mut w2) = (Raw::connect(at_a), Raw::connect(at_a), Raw::connect(at_a));
+        let held = h.call(1, lock(0, 10, X, Wait::Forever));
+        assert_eq!(held.status, Status::Ok);
+        w1.send(1, lock(0, 10, X, Wait::Forever)); // behind h
+        w1.call(2, Request::Stats { max_entries: 0 }); // (the LOCK is in the table)
+        w2.send(1, lock(5, 8, S, Wait::Forever)); // behind w1
+        let shared = w2.call(2, lock(20, 30, S, Wait::Forever));
+        let list = a.hand_over(0);
+        let expected = [
+            HandoverLock { start: 0, end: 10, mode: X, token: held.value },
+            HandoverLock { start: 0, end: 10, mode: X, token: 0 },
+            HandoverLock { start: 5, end: 8, mode: S, token: 0 },
+            HandoverLock { start: 20, end: 30, mode: S, token: shared.value },
+        ];
+        assert_eq!(list, expected, "{engine:?}: every entry, in arrival order");
+        assert_eq!(w1.recv().unwrap().status, Status::NotOwner);
+        assert_eq!(w2.recv().unwrap().status, Status::NotOwner);
+        assert!(h.recv().unwrap().is_notice());
+
+        b.acquire_handed_over(0, 61, Duration::from_secs(600), Duration::from_secs(600), list);
+        let at_b = sb.tcp_addr().unwrap();
+        let (mut h, mut w1, mut w2, mut n) =
+            (Raw::connect(at_b), Raw::connect(at_b), Raw::connect(at_b), Raw::connect(at_b));
+        // A newcomer in the grace period: no place to take, IN_GRACE.
+        assert_eq!(n.call(1, lock(0, 3, X, Wait::Forever)).status, Status::InGrace);
+        // The waiters come back in the wrong order, before the holders reclaim.
+        w2.send(3, lock(5, 8, S, Wait::Forever));
+        let e = entries(&mut w2, 4);
+        assert_eq!(e.len(), 4, "{engine:?}: the four placeholders, nothing more: {e:?}");
+        assert!(e[2].session != 0 && e[2].state == EntryState::Waiting, "w2 in place: {e:?}");
+        assert_eq!([e[0].session, e[1].session, e[3].session], [0, 0, 0]);
+        assert!(b.take_grace_done().is_empty(), "not everyone is back");
+        w1.send(3, lock(0, 10, X, Wait::Forever));
+        w1.call(4, Request::Stats { max_entries: 0 });
+        let r = h.call(2, Request::Reclaim { start: 0, end: 10, mode: X, token: held.value });
+        assert_eq!((r.status, r.value), (Status::Ok, held.value));
+        let r = w2.call(5, Request::Reclaim { start: 20, end: 30, mode: S, token: shared.value });
+        assert_eq!(r.status, Status::Ok);
+        // Everyone is back: the grace period may end at once.
+        assert_eq!(b.take_grace_done(), vec![0], "{engine:?}");
+        b.end_grace(0);
+        n.send(2, lock(0, 10, S, Wait::Forever)); // after everyone
+        n.call(3, Request::Stats { max_entries: 0 });
+        assert_eq!(n.call(4, lock(0, 10, X, Wait::Try)).status, Status::WouldBlock);
+        // h goes: w1 (the earlier waiter) is granted, not w2 nor the newcomer.
+        assert_eq!(h.call(3, Request::Unlock { target: 2 }).status, Status::Ok);
+        let g1 = w1.recv().unwrap();
+        assert_eq!((g1.id, g1.status), (3, Status::Ok), "{engine:?}");
+        assert_eq!(token::epoch(g1.value), 61);
+        let waiting: Vec<u64> = entries(&mut n, 5)
+            .iter()
+            .filter(|e| e.state == EntryState::Waiting)
+            .map(|e| e.start)
+            .collect();
+        assert_eq!(waiting, vec![5, 0], "w2, then the newcomer");
+        // w1 goes: w2 and the newcomer (both shared) are granted.
+        assert_eq!(w1.call(5, Request::Unlock { target: 3 }).status, Status::Ok);
+        let g2 = w2.recv().unwrap();
+        assert_eq!((g2.id, g2.status), (3, Status::Ok));
+        let gn = n.recv().unwrap();
+        assert_eq!((gn.id, gn.status), (2, Status::Ok));
+        assert!(g2.value > g1.value && gn.value > g1.value);
+        sa.shutdown();
+        sb.shutdown();
+    }
+}
+
+/// Waiters that do not come back within the requeue window lose their places (whoever
+/// waited behind them moves up); holders keep theirs to the end of the grace period;
+/// placeholders nobody claimed are gone when it ends, and never granted.
+#[test]
+fn unclaimed_places_are_given_up_at_the_requeue_window_then_the_grace_end() {
+    for engine in table_engines() {
+        let ((sa, a), (sb, b)) = two_nodes(engine);
+        let at_a = sa.tcp_addr().unwrap();
+        let (mut h, mut w1, mut w2) = (Raw::connect(at_a), Raw::connect(at_a), Raw::connect(at_a));
+        let h1 = h.call(1, lock(0, 10, X, Wait::Forever));
+        let h2 = h.call(2, lock(40, 50, X, Wait::Forever));
+        w1.send(1, lock(0, 10, S, Wait::Forever));
+        w1.call(2, Request::Stats { max_entries: 0 });
+        w2.send(1, lock(40, 50, X, Wait::Forever));
+        w2.call(2, Request::Stats { max_entries: 0 });
+        let list = a.hand_over(0);
+        assert_eq!(list.len(), 4);
+        b.acquire_handed_over(0, 61, Duration::from_secs(600), Duration::from_secs(600), list);
+        assert!(matches!(b.phase(0), Phase::Grace { requeue_until: Some(_), .. }));
+        let at_b = sb.tcp_addr().unwrap();
+        let (mut h, mut w2) = (Raw::connect(at_b), Raw::connect(at_b));
+        // Only h's first lock and w2 come back.
+        let r = h.call(1, Request::Reclaim { start: 0, end: 10, mode: X, token: h1.value });
+        assert_eq!(r.status, Status::Ok);
+        w2.send(1, lock(40, 50, X, Wait::Forever));
+        w2.call(2, Request::Stats { max_entries: 0 });
+        assert!(b.take_grace_done().is_empty());
+        // The requeue window closes: w1's place is gone, LOCKs get IN_GRACE again.
+        b.end_requeue(0);
+        assert!(matches!(b.phase(0), Phase::Grace { requeue_until: None, .. }));
+        assert_eq!(w2.call(3, lock(0, 10, S, Wait::Forever)).status, Status::InGrace);
+        assert!(b.take_grace_done().is_empty(), "a holder is still out");
+        let e = entries(&mut w2, 4);
+        assert_eq!(e.len(), 3, "{engine:?}: {e:?}");
+        // The grace period ends with h's second lock unclaimed: its placeholder goes and
+        // w2, which waited behind it, is granted.
+        b.end_grace(0);
+        let g = w2.recv().unwrap();
+        assert_eq!((g.id, g.status), (1, Status::Ok), "{engine:?}");
+        assert_eq!(token::epoch(g.value), 61);
+        let e = entries(&mut w2, 5);
+        assert!(e.iter().all(|e| e.session != 0 && e.state == EntryState::Held), "{e:?}");
+        assert_eq!(
+            h.call(2, Request::Reclaim { start: 40, end: 50, mode: X, token: h2.value }).status,
+            Status::ReclaimRefused
+        );
+        sa.shutdown();
+        sb.shutdown();
+    }
+}
+
+/// A partition given up again during a handover grace: placeholders go quietly, the
+/// clients that took theirs over are answered as usual.
+#[test]
+fn giving_up_during_a_handover_grace_drops_placeholders_and_answers_requeued_waiters() {
+    for engine in table_engines() {
+        let ((sa, a), (sb, b)) = two_nodes(engine);
+        let at_a = sa.tcp_addr().unwrap();
+        let (mut h, mut w) = (Raw::connect(at_a), Raw::connect(at_a));
+        assert_eq!(h.call(1, lock(0, 10, X, Wait::Forever)).status, Status::Ok);
+        w.send(1, lock(0, 10, X, Wait::Forever));
+        w.call(2, Request::Stats { max_entries: 0 });
+        let list = a.hand_over(0);
+        b.acquire_handed_over(0, 61, Duration::from_secs(600), Duration::from_secs(600), list);
+        let mut w = Raw::connect(sb.tcp_addr().unwrap());
+        w.send(1, lock(0, 10, X, Wait::Forever));
+        w.call(2, Request::Stats { max_entries: 0 });
+        b.give_up(0, GiveUp::Fenced);
+        let r = w.recv().unwrap();
+        assert_eq!((r.id, r.status), (1, Status::Fenced), "{engine:?}");
+        let stats = w.call(3, Request::Stats { max_entries: 10 }).stats.unwrap();
+        assert!(stats.entries.is_empty(), "{engine:?}: {:?}", stats.entries);
+        assert_eq!((stats.counters.holders, stats.counters.waiters), (0, 0));
+        sa.shutdown();
+        sb.shutdown();
     }
 }

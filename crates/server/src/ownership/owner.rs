@@ -18,12 +18,17 @@ pub enum Phase {
     /// Not ours: requests get `NOT_OWNER`.
     Unowned,
     /// Ours since a failover or move, in its grace period: only `RECLAIM`s of locks from
-    /// earlier epochs are accepted; `LOCK`s get `IN_GRACE`.
+    /// earlier epochs are accepted; `LOCK`s get `IN_GRACE`, except, after a planned move
+    /// and until `requeue_until`, a waiting `LOCK` that takes a handed-over waiter's
+    /// place (see [`crate::table`]'s `handover` module).
     Grace {
         /// The ownership key's etcd revision.
         epoch: u64,
         /// When the grace period ends ([`Fence::now`] clock).
         until: u64,
+        /// After a planned move: when the handed-over waiters' places are given up
+        /// ([`Fence::now`] clock); `None` after a failover or once passed.
+        requeue_until: Option<u64>,
     },
     /// Ours: `LOCK`s are served, `RECLAIM`s refused.
     Serving {
@@ -205,17 +210,26 @@ impl Ownership {
 
     /// Starts serving `p`: the table first (with the handed-over locks to expect, if
     /// any), then the handlers' phase.
-    fn own(&self, p: u32, epoch: u64, grace: Option<Duration>, expect: Option<Vec<HandoverLock>>) {
-        let grace_until = grace.map(|g| now_nanos().saturating_add(g.as_nanos() as u64));
+    fn own(
+        &self,
+        p: u32,
+        epoch: u64,
+        grace: Option<Duration>,
+        expect: Option<(Duration, Vec<HandoverLock>)>,
+    ) {
+        let now = now_nanos();
+        let grace_until = grace.map(|g| now.saturating_add(g.as_nanos() as u64));
         self.submit(Command::Partition {
             partition: p,
             change: PartitionChange::Own { epoch, grace_until },
         });
-        if let Some(locks) = expect {
+        let mut requeue_until = None;
+        if let Some((requeue, locks)) = expect {
+            requeue_until = Some(now.saturating_add(requeue.as_nanos() as u64));
             self.submit(Command::Expect { partition: p, locks });
         }
         let phase = match grace_until {
-            Some(until) => Phase::Grace { epoch, until },
+            Some(until) => Phase::Grace { epoch, until, requeue_until },
             None => Phase::Serving { epoch },
         };
         self.change(move |phases| phases[p as usize] = phase);
@@ -245,9 +259,9 @@ impl Ownership {
         });
     }
 
-    /// [`Ownership::give_up`] for a planned move, returning the locks held on `p` at that
-    /// moment (taken in the same table command that drops them, so nothing is granted in
-    /// between): the new owner expects exactly these reclaims.
+    /// [`Ownership::give_up`] for a planned move, returning the locks held and waited for
+    /// on `p` at that moment, in arrival order (taken in the same table command that drops
+    /// them, so nothing is granted in between): the new owner keeps their places.
     pub fn hand_over(&self, p: u32) -> Vec<HandoverLock> {
         self.change(move |phases| phases[p as usize] = Phase::Unowned);
         let (tx, rx) = std::sync::mpsc::channel();
@@ -257,17 +271,31 @@ impl Ownership {
         rx.recv().unwrap_or_default()
     }
 
-    /// [`Ownership::acquire`] after a planned move: in the grace period only the
-    /// handed-over `locks` are reclaimed, and once all are,
-    /// [`Ownership::take_grace_done`] names `p`.
+    /// [`Ownership::acquire`] after a planned move: every handed-over lock gets a
+    /// placeholder in its place. In the grace period only the handed-over holders are
+    /// reclaimed, and waiters that ask again within `requeue` take their places back;
+    /// once every placeholder is taken (or the waiters' window closed,
+    /// [`Ownership::end_requeue`]), [`Ownership::take_grace_done`] names `p`.
     pub fn acquire_handed_over(
         &self,
         p: u32,
         epoch: u64,
         grace: Duration,
+        requeue: Duration,
         locks: Vec<HandoverLock>,
     ) {
-        self.own(p, epoch, Some(grace), Some(locks));
+        self.own(p, epoch, Some(grace), Some((requeue.min(grace), locks)));
+    }
+
+    /// Closes `p`'s requeue window: handlers answer `LOCK`s `IN_GRACE` again, then the
+    /// table removes the placeholders of waiters that did not come back.
+    pub fn end_requeue(&self, p: u32) {
+        self.change(move |phases| {
+            if let Phase::Grace { epoch, until, .. } = phases[p as usize] {
+                phases[p as usize] = Phase::Grace { epoch, until, requeue_until: None };
+            }
+        });
+        self.submit(Command::Partition { partition: p, change: PartitionChange::RequeueOver });
     }
 
     /// Continues serving `p` under a new epoch (after its token counter ran out).
@@ -275,7 +303,9 @@ impl Ownership {
         self.submit(Command::Partition { partition: p, change: PartitionChange::Epoch { epoch } });
         self.change(move |phases| {
             phases[p as usize] = match phases[p as usize] {
-                Phase::Grace { until, .. } => Phase::Grace { epoch, until },
+                Phase::Grace { until, requeue_until, .. } => {
+                    Phase::Grace { epoch, until, requeue_until }
+                }
                 Phase::Serving { .. } => Phase::Serving { epoch },
                 Phase::Unowned => Phase::Unowned,
             }
@@ -314,6 +344,9 @@ impl Ownership {
             }
             (Phase::Serving { .. }, Admission::Lock) => None,
             (Phase::Serving { .. }, Admission::Reclaim { .. }) => Some((Status::ReclaimRefused, 0)),
+            // A waiter coming back after a planned move: the table finds its place (or
+            // answers `IN_GRACE`).
+            (Phase::Grace { requeue_until: Some(_), .. }, Admission::Lock) => None,
             (Phase::Grace { until, .. }, Admission::Lock) => {
                 let ms = until.saturating_sub(now_nanos()).div_ceil(1_000_000);
                 Some((Status::InGrace, ms))

@@ -29,6 +29,10 @@
 //!   for but holders; holders leave by unlock, session close or lease expiry.
 //! * **Fencing tokens** come from one counter incremented per grant; the table is driven
 //!   by one thread at a time, so tokens strictly increase across all grants.
+//! * **Handed-over entries** (cluster nodes, after a planned move: see [`super::handover`])
+//!   are ordinary entries installed in their old arrival order, so the invariants above
+//!   hold for them; a returning client takes one over with its arrival number, and the
+//!   pseudo-session they belong to until then is never granted anything.
 //!
 //! # Trade-offs
 //!
@@ -42,6 +46,7 @@ use std::sync::Arc;
 
 use super::command::{Command, ReplySink};
 use super::ended::Ended;
+use super::handover::{Placeholders, HANDOVER_SESSION};
 use super::interval_tree::{Handle, IntervalTree};
 use super::partitions::{HandoverLock, PartitionChange, TablePartitions};
 use crate::protocol::{
@@ -184,15 +189,11 @@ impl LockTable {
             }
             Command::Partition { partition, change } => self.partition(partition, change),
             Command::Handover { partition, report } => {
-                let _ = report.send(self.held_on(partition));
+                let _ = report.send(self.entries_on(partition));
                 let status = Status::NotOwner;
                 self.partition(partition, PartitionChange::Drop { status });
             }
-            Command::Expect { partition, locks } => {
-                if let Some(parts) = &mut self.parts {
-                    parts.expect(partition, locks);
-                }
-            }
+            Command::Expect { partition, locks } => self.expect(partition, locks),
         }
     }
 
@@ -225,16 +226,15 @@ impl LockTable {
             || self.limits.refuse_lock(false, start, end, s.locks.contains_key(&id), s.locks.len());
         let refusal = early.map(|st| (st, 0)).or_else(cluster).or_else(|| late().map(|st| (st, 0)));
         if let Some((status, value)) = refusal {
-            self.reply(session, ResponseFrame::new(op::LOCK, id, status, value));
+            // After a planned move, a waiter coming back takes its place in the queue.
+            let back = status == Status::InGrace && may_wait && late().is_none();
+            if !(back && self.requeue(session, id, start, end, mode, nonce)) {
+                self.reply(session, ResponseFrame::new(op::LOCK, id, status, value));
+            }
             return;
         }
         self.sessions.get_mut(&session).expect("checked above").ended.reuse(id);
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.clear();
-        self.tree.overlaps(start, end, &mut scratch);
-        let blocking =
-            scratch.iter().filter(|h| !self.tree.get(**h).mode.compatible(mode)).count() as u32;
-        self.scratch = scratch;
+        let blocking = self.blocking(start, end, mode);
         if blocking > 0 && !may_wait {
             self.counters.would_block += 1;
             self.reply(session, ResponseFrame::new(op::LOCK, id, Status::WouldBlock, 0));
@@ -273,6 +273,8 @@ impl LockTable {
     fn grant(&mut self, h: Handle, queued: bool) -> bool {
         let token = match &mut self.parts {
             None => self.counters.grants + 1,
+            // A placeholder waits for its client (see `handover`).
+            Some(_) if self.tree.get(h).session == HANDOVER_SESSION => return false,
             Some(parts) => match parts.mint(self.tree.interval(h).0) {
                 Some(t) => t,
                 None => return false,
@@ -466,16 +468,25 @@ impl LockTable {
             self.reply(session, ResponseFrame::new(op::RECLAIM, id, status, value));
             return;
         }
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.clear();
-        self.tree.overlaps(start, end, &mut scratch);
-        let conflict = scratch.iter().any(|h| !self.tree.get(*h).mode.compatible(mode));
-        self.scratch = scratch;
         let p = parts.partitioning().of(start);
-        let listed = || HandoverLock { start, end, mode, token: tok };
-        let parts = self.parts.as_mut().expect("checked above");
-        // After a planned move only the handed-over locks may be reclaimed.
-        if conflict || !parts.take_expected(p, listed()) {
+        if parts.in_handover(p) {
+            // After a planned move only the handed-over locks are reclaimed, each into its
+            // placeholder (which keeps its place among the waiters).
+            let listed = HandoverLock { start, end, mode, token: tok };
+            let parts = self.parts.as_mut().expect("checked above");
+            match parts.claim(p, listed) {
+                Some(h) => {
+                    self.take_over(h, session, id, 0);
+                    self.reply(session, ResponseFrame::new(op::RECLAIM, id, Status::Ok, tok));
+                }
+                None => {
+                    let r = ResponseFrame::new(op::RECLAIM, id, Status::ReclaimRefused, 0);
+                    self.reply(session, r);
+                }
+            }
+            return;
+        }
+        if self.blocking(start, end, mode) > 0 {
             self.reply(session, ResponseFrame::new(op::RECLAIM, id, Status::ReclaimRefused, 0));
             return;
         }
@@ -489,24 +500,121 @@ impl LockTable {
         self.reply(session, ResponseFrame::new(op::RECLAIM, id, Status::Ok, tok));
     }
 
-    /// The locks held on partition `p` (cluster nodes only).
-    fn held_on(&self, p: u32) -> Vec<HandoverLock> {
+    /// The entries on `[start, end)` a request in `mode` would wait for: its `blocking`
+    /// number if it arrived now.
+    fn blocking(&mut self, start: u64, end: u64, mode: Mode) -> u32 {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        self.tree.overlaps(start, end, &mut scratch);
+        let n = scratch.iter().filter(|h| !self.tree.get(**h).mode.compatible(mode)).count();
+        self.scratch = scratch;
+        n as u32
+    }
+
+    /// Every entry on partition `p`, held (with its token) or waiting (token 0), in
+    /// arrival order: what a planned move hands over (cluster nodes only).
+    fn entries_on(&self, p: u32) -> Vec<HandoverLock> {
         let Some(parts) = &self.parts else { return Vec::new() };
         let (start, end) = (parts.partitioning().start(p), parts.partitioning().end(p));
         let mut hs = Vec::new();
         self.tree.overlaps(start, end, &mut hs);
+        hs.sort_unstable_by_key(|h| self.tree.interval(*h).2);
         hs.into_iter()
-            .filter_map(|h| {
+            .filter(|h| self.tree.get(*h).session != HANDOVER_SESSION)
+            .map(|h| {
                 let (start, end, _) = self.tree.interval(h);
                 let e = self.tree.get(h);
-                Some(HandoverLock { start, end, mode: e.mode, token: e.token? })
+                HandoverLock { start, end, mode: e.mode, token: e.token.unwrap_or(0) }
             })
             .collect()
+    }
+
+    /// Installs the placeholders of a planned move's handed-over `locks` on `p`, in
+    /// their order (see [`super::handover`]). The partition was just acquired, so nothing
+    /// else is on it.
+    fn expect(&mut self, p: u32, locks: Vec<HandoverLock>) {
+        if self.parts.is_none() {
+            return;
+        }
+        let mut placeholders = Placeholders::default();
+        for (i, lock) in locks.into_iter().enumerate() {
+            let blocking = self.blocking(lock.start, lock.end, lock.mode);
+            let token = (!lock.is_waiter()).then_some(lock.token);
+            if token.is_some() && blocking > 0 {
+                // Two conflicting holders in one list cannot come from a correct owner;
+                // reinstall neither twice: the later one's reclaim is refused.
+                tracing::error!(partition = p, ?lock, "handed-over holder conflicts: skipped");
+                continue;
+            }
+            self.next_seq += 1;
+            let entry = Entry {
+                session: HANDOVER_SESSION,
+                id: i as u64,
+                mode: lock.mode,
+                nonce: 0,
+                blocking,
+                token,
+            };
+            let h = self.tree.insert(lock.start, lock.end, self.next_seq, entry);
+            if token.is_some() {
+                self.counters.holders += 1;
+            } else {
+                self.counters.waiters += 1;
+            }
+            placeholders.add(lock, h);
+        }
+        self.parts.as_mut().expect("checked above").set_placeholders(p, placeholders);
+    }
+
+    /// A waiting `LOCK` in a handover grace: takes over the placeholder of a handed-over
+    /// waiter with the same range and mode, if one is left (`false`: none).
+    #[allow(clippy::too_many_arguments)]
+    fn requeue(
+        &mut self,
+        session: u64,
+        id: u64,
+        start: u64,
+        end: u64,
+        mode: Mode,
+        nonce: u64,
+    ) -> bool {
+        let Some(parts) = &mut self.parts else { return false };
+        let p = parts.partitioning().of(start);
+        let Some(h) = parts.claim(p, HandoverLock { start, end, mode, token: 0 }) else {
+            return false;
+        };
+        self.take_over(h, session, id, nonce);
+        if self.grant == GrantMode::Poll {
+            self.reply(session, ResponseFrame::new(op::LOCK, id, Status::Pending, 0));
+        }
+        true
+    }
+
+    /// Gives placeholder `h` to lock `id` of `session`: same place, same state.
+    fn take_over(&mut self, h: Handle, session: u64, id: u64, nonce: u64) {
+        let e = self.tree.get_mut(h);
+        debug_assert_eq!(e.session, HANDOVER_SESSION);
+        (e.session, e.id, e.nonce) = (session, id, nonce);
+        let s = self.sessions.get_mut(&session).expect("the request's session is open");
+        s.ended.reuse(id);
+        s.locks.insert(id, h);
+    }
+
+    /// Removes placeholders (latest first, so that a removal wakes only entries that stay).
+    fn remove_placeholders(&mut self, mut hs: Vec<Handle>) {
+        hs.sort_unstable_by_key(|h| std::cmp::Reverse(self.tree.interval(*h).2));
+        for h in hs {
+            self.remove(h);
+        }
     }
 
     /// A change of partition ownership (cluster nodes only).
     fn partition(&mut self, p: u32, change: PartitionChange) {
         let Some(parts) = &mut self.parts else { return };
+        if change == PartitionChange::RequeueOver {
+            let gone = parts.close_requeue(p);
+            return self.remove_placeholders(gone);
+        }
         parts.change(p, change);
         let (start, end) = (parts.partitioning().start(p), parts.partitioning().end(p));
         let mut hs = Vec::new();
@@ -515,8 +623,15 @@ impl LockTable {
         // entry wakes only entries that are already gone).
         hs.sort_unstable_by_key(|h| self.tree.interval(*h).2);
         match change {
-            PartitionChange::Own { .. } => {}
+            PartitionChange::Own { .. } | PartitionChange::RequeueOver => {}
             PartitionChange::Serve | PartitionChange::Epoch { .. } => {
+                // The grace period is over: placeholders nobody came back for go (after a
+                // handover; a new epoch keeps them).
+                let (phantoms, hs): (Vec<Handle>, Vec<Handle>) = hs.into_iter().partition(|h| {
+                    change == PartitionChange::Serve
+                        && self.tree.get(*h).session == HANDOVER_SESSION
+                });
+                self.remove_placeholders(phantoms);
                 // Grants held back while the partition could not grant go ahead now.
                 for h in hs {
                     let e = self.tree.get(h);
@@ -529,6 +644,9 @@ impl LockTable {
                 let mut notify = std::collections::BTreeSet::new();
                 for h in hs.into_iter().rev() {
                     let e = self.remove(h);
+                    if e.session == HANDOVER_SESSION {
+                        continue;
+                    }
                     let s = self.sessions.get_mut(&e.session).expect("entry's session is open");
                     s.locks.remove(&e.id);
                     if e.token.is_some() {
@@ -557,7 +675,7 @@ impl LockTable {
         if self.grant == GrantMode::Push {
             for h in self.tree.handles().collect::<Vec<_>>() {
                 let e = self.tree.get(h);
-                if e.token.is_none() {
+                if e.token.is_none() && e.session != HANDOVER_SESSION {
                     let (session, id) = (e.session, e.id);
                     self.reply(session, ResponseFrame::new(op::LOCK, id, Status::ShuttingDown, 0));
                 }

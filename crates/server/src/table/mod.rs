@@ -2,6 +2,7 @@
 
 mod command;
 mod ended;
+mod handover;
 mod interval_tree;
 mod lock_table;
 mod partitions;

@@ -5,14 +5,17 @@
 //! are totally ordered here, whatever the request handlers saw (see
 //! [`crate::ownership`]).
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::handover::Placeholders;
+use super::interval_tree::Handle;
 use crate::ownership::Fence;
 use crate::protocol::{token, Mode, Partitioning, Status};
 
-/// A lock held on a partition when its owner handed it over in a planned move: what its
-/// holder must reclaim at the new owner, exactly.
+/// A lock held or waited for on a partition when its owner handed it over in a planned
+/// move (see [`super::handover`]): a holder reclaims it at the new owner with exactly
+/// this range, mode and token; a waiter (token 0) asks for the same range and mode again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct HandoverLock {
     /// First unit.
@@ -21,8 +24,16 @@ pub struct HandoverLock {
     pub end: u64,
     /// Shared or exclusive.
     pub mode: Mode,
-    /// The token it was granted (or reclaimed) with.
+    /// The token it was granted (or reclaimed) with; 0 for a waiter (no grant has
+    /// token 0).
     pub token: u64,
+}
+
+impl HandoverLock {
+    /// Whether this is a waiter's entry (not granted yet).
+    pub fn is_waiter(&self) -> bool {
+        self.token == 0
+    }
 }
 
 /// A change of one partition's ownership, sent to the table by
@@ -44,6 +55,9 @@ pub enum PartitionChange {
         /// The new epoch.
         epoch: u64,
     },
+    /// A planned move's requeue window closed: the placeholders of waiters that have not
+    /// come back are removed (see [`super::handover`]).
+    RequeueOver,
     /// This node no longer owns the partition: every entry on it is dropped; waiters
     /// are answered `status`, holders get a `NOTICE` with `status`.
     Drop {
@@ -69,10 +83,10 @@ pub(crate) struct TablePartitions {
     fence: Arc<Fence>,
     state: Vec<State>,
     epoch_requests: Arc<Mutex<BTreeSet<u32>>>,
-    /// After a planned move: the locks the previous owner handed over that have not
-    /// been reclaimed yet. Only these are accepted; when none is left, the partition is
-    /// reported in `grace_done` (its grace period can end early).
-    expected: Vec<Option<HashSet<HandoverLock>>>,
+    /// After a planned move, in the grace period: the placeholders of the handed-over
+    /// locks not taken over yet. Only these are reclaimed; when none is left, the
+    /// partition is reported in `grace_done` (its grace period can end early).
+    handovers: Vec<Option<Placeholders>>,
     grace_done: Arc<Mutex<BTreeSet<u32>>>,
 }
 
@@ -88,31 +102,45 @@ impl TablePartitions {
             fence,
             state: vec![State::default(); parts.count() as usize],
             epoch_requests,
-            expected: vec![None; parts.count() as usize],
+            handovers: (0..parts.count()).map(|_| None).collect(),
             grace_done,
         }
     }
 
-    /// The locks to expect in `p`'s grace period (a planned move's handover).
-    pub(crate) fn expect(&mut self, p: u32, locks: Vec<HandoverLock>) {
-        let set: HashSet<HandoverLock> = locks.into_iter().collect();
-        if set.is_empty() {
+    /// Starts `p`'s handover grace with `placeholders` (already in the table).
+    pub(crate) fn set_placeholders(&mut self, p: u32, placeholders: Placeholders) {
+        if placeholders.all_claimed() {
             self.report_grace_done(p);
         }
-        self.expected[p as usize] = Some(set);
+        self.handovers[p as usize] = Some(placeholders);
     }
 
-    /// Takes `lock` off `p`'s expected list: `false` if a list exists and does not
-    /// hold it (the reclaim must be refused).
-    pub(crate) fn take_expected(&mut self, p: u32, lock: HandoverLock) -> bool {
-        let Some(set) = &mut self.expected[p as usize] else { return true };
-        if !set.remove(&lock) {
-            return false;
-        }
-        if set.is_empty() {
+    /// Whether `p` is in a handover grace (its reclaims and re-queued waiters must match
+    /// placeholders).
+    pub(crate) fn in_handover(&self, p: u32) -> bool {
+        self.handovers[p as usize].is_some()
+    }
+
+    /// Takes the placeholder `lock` claims on `p`, if `p` is in a handover grace and one
+    /// is left.
+    pub(crate) fn claim(&mut self, p: u32, lock: HandoverLock) -> Option<Handle> {
+        let placeholders = self.handovers[p as usize].as_mut()?;
+        let h = placeholders.claim(lock)?;
+        if placeholders.all_claimed() {
             self.report_grace_done(p);
         }
-        true
+        Some(h)
+    }
+
+    /// Closes `p`'s requeue window: returns the waiters' unclaimed placeholders for the
+    /// table to remove.
+    pub(crate) fn close_requeue(&mut self, p: u32) -> Vec<Handle> {
+        let Some(placeholders) = self.handovers[p as usize].as_mut() else { return Vec::new() };
+        let gone = placeholders.close_waiters();
+        if placeholders.all_claimed() {
+            self.report_grace_done(p);
+        }
+        gone
     }
 
     fn report_grace_done(&self, p: u32) {
@@ -130,19 +158,20 @@ impl TablePartitions {
         match change {
             PartitionChange::Own { epoch, grace_until } => {
                 *s = State { owned: true, grace_until, epoch, seq: 0 };
-                self.expected[p as usize] = None;
+                self.handovers[p as usize] = None;
             }
             PartitionChange::Serve => {
                 s.grace_until = None;
-                self.expected[p as usize] = None;
+                self.handovers[p as usize] = None;
             }
+            PartitionChange::RequeueOver => {}
             PartitionChange::Epoch { epoch } => {
                 s.epoch = epoch;
                 s.seq = 0;
             }
             PartitionChange::Drop { .. } => {
                 *s = State::default();
-                self.expected[p as usize] = None;
+                self.handovers[p as usize] = None;
             }
         }
     }
