@@ -362,7 +362,7 @@ impl Plan {
 }
 
 /// A deliberately broken protocol, only for showing that the checkers catch it
-/// (`tests/server_suites.rs`, `tests/citron_loom.rs`).
+/// (`tests/citron.rs`, `tests/citron_loom.rs`).
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
