@@ -268,26 +268,29 @@ impl CitronLayout {
         self.height
     }
 
-    fn nodes_at(&self, level: u32) -> u64 {
-        FAN_OUT.pow(self.height - level)
+    /// Node words stored before those of `level` (levels are stored leaves first): the
+    /// nodes of levels `0..level`, `4^h + ... + 4^(h - level + 1)` =
+    /// `(4^(h+1) - 4^(h+1-level)) / 3`.
+    #[inline]
+    fn nodes_below(&self, level: u32) -> u64 {
+        ((1u64 << (2 * (self.height + 1))) - (1u64 << (2 * (self.height + 1 - level)))) / 3
     }
 
     /// Words of the mapping: one per node, then one bitmap per leaf.
     pub fn words(&self) -> usize {
-        let nodes: u64 = (0..=self.height).map(|l| self.nodes_at(l)).sum();
-        (nodes + self.nodes_at(0)) as usize
+        (self.nodes_below(self.height + 1) + FAN_OUT.pow(self.height)) as usize
     }
 
     /// The node word of `node`.
+    #[inline]
     fn node_word(&self, node: Node) -> usize {
-        let before: u64 = (0..node.level).map(|l| self.nodes_at(l)).sum();
-        (before + node.index) as usize
+        (self.nodes_below(node.level) + node.index) as usize
     }
 
     /// The bitmap word of leaf `leaf`.
+    #[inline]
     fn bitmap_word(&self, leaf: u64) -> usize {
-        let nodes: u64 = (0..=self.height).map(|l| self.nodes_at(l)).sum();
-        (nodes + leaf) as usize
+        (self.nodes_below(self.height + 1) + leaf) as usize
     }
 
     /// The smallest node covering the non-empty `range`.
@@ -535,7 +538,9 @@ impl<W: AtomicWords> CitronClient<W> {
 /// CAS loop); returns the word before.
 #[inline]
 fn masked_increment<A: AtomicWord>(w: &A, shift: u32) -> NodeWord {
-    // Relaxed: only a guess for the CAS below.
+    // Relaxed: only a guess for the CAS below. (A `fetch_add(0)` instead, to fetch the
+    // line exclusive at once, raised the p50 of `server-micro`'s cycle from ~250 to ~350 ns
+    // in quick runs.)
     let mut cur = w.load(Ordering::Relaxed);
     loop {
         let new = NodeWord(cur).bumped(shift).0;
