@@ -24,6 +24,9 @@ fn violations(units: u64, threads: usize, iterations: u64, fault: Option<Fault>)
     let units = units as usize;
     let owner: Vec<AtomicU64> = (0..units).map(|_| AtomicU64::new(0)).collect();
     let readers: Vec<AtomicU64> = (0..units).map(|_| AtomicU64::new(0)).collect();
+    // SeqCst on every access of `owner`, `readers` and `violations`: the checker's own
+    // accesses must not be reordered around each other, or an overlap could go unseen;
+    // they pair with the other holders' accesses of the same arrays.
     let violations = AtomicU64::new(0);
     let span = |range: &Range<u64>| range.start as usize..range.end as usize;
     std::thread::scope(|s| {
