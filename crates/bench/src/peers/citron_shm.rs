@@ -70,7 +70,7 @@
 //!
 //! Counters wrap at 256; equality stays exact while fewer than 256 tickets of one class
 //! are outstanding on one word. A request holds at most one ticket per word, so a tree
-//! serves at most [`MAX_CLIENTS`] clients.
+//! serves at most [`MAX_CLIENTS`] requests at a time (held or waiting).
 //!
 //! # Correctness
 //!
@@ -107,7 +107,9 @@ pub const NAME: &str = "citron-like";
 pub const LEAF_UNITS: u64 = 64;
 /// Children per internal node.
 pub const FAN_OUT: u64 = 4;
-/// Most clients one tree serves (8-bit ticket counters, one ticket per client per word).
+/// Most requests (held or waiting) one tree serves at a time: a request holds at most one
+/// ticket per word, and the 8-bit counters stay exact below 256 outstanding tickets of a
+/// class; half of that, as a margin. With one request per client, the most clients.
 pub const MAX_CLIENTS: usize = 127;
 /// Most tree levels above the leaves (`64 * 4^15` units).
 pub const MAX_HEIGHT: u32 = 15;
