@@ -39,7 +39,12 @@
 //!   a lower node or leaf. So a descendant that registered first is waited for by a later
 //!   occupant ("wait for descendants"), and a descendant that registers after an occupant
 //!   waits for it ("notify ancestors" and see it occupied) — the same meeting the notes
-//!   describe, with arrival order kept at every word.
+//!   describe, with arrival order kept at every word. (The research file's own
+//!   reconstruction, step 5, has a registrant that finds the ancestor occupied wait
+//!   "until it clears": polling can miss the moment between one occupant leaving and the
+//!   next one, which counted the registrant and waits for it, setting the flag again — a
+//!   deadlock. Waiting for the earlier *tickets* to be done cannot miss it. Its order of
+//!   ancestors is left open; registering bottom-up can deadlock too, see "No deadlock".)
 //! - **Leaves**: an exclusive leaf part registers at the leaf's own word like a
 //!   descendant and then sets its bits with a CAS loop ("if `w & mask == 0` then
 //!   `w | mask`", Ext-CAS's job); a shared leaf part occupies the leaf's word in shared
@@ -86,7 +91,10 @@
 //!   ticket's owner has either entered `n` and is at a word after `n` in pre-order, or
 //!   waits at `n` for a still earlier ticket. A bit holder of a leaf is past the leaf.
 //!   Chains of waits thus move forward in pre-order and end at a request that holds all
-//!   its steps.
+//!   its steps. (Notifying the parent before the grandparent breaks this: `R` registers
+//!   at `P`, occupies `C` below it; `S` below `C` registers at `C` first, then at `P`; `Q`
+//!   occupies `P` after `R`'s but before `S`'s registration there: `Q` waits for `R`, `R`
+//!   for `S`, `S` for `Q`.)
 //! - *Memory order.* Entering (a snapshot or a re-read that shows the earlier tickets
 //!   done, a successful bit CAS) acquires; releasing (the `done` add, the bit clear)
 //!   releases. `tests/citron_loom.rs` checks the protocol on loom's atomics through the
