@@ -92,9 +92,9 @@
 //!   waits at `n` for a still earlier ticket. A bit holder of a leaf is past the leaf.
 //!   Chains of waits thus move forward in pre-order and end at a request that holds all
 //!   its steps. (Notifying the parent before the grandparent breaks this: `R` registers
-//!   at `P`, occupies `C` below it; `S` below `C` registers at `C` first, then at `P`; `Q`
-//!   occupies `P` after `R`'s but before `S`'s registration there: `Q` waits for `R`, `R`
-//!   for `S`, `S` for `Q`.)
+//!   at `P` and will occupy its child `C`; `S`, below `C`, registers at `C` (before `R`
+//!   occupies it) and then at `P`; `Q` occupies `P` after `R`'s registration there but
+//!   before `S`'s: `Q` waits for `R`, `R` for `S`, `S` for `Q`.)
 //! - *Memory order.* Entering (a snapshot or a re-read that shows the earlier tickets
 //!   done, a successful bit CAS) acquires; releasing (the `done` add, the bit clear)
 //!   releases. `tests/citron_loom.rs` checks the protocol on loom's atomics through the
