@@ -112,6 +112,7 @@ fn registry_names_are_unique_and_findable() {
             "epvs-table",
             "server-micro",
             "server-oltp",
+            "server-latency",
             "cluster",
             "cluster-failover"
         ]

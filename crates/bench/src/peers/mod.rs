@@ -5,6 +5,7 @@ pub use bravo;
 mod fcntl_ofd;
 
 pub use fcntl_ofd::{FcntlOfd, OfdFd};
+pub mod citron_shm;
 pub mod dslr_redis;
 pub mod dslr_shm;
 pub mod echo;

@@ -12,6 +12,7 @@ pub mod epvs_table;
 mod epvs_version;
 pub mod height;
 pub mod held;
+pub mod server_latency;
 pub mod server_micro;
 pub mod server_oltp;
 pub mod w1;
@@ -33,6 +34,7 @@ pub fn all() -> Vec<Box<dyn Suite>> {
         Box::new(epvs_table::EpvsTable),
         Box::new(server_micro::ServerMicro::default()),
         Box::new(server_oltp::ServerOltp::default()),
+        Box::new(server_latency::ServerLatency),
         Box::new(cluster::ClusterSuite),
         Box::new(cluster::ClusterFailover),
     ]

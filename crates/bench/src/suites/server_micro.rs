@@ -1,10 +1,10 @@
 //! `server-micro`: the seed 3 §5.2.2 micro-benchmark — clients lock a random range of a
 //! 2^16-unit space, shared or exclusive, and unlock it, against `rangelockd` (every engine)
-//! and the peers `echo`, `dslr-shm` and `dslr-redis`.
+//! and the peers `echo`, `dslr-shm`, `citron-like` and `dslr-redis`.
 //!
 //! Each client is a thread of the bench process with its own connection (a blocking
 //! [`Client`] for `rangelockd` and `echo`, its own Redis connection for `dslr-redis`, its
-//! own view of the mapping for `dslr-shm`). A measurement starts a fresh server on
+//! own view of the mapping for `dslr-shm` and `citron-like`). A measurement starts a fresh server on
 //! `127.0.0.1:0` (or `redis-server` on a free port, or a fresh mapping), connects every
 //! client untimed, runs, and stops the server.
 //!
@@ -19,7 +19,8 @@
 //! it is the sum over the process's threads named `rangelock-server`, `rangelock-handler`
 //! and `rangelock-combiner` (`/proc/self/task/<tid>/schedstat`, nanoseconds; the clients'
 //! threads are `rangelock-client` and not counted); for `dslr-redis` the `redis-server`
-//! process (`/proc/<pid>/stat`, clock ticks); `dslr-shm` has no server and reports none.
+//! process (`/proc/<pid>/stat`, clock ticks); `dslr-shm` and `citron-like` have no server
+//! and report none.
 
 use std::io;
 use std::ops::Range;
@@ -36,6 +37,7 @@ use crate::harness::{
     run_threads_with, Case, LatencySampler, Options, Sample, SplitMix64, Suite, ThreadCtl,
     ThreadResult, DEFAULT_THREADS,
 };
+use crate::peers::citron_shm::{self, CitronClient, CitronLayout};
 use crate::peers::dslr_redis::{self, RedisServer, RedisWords};
 use crate::peers::dslr_shm::{DslrClient, DslrLayout, ShmWords, SEGMENT_UNITS};
 use crate::peers::echo;
@@ -63,6 +65,8 @@ pub(crate) enum Variant {
     DslrShm,
     /// DSLR over Redis.
     DslrRedis,
+    /// The Citron-like tree over shared memory.
+    CitronShm,
 }
 
 impl Variant {
@@ -73,6 +77,7 @@ impl Variant {
             Variant::Echo => echo::NAME,
             Variant::DslrShm => ShmWords::NAME,
             Variant::DslrRedis => RedisWords::NAME,
+            Variant::CitronShm => citron_shm::NAME,
         }
     }
 
@@ -95,6 +100,7 @@ pub(crate) enum Backend {
     Rangelockd(Server),
     Shm(ShmWords),
     Redis(RedisServer),
+    Citron(ShmWords),
 }
 
 /// One client's connection.
@@ -109,6 +115,7 @@ pub(crate) enum Conn {
     Echo(Client),
     Shm(DslrClient<ShmWords>),
     Redis(DslrClient<RedisWords>),
+    Citron(CitronClient<ShmWords>),
 }
 
 fn layout() -> DslrLayout {
@@ -126,6 +133,7 @@ impl Backend {
             Variant::Echo => Backend::Rangelockd(echo::start_server()?),
             Variant::DslrShm => Backend::Shm(ShmWords::new(layout().segments())?),
             Variant::DslrRedis => Backend::Redis(RedisServer::start(redis_server)?),
+            Variant::CitronShm => Backend::Citron(ShmWords::new(CitronLayout::new(UNITS).words())?),
         })
     }
 
@@ -146,6 +154,9 @@ impl Backend {
                 Conn::Lock { client, pipelined }
             }
             (Backend::Shm(w), _) => Conn::Shm(DslrClient::new(w.clone(), layout())),
+            (Backend::Citron(w), _) => {
+                Conn::Citron(CitronClient::new(w.clone(), CitronLayout::new(UNITS)))
+            }
             (Backend::Redis(r), _) => {
                 let mut words = RedisWords::connect(r.addr(), layout().segments())?;
                 words.set_pipelined_releases(pipelined);
@@ -158,7 +169,7 @@ impl Backend {
     pub(crate) fn cpu_ns(&self) -> Option<u64> {
         match self {
             Backend::Rangelockd(_) => server_threads_cpu_ns(),
-            Backend::Shm(_) => None,
+            Backend::Shm(_) | Backend::Citron(_) => None,
             Backend::Redis(r) => r.cpu_ns(),
         }
     }
@@ -167,7 +178,7 @@ impl Backend {
     pub(crate) fn stop(self) {
         match self {
             Backend::Rangelockd(s) => s.shutdown(),
-            Backend::Shm(_) | Backend::Redis(_) => {}
+            Backend::Shm(_) | Backend::Redis(_) | Backend::Citron(_) => {}
         }
     }
 }
@@ -195,6 +206,11 @@ impl Conn {
             Conn::Redis(c) => {
                 let held = c.lock(range, mode).map_err(|e| e.to_string())?;
                 c.unlock(held).map_err(|e| e.to_string())
+            }
+            Conn::Citron(c) => {
+                let held = c.lock(range, mode);
+                c.unlock(held);
+                Ok(())
             }
         }
     }
@@ -242,6 +258,13 @@ pub(crate) fn measure<F>(
 where
     F: Fn(usize, &mut Conn, &ThreadCtl) -> Result<ThreadResult, String> + Sync,
 {
+    if variant == Variant::CitronShm && clients > citron_shm::MAX_CLIENTS {
+        // Its 8-bit ticket counters would alias (see `citron_shm`).
+        return Sample::skipped(format!(
+            "citron-like serves at most {} clients",
+            citron_shm::MAX_CLIENTS
+        ));
+    }
     let backend = match Backend::start(variant, redis_server) {
         Ok(b) => b,
         Err(e) => return Sample::skipped(format!("cannot start {}: {e}", variant.name())),
@@ -320,7 +343,7 @@ impl Suite for ServerMicro {
     fn about(&self) -> &'static str {
         "seed 3 micro-benchmark: each client locks a random range (1..=1024 of 2^16 units) \
          and unlocks it over its own connection; ops = requests (2 per cycle); engines vs \
-         echo (ceiling), dslr-shm, dslr-redis"
+         echo (ceiling), dslr-shm, citron-like, dslr-redis"
     }
 
     fn baseline(&self) -> &'static str {
@@ -329,8 +352,11 @@ impl Suite for ServerMicro {
 
     fn cases(&self, opts: &Options) -> Vec<Case> {
         let pcts: &[u64] = if opts.quick { &[0, 20] } else { &[0, 1, 20, 100] };
-        let variants =
-            Variant::list(self.name(), &[Variant::Echo, Variant::DslrShm], &self.redis_server);
+        let variants = Variant::list(
+            self.name(),
+            &[Variant::Echo, Variant::DslrShm, Variant::CitronShm],
+            &self.redis_server,
+        );
         let mut cases = Vec::new();
         for &pct in pcts {
             for (clients, oversubscribed) in client_counts(opts, &FULL_CLIENTS, &QUICK_CLIENTS) {

@@ -1,5 +1,5 @@
 //! `server-oltp`: the seed 3 §5.2.3 Filebench-OLTP-like mix against `rangelockd` (every
-//! engine) and the peers `dslr-shm` and `dslr-redis`.
+//! engine) and the peers `dslr-shm`, `citron-like` and `dslr-redis`.
 //!
 //! The 2^16 units are split into 9 equal files (7281 units each): 8 data files and one log
 //! file. 49 clients, each a thread with its own connection (see [`super::server_micro`]):
@@ -36,7 +36,7 @@
 //! variants, for profiling one system at a time (`perf stat`).
 //!
 //! `server_cpu_ns_per_op` is the server's CPU time per cycle, measured as in
-//! `server-micro` (none for `dslr-shm`).
+//! `server-micro` (none for `dslr-shm` and `citron-like`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -107,7 +107,7 @@ impl Suite for ServerOltp {
         let clients = READERS + WRITERS + LOG_WRITERS;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let only = std::env::var("RANGELOCK_BENCH_ONLY").ok();
-        Variant::list(self.name(), &[Variant::DslrShm], &self.redis_server)
+        Variant::list(self.name(), &[Variant::DslrShm, Variant::CitronShm], &self.redis_server)
             .into_iter()
             .filter(|v| only.as_deref().is_none_or(|o| o.split(',').any(|n| n == v.name())))
             .map(|variant| {
