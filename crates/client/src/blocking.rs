@@ -92,6 +92,12 @@ impl Client {
         self.core.attach_shm()
     }
 
+    /// How many `LOCK` answers this client read from its shared-memory slot rather than
+    /// from their frame (0 without [`Client::attach_shm`]).
+    pub fn shm_hits(&self) -> u64 {
+        self.core.shm_hits()
+    }
+
     /// The attached shared-memory slot ([`Client::attach_shm`]): its index and the file.
     pub fn shm_slot(&self) -> Option<(u32, &str)> {
         self.core.shm_slot()

@@ -176,6 +176,8 @@ pub(crate) struct SyncCore {
     socket: Stream,
     /// The session's shared-memory slot, once attached.
     shm: OnceLock<ShmView>,
+    /// `LOCK` answers read from the slot (rather than from their frame).
+    shm_hits: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -221,6 +223,7 @@ impl SyncCore {
             stop: Arc::new(Stop::default()),
             socket: stream,
             shm: OnceLock::new(),
+            shm_hits: AtomicU64::new(0),
         });
         let lease = Duration::from_millis(hello.lease_ms.into());
         let (weak, stop) = (Arc::downgrade(&core), core.stop.clone());
@@ -349,6 +352,12 @@ impl SyncCore {
         Ok(index)
     }
 
+    /// `LOCK` answers read from the slot so far.
+    pub(crate) fn shm_hits(&self) -> u64 {
+        // Relaxed: a statistic.
+        self.shm_hits.load(Ordering::Relaxed)
+    }
+
     /// The attached slot: index and file.
     pub(crate) fn shm_slot(&self) -> Option<(u32, &str)> {
         self.shm.get().map(|v| (v.index(), v.path()))
@@ -373,6 +382,8 @@ impl SyncCore {
                 }
                 let owed = st.early.len() + st.deferred.len();
                 drop(st);
+                // Relaxed: a statistic.
+                self.shm_hits.fetch_add(1, Ordering::Relaxed);
                 if owed >= DRAIN_AT {
                     // Frames that are sent or about to be: read them off the socket.
                     let _ = self.wait(|st| (st.early.is_empty() && st.deferred.is_empty()).then_some(()));
