@@ -46,7 +46,15 @@ fn server_micro_runs_engines_and_peers_without_redis() {
     let records = run(&ServerMicro::with_redis_server(NO_REDIS), vec![2]);
     assert_eq!(
         variants(&records),
-        BTreeSet::from(["combiner", "dslr-shm", "echo", "rangelock", "tree-mutex", "tree-single"])
+        BTreeSet::from([
+            "combiner",
+            "combiner-shm-poll",
+            "dslr-shm",
+            "echo",
+            "rangelock",
+            "tree-mutex",
+            "tree-single"
+        ])
     );
     let pcts: BTreeSet<u64> =
         records.iter().map(|r| r.params["exclusive_pct"].as_u64().unwrap()).collect();
@@ -66,7 +74,14 @@ fn server_oltp_runs_the_mix_without_redis() {
     let records = run(&ServerOltp::with_redis_server(NO_REDIS), vec![1]);
     assert_eq!(
         variants(&records),
-        BTreeSet::from(["combiner", "dslr-shm", "rangelock", "tree-mutex", "tree-single"])
+        BTreeSet::from([
+            "combiner",
+            "combiner-shm-poll",
+            "dslr-shm",
+            "rangelock",
+            "tree-mutex",
+            "tree-single"
+        ])
     );
     for r in &records {
         assert_eq!(r.threads, 49);

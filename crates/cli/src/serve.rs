@@ -53,7 +53,7 @@ pub struct ServeArgs {
     /// the combiner thread.
     #[arg(long, default_value_t = 0)]
     threads: usize,
-    /// Shared-memory answer slots (docs/PROTOCOL.md §8): up to this many sessions on this
+    /// Shared-memory answer slots (docs/PROTOCOL.md §9): up to this many sessions on this
     /// host may ask (SHM_ATTACH) to read their LOCK answers from a mapped file, one
     /// 64-byte cache line each; 0 disables it. Push grants only.
     #[arg(long, default_value_t = 0)]

@@ -79,7 +79,7 @@ impl Client {
     }
 
     /// Asks the server for a shared-memory answer slot and maps it (`docs/PROTOCOL.md`
-    /// §8); returns the slot's index. From then on, [`Client::lock`] learns the answer to
+    /// §9); returns the slot's index. From then on, [`Client::lock`] learns the answer to
     /// its `LOCK` by polling the slot (a ready flag in the server's memory) for up to
     /// ~50 us before it waits for the answer frame as before; results are the same either
     /// way. The slot is the session's until the connection closes.

@@ -25,7 +25,7 @@
 //! client maps read-only, in which the server publishes the answer to each of the
 //! session's `LOCK`s before it sends the frame. A `LOCK` then learns of its grant by
 //! polling that ready flag (briefly; then it waits for the frame as usual) — the one-host
-//! analog of the seed's combiner polling with RDMA. See `docs/PROTOCOL.md` §8.
+//! analog of the seed's combiner polling with RDMA. See `docs/PROTOCOL.md` §9.
 //!
 //! # Pipelining
 //!

@@ -1,4 +1,4 @@
-//! The client side of the shared-memory answer slots (`docs/PROTOCOL.md` §8): a read-only
+//! The client side of the shared-memory answer slots (`docs/PROTOCOL.md` §9): a read-only
 //! mapping of the server's slot file, and how a `LOCK` waits on it.
 //!
 //! After [`Client::attach_shm`](crate::Client::attach_shm), the server publishes each

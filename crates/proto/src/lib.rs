@@ -18,7 +18,7 @@
 //! notices ([`op::NOTICE`]), the statuses from [`Status::NotOwner`] up, and the
 //! [`ClusterMap`] and [`OwnerHint`] bodies.
 //!
-//! The optional **shared-memory answer slots** (`docs/PROTOCOL.md` §8, module [`shm`]):
+//! The optional **shared-memory answer slots** (`docs/PROTOCOL.md` §9, module [`shm`]):
 //! a client on the server's host asks for a slot with `SHM_ATTACH`; the server then
 //! publishes each answer to the session's `LOCK`s in that slot (a 64-byte cache line of a
 //! file the client maps) before it sends the answer frame.

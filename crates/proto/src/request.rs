@@ -34,7 +34,7 @@ pub mod op {
     /// Cluster: a server-pushed notice (a response frame with id 0 that answers no
     /// request). Never a request: a request with this op is answered `UNKNOWN_OP`.
     pub const NOTICE: u8 = 0x09;
-    /// Ask for a shared-memory answer slot (same host only; `docs/PROTOCOL.md` §8).
+    /// Ask for a shared-memory answer slot (same host only; `docs/PROTOCOL.md` §9).
     pub const SHM_ATTACH: u8 = 0x0a;
     /// The bit that marks a response.
     pub const RESPONSE: u8 = 0x80;
@@ -130,7 +130,7 @@ pub enum Request {
     /// [`ClusterMap`](crate::ClusterMap) body). No payload.
     Map,
     /// Ask for a shared-memory slot in which the server publishes this session's `LOCK`
-    /// answers (`docs/PROTOCOL.md` §8). Answered `OK` with the slot index as value and a
+    /// answers (`docs/PROTOCOL.md` §9). Answered `OK` with the slot index as value and a
     /// [`ShmAttached`](crate::ShmAttached) body. No payload.
     ShmAttach,
 }

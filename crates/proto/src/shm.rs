@@ -1,4 +1,4 @@
-//! Shared-memory answer slots (`docs/PROTOCOL.md` §8): the body of a successful
+//! Shared-memory answer slots (`docs/PROTOCOL.md` §9): the body of a successful
 //! `SHM_ATTACH` answer, and the layout and seqlock of one slot.
 //!
 //! A server started with shared-memory slots keeps a file of `slots` × [`SLOT_BYTES`]

@@ -110,7 +110,7 @@ pub struct ServerConfig {
     /// (`rangelock-cluster`). `None` (the default): a single server that owns the whole
     /// unit space.
     pub cluster: Option<Arc<Ownership>>,
-    /// Shared-memory answer slots (`docs/PROTOCOL.md` §8): `0` (the default) creates no
+    /// Shared-memory answer slots (`docs/PROTOCOL.md` §9): `0` (the default) creates no
     /// slot file and answers `SHM_ATTACH` with `SHM_UNAVAILABLE`; `n` creates a file of `n`
     /// 64-byte slots, so that up to `n` sessions on this host can read their `LOCK`
     /// answers from shared memory (at most [`MAX_SHM_SLOTS`]; push grants only).

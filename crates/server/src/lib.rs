@@ -9,7 +9,7 @@
 //! (the seed's RPC-poll mode).
 //!
 //! With `shm_slots` set, a client on this host may also ask for a shared-memory slot
-//! (`SHM_ATTACH`, `docs/PROTOCOL.md` §8) in which the server publishes the answers to the
+//! (`SHM_ATTACH`, `docs/PROTOCOL.md` §9) in which the server publishes the answers to the
 //! session's `LOCK`s before it sends them: the one-host analog of the seed's combiner
 //! polling with RDMA (bench variant `combiner-shm-poll`).
 //!

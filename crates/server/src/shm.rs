@@ -1,5 +1,5 @@
 //! Shared-memory answer slots: the one-host analog of the seed's "combiner polling with
-//! RDMA" (`docs/PROTOCOL.md` §8).
+//! RDMA" (`docs/PROTOCOL.md` §9).
 //!
 //! # What
 //!

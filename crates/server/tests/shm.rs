@@ -1,4 +1,4 @@
-//! Shared-memory answer slots (`docs/PROTOCOL.md` §8): what a slot shows, that the answer
+//! Shared-memory answer slots (`docs/PROTOCOL.md` §9): what a slot shows, that the answer
 //! frames still follow, bad input (no slots, asking twice, all slots taken, poll grants),
 //! and that slots return when sessions end — closed, vanished, or silent past the lease.
 

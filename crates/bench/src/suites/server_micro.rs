@@ -1,6 +1,8 @@
 //! `server-micro`: the seed 3 §5.2.2 micro-benchmark — clients lock a random range of a
-//! 2^16-unit space, shared or exclusive, and unlock it, against `rangelockd` (every engine)
-//! and the peers `echo`, `dslr-shm` and `dslr-redis`.
+//! 2^16-unit space, shared or exclusive, and unlock it, against `rangelockd` (every engine,
+//! and `combiner-shm-poll`: the combiner with clients that read their answers from
+//! shared-memory slots, the seed's "combiner polling with RDMA") and the peers `echo`,
+//! `dslr-shm` and `dslr-redis`.
 //!
 //! Each client is a thread of the bench process with its own connection (a blocking
 //! [`Client`] for `rangelockd` and `echo`, its own Redis connection for `dslr-redis`, its
@@ -46,6 +48,9 @@ pub const UNITS: u64 = 1 << 16;
 pub const MAX_RANGE_UNITS: u64 = 1 << 10;
 /// One cycle in this many is timed.
 pub const SAMPLE_EVERY: u32 = 16;
+/// Shared-memory slots of the `combiner-shm-poll` server: one per client of the largest
+/// run (64 clients of `server-micro`, 49 of `server-oltp`), with room to spare.
+const SHM_SLOTS: u32 = 128;
 
 /// Client counts of a full run.
 const FULL_CLIENTS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
@@ -57,6 +62,9 @@ const QUICK_CLIENTS: [usize; 3] = [1, 4, 16];
 pub(crate) enum Variant {
     /// `rangelockd` with this engine (push grants).
     Engine(EngineKind),
+    /// `rangelockd` with the combiner engine and shared-memory answer slots; each client
+    /// attaches one and learns of its grants by polling it (`docs/PROTOCOL.md` §9).
+    CombinerShmPoll,
     /// The ceiling: pings over the same transport.
     Echo,
     /// DSLR over shared memory.
@@ -70,16 +78,18 @@ impl Variant {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Variant::Engine(e) => e.name(),
+            Variant::CombinerShmPoll => "combiner-shm-poll",
             Variant::Echo => echo::NAME,
             Variant::DslrShm => ShmWords::NAME,
             Variant::DslrRedis => RedisWords::NAME,
         }
     }
 
-    /// The variants to run: every engine, then `extra` peers, then `dslr-redis` when
-    /// `redis_server` runs (else a note on stderr with the install hint).
+    /// The variants to run: every engine and `combiner-shm-poll`, then `extra` peers, then
+    /// `dslr-redis` when `redis_server` runs (else a note on stderr with the install hint).
     pub(crate) fn list(suite: &str, extra: &[Variant], redis_server: &str) -> Vec<Variant> {
         let mut v: Vec<Variant> = EngineKind::ALL.into_iter().map(Variant::Engine).collect();
+        v.push(Variant::CombinerShmPoll);
         v.extend_from_slice(extra);
         if RedisServer::available(redis_server) {
             v.push(Variant::DslrRedis);
@@ -123,6 +133,11 @@ impl Backend {
                 engine,
                 ..ServerConfig::ephemeral()
             })?),
+            Variant::CombinerShmPoll => Backend::Rangelockd(Server::start(ServerConfig {
+                engine: EngineKind::Combiner,
+                shm_slots: SHM_SLOTS,
+                ..ServerConfig::ephemeral()
+            })?),
             Variant::Echo => Backend::Rangelockd(echo::start_server()?),
             Variant::DslrShm => Backend::Shm(ShmWords::new(layout().segments())?),
             Variant::DslrRedis => Backend::Redis(RedisServer::start(redis_server)?),
@@ -143,6 +158,9 @@ impl Backend {
             (Backend::Rangelockd(s), _) => {
                 let addr = s.tcp_addr().ok_or_else(|| io::Error::other("no TCP listener"))?;
                 let client = Client::connect(&Endpoint::from(addr)).map_err(io::Error::other)?;
+                if variant == Variant::CombinerShmPoll {
+                    client.attach_shm().map_err(io::Error::other)?;
+                }
                 Conn::Lock { client, pipelined }
             }
             (Backend::Shm(w), _) => Conn::Shm(DslrClient::new(w.clone(), layout())),
@@ -319,8 +337,8 @@ impl Suite for ServerMicro {
 
     fn about(&self) -> &'static str {
         "seed 3 micro-benchmark: each client locks a random range (1..=1024 of 2^16 units) \
-         and unlocks it over its own connection; ops = requests (2 per cycle); engines vs \
-         echo (ceiling), dslr-shm, dslr-redis"
+         and unlocks it over its own connection; ops = requests (2 per cycle); engines and \
+         combiner-shm-poll vs echo (ceiling), dslr-shm, dslr-redis"
     }
 
     fn baseline(&self) -> &'static str {

@@ -1,5 +1,6 @@
 //! `server-oltp`: the seed 3 §5.2.3 Filebench-OLTP-like mix against `rangelockd` (every
-//! engine) and the peers `dslr-shm` and `dslr-redis`.
+//! engine, and `combiner-shm-poll`: clients read their grants from shared-memory slots)
+//! and the peers `dslr-shm` and `dslr-redis`.
 //!
 //! The 2^16 units are split into 9 equal files (7281 units each): 8 data files and one log
 //! file. 49 clients, each a thread with its own connection (see [`super::server_micro`]):
