@@ -386,7 +386,8 @@ impl SyncCore {
                 self.shm_hits.fetch_add(1, Ordering::Relaxed);
                 if owed >= DRAIN_AT {
                     // Frames that are sent or about to be: read them off the socket.
-                    let _ = self.wait(|st| (st.early.is_empty() && st.deferred.is_empty()).then_some(()));
+                    let _ = self
+                        .wait(|st| (st.early.is_empty() && st.deferred.is_empty()).then_some(()));
                 }
                 return Some(Ok(ResponseFrame::new(op::LOCK, id, status, value)));
             }

@@ -77,11 +77,11 @@ impl ShmArea {
         };
         let len = slots as usize * SLOT_BYTES;
         let (path, file) = loop {
+            // Relaxed: only uniqueness matters.
             let n = NEXT_FILE.fetch_add(1, Ordering::Relaxed);
             let path = dir.join(format!("rangelock-{}-{n}.slots", std::process::id()));
             // O_EXCL: never reuse (or follow a symlink to) a file someone else put there.
-            match File::options().read(true).write(true).create_new(true).mode(0o600).open(&path)
-            {
+            match File::options().read(true).write(true).create_new(true).mode(0o600).open(&path) {
                 Ok(f) => break (path, f),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1 << 20 => continue,
                 Err(e) => {
@@ -151,8 +151,7 @@ impl ShmArea {
     /// every slot is leased.
     pub(crate) fn attach(self: &Arc<Self>, session: u64) -> Option<SlotLease> {
         let index = self.free.lock().unwrap_or_else(PoisonError::into_inner).pop()?;
-        let lease =
-            SlotLease { area: self.clone(), index, session, answers: Mutex::new(0) };
+        let lease = SlotLease { area: self.clone(), index, session, answers: Mutex::new(0) };
         publish(self.slot(index), &SlotState { session, ..SlotState::default() });
         Some(lease)
     }
@@ -189,8 +188,13 @@ impl SlotLease {
     fn publish(&self, id: u64, status: Status, value: u64) {
         let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
         *answers += 1;
-        let state =
-            SlotState { session: self.session, answers: *answers, id, status: status.code(), value };
+        let state = SlotState {
+            session: self.session,
+            answers: *answers,
+            id,
+            status: status.code(),
+            value,
+        };
         publish(self.area.slot(self.index), &state);
     }
 }

@@ -68,7 +68,10 @@ fn the_slot_shows_each_lock_answer_and_the_frame_still_follows() {
     let r = a.call(3, lock(250, 260, Mode::Shared, Wait::Try));
     assert_eq!(r.status, Status::WouldBlock);
     let w = slot_words(&body.path, slot);
-    assert_eq!((w[word::ANSWERS], w[word::ID], w[word::STATUS]), (2, 3, Status::WouldBlock.code().into()));
+    assert_eq!(
+        (w[word::ANSWERS], w[word::ID], w[word::STATUS]),
+        (2, 3, Status::WouldBlock.code().into())
+    );
 
     // A queued lock: nothing published while it waits; its grant is, with the frame.
     a.send(4, lock(250, 260, Mode::Exclusive, Wait::Forever));
