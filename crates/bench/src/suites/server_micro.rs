@@ -25,6 +25,7 @@
 
 use std::io;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -246,7 +247,10 @@ pub(crate) fn server_threads_cpu_ns() -> Option<u64> {
 
 /// Runs one measurement of `variant` with `clients` clients doing `body` (unlocks
 /// pipelined or not, see [`Backend::connect`]); fills in the
-/// server CPU per op (`cpu_key`), or skips the sample when the backend fails.
+/// server CPU per op (`cpu_key`), or skips the sample when the backend fails. For
+/// `combiner-shm-poll` it also records `shm_slot_answer_share`: the share of `LOCK`s
+/// whose answer the client read from its shared-memory slot rather than from the frame
+/// (each op is `ops_per_lock` of the sample's ops).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn measure<F>(
     variant: Variant,
@@ -255,6 +259,7 @@ pub(crate) fn measure<F>(
     duration: Duration,
     cpu_key: &str,
     pipelined: bool,
+    ops_per_lock: u64,
     body: F,
 ) -> Sample
 where
@@ -270,15 +275,28 @@ where
         ThreadResult::default()
     };
     let cpu0 = backend.cpu_ns();
+    let slot_answers = AtomicU64::new(0);
     let mut sample = run_threads_with(
         clients,
         duration,
         |_| backend.connect(variant, pipelined),
         |i, conn, ctl| match conn {
-            Ok(mut conn) => body(i, &mut conn, ctl).unwrap_or_else(fail),
+            Ok(mut conn) => {
+                let r = body(i, &mut conn, ctl);
+                if let Conn::Lock { client, .. } = &conn {
+                    // Relaxed: a sum read after the threads are joined.
+                    slot_answers.fetch_add(client.shm_hits(), Ordering::Relaxed);
+                }
+                r.unwrap_or_else(fail)
+            }
             Err(e) => fail(format!("connect: {e}")),
         },
     );
+    if variant == Variant::CombinerShmPoll && sample.ops > 0 {
+        let locks = (sample.ops / ops_per_lock.max(1)).max(1);
+        let share = slot_answers.into_inner() as f64 / locks as f64;
+        sample.extra.insert("shm_slot_answer_share".into(), Value::from(share));
+    }
     let cpu1 = backend.cpu_ns();
     backend.stop();
     if let Some(e) = failure.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
@@ -375,7 +393,7 @@ impl Suite for ServerMicro {
 
 fn run_micro(variant: Variant, redis: &str, clients: usize, pct: u64, d: Duration) -> Sample {
     let key = "server_cpu_ns_per_request";
-    let mut s = measure(variant, redis, clients, d, key, false, |i, conn, ctl| {
+    let mut s = measure(variant, redis, clients, d, key, false, 2, |i, conn, ctl| {
         let mut rng = SplitMix64::new(0x5EED_0000 + i as u64);
         let mut sampler = LatencySampler::new(SAMPLE_EVERY);
         let mut cycles = 0u64;

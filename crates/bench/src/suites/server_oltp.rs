@@ -149,7 +149,7 @@ fn log_range(rng: &mut SplitMix64) -> std::ops::Range<u64> {
 
 fn run_oltp(variant: Variant, redis: &str, clients: usize, d: Duration) -> Sample {
     let reads = AtomicU64::new(0);
-    measure(variant, redis, clients, d, "server_cpu_ns_per_op", true, |i, conn, ctl| {
+    measure(variant, redis, clients, d, "server_cpu_ns_per_op", true, 1, |i, conn, ctl| {
         let mut rng = SplitMix64::new(0x0_17B0_0000 + i as u64);
         let mut sampler = LatencySampler::new(1);
         let mut ops = 0u64;
