@@ -50,6 +50,7 @@ fn server_micro_runs_engines_and_peers_without_redis() {
         BTreeSet::from([
             "citron-like",
             "combiner",
+            "combiner-shm-poll",
             "dslr-shm",
             "echo",
             "rangelock",
@@ -67,6 +68,9 @@ fn server_micro_runs_engines_and_peers_without_redis() {
         assert!((r.ops_per_sec - 2.0 * cycles).abs() <= 1e-6 * r.ops_per_sec, "{r:?}");
         let has_cpu = r.extra.contains_key("server_cpu_ns_per_request");
         assert_eq!(has_cpu, !["dslr-shm", "citron-like"].contains(&r.variant.as_str()), "{r:?}");
+        let share = r.extra.get("shm_slot_answer_share").and_then(|v| v.as_f64());
+        assert_eq!(share.is_some(), r.variant == "combiner-shm-poll", "{r:?}");
+        assert!(share.is_none_or(|s| (0.0..=1.0).contains(&s)), "{r:?}");
     }
 }
 
@@ -78,6 +82,7 @@ fn server_oltp_runs_the_mix_without_redis() {
         BTreeSet::from([
             "citron-like",
             "combiner",
+            "combiner-shm-poll",
             "dslr-shm",
             "rangelock",
             "tree-mutex",

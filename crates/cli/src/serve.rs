@@ -53,6 +53,14 @@ pub struct ServeArgs {
     /// the combiner thread.
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    /// Shared-memory answer slots (docs/PROTOCOL.md §9): up to this many sessions on this
+    /// host may ask (SHM_ATTACH) to read their LOCK answers from a mapped file, one
+    /// 64-byte cache line each; 0 disables it. Push grants only.
+    #[arg(long, default_value_t = 0)]
+    shm_slots: u32,
+    /// Directory of the shared-memory slot file [default: the temp directory].
+    #[arg(long, value_name = "DIR", requires = "shm_slots")]
+    shm_dir: Option<PathBuf>,
     /// Run as a node of a cluster whose state lives in etcd at these endpoints
     /// (comma-separated, e.g. `http://127.0.0.1:2379`). See docs/CLUSTER.md.
     #[arg(long, value_name = "ENDPOINTS", value_delimiter = ',')]
@@ -129,6 +137,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_stats_entries: args.max_stats_entries,
         max_output_bytes: args.max_output_bytes,
         handler_threads: args.threads,
+        shm_slots: args.shm_slots,
+        shm_dir: args.shm_dir,
         ..ServerConfig::default()
     };
     // Handlers first: a supervisor that reads "listening on" and sends SIGTERM at once must
@@ -182,6 +192,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         if let Some(p) = server.unix_path() {
             writeln!(out, "listening on unix:{}", p.display())?;
+        }
+        if let Some(p) = server.shm_path() {
+            writeln!(out, "shm slots in {}", p.display())?;
         }
         out.flush()?;
     }

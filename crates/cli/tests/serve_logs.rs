@@ -103,3 +103,37 @@ fn a_second_server_on_a_live_unix_socket_is_refused() {
     assert!(log.contains("server stopped"));
     assert!(!path.exists(), "the first server removed its socket on exit");
 }
+
+#[test]
+fn serve_announces_its_shm_slot_file_removes_it_on_stop_and_refuses_it_with_poll_grants() {
+    let dir = std::env::temp_dir().join(format!("rl-serve-shm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["serve", "--addr", "127.0.0.1:0", "--shm-slots", "4", "--shm-dir"])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let (mut listening, mut shm) = (String::new(), String::new());
+    out.read_line(&mut listening).unwrap();
+    out.read_line(&mut shm).unwrap();
+    assert!(listening.starts_with("listening on "), "{listening}");
+    let path = std::path::PathBuf::from(shm.trim().strip_prefix("shm slots in ").expect(&shm));
+    assert!(path.starts_with(&dir), "{path:?} is in --shm-dir");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 4 * 64, "4 slots of one cache line");
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) }, 0);
+    assert!(child.wait().unwrap().success());
+    assert!(!path.exists(), "the slot file is removed when the server stops");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let out = Command::new(BIN)
+        .args(["serve", "--addr", "127.0.0.1:0", "--grant", "poll", "--shm-slots", "2"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("push grants"), "says why: {err}");
+}

@@ -78,6 +78,31 @@ impl Client {
         self.core.wait_lost(Some(timeout))
     }
 
+    /// Asks the server for a shared-memory answer slot and maps it (`docs/PROTOCOL.md`
+    /// §9); returns the slot's index. From then on, [`Client::lock`] learns the answer to
+    /// its `LOCK` by polling the slot (a ready flag in the server's memory) for up to
+    /// ~50 us before it waits for the answer frame as before; results are the same either
+    /// way. The slot is the session's until the connection closes.
+    ///
+    /// Errors: [`ClientError::ShmRefused`] with `SHM_UNAVAILABLE` (the server has no
+    /// slots, runs poll grants, or this connection is not from its host), `SHM_FULL`,
+    /// `SHM_ALREADY_ATTACHED` (asked twice), or `UNKNOWN_OP` (an older server);
+    /// [`ClientError::ShmMap`] if the file cannot be mapped.
+    pub fn attach_shm(&self) -> Result<u32, ClientError> {
+        self.core.attach_shm()
+    }
+
+    /// How many `LOCK` answers this client read from its shared-memory slot rather than
+    /// from their frame (0 without [`Client::attach_shm`]).
+    pub fn shm_hits(&self) -> u64 {
+        self.core.shm_hits()
+    }
+
+    /// The attached shared-memory slot ([`Client::attach_shm`]): its index and the file.
+    pub fn shm_slot(&self) -> Option<(u32, &str)> {
+        self.core.shm_slot()
+    }
+
     /// Locks `range` in `mode`, waiting as `wait` says. In poll grant mode this polls the
     /// server until the grant (the seed's RPC-poll client).
     ///

@@ -85,6 +85,33 @@ pub enum ClientError {
     /// The server sent something this client cannot decode.
     #[error("protocol error: {0}")]
     Protocol(DecodeError),
+    /// The server refused `SHM_ATTACH` ([`Client::attach_shm`](crate::Client::attach_shm)):
+    /// `SHM_UNAVAILABLE` (no slots on this server, poll grants, or not a connection from
+    /// its host), `SHM_FULL`, `SHM_ALREADY_ATTACHED`, or `UNKNOWN_OP` (a server older than
+    /// the shared-memory slots).
+    #[error("cannot attach a shared-memory slot: {}", shm_reason(*.0))]
+    ShmRefused(Status),
+    /// The slot file the server named could not be mapped (or does not show this
+    /// session's slot).
+    #[error("cannot map the shared-memory slot file {path}: {}", brief_io(.error))]
+    ShmMap {
+        /// The path the server sent.
+        path: String,
+        /// What went wrong.
+        error: std::io::Error,
+    },
+}
+
+/// Why `SHM_ATTACH` was refused, in words.
+fn shm_reason(s: Status) -> String {
+    match s {
+        Status::UnknownOp => "the server does not know SHM_ATTACH (it predates it)".into(),
+        Status::ShmUnavailable => "the server has no shared-memory slots for this connection \
+                                   (started without --shm-slots, poll grants, or the \
+                                   connection is not from the server's host)"
+            .into(),
+        other => other.to_string(),
+    }
 }
 
 impl From<std::io::Error> for ClientError {

@@ -18,6 +18,15 @@
 //! The blocking [`Client`] does its socket I/O on the calling thread (no runtime, no
 //! hand-off per request); the [`AsyncClient`] runs on the caller's tokio runtime.
 //!
+//! # Shared-memory answers
+//!
+//! On the server's host, [`Client::attach_shm`] asks a server started with shared-memory
+//! slots (`rangelock serve --shm-slots N`) for a slot: a 64-byte cache line of a file the
+//! client maps read-only, in which the server publishes the answer to each of the
+//! session's `LOCK`s before it sends the frame. A `LOCK` then learns of its grant by
+//! polling that ready flag (briefly; then it waits for the frame as usual) — the one-host
+//! analog of the seed's combiner polling with RDMA. See `docs/PROTOCOL.md` §9.
+//!
 //! # Pipelining
 //!
 //! The protocol carries a request id in every frame, so requests need not wait for one
@@ -35,6 +44,7 @@ mod endpoint;
 mod error;
 mod guard;
 mod poll;
+mod shm;
 mod sync_core;
 
 pub use blocking::{Client, LockGuard};

@@ -55,16 +55,17 @@ use std::io::{BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use rangelock_proto::{
-    ClientHello, HelloStatus, Request, RequestFrame, ResponseFrame, ServerHello, Status,
+    op, ClientHello, HelloStatus, Request, RequestFrame, ResponseFrame, ServerHello, Status,
     FRAME_HEADER_LEN, SERVER_HELLO_LEN, VERSION,
 };
 
 use crate::endpoint::Endpoint;
 use crate::error::{ClientError, ConnectionLoss, LossCause};
+use crate::shm::{ShmView, DRAIN_AT, SPIN_FOR, YIELD_UNTIL};
 
 /// Largest response frame the client accepts (a `STATS` reply can be large).
 const MAX_RESPONSE_FRAME: u32 = 16 * 1024 * 1024;
@@ -146,6 +147,9 @@ struct State {
     deferred: HashMap<u64, u64>,
     /// The first failed pipelined unlock not yet reported: (lock id, status).
     deferred_error: Option<(u64, Status)>,
+    /// `LOCK`s whose answer was read from the shared-memory slot; their frames, still to
+    /// come, are dropped (see the `shm` module).
+    early: HashSet<u64>,
 }
 
 /// Tells the keepalive thread to stop.
@@ -170,6 +174,10 @@ pub(crate) struct SyncCore {
     stop: Arc<Stop>,
     /// A handle to the socket for shutting it down on drop.
     socket: Stream,
+    /// The session's shared-memory slot, once attached.
+    shm: OnceLock<ShmView>,
+    /// `LOCK` answers read from the slot (rather than from their frame).
+    shm_hits: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -214,6 +222,8 @@ impl SyncCore {
             lost: Condvar::new(),
             stop: Arc::new(Stop::default()),
             socket: stream,
+            shm: OnceLock::new(),
+            shm_hits: AtomicU64::new(0),
         });
         let lease = Duration::from_millis(hello.lease_ms.into());
         let (weak, stop) = (Arc::downgrade(&core), core.stop.clone());
@@ -314,10 +324,96 @@ impl SyncCore {
             lock(&self.state).waiting.remove(&id);
             return Err(e);
         }
+        if let (Request::Lock { .. }, Some(shm)) = (request, self.shm.get()) {
+            if let Some(r) = self.poll_slot(shm, id) {
+                return r;
+            }
+        }
         self.wait(|st| st.ready.remove(&id).map(Ok)).unwrap_or_else(|| {
             lock(&self.state).waiting.remove(&id);
             Err(ClientError::ConnectionLost)
         })
+    }
+
+    /// Asks for a shared-memory slot and maps it; from then on `LOCK` answers are read
+    /// from it (see the `shm` module). Returns the slot index.
+    pub(crate) fn attach_shm(&self) -> Result<u32, ClientError> {
+        let r = self.call(Request::ShmAttach)?;
+        let body = match (r.status, r.shm) {
+            (Status::Ok, Some(body)) => body,
+            (s, _) => return Err(ClientError::ShmRefused(s)),
+        };
+        let index = u32::try_from(r.value).map_err(|_| {
+            ClientError::Protocol(rangelock_proto::DecodeError::BadField(r.value, "shm.slot"))
+        })?;
+        let view = ShmView::map(&body, index, self.hello.session)?;
+        // The server leases one slot per session and refused a second attach above.
+        let _ = self.shm.set(view);
+        Ok(index)
+    }
+
+    /// `LOCK` answers read from the slot so far.
+    pub(crate) fn shm_hits(&self) -> u64 {
+        // Relaxed: a statistic.
+        self.shm_hits.load(Ordering::Relaxed)
+    }
+
+    /// The attached slot: index and file.
+    pub(crate) fn shm_slot(&self) -> Option<(u32, &str)> {
+        self.shm.get().map(|v| (v.index(), v.path()))
+    }
+
+    /// Polls the slot for the answer to `LOCK` `id` (see the `shm` module); `None` when
+    /// the time to poll is up (the caller waits for the frame).
+    fn poll_slot(&self, shm: &ShmView, id: u64) -> Option<Result<ResponseFrame, ClientError>> {
+        let start = Instant::now();
+        let mut spins = 0u32;
+        loop {
+            let answer = shm
+                .answer_to(id)
+                .and_then(|(status, value)| Some((Status::from_code(status).ok()?, value)));
+            if let Some((status, value)) = answer {
+                let mut st = lock(&self.state);
+                // The frame is still to come (drop it when read), or was routed meanwhile.
+                if st.waiting.remove(&id) {
+                    st.early.insert(id);
+                } else {
+                    st.ready.remove(&id);
+                }
+                let owed = st.early.len() + st.deferred.len();
+                drop(st);
+                // Relaxed: a statistic.
+                self.shm_hits.fetch_add(1, Ordering::Relaxed);
+                if owed >= DRAIN_AT {
+                    // Frames that are sent or about to be: read them off the socket.
+                    let _ = self
+                        .wait(|st| (st.early.is_empty() && st.deferred.is_empty()).then_some(()));
+                }
+                return Some(Ok(ResponseFrame::new(op::LOCK, id, status, value)));
+            }
+            spins += 1;
+            if spins % 64 != 0 {
+                std::hint::spin_loop();
+                continue;
+            }
+            {
+                let mut st = lock(&self.state);
+                if let Some(r) = st.ready.remove(&id) {
+                    return Some(Ok(r));
+                }
+                if st.closed {
+                    st.waiting.remove(&id);
+                    return Some(Err(ClientError::ConnectionLost));
+                }
+            }
+            let elapsed = start.elapsed();
+            if elapsed >= YIELD_UNTIL {
+                return None;
+            }
+            if elapsed >= SPIN_FOR {
+                std::thread::yield_now();
+            }
+        }
     }
 
     /// Writes `UNLOCK` of `target` without waiting for the response (see the module docs).
@@ -431,6 +527,10 @@ impl SyncCore {
 
 /// Delivers one response to its waiter, or records a pipelined unlock's outcome.
 fn route(st: &mut State, r: ResponseFrame) {
+    if r.op == op::LOCK && st.early.remove(&r.id) {
+        // Already taken from the shared-memory slot.
+        return;
+    }
     if st.waiting.remove(&r.id) {
         st.ready.insert(r.id, r);
     } else if let Some(target) = st.deferred.remove(&r.id) {
@@ -477,7 +577,18 @@ fn keepalive_loop(core: Weak<SyncCore>, stop: Arc<Stop>, lease: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rangelock_proto::op;
+
+    #[test]
+    fn routing_drops_the_frames_of_answers_read_from_the_slot() {
+        let mut st = State::default();
+        st.early.insert(5);
+        st.waiting.insert(6);
+        route(&mut st, ResponseFrame::new(op::LOCK, 5, Status::Ok, 9));
+        route(&mut st, ResponseFrame::new(op::LOCK, 6, Status::Ok, 10));
+        assert!(st.early.is_empty() && st.waiting.is_empty());
+        assert_eq!(st.ready.len(), 1);
+        assert_eq!(st.ready[&6].value, 10);
+    }
 
     #[test]
     fn routing_delivers_awaited_responses_and_keeps_failed_pipelined_unlocks() {

@@ -18,6 +18,11 @@
 //! notices ([`op::NOTICE`]), the statuses from [`Status::NotOwner`] up, and the
 //! [`ClusterMap`] and [`OwnerHint`] bodies.
 //!
+//! The optional **shared-memory answer slots** (`docs/PROTOCOL.md` §9, module [`shm`]):
+//! a client on the server's host asks for a slot with `SHM_ATTACH`; the server then
+//! publishes each answer to the session's `LOCK`s in that slot (a 64-byte cache line of a
+//! file the client maps) before it sends the answer frame.
+//!
 //! Decoding is total: [`RequestFrame::decode`], [`ResponseFrame::decode`] and the hello
 //! decoders return an error for any malformed input and never panic (property-tested).
 //!
@@ -40,6 +45,7 @@ mod partition;
 mod port;
 mod request;
 mod response;
+pub mod shm;
 mod stats;
 mod status;
 pub mod token;
@@ -60,5 +66,6 @@ pub use partition::{PartitionError, Partitioning, Piece, Split, MAX_PARTITIONS};
 pub use port::DEFAULT_PORT;
 pub use request::{op, Mode, Request, RequestFrame, Wait, FRAME_HEADER_LEN, MAX_REQUEST_FRAME};
 pub use response::{ResponseFrame, ALL_PARTITIONS};
+pub use shm::{ShmAttached, SlotState, SLOT_BYTES};
 pub use stats::{Counters, EntryState, StatsBody, StatsEntry, STATS_ENTRY_LEN};
 pub use status::Status;

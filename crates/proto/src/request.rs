@@ -34,6 +34,8 @@ pub mod op {
     /// Cluster: a server-pushed notice (a response frame with id 0 that answers no
     /// request). Never a request: a request with this op is answered `UNKNOWN_OP`.
     pub const NOTICE: u8 = 0x09;
+    /// Ask for a shared-memory answer slot (same host only; `docs/PROTOCOL.md` §9).
+    pub const SHM_ATTACH: u8 = 0x0a;
     /// The bit that marks a response.
     pub const RESPONSE: u8 = 0x80;
     /// The op of every `UNKNOWN_OP` response (on the wire `0xff`), whatever the request's
@@ -127,6 +129,10 @@ pub enum Request {
     /// Cluster: read the partition map (answered `OK` with a
     /// [`ClusterMap`](crate::ClusterMap) body). No payload.
     Map,
+    /// Ask for a shared-memory slot in which the server publishes this session's `LOCK`
+    /// answers (`docs/PROTOCOL.md` §9). Answered `OK` with the slot index as value and a
+    /// [`ShmAttached`](crate::ShmAttached) body. No payload.
+    ShmAttach,
 }
 
 impl Request {
@@ -141,6 +147,7 @@ impl Request {
             Request::Stats { .. } => op::STATS,
             Request::Reclaim { .. } => op::RECLAIM,
             Request::Map => op::MAP,
+            Request::ShmAttach => op::SHM_ATTACH,
         }
     }
 }
@@ -177,7 +184,7 @@ impl RequestFrame {
             Request::Unlock { target } | Request::Cancel { target } | Request::Poll { target } => {
                 out.put_u64(target)
             }
-            Request::Keepalive | Request::Map => {}
+            Request::Keepalive | Request::Map | Request::ShmAttach => {}
             Request::Stats { max_entries } => out.put_u32(max_entries),
             Request::Reclaim { start, end, mode, token } => {
                 out.put_u64(start);
@@ -242,6 +249,7 @@ impl RequestFrame {
                 Request::Reclaim { start, end, mode, token }
             }
             op::MAP => Request::Map,
+            op::SHM_ATTACH => Request::ShmAttach,
             // NOTICE (0x09) is server-to-client only.
             other => return Err(DecodeError::UnknownOp(other)),
         };

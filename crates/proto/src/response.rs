@@ -1,9 +1,10 @@
 //! Responses: `len u32 | op|0x80 u8 | id u64 | status u8 | value u64 | body`.
 //!
 //! `value` is the fencing token for a granted `LOCK`/`POLL` or an accepted `RECLAIM`, the
-//! status's documented value for some errors, and 0 otherwise. Three responses have a
+//! status's documented value for some errors, and 0 otherwise. Four responses have a
 //! body: a `STATS` response with status `OK` ([`StatsBody`]), a `MAP` response with status
-//! `OK` ([`ClusterMap`]) and any `NOT_OWNER` response except a notice ([`OwnerHint`]).
+//! `OK` ([`ClusterMap`]), any `NOT_OWNER` response except a notice ([`OwnerHint`]) and an
+//! `SHM_ATTACH` response with status `OK` ([`ShmAttached`]).
 //!
 //! A **notice** is a response frame the server pushes unasked: op [`op::NOTICE`], id 0,
 //! status [`Status::NotOwner`] (the node gave up partition `value`) or [`Status::Fenced`]
@@ -13,6 +14,7 @@ use super::codec::{begin_frame, finish_frame, Cursor, Put};
 use super::error::DecodeError;
 use super::map::{ClusterMap, OwnerHint};
 use super::request::op;
+use super::shm::ShmAttached;
 use super::stats::StatsBody;
 use super::status::Status;
 
@@ -40,12 +42,14 @@ pub struct ResponseFrame {
     pub map: Option<ClusterMap>,
     /// Present only for a `NOT_OWNER` answer to a request (never for a notice).
     pub owner: Option<OwnerHint>,
+    /// Present only for a successful `SHM_ATTACH` (the slot index is `value`).
+    pub shm: Option<ShmAttached>,
 }
 
 impl ResponseFrame {
     /// A response without body.
     pub fn new(op: u8, id: u64, status: Status, value: u64) -> Self {
-        ResponseFrame { op, id, status, value, stats: None, map: None, owner: None }
+        ResponseFrame { op, id, status, value, stats: None, map: None, owner: None, shm: None }
     }
 
     /// A `NOT_OWNER` answer to request `id` (op `op`): `epoch` is the epoch of the owner
@@ -57,6 +61,12 @@ impl ResponseFrame {
     /// The successful answer to `MAP` request `id`.
     pub fn map(id: u64, map: ClusterMap) -> Self {
         ResponseFrame { map: Some(map), ..ResponseFrame::new(op::MAP, id, Status::Ok, 0) }
+    }
+
+    /// The successful answer to `SHM_ATTACH` request `id`: slot `slot` of `body.path`.
+    pub fn shm_attached(id: u64, slot: u32, body: ShmAttached) -> Self {
+        let r = ResponseFrame::new(op::SHM_ATTACH, id, Status::Ok, slot.into());
+        ResponseFrame { shm: Some(body), ..r }
     }
 
     /// A notice: `status` is [`Status::NotOwner`] (the node gave up `partition`) or
@@ -87,6 +97,9 @@ impl ResponseFrame {
         }
         if let Some(map) = &self.map {
             map.encode(out);
+        }
+        if let Some(shm) = &self.shm {
+            shm.encode(out);
         }
         match &self.owner {
             Some(hint) => hint.encode(out),
@@ -128,6 +141,8 @@ impl ResponseFrame {
             r.stats = Some(StatsBody::decode(&mut c)?);
         } else if status == Status::Ok && op_byte == op::MAP {
             r.map = Some(ClusterMap::decode(&mut c)?);
+        } else if status == Status::Ok && op_byte == op::SHM_ATTACH {
+            r.shm = Some(ShmAttached::decode(&mut c)?);
         }
         c.finish()?;
         Ok(r)

@@ -60,11 +60,18 @@ pub enum Status {
     Fenced = 0x1d,
     /// `MAP` or `RECLAIM` sent to a server that is not a cluster node.
     NotClustered = 0x1e,
+    /// `SHM_ATTACH`: this server publishes no answers in shared memory (started without
+    /// slots, in poll grant mode, or the connection does not come from this host).
+    ShmUnavailable = 0x1f,
+    /// `SHM_ATTACH`: every slot is held by another session; `value` is the slot count.
+    ShmFull = 0x20,
+    /// `SHM_ATTACH`: this session already holds a slot; `value` is its index.
+    ShmAlreadyAttached = 0x21,
 }
 
 impl Status {
     /// Every status, in code order.
-    pub const ALL: [Status; 21] = [
+    pub const ALL: [Status; 24] = [
         Status::Ok,
         Status::Pending,
         Status::WouldBlock,
@@ -86,6 +93,9 @@ impl Status {
         Status::ReclaimRefused,
         Status::Fenced,
         Status::NotClustered,
+        Status::ShmUnavailable,
+        Status::ShmFull,
+        Status::ShmAlreadyAttached,
     ];
 
     /// The wire byte.
@@ -134,6 +144,9 @@ impl core::fmt::Display for Status {
             Status::ReclaimRefused => "reclaim refused (the lock is lost)",
             Status::Fenced => "node fenced (its etcd lease is not confirmed)",
             Status::NotClustered => "server is not a cluster node",
+            Status::ShmUnavailable => "no shared-memory slots on this server for this connection",
+            Status::ShmFull => "every shared-memory slot is taken",
+            Status::ShmAlreadyAttached => "this session already holds a shared-memory slot",
         };
         f.write_str(s)
     }
@@ -152,7 +165,7 @@ mod tests {
             assert_eq!(Status::from_code(s.code()), Ok(s));
             assert_eq!(s.is_error(), s.code() >= 0x10);
         }
-        assert_eq!(Status::from_code(0x1f), Err(DecodeError::UnknownStatus(0x1f)));
+        assert_eq!(Status::from_code(0x22), Err(DecodeError::UnknownStatus(0x22)));
     }
 
     #[test]

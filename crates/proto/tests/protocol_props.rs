@@ -36,6 +36,7 @@ fn request() -> impl Strategy<Value = Request> {
             Request::Reclaim { start, end, mode, token }
         }),
         Just(Request::Map),
+        Just(Request::ShmAttach),
     ]
 }
 
@@ -133,6 +134,13 @@ fn response() -> impl Strategy<Value = ResponseFrame> {
                     .boxed()
             } else if st == Status::Ok && op == op::MAP {
                 cluster_map().prop_map(move |m| ResponseFrame::map(id, m)).boxed()
+            } else if st == Status::Ok && op == op::SHM_ATTACH {
+                (any::<u32>(), name())
+                    .prop_map(move |(slots, path)| {
+                        let body = ShmAttached { slots, path };
+                        ResponseFrame { shm: Some(body), ..r.clone() }
+                    })
+                    .boxed()
             } else {
                 Just(r).boxed()
             }
@@ -187,7 +195,7 @@ proptest! {
     /// Random bytes behind a plausible header reach the payload decoders.
     #[test]
     fn decoders_never_panic_past_the_header(
-        op in 0u8..11, kind in prop_oneof![0x80u8..0x8b, any::<u8>()],
+        op in 0u8..12, kind in prop_oneof![0x80u8..0x8c, any::<u8>()],
         tail in proptest::collection::vec(any::<u8>(), 0..160),
     ) {
         let mut b = vec![op];
@@ -198,8 +206,9 @@ proptest! {
         b[0] = kind;
         let _ = ResponseFrame::decode(&b);
         assert_canonical(&b)?;
-        // The bodies behind a status that calls for them: MAP OK, any NOT_OWNER, STATS OK.
-        for (kind, status) in [(0x88, 0x00), (0x81, 0x19), (0x87, 0x19), (0x86, 0x00)] {
+        // The bodies behind a status that calls for them: MAP OK, any NOT_OWNER, STATS OK,
+        // SHM_ATTACH OK.
+        for (kind, status) in [(0x88, 0x00), (0x81, 0x19), (0x87, 0x19), (0x86, 0x00), (0x8a, 0x00)] {
             let mut r = vec![kind];
             r.extend_from_slice(&7u64.to_le_bytes());
             r.push(status);
@@ -244,8 +253,8 @@ proptest! {
             if valid {
                 prop_assert_eq!(back.unwrap(), r);
             }
-        } else if st == Status::Ok && (op == op::STATS || op == op::MAP) {
-            // A successful STATS or MAP response must carry a body.
+        } else if st == Status::Ok && (op == op::STATS || op == op::MAP || op == op::SHM_ATTACH) {
+            // A successful STATS, MAP or SHM_ATTACH response must carry a body.
             prop_assert!(back.is_err());
         } else if st == Status::NotOwner {
             // Without a hint, NOT_OWNER carries the empty one ("owner unknown").

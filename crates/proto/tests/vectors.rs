@@ -36,6 +36,8 @@ fn doc_vectors() -> BTreeMap<String, Vec<u8>> {
     out
 }
 
+// A test table of a few dozen values: the size of the response variant does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Msg {
     ClientHello(ClientHello),
     ServerHello(ServerHello),
@@ -146,6 +148,7 @@ fn expected() -> Vec<(&'static str, Msg)> {
                 stats: Some(stats),
                 map: None,
                 owner: None,
+                shm: None,
             }),
         ),
         // Cluster messages (§7).
@@ -199,6 +202,27 @@ fn expected() -> Vec<(&'static str, Msg)> {
         ("resp-lock-fenced", Msg::Response(ResponseFrame::new(op::LOCK, 17, Status::Fenced, 0))),
         ("notice-not-owner", Msg::Response(ResponseFrame::notice(Status::NotOwner, 2))),
         ("notice-fenced", Msg::Response(ResponseFrame::notice(Status::Fenced, ALL_PARTITIONS))),
+        ("shm-attach", req(18, Request::ShmAttach)),
+        (
+            "resp-shm-attached",
+            Msg::Response(ResponseFrame::shm_attached(
+                18,
+                3,
+                ShmAttached { slots: 16, path: "/tmp/rl.slots".into() },
+            )),
+        ),
+        (
+            "resp-shm-unavailable",
+            Msg::Response(ResponseFrame::new(op::SHM_ATTACH, 19, Status::ShmUnavailable, 0)),
+        ),
+        (
+            "resp-shm-full",
+            Msg::Response(ResponseFrame::new(op::SHM_ATTACH, 20, Status::ShmFull, 16)),
+        ),
+        (
+            "resp-shm-already-attached",
+            Msg::Response(ResponseFrame::new(op::SHM_ATTACH, 21, Status::ShmAlreadyAttached, 3)),
+        ),
     ]
 }
 

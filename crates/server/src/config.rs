@@ -110,6 +110,13 @@ pub struct ServerConfig {
     /// (`rangelock-cluster`). `None` (the default): a single server that owns the whole
     /// unit space.
     pub cluster: Option<Arc<Ownership>>,
+    /// Shared-memory answer slots (`docs/PROTOCOL.md` §9): `0` (the default) creates no
+    /// slot file and answers `SHM_ATTACH` with `SHM_UNAVAILABLE`; `n` creates a file of `n`
+    /// 64-byte slots, so that up to `n` sessions on this host can read their `LOCK`
+    /// answers from shared memory (at most [`MAX_SHM_SLOTS`]; push grants only).
+    pub shm_slots: u32,
+    /// Directory of the slot file (`None`: the temp directory).
+    pub shm_dir: Option<PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -127,9 +134,14 @@ impl Default for ServerConfig {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             handler_threads: 0,
             cluster: None,
+            shm_slots: 0,
+            shm_dir: None,
         }
     }
 }
+
+/// The most shared-memory slots a server creates (64 MiB of slots).
+pub const MAX_SHM_SLOTS: u32 = 1 << 20;
 
 /// Why a [`ServerConfig`] cannot be served.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -157,6 +169,16 @@ pub enum ConfigError {
          a lock table (use combiner, tree-mutex or tree-single)"
     )]
     ClusterEngine(&'static str),
+    /// Shared-memory slots with poll grants: the slots carry pushed answers, and in poll
+    /// mode the grant of a queued lock is never pushed.
+    #[error(
+        "shared-memory slots need push grants: in poll mode a queued lock's grant is only \
+         learned by POLL, so the slot would never show it"
+    )]
+    ShmPoll,
+    /// More shared-memory slots than [`MAX_SHM_SLOTS`].
+    #[error("{0} shared-memory slots asked for; at most {MAX_SHM_SLOTS}")]
+    ShmSlots(u32),
     /// `max_frame` is below the largest request frame.
     #[error("max_frame {got} is below {min}, the size of the largest request frame")]
     MaxFrame {
@@ -188,6 +210,12 @@ impl ServerConfig {
         }
         if self.cluster.is_some() && self.engine == EngineKind::RangeLock {
             return Err(ConfigError::ClusterEngine(self.engine.name()));
+        }
+        if self.shm_slots > 0 && self.grant == GrantMode::Poll {
+            return Err(ConfigError::ShmPoll);
+        }
+        if self.shm_slots > MAX_SHM_SLOTS {
+            return Err(ConfigError::ShmSlots(self.shm_slots));
         }
         let min = crate::protocol::MAX_REQUEST_FRAME;
         if self.max_frame < min {

@@ -8,6 +8,11 @@
 //! FIFO-fair per overlap. Grants are pushed to clients, or held until the client polls
 //! (the seed's RPC-poll mode).
 //!
+//! With `shm_slots` set, a client on this host may also ask for a shared-memory slot
+//! (`SHM_ATTACH`, `docs/PROTOCOL.md` §9) in which the server publishes the answers to the
+//! session's `LOCK`s before it sends them: the one-host analog of the seed's combiner
+//! polling with RDMA (bench variant `combiner-shm-poll`).
+//!
 //! Session guarantees: locks and waits of a session are released when it closes or its
 //! lease expires; fencing tokens strictly increase across all grants; `UNLOCK` is
 //! idempotent per lock id; bad input gets an error response and never affects another
@@ -29,11 +34,12 @@ mod rangelock_engine;
 mod reply;
 mod server;
 mod session;
+mod shm;
 pub mod table;
 
 pub use config::{
     ConfigError, EngineKind, ServerConfig, DEFAULT_BACKLOG, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PORT,
-    MAX_LEASE, MIN_LEASE,
+    MAX_LEASE, MAX_SHM_SLOTS, MIN_LEASE,
 };
 pub use server::Server;
 

@@ -20,6 +20,7 @@ use crate::end_log::EndLog;
 use crate::engine::Engine;
 use crate::listen;
 use crate::session::{self, Shared};
+use crate::shm::ShmArea;
 
 /// A running server; see the module docs.
 #[derive(Debug)]
@@ -28,6 +29,8 @@ pub struct Server {
     unix: Option<PathBuf>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
+    /// The shared-memory slot file, if `shm_slots > 0`.
+    shm: Option<Arc<ShmArea>>,
 }
 
 impl Server {
@@ -41,14 +44,19 @@ impl Server {
     /// listens on is replaced).
     pub fn start(config: ServerConfig) -> std::io::Result<Server> {
         config.validate().map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        let shm = match config.shm_slots {
+            0 => None,
+            n => Some(Arc::new(ShmArea::create(config.shm_dir.as_deref(), n)?)),
+        };
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel();
+        let area = shm.clone();
         let thread = std::thread::Builder::new()
             .name("rangelock-server".into())
-            .spawn(move || run(config, ready_tx, stop_rx))?;
+            .spawn(move || run(config, area, ready_tx, stop_rx))?;
         match ready_rx.recv() {
             Ok(Ok((tcp, unix))) => {
-                Ok(Server { tcp, unix, stop: Some(stop_tx), thread: Some(thread) })
+                Ok(Server { tcp, unix, stop: Some(stop_tx), thread: Some(thread), shm })
             }
             Ok(Err(e)) => {
                 let _ = thread.join();
@@ -69,6 +77,18 @@ impl Server {
     /// The Unix socket path, if any.
     pub fn unix_path(&self) -> Option<&std::path::Path> {
         self.unix.as_deref()
+    }
+
+    /// The shared-memory slot file clients map (`None` without `shm_slots`); it is
+    /// removed when the server stops.
+    pub fn shm_path(&self) -> Option<&std::path::Path> {
+        self.shm.as_deref().map(ShmArea::path)
+    }
+
+    /// Shared-memory slots not leased to a session now (`0` without `shm_slots`). A
+    /// slot returns once its session has ended and the engine has dropped the session.
+    pub fn shm_free_slots(&self) -> usize {
+        self.shm.as_deref().map_or(0, ShmArea::free_slots)
     }
 
     /// Stops the server and waits until it has stopped.
@@ -94,7 +114,12 @@ impl Drop for Server {
 
 type Ready = std::io::Result<(Option<SocketAddr>, Option<PathBuf>)>;
 
-fn run(config: ServerConfig, ready: std::sync::mpsc::Sender<Ready>, stop: oneshot::Receiver<()>) {
+fn run(
+    config: ServerConfig,
+    shm: Option<Arc<ShmArea>>,
+    ready: std::sync::mpsc::Sender<Ready>,
+    stop: oneshot::Receiver<()>,
+) {
     let rt = match config.engine {
         EngineKind::TreeSingle => {
             tokio::runtime::Builder::new_current_thread().enable_all().build()
@@ -130,6 +155,7 @@ fn run(config: ServerConfig, ready: std::sync::mpsc::Sender<Ready>, stop: onesho
         next_session: AtomicU64::new(0),
         handler_errors,
         end_log: EndLog::default(),
+        shm,
     });
     let served = rt.block_on(serve(shared, ready, stop));
     // The ownership (kept by the cluster manager) must not keep the combiner alive.
@@ -196,6 +222,7 @@ async fn serve(
                         tokio::spawn(session::run(
                             s,
                             peer.to_string(),
+                            peer.ip().is_loopback(),
                             shared.clone(),
                             shutdown.clone(),
                             alive.clone(),
@@ -220,6 +247,7 @@ async fn serve(
                         tokio::spawn(session::run(
                             s,
                             peer,
+                            true,
                             shared.clone(),
                             shutdown.clone(),
                             alive.clone(),

@@ -40,6 +40,7 @@ use crate::protocol::{
     ServerHello, Status, Wait, CLIENT_HELLO_LEN, VERSION,
 };
 use crate::reply::{self, DirectWrite, ReplySink, SinkHandle, SocketSink};
+use crate::shm::{ShmArea, ShmSink};
 use crate::table::Command;
 
 /// Responses a session may have queued beyond its waiting locks before its read loop
@@ -87,13 +88,17 @@ pub(crate) struct Shared {
     pub(crate) handler_errors: Arc<AtomicU64>,
     /// Rate-limits the log lines of sessions that end badly.
     pub(crate) end_log: EndLog,
+    /// The shared-memory slots (`ServerConfig::shm_slots > 0`).
+    pub(crate) shm: Option<Arc<ShmArea>>,
 }
 
-/// Runs one connection to completion. `_alive` is dropped when the session is over, which
-/// is how shutdown knows every session has finished.
+/// Runs one connection to completion. `local`: the peer is on this host (a Unix socket or
+/// a loopback address), so it may map a shared-memory slot. `_alive` is dropped when the
+/// session is over, which is how shutdown knows every session has finished.
 pub(crate) async fn run<S: Transport>(
     stream: S,
     peer: String,
+    local: bool,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
     _alive: mpsc::Sender<()>,
@@ -139,7 +144,14 @@ pub(crate) async fn run<S: Transport>(
         return;
     }
     let sink = SocketSink::new(wr, shared.config.max_output_bytes);
-    let tx: ReplySink = Arc::new(SinkHandle(sink.clone()));
+    let mut tx: ReplySink = Arc::new(SinkHandle(sink.clone()));
+    // On a server with slots every session's answers pass through a `ShmSink`, which
+    // publishes them once the session attaches a slot (and returns the slot when the
+    // table and this loop drop it).
+    let shm = shared.shm.as_ref().map(|_| Arc::new(ShmSink::new(tx.clone())));
+    if let Some(s) = &shm {
+        tx = s.clone();
+    }
     shared.engine.submit(Command::Open { session, sink: tx.clone() });
     tracing::debug!(%peer, session, "session opened");
     let writer = tokio::spawn(sink.clone().run_writer());
@@ -150,6 +162,8 @@ pub(crate) async fn run<S: Transport>(
         shared: &shared,
         session,
         tx,
+        shm,
+        local,
         nonce: 0,
         timers: JoinSet::new(),
         timer_of: HashMap::new(),
@@ -217,6 +231,10 @@ struct Handler<'a> {
     shared: &'a Shared,
     session: u64,
     tx: ReplySink,
+    /// The session's sink when the server has shared-memory slots.
+    shm: Option<Arc<ShmSink>>,
+    /// The peer is on this host.
+    local: bool,
     nonce: u64,
     /// Timeout timers of this session's locks; aborted when the session ends.
     timers: JoinSet<()>,
@@ -319,6 +337,19 @@ impl Handler<'_> {
                 Some(own) => reply::send_now(&self.tx, own.map_reply(id)),
                 None => self.error(op::MAP, id, Status::NotClustered),
             },
+            Request::ShmAttach => {
+                let r = match (&self.shared.shm, &self.shm) {
+                    (Some(area), Some(sink)) => sink.attach(area, session, id, self.local),
+                    _ => ResponseFrame::new(op::SHM_ATTACH, id, Status::ShmUnavailable, 0),
+                };
+                if r.status.is_error() {
+                    self.shared.handler_errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!(session, status = %r.status, "shm attach refused");
+                } else {
+                    tracing::debug!(session, slot = r.value, "shm slot attached");
+                }
+                reply::send_now(&self.tx, r);
+            }
             Request::Stats { max_entries } => {
                 let max_entries = max_entries.min(self.shared.config.max_stats_entries);
                 engine.submit(Command::Stats { session, id, max_entries })

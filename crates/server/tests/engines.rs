@@ -1,6 +1,8 @@
-//! Every engine (combiner, tree-mutex, tree-single, rangelock) in both grant modes, under concurrent clients locking random ranges: no two
-//! conflicting holders ever overlap (checked on a shared buffer), fencing tokens increase
-//! per unit, and nothing is left held or queued at the end.
+//! Every engine (combiner, tree-mutex, tree-single, rangelock) in both grant modes, and
+//! the combiner and rangelock engines with clients that read their answers from
+//! shared-memory slots (`combiner-shm-poll`), under concurrent clients locking random
+//! ranges: no two conflicting holders ever overlap (checked on a shared buffer), fencing
+//! tokens increase per unit, and nothing is left held or queued at the end.
 
 mod common;
 
@@ -17,17 +19,26 @@ const THREADS: usize = 4;
 const OPS: usize = 150;
 
 fn run(engine: EngineKind, grant: GrantMode) {
+    run_with(engine, grant, false);
+}
+
+fn run_with(engine: EngineKind, grant: GrantMode, shm: bool) {
+    let shm_slots = if shm { THREADS as u32 } else { 0 };
     let server =
-        Server::start(ServerConfig { engine, grant, ..ServerConfig::ephemeral() }).unwrap();
+        Server::start(ServerConfig { engine, grant, shm_slots, ..ServerConfig::ephemeral() })
+            .unwrap();
     let ep = Endpoint::from(server.tcp_addr().unwrap());
     let checker = Arc::new(Checker::new(UNITS as usize));
-    let granted: u64 = std::thread::scope(|s| {
+    let (granted, hits): (u64, u64) = std::thread::scope(|s| {
         let hs: Vec<_> = (0..THREADS)
             .map(|t| {
                 let (ep, checker) = (ep.clone(), checker.clone());
                 s.spawn(move || {
                     let client = Client::connect(&ep).unwrap();
                     assert_eq!(client.grant_mode(), grant);
+                    if shm {
+                        client.attach_shm().unwrap();
+                    }
                     let mut rng = Rng(0x1234_5678 + t as u64 * 7919);
                     let mut granted = 0;
                     for _ in 0..OPS {
@@ -53,12 +64,15 @@ fn run(engine: EngineKind, grant: GrantMode) {
                             Err(e) => panic!("unexpected error {e}"),
                         }
                     }
-                    granted
+                    (granted, client.shm_hits())
                 })
             })
             .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).sum()
+        hs.into_iter().map(|h| h.join().unwrap()).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
     });
+    if shm {
+        assert!(hits > 0, "some answers were read from the shared-memory slots");
+    }
     let client = Client::connect(&ep).unwrap();
     let st = client.stats(100).unwrap();
     assert_eq!(st.counters.holders, 0);
@@ -74,6 +88,16 @@ fn run(engine: EngineKind, grant: GrantMode) {
 #[test]
 fn combiner_push() {
     run(EngineKind::Combiner, GrantMode::Push);
+}
+
+#[test]
+fn combiner_shm_poll() {
+    run_with(EngineKind::Combiner, GrantMode::Push, true);
+}
+
+#[test]
+fn rangelock_shm_poll() {
+    run_with(EngineKind::RangeLock, GrantMode::Push, true);
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! `server-micro`: the seed 3 §5.2.2 micro-benchmark — clients lock a random range of a
-//! 2^16-unit space, shared or exclusive, and unlock it, against `rangelockd` (every engine)
-//! and the peers `echo`, `dslr-shm`, `citron-like` and `dslr-redis`.
+//! 2^16-unit space, shared or exclusive, and unlock it, against `rangelockd` (every engine,
+//! and `combiner-shm-poll`: the combiner with clients that read their answers from
+//! shared-memory slots, the seed's "combiner polling with RDMA") and the peers `echo`,
+//! `dslr-shm`, `citron-like` and `dslr-redis`.
 //!
 //! Each client is a thread of the bench process with its own connection (a blocking
 //! [`Client`] for `rangelockd` and `echo`, its own Redis connection for `dslr-redis`, its
@@ -24,6 +26,7 @@
 
 use std::io;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -48,6 +51,9 @@ pub const UNITS: u64 = 1 << 16;
 pub const MAX_RANGE_UNITS: u64 = 1 << 10;
 /// One cycle in this many is timed.
 pub const SAMPLE_EVERY: u32 = 16;
+/// Shared-memory slots of the `combiner-shm-poll` server: one per client of the largest
+/// run (64 clients of `server-micro`, 49 of `server-oltp`), with room to spare.
+const SHM_SLOTS: u32 = 128;
 
 /// Client counts of a full run.
 const FULL_CLIENTS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
@@ -59,6 +65,9 @@ const QUICK_CLIENTS: [usize; 3] = [1, 4, 16];
 pub(crate) enum Variant {
     /// `rangelockd` with this engine (push grants).
     Engine(EngineKind),
+    /// `rangelockd` with the combiner engine and shared-memory answer slots; each client
+    /// attaches one and learns of its grants by polling it (`docs/PROTOCOL.md` §9).
+    CombinerShmPoll,
     /// The ceiling: pings over the same transport.
     Echo,
     /// DSLR over shared memory.
@@ -74,6 +83,7 @@ impl Variant {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Variant::Engine(e) => e.name(),
+            Variant::CombinerShmPoll => "combiner-shm-poll",
             Variant::Echo => echo::NAME,
             Variant::DslrShm => ShmWords::NAME,
             Variant::DslrRedis => RedisWords::NAME,
@@ -81,10 +91,11 @@ impl Variant {
         }
     }
 
-    /// The variants to run: every engine, then `extra` peers, then `dslr-redis` when
-    /// `redis_server` runs (else a note on stderr with the install hint).
+    /// The variants to run: every engine and `combiner-shm-poll`, then `extra` peers, then
+    /// `dslr-redis` when `redis_server` runs (else a note on stderr with the install hint).
     pub(crate) fn list(suite: &str, extra: &[Variant], redis_server: &str) -> Vec<Variant> {
         let mut v: Vec<Variant> = EngineKind::ALL.into_iter().map(Variant::Engine).collect();
+        v.push(Variant::CombinerShmPoll);
         v.extend_from_slice(extra);
         if RedisServer::available(redis_server) {
             v.push(Variant::DslrRedis);
@@ -130,6 +141,11 @@ impl Backend {
                 engine,
                 ..ServerConfig::ephemeral()
             })?),
+            Variant::CombinerShmPoll => Backend::Rangelockd(Server::start(ServerConfig {
+                engine: EngineKind::Combiner,
+                shm_slots: SHM_SLOTS,
+                ..ServerConfig::ephemeral()
+            })?),
             Variant::Echo => Backend::Rangelockd(echo::start_server()?),
             Variant::DslrShm => Backend::Shm(ShmWords::new(layout().segments())?),
             Variant::DslrRedis => Backend::Redis(RedisServer::start(redis_server)?),
@@ -151,6 +167,9 @@ impl Backend {
             (Backend::Rangelockd(s), _) => {
                 let addr = s.tcp_addr().ok_or_else(|| io::Error::other("no TCP listener"))?;
                 let client = Client::connect(&Endpoint::from(addr)).map_err(io::Error::other)?;
+                if variant == Variant::CombinerShmPoll {
+                    client.attach_shm().map_err(io::Error::other)?;
+                }
                 Conn::Lock { client, pipelined }
             }
             (Backend::Shm(w), _) => Conn::Shm(DslrClient::new(w.clone(), layout())),
@@ -244,7 +263,10 @@ pub(crate) fn server_threads_cpu_ns() -> Option<u64> {
 
 /// Runs one measurement of `variant` with `clients` clients doing `body` (unlocks
 /// pipelined or not, see [`Backend::connect`]); fills in the
-/// server CPU per op (`cpu_key`), or skips the sample when the backend fails.
+/// server CPU per op (`cpu_key`), or skips the sample when the backend fails. For
+/// `combiner-shm-poll` it also records `shm_slot_answer_share`: the share of `LOCK`s
+/// whose answer the client read from its shared-memory slot rather than from the frame
+/// (each op is `ops_per_lock` of the sample's ops).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn measure<F>(
     variant: Variant,
@@ -253,6 +275,7 @@ pub(crate) fn measure<F>(
     duration: Duration,
     cpu_key: &str,
     pipelined: bool,
+    ops_per_lock: u64,
     body: F,
 ) -> Sample
 where
@@ -275,15 +298,28 @@ where
         ThreadResult::default()
     };
     let cpu0 = backend.cpu_ns();
+    let slot_answers = AtomicU64::new(0);
     let mut sample = run_threads_with(
         clients,
         duration,
         |_| backend.connect(variant, pipelined),
         |i, conn, ctl| match conn {
-            Ok(mut conn) => body(i, &mut conn, ctl).unwrap_or_else(fail),
+            Ok(mut conn) => {
+                let r = body(i, &mut conn, ctl);
+                if let Conn::Lock { client, .. } = &conn {
+                    // Relaxed: a sum read after the threads are joined.
+                    slot_answers.fetch_add(client.shm_hits(), Ordering::Relaxed);
+                }
+                r.unwrap_or_else(fail)
+            }
             Err(e) => fail(format!("connect: {e}")),
         },
     );
+    if variant == Variant::CombinerShmPoll && sample.ops > 0 {
+        let locks = (sample.ops / ops_per_lock.max(1)).max(1);
+        let share = slot_answers.into_inner() as f64 / locks as f64;
+        sample.extra.insert("shm_slot_answer_share".into(), Value::from(share));
+    }
     let cpu1 = backend.cpu_ns();
     backend.stop();
     if let Some(e) = failure.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
@@ -342,8 +378,8 @@ impl Suite for ServerMicro {
 
     fn about(&self) -> &'static str {
         "seed 3 micro-benchmark: each client locks a random range (1..=1024 of 2^16 units) \
-         and unlocks it over its own connection; ops = requests (2 per cycle); engines vs \
-         echo (ceiling), dslr-shm, citron-like, dslr-redis"
+         and unlocks it over its own connection; ops = requests (2 per cycle); engines and \
+         combiner-shm-poll vs echo (ceiling), dslr-shm, citron-like, dslr-redis"
     }
 
     fn baseline(&self) -> &'static str {
@@ -383,7 +419,7 @@ impl Suite for ServerMicro {
 
 fn run_micro(variant: Variant, redis: &str, clients: usize, pct: u64, d: Duration) -> Sample {
     let key = "server_cpu_ns_per_request";
-    let mut s = measure(variant, redis, clients, d, key, false, |i, conn, ctl| {
+    let mut s = measure(variant, redis, clients, d, key, false, 2, |i, conn, ctl| {
         let mut rng = SplitMix64::new(0x5EED_0000 + i as u64);
         let mut sampler = LatencySampler::new(SAMPLE_EVERY);
         let mut cycles = 0u64;

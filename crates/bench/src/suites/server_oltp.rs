@@ -1,5 +1,6 @@
 //! `server-oltp`: the seed 3 §5.2.3 Filebench-OLTP-like mix against `rangelockd` (every
-//! engine) and the peers `dslr-shm`, `citron-like` and `dslr-redis`.
+//! engine, and `combiner-shm-poll`: clients read their grants from shared-memory slots)
+//! and the peers `dslr-shm`, `citron-like` and `dslr-redis`.
 //!
 //! The 2^16 units are split into 9 equal files (7281 units each): 8 data files and one log
 //! file. 49 clients, each a thread with its own connection (see [`super::server_micro`]):
@@ -148,7 +149,7 @@ fn log_range(rng: &mut SplitMix64) -> std::ops::Range<u64> {
 
 fn run_oltp(variant: Variant, redis: &str, clients: usize, d: Duration) -> Sample {
     let reads = AtomicU64::new(0);
-    measure(variant, redis, clients, d, "server_cpu_ns_per_op", true, |i, conn, ctl| {
+    measure(variant, redis, clients, d, "server_cpu_ns_per_op", true, 1, |i, conn, ctl| {
         let mut rng = SplitMix64::new(0x0_17B0_0000 + i as u64);
         let mut sampler = LatencySampler::new(1);
         let mut ops = 0u64;
