@@ -563,7 +563,8 @@ impl CheckpointedKv for CprKv {
         let g = self.global.load(Ordering::Acquire);
         assert_eq!(g & 0xff, REST, "cpr-epoch: one checkpointer at a time");
         let version = g >> 8;
-        // Release: nothing to publish but the start; AcqRel keeps it in the CAS chain.
+        // AcqRel: like the advancing CAS in `try_advance`; the workers' Acquire loads in
+        // `refresh` pair with it (the start publishes no data of its own).
         let started = self.global.compare_exchange(
             g,
             cpr(version, PREPARE),
