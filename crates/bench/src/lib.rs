@@ -10,9 +10,12 @@
 //! - [`peers`]: locks from outside this workspace measured side by side (fcntl OFD locks,
 //!   BRAVO).
 //! - [`arrays`]: the resizable-array variants of the `epvs-array` suite.
+//! - [`faster`]: the FASTER case studies of the EPVS paper (ownership validation,
+//!   checkpoints) driven by `epvs-ownership` and `epvs-checkpoint`.
 //! - [`workload`]: the pieces the range-lock suites share (shared region, targets, RNG).
 
 pub mod arrays;
+pub mod faster;
 pub mod harness;
 pub mod peers;
 pub mod suites;

@@ -16,7 +16,8 @@
 //! pushes go on meanwhile).
 
 use epvs::array::{ResizableArray, TwoPhaseArray};
-use epvs::version::EpvsGuard;
+use epvs::epoch::{Announce, LightEpoch};
+use epvs::version::{Epvs, EpvsGuard};
 
 use super::latched::SharedSession;
 use super::{ArrayConfig, ArraySession, BenchArray};
@@ -40,7 +41,11 @@ pub struct EpvsTwoPhaseArray(TwoPhaseArray);
 macro_rules! filled {
     ($ty:ty, $cfg:expr) => {{
         let delay = $cfg.resize_delay;
-        let array = if delay.is_zero() {
+        let array = if let Some(slots) = $cfg.table_slots {
+            assert!(delay.is_zero(), "a resize delay on a chosen table size is not supported");
+            let epoch = LightEpoch::with_options(slots, Announce::Asymmetric);
+            <$ty>::with_epvs($cfg.initial_capacity(), Epvs::with_epoch(epoch))
+        } else if delay.is_zero() {
             <$ty>::with_capacity($cfg.initial_capacity())
         } else {
             <$ty>::with_copy_hook($cfg.initial_capacity(), move || std::thread::sleep(delay))

@@ -18,7 +18,7 @@ use std::sync::PoisonError;
 use std::time::Duration;
 
 use super::{grown_capacity, grown_copy, zeroed_atomics, ArrayConfig, ArraySession, BenchArray};
-use crate::peers::bravo::Bravo;
+use crate::peers::bravo::{Bravo, VisibleReaders};
 
 /// A reader-writer lock type usable by [`LatchedArray`] (and other latched baselines).
 pub trait RwFamily<T>: Send + Sync {
@@ -34,6 +34,15 @@ pub trait RwFamily<T>: Send + Sync {
         Self: 'a;
     /// A lock holding `value`.
     fn new(value: T) -> Self;
+    /// A lock holding `value` whose reader table (if it has one) has `slots` slots;
+    /// `None`, or a lock without a table: [`new`](RwFamily::new).
+    fn with_table_slots(value: T, slots: Option<usize>) -> Self
+    where
+        Self: Sized,
+    {
+        let _ = slots;
+        Self::new(value)
+    }
     /// Shared access.
     fn read(&self) -> Self::Read<'_>;
     /// Exclusive access.
@@ -101,6 +110,12 @@ impl<T: Send + Sync> RwFamily<T> for Bravo<T> {
     fn new(value: T) -> Self {
         Bravo::new(value)
     }
+    fn with_table_slots(value: T, slots: Option<usize>) -> Self {
+        match slots {
+            Some(n) => Bravo::with_table(value, std::sync::Arc::new(VisibleReaders::new(n))),
+            None => Bravo::new(value),
+        }
+    }
     #[inline]
     fn read(&self) -> Self::Read<'_> {
         Bravo::read(self)
@@ -157,7 +172,7 @@ impl<L: RwFamily<Box<[AtomicU64]>>> BenchArray for LatchedArray<L> {
 
     fn new(cfg: &ArrayConfig) -> Self {
         LatchedArray {
-            buf: L::new(zeroed_atomics(cfg.initial_capacity())),
+            buf: L::with_table_slots(zeroed_atomics(cfg.initial_capacity()), cfg.table_slots),
             count: AtomicUsize::new(cfg.initial_len),
             resize_delay: cfg.resize_delay,
         }

@@ -49,6 +49,11 @@ pub struct ArrayConfig {
     pub pin_refresh_every: u32,
     /// `latch-free-mock`: its fixed capacity (at least `initial_len`).
     pub mock_capacity: usize,
+    /// Slots of the announcement table of the EPVS arrays (their epoch table) and of
+    /// `bravo` (a private visible-readers table); `None`: the defaults (an epoch table
+    /// sized from the core count, BRAVO's 4096-slot process-wide table). The seed's
+    /// constrained-table run (Fig. 14) uses 128.
+    pub table_slots: Option<usize>,
 }
 
 impl Default for ArrayConfig {
@@ -59,6 +64,7 @@ impl Default for ArrayConfig {
             resize_delay: Duration::ZERO,
             pin_refresh_every: 64,
             mock_capacity: 1 << 24,
+            table_slots: None,
         }
     }
 }

@@ -14,6 +14,11 @@
 //!
 //! Grid: push 0 / 10 / 50 %, delay 0 / 10 ms (quick: push 0 / 10 %, delay 0); threads
 //! from the options plus 8 and 16 oversubscribed.
+//!
+//! Fig. 14 (constrained table): one more group, push 0 % with `table_slots: 128`, in which
+//! the EPVS arrays run on an epoch table of 128 slots and `bravo` on a private
+//! visible-readers table of 128 slots (the other variants have no table and run as in
+//! the push-0 group, for reference). In quick mode too.
 
 use std::time::Duration;
 
@@ -30,6 +35,8 @@ use crate::harness::{run_threads, Case, Options, Suite, ThreadResult};
 const NO_PUSH_INITIAL_LEN: usize = 1 << 20;
 /// Initial capacity of the push runs.
 const PUSH_MIN_CAPACITY: usize = 1024;
+/// Table size of the constrained-table group (seed 2 Fig. 14).
+const CONSTRAINED_TABLE_SLOTS: usize = 128;
 /// Operations between checks of the stop flag.
 const BATCH: u32 = 64;
 
@@ -43,8 +50,8 @@ impl Suite for EpvsArray {
     }
 
     fn about(&self) -> &'static str {
-        "resizable u64 array, push p% / read & write (1-p)/2 each, resize delay 0 or 10 ms \
-         (seed 2 Figs. 11-13)"
+        "resizable u64 array, push p% / read & write (1-p)/2 each, resize delay 0 or 10 ms; \
+         a 128-slot-table group (seed 2 Figs. 11-14)"
     }
 
     fn baseline(&self) -> &'static str {
@@ -55,21 +62,25 @@ impl Suite for EpvsArray {
         let (pushes, delays): (&[u32], &[u64]) =
             if opts.quick { (&[0, 10], &[0]) } else { (&[0, 10, 50], &[0, 10]) };
         let mut cases = Vec::new();
+        let mut groups: Vec<Workload> = Vec::new();
         for &push_pct in pushes {
             for &delay_ms in delays {
                 if push_pct == 0 && delay_ms != 0 {
                     continue; // no pushes, no resizes: the delay would never apply
                 }
-                for (threads, over) in opts.threads_for(true) {
-                    let w = Workload::new(push_pct, delay_ms);
-                    cases.extend(w.case_if::<LatchFreeMock>(threads, over));
-                    cases.extend(w.case_if::<RwLockStdArray>(threads, over));
-                    cases.extend(w.case_if::<RwLockParkingLotArray>(threads, over));
-                    cases.extend(w.case_if::<BravoArray>(threads, over));
-                    cases.extend(w.case_if::<EpvsSimpleArray>(threads, over));
-                    cases.extend(w.case_if::<EpvsPinnedArray>(threads, over));
-                    cases.extend(w.case_if::<EpvsTwoPhaseArray>(threads, over));
-                }
+                groups.push(Workload::new(push_pct, delay_ms));
+            }
+        }
+        groups.push(Workload::constrained_table(CONSTRAINED_TABLE_SLOTS));
+        for w in &groups {
+            for (threads, over) in opts.threads_for(true) {
+                cases.extend(w.case_if::<LatchFreeMock>(threads, over));
+                cases.extend(w.case_if::<RwLockStdArray>(threads, over));
+                cases.extend(w.case_if::<RwLockParkingLotArray>(threads, over));
+                cases.extend(w.case_if::<BravoArray>(threads, over));
+                cases.extend(w.case_if::<EpvsSimpleArray>(threads, over));
+                cases.extend(w.case_if::<EpvsPinnedArray>(threads, over));
+                cases.extend(w.case_if::<EpvsTwoPhaseArray>(threads, over));
             }
         }
         cases
@@ -94,6 +105,13 @@ impl Workload {
         Workload { mix: Mix { push_pct }, cfg }
     }
 
+    /// Fig. 14: no pushes, on announcement tables of `slots` slots.
+    fn constrained_table(slots: usize) -> Self {
+        let mut w = Workload::new(0, 0);
+        w.cfg.table_slots = Some(slots);
+        w
+    }
+
     /// The case of `A`, if `A` supports this workload's configuration.
     fn case_if<A: BenchArray + 'static>(
         &self,
@@ -105,7 +123,7 @@ impl Workload {
 
     fn case<A: BenchArray + 'static>(&self, threads: usize, oversubscribed: bool) -> Case {
         let (mix, cfg) = (self.mix, self.cfg.clone());
-        let params = params([
+        let mut params = params([
             ("push_pct", Value::from(mix.push_pct)),
             ("read_pct", Value::from((100 - mix.push_pct) as f64 / 2.0)),
             ("write_pct", Value::from((100 - mix.push_pct) as f64 / 2.0)),
@@ -114,6 +132,9 @@ impl Workload {
             ("initial_capacity", Value::from(cfg.initial_capacity())),
             ("pin_refresh_every", Value::from(cfg.pin_refresh_every)),
         ]);
+        if let Some(slots) = cfg.table_slots {
+            params.insert("table_slots".to_owned(), Value::from(slots));
+        }
         Case {
             variant: A::NAME.to_owned(),
             threads,
@@ -157,5 +178,19 @@ mod tests {
                 "epvs-2phase",
             ],
         );
+    }
+
+    #[test]
+    fn the_constrained_table_group_runs_on_128_slots() {
+        let opts = Options { oversubscribe: false, ..Options::quick() };
+        let constrained: Vec<String> = EpvsArray
+            .cases(&opts)
+            .into_iter()
+            .filter(|c| c.params.get("table_slots") == Some(&Value::from(128)))
+            .map(|c| c.variant)
+            .collect();
+        for v in ["bravo", "epvs", "epvs-pinned", "epvs-2phase", "latch-free-mock"] {
+            assert_eq!(constrained.iter().filter(|x| *x == v).count(), 2, "{v}");
+        }
     }
 }

@@ -4,10 +4,15 @@ pub mod cluster;
 mod common;
 pub mod contended;
 pub mod epvs_array;
+pub mod epvs_checkpoint;
 mod epvs_common;
 pub mod epvs_freq;
+pub mod epvs_nesting;
 pub mod epvs_ops;
+pub mod epvs_ownership;
+pub mod epvs_phases;
 mod epvs_protect;
+pub mod epvs_sharing;
 pub mod epvs_table;
 mod epvs_version;
 pub mod height;
@@ -32,6 +37,11 @@ pub fn all() -> Vec<Box<dyn Suite>> {
         Box::new(epvs_ops::EpvsOps),
         Box::new(epvs_freq::EpvsFreq),
         Box::new(epvs_table::EpvsTable),
+        Box::new(epvs_ownership::EpvsOwnership),
+        Box::new(epvs_checkpoint::EpvsCheckpoint),
+        Box::new(epvs_phases::EpvsPhases),
+        Box::new(epvs_nesting::EpvsNesting),
+        Box::new(epvs_sharing::EpvsSharing),
         Box::new(server_micro::ServerMicro::default()),
         Box::new(server_oltp::ServerOltp::default()),
         Box::new(server_latency::ServerLatency),

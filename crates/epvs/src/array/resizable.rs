@@ -92,9 +92,20 @@ impl ResizableArray {
         Self::build(capacity, Some(Box::new(hook)))
     }
 
+    /// Like [`with_capacity`](ResizableArray::with_capacity), on the given version scheme instead
+    /// of a new [`Epvs::new`] (e.g. one on an epoch table of a chosen size, for the seed's
+    /// constrained-table experiment). The array's versions continue from `epvs`'s.
+    pub fn with_epvs(capacity: usize, epvs: Epvs) -> ResizableArray {
+        Self::build_on(epvs, capacity, None)
+    }
+
     fn build(capacity: usize, copy_hook: Option<CopyHook>) -> ResizableArray {
+        Self::build_on(Epvs::new(), capacity, copy_hook)
+    }
+
+    fn build_on(epvs: Epvs, capacity: usize, copy_hook: Option<CopyHook>) -> ResizableArray {
         ResizableArray {
-            epvs: Epvs::new(),
+            epvs,
             inner: Arc::new(Inner {
                 slots: UnsafeCell::new(Slots::new(capacity)),
                 count: AtomicUsize::new(0),

@@ -130,9 +130,20 @@ impl TwoPhaseArray {
         Self::build(capacity, Some(Box::new(hook)))
     }
 
+    /// Like [`with_capacity`](TwoPhaseArray::with_capacity), on the given version scheme instead
+    /// of a new [`Epvs::new`] (e.g. one on an epoch table of a chosen size, for the seed's
+    /// constrained-table experiment). The array's versions continue from `epvs`'s.
+    pub fn with_epvs(capacity: usize, epvs: Epvs) -> TwoPhaseArray {
+        Self::build_on(epvs, capacity, None)
+    }
+
     fn build(capacity: usize, copy_hook: Option<CopyHook>) -> TwoPhaseArray {
+        Self::build_on(Epvs::new(), capacity, copy_hook)
+    }
+
+    fn build_on(epvs: Epvs, capacity: usize, copy_hook: Option<CopyHook>) -> TwoPhaseArray {
         TwoPhaseArray {
-            epvs: Epvs::new(),
+            epvs,
             inner: Arc::new(Inner {
                 list: UnsafeCell::new(Slots::new(capacity)),
                 new_list: UnsafeCell::new(None),
