@@ -9,12 +9,15 @@
 //! - [`variants`]: the one registry of lock variants and peers the range-lock suites run.
 //! - [`peers`]: locks from outside this workspace measured side by side (fcntl OFD locks,
 //!   BRAVO).
+//! - [`seeds`]: the claim registry of the three seeds and the one report (`report.md`,
+//!   `report.html`) that sets our numbers beside them.
 //! - [`arrays`]: the resizable-array variants of the `epvs-array` suite.
 //! - [`workload`]: the pieces the range-lock suites share (shared region, targets, RNG).
 
 pub mod arrays;
 pub mod harness;
 pub mod peers;
+pub mod seeds;
 pub mod suites;
 pub mod variants;
 pub mod workload;

@@ -23,7 +23,8 @@
 //! bitmap lock (one reader-writer word per 64 KiB extent: a blob takes 16 CASes).
 //! `ops` are transactions; `failed_tries_per_txn` counts the candidates that were taken;
 //! `transactions` is the total count of one measurement (for instructions per
-//! transaction, see `docs/BENCH.md`).
+//! transaction, see `docs/BENCH.md`). `RANGELOCK_BENCH_ONLY=segments,rangelock`
+//! (comma-separated names) runs only those variants.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -118,6 +119,10 @@ fn variant<T: RangeTarget>(
     name: &'static str,
     target: T,
 ) {
+    let only = std::env::var("RANGELOCK_BENCH_ONLY").ok();
+    if only.as_deref().is_some_and(|o| !o.split(',').any(|n| n == name)) {
+        return;
+    }
     let target = Arc::new(target);
     for (threads, oversubscribed) in opts.threads_for(true) {
         let (target, area) = (target.clone(), area.clone());
