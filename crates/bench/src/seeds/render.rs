@@ -296,7 +296,7 @@ fn figure(suite: &SuiteData, claim: &Claim) -> Figure {
             rows.push(row);
         }
         settings = Some(format!(
-            "median of {} rounds of {} ms per case",
+            "median of {} round(s) of {} ms per case",
             shown[0].rounds, shown[0].duration_ms
         ));
         plot = match svg::render(&suite.name, suite.x_axis, shown) {
@@ -349,7 +349,8 @@ fn plain(v: &Value) -> String {
 
 fn number(v: &Value) -> String {
     match v.as_f64() {
-        Some(x) if x.fract() != 0.0 && x.abs() < 1e3 => format!("{x:.3}"),
+        Some(x) if x.fract() == 0.0 && x.abs() < 1e3 => format!("{x:.0}"),
+        Some(x) if x.abs() < 1e3 => format!("{x:.3}"),
         Some(x) => human(x),
         None => plain(v),
     }
