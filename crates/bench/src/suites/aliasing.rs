@@ -174,26 +174,18 @@ pub fn transactions<T: RangeTarget>(
             let mut local = target.local();
             let mut lat = LatencySampler::new(1);
             let (mut ops, mut misses) = (0u64, 0u64);
-            let candidates = (AREA_PAGES - BLOB_PAGES) / EXTENT_PAGES + 1;
             while ctl.running() {
                 let t = lat.start();
                 let tag = tag(index, ops);
                 stamp(&mut w.payload, tag);
-                let (start, held) = loop {
-                    let start = w.rng.below(candidates) * EXTENT_PAGES;
-                    match target.try_acquire(&mut local, start..start + BLOB_PAGES, Mode::Exclusive)
-                    {
-                        Some(held) => break (start, held),
-                        None => misses += 1,
-                    }
-                };
+                let (start, held) = reserve(target, &mut local, &mut w.rng, &mut misses);
                 let offset = start as usize * PAGE;
                 // SAFETY: the exclusive range held covers exactly these bytes.
                 unsafe {
                     area.copy_in(offset, &w.payload);
                     area.copy_out(offset, &mut w.client);
                 }
-                target.release(&mut local, held);
+                release(target, &mut local, held);
                 let bad = verify(&w.client, tag);
                 assert!(
                     bad == 0,
@@ -215,6 +207,32 @@ pub fn transactions<T: RangeTarget>(
         serde_json::Number::from_f64(per_txn).map_or(Value::Null, Value::Number),
     );
     sample
+}
+
+/// Reserves a free stretch: `try_lock` on random extent-aligned candidates until one is
+/// free; counts the taken ones in `misses`. Not inlined, so a profiler (callgrind) can
+/// tell the lock's instructions from the copies'.
+#[inline(never)]
+fn reserve<'a, T: RangeTarget>(
+    target: &'a T,
+    local: &mut T::Local,
+    rng: &mut SplitMix64,
+    misses: &mut u64,
+) -> (u64, T::Held<'a>) {
+    let candidates = (AREA_PAGES - BLOB_PAGES) / EXTENT_PAGES + 1;
+    loop {
+        let start = rng.below(candidates) * EXTENT_PAGES;
+        match target.try_acquire(local, start..start + BLOB_PAGES, Mode::Exclusive) {
+            Some(held) => return (start, held),
+            None => *misses += 1,
+        }
+    }
+}
+
+/// Releases a reserved stretch (not inlined, like [`reserve`]).
+#[inline(never)]
+fn release<'a, T: RangeTarget>(target: &'a T, local: &mut T::Local, held: T::Held<'a>) {
+    target.release(local, held);
 }
 
 /// The tag of transaction `seq` of worker `index`: unique over the run.
