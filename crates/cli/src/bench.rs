@@ -97,7 +97,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             }
             let Some(suite) = suites::find(name) else {
                 let names: Vec<&str> = suites::all().iter().map(|s| s.name()).collect();
-                bail!("no suite named {name:?}; suites: {}, quick, list", names.join(", "));
+                bail!("no suite named {name:?}; suites: {}, quick, report, list", names.join(", "));
             };
             let opts = args.options(args.quick);
             let report = run_suite(suite.as_ref(), &opts)

@@ -105,7 +105,7 @@ impl Document {
                 s,
                 "| {} | [{}](#{}) | `{}` | {} |",
                 short(f.seed),
-                md(&f.figure),
+                md(&f.link_text()),
                 f.anchor,
                 f.suite,
                 f.verdict.outcome.label()
@@ -177,7 +177,7 @@ impl Document {
                 "<tr><td>{}</td><td><a href=\"#{}\">{}</a></td><td>{}</td><td><span class=\"badge {}\">{}</span></td></tr>",
                 text(short(f.seed)),
                 attr(&f.anchor),
-                text(&f.figure),
+                text(&f.link_text()),
                 text(&f.suite),
                 f.verdict.outcome.class(),
                 text(f.verdict.outcome.label())
@@ -250,6 +250,17 @@ impl Document {
         }
         s.push_str("</body>\n</html>\n");
         s
+    }
+}
+
+impl Figure {
+    /// The summary's link: the figure, or `(suite)` for a project suite.
+    fn link_text(&self) -> String {
+        if self.figure == "-" {
+            format!("({})", self.suite)
+        } else {
+            self.figure.clone()
+        }
     }
 }
 
