@@ -238,7 +238,7 @@ pub const CLAIMS: &[Claim] = &[
             ops("rangelock / segments", v("rangelock"), v("segments"), about(0.95, 0.8, 1.05)),
             ops("rangelock / kogan-list", v("rangelock"), v("kogan-list"), at_least(1.5)),
         ],
-        why: "at 1-2 threads the two 1 MiB copies dominate every transaction (the lock is ~0.1% of \
+        why: "at 1-2 threads the two 1 MiB copies dominate every transaction (the lock is under 0.05% of \
               its instructions, docs/BENCH.md), so differences between locks are small next to the \
               noise of short runs on a shared machine; the seed's gaps come from 16-32 workers \
               sharing the L3",

@@ -162,15 +162,15 @@ impl Document {
              body{font-family:sans-serif;max-width:1060px;margin:2em auto;padding:0 1em;color:#222}\n\
              table{border-collapse:collapse;margin:.6em 0;font-size:13px}\n\
              th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}\n\
-             th:first-child,td:first-child{text-align:left}\n\
+             th:first-child,td:first-child,.summary td,.summary th{text-align:left}\n\
              .badge{padding:1px 6px;border-radius:3px;font-size:12px;white-space:nowrap}\n\
              .ok{background:#c8efc8}.partly{background:#f6e7a8}.differs{background:#f4c2c2}\n\
              .none{background:#e4e4e4}\nsection{border-top:1px solid #999;margin-top:1.5em}\n\
              svg{max-width:100%;height:auto}\n.claim{font-style:italic}\n\
              </style>\n</head>\n<body>\n<h1>rangelock: the seeds, figure by figure</h1>\n",
         );
-        let _ = writeln!(s, "<p>{}</p>", text(&self.intro()));
-        s.push_str("<h2>Summary</h2>\n<table>\n<tr><th>seed</th><th>figure</th><th>suite</th><th>verdict</th></tr>\n");
+        let _ = writeln!(s, "<p>{}</p>", text(&self.intro().replace('`', "")));
+        s.push_str("<h2>Summary</h2>\n<table class=\"summary\">\n<tr><th>seed</th><th>figure</th><th>suite</th><th>verdict</th></tr>\n");
         for f in &self.figures {
             let _ = writeln!(
                 s,
