@@ -64,7 +64,7 @@ pub fn write(
     std::fs::write(path, svg).map_err(|source| BenchError::Io { path: path.to_owned(), source })
 }
 
-/// The plot of `records` as an SVG document (what [`write`] puts in the file); the error is
+/// The plot of `records` as an SVG document (what [`write()`] puts in the file); the error is
 /// plotters' message.
 pub fn render(suite: &str, x_axis: XAxis, records: &[Record]) -> Result<String, String> {
     let panels = panels(x_axis, records);
