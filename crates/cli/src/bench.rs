@@ -125,7 +125,7 @@ fn run_all(opts: &Options) -> anyhow::Result<()> {
 }
 
 /// `rangelock bench report`: runs every suite (with the usual flags; `--quick` for a short
-/// one) unless `--from DIR` names existing JSON, then writes the report.
+/// one, 50 ms per measurement like the `quick` tour) unless `--from DIR` names existing JSON, then writes the report.
 fn report(args: &BenchArgs) -> anyhow::Result<()> {
     let (from, out, notes) = match &args.from {
         Some(from) => {
@@ -133,7 +133,10 @@ fn report(args: &BenchArgs) -> anyhow::Result<()> {
             (from.clone(), out, Default::default())
         }
         None => {
-            let opts = args.options(args.quick);
+            let mut opts = args.options(args.quick);
+            if args.quick && args.duration_ms.is_none() {
+                opts.duration = TOUR_DURATION; // as short as the `quick` tour
+            }
             let notes = seeds::run_suites(&opts);
             (opts.out.clone(), opts.out, notes)
         }
