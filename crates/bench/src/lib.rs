@@ -9,6 +9,8 @@
 //! - [`variants`]: the one registry of lock variants and peers the range-lock suites run.
 //! - [`peers`]: locks from outside this workspace measured side by side (fcntl OFD locks,
 //!   BRAVO).
+//! - [`seeds`]: the claim registry of the three seeds and the one report (`report.md`,
+//!   `report.html`) that sets our numbers beside them.
 //! - [`arrays`]: the resizable-array variants of the `epvs-array` suite.
 //! - [`faster`]: the FASTER case studies of the EPVS paper (ownership validation,
 //!   checkpoints) driven by `epvs-ownership` and `epvs-checkpoint`.
@@ -18,6 +20,7 @@ pub mod arrays;
 pub mod faster;
 pub mod harness;
 pub mod peers;
+pub mod seeds;
 pub mod suites;
 pub mod variants;
 pub mod workload;

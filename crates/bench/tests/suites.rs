@@ -106,6 +106,7 @@ fn registry_names_are_unique_and_findable() {
             "contended",
             "height",
             "held",
+            "aliasing",
             "epvs-array",
             "epvs-ops",
             "epvs-freq",
@@ -399,4 +400,22 @@ fn epvs_sharing_quick() {
     let records = run(&EpvsSharing);
     assert_eq!(variants(&records), BTreeSet::from(["bravo", "epvs", "rwlock"]));
     assert_eq!(records.len(), 12);
+}
+
+#[test]
+fn aliasing_runs_the_five_locks_and_verifies_every_read() {
+    use rangelock_bench::suites::aliasing::Aliasing;
+    let records = run(&Aliasing);
+    assert_eq!(
+        variants(&records),
+        BTreeSet::from(["kernel-tree", "kogan-list", "rangelock", "segments", "song-skiplist"])
+    );
+    assert_eq!(records.len(), 10);
+    for r in &records {
+        // Each worker checks every page it read back (a mismatch panics the run); the count
+        // of checked transactions is the record's.
+        assert!(r.extra["transactions"].as_u64().unwrap() > 0, "{r:?}");
+        assert!(r.extra["failed_tries_per_txn"].as_f64().unwrap() >= 0.0, "{r:?}");
+        assert_eq!(r.params["blob_bytes"], 1 << 20);
+    }
 }

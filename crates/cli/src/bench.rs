@@ -1,4 +1,5 @@
-//! `rangelock bench <suite> [--quick] [--threads 1,2,4] [--out DIR] [--rounds N] [--duration-ms N]`.
+//! `rangelock bench <suite> [--quick] [--threads 1,2,4] [--out DIR] [--rounds N] [--duration-ms N]`,
+//! and `rangelock bench report [--out DIR] [--from DIR]`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -6,12 +7,13 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 use rangelock_bench::harness::{run_suite, BenchError, Options};
-use rangelock_bench::suites;
+use rangelock_bench::{seeds, suites};
 
 /// Arguments of `rangelock bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Suite to run; `list` lists the suites, `quick` runs every suite in quick mode.
+    /// Suite to run; `list` lists the suites, `quick` runs every suite in quick mode,
+    /// `report` runs every suite and writes report.html and report.md (see --from).
     pub suite: String,
     /// Short measurements and smaller sweeps (200 ms x 3 rounds unless overridden).
     #[arg(long)]
@@ -29,6 +31,10 @@ pub struct BenchArgs {
     /// Duration of one measurement in milliseconds (default 1000, quick 200).
     #[arg(long = "duration-ms", value_parser = positive)]
     pub duration_ms: Option<usize>,
+    /// `report` only: read the suites' JSON from DIR instead of running them (the report
+    /// goes to --out if given, else to DIR).
+    #[arg(long)]
+    pub from: Option<PathBuf>,
 }
 
 fn positive(s: &str) -> Result<usize, String> {
@@ -71,8 +77,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                 println!("{:<10} {}", suite.name(), suite.about());
             }
             println!("{:<10} every suite above in quick mode, 50 ms per measurement", "quick");
+            println!(
+                "{:<10} every suite, then report.html + report.md (--from DIR: no run)",
+                "report"
+            );
             Ok(())
         }
+        "report" => report(&args),
         "quick" => {
             let mut opts = args.options(true);
             if args.duration_ms.is_none() {
@@ -81,9 +92,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             run_all(&opts)
         }
         name => {
+            if args.from.is_some() {
+                bail!("--from is only for `rangelock bench report`");
+            }
             let Some(suite) = suites::find(name) else {
                 let names: Vec<&str> = suites::all().iter().map(|s| s.name()).collect();
-                bail!("no suite named {name:?}; suites: {}, quick, list", names.join(", "));
+                bail!("no suite named {name:?}; suites: {}, quick, report, list", names.join(", "));
             };
             let opts = args.options(args.quick);
             let report = run_suite(suite.as_ref(), &opts)
@@ -107,5 +121,37 @@ fn run_all(opts: &Options) -> anyhow::Result<()> {
         }
     }
     println!("\n{written} suite reports in {}", opts.out.display());
+    Ok(())
+}
+
+/// `rangelock bench report`: runs every suite (with the usual flags; `--quick` for a short
+/// one, 50 ms per measurement like the `quick` tour) unless `--from DIR` names existing JSON, then writes the report.
+fn report(args: &BenchArgs) -> anyhow::Result<()> {
+    let (from, out, notes) = match &args.from {
+        Some(from) => {
+            let out = args.out.clone().unwrap_or_else(|| from.clone());
+            (from.clone(), out, Default::default())
+        }
+        None => {
+            let mut opts = args.options(args.quick);
+            if args.quick && args.duration_ms.is_none() {
+                opts.duration = TOUR_DURATION; // as short as the `quick` tour
+            }
+            let notes = seeds::run_suites(&opts);
+            (opts.out.clone(), opts.out, notes)
+        }
+    };
+    let files = seeds::write_report(&from, &out, &notes)
+        .with_context(|| format!("writing the report from {}", from.display()))?;
+    let not_run: Vec<&str> = files
+        .suites
+        .iter()
+        .filter(|(_, s)| *s != seeds::SuiteStatus::Ran)
+        .map(|(n, _)| n.as_str())
+        .collect();
+    if !not_run.is_empty() {
+        println!("not run: {}", not_run.join(", "));
+    }
+    println!("\nreport: {} and {}", files.html.display(), files.markdown.display());
     Ok(())
 }

@@ -86,3 +86,30 @@ fn bad_input_is_a_clear_error() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("at least 1"));
 }
+
+#[test]
+fn bench_report_from_existing_json_writes_html_and_markdown() {
+    let out = temp_out("report");
+    let o = rangelock()
+        .args(["bench", "w1", "--quick", "--duration-ms", "5", "--rounds", "1", "--threads", "1"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = rangelock().args(["bench", "report", "--from"]).arg(&out).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    // Only w1 ran: the others are listed as not run, and w1 is not among them.
+    let not_run = stdout.lines().find(|l| l.starts_with("not run: ")).expect("a not-run line");
+    assert!(not_run.contains("w2") && !not_run.split([' ', ',']).any(|n| n == "w1"), "{not_run}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("data-suite=\"w1\"") && html.contains("<svg"), "{html}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("### Fig. 5.2 — `w1`"), "{md}");
+
+    let o = rangelock().args(["bench", "w1", "--from"]).arg(&out).output().unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--from is only for"));
+    std::fs::remove_dir_all(&out).unwrap();
+}

@@ -1,5 +1,6 @@
 //! The registered suites: one file each, one line each in [`all`].
 
+pub mod aliasing;
 pub mod cluster;
 mod common;
 pub mod contended;
@@ -33,6 +34,7 @@ pub fn all() -> Vec<Box<dyn Suite>> {
         Box::new(contended::Contended::<crate::variants::Registered>::default()),
         Box::new(height::Height::<crate::variants::Registered>::default()),
         Box::new(held::Held::<crate::variants::Registered>::default()),
+        Box::new(aliasing::Aliasing),
         Box::new(epvs_array::EpvsArray),
         Box::new(epvs_ops::EpvsOps),
         Box::new(epvs_freq::EpvsFreq),

@@ -81,6 +81,46 @@ impl SharedRegion {
         let bytes = unsafe { core::slice::from_raw_parts(self.ptr.add(offset), len) };
         bytes.iter().map(|&b| u64::from(b)).sum()
     }
+
+    /// Copies `src` into the region at `offset` (a `memcpy`).
+    ///
+    /// # Safety
+    ///
+    /// No other thread may access `offset..offset + src.len()` during the call (the caller
+    /// holds an exclusive lock covering it).
+    ///
+    /// # Panics
+    ///
+    /// If the bytes are outside the region.
+    #[inline]
+    pub unsafe fn copy_in(&self, offset: usize, src: &[u8]) {
+        let fits = offset.checked_add(src.len()).is_some_and(|end| end <= self.len);
+        assert!(fits, "copy_in outside region");
+        // SAFETY: in bounds of the live mapping; `src` is a distinct Rust slice, so the two
+        // do not overlap; exclusive access to the destination is the caller's contract.
+        unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.add(offset), src.len()) };
+    }
+
+    /// Copies `dst.len()` bytes of the region at `offset` into `dst` (a `memcpy`).
+    ///
+    /// # Safety
+    ///
+    /// No other thread may write `offset..offset + dst.len()` during the call (the caller
+    /// holds a shared or exclusive lock covering it).
+    ///
+    /// # Panics
+    ///
+    /// If the bytes are outside the region.
+    #[inline]
+    pub unsafe fn copy_out(&self, offset: usize, dst: &mut [u8]) {
+        let fits = offset.checked_add(dst.len()).is_some_and(|end| end <= self.len);
+        assert!(fits, "copy_out outside region");
+        // SAFETY: in bounds of the live mapping; `dst` is an exclusive Rust slice, so the two
+        // do not overlap; no concurrent writer by the caller's contract.
+        unsafe {
+            core::ptr::copy_nonoverlapping(self.ptr.add(offset), dst.as_mut_ptr(), dst.len())
+        };
+    }
 }
 
 impl fmt::Debug for SharedRegion {
@@ -104,6 +144,18 @@ mod tests {
             r.write(100, 10, 3);
             assert_eq!(r.read(95, 20), 30);
         }
+    }
+
+    #[test]
+    fn copy_in_then_copy_out() {
+        let r = SharedRegion::new(4096).unwrap();
+        let mut back = [0u8; 4];
+        // SAFETY: single-threaded test; nobody else touches the region.
+        unsafe {
+            r.copy_in(1000, &[1, 2, 3, 4]);
+            r.copy_out(1000, &mut back);
+        }
+        assert_eq!(back, [1, 2, 3, 4]);
     }
 
     #[test]

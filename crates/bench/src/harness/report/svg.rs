@@ -59,34 +59,42 @@ pub fn write(
     x_axis: XAxis,
     records: &[Record],
 ) -> Result<(), BenchError> {
+    let svg = render(suite, x_axis, records)
+        .map_err(|message| BenchError::Plot { path: path.to_owned(), message })?;
+    std::fs::write(path, svg).map_err(|source| BenchError::Io { path: path.to_owned(), source })
+}
+
+/// The plot of `records` as an SVG document (what [`write()`] puts in the file); the error is
+/// plotters' message.
+pub fn render(suite: &str, x_axis: XAxis, records: &[Record]) -> Result<String, String> {
     let panels = panels(x_axis, records);
     let ticks = ticks(x_axis, records, &panels);
-    let err = |e: &dyn std::fmt::Display| BenchError::Plot {
-        path: path.to_owned(),
-        message: e.to_string(),
-    };
+    let err = |e: &dyn std::fmt::Display| e.to_string();
     // Tall enough for the longest legend (one 18 px row per line, from y = 40).
     let most_lines = panels.iter().map(|p| p.lines.len()).max().unwrap_or(0);
     let panel_h = PANEL_H.max(u32::try_from(60 + 18 * most_lines).unwrap_or(u32::MAX / 64));
     let height = panel_h * u32::try_from(panels.len().max(1)).unwrap_or(1);
-    let root = SVGBackend::new(path, (PANEL_W, height)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let areas = root.split_evenly((panels.len().max(1), 1));
-    for (area, panel) in areas.iter().zip(&panels) {
-        let ys = panel.lines.iter().flat_map(|(_, pts)| pts.iter().map(|&(_, y)| y));
-        let ymax = ys.clone().fold(0.0f64, f64::max).max(1.0);
-        let ymin = ys.filter(|&y| y > 0.0).fold(f64::INFINITY, f64::min).min(ymax);
-        let caption = format!("{suite}: {}", panel.title);
-        if ymax / ymin > LOG_SPAN {
-            let y = (ymin / 2.0..ymax * 2.0).log_scale();
-            draw_panel(area, &caption, &ticks, panel, y, "ops/s (log)").map_err(|e| err(&e))?;
-        } else {
-            draw_panel(area, &caption, &ticks, panel, 0.0..ymax * 1.15, "ops/s")
-                .map_err(|e| err(&e))?;
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (PANEL_W, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let areas = root.split_evenly((panels.len().max(1), 1));
+        for (area, panel) in areas.iter().zip(&panels) {
+            let ys = panel.lines.iter().flat_map(|(_, pts)| pts.iter().map(|&(_, y)| y));
+            let ymax = ys.clone().fold(0.0f64, f64::max).max(1.0);
+            let ymin = ys.filter(|&y| y > 0.0).fold(f64::INFINITY, f64::min).min(ymax);
+            let caption = format!("{suite}: {}", panel.title);
+            if ymax / ymin > LOG_SPAN {
+                let y = (ymin / 2.0..ymax * 2.0).log_scale();
+                draw_panel(area, &caption, &ticks, panel, y, "ops/s (log)").map_err(|e| err(&e))?;
+            } else {
+                draw_panel(area, &caption, &ticks, panel, 0.0..ymax * 1.15, "ops/s")
+                    .map_err(|e| err(&e))?;
+            }
         }
+        root.present().map_err(|e| err(&e))?;
     }
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    Ok(out)
 }
 
 fn draw_panel<'a, DB, Y>(

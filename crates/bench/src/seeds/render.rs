@@ -1,0 +1,403 @@
+//! `report.md` and `report.html` from the claims and the records.
+//!
+//! HTML text and attribute values go through `html-escape` (a small, dependency-free
+//! escaper); the document is assembled with `format!`: one page with a fixed structure
+//! does not need a template engine. The plots are the harness's own SVG (plotters),
+//! inlined in the HTML and written as files beside the Markdown.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+use std::path::Path;
+
+use html_escape::{encode_double_quoted_attribute as attr, encode_text as text};
+use serde_json::Value;
+
+use super::check::{self, Outcome, Verdict};
+use super::claims::{self, Claim, Seed};
+use crate::harness::report::{human, svg};
+use crate::harness::{Record, XAxis};
+
+/// One suite's input to the report.
+pub(super) struct SuiteData {
+    pub name: String,
+    pub about: Option<String>,
+    pub x_axis: XAxis,
+    /// `None`: no JSON.
+    pub records: Option<Vec<Record>>,
+    /// Why it did not run, when known.
+    pub note: Option<String>,
+}
+
+/// One figure of the report.
+struct Figure {
+    seed: Seed,
+    figure: String,
+    suite: String,
+    anchor: String,
+    claim: String,
+    about: Option<String>,
+    verdict: Verdict,
+    settings: Option<String>,
+    fixed: Vec<(String, String)>,
+    columns: Vec<String>,
+    rows: Vec<Vec<String>>,
+    /// (file name, SVG).
+    plot: Option<(String, String)>,
+}
+
+/// The whole report, ready to print.
+pub(super) struct Document {
+    from: String,
+    cores: usize,
+    figures: Vec<Figure>,
+    /// (file name, SVG) of every plot.
+    pub plots: Vec<(String, String)>,
+}
+
+impl Document {
+    pub fn build(suites: &[SuiteData], from: &Path) -> Document {
+        // Registry order (seed, then figure as listed), then suites without an entry.
+        let mut figures = Vec::new();
+        for claim in claims::CLAIMS {
+            if let Some(suite) = suites.iter().find(|s| s.name == claim.suite) {
+                figures.push(figure(suite, claim));
+            }
+        }
+        for suite in suites.iter().filter(|s| claims::for_suite(&s.name).next().is_none()) {
+            let claim = Claim {
+                suite: "",
+                figure: "-",
+                seed: Seed::Project,
+                claim: "(no entry in the claim registry)",
+                show: &[],
+                checks: &[],
+                why: "no claim registered for this suite",
+            };
+            figures.push(figure(suite, &claim));
+        }
+        figures.sort_by_key(|f| f.seed); // stable: keeps registry order within a seed
+        let plots = figures.iter().filter_map(|f| f.plot.clone()).collect();
+        Document {
+            from: from.display().to_string(),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            figures,
+            plots,
+        }
+    }
+
+    fn intro(&self) -> String {
+        format!(
+            "Records from `{}`. This machine has {} cores: rows marked `*` oversubscribe them \
+             (robustness, not scaling). A verdict divides our medians the way the seed's claim \
+             does, at the most threads that fit the cores (at the most clients for the server \
+             suites), and says whether the seed's ratio is reached (reproduced), only its \
+             direction (direction reproduced), or neither (differs), and why.",
+            self.from, self.cores
+        )
+    }
+
+    pub fn markdown(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "# rangelock: the seeds, figure by figure\n\n{}\n", self.intro());
+        let _ = writeln!(s, "## Summary\n\n| seed | figure | suite | verdict |\n|---|---|---|---|");
+        for f in &self.figures {
+            let _ = writeln!(
+                s,
+                "| {} | [{}](#{}) | `{}` | {} |",
+                short(f.seed),
+                md(&f.link_text()),
+                f.anchor,
+                f.suite,
+                f.verdict.outcome.label()
+            );
+        }
+        for seed in Seed::ALL {
+            let figs: Vec<&Figure> = self.figures.iter().filter(|f| f.seed == seed).collect();
+            if figs.is_empty() {
+                continue;
+            }
+            let _ = writeln!(s, "\n## {}\n\n_Seed setup: {}._", seed.title(), seed.setup());
+            for f in figs {
+                let _ = writeln!(
+                    s,
+                    "\n<a id=\"{}\"></a>\n### {} — `{}`\n",
+                    f.anchor,
+                    md(&f.figure),
+                    f.suite
+                );
+                let _ = writeln!(s, "- **Seed:** {}", md(&f.claim));
+                let _ = writeln!(s, "- **Ours:** {}", md(&f.verdict.line));
+                if let Some(about) = &f.about {
+                    let _ = writeln!(s, "- **Suite:** {}", md(about));
+                }
+                if let Some(settings) = &f.settings {
+                    let _ = writeln!(s, "- **Settings:** {}", md(settings));
+                }
+                if !f.fixed.is_empty() {
+                    let fixed: Vec<String> =
+                        f.fixed.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    let _ = writeln!(s, "- **Params:** {}", md(&fixed.join(" ")));
+                }
+                if !f.rows.is_empty() {
+                    let _ = writeln!(s, "\n| {} |", f.columns.join(" | "));
+                    let _ = writeln!(s, "|{}", "---|".repeat(f.columns.len()));
+                    for row in &f.rows {
+                        let cells: Vec<String> = row.iter().map(|c| md(c)).collect();
+                        let _ = writeln!(s, "| {} |", cells.join(" | "));
+                    }
+                }
+                if let Some((file, _)) = &f.plot {
+                    let _ = writeln!(s, "\n![{} {}]({file})", f.suite, md(&f.figure));
+                }
+            }
+        }
+        s
+    }
+
+    pub fn html(&self) -> String {
+        let mut s = String::new();
+        s.push_str(
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+             <title>rangelock: the seeds, figure by figure</title>\n<style>\n\
+             body{font-family:sans-serif;max-width:1060px;margin:2em auto;padding:0 1em;color:#222}\n\
+             table{border-collapse:collapse;margin:.6em 0;font-size:13px}\n\
+             th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}\n\
+             th:first-child,td:first-child,.summary td,.summary th{text-align:left}\n\
+             .badge{padding:1px 6px;border-radius:3px;font-size:12px;white-space:nowrap}\n\
+             .ok{background:#c8efc8}.partly{background:#f6e7a8}.differs{background:#f4c2c2}\n\
+             .none{background:#e4e4e4}\nsection{border-top:1px solid #999;margin-top:1.5em}\n\
+             svg{max-width:100%;height:auto}\n.claim{font-style:italic}\n\
+             </style>\n</head>\n<body>\n<h1>rangelock: the seeds, figure by figure</h1>\n",
+        );
+        let _ = writeln!(s, "<p>{}</p>", text(&self.intro().replace('`', "")));
+        s.push_str("<h2>Summary</h2>\n<table class=\"summary\">\n<tr><th>seed</th><th>figure</th><th>suite</th><th>verdict</th></tr>\n");
+        for f in &self.figures {
+            let _ = writeln!(
+                s,
+                "<tr><td>{}</td><td><a href=\"#{}\">{}</a></td><td>{}</td><td><span class=\"badge {}\">{}</span></td></tr>",
+                text(short(f.seed)),
+                attr(&f.anchor),
+                text(&f.link_text()),
+                text(&f.suite),
+                f.verdict.outcome.class(),
+                text(f.verdict.outcome.label())
+            );
+        }
+        s.push_str("</table>\n");
+        for seed in Seed::ALL {
+            let figs: Vec<&Figure> = self.figures.iter().filter(|f| f.seed == seed).collect();
+            if figs.is_empty() {
+                continue;
+            }
+            let _ = writeln!(
+                s,
+                "<h2>{}</h2>\n<p><em>Seed setup: {}.</em></p>",
+                text(seed.title()),
+                text(seed.setup())
+            );
+            for f in figs {
+                let _ = writeln!(
+                    s,
+                    "<section id=\"{}\" data-suite=\"{}\" data-figure=\"{}\" data-verdict=\"{}\">",
+                    attr(&f.anchor),
+                    attr(&f.suite),
+                    attr(&f.figure),
+                    f.verdict.outcome.class()
+                );
+                let _ =
+                    writeln!(s, "<h3>{} — <code>{}</code></h3>", text(&f.figure), text(&f.suite));
+                let _ =
+                    writeln!(s, "<p class=\"claim\"><strong>Seed:</strong> {}</p>", text(&f.claim));
+                let _ = writeln!(
+                    s,
+                    "<p><strong>Ours:</strong> <span class=\"badge {}\">{}</span> {}</p>",
+                    f.verdict.outcome.class(),
+                    text(f.verdict.outcome.label()),
+                    text(&f.verdict.line)
+                );
+                if let Some(about) = &f.about {
+                    let _ = writeln!(s, "<p><strong>Suite:</strong> {}</p>", text(about));
+                }
+                if let Some(settings) = &f.settings {
+                    let _ = writeln!(s, "<p><strong>Settings:</strong> {}</p>", text(settings));
+                }
+                if !f.fixed.is_empty() {
+                    let fixed: Vec<String> =
+                        f.fixed.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    let _ =
+                        writeln!(s, "<p><strong>Params:</strong> {}</p>", text(&fixed.join(" ")));
+                }
+                if !f.rows.is_empty() {
+                    s.push_str("<table>\n<tr>");
+                    for c in &f.columns {
+                        let _ = write!(s, "<th>{}</th>", text(c));
+                    }
+                    s.push_str("</tr>\n");
+                    for row in &f.rows {
+                        s.push_str("<tr>");
+                        for c in row {
+                            let _ = write!(s, "<td>{}</td>", text(c));
+                        }
+                        s.push_str("</tr>\n");
+                    }
+                    s.push_str("</table>\n");
+                }
+                if let Some((_, svg)) = &f.plot {
+                    let _ = writeln!(s, "<figure>{}</figure>", strip_prolog(svg));
+                }
+                s.push_str("</section>\n");
+            }
+        }
+        s.push_str("</body>\n</html>\n");
+        s
+    }
+}
+
+impl Figure {
+    /// The summary's link: the figure, or `(suite)` for a project suite.
+    fn link_text(&self) -> String {
+        if self.figure == "-" {
+            format!("({})", self.suite)
+        } else {
+            self.figure.clone()
+        }
+    }
+}
+
+fn figure(suite: &SuiteData, claim: &Claim) -> Figure {
+    let shown: Option<Vec<Record>> = suite.records.as_ref().map(|records| {
+        let sel = claims::Sel { variant: None, params: claim.show };
+        records.iter().filter(|r| check::matches(&sel, r)).cloned().collect()
+    });
+    let mut verdict = check::verdict(claim, shown.as_deref());
+    if verdict.outcome == Outcome::NotRun {
+        if let Some(note) = &suite.note {
+            verdict.line = format!("not run: {note}");
+        }
+    }
+    let anchor = slug(&format!("{}-{}", suite.name, claim.figure));
+    let (mut fixed, mut columns, mut rows, mut settings, mut plot) =
+        (Vec::new(), Vec::new(), Vec::new(), None, None);
+    if let Some(shown) = shown.as_ref().filter(|s| !s.is_empty()) {
+        let varying = varying_params(shown);
+        fixed = shown[0]
+            .params
+            .iter()
+            .filter(|(k, _)| !varying.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), plain(v)))
+            .collect();
+        let extras: BTreeSet<&str> = shown
+            .iter()
+            .flat_map(|r| r.extra.keys().map(String::as_str))
+            .filter(|k| *k != crate::harness::SKIPPED)
+            .collect();
+        columns = ["variant", "threads"].map(str::to_owned).to_vec();
+        columns.extend(varying.iter().map(|k| (*k).to_owned()));
+        columns.extend(["ops/s", "p50 ns", "p99 ns", "vs base"].map(str::to_owned));
+        columns.extend(extras.iter().map(|k| (*k).to_owned()));
+        for r in shown {
+            let star = if r.oversubscribed { "*" } else { "" };
+            let mut row = vec![r.variant.clone(), format!("{}{star}", r.threads)];
+            row.extend(varying.iter().map(|k| r.params.get(*k).map_or("-".to_owned(), plain)));
+            row.push(human(r.ops_per_sec));
+            row.push(r.p50_ns.map_or("-".to_owned(), |x| x.to_string()));
+            row.push(r.p99_ns.map_or("-".to_owned(), |x| x.to_string()));
+            row.push(r.ratio_vs_baseline.map_or("-".to_owned(), |x| format!("{x:.2}x")));
+            row.extend(extras.iter().map(|k| r.extra.get(*k).map_or("-".to_owned(), number)));
+            rows.push(row);
+        }
+        settings = Some(format!(
+            "median of {} round(s) of {} ms per case",
+            shown[0].rounds, shown[0].duration_ms
+        ));
+        plot = match svg::render(&suite.name, suite.x_axis, shown) {
+            Ok(svg) => Some((format!("report-{anchor}.svg"), svg)),
+            Err(e) => {
+                eprintln!("report: cannot draw {}: {e}", suite.name);
+                None
+            }
+        };
+    }
+    Figure {
+        seed: claim.seed,
+        figure: claim.figure.to_owned(),
+        suite: suite.name.clone(),
+        anchor,
+        claim: claim.claim.to_owned(),
+        about: suite.about.clone(),
+        verdict,
+        settings,
+        fixed,
+        columns,
+        rows,
+        plot,
+    }
+}
+
+/// The params whose value differs between the records.
+fn varying_params(records: &[Record]) -> Vec<&str> {
+    let mut keys: Vec<&str> = Vec::new();
+    for r in records {
+        for k in r.params.keys() {
+            if !keys.contains(&k.as_str()) {
+                keys.push(k);
+            }
+        }
+    }
+    keys.retain(|k| {
+        let first = records[0].params.get(*k);
+        records.iter().any(|r| r.params.get(*k) != first)
+    });
+    keys
+}
+
+fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn number(v: &Value) -> String {
+    match v.as_f64() {
+        Some(x) if x.fract() == 0.0 && x.abs() < 1e3 => format!("{x:.0}"),
+        Some(x) if x.abs() < 1e3 => format!("{x:.3}"),
+        Some(x) => human(x),
+        None => plain(v),
+    }
+}
+
+fn short(seed: Seed) -> &'static str {
+    match seed {
+        Seed::RangeThesis => "range-lock thesis",
+        Seed::Epvs => "EPVS",
+        Seed::ServerThesis => "server thesis",
+        Seed::Project => "project",
+    }
+}
+
+/// `Fig. 5.2` of `w1` as `w1-fig-5-2`.
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_owned()
+}
+
+/// Markdown table cells and lines: pipes escaped, no line breaks.
+fn md(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The SVG element without an XML declaration (not allowed inside HTML).
+fn strip_prolog(svg: &str) -> &str {
+    match svg.find("<svg") {
+        Some(i) => &svg[i..],
+        None => svg,
+    }
+}
