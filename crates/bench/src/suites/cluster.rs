@@ -98,14 +98,16 @@ impl Cluster {
         node.ownership().owned().iter().filter(|(_, p)| matches!(p, Phase::Serving { .. })).count()
     }
 
-    /// Waits until every partition is served and the counts differ by at most one.
+    /// Waits until every partition is served, the counts differ by at most one, and every
+    /// node's published map says so (clients read the map from any node: one that still
+    /// shows a partition unowned sends them into backoff, which would be measured).
     fn wait_balanced(&self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let counts: Vec<usize> = self.nodes.iter().map(Cluster::serving).collect();
             let total: usize = counts.iter().sum();
             let (lo, hi) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
-            if total == PARTITIONS as usize && hi - lo <= 1 {
+            if total == PARTITIONS as usize && hi - lo <= 1 && self.maps_agree() {
                 return Ok(());
             }
             if Instant::now() > deadline {
@@ -113,6 +115,20 @@ impl Cluster {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Whether every node's published map names each partition's serving node.
+    fn maps_agree(&self) -> bool {
+        let serving_node = |p: u32| {
+            self.nodes.iter().find(|n| matches!(n.ownership().phase(p), Phase::Serving { .. }))
+        };
+        self.nodes.iter().all(|n| {
+            let Some(map) = n.ownership().map() else { return false };
+            (0..PARTITIONS).all(|p| {
+                let named = map.owner_of(p).map(|(node, _)| node.id.as_str());
+                named.is_some() && named == serving_node(p).map(|s| s.ownership().node())
+            })
+        })
     }
 
     fn seeds(&self) -> Vec<String> {

@@ -132,9 +132,9 @@ impl Workload {
             ("initial_capacity", Value::from(cfg.initial_capacity())),
             ("pin_refresh_every", Value::from(cfg.pin_refresh_every)),
         ]);
-        if let Some(slots) = cfg.table_slots {
-            params.insert("table_slots".to_owned(), Value::from(slots));
-        }
+        // "default": the epoch table's own size (16 slots per core, at least 64).
+        let slots = cfg.table_slots.map_or_else(|| Value::from("default"), Value::from);
+        params.insert("table_slots".to_owned(), slots);
         Case {
             variant: A::NAME.to_owned(),
             threads,
