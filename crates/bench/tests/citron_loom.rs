@@ -23,55 +23,10 @@ use loom::sync::atomic::AtomicU64;
 use loom::sync::Arc;
 use rangelock::Mode;
 use rangelock_bench::peers::citron_shm::{CitronClient, CitronLayout, Fault};
-use rangelock_bench::peers::dslr_shm::{AtomicWord, AtomicWords};
 
-/// A loom word (a newtype: the trait and loom's type are both foreign here).
-struct Word(AtomicU64);
+mod loom_words;
 
-impl AtomicWord for Word {
-    fn fetch_add(&self, delta: u64, order: Ordering) -> u64 {
-        self.0.fetch_add(delta, order)
-    }
-
-    fn fetch_sub(&self, delta: u64, order: Ordering) -> u64 {
-        self.0.fetch_sub(delta, order)
-    }
-
-    fn load(&self, order: Ordering) -> u64 {
-        self.0.load(order)
-    }
-
-    fn compare_exchange(
-        &self,
-        current: u64,
-        new: u64,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<u64, u64> {
-        self.0.compare_exchange(current, new, success, failure)
-    }
-}
-
-/// The tree's words and the data of each probe unit.
-struct Shared {
-    words: Vec<Word>,
-    data: Vec<UnsafeCell<u64>>,
-}
-
-/// One client's view: the shared words.
-struct LoomWords(Arc<Shared>);
-
-impl AtomicWords for LoomWords {
-    type Word = Word;
-
-    fn word(&self, i: usize) -> &Word {
-        &self.0.words[i]
-    }
-
-    fn backoff(&mut self, _round: u32) {
-        loom::thread::yield_now();
-    }
-}
+use loom_words::{LoomWords, Shared, Word};
 
 const UNITS: u64 = 256;
 /// The node words of that tree (four leaves and the root); the leaves' bitmaps follow.

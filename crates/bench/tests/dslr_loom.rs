@@ -23,56 +23,12 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::AtomicU64;
 use loom::sync::Arc;
 use rangelock::Mode;
-use rangelock_bench::peers::dslr_shm::{AtomicWord, AtomicWords, DslrClient, DslrLayout};
+use rangelock_bench::peers::dslr_shm::{DslrClient, DslrLayout};
 use std::sync::atomic::Ordering;
 
-/// A loom word (a newtype: the trait and loom's type are both foreign here).
-struct Word(AtomicU64);
+mod loom_words;
 
-impl AtomicWord for Word {
-    fn fetch_add(&self, delta: u64, order: Ordering) -> u64 {
-        self.0.fetch_add(delta, order)
-    }
-
-    fn fetch_sub(&self, delta: u64, order: Ordering) -> u64 {
-        self.0.fetch_sub(delta, order)
-    }
-
-    fn load(&self, order: Ordering) -> u64 {
-        self.0.load(order)
-    }
-
-    fn compare_exchange(
-        &self,
-        current: u64,
-        new: u64,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<u64, u64> {
-        self.0.compare_exchange(current, new, success, failure)
-    }
-}
-
-/// The segments' ticket words and the data each segment guards.
-struct Shared {
-    words: Vec<Word>,
-    data: Vec<UnsafeCell<u64>>,
-}
-
-/// One client's view: the shared words.
-struct LoomWords(Arc<Shared>);
-
-impl AtomicWords for LoomWords {
-    type Word = Word;
-
-    fn word(&self, seg: usize) -> &Word {
-        &self.0.words[seg]
-    }
-
-    fn backoff(&mut self, _round: u32) {
-        loom::thread::yield_now();
-    }
-}
+use loom_words::{LoomWords, Shared, Word};
 
 fn layout(segments: u64) -> DslrLayout {
     DslrLayout { units: segments * 4, segment_units: 4, count_max: 2 }
