@@ -9,8 +9,9 @@
 //! (`Fault`): without "notify ancestors" and without the leaf bitmaps it must count
 //! violations, or the checker could not fail.
 
-use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+mod exclusivity;
+
+use exclusivity::Checker;
 
 use rangelock::Mode;
 use rangelock_bench::harness::SplitMix64;
@@ -21,24 +22,12 @@ use rangelock_bench::peers::citron_shm::{CitronClient, CitronLayout, Fault, ShmW
 fn violations(units: u64, threads: usize, iterations: u64, fault: Option<Fault>) -> u64 {
     let layout = CitronLayout::new(units);
     let words = ShmWords::new(layout.words()).unwrap();
-    let units = units as usize;
-    let owner: Vec<AtomicU64> = (0..units).map(|_| AtomicU64::new(0)).collect();
-    let readers: Vec<AtomicU64> = (0..units).map(|_| AtomicU64::new(0)).collect();
-    // SeqCst on every access of `owner`, `readers` and `violations`: the checker's own
-    // accesses must not be reordered around each other, or an overlap could go unseen;
-    // they pair with the other holders' accesses of the same arrays.
-    let violations = AtomicU64::new(0);
-    let span = |range: &Range<u64>| range.start as usize..range.end as usize;
+    let checker = Checker::new(units);
     std::thread::scope(|s| {
         for t in 0..threads {
-            let (owner, readers, words, violations) = (&owner, &readers, &words, &violations);
+            let (checker, words) = (&checker, &words);
             s.spawn(move || {
                 let id = t as u64 + 1;
-                let bad = |ok: bool| {
-                    if !ok {
-                        violations.fetch_add(1, Ordering::SeqCst);
-                    }
-                };
                 let mut client = CitronClient::new(words.clone(), layout);
                 if let Some(fault) = fault {
                     client = client.with_fault(fault);
@@ -52,35 +41,13 @@ fn violations(units: u64, threads: usize, iterations: u64, fault: Option<Fault>)
                     let range = start..start + len;
                     let mode = if rng.below(2) == 0 { Mode::Exclusive } else { Mode::Shared };
                     let held = client.lock(range.clone(), mode);
-                    match mode {
-                        Mode::Exclusive => {
-                            for u in span(&range) {
-                                bad(readers[u].load(Ordering::SeqCst) == 0);
-                                bad(owner[u].swap(id, Ordering::SeqCst) == 0);
-                            }
-                            std::hint::spin_loop();
-                            for u in span(&range) {
-                                bad(readers[u].load(Ordering::SeqCst) == 0);
-                                bad(owner[u].swap(0, Ordering::SeqCst) == id);
-                            }
-                        }
-                        Mode::Shared => {
-                            for u in span(&range) {
-                                readers[u].fetch_add(1, Ordering::SeqCst);
-                                bad(owner[u].load(Ordering::SeqCst) == 0);
-                            }
-                            for u in span(&range) {
-                                bad(owner[u].load(Ordering::SeqCst) == 0);
-                                readers[u].fetch_sub(1, Ordering::SeqCst);
-                            }
-                        }
-                    }
+                    checker.hold(id, &range, mode);
                     client.unlock(held);
                 }
             });
         }
     });
-    violations.load(Ordering::SeqCst)
+    checker.violations()
 }
 
 #[test]

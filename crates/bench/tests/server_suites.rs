@@ -1,13 +1,13 @@
 //! The server suites in quick mode with tiny durations (no redis needed), and the DSLR
 //! peers under an exclusivity checker.
 
+mod exclusivity;
 mod support;
 
 use std::collections::BTreeSet;
-use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use exclusivity::Checker;
 use rangelock::Mode;
 use rangelock_bench::harness::{run_suite, Options, Record, SplitMix64, Suite};
 use rangelock_bench::peers::dslr_redis::{RedisServer, RedisWords};
@@ -118,10 +118,7 @@ fn server_latency_times_every_operation() {
     }
 }
 
-/// Threads lock random ranges through DSLR; exclusive holders write their id over the range
-/// and verify it, shared holders count themselves in and check no writer is inside.
-/// Violations are counted, not asserted inside the critical section, so a broken lock fails
-/// the test instead of leaving other threads waiting on a range a panicked thread held.
+/// Threads lock random ranges through DSLR under the exclusivity [`Checker`].
 fn exclusivity<W: TicketWords>(
     layout: DslrLayout,
     threads: usize,
@@ -130,21 +127,12 @@ fn exclusivity<W: TicketWords>(
 ) where
     W::Error: std::fmt::Debug,
 {
-    let units = layout.units as usize;
-    let owner: Vec<AtomicU64> = (0..units).map(|_| AtomicU64::new(0)).collect();
-    let readers: Vec<AtomicU64> = (0..units).map(|_| AtomicU64::new(0)).collect();
-    let violations = AtomicU64::new(0);
-    let span = |range: &Range<u64>| range.start as usize..range.end as usize;
+    let checker = Checker::new(layout.units);
     std::thread::scope(|s| {
         for t in 0..threads {
-            let (owner, readers, words, violations) = (&owner, &readers, &words, &violations);
+            let (checker, words) = (&checker, &words);
             s.spawn(move || {
                 let id = t as u64 + 1;
-                let bad = |ok: bool| {
-                    if !ok {
-                        violations.fetch_add(1, Ordering::SeqCst);
-                    }
-                };
                 let mut client = DslrClient::new(words(), layout);
                 let mut rng = SplitMix64::new(id);
                 for _ in 0..iterations {
@@ -153,35 +141,13 @@ fn exclusivity<W: TicketWords>(
                     let range = start..start + len;
                     let mode = if rng.below(2) == 0 { Mode::Exclusive } else { Mode::Shared };
                     let held = client.lock(range.clone(), mode).unwrap();
-                    match mode {
-                        Mode::Exclusive => {
-                            for u in span(&range) {
-                                bad(readers[u].load(Ordering::SeqCst) == 0);
-                                bad(owner[u].swap(id, Ordering::SeqCst) == 0);
-                            }
-                            std::hint::spin_loop();
-                            for u in span(&range) {
-                                bad(readers[u].load(Ordering::SeqCst) == 0);
-                                bad(owner[u].swap(0, Ordering::SeqCst) == id);
-                            }
-                        }
-                        Mode::Shared => {
-                            for u in span(&range) {
-                                readers[u].fetch_add(1, Ordering::SeqCst);
-                                bad(owner[u].load(Ordering::SeqCst) == 0);
-                            }
-                            for u in span(&range) {
-                                bad(owner[u].load(Ordering::SeqCst) == 0);
-                                readers[u].fetch_sub(1, Ordering::SeqCst);
-                            }
-                        }
-                    }
+                    checker.hold(id, &range, mode);
                     client.unlock(held).unwrap();
                 }
             });
         }
     });
-    assert_eq!(violations.load(Ordering::SeqCst), 0, "holders overlapped");
+    assert_eq!(checker.violations(), 0, "holders overlapped");
 }
 
 #[test]
