@@ -16,9 +16,9 @@
 use epvs::version::Epvs;
 use serde_json::Value;
 
-use super::epvs_common::{hash_work, params, WORK_BYTES};
-use super::epvs_protect::{local_bytes, protect_loop, Protector};
-use crate::harness::{run_threads, Case, Options, Suite, ThreadResult};
+use super::epvs_common::{params, WORK_BYTES};
+use super::epvs_protect::{hash_work_sample, Protector};
+use crate::harness::{Case, Options, Suite};
 use crate::peers::bravo::Bravo;
 
 /// The `epvs-nesting` suite.
@@ -80,12 +80,7 @@ impl Cfg {
             ]),
             oversubscribed: over,
             run: Box::new(move |duration| {
-                run_threads(threads, duration, |thread, ctl| {
-                    let mut local = local_bytes(thread);
-                    let ops =
-                        protect_loop(&protector, ctl, thread, 0.0, || hash_work(&mut local, 1));
-                    ThreadResult { ops, latencies_ns: Vec::new() }
-                })
+                hash_work_sample(std::slice::from_ref(&protector), threads, duration, 0.0)
             }),
         }
     }

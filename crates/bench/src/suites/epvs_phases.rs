@@ -18,8 +18,8 @@ use epvs::version::{AdvanceError, Epvs, State, StateMachine};
 use serde_json::Value;
 
 use super::epvs_common::{hash_work, params, WORK_BYTES};
-use super::epvs_protect::{local_bytes, protect_loop, Protector};
-use crate::harness::{run_threads, Case, Options, Suite, ThreadResult};
+use super::epvs_protect::{hash_work_sample, Protector};
+use crate::harness::{Case, Options, Suite};
 
 /// Change probability per operation.
 const P_CHANGE: f64 = 1e-4;
@@ -69,13 +69,12 @@ impl Suite for EpvsPhases {
                     ]),
                     oversubscribed: over,
                     run: Box::new(move |duration| {
-                        run_threads(threads, duration, |thread, ctl| {
-                            let mut local = local_bytes(thread);
-                            let ops = protect_loop(&protector, ctl, thread, P_CHANGE, || {
-                                hash_work(&mut local, 1)
-                            });
-                            ThreadResult { ops, latencies_ns: Vec::new() }
-                        })
+                        hash_work_sample(
+                            std::slice::from_ref(&protector),
+                            threads,
+                            duration,
+                            P_CHANGE,
+                        )
                     }),
                 });
             }

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use crossbeam_utils::CachePadded;
 use epvs::epoch::{EpochGuard, LightEpoch};
 
-use super::epvs_common::{threshold, WORK_BYTES};
+use super::epvs_common::{hash_work, threshold, WORK_BYTES};
 use crate::arrays::Rng;
-use crate::harness::ThreadCtl;
+use crate::harness::{run_threads, Sample, ThreadCtl, ThreadResult};
 use crate::peers::bravo::{Bravo, VisibleReaders};
 
 /// Operations between checks of the stop flag.
@@ -202,6 +202,23 @@ fn protect_loop_with<P: Protector, const CHANGES: bool>(
     }
     std::hint::black_box(sum);
     ops
+}
+
+/// One measurement of the hashing operation under protection: `threads` threads, thread
+/// `t` looping ([`protect_loop`]) over `protectors[t % protectors.len()]`, with a version
+/// change after an operation at probability `p_change`.
+pub(crate) fn hash_work_sample<P: Protector>(
+    protectors: &[P],
+    threads: usize,
+    duration: std::time::Duration,
+    p_change: f64,
+) -> Sample {
+    run_threads(threads, duration, |thread, ctl| {
+        let mine = &protectors[thread % protectors.len()];
+        let mut local = local_bytes(thread);
+        let ops = protect_loop(mine, ctl, thread, p_change, || hash_work(&mut local, 1));
+        ThreadResult { ops, latencies_ns: Vec::new() }
+    })
 }
 
 /// Thread-local bytes hashed by the simulated operation.

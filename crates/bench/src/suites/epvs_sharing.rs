@@ -15,10 +15,10 @@
 
 use serde_json::Value;
 
-use super::epvs_common::{hash_work, params, WORK_BYTES};
-use super::epvs_protect::{local_bytes, protect_loop, BravoLock, Latched, Protector};
+use super::epvs_common::{params, WORK_BYTES};
+use super::epvs_protect::{hash_work_sample, BravoLock, Latched, Protector};
 use super::epvs_version::EpvsEnter;
-use crate::harness::{run_threads, Case, Options, Suite, ThreadResult};
+use crate::harness::{Case, Options, Suite};
 
 /// Change probability per operation (the paper's Fig. 21 setting).
 const P_CHANGE: f64 = 1e-4;
@@ -83,13 +83,8 @@ impl Cfg {
             ]),
             oversubscribed: over,
             run: Box::new(move |duration| {
-                run_threads(threads, duration, |thread, ctl| {
-                    let mine = if shared { &instances[0] } else { &instances[thread % INSTANCES] };
-                    let mut local = local_bytes(thread);
-                    let ops =
-                        protect_loop(mine, ctl, thread, P_CHANGE, || hash_work(&mut local, 1));
-                    ThreadResult { ops, latencies_ns: Vec::new() }
-                })
+                let used = if shared { &instances[..1] } else { &instances[..] };
+                hash_work_sample(used, threads, duration, P_CHANGE)
             }),
         }
     }

@@ -14,10 +14,10 @@ use epvs::epoch::{Announce, LightEpoch};
 use epvs::version::Epvs;
 use serde_json::Value;
 
-use super::epvs_common::{hash_work, params, WORK_BYTES};
-use super::epvs_protect::{local_bytes, protect_loop, BravoLock, Epoch, EpochPinned, Protector};
+use super::epvs_common::{params, WORK_BYTES};
+use super::epvs_protect::{hash_work_sample, BravoLock, Epoch, EpochPinned, Protector};
 use super::epvs_version::{EpvsEnter, EpvsPinned};
-use crate::harness::{run_threads, Case, Options, Suite, ThreadResult, XAxis};
+use crate::harness::{Case, Options, Suite, XAxis};
 
 /// The `epvs-table` suite.
 #[derive(Debug, Default)]
@@ -85,13 +85,7 @@ impl Cfg {
             ]),
             oversubscribed: over,
             run: Box::new(move |duration| {
-                run_threads(threads, duration, |thread, ctl| {
-                    let mut local = local_bytes(thread);
-                    let ops = protect_loop(&protector, ctl, thread, P_CHANGE, || {
-                        hash_work(&mut local, 1)
-                    });
-                    ThreadResult { ops, latencies_ns: Vec::new() }
-                })
+                hash_work_sample(std::slice::from_ref(&protector), threads, duration, P_CHANGE)
             }),
         }
     }
