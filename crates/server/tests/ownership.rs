@@ -315,8 +315,7 @@ fn a_planned_move_keeps_every_waiter_in_its_place() {
         let (mut h, mut w1, mut w2) = (Raw::connect(at_a), Raw::connect(at_a), Raw::connect(at_a));
         let held = h.call(1, lock(0, 10, X, Wait::Forever));
         assert_eq!(held.status, Status::Ok);
-        w1.send(1, lock(0, 10, X, Wait::Forever)); // behind h
-        w1.call(2, Request::Stats { max_entries: 0 }); // (the LOCK is in the table)
+        w1.queue(1, lock(0, 10, X, Wait::Forever)); // behind h
         w2.send(1, lock(5, 8, S, Wait::Forever)); // behind w1
         let shared = w2.call(2, lock(20, 30, S, Wait::Forever));
         let list = a.hand_over(0);
@@ -344,8 +343,7 @@ fn a_planned_move_keeps_every_waiter_in_its_place() {
         assert!(e[2].session != 0 && e[2].state == EntryState::Waiting, "w2 in place: {e:?}");
         assert_eq!([e[0].session, e[1].session, e[3].session], [0, 0, 0]);
         assert!(b.take_grace_done().is_empty(), "not everyone is back");
-        w1.send(3, lock(0, 10, X, Wait::Forever));
-        w1.call(4, Request::Stats { max_entries: 0 });
+        w1.queue(3, lock(0, 10, X, Wait::Forever));
         let r = h.call(2, Request::Reclaim { start: 0, end: 10, mode: X, token: held.value });
         assert_eq!((r.status, r.value), (Status::Ok, held.value));
         let r = w2.call(5, Request::Reclaim { start: 20, end: 30, mode: S, token: shared.value });
@@ -353,8 +351,7 @@ fn a_planned_move_keeps_every_waiter_in_its_place() {
         // Everyone is back: the grace period may end at once.
         assert_eq!(b.take_grace_done(), vec![0], "{engine:?}");
         b.end_grace(0);
-        n.send(2, lock(0, 10, S, Wait::Forever)); // after everyone
-        n.call(3, Request::Stats { max_entries: 0 });
+        n.queue(2, lock(0, 10, S, Wait::Forever)); // after everyone
         assert_eq!(n.call(4, lock(0, 10, X, Wait::Try)).status, Status::WouldBlock);
         // h goes: w1 (the earlier waiter) is granted, not w2 nor the newcomer.
         assert_eq!(h.call(3, Request::Unlock { target: 2 }).status, Status::Ok);
@@ -390,10 +387,8 @@ fn unclaimed_places_are_given_up_at_the_requeue_window_then_the_grace_end() {
         let (mut h, mut w1, mut w2) = (Raw::connect(at_a), Raw::connect(at_a), Raw::connect(at_a));
         let h1 = h.call(1, lock(0, 10, X, Wait::Forever));
         let h2 = h.call(2, lock(40, 50, X, Wait::Forever));
-        w1.send(1, lock(0, 10, S, Wait::Forever));
-        w1.call(2, Request::Stats { max_entries: 0 });
-        w2.send(1, lock(40, 50, X, Wait::Forever));
-        w2.call(2, Request::Stats { max_entries: 0 });
+        w1.queue(1, lock(0, 10, S, Wait::Forever));
+        w2.queue(1, lock(40, 50, X, Wait::Forever));
         let list = a.hand_over(0);
         assert_eq!(list.len(), 4);
         b.acquire_handed_over(0, 61, Duration::from_secs(600), Duration::from_secs(600), list);
@@ -403,8 +398,7 @@ fn unclaimed_places_are_given_up_at_the_requeue_window_then_the_grace_end() {
         // Only h's first lock and w2 come back.
         let r = h.call(1, Request::Reclaim { start: 0, end: 10, mode: X, token: h1.value });
         assert_eq!(r.status, Status::Ok);
-        w2.send(1, lock(40, 50, X, Wait::Forever));
-        w2.call(2, Request::Stats { max_entries: 0 });
+        w2.queue(1, lock(40, 50, X, Wait::Forever));
         assert!(b.take_grace_done().is_empty());
         // The requeue window closes: w1's place is gone, LOCKs get IN_GRACE again.
         b.end_requeue(0);
@@ -439,13 +433,11 @@ fn giving_up_during_a_handover_grace_drops_placeholders_and_answers_requeued_wai
         let at_a = sa.tcp_addr().unwrap();
         let (mut h, mut w) = (Raw::connect(at_a), Raw::connect(at_a));
         assert_eq!(h.call(1, lock(0, 10, X, Wait::Forever)).status, Status::Ok);
-        w.send(1, lock(0, 10, X, Wait::Forever));
-        w.call(2, Request::Stats { max_entries: 0 });
+        w.queue(1, lock(0, 10, X, Wait::Forever));
         let list = a.hand_over(0);
         b.acquire_handed_over(0, 61, Duration::from_secs(600), Duration::from_secs(600), list);
         let mut w = Raw::connect(sb.tcp_addr().unwrap());
-        w.send(1, lock(0, 10, X, Wait::Forever));
-        w.call(2, Request::Stats { max_entries: 0 });
+        w.queue(1, lock(0, 10, X, Wait::Forever));
         b.give_up(0, GiveUp::Fenced);
         let r = w.recv().unwrap();
         assert_eq!((r.id, r.status), (1, Status::Fenced), "{engine:?}");

@@ -37,36 +37,25 @@ pub(crate) const HANDOVER_SESSION: u64 = 0;
 /// The unclaimed placeholders of one partition.
 #[derive(Debug, Default)]
 pub(crate) struct Placeholders {
-    /// By the lock that claims them (`token` 0 for a waiter), earliest first.
+    /// By the lock that claims them (`token` 0 for a waiter), earliest first; no queue is
+    /// ever left empty, so the map is empty exactly when every placeholder is claimed.
     open: HashMap<HandoverLock, VecDeque<Handle>>,
-    holders: usize,
-    waiters: usize,
 }
 
 impl Placeholders {
     /// Registers the placeholder `h` for `lock`, after every earlier one.
     pub(crate) fn add(&mut self, lock: HandoverLock, h: Handle) {
-        if lock.is_waiter() {
-            self.waiters += 1;
-        } else {
-            self.holders += 1;
-        }
         self.open.entry(lock).or_default().push_back(h);
     }
 
     /// Takes the earliest unclaimed placeholder for `lock`, if any.
     pub(crate) fn claim(&mut self, lock: HandoverLock) -> Option<Handle> {
         let queue = self.open.get_mut(&lock)?;
-        let h = queue.pop_front()?;
+        let h = queue.pop_front();
         if queue.is_empty() {
             self.open.remove(&lock);
         }
-        if lock.is_waiter() {
-            self.waiters -= 1;
-        } else {
-            self.holders -= 1;
-        }
-        Some(h)
+        h
     }
 
     /// Forgets the waiters' unclaimed placeholders (the requeue window closed), returning
@@ -79,13 +68,12 @@ impl Placeholders {
             }
             !lock.is_waiter()
         });
-        self.waiters = 0;
         out
     }
 
     /// Whether every placeholder has been claimed (or forgotten).
     pub(crate) fn all_claimed(&self) -> bool {
-        self.holders == 0 && self.waiters == 0
+        self.open.is_empty()
     }
 }
 

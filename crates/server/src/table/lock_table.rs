@@ -541,8 +541,8 @@ impl LockTable {
             let blocking = self.blocking(lock.start, lock.end, lock.mode);
             let token = (!lock.is_waiter()).then_some(lock.token);
             if token.is_some() && blocking > 0 {
-                // Two conflicting holders in one list cannot come from a correct owner;
-                // reinstall neither twice: the later one's reclaim is refused.
+                // Two conflicting holders in one list cannot come from a correct owner:
+                // install only the earlier one; the later one's reclaim is refused.
                 tracing::error!(partition = p, ?lock, "handed-over holder conflicts: skipped");
                 continue;
             }
@@ -623,6 +623,7 @@ impl LockTable {
         // entry wakes only entries that are already gone).
         hs.sort_unstable_by_key(|h| self.tree.interval(*h).2);
         match change {
+            // (`RequeueOver` returned above.)
             PartitionChange::Own { .. } | PartitionChange::RequeueOver => {}
             PartitionChange::Serve | PartitionChange::Epoch { .. } => {
                 // The grace period is over: placeholders nobody came back for go (after a

@@ -169,6 +169,13 @@ impl Raw {
         Some(ResponseFrame::decode(&body).expect("server sends valid responses"))
     }
 
+    /// Sends a request that is not answered yet (a LOCK that waits) and returns once the
+    /// server has taken it: a STATS sent after it on the same session is answered after it.
+    pub fn queue(&mut self, id: u64, request: Request) {
+        self.send(id, request);
+        self.call(u64::MAX, Request::Stats { max_entries: 0 });
+    }
+
     pub fn call(&mut self, id: u64, request: Request) -> ResponseFrame {
         self.send(id, request);
         let r = self.recv().expect("response");
