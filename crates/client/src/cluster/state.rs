@@ -87,6 +87,11 @@ impl GuardState {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The state, while the guard is live: neither released nor lost.
+    fn live(&self) -> Option<MutexGuard<'_, Inner>> {
+        Some(self.lock()).filter(|inner| !inner.released && inner.lost.is_none())
+    }
+
     /// Adds an acquired piece living on connection `serial`; gives the lock back if the
     /// guard is already released or lost (the caller releases it).
     pub(super) fn add_piece(
@@ -95,10 +100,7 @@ impl GuardState {
         serial: u64,
         lock: AsyncLockGuard,
     ) -> Result<(), AsyncLockGuard> {
-        let mut inner = self.lock();
-        if inner.released || inner.lost.is_some() {
-            return Err(lock);
-        }
+        let Some(mut inner) = self.live() else { return Err(lock) };
         inner.conns.insert(serial);
         let (range, token) = (lock.range(), lock.token());
         inner.slots.push(Slot { partition, range, token, at: Some(Held { serial, lock }) });
@@ -109,10 +111,7 @@ impl GuardState {
     /// the node dropped them, or the connection is gone. Returns their indexes, to be
     /// reclaimed. Nothing once the guard is released or lost.
     pub(super) fn detach(&self, serial: u64, covers: impl Fn(u32) -> bool) -> Vec<usize> {
-        let mut inner = self.lock();
-        if inner.released || inner.lost.is_some() {
-            return Vec::new();
-        }
+        let Some(mut inner) = self.live() else { return Vec::new() };
         let mut taken = Vec::new();
         for (i, slot) in inner.slots.iter_mut().enumerate() {
             if slot.at.as_ref().is_some_and(|h| h.serial == serial) && covers(slot.partition) {
@@ -128,10 +127,7 @@ impl GuardState {
     /// What to reclaim for piece `i` (partition, range, token), while it still needs it:
     /// detached, and the guard neither released nor lost.
     pub(super) fn wanted(&self, i: usize) -> Option<(u32, Range<u64>, u64)> {
-        let inner = self.lock();
-        if inner.released || inner.lost.is_some() {
-            return None;
-        }
+        let inner = self.live()?;
         let slot = inner.slots.get(i)?;
         slot.at.is_none().then(|| (slot.partition, slot.range.clone(), slot.token))
     }
@@ -144,10 +140,7 @@ impl GuardState {
         serial: u64,
         lock: AsyncLockGuard,
     ) -> Result<(), AsyncLockGuard> {
-        let mut inner = self.lock();
-        if inner.released || inner.lost.is_some() {
-            return Err(lock);
-        }
+        let Some(mut inner) = self.live() else { return Err(lock) };
         inner.conns.insert(serial);
         match inner.slots.get_mut(i) {
             Some(slot) if slot.at.is_none() => {
@@ -165,10 +158,7 @@ impl GuardState {
     /// then wakes [`GuardState::wait_lost`].
     pub(super) fn lose(&self, reason: LostReason) {
         let (held, callbacks) = {
-            let mut inner = self.lock();
-            if inner.released || inner.lost.is_some() {
-                return;
-            }
+            let Some(mut inner) = self.live() else { return };
             tracing::warn!(guard = self.id, range = ?self.range, %reason, "cluster lock lost");
             inner.lost = Some(reason.clone());
             let held: Vec<Held> = inner.slots.iter_mut().filter_map(|s| s.at.take()).collect();
