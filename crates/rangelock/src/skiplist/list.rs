@@ -23,9 +23,10 @@
 use core::ops::Range;
 use core::ptr::NonNull;
 
-use super::node::{tag, untag, Node, Ticket, MAX_HEIGHT};
+use super::node::{tag, untag, Node, MAX_HEIGHT};
 use super::readers::handshake_fence;
 use super::reclaim::Guard;
+use super::wait::Ticket;
 use crate::primitive::Ordering;
 use crate::range::overlaps;
 

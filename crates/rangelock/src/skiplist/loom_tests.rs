@@ -242,8 +242,9 @@ fn exclusive_tries_race(lock: &Arc<RangeLock>, a: Range<u64>, b: Range<u64>, uni
 }
 
 /// A list writer whose range touches more than `stripes::NARROW` stripes counts itself in
-/// the table's one `wide` count instead of per slot; a stripe holder inside its range must
-/// still see it (or be seen).
+/// the `wide` count of each table it touches (here windows 0-2: window 0's own table and
+/// the overflow table) instead of per slot; a stripe holder inside its range must still see
+/// it (or be seen).
 #[test]
 fn loom_wide_list_writer_and_stripe_holder() {
     loom::model(|| {
@@ -260,11 +261,11 @@ fn loom_wide_list_writer_and_stripe_holder() {
 }
 
 /// Stripes 0 and 2 share slot 0 of the shared table under loom. After a holder of stripe 2
-/// has come and gone, a stripe holder of stripe 0 and an overlapping list writer race: the writer must not
-/// take the slot's tag, left by the holder of the other stripe, as this holder's (see
-/// `stripes::Slot::tag`) and skip it.
+/// has come and gone, a stripe holder of stripe 0 and an overlapping list writer race: the
+/// writer must read the holder's window from the slot word, not assume one (see
+/// "The slot word" in `stripes`), and must not skip it.
 #[test]
-fn loom_slot_tag_of_an_aliased_stripe_is_not_trusted() {
+fn loom_aliased_overflow_slot_names_its_window() {
     loom::model(|| {
         // No window tables: the one shared table, where stripes 0 and 2 alias.
         let lock = Arc::new(RangeLock::builder().max_height(1).windows(0).build());

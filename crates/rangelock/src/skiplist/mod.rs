@@ -262,7 +262,7 @@ use readers::Readers;
 use reclaim::Reclaim;
 use stripes::Stripes;
 pub use stripes::{DEFAULT_STRIPE_SHIFT, DEFAULT_STRIPE_SLOTS, DEFAULT_STRIPE_WINDOWS};
-use wait::{wait_for, wake_all, Wait};
+use wait::{wait_for, Wait};
 
 /// The default number of skip-list levels (see `# Trade-offs` in the module docs).
 pub const DEFAULT_MAX_HEIGHT: usize = 12;
@@ -404,30 +404,28 @@ unsafe impl Send for SkipList {}
 // SAFETY: as above; every shared mutation goes through atomics or the pool locks.
 unsafe impl Sync for SkipList {}
 
-/// A held range of a [`SkipList`]: its node (list node, stripe slot or reader announcement).
-pub struct SkipToken {
-    node: NonNull<Node>,
-    kind: Kind,
-}
+/// A held range of a [`SkipList`]: where its hold is (list node, stripe slot or reader
+/// announcement).
+pub struct SkipToken(Kind);
 
-/// Where a held range's node is.
+/// Where a held range is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
-    /// Exclusive, linked in the skip list.
-    List,
-    /// Exclusive, in this slot of its stripe (see `stripes`).
+    /// Exclusive, this node linked in the skip list.
+    List(NonNull<Node>),
+    /// Exclusive, this slot of its stripe (see `stripes`): no node.
     Stripe(NonNull<stripes::Slot>),
-    /// Shared, announced in the reader table.
-    Shared,
+    /// Shared, this node announced in the reader table.
+    Shared(NonNull<Node>),
 }
 
-// SAFETY: the token only names a node of its lock; releasing from another thread is part of
-// the protocol (any thread may mark a node or clear a slot).
+// SAFETY: the token only names a node or slot of its lock; releasing from another thread is
+// part of the protocol (any thread may mark a node or free a slot).
 unsafe impl Send for SkipToken {}
 
 impl fmt::Debug for SkipToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SkipToken").field("node", &self.node).field("kind", &self.kind).finish()
+        f.debug_tuple("SkipToken").field(&self.0).finish()
     }
 }
 
@@ -471,39 +469,39 @@ impl SkipList {
 
     #[inline]
     fn acquire(&self, range: Range<u64>, mode: Mode, wait: Wait) -> Option<SkipToken> {
-        debug_assert!(range.start < range.end);
+        // The safe `RawRangeLock` methods are reachable through `Lock::raw`: an empty or
+        // inverted range must not wrap around into a range over every window.
+        assert!(
+            range.start < range.end,
+            "{}",
+            crate::RangeError { start: range.start, end: range.end }
+        );
         match mode {
             Mode::Exclusive => self.acquire_exclusive(&range, wait),
             Mode::Shared => {
-                self.acquire_shared(&range, wait).map(|node| SkipToken { node, kind: Kind::Shared })
+                self.acquire_shared(&range, wait).map(|node| SkipToken(Kind::Shared(node)))
             }
         }
     }
 
     #[inline]
     fn acquire_exclusive(&self, range: &Range<u64>, wait: Wait) -> Option<SkipToken> {
-        let Some((slot, tag)) = self.stripes.slot_of(range) else {
-            return self.acquire_listed(self.list_node(range), range, wait);
-        };
-        let node = self.reclaim.alloc();
-        // SAFETY: the node is private until claimed or linked.
-        let node_ref = unsafe { node.as_ref() };
-        // Height 0: a stripe node has no links. It gets a height if it goes to the list.
-        node_ref.init(range, 0);
-        if !Stripes::claim(slot, node, tag) {
-            // Never visible: it becomes the list node.
-            node_ref.set_height(rng::random_height(self.list.height()));
-            return self.acquire_listed(node, range, wait);
+        if let Some(stripe) = self.stripes.slot_of(range) {
+            if stripe.claim() {
+                // The common case reaches no node, so it needs no epoch guard: no counted
+                // party may overlap (handshake loads, after the fence).
+                readers::handshake_fence();
+                if !stripe.counted(&self.stripes) || self.stripe_is_free_slow(range) {
+                    return Some(SkipToken(Kind::Stripe(stripe.slot())));
+                }
+                // Retract: whoever waits on the slot sees it free and looks again.
+                // SAFETY: `stripe` is ours, claimed above.
+                Stripes::release(unsafe { stripe.slot().as_ref() });
+                if let Wait::Never = wait {
+                    return None;
+                }
+            }
         }
-        if self.stripe_is_free(slot, range) {
-            return Some(SkipToken { node, kind: Kind::Stripe(NonNull::from(slot)) });
-        }
-        self.retract_stripe(slot, node);
-        if let Wait::Never = wait {
-            return None;
-        }
-        // Waiters may hold a ticket on the retracted node: it must not come back as a list
-        // node they would wait for (see `stripes`).
         self.acquire_listed(self.list_node(range), range, wait)
     }
 
@@ -515,37 +513,15 @@ impl SkipList {
         node
     }
 
-    /// After claiming the stripe slot: whether no list node and no reader overlaps.
-    #[inline]
-    fn stripe_is_free(&self, slot: &stripes::Slot, range: &Range<u64>) -> bool {
-        // The common case reaches no node, so it needs no epoch guard: no list node counted
-        // in the slot (or wide) and no reader announced (handshake loads, after the fence).
-        readers::handshake_fence();
-        let listed = self.stripes.maybe_listed(slot);
-        if !listed && self.readers.none_announced() {
-            return true;
-        }
-        self.stripe_is_free_slow(range, listed)
-    }
-
+    /// After claiming a stripe slot whose counts are not all zero: whether no list node and
+    /// no reader overlaps.
     #[cold]
-    fn stripe_is_free_slow(&self, range: &Range<u64>, listed: bool) -> bool {
+    fn stripe_is_free_slow(&self, range: &Range<u64>) -> bool {
+        #[cfg(all(test, not(loom)))]
+        tests::SLOW_CHECKS.with(|c| c.set(c.get() + 1));
         let guard = self.reclaim.pin();
-        (!listed || matches!(self.list.overlapping(range, &guard), Conflict::None))
+        matches!(self.list.overlapping(range, &guard), Conflict::None)
             && matches!(self.readers.overlapping(range, &guard), Conflict::None)
-    }
-
-    /// Gives up a claimed stripe slot: clear it, end the node's use (waking anyone who
-    /// took a ticket on it) and retire the node.
-    #[cold]
-    fn retract_stripe(&self, slot: &stripes::Slot, node: NonNull<Node>) {
-        Stripes::clear(slot);
-        // SAFETY: we own the node; it stays valid (type-stable).
-        let node_ref = unsafe { node.as_ref() };
-        if node_ref.release() {
-            wake_all(node_ref);
-        }
-        self.reclaim.retire(node);
     }
 
     /// The list path of an exclusive acquisition: count the range in the stripe table,
@@ -559,7 +535,7 @@ impl SkipList {
     ) -> Option<SkipToken> {
         // Counted before the link (part of the handshake with stripe holders: see
         // `stripes`), uncounted only after the unlink (`release_exclusive`).
-        self.stripes.count_list(range);
+        self.stripes.count(range);
         // One guard covers the insertion and the reader scan; it is dropped before waiting.
         let mut guard = self.reclaim.pin();
         loop {
@@ -568,7 +544,7 @@ impl SkipList {
                 Conflict::Held(ticket) => {
                     drop(guard);
                     if !wait_for(ticket, wait) {
-                        self.stripes.uncount_list(range);
+                        self.stripes.uncount(range);
                         self.reclaim.free_private(node);
                         return None;
                     }
@@ -585,7 +561,7 @@ impl SkipList {
                 other => other,
             };
             match conflict {
-                Conflict::None => return Some(SkipToken { node, kind: Kind::List }),
+                Conflict::None => return Some(SkipToken(Kind::List(node))),
                 Conflict::Held(ticket) => {
                     drop(guard);
                     if !wait_for(ticket, wait) {
@@ -600,6 +576,9 @@ impl SkipList {
     }
 
     fn acquire_shared(&self, range: &Range<u64>, wait: Wait) -> Option<NonNull<Node>> {
+        // Counted before the announcement (the handshake with stripe holders, see
+        // `stripes`), uncounted only after the slot is cleared for good (`release_shared`).
+        self.stripes.count(range);
         let node = self.reclaim.alloc();
         // SAFETY: the node is private until announced.
         let node_ref = unsafe { node.as_ref() };
@@ -621,10 +600,9 @@ impl SkipList {
             // Retract, so the writer we wait for does not wait for us.
             // SAFETY: `claim` is ours, just announced in this lock's table.
             unsafe { Readers::clear(claim) };
-            if node_ref.release() {
-                wake_all(node_ref);
-            }
+            node_ref.release();
             if !wait_for(ticket, wait) {
+                self.stripes.uncount(range);
                 self.reclaim.retire(node);
                 return None;
             }
@@ -634,45 +612,29 @@ impl SkipList {
         }
     }
 
-    /// Ends an exclusive hold (or a pending node): mark, wake, unlink, retire.
+    /// Ends an exclusive hold (or a pending node): mark, wake, unlink, uncount, retire.
     fn release_exclusive(&self, node: NonNull<Node>) {
         // SAFETY: the caller owns the held node; it stays valid (type-stable) throughout.
         let node_ref = unsafe { node.as_ref() };
         node_ref.mark();
-        if node_ref.release() {
-            wake_all(node_ref);
-        }
+        node_ref.release();
         {
             let guard = self.reclaim.pin();
             self.list.unlink(node, &guard);
         }
-        self.stripes.uncount_list(&node_ref.range());
+        self.stripes.uncount(&node_ref.range());
         self.reclaim.retire(node);
     }
 
-    /// Ends a stripe hold of `slot`: clear the slot, wake, retire.
-    fn release_stripe(&self, node: NonNull<Node>, slot: NonNull<stripes::Slot>) {
-        // SAFETY: the caller owns the held node.
-        let node_ref = unsafe { node.as_ref() };
-        // SAFETY: the slot of a stripe token is in one of this lock's tables, which live as
-        // long as the lock.
-        Stripes::clear(unsafe { slot.as_ref() });
-        if node_ref.release() {
-            wake_all(node_ref);
-        }
-        self.reclaim.retire(node);
-    }
-
-    /// Ends a shared hold: clear the slot, wake, retire.
+    /// Ends a shared hold: clear the slot, wake, uncount, retire.
     fn release_shared(&self, node: NonNull<Node>) {
         // SAFETY: the caller owns the held node.
         let node_ref = unsafe { node.as_ref() };
         // SAFETY: the claim was recorded by `acquire_shared`, is still announced (the token
         // is released once) and slots live as long as the lock.
         unsafe { Readers::clear(node_ref.claim()) };
-        if node_ref.release() {
-            wake_all(node_ref);
-        }
+        node_ref.release();
+        self.stripes.uncount(&node_ref.range());
         self.reclaim.retire(node);
     }
 }
@@ -697,9 +659,9 @@ impl Drop for SkipList {
         // No guard borrows the lock any more. Nodes still linked or announced belong to
         // guards that were forgotten (`mem::forget`); they go back to the pool, which frees
         // everything when `reclaim` drops.
-        let (list, readers, stripes) =
-            (self.list.drain(), self.readers.drain(), self.stripes.drain());
-        for node in list.into_iter().chain(readers).chain(stripes) {
+        // (A forgotten stripe hold is only a word in a table, freed with it.)
+        let (list, readers) = (self.list.drain(), self.readers.drain());
+        for node in list.into_iter().chain(readers) {
             self.reclaim.free_private(node);
         }
     }
@@ -733,10 +695,12 @@ unsafe impl RawRangeLock for SkipList {
 
     #[inline]
     unsafe fn unlock(&self, token: SkipToken) {
-        match token.kind {
-            Kind::List => self.release_exclusive(token.node),
-            Kind::Stripe(slot) => self.release_stripe(token.node, slot),
-            Kind::Shared => self.release_shared(token.node),
+        match token.0 {
+            Kind::List(node) => self.release_exclusive(node),
+            // SAFETY: the slot of a stripe token is in one of this lock's tables, which live
+            // as long as the lock; the token is released once, so the slot is still ours.
+            Kind::Stripe(slot) => Stripes::release(unsafe { slot.as_ref() }),
+            Kind::Shared(node) => self.release_shared(node),
         }
     }
 }

@@ -5,14 +5,15 @@
 //! the lock drops). Two consequences the protocol relies on:
 //! - traversals hold an epoch guard, so a node they reach is not *reused* under them
 //!   (no ABA on the links they compare-and-swap);
-//! - waiters hold no guard while parked: they keep a [`Ticket`] (node + generation) and
-//!   only read the node's `state`, which is always a valid atomic, and a generation change
-//!   tells them the range they waited for is gone.
+//! - waiters hold no guard while parked: they keep a [`Ticket`] on the node's wait word
+//!   (`state`, see `wait`), which is always a valid atomic, and a generation change tells
+//!   them the range they waited for is gone.
 
 use core::ops::Range;
 use core::ptr::NonNull;
 
 use super::readers::{Claim, Line};
+use super::wait::{self, Ticket, OVER, USE_SHIFT};
 use crate::primitive::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// The largest height a lock may use (the length of every node's link array; 4 under loom
@@ -22,12 +23,10 @@ pub(crate) const MAX_HEIGHT: usize = if cfg!(loom) { 4 } else { 16 };
 /// The low bit of a forward link: set when the node *owning* the link is logically deleted.
 const MARK: usize = 1;
 
-/// `state` bit: the holder released (or the waiter retracted) this use of the node.
-const RELEASED: u64 = 1;
-/// `state` bit: some thread is parked (or about to park) on this node.
-pub(crate) const PARKED: u64 = 2;
-/// `state`: one generation (the bits above the two flags).
-const GEN_ONE: u64 = 4;
+/// `state`: the holder released (or the waiter retracted) this use of the node.
+const RELEASED: u64 = OVER;
+/// `state`: one generation (the use bits of the wait word).
+const GEN_ONE: u64 = 1 << USE_SHIFT;
 /// `state`: the generation bits.
 const GEN_MASK: u64 = !(GEN_ONE - 1);
 
@@ -42,25 +41,19 @@ pub(crate) struct Node {
     end: AtomicU64,
     /// Number of levels this node is linked at (1..=MAX_HEIGHT; 0 for reader nodes).
     height: AtomicUsize,
-    /// The wait word:
+    /// The wait word (layout and protocol in `wait`):
     ///
     /// | bits  | meaning                                                         |
     /// |-------|-----------------------------------------------------------------|
-    /// | 0     | `RELEASED`: this use of the node is over (unlocked or retracted) |
+    /// | 0     | `RELEASED` (`OVER`): this use is over (unlocked or retracted)    |
     /// | 1     | `PARKED`: a waiter is parked on the node; the releaser unparks  |
-    /// | 2..64 | generation: bumped every time the node is (re)used              |
+    /// | 2     | reserved                                                        |
+    /// | 3..64 | generation: bumped every time the node is (re)used              |
     state: AtomicU64,
     /// For a reader node: the line of the announcement slot it occupies (for O(1) release).
     claim_line: AtomicPtr<Line>,
     /// For a reader node: the index of its slot in `claim_line`.
     claim_index: AtomicUsize,
-}
-
-/// A node and the generation a waiter saw: "wait until this use of the node is over".
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Ticket {
-    pub(crate) node: NonNull<Node>,
-    pub(crate) generation: u64,
 }
 
 impl Node {
@@ -164,42 +157,17 @@ impl Node {
     pub(crate) fn ticket(&self) -> Option<Ticket> {
         // Acquire: pairs with the Release of `release`/`new_generation`.
         let s = self.state.load(Ordering::Acquire);
-        if s & RELEASED != 0 {
-            None
-        } else {
-            Some(Ticket { node: NonNull::from(self), generation: s & GEN_MASK })
-        }
+        (s & RELEASED == 0).then(|| Ticket::new(&self.state, s))
     }
 
-    /// Whether the use of the node that `generation` names is over.
+    /// Ends this use of the node and wakes its parked waiters.
     #[inline]
-    pub(crate) fn is_over(&self, generation: u64) -> bool {
-        // Acquire: a waiter that sees the release also sees the releaser's critical section;
-        // pairs with the AcqRel in `release`.
-        Self::state_is_over(self.state.load(Ordering::Acquire), generation)
-    }
-
-    /// Whether wait word `s` says the use named by `generation` is over.
-    #[inline]
-    pub(crate) fn state_is_over(s: u64, generation: u64) -> bool {
-        s & RELEASED != 0 || s & GEN_MASK != generation
-    }
-
-    /// The wait word (for the parking protocol in `wait`).
-    #[cfg(not(loom))]
-    #[inline]
-    pub(crate) fn state(&self) -> &AtomicU64 {
-        &self.state
-    }
-
-    /// Ends this use of the node; returns whether a waiter may be parked on it.
-    #[inline]
-    pub(crate) fn release(&self) -> bool {
-        // AcqRel: Release publishes the holder's critical section to waiters (pairs with the
-        // Acquire in `is_over`); the RMW totally orders this with a waiter's PARKED CAS, so a
-        // waiter either sees RELEASED or we see its PARKED bit (no lost wake-up).
-        let old = self.state.fetch_or(RELEASED, Ordering::AcqRel);
-        old & PARKED != 0
+    pub(crate) fn release(&self) {
+        // The owner is the only writer of the generation, so the next value is known: the
+        // same generation, released, no parked waiters (those are woken now).
+        let s = self.state.load(Ordering::Relaxed);
+        let old = wait::end_use(&self.state, (s & GEN_MASK) | RELEASED);
+        wait::wake(&self.state, old);
     }
 
     /// Records the announcement slot of a reader node.

@@ -201,28 +201,6 @@ impl Readers {
         line.readers.fetch_sub(1, Ordering::Release);
     }
 
-    /// Whether no reader is announced: every line's count is zero. Reads no node, so it
-    /// needs no guard; like `overlapping`, it is the writer's half of the handshake, and
-    /// the caller runs `handshake_fence` first.
-    #[inline]
-    pub(crate) fn none_announced(&self) -> bool {
-        let mut segment: &Segment = &self.head;
-        loop {
-            // SeqCst: the writer's handshake load (see the module docs); Acquire for the
-            // release by `clear` when it reads zero.
-            if segment.lines.iter().any(|line| line.readers.load(Ordering::SeqCst) != 0) {
-                return false;
-            }
-            // Acquire: pairs with the AcqRel CAS linking a segment in `next_segment`.
-            let next = segment.next.load(Ordering::Acquire);
-            if next.is_null() {
-                return true;
-            }
-            // SAFETY: linked segments live until the table drops.
-            segment = unsafe { &*next };
-        }
-    }
-
     /// An announced reader whose range overlaps `range`, if any.
     pub(crate) fn overlapping(&self, range: &Range<u64>, _guard: &Guard<'_>) -> Conflict {
         // The writer's half of the handshake: "link; fence; read the counts and slots".

@@ -1,57 +1,85 @@
-//! The stripe table: a direct-mapped fast path for exclusive ranges that fit in one stripe.
+//! The stripe table: a direct-mapped, node-free fast path for exclusive ranges that fit in
+//! one stripe.
 //!
 //! The domain is cut into stripes of `1 << shift` units, and the stripes into *windows* of
 //! `slots` consecutive stripes. Stripe `s` owns slot `s mod slots` of its window's table
 //! (see "Windows" below: each window in use gets a table of its own, up to a budget, and
-//! the rest share one overflow table, where stripes `slots` apart share a slot). An exclusive range
-//! that lies inside one stripe may hold its range by claiming that stripe's slot with a
-//! CAS (`null → node`) instead of linking its node into the skip list. The slot says "the
-//! range of this node is held (or about to be)", exactly like a reader's announcement says
-//! it for a shared range, and the same Dekker handshake makes it safe:
+//! the rest share one overflow table, where stripes `slots` apart share a slot). An
+//! exclusive range that lies inside one stripe may hold its range by claiming that stripe's
+//! slot with one CAS (`FREE → its range`) instead of linking a node into the skip list. The
+//! slot's word is the whole hold: the range's offsets inside the stripe and its window, so
+//! a stripe hold allocates nothing, retires nothing and takes no epoch guard. The word is
+//! also a *wait word* (`wait`): whoever must wait for the holder parks on it, and the
+//! holder's release (one swap back to `FREE`) wakes them.
 //!
-//! - a *stripe holder* claims its slot, then (after the handshake fence) checks for list
-//!   nodes that may overlap and for overlapping readers;
-//! - a *list writer* counts itself in the slots of the stripes its range touches (or, for a
-//!   range of more than [`NARROW`] stripes, in the one `wide` count), links its node, and
-//!   then checks the reader table and those slots' holders;
-//! - a *reader* announces itself, then checks the list and the slots of its stripes.
+//! The slot says "this range is held (or about to be)", exactly like a reader's
+//! announcement says it for a shared range, and the same Dekker handshake makes it safe:
+//!
+//! - a *stripe holder* claims its slot, then (after the handshake fence) reads the slot's
+//!   count, its table's `wide` count and the lock's `wide` count, and only if one is not
+//!   zero searches the list and the reader table;
+//! - a *counted party* (a list writer or a reader) counts itself first: in the slot of
+//!   each stripe its range touches (up to [`NARROW`] stripes), or in the `wide` count of
+//!   each window table its range touches (up to [`NARROW_WINDOWS`] windows), or in the
+//!   lock's one `wide` count; then it links its node (writer) or announces it (reader),
+//!   and after its own handshake fence checks the slots of the stripes its range touches.
 //!
 //! Whichever of two overlapping parties passes its fence second sees the other's store
-//! (see `skiplist`, Consistency). The counts let a stripe holder skip the list search:
-//! every list node that overlaps stripe `s` was counted in `s`'s slot (or in `wide`) before
-//! it was linked and is uncounted only after it is unlinked, so a holder that reads both
-//! counts at zero after its fence knows no list node overlaps its range (a writer whose
-//! fence comes later reads the holder's slot instead). A non-zero count (perhaps for a
-//! list node of another stripe of the same slot) only sends the holder to the list search.
+//! (see `skiplist`, Consistency). Every list node and every announced reader that overlaps
+//! stripe `s` was counted in a count that `s`'s holder reads before it became visible, and
+//! is uncounted only after it is gone, so a holder that reads all three counts at zero
+//! after its fence knows no list node and no reader overlaps its range (a party whose fence
+//! comes later reads the holder's slot instead). A non-zero count (perhaps for a party of
+//! another stripe of the same slot or table) only sends the holder to the search. Holders
+//! of *other* regions never see a reader or a wide writer: a long-held shared range or a
+//! wide exclusive range costs the stripe holders of its own stripes or windows the search,
+//! and nobody else anything.
 //!
-//! A stripe holder that finds any conflict **retracts** (it clears its slot, ends its node's
-//! use, waking whoever took a ticket on it) and continues as a list writer with a fresh
-//! node, so a stripe holder never waits while it is visible and nobody can wait for it in
-//! a cycle. Two stripe holders of one slot exclude each other by the CAS; the loser takes
-//! the list path, where it sees the winner's node in the slot and checks the actual ranges,
-//! so disjoint ranges of one stripe both hold. Stripe holders of different slots lie in
-//! different stripes and cannot overlap.
+//! A stripe holder that finds any conflict **retracts** (it frees its slot, waking whoever
+//! waited on it) and continues as a list writer, so a stripe holder never waits while it is
+//! visible and nobody can wait for it in a cycle. Two stripe holders of one slot exclude
+//! each other by the CAS; the loser takes the list path, where it sees the winner in the
+//! slot and checks the actual ranges, so disjoint ranges of one stripe both hold. Stripe
+//! holders of different slots lie in different stripes and cannot overlap.
 //!
-//! A stripe hold costs one CAS on a slot that, for threads working on different regions
-//! of the domain, lies on a line no other thread writes; the list's head and the reader
-//! table are only read. That is the point of the table: a skip-list insertion writes the
-//! shared links of its neighbours.
+//! A stripe hold costs one CAS on a slot and one swap to release it; for threads working
+//! on different regions of the domain the slot lies on a line no other thread writes, and
+//! the counts, the directory and the list's head are only read. That is the point of the
+//! table: a skip-list insertion writes the shared links of its neighbours.
+//!
+//! # The slot word
+//!
+//! | bits   | meaning                                                          |
+//! |--------|------------------------------------------------------------------|
+//! | 0      | `FREE` (the wait word's `OVER`): no holder                        |
+//! | 1      | `PARKED`: a waiter is parked on the slot (see `wait`)            |
+//! | 2      | reserved                                                         |
+//! | 3..19  | the holder's first unit, as an offset into its stripe            |
+//! | 19..35 | the holder's last unit, as an offset into its stripe             |
+//! | 35..64 | the holder's window, modulo 2^29                                 |
+//!
+//! So stripes are at most 2^16 units wide ([`MAX_STRIPE_SHIFT`]). A checker learns the
+//! holder's exact range from the word and from where it found the slot: a window table
+//! belongs to one window; a slot of the overflow table is shared by the stripes of many
+//! windows, and the word's window field says which one holds it. That field is exact
+//! because only windows below 2^29 may hold overflow slots (a stripe of a later window
+//! whose window has no table of its own takes the list path: with the default geometry
+//! that is beyond 2^54 units, and only once the directory is full).
 //!
 //! # Windows
 //!
 //! One direct-mapped table aliases: ranges held anywhere in the domain occupy (or count
 //! themselves in) the slots that a far-away region maps to, and send that region's ranges
 //! to the list. So a window (`slots` stripes: 2048 x 16 Ki units = 32 Mi units by default)
-//! gets a table of its own the first time a stripe holder or a narrow list writer needs a
-//! slot of it, found through a small directory of `windows` entries (64 by default):
-//! open addressing with linear probing from a hash of the window, one key word per entry
-//! (`0`: free; else the window plus one) and the entry's table beside it. An entry is
-//! never freed while the lock lives, so a window *resolves* the same way forever: to its
-//! entry's table, or, once every entry is taken by other windows, to the shared overflow
-//! table (the table of the lock before windows existed; its slot tags tell its windows
-//! apart).
+//! gets a table of its own the first time a stripe holder or a counted party needs a slot
+//! (or the `wide` count) of it, found through a small directory of `windows` entries (64 by
+//! default): open addressing with linear probing from the window's home entry, one key word
+//! per entry (`0`: free; else the window plus one) and the entry's table and `wide` count
+//! beside it. An entry is never freed while the lock lives, so a window *resolves* the same
+//! way forever: to its entry's table, or, once every entry is taken by other windows, to
+//! the shared overflow table (with the overflow's `wide` count).
 //!
-//! - *Creating resolution* (stripe holders, and list writers before they count): probe;
+//! - *Creating resolution* (stripe holders, and counted parties before they count): probe;
 //!   at the first free entry, make sure the entry's table exists (allocate, install it with
 //!   a CAS; a loser frees its copy), then CAS the key from `0` to ours. The table is
 //!   installed before the key, so whoever reads the key (Acquire) finds the table.
@@ -61,7 +89,7 @@
 //!   resolves its window *before* its claim and fence; if its fence comes first in the
 //!   SeqCst order, our loads after our fence read its key CAS (and every key it read on
 //!   its way, which it read before its fence), so we follow the same probe sequence to the
-//!   same entry. If our fence comes first, the holder sees our own store and backs off.
+//!   same entry. If our fence comes first, the holder sees our count and searches.
 //! - Entries are taken in probe order and never freed, so a free entry on the probe path
 //!   means the window has no entry yet, and a full directory with no entry for a window
 //!   stays that way: the overflow table is final for it.
@@ -77,9 +105,9 @@ use core::ptr::NonNull;
 use crossbeam_utils::CachePadded;
 
 use super::list::Conflict;
-use super::node::Node;
 use super::readers::handshake_fence;
 use super::reclaim::Guard;
+use super::wait::{self, Ticket, OVER, USE_SHIFT};
 use crate::primitive::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use crate::range::overlaps;
 
@@ -95,40 +123,40 @@ pub const DEFAULT_STRIPE_SLOTS: usize = if cfg!(loom) { 2 } else { 2048 };
 pub const DEFAULT_STRIPE_WINDOWS: usize = if cfg!(loom) { 1 } else { 64 };
 /// The largest window directory ([`Builder::windows`](super::Builder::windows)).
 pub const MAX_WINDOWS: usize = 64;
-/// A list range touching at most this many stripes counts itself in their slots; a wider
-/// one counts itself once in the table's `wide` count.
+/// The widest stripe: `1 << MAX_STRIPE_SHIFT` units (a holder's offsets fill 16 bits each of
+/// the slot word).
+pub const MAX_STRIPE_SHIFT: u32 = 16;
+/// A counted range touching at most this many stripes counts itself in their slots.
 pub(crate) const NARROW: u64 = 4;
+/// A counted range touching more than [`NARROW`] stripes but at most this many windows
+/// counts itself in the `wide` count of each of their tables; a wider one in the lock's.
+pub(crate) const NARROW_WINDOWS: u64 = 4;
 
-/// One slot: the stripe holder's node, and the count of list nodes that may overlap the
-/// slot's stripes. Aligned to its size, so a slot never straddles two cache lines (four
-/// slots per line).
+/// Slot word: no holder (the wait word's `OVER`).
+const FREE: u64 = OVER;
+/// Slot word: where the holder's first offset starts.
+const FIRST_SHIFT: u32 = USE_SHIFT;
+/// Slot word: where the holder's last offset starts.
+const LAST_SHIFT: u32 = FIRST_SHIFT + MAX_STRIPE_SHIFT;
+/// Slot word: where the holder's window starts.
+const WINDOW_SHIFT: u32 = LAST_SHIFT + MAX_STRIPE_SHIFT;
+/// Slot word: the bits of a window.
+const WINDOW_BITS: u32 = 64 - WINDOW_SHIFT;
+/// Slot word: the mask of an offset.
+const OFFSET_MASK: u64 = (1 << MAX_STRIPE_SHIFT) - 1;
+
+/// One slot: the stripe holder's word and the count of parties that may overlap the slot's
+/// stripes. Aligned to its size, so a slot never straddles two cache lines (four slots per
+/// line).
 #[repr(align(16))]
 pub(crate) struct Slot {
-    /// The stripe holder (null when free).
-    node: AtomicPtr<Node>,
-    /// List writers counted in this slot: linked (or about to link, or just unlinked)
-    /// nodes whose range touches one of the slot's stripes.
-    listed: AtomicU32,
-    /// Which of the slot's stripes the holder is in ([`Stripes::tag`]), or [`UNKNOWN`]:
-    /// lets a checker skip the holder of another stripe without reading its node.
-    ///
-    /// | value     | meaning                                                       |
-    /// |-----------|---------------------------------------------------------------|
-    /// | `UNKNOWN` | free, or a holder that has claimed but not yet tagged the slot |
-    /// | `t`       | the holder of `node` (or one that claimed later) has tag `t`  |
-    ///
-    /// The holder stores its tag after its claim and `UNKNOWN` before its clear, so a
-    /// checker that read `node = p` and then a tag other than `UNKNOWN` and other than
-    /// `p`'s own read it from a later holder, which claimed after `p` left. (Each half
-    /// suffices on its own: the tag is also stored before the holder's handshake fence, so
-    /// a checker that `p` does not see, whose fence comes later, reads `p`'s tag or a later
-    /// one. The loom model `loom_slot_tag_of_an_aliased_stripe_is_not_trusted` fails when
-    /// both the reset and the early store are removed.)
-    tag: AtomicU32,
+    /// The holder, and the wait word of whoever waits for it (layout in the module docs,
+    /// "The slot word").
+    word: AtomicU64,
+    /// Counted parties (list writers and readers) whose range touches one of the slot's
+    /// stripes: about to become visible, visible, or just gone.
+    counted: AtomicU32,
 }
-
-/// The tag of a slot whose holder's stripe is not known (see [`Slot::tag`](Slot)).
-const UNKNOWN: u32 = u32::MAX;
 
 /// One entry of the window directory.
 pub(crate) struct Entry {
@@ -141,31 +169,55 @@ pub(crate) struct Entry {
     key: AtomicU64,
     /// This entry's table (null until first needed), as many slots as the overflow table.
     table: AtomicPtr<Slot>,
+    /// Counted parties wider than [`NARROW`] stripes that touch this entry's window.
+    wide: AtomicU32,
 }
 
 impl Entry {
     /// The table of an entry whose key is set (so its table is installed).
     #[inline]
-    fn table(&self) -> *const Slot {
+    fn table(&self, window: u64) -> Table<'_> {
         // Acquire: pairs with the installing CAS in `install_table`, which the key's setter
         // did (or read) before it set the key we read.
-        let ptr = self.table.load(Ordering::Acquire);
-        debug_assert!(!ptr.is_null(), "a directory key without its table");
-        ptr
+        let slots = self.table.load(Ordering::Acquire);
+        debug_assert!(!slots.is_null(), "a directory key without its table");
+        Table { slots, wide: &self.wide, window: Some(window) }
     }
+}
+
+/// A resolved table: its slots, its `wide` count, and its window (`None` for the overflow
+/// table, whose slots' windows are in their words).
+#[derive(Clone, Copy)]
+struct Table<'a> {
+    slots: *const Slot,
+    wide: &'a AtomicU32,
+    window: Option<u64>,
+}
+
+/// The slot a stripe holder may claim, and what it stores there.
+#[derive(Clone, Copy)]
+pub(crate) struct StripeSlot<'a> {
+    slot: &'a Slot,
+    /// Its table's `wide` count.
+    wide: &'a AtomicU32,
+    /// The holder's word (the range's offsets and window).
+    word: u64,
 }
 
 /// The stripe table of one lock: the window directory, its tables and the overflow table.
 pub(crate) struct Stripes {
     /// The table of every window without one of its own (direct-mapped: windows alias).
     overflow: Box<[Slot]>,
+    /// Counted parties wider than [`NARROW`] stripes that touch a window without a table of
+    /// its own.
+    overflow_wide: CachePadded<AtomicU32>,
     /// The window directory (see "Windows" in the module docs), inline so that the common
     /// lookup is as many dependent loads away from the slot as a direct-mapped table; only
     /// the first `dir_len` entries are used.
     dir: [Entry; MAX_WINDOWS],
     /// Directory entries in use: a power of two up to [`MAX_WINDOWS`], or 0.
     dir_len: usize,
-    /// List writers whose range touches more than [`NARROW`] stripes.
+    /// Counted parties that touch more than [`NARROW_WINDOWS`] windows.
     wide: CachePadded<AtomicU32>,
     /// Stripe width, log2 units.
     shift: u32,
@@ -189,16 +241,21 @@ impl Stripes {
             windows == 0 || (windows.is_power_of_two() && windows <= MAX_WINDOWS),
             "stripe windows must be 0 or a power of two up to {MAX_WINDOWS}, got {windows}"
         );
-        assert!(shift < 64, "stripe width must be below 2^64 units");
+        assert!(
+            slots == 0 || shift <= MAX_STRIPE_SHIFT,
+            "stripes must be at most 2^{MAX_STRIPE_SHIFT} units wide, got 2^{shift}"
+        );
         let slot_bits = slots.max(1).trailing_zeros();
         // A window number must leave room for the `+ 1` of its key: windows cover at least
         // 2 units (without that, there would be no point in a directory anyway).
         let windows = if slots == 0 || shift + slot_bits == 0 { 0 } else { windows };
         Stripes {
             overflow: new_table(slots),
+            overflow_wide: CachePadded::new(AtomicU32::new(0)),
             dir: core::array::from_fn(|_| Entry {
                 key: AtomicU64::new(0),
                 table: AtomicPtr::new(core::ptr::null_mut()),
+                wide: AtomicU32::new(0),
             }),
             dir_len: windows,
             wide: CachePadded::new(AtomicU32::new(0)),
@@ -226,7 +283,7 @@ impl Stripes {
     }
 
     /// The window tables allocated so far. Relaxed loads: only for callers with no
-    /// concurrent user (drop, drain, a test after its threads are done).
+    /// concurrent user (drop, a test after its threads are done).
     fn window_tables(&self) -> impl Iterator<Item = *mut Slot> + '_ {
         self.dir[..self.dir_len]
             .iter()
@@ -246,42 +303,39 @@ impl Stripes {
         stripe >> self.slot_bits
     }
 
-    /// The tag of stripe `stripe`: its window, in 31 bits (which of the stripes sharing an
-    /// overflow slot it is; stripes whose tags collide are told apart by their nodes'
-    /// ranges).
-    #[inline]
-    fn tag(&self, stripe: u64) -> u32 {
-        window_tag(self.window(stripe))
-    }
-
     /// The stripes `range` touches.
     #[inline]
     fn stripes(&self, range: &Range<u64>) -> (u64, u64) {
         (range.start >> self.shift, (range.end - 1) >> self.shift)
     }
 
-    /// The table of window `window` (a pointer to its first slot; it has [`len`](Self::len)
-    /// slots): its directory entry's, the overflow table if the directory is full without
-    /// it, or — for a lookup (`create` false) — `None` if it has no entry yet (module docs,
-    /// "Windows"). The common case, a window found at its home entry, is inline.
+    /// The table of window `window`: its directory entry's, the overflow table if the
+    /// directory is full without it, or — for a lookup (`create` false) — `None` if it has
+    /// no entry yet (module docs, "Windows"). The common case, a window found at its home
+    /// entry, is inline.
     #[inline]
-    fn table(&self, window: u64, create: bool) -> Option<*const Slot> {
+    fn table(&self, window: u64, create: bool) -> Option<Table<'_>> {
         let home = &self.dir[self.home(window)];
         // SeqCst: as in `table_slow`. (With no directory, entry 0 stays free.)
         if home.key.load(Ordering::SeqCst) == window + 1 {
-            return Some(home.table());
+            return Some(home.table(window));
         }
         self.table_slow(window, create)
     }
 
-    /// The table of window `window` for a stripe holder or a counting list writer: a
-    /// creating resolution, which always finds one.
+    /// The table of window `window` for a stripe holder or a counting party: a creating
+    /// resolution, which always finds one.
     #[inline]
-    fn resolve(&self, window: u64) -> *const Slot {
+    fn resolve(&self, window: u64) -> Table<'_> {
         match self.table(window, true) {
             Some(table) => table,
             None => unreachable!("a creating resolution always finds a table"),
         }
+    }
+
+    /// The overflow table.
+    fn overflow(&self) -> Table<'_> {
+        Table { slots: self.overflow.as_ptr(), wide: &self.overflow_wide, window: None }
     }
 
     /// The directory entry window `window` probes first: the window modulo the directory,
@@ -294,19 +348,19 @@ impl Stripes {
     /// [`table`](Self::table) past the home entry: probe, and for a creating resolution
     /// take the first free entry.
     #[cold]
-    fn table_slow(&self, window: u64, create: bool) -> Option<*const Slot> {
+    fn table_slow(&self, window: u64, create: bool) -> Option<Table<'_>> {
         let n = self.dir_len;
         let key = window + 1;
         let home = self.home(window);
         for i in 0..n {
-            let entry = (home + i) & self.dir_mask;
+            let entry = &self.dir[(home + i) & self.dir_mask];
             // SeqCst: read after a checker's handshake fence, it sees every key a stripe
             // holder whose fence came first set or read before its fence (module docs);
             // its Acquire half pairs with the key CAS below, which follows the table's
             // installation.
-            let found = self.dir[entry].key.load(Ordering::SeqCst);
+            let found = entry.key.load(Ordering::SeqCst);
             if found == key {
-                return Some(self.dir[entry].table());
+                return Some(entry.table(window));
             }
             if found != 0 {
                 continue;
@@ -314,25 +368,17 @@ impl Stripes {
             if !create {
                 return None;
             }
-            let table = self.install_table(entry);
+            install_table(entry, self.len());
             // SeqCst: part of the stripe holder's stores before its handshake fence (module
             // docs); its Release half publishes the table installed above to whoever reads
             // the key.
-            match self.dir[entry].key.compare_exchange(0, key, Ordering::SeqCst, Ordering::SeqCst) {
-                Ok(_) => return Some(table),
-                Err(other) if other == key => return Some(table),
+            match entry.key.compare_exchange(0, key, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => return Some(entry.table(window)),
+                Err(other) if other == key => return Some(entry.table(window)),
                 Err(_) => {}
             }
         }
-        Some(self.overflow.as_ptr())
-    }
-
-    /// The slots of a table pointer from [`table`](Self::table).
-    #[inline]
-    fn slots_of(&self, table: *const Slot) -> &[Slot] {
-        // SAFETY: `table` is the overflow table or a window table: `self.len()` slots that
-        // live until the lock drops (window tables are freed in `Drop for Stripes`).
-        unsafe { core::slice::from_raw_parts(table, self.len()) }
+        Some(self.overflow())
     }
 
     /// The slot of `stripe` in `table`: stripe modulo the table, so a region of the domain
@@ -344,39 +390,18 @@ impl Stripes {
     /// runs each of a build with this function replaced by a multiply-shift hash and of
     /// this one: 34.1M-36.9M lock+unlock/s with the hash, 46.1M-56.6M with this).
     #[inline]
-    fn slot_at(&self, table: *const Slot, stripe: u64) -> &Slot {
+    fn slot_at<'a>(&self, table: Table<'a>, stripe: u64) -> &'a Slot {
         // SAFETY: as in `slots_of`; the index is below `self.len()` (a power of two: tables
         // exist only when it is not 0).
-        unsafe { &*table.add(stripe as usize & self.slot_mask) }
-    }
-
-    /// Makes sure the table of directory entry `entry` exists and returns it.
-    #[cold]
-    fn install_table(&self, entry: usize) -> *const Slot {
-        let entry = &self.dir[entry];
-        // Acquire: as in `Entry::table`.
-        if entry.table.load(Ordering::Acquire).is_null() {
-            let fresh = Box::into_raw(new_table(self.len())).cast::<Slot>();
-            // AcqRel: Release publishes the zeroed table to the key's readers; Acquire reads
-            // a competitor's table on failure.
-            if entry
-                .table
-                .compare_exchange(core::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire)
-                .is_err()
-            {
-                // SAFETY: `fresh` is `Box::into_raw(new_table(self.len()))`, ours, never
-                // published.
-                unsafe { free_table(fresh, self.len()) };
-            }
-        }
-        entry.table()
+        unsafe { &*table.slots.add(stripe as usize & self.slot_mask) }
     }
 
     /// The slot of the one stripe `range` lies in (its window resolved, creating the
-    /// window's table if needed), and that stripe's tag, or `None` if it spans stripes (or
-    /// the fast path is off).
+    /// window's table if needed) and the word a holder of `range` stores there, or `None`
+    /// if the range spans stripes, the fast path is off, or the stripe may not use it (a
+    /// window too far out for an overflow slot: "The slot word" in the module docs).
     #[inline]
-    pub(crate) fn slot_of(&self, range: &Range<u64>) -> Option<(&Slot, u32)> {
+    pub(crate) fn slot_of(&self, range: &Range<u64>) -> Option<StripeSlot<'_>> {
         let (first, last) = self.stripes(range);
         if first != last || self.overflow.is_empty() {
             return None;
@@ -385,91 +410,65 @@ impl Stripes {
         // A creating `table` is never `None`; `?` says so for free, where `resolve`'s
         // unreachable arm costs the fast path a branch.
         let table = self.table(window, true)?;
-        Some((self.slot_at(table, first), window_tag(window)))
-    }
-
-    /// Claims `slot` for `node` (of a stripe whose tag is `tag`) if it is free.
-    #[inline]
-    pub(crate) fn claim(slot: &Slot, node: NonNull<Node>, tag: u32) -> bool {
-        // Relaxed pre-check: a taken slot costs no RMW. SeqCst CAS: the stripe holder's
-        // store in the handshake (claim, fence, read the counts, the list and the reader
-        // table); pairs with the SeqCst slot loads of list writers and readers in
-        // `overlapping`. Its Acquire half reads the null of the previous holder's Release
-        // `clear`.
-        let claimed = slot.node.load(Ordering::Relaxed).is_null()
-            && slot
-                .node
-                .compare_exchange(
-                    core::ptr::null_mut(),
-                    node.as_ptr(),
-                    Ordering::SeqCst,
-                    Ordering::Relaxed,
-                )
-                .is_ok();
-        if claimed {
-            // Release: a checker that reads this tag (Acquire) after reading an earlier
-            // holder's node sees that holder's critical section (its clear happened before
-            // our claim); pairs with the load in `check`.
-            slot.tag.store(tag, Ordering::Release);
+        if window >> WINDOW_BITS != 0 && table.window.is_none() {
+            return None;
         }
-        claimed
+        let base = first << self.shift;
+        let word = ((range.start - base) << FIRST_SHIFT)
+            | ((range.end - 1 - base) << LAST_SHIFT)
+            | (window << WINDOW_SHIFT);
+        Some(StripeSlot { slot: self.slot_at(table, first), wide: table.wide, word })
     }
 
-    /// Frees a claimed slot (release or retraction).
+    /// Frees a claimed slot (release or retraction) and wakes its waiters.
     #[inline]
-    pub(crate) fn clear(slot: &Slot) {
-        // Relaxed: ordered before the clear below by its Release; a checker that reads the
-        // next holder's node reads this or a later tag (see `Slot::tag`).
-        slot.tag.store(UNKNOWN, Ordering::Relaxed);
-        // Release: the holder's critical section happens before whoever reads the cleared
-        // slot (the next claim's CAS, or a SeqCst load in `overlapping`).
-        slot.node.store(core::ptr::null_mut(), Ordering::Release);
+    pub(crate) fn release(slot: &Slot) {
+        let old = wait::end_use(&slot.word, FREE);
+        wait::wake(&slot.word, old);
     }
 
-    /// Whether a list node may overlap the stripe of `slot` (a stripe holder's check, after
-    /// its claim and `handshake_fence`).
-    #[inline]
-    pub(crate) fn maybe_listed(&self, slot: &Slot) -> bool {
-        // SeqCst: the stripe holder's handshake loads; pairs with the SeqCst increments in
-        // `count_list`, which precede the writer's link and fence. Acquire: a zero written
-        // by `uncount_list` after a writer's release publishes its critical section.
-        slot.listed.load(Ordering::SeqCst) != 0 || self.wide.load(Ordering::SeqCst) != 0
-    }
-
-    /// Counts a list writer of `range` (before it links its node).
-    pub(crate) fn count_list(&self, range: &Range<u64>) {
+    /// Counts a party (list writer or reader) of `range`, before it becomes visible.
+    pub(crate) fn count(&self, range: &Range<u64>) {
         self.each_count(range, |count| {
-            // SeqCst: the list writer's handshake store, before its link; pairs with the
-            // SeqCst loads of `maybe_listed`.
+            // SeqCst: the party's handshake store, before its link or announcement; pairs
+            // with the SeqCst loads of `StripeSlot::counted`.
             count.fetch_add(1, Ordering::SeqCst);
         });
     }
 
-    /// Uncounts a list writer of `range` (after its node is unlinked, or when it gives up
-    /// before linking).
-    pub(crate) fn uncount_list(&self, range: &Range<u64>) {
+    /// Uncounts a party of `range` (after it is gone: unlinked, or its announcement
+    /// cleared, or given up before it was visible).
+    pub(crate) fn uncount(&self, range: &Range<u64>) {
         self.each_count(range, |count| {
             // Release: a stripe holder that reads the count this leaves (Acquire half of
-            // its SeqCst load) sees the writer's critical section.
+            // its SeqCst load) sees the party's critical section.
             count.fetch_sub(1, Ordering::Release);
         });
     }
 
-    /// Applies `f` to the counts of a list range: the `listed` count of each stripe's slot
+    /// Applies `f` to the counts of a counted range: the `counted` count of each stripe's
+    /// slot, or the `wide` count of each window's table, or the lock's one `wide` count
     /// (windows resolved, creating their tables: a window resolves the same way for the
-    /// count and the uncount), or the one `wide` count.
+    /// count and the uncount).
     #[inline]
     fn each_count(&self, range: &Range<u64>, f: impl Fn(&AtomicU32)) {
         if self.overflow.is_empty() {
             return;
         }
         let (first, last) = self.stripes(range);
-        if last - first >= NARROW {
-            f(&self.wide);
-        } else {
+        if last - first < NARROW {
             for s in first..=last {
-                f(&self.slot_at(self.resolve(self.window(s)), s).listed);
+                f(&self.slot_at(self.resolve(self.window(s)), s).counted);
             }
+            return;
+        }
+        let (first, last) = (self.window(first), self.window(last));
+        if last - first < NARROW_WINDOWS {
+            for w in first..=last {
+                f(self.resolve(w).wide);
+            }
+        } else {
+            f(&self.wide);
         }
     }
 
@@ -490,9 +489,7 @@ impl Stripes {
             (first_window..=last_window).find_map(|w| {
                 let table = self.table(w, false)?; // a lookup: `None` is "no table yet"
                 let (lo, hi) = (first.max(w << self.slot_bits), last.min(self.last_stripe(w)));
-                (lo..=hi)
-                    .map(|s| Self::check(self.slot_at(table, s), Some(self.tag(s)), range))
-                    .find(is_held)
+                (lo..=hi).map(|s| self.check(table, s, range)).find(is_held)
             })
         };
         found.unwrap_or(Conflict::None)
@@ -511,54 +508,74 @@ impl Stripes {
         let listed = self.dir[..self.dir_len].iter().filter_map(|entry| {
             // SeqCst: as in `table_slow`.
             let key = entry.key.load(Ordering::SeqCst);
-            (key != 0 && (first..=last).contains(&(key - 1))).then(|| self.slots_of(entry.table()))
+            (key != 0 && (first..=last).contains(&(key - 1))).then(|| entry.table(key - 1))
         });
-        core::iter::once(&self.overflow[..])
-            .chain(listed)
-            .flat_map(|table| table.iter())
-            .map(|s| Self::check(s, None, range))
-            .find(is_held)
+        core::iter::once(self.overflow()).chain(listed).find_map(|table| {
+            (0..self.len() as u64).map(|s| self.check(table, s, range)).find(is_held)
+        })
     }
 
-    /// The holder of `slot` if it overlaps `range`; `tag`, if given, is the tag of the one
-    /// stripe of this slot that `range` touches.
+    /// The holder of the slot of stripe `stripe` in `table` if it overlaps `range` (for the
+    /// overflow table, `stripe` only picks the slot: the holder's window is in its word).
     #[inline]
-    fn check(slot: &Slot, tag: Option<u32>, range: &Range<u64>) -> Conflict {
+    fn check(&self, table: Table<'_>, stripe: u64, range: &Range<u64>) -> Conflict {
+        let slot = self.slot_at(table, stripe);
         // SeqCst: the list writer's or reader's handshake load; pairs with the SeqCst claim.
-        let node = slot.node.load(Ordering::SeqCst);
-        if node.is_null() {
+        let word = slot.word.load(Ordering::SeqCst);
+        if word & FREE != 0 {
             return Conflict::None;
         }
-        if let Some(tag) = tag {
-            // Acquire: pairs with the Release tag store of a later holder, which claimed
-            // after this node's holder left (see `Slot::tag`).
-            let holder = slot.tag.load(Ordering::Acquire);
-            if holder != UNKNOWN && holder != tag {
-                // Another stripe's holder, or a later holder: this node's holder left.
-                return Conflict::None;
-            }
-        }
-        // SAFETY: a node read from a slot is retired only after the slot is cleared, and
-        // reused only after every guard of that time (the caller's included) is dropped.
-        let node = unsafe { &*node };
-        if !overlaps(&node.range(), range) {
-            return Conflict::None;
-        }
-        match node.ticket() {
-            Some(ticket) => Conflict::Held(ticket),
-            None => Conflict::None,
+        let window = table.window.unwrap_or(word >> WINDOW_SHIFT);
+        let base = ((window << self.slot_bits) | (stripe & self.slot_mask as u64)) << self.shift;
+        let holder = base + ((word >> FIRST_SHIFT) & OFFSET_MASK)
+            ..base + ((word >> LAST_SHIFT) & OFFSET_MASK) + 1;
+        if overlaps(&holder, range) {
+            Conflict::Held(Ticket::new(&slot.word, word))
+        } else {
+            Conflict::None
         }
     }
+}
 
-    /// Takes every node still in a slot (only when the lock drops: no concurrent user).
-    pub(crate) fn drain(&mut self) -> Vec<NonNull<Node>> {
-        let windows = self.window_tables().map(|t| self.slots_of(t));
-        core::iter::once(&self.overflow[..])
-            .chain(windows)
-            .flat_map(|table| table.iter())
-            // Relaxed: `&mut self`, no concurrent user.
-            .filter_map(|s| NonNull::new(s.node.swap(core::ptr::null_mut(), Ordering::Relaxed)))
-            .collect()
+impl StripeSlot<'_> {
+    /// Claims the slot if it is free.
+    #[inline]
+    pub(crate) fn claim(&self) -> bool {
+        // Relaxed pre-check: a taken slot costs no RMW. SeqCst CAS: the stripe holder's
+        // store in the handshake (claim, fence, read the counts); pairs with the SeqCst slot
+        // loads of counted parties in `check`. Its Acquire half reads the `FREE` of the
+        // previous holder's Release `end_use`.
+        self.slot.word.load(Ordering::Relaxed) == FREE
+            && self
+                .slot
+                .word
+                .compare_exchange(FREE, self.word, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Whether a counted party may overlap the claimed stripe (a stripe holder's check,
+    /// after its claim and `handshake_fence`).
+    #[inline]
+    pub(crate) fn counted(&self, stripes: &Stripes) -> bool {
+        // SeqCst: the stripe holder's handshake loads; pair with the SeqCst increments in
+        // `count`, which precede the party's link or announcement and its fence. Acquire: a
+        // zero written by `uncount` publishes the party's critical section.
+        self.slot.counted.load(Ordering::SeqCst) != 0
+            || self.wide.load(Ordering::SeqCst) != 0
+            || stripes.wide.load(Ordering::SeqCst) != 0
+    }
+
+    /// The slot word's current value (tests).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn word_of(slot: NonNull<Slot>) -> u64 {
+        // SAFETY: the caller's slot is in a table of a lock it borrows.
+        unsafe { slot.as_ref() }.word.load(Ordering::Relaxed)
+    }
+
+    /// The claimed slot, for the token.
+    #[inline]
+    pub(crate) fn slot(&self) -> NonNull<Slot> {
+        NonNull::from(self.slot)
     }
 }
 
@@ -572,10 +589,23 @@ impl Drop for Stripes {
     }
 }
 
-/// The tag of window `window` (see [`Slot::tag`](Slot)): its number, in 31 bits.
-#[inline]
-fn window_tag(window: u64) -> u32 {
-    (window & 0x7fff_ffff) as u32
+/// Makes sure the table of directory entry `entry` exists (`len` slots).
+#[cold]
+fn install_table(entry: &Entry, len: usize) {
+    // Acquire: as in `Entry::table`.
+    if entry.table.load(Ordering::Acquire).is_null() {
+        let fresh = Box::into_raw(new_table(len)).cast::<Slot>();
+        // AcqRel: Release publishes the fresh table to the key's readers; Acquire reads a
+        // competitor's table on failure.
+        if entry
+            .table
+            .compare_exchange(core::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // SAFETY: `fresh` is `Box::into_raw(new_table(len))`, ours, never published.
+            unsafe { free_table(fresh, len) };
+        }
+    }
 }
 
 /// Frees a window table.
@@ -591,13 +621,7 @@ unsafe fn free_table(table: *mut Slot, len: usize) {
 
 /// A table of `slots` free slots.
 fn new_table(slots: usize) -> Box<[Slot]> {
-    (0..slots)
-        .map(|_| Slot {
-            node: AtomicPtr::new(core::ptr::null_mut()),
-            listed: AtomicU32::new(0),
-            tag: AtomicU32::new(UNKNOWN),
-        })
-        .collect()
+    (0..slots).map(|_| Slot { word: AtomicU64::new(FREE), counted: AtomicU32::new(0) }).collect()
 }
 
 fn is_held(c: &Conflict) -> bool {

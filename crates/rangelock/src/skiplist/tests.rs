@@ -341,7 +341,7 @@ fn forgotten_guards_do_not_break_drop() {
 /// Takes `range` exclusively through the raw lock and says where its node went.
 fn raw_kind(raw: &SkipList, range: Range<u64>) -> (SkipToken, Kind) {
     let token = raw.try_lock(range, Mode::Exclusive).expect("free range");
-    let kind = token.kind;
+    let kind = token.0;
     (token, kind)
 }
 
@@ -354,7 +354,7 @@ fn ranges_held_in_one_window_leave_another_windows_stripes_fast() {
     // and count themselves in that slot.
     let held: Vec<_> = (0..16u64).map(|i| raw_kind(&raw, i * 1024..i * 1024 + 1)).collect();
     assert!(matches!(held[0].1, Kind::Stripe(_)));
-    assert!(held[1..].iter().all(|(_, kind)| *kind == Kind::List));
+    assert!(held[1..].iter().all(|(_, kind)| matches!(kind, Kind::List(_))));
     // Stripe 0 of window 64 used the same slot in the one direct-mapped table: now it has
     // a table of its own, so it holds a slot and skips the list.
     let (far, kind) = raw_kind(&raw, 64 * window..64 * window + 1024);
@@ -382,14 +382,14 @@ fn a_full_window_directory_sends_later_windows_to_the_shared_table() {
     // Window 4 shares overflow slot 0 with window 2: slot taken, so the list path, and
     // the two still exclude only what overlaps.
     let (d, kd) = raw_kind(&raw, 64..68);
-    assert_eq!(kd, Kind::List);
+    assert!(matches!(kd, Kind::List(_)));
     assert!(raw.try_lock(33..34, Mode::Exclusive).is_none());
     assert!(raw.try_lock(67..68, Mode::Shared).is_none());
     assert!(raw.try_lock(3..17, Mode::Exclusive).is_none());
     // A range over three windows checks every table (the wide path).
     assert!(raw.try_lock(20..60, Mode::Shared).is_none());
     let (e, ke) = raw_kind(&raw, 20..32);
-    assert_eq!(ke, Kind::List, "spans stripes");
+    assert!(matches!(ke, Kind::List(_)), "spans stripes");
     assert_eq!(raw.stripes.tables_in_use(), 2);
     // With the overflow holder and the list node in 1..40 gone, a range over three windows
     // still meets the holders in window tables (0..4 and 16..20) on the wide path.
@@ -417,4 +417,60 @@ fn window_options_are_checked_and_reported() {
     assert!(too_many.is_err());
     let not_pow2 = std::panic::catch_unwind(|| RangeLock::builder().windows(3).build_raw());
     assert!(not_pow2.is_err());
+}
+
+thread_local! {
+    /// Stripe acquisitions of this thread that took the slow check (counts not all zero).
+    pub(super) static SLOW_CHECKS: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+}
+
+fn slow_checks() -> u64 {
+    SLOW_CHECKS.with(|c| c.get())
+}
+
+#[test]
+fn a_reader_and_a_wide_writer_elsewhere_leave_stripe_holders_on_the_fast_path() {
+    // Before counted readers and per-window wide counts, one announced reader or one held
+    // wide writer anywhere sent every stripe acquisition of the lock to the slow check.
+    let lock = RangeLock::new();
+    let window = (1u64 << DEFAULT_STRIPE_SHIFT) * DEFAULT_STRIPE_SLOTS as u64;
+    let reader = lock.lock_shared(0..10).unwrap(); // window 0, stripe 0
+    let wide = lock.lock(2 * window..4 * window).unwrap(); // windows 2-3: 4096 stripes
+    let before = slow_checks();
+    for i in 0..1000u64 {
+        let start = 10 * window + i * 1024;
+        let g = lock.lock(start..start + 1024).unwrap();
+        drop(g);
+    }
+    assert_eq!(slow_checks(), before, "stripe holders far from the reader and the wide writer");
+    // Next to them the slow check runs, and still tells overlap from disjointness.
+    assert!(lock.try_lock(5..6).is_err(), "overlaps the reader");
+    let beside = lock.try_lock(100..200).expect("same stripe as the reader, disjoint");
+    assert!(slow_checks() > before);
+    assert!(lock.try_lock(3 * window..3 * window + 1).is_err(), "inside the wide range");
+    let after = lock.try_lock(4 * window..4 * window + 1).expect("just past the wide range");
+    drop((reader, wide, beside, after));
+    // With both gone, the counts are zero again: the reader's stripe is fast again.
+    let before = slow_checks();
+    drop(lock.lock(0..10).unwrap());
+    drop(lock.lock(2 * window..2 * window + 10).unwrap());
+    assert_eq!(slow_checks(), before);
+}
+
+#[test]
+fn a_waiter_that_times_out_leaves_no_parked_bit() {
+    let raw = SkipList::new();
+    let (held, kind) = raw_kind(&raw, 0..10);
+    let Kind::Stripe(slot) = kind else { panic!("a one-stripe range holds a slot: {kind:?}") };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let deadline = Instant::now() + Duration::from_millis(30);
+            assert!(raw.lock_until(5..6, Mode::Exclusive, deadline).is_none());
+        });
+    });
+    // The waiter spun, parked (setting PARKED), timed out as the last one parked: the bit
+    // is gone, so this unlock wakes nobody.
+    assert_eq!(stripes::StripeSlot::word_of(slot) & wait::PARKED, 0);
+    // SAFETY: `held` is this lock's token, released once.
+    unsafe { raw.unlock(held) };
 }
