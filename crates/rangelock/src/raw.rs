@@ -8,8 +8,12 @@ use crate::range::Mode;
 /// A raw range lock: the unsafe core behind [`crate::Lock`].
 ///
 /// Implementors lock half-open ranges `[start, end)` of `u64` in [`Mode::Exclusive`] or
-/// [`Mode::Shared`] mode. The safe wrapper validates ranges (non-empty, `start < end`)
-/// before calling in, so implementations may assume valid input.
+/// [`Mode::Shared`] mode. The safe wrapper validates ranges (non-empty, `start < end`) and
+/// answers invalid ones with [`LockError::InvalidRange`](crate::LockError::InvalidRange);
+/// the acquisition methods here are safe and reachable through
+/// [`Lock::raw`](crate::Lock::raw), so every implementation also checks (with
+/// [`assert_valid`]) and panics on an empty or inverted range rather than lock something
+/// else (the wrapper's check and this one compile to one comparison after inlining).
 ///
 /// # Safety
 ///
@@ -42,4 +46,20 @@ pub unsafe trait RawRangeLock: Send + Sync {
     ///
     /// `token` must have been returned by an acquisition on `self` and not released since.
     unsafe fn unlock(&self, token: Self::Token);
+}
+
+/// Panics unless `range` is non-empty (`start < end`): the check every raw acquisition makes
+/// (see [`RawRangeLock`]).
+#[inline]
+#[track_caller]
+pub fn assert_valid(range: &Range<u64>) {
+    if range.start >= range.end {
+        invalid(range);
+    }
+}
+
+#[cold]
+#[track_caller]
+fn invalid(range: &Range<u64>) -> ! {
+    panic!("{}", crate::RangeError { start: range.start, end: range.end })
 }

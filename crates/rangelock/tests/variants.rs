@@ -29,6 +29,34 @@ macro_rules! variant_tests {
                 $make
             }
 
+            /// The raw methods are safe and reachable through `Lock::raw`: an empty or
+            /// inverted range panics instead of locking something else (`0..0` used to wrap
+            /// into a stripe-table range over every window).
+            #[test]
+            #[allow(clippy::reversed_empty_ranges)] // the invalid input under test
+            fn raw_acquisitions_reject_empty_ranges() {
+                use rangelock::{Mode, RawRangeLock};
+                let lock = make();
+                let deadline = std::time::Instant::now();
+                for range in [0..0, 5..5, 7..3, u64::MAX..u64::MAX] {
+                    for mode in [Mode::Exclusive, Mode::Shared] {
+                        let r = range.clone();
+                        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            let _ = lock.try_lock(r.clone(), mode);
+                        }));
+                        assert!(caught.is_err(), "try_lock({range:?}, {mode:?}) was accepted");
+                        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            let _ = lock.lock_until(r.clone(), mode, deadline);
+                        }));
+                        assert!(caught.is_err(), "lock_until({range:?}, {mode:?}) was accepted");
+                    }
+                }
+                // Nothing was locked meanwhile.
+                let all = lock.try_lock(0..u64::MAX, Mode::Exclusive).expect("nothing held");
+                // SAFETY: `all` was just acquired on `lock` and is released once.
+                unsafe { lock.unlock(all) };
+            }
+
             #[test]
             fn stress_short() {
                 let report = support::stress(make(), &support::StressConfig::short());

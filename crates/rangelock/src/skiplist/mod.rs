@@ -491,7 +491,7 @@ impl SkipList {
                 // The common case reaches no node, so it needs no epoch guard: no counted
                 // party may overlap (handshake loads, after the fence).
                 readers::handshake_fence();
-                if !stripe.counted(&self.stripes) || self.stripe_is_free_slow(range) {
+                if !stripe.counted(&self.stripes) || self.stripe_is_free_slow(range, wait) {
                     return Some(SkipToken(Kind::Stripe(stripe.slot())));
                 }
                 // Retract: whoever waits on the slot sees it free and looks again.
@@ -516,10 +516,12 @@ impl SkipList {
     /// After claiming a stripe slot whose counts are not all zero: whether no list node and
     /// no reader overlaps.
     #[cold]
-    fn stripe_is_free_slow(&self, range: &Range<u64>) -> bool {
+    fn stripe_is_free_slow(&self, range: &Range<u64>, wait: Wait) -> bool {
         #[cfg(all(test, not(loom)))]
         tests::SLOW_CHECKS.with(|c| c.set(c.get() + 1));
-        let guard = self.reclaim.pin();
+        // A full epoch table counts as a conflict: retract, and let the list path wait (or
+        // give up) as `wait` says.
+        let Some(guard) = self.reclaim.pin_for(wait) else { return false };
         matches!(self.list.overlapping(range, &guard), Conflict::None)
             && matches!(self.readers.overlapping(range, &guard), Conflict::None)
     }
@@ -537,18 +539,23 @@ impl SkipList {
         // `stripes`), uncounted only after the unlink (`release_exclusive`).
         self.stripes.count(range);
         // One guard covers the insertion and the reader scan; it is dropped before waiting.
-        let mut guard = self.reclaim.pin();
+        // Every wait (a conflict, or a full epoch table) is bounded by `wait`.
+        let give_up = || {
+            self.stripes.uncount(range);
+            self.reclaim.free_private(node);
+            None
+        };
+        let Some(mut guard) = self.reclaim.pin_for(wait) else { return give_up() };
         loop {
             match self.list.insert(node, &guard) {
                 Conflict::None => break,
                 Conflict::Held(ticket) => {
                     drop(guard);
                     if !wait_for(ticket, wait) {
-                        self.stripes.uncount(range);
-                        self.reclaim.free_private(node);
-                        return None;
+                        return give_up();
                     }
-                    guard = self.reclaim.pin();
+                    let Some(again) = self.reclaim.pin_for(wait) else { return give_up() };
+                    guard = again;
                 }
                 Conflict::Gone => {}
             }
@@ -564,11 +571,13 @@ impl SkipList {
                 Conflict::None => return Some(SkipToken(Kind::List(node))),
                 Conflict::Held(ticket) => {
                     drop(guard);
-                    if !wait_for(ticket, wait) {
+                    let again =
+                        if wait_for(ticket, wait) { self.reclaim.pin_for(wait) } else { None };
+                    let Some(again) = again else {
                         self.release_exclusive(node);
                         return None;
-                    }
-                    guard = self.reclaim.pin();
+                    };
+                    guard = again;
                 }
                 Conflict::Gone => {}
             }
@@ -583,9 +592,19 @@ impl SkipList {
         // SAFETY: the node is private until announced.
         let node_ref = unsafe { node.as_ref() };
         node_ref.init(range, 0);
+        let mut announced = false;
         loop {
+            let Some(guard) = self.reclaim.pin_for(wait) else {
+                self.stripes.uncount(range);
+                if announced {
+                    self.reclaim.retire(node);
+                } else {
+                    self.reclaim.free_private(node);
+                }
+                return None;
+            };
+            announced = true;
             let (claim, conflict) = {
-                let guard = self.reclaim.pin();
                 let claim = self.readers.announce(node.as_ptr(), rng::thread_index());
                 node_ref.set_claim(claim);
                 let conflict = match self.list.overlapping(range, &guard) {
@@ -594,6 +613,8 @@ impl SkipList {
                 };
                 (claim, conflict)
             };
+            // Never wait inside a protected region.
+            drop(guard);
             let Conflict::Held(ticket) = conflict else {
                 return Some(node);
             };

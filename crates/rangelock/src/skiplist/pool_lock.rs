@@ -17,7 +17,7 @@
 mod imp {
     /// The baselines' test-and-test-and-set spin lock (`variants::spin`), which backs off
     /// and then yields.
-    pub(crate) use crate::variants::spin::SpinLock as PoolLock;
+    pub(crate) use crate::variants::spin::{SpinGuard as PoolGuard, SpinLock as PoolLock};
 }
 
 #[cfg(loom)]
@@ -45,7 +45,7 @@ mod imp {
     }
 }
 
-pub(crate) use imp::PoolLock;
+pub(crate) use imp::{PoolGuard, PoolLock};
 
 #[cfg(all(test, not(loom)))]
 mod tests {

@@ -26,8 +26,9 @@ use core::ptr::NonNull;
 use crossbeam_utils::CachePadded;
 
 use super::node::Node;
-use super::pool_lock::PoolLock;
+use super::pool_lock::{PoolGuard, PoolLock};
 use super::rng::thread_index;
+use super::wait::Wait;
 #[cfg(loom)]
 use crate::primitive::{lock, Mutex};
 use crate::primitive::{Arc, AtomicUsize, Ordering};
@@ -132,9 +133,31 @@ impl Reclaim {
     }
 
     /// Protects the calling thread: nodes it reaches stay unreused until the guard drops.
+    /// Waits (parks) while every slot of the epoch table is taken.
     #[inline]
     pub(crate) fn pin(&self) -> Guard<'_> {
         self.epoch.protect()
+    }
+
+    /// [`pin`](Self::pin) as an acquisition that may wait as `wait` says: `None` if the
+    /// epoch table stays full (more threads inside lock operations than it has slots) until
+    /// the deadline, at once for `Wait::Never`.
+    #[inline]
+    pub(crate) fn pin_for(&self, wait: Wait) -> Option<Guard<'_>> {
+        #[cfg(not(loom))]
+        match wait {
+            Wait::Until(None) => Some(self.epoch.protect()),
+            Wait::Never => self.epoch.try_protect(std::time::Duration::ZERO).ok(),
+            Wait::Until(Some(deadline)) => {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                self.epoch.try_protect(left).ok()
+            }
+        }
+        #[cfg(loom)]
+        {
+            let _ = wait;
+            Some(self.epoch.protect())
+        }
     }
 
     /// Nodes allocated and not freed (in use, retired or pooled).
@@ -146,12 +169,13 @@ impl Reclaim {
         thread_index() & (self.pools.shards.len() - 1)
     }
 
-    /// A private node: from the pools if possible, else from the allocator.
+    /// A private node: from the pools if possible, else from the allocator. Never waits for
+    /// another thread: a shard whose lock is taken is skipped.
     #[inline]
     pub(crate) fn alloc(&self) -> NonNull<Node> {
         let shards = &self.pools.shards;
         let home = self.home();
-        if let Some(NodePtr(node)) = shards[home].free.lock().pop() {
+        if let Some(NodePtr(node)) = shards[home].free.try_lock().and_then(|mut free| free.pop()) {
             return node;
         }
         self.alloc_slow(home)
@@ -175,7 +199,24 @@ impl Reclaim {
 
     /// Returns a node that was never visible to another thread straight to the pool.
     pub(crate) fn free_private(&self, node: NonNull<Node>) {
-        self.pools.shards[self.home()].free.lock().push(NodePtr(node));
+        let mut free = self.shard(|shard| &shard.free);
+        free.push(NodePtr(node));
+    }
+
+    /// The lock of `part` of the first shard, from the thread's home on, that can be taken
+    /// without waiting; the home shard's, waiting, only if every shard is busy at once.
+    /// Shards are shared by threads whose indexes are equal modulo the shard count, so a
+    /// waiting `lock` could wait for a preempted thread.
+    #[inline]
+    fn shard<'a>(
+        &'a self,
+        part: impl Fn(&'a Shard) -> &'a PoolLock<Vec<NodePtr>>,
+    ) -> PoolGuard<'a, Vec<NodePtr>> {
+        let shards = &self.pools.shards;
+        let home = self.home();
+        (0..shards.len())
+            .find_map(|i| part(&shards[(home + i) & (shards.len() - 1)]).try_lock())
+            .unwrap_or_else(|| part(&shards[home]).lock())
     }
 
     /// Retires a node that other threads may still reach: it is reused only after every
@@ -186,7 +227,7 @@ impl Reclaim {
     pub(crate) fn retire(&self, node: NonNull<Node>) {
         let home = self.home();
         let batch = {
-            let mut retired = self.pools.shards[home].retired.lock();
+            let mut retired = self.shard(|shard| &shard.retired);
             retired.push(NodePtr(node));
             if retired.len() < BATCH {
                 return;

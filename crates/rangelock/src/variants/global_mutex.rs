@@ -113,11 +113,13 @@ unsafe impl RawRangeLock for GlobalMutex {
 
     #[inline]
     fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<Self::Token> {
+        crate::raw::assert_valid(&range);
         let mut state = self.state();
         state.admits(&range, mode).then(|| state.grant(range, mode))
     }
 
     fn lock(&self, range: Range<u64>, mode: Mode) -> Self::Token {
+        crate::raw::assert_valid(&range);
         let mut state = self.state();
         while !state.admits(&range, mode) {
             state = self.released.wait(state).unwrap_or_else(PoisonError::into_inner);
@@ -126,6 +128,7 @@ unsafe impl RawRangeLock for GlobalMutex {
     }
 
     fn lock_until(&self, range: Range<u64>, mode: Mode, deadline: Instant) -> Option<Self::Token> {
+        crate::raw::assert_valid(&range);
         let mut state = self.state();
         while !state.admits(&range, mode) {
             let now = Instant::now();

@@ -494,11 +494,13 @@ unsafe impl RawRangeLock for KernelTree {
 
     #[inline]
     fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<Self::Token> {
+        crate::raw::assert_valid(&range);
         self.acquire(range, mode, false, None)
     }
 
     #[inline]
     fn lock(&self, range: Range<u64>, mode: Mode) -> Self::Token {
+        crate::raw::assert_valid(&range);
         match self.acquire(range, mode, true, None) {
             Some(token) => token,
             None => unreachable!("kernel-tree: a wait without deadline gave up"),
@@ -507,6 +509,7 @@ unsafe impl RawRangeLock for KernelTree {
 
     #[inline]
     fn lock_until(&self, range: Range<u64>, mode: Mode, deadline: Instant) -> Option<Self::Token> {
+        crate::raw::assert_valid(&range);
         self.acquire(range, mode, true, Some(deadline))
     }
 

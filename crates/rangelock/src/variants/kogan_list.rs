@@ -568,11 +568,13 @@ unsafe impl RawRangeLock for KoganList {
 
     #[inline]
     fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<Self::Token> {
+        crate::raw::assert_valid(&range);
         self.acquire(range, mode, Wait::Try)
     }
 
     #[inline]
     fn lock(&self, range: Range<u64>, mode: Mode) -> Self::Token {
+        crate::raw::assert_valid(&range);
         match self.acquire(range, mode, Wait::Forever) {
             Some(token) => token,
             None => unreachable!("kogan-list: a wait without deadline gave up"),
@@ -581,6 +583,7 @@ unsafe impl RawRangeLock for KoganList {
 
     #[inline]
     fn lock_until(&self, range: Range<u64>, mode: Mode, deadline: Instant) -> Option<Self::Token> {
+        crate::raw::assert_valid(&range);
         self.acquire(range, mode, Wait::Until(deadline))
     }
 

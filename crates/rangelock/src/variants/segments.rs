@@ -220,11 +220,13 @@ unsafe impl RawRangeLock for Segments {
 
     #[inline]
     fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<Self::Token> {
+        crate::raw::assert_valid(&range);
         self.acquire(range, mode, false, None)
     }
 
     #[inline]
     fn lock(&self, range: Range<u64>, mode: Mode) -> Self::Token {
+        crate::raw::assert_valid(&range);
         match self.acquire(range, mode, true, None) {
             Some(token) => token,
             None => unreachable!("segments: a wait without deadline gave up"),
@@ -233,6 +235,7 @@ unsafe impl RawRangeLock for Segments {
 
     #[inline]
     fn lock_until(&self, range: Range<u64>, mode: Mode, deadline: Instant) -> Option<Self::Token> {
+        crate::raw::assert_valid(&range);
         self.acquire(range, mode, true, Some(deadline))
     }
 

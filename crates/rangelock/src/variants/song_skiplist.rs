@@ -288,11 +288,13 @@ unsafe impl RawRangeLock for SongSkipList {
 
     #[inline]
     fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<Self::Token> {
+        crate::raw::assert_valid(&range);
         self.attempt(&range, mode)
     }
 
     #[inline]
     fn lock(&self, range: Range<u64>, mode: Mode) -> Self::Token {
+        crate::raw::assert_valid(&range);
         match self.attempt(&range, mode) {
             Some(token) => token,
             None => match self.lock_slow(range, mode, None) {
@@ -304,6 +306,7 @@ unsafe impl RawRangeLock for SongSkipList {
 
     #[inline]
     fn lock_until(&self, range: Range<u64>, mode: Mode, deadline: Instant) -> Option<Self::Token> {
+        crate::raw::assert_valid(&range);
         match self.attempt(&range, mode) {
             Some(token) => Some(token),
             None => self.lock_slow(range, mode, Some(deadline)),
