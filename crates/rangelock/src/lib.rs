@@ -46,7 +46,7 @@ pub mod variants;
 pub use error::{LockError, RangeError};
 pub use lock::{Lock, RangeGuard};
 pub use range::{check_range, overlaps, Mode};
-pub use raw::{assert_valid, RawRangeLock};
+pub use raw::{assert_valid, RawRangeLock, RawRangeLockDowngrade};
 pub use skiplist::{
     Builder, RangeLock, SkipList, SkipToken, DEFAULT_MAX_HEIGHT, DEFAULT_STRIPE_SHIFT,
     DEFAULT_STRIPE_SLOTS, DEFAULT_STRIPE_WINDOWS,

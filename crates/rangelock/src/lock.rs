@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::LockError;
 use crate::range::{check_range, Mode};
-use crate::raw::RawRangeLock;
+use crate::raw::{RawRangeLock, RawRangeLockDowngrade};
 
 /// A range lock over `u64` units, generic over its raw implementation.
 ///
@@ -150,6 +150,38 @@ impl<'a, R: RawRangeLock> RangeGuard<'a, R> {
     /// The mode this guard holds its range in.
     pub fn mode(&self) -> Mode {
         self.mode
+    }
+}
+
+impl<'a, R: RawRangeLockDowngrade> RangeGuard<'a, R> {
+    /// Turns an exclusive hold into a shared hold of the same range, with no moment in
+    /// between at which another writer could take any part of it (readers may join as soon
+    /// as this returns). A shared guard is returned unchanged.
+    ///
+    /// ```
+    /// use rangelock::RangeLock;
+    ///
+    /// let lock = RangeLock::new();
+    /// let w = lock.lock(0..100).unwrap();
+    /// // ... write 0..100 ...
+    /// let r = w.downgrade();
+    /// assert!(lock.try_lock_shared(50..60).is_ok()); // readers join
+    /// assert!(lock.try_lock(50..60).is_err()); // writers still wait
+    /// # drop(r);
+    /// ```
+    pub fn downgrade(self) -> RangeGuard<'a, R> {
+        if self.mode == crate::range::Mode::Shared {
+            return self;
+        }
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: the token is taken once, here; `this` is never dropped, so its `Drop` does
+        // not release it again.
+        let token = unsafe { ManuallyDrop::take(&mut this.token) };
+        let range = this.range.clone();
+        // SAFETY: `token` is this guard's exclusive hold of `range` on `this.lock.raw`, not
+        // released (a guard releases only in `Drop`, which `ManuallyDrop` skips).
+        let shared = unsafe { this.lock.raw.downgrade(token, range.clone()) };
+        RangeGuard::new(this.lock, range, crate::range::Mode::Shared, shared)
     }
 }
 

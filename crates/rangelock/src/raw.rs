@@ -48,6 +48,25 @@ pub unsafe trait RawRangeLock: Send + Sync {
     unsafe fn unlock(&self, token: Self::Token);
 }
 
+/// A raw range lock whose exclusive holds can become shared in place.
+///
+/// # Safety
+///
+/// [`downgrade`](Self::downgrade) must keep the range held throughout: from the call until
+/// the returned shared token is released, no acquisition incompatible with a shared hold of
+/// the range (an exclusive one overlapping it) may succeed, while shared acquisitions may
+/// succeed as soon as the call returns (or earlier).
+pub unsafe trait RawRangeLockDowngrade: RawRangeLock {
+    /// Turns the exclusive hold of `range` that `token` names into a shared hold of the same
+    /// range and returns its token.
+    ///
+    /// # Safety
+    ///
+    /// `token` was returned by an exclusive acquisition of `range` on `self` and has not been
+    /// released.
+    unsafe fn downgrade(&self, token: Self::Token, range: Range<u64>) -> Self::Token;
+}
+
 /// Panics unless `range` is non-empty (`start < end`): the check every raw acquisition makes
 /// (see [`RawRangeLock`]).
 #[inline]

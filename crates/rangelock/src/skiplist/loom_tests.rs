@@ -286,3 +286,32 @@ fn loom_window_table_resolution_race() {
         exclusive_tries_race(&lock, 0..2, 1..5, &Arc::new(Units::new(5)));
     });
 }
+
+/// A holder downgrades its exclusive hold (stripe slot, or list node for a range across
+/// stripes) while a writer of an overlapping range waits: the writer never writes while the
+/// downgraded reader reads, and a reader may share with it.
+#[test]
+fn loom_downgrade_keeps_writers_out() {
+    for (held, other) in [(0..2, 1..2), (1..3, 0..2)] {
+        loom::model(move || {
+            let lock = Arc::new(RangeLock::with_max_height(1));
+            let units = Arc::new(Units::new(4));
+            let t = {
+                let (lock, units, other) = (Arc::clone(&lock), Arc::clone(&units), other.clone());
+                thread::spawn(move || write_held(&lock, &units, other))
+            };
+            let g = lock.lock(held.clone()).unwrap();
+            units.write(held.clone());
+            let r = g.downgrade();
+            let _ = units.read(held.clone());
+            drop(r);
+            t.join().unwrap();
+            let all = 0..units.0.len() as u64;
+            assert_eq!(
+                units.read(all.clone()),
+                (held.end - held.start) + (other.end - other.start)
+            );
+            let _all = lock.try_lock(all).expect("a range stayed locked");
+        });
+    }
+}

@@ -254,7 +254,7 @@ use std::time::Instant;
 
 use crate::lock::Lock;
 use crate::range::Mode;
-use crate::raw::RawRangeLock;
+use crate::raw::{RawRangeLock, RawRangeLockDowngrade};
 
 use list::{Conflict, List};
 use node::{Node, MAX_HEIGHT};
@@ -560,11 +560,13 @@ impl SkipList {
                 Conflict::Gone => {}
             }
         }
-        // Linked (pending): new readers and stripe holders back off; drain the announced
-        // readers and wait out the stripe holders that came first.
+        // Linked (pending): new readers and stripe holders back off; wait out the stripe
+        // holders and drain the readers that came first. Stripes before readers: a stripe
+        // holder that downgrades announces its reader before it frees its slot, so a pass
+        // that finds the slot free finds the reader (module docs, "Downgrade").
         loop {
-            let conflict = match self.readers.overlapping(range, &guard) {
-                Conflict::None => self.stripes.overlapping(range, &guard),
+            let conflict = match self.stripes.overlapping(range, &guard) {
+                Conflict::None => self.readers.overlapping(range, &guard),
                 other => other,
             };
             match conflict {
@@ -657,6 +659,26 @@ impl SkipList {
         node_ref.release();
         self.stripes.uncount(&node_ref.range());
         self.reclaim.retire(node);
+    }
+}
+
+// SAFETY: the reader is announced (and counted) before the exclusive hold ends, so every
+// writer that could take the range after that end meets the announcement (module docs,
+// "Downgrade").
+unsafe impl RawRangeLockDowngrade for SkipList {
+    unsafe fn downgrade(&self, token: SkipToken, range: Range<u64>) -> SkipToken {
+        // Announce a reader of the range while still holding it exclusively: no overlapping
+        // exclusive node is linked (ours excludes them), so there is nothing to check.
+        self.stripes.count(&range);
+        let node = self.reclaim.alloc();
+        // SAFETY: the node is private until announced.
+        let node_ref = unsafe { node.as_ref() };
+        node_ref.init(&range, 0);
+        node_ref.set_claim(self.readers.announce(node.as_ptr(), rng::thread_index()));
+        // Then end the exclusive hold: the writers it wakes drain readers and find ours.
+        // SAFETY: the caller's token, released once, here.
+        unsafe { self.unlock(token) };
+        SkipToken(Kind::Shared(node))
     }
 }
 

@@ -474,3 +474,52 @@ fn a_waiter_that_times_out_leaves_no_parked_bit() {
     // SAFETY: `held` is this lock's token, released once.
     unsafe { raw.unlock(held) };
 }
+
+#[test]
+fn downgrade_lets_readers_in_and_keeps_writers_out() {
+    let lock = RangeLock::new();
+    // A stripe hold, a list hold (across a stripe boundary) and an already shared guard.
+    let stripe = 1u64 << DEFAULT_STRIPE_SHIFT;
+    for range in [0..100, stripe - 10..stripe + 10] {
+        let w = lock.lock(range.clone()).unwrap();
+        assert!(lock.try_lock_shared(range.clone()).is_err());
+        let r = w.downgrade();
+        assert_eq!(r.mode(), Mode::Shared);
+        assert_eq!(r.range(), range);
+        let other = lock.try_lock_shared(range.start + 1..range.start + 2).expect("a reader joins");
+        assert!(lock.try_lock(range.clone()).is_err(), "a writer is still kept out");
+        let again = r.downgrade(); // shared stays shared
+        drop((again, other));
+        drop(lock.try_lock(range.clone()).expect("everything released"));
+    }
+}
+
+#[test]
+fn a_waiting_writer_does_not_slip_in_at_a_downgrade() {
+    // Many rounds of: hold exclusively, let a writer queue up, downgrade, read. The writer
+    // checks on entry that no downgraded reader is inside.
+    let lock = RangeLock::new();
+    let stripe = 1u64 << DEFAULT_STRIPE_SHIFT;
+    let reading = AtomicBool::new(false);
+    for round in 0..300u64 {
+        let range = if round % 2 == 0 { 0..64 } else { stripe - 32..stripe + 32 };
+        let w = lock.lock(range.clone()).unwrap();
+        let queued = AtomicBool::new(false);
+        thread::scope(|s| {
+            s.spawn(|| {
+                queued.store(true, Ordering::SeqCst);
+                let g = lock.lock(range.start + 10..range.start + 20).unwrap();
+                assert!(!reading.load(Ordering::SeqCst), "a writer entered a downgraded range");
+                drop(g);
+            });
+            while !queued.load(Ordering::SeqCst) {
+                std::hint::spin_loop();
+            }
+            let r = w.downgrade();
+            reading.store(true, Ordering::SeqCst);
+            std::hint::black_box(&r);
+            reading.store(false, Ordering::SeqCst);
+            drop(r);
+        });
+    }
+}
