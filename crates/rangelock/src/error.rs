@@ -22,4 +22,17 @@ pub enum LockError {
     /// `lock*_timeout` gave up at its deadline.
     #[error("timed out waiting for the range")]
     TimedOut,
+    /// Two ranges of one [`lock_many`](crate::Lock::lock_many) request overlap (in any
+    /// modes); nothing was locked.
+    #[error(
+        "ranges {}..{} and {}..{} of one request overlap: the ranges of a request must be \
+         disjoint",
+        .first.0, .first.1, .second.0, .second.1
+    )]
+    Overlapping {
+        /// The range that starts first, as `(start, end)`.
+        first: (u64, u64),
+        /// A range of the same request that overlaps it, as `(start, end)`.
+        second: (u64, u64),
+    },
 }

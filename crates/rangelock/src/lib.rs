@@ -32,11 +32,29 @@
 //! # Ok::<(), LockError>(())
 //! ```
 //!
+//! [`Lock::lock_many`] locks a set of disjoint ranges, each in its own mode, all or nothing,
+//! and hands out one [`ManyGuard`] for all of them; [`Lock::try_lock_many`] and
+//! [`Lock::lock_many_timeout`] are its non-blocking and timed forms. It works with every
+//! variant and cannot deadlock against other requests, although taking ranges one by one
+//! with blocking calls can, in whatever order (a waiting writer may block later requests):
+//! it waits only while it holds none of its ranges, and retries (see [`Lock::lock_many`]).
+//!
+//! ```
+//! use rangelock::{Mode, RangeLock};
+//!
+//! let lock = RangeLock::new();
+//! let guard = lock.lock_many([(0..10, Mode::Shared), (64..128, Mode::Exclusive)])?;
+//! assert!(lock.try_lock(100..101).is_err());
+//! drop(guard); // releases both
+//! # Ok::<(), rangelock::LockError>(())
+//! ```
+//!
 //! The [`skiplist`] module documents the algorithm, its consistency argument (including the
 //! shared-mode design and why writers are not starved) and its trade-offs.
 
 mod error;
 mod lock;
+mod many;
 mod primitive;
 mod range;
 mod raw;
@@ -45,6 +63,7 @@ pub mod variants;
 
 pub use error::{LockError, RangeError};
 pub use lock::{Lock, RangeGuard};
+pub use many::ManyGuard;
 pub use range::{check_range, overlaps, Mode};
 pub use raw::{assert_valid, RawRangeLock, RawRangeLockDowngrade};
 pub use skiplist::{

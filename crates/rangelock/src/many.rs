@@ -1,0 +1,374 @@
+//! Locking several ranges at once, all or nothing: [`Lock::lock_many`] and its guard.
+//!
+//! The protocol, why it cannot deadlock and what it costs are documented on
+//! [`Lock::lock_many`] (this module is private; its items are re-exported).
+
+use core::fmt;
+use core::ops::Range;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::error::LockError;
+use crate::lock::{Lock, RangeGuard};
+use crate::range::{check_range, overlaps, Mode};
+use crate::raw::RawRangeLock;
+
+/// How long the acquisition of a request may wait.
+#[derive(Clone, Copy, Debug)]
+enum Wait {
+    /// Never wait: fail with [`LockError::WouldBlock`] on the first conflict.
+    Never,
+    /// Wait as long as it takes.
+    Forever,
+    /// Wait until this instant, then fail with [`LockError::TimedOut`].
+    Until(Instant),
+}
+
+impl<R: RawRangeLock> Lock<R> {
+    /// Locks every range of `request` in its mode, all or nothing, waiting as long as it
+    /// takes.
+    ///
+    /// `request` is a set of `(range, mode)` pairs in any order. Ranges must be valid
+    /// ([`LockError::InvalidRange`] names the first bad one in request order) and pairwise
+    /// disjoint: two ranges that overlap, in whatever modes, are rejected with
+    /// [`LockError::Overlapping`] (merge them into one range first). Adjacent ranges do
+    /// not overlap and are fine. An empty request succeeds at once with an empty guard. A
+    /// rejected request locks nothing.
+    ///
+    /// On success every range is held until the returned [`ManyGuard`] drops. The call
+    /// cannot deadlock with other `lock_many` calls or single-range acquisitions, provided
+    /// the calling thread holds no other guard of this lock (ranges held from earlier calls
+    /// are outside the request and under the usual rules).
+    ///
+    /// # Protocol
+    ///
+    /// The request is validated, sorted by start, and acquired by a loop that **waits only
+    /// while it holds nothing**:
+    ///
+    /// 1. Wait for one range, the *anchor* (at first the lowest), with a blocking (or
+    ///    timed) acquisition, holding no other range of the request.
+    /// 2. Take every other range with a non-blocking `try_lock`, in ascending order.
+    /// 3. If an attempt fails, release everything held, yield once, and go back to 1 with
+    ///    the range that failed as the anchor: waiting for it waits for the holder that
+    ///    made the attempt fail. A timed request passes its one deadline to every wait and
+    ///    checks it before each restart, so restarts never extend it.
+    ///
+    /// This is the "smart and polite" algorithm that `std::lock` implementations use for
+    /// mutexes (wait for the one that failed, yield before waiting), applied to ranges.
+    ///
+    /// # Why it cannot deadlock
+    ///
+    /// The request's ranges are held only from the end of step 1 to the end of step 2, and
+    /// that stretch contains no wait: each `try_lock` returns at once. So every range the
+    /// call holds is, after finitely many of its own steps, either released or handed to
+    /// the caller, whatever other threads do. While it waits (step 1) it holds nothing, so
+    /// it is a single-range waiter like any other, and every variant grants a single-range
+    /// waiter once the conflicting holders release. A cycle of waits needs a thread that
+    /// waits while holding what another waiter needs, and `lock_many` never does that.
+    ///
+    /// *Why sorting is not enough.* Taking the sorted ranges with blocking calls is the
+    /// classic lock ordering for mutexes, but in a range lock a *waiting* request can block
+    /// others, so waits also point at waiters, not only at holders:
+    ///
+    /// * Pending writers ([`RangeLock`](crate::RangeLock): a list writer links its pending
+    ///   node before it waits for readers, and new requests back off from it). A requests
+    ///   `12..13` and `15..16` shared, B requests `10..20` exclusive. A holds `12..13`; B
+    ///   links its pending node on `10..20` and waits for A's reader; A blocks on `15..16`
+    ///   behind B's pending node. Deadlock. The same happens with every mode exclusive when
+    ///   A holds `12..13` in a stripe slot and B's range spans stripes (B links, then waits
+    ///   for the slot holder).
+    /// * FIFO fairness ([`KernelTree`](crate::variants::KernelTree): a request counts
+    ///   earlier *waiters* too). With every mode exclusive: A holds `12..13`, B waits for
+    ///   it on `10..20`, and A's request for `15..16` queues behind B.
+    ///
+    /// So even "block while everything held is exclusive" deadlocks; `lock_many` never
+    /// blocks while holding.
+    ///
+    /// # Costs
+    ///
+    /// A failed attempt throws away every range acquired so far, and the request gives up
+    /// its place in the variant's wait order at each restart. The protocol is deadlock-free
+    /// but not starvation-free: two requests whose sets cross can in principle keep
+    /// failing each other's attempts (each restart waits for the range that failed, so this
+    /// takes unlucky timing every round), and a large request can lose to a steady stream
+    /// of single-range lockers, any of which makes an attempt fail by holding one of its
+    /// ranges at that moment. [`lock_many_timeout`](Self::lock_many_timeout) bounds the
+    /// wait.
+    ///
+    /// # Variants with false conflicts
+    ///
+    /// A variant may refuse disjoint ranges: [`Segments`](crate::variants::Segments) locks
+    /// whole segments (and clamps units past its domain into the last one). If it refuses
+    /// two ranges of one request against each other, the request can never be granted:
+    /// `try_lock_many` fails, `lock_many_timeout` times out, and `lock_many` retries
+    /// forever (each retry yields and then waits only for itself). There, keep a request's
+    /// ranges in different segments, or make them shared.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use rangelock::{LockError, Mode, RangeLock};
+    ///
+    /// let lock = RangeLock::new();
+    /// let both = lock.lock_many([(100..200, Mode::Exclusive), (0..50, Mode::Shared)])?;
+    /// assert_eq!(
+    ///    both.ranges().collect::<Vec<_>>(),
+    ///    [(0..50, Mode::Shared), (100..200, Mode::Exclusive)] // sorted by start
+    /// );
+    /// assert!(lock.try_lock(150..151).is_err());
+    /// assert!(lock.try_lock_shared(10..20).is_ok());
+    /// drop(both); // releases both ranges
+    /// assert!(lock.try_lock(0..200).is_ok());
+    ///
+    /// assert_eq!(
+    ///    lock.lock_many([(0..10, Mode::Shared), (5..15, Mode::Shared)]).unwrap_err(),
+    ///    LockError::Overlapping { first: (0, 10), second: (5, 15) }
+    /// );
+    /// # Ok::<(), LockError>(())
+    /// ```
+    pub fn lock_many(
+        &self,
+        request: impl IntoIterator<Item = (Range<u64>, Mode)>,
+    ) -> Result<ManyGuard<'_, R>, LockError> {
+        self.acquire_many(request, Wait::Forever)
+    }
+
+    /// Locks every range of `request` in its mode if none of them conflicts with a holder
+    /// right now; otherwise locks nothing and fails with [`LockError::WouldBlock`].
+    ///
+    /// The request is validated as in [`lock_many`](Self::lock_many). Like
+    /// [`try_lock`](Self::try_lock), an attempt that races with another acquisition of an
+    /// overlapping range may fail even though the ranges are free by the time it returns.
+    ///
+    /// ```
+    /// use rangelock::{LockError, Mode, RangeLock};
+    ///
+    /// let lock = RangeLock::new();
+    /// let held = lock.lock(25..26)?;
+    /// let request = [(0..10, Mode::Exclusive), (20..30, Mode::Shared)];
+    /// assert_eq!(lock.try_lock_many(request.clone()).unwrap_err(), LockError::WouldBlock);
+    /// assert!(lock.try_lock(0..10).is_ok(), "the failed request holds nothing");
+    /// drop(held);
+    /// let guard = lock.try_lock_many(request)?;
+    /// assert_eq!(guard.len(), 2);
+    /// # Ok::<(), LockError>(())
+    /// ```
+    pub fn try_lock_many(
+        &self,
+        request: impl IntoIterator<Item = (Range<u64>, Mode)>,
+    ) -> Result<ManyGuard<'_, R>, LockError> {
+        self.acquire_many(request, Wait::Never)
+    }
+
+    /// Locks every range of `request` in its mode, all or nothing, giving up after
+    /// `timeout` with [`LockError::TimedOut`] (and nothing held).
+    ///
+    /// The request is validated as in [`lock_many`](Self::lock_many). The timeout bounds
+    /// the whole call, across the protocol's restarts.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use rangelock::{LockError, Mode, RangeLock};
+    ///
+    /// let lock = RangeLock::new();
+    /// let held = lock.lock_shared(40..50)?;
+    /// let request = [(0..10, Mode::Shared), (45..46, Mode::Exclusive)];
+    /// let ms = Duration::from_millis(5);
+    /// assert_eq!(lock.lock_many_timeout(request.clone(), ms).unwrap_err(), LockError::TimedOut);
+    /// assert!(lock.try_lock(0..10).is_ok(), "the timed-out request holds nothing");
+    /// drop(held);
+    /// assert!(lock.lock_many_timeout(request, ms).is_ok());
+    /// # Ok::<(), LockError>(())
+    /// ```
+    pub fn lock_many_timeout(
+        &self,
+        request: impl IntoIterator<Item = (Range<u64>, Mode)>,
+        timeout: Duration,
+    ) -> Result<ManyGuard<'_, R>, LockError> {
+        self.lock_many_until(request, deadline_after(timeout))
+    }
+
+    /// Locks every range of `request` in its mode, all or nothing, giving up at `deadline`
+    /// with [`LockError::TimedOut`] (and nothing held).
+    ///
+    /// See [`lock_many_timeout`](Self::lock_many_timeout).
+    pub fn lock_many_until(
+        &self,
+        request: impl IntoIterator<Item = (Range<u64>, Mode)>,
+        deadline: Instant,
+    ) -> Result<ManyGuard<'_, R>, LockError> {
+        self.acquire_many(request, Wait::Until(deadline))
+    }
+
+    /// Validates `request` and runs the protocol of [`lock_many`](Self::lock_many).
+    fn acquire_many(
+        &self,
+        request: impl IntoIterator<Item = (Range<u64>, Mode)>,
+        wait: Wait,
+    ) -> Result<ManyGuard<'_, R>, LockError> {
+        let request = prepare(request)?;
+        if request.is_empty() {
+            return Ok(ManyGuard { guards: Vec::new() });
+        }
+        let mut anchor = 0;
+        loop {
+            // Nothing of the request is held here: this is the only place that waits.
+            let (range, mode) = request[anchor].clone();
+            let first = match wait {
+                Wait::Never => self.try_lock_mode(range, mode)?,
+                Wait::Forever => self.lock_mode(range, mode)?,
+                Wait::Until(deadline) => self.lock_mode_until(range, mode, deadline)?,
+            };
+            match self.try_rest(&request, anchor, first) {
+                Ok(guards) => return Ok(ManyGuard { guards }),
+                Err(failed) => {
+                    // `try_rest` released everything before returning.
+                    match wait {
+                        Wait::Never => return Err(LockError::WouldBlock),
+                        Wait::Until(deadline) if Instant::now() >= deadline => {
+                            return Err(LockError::TimedOut)
+                        }
+                        Wait::Forever | Wait::Until(_) => {}
+                    }
+                    // Polite: let the holder that made us fail run before we queue for it.
+                    thread::yield_now();
+                    anchor = failed;
+                }
+            }
+        }
+    }
+
+    /// With `request[anchor]` held as `first`, tries every other range of the sorted
+    /// `request` in ascending order without waiting. Returns all the guards in ascending
+    /// order, or (having dropped every guard) the index of the range that could not be
+    /// taken.
+    fn try_rest<'a>(
+        &'a self,
+        request: &[(Range<u64>, Mode)],
+        anchor: usize,
+        first: RangeGuard<'a, R>,
+    ) -> Result<Vec<RangeGuard<'a, R>>, usize> {
+        let mut first = Some(first);
+        let mut guards = Vec::with_capacity(request.len());
+        for (i, (range, mode)) in request.iter().enumerate() {
+            if i == anchor {
+                guards.extend(first.take());
+                continue;
+            }
+            match self.try_lock_mode(range.clone(), *mode) {
+                Ok(guard) => guards.push(guard),
+                // Dropping `guards` and `first` releases everything held.
+                Err(_) => return Err(i),
+            }
+        }
+        Ok(guards)
+    }
+}
+
+/// Validates a request: every range valid (the first bad one in request order is
+/// reported), then sorted by start and pairwise disjoint.
+fn prepare(
+    request: impl IntoIterator<Item = (Range<u64>, Mode)>,
+) -> Result<Vec<(Range<u64>, Mode)>, LockError> {
+    let mut request: Vec<(Range<u64>, Mode)> = request.into_iter().collect();
+    for (range, _) in &request {
+        check_range(range)?;
+    }
+    request.sort_by_key(|(range, _)| (range.start, range.end));
+    // Sorted by start, ranges are pairwise disjoint iff neighbours are: if `a` overlaps a
+    // later `c` but not its successor `b`, then `a.end <= b.start <= c.start < a.end`.
+    for pair in request.windows(2) {
+        let (a, b) = (&pair[0].0, &pair[1].0);
+        if overlaps(a, b) {
+            return Err(LockError::Overlapping {
+                first: (a.start, a.end),
+                second: (b.start, b.end),
+            });
+        }
+    }
+    Ok(request)
+}
+
+/// A deadline `timeout` from now; a timeout too large to represent waits forever in
+/// practice. (The same rule as the single-range `lock*_timeout` methods.)
+fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400))
+}
+
+/// The ranges of one [`Lock::lock_many`] request, all held; dropping it releases them all.
+#[must_use = "the ranges are unlocked as soon as the guard is dropped"]
+pub struct ManyGuard<'a, R: RawRangeLock> {
+    /// One guard per range, sorted by start.
+    guards: Vec<RangeGuard<'a, R>>,
+}
+
+impl<'a, R: RawRangeLock> ManyGuard<'a, R> {
+    /// The held ranges with their modes, sorted by start.
+    pub fn ranges(&self) -> impl ExactSizeIterator<Item = (Range<u64>, Mode)> + '_ {
+        self.guards.iter().map(|guard| (guard.range(), guard.mode()))
+    }
+
+    /// How many ranges are held.
+    pub fn len(&self) -> usize {
+        self.guards.len()
+    }
+
+    /// Whether the request was empty (nothing is held).
+    pub fn is_empty(&self) -> bool {
+        self.guards.is_empty()
+    }
+
+    /// One [`RangeGuard`] per range, sorted by start, to release them separately.
+    pub fn into_guards(self) -> Vec<RangeGuard<'a, R>> {
+        self.guards
+    }
+}
+
+impl<R: RawRangeLock> fmt::Debug for ManyGuard<'_, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManyGuard")
+            .field("variant", &R::NAME)
+            .field("ranges", &self.ranges().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[allow(clippy::reversed_empty_ranges)] // an inverted range is the input under test
+    fn requests_are_validated_in_order_then_sorted() {
+        let bad = prepare([(0..10, Mode::Shared), (7..3, Mode::Exclusive), (4..4, Mode::Shared)]);
+        assert_eq!(
+            bad.unwrap_err(),
+            LockError::InvalidRange(crate::RangeError { start: 7, end: 3 })
+        );
+        let sorted =
+            prepare([(20..30, Mode::Shared), (10..20, Mode::Exclusive), (0..1, Mode::Shared)])
+                .expect("adjacent ranges are disjoint");
+        assert_eq!(
+            sorted,
+            [(0..1, Mode::Shared), (10..20, Mode::Exclusive), (20..30, Mode::Shared)]
+        );
+        assert!(prepare([]).expect("empty").is_empty());
+    }
+
+    #[test]
+    fn overlaps_are_found_beyond_neighbours_in_request_order() {
+        // 0..100 overlaps 50..60, which is not its neighbour in request order.
+        let err =
+            prepare([(0..100, Mode::Shared), (200..300, Mode::Shared), (50..60, Mode::Shared)])
+                .unwrap_err();
+        assert_eq!(err, LockError::Overlapping { first: (0, 100), second: (50, 60) });
+        assert_eq!(
+            err.to_string(),
+            "ranges 0..100 and 50..60 of one request overlap: the ranges of a request must be \
+             disjoint"
+        );
+        let dup = prepare([(5..6, Mode::Exclusive), (5..6, Mode::Exclusive)]).unwrap_err();
+        assert_eq!(dup, LockError::Overlapping { first: (5, 6), second: (5, 6) });
+    }
+}
