@@ -1,8 +1,8 @@
 //! A C API for the in-process range lock, [`rangelock::RangeLock`].
 //!
 //! The C declarations are in `include/rangelock.h` (generated from this file by cbindgen;
-//! `tests/header.rs` checks that the checked-in copy is current). The header states the
-//! contract; in short:
+//! `tests/header.rs` checks that the checked-in copy is current) and a C++ RAII wrapper is in
+//! `include/rangelock.hpp`. The header states the contract; in short:
 //!
 //! - `rl_lock_new` makes a lock (`rl_lock_t *`), `rl_lock_free` frees it. A lock may be used
 //!   from any number of threads at once.
