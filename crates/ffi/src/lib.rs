@@ -96,6 +96,8 @@ fn lock_error(err: LockError) -> c_int {
         LockError::InvalidRange(_) => rl_status::RL_INVALID_RANGE,
         LockError::WouldBlock => rl_status::RL_WOULD_BLOCK,
         LockError::TimedOut => rl_status::RL_TIMED_OUT,
+        // Only multi-range requests overlap, and the C API takes one range per call.
+        LockError::Overlapping { .. } => rl_status::RL_INVALID_RANGE,
     })
 }
 
