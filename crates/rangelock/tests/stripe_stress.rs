@@ -8,6 +8,9 @@
 //! window directory on fresh locks, so later windows land in the overflow table while other
 //! threads hold ranges there. Every hold goes through [`support::Checker`].
 //!
+//! Two tests bound latencies: the worst overrun of contended `lock_timeout(.., 1 ms)` calls
+//! and the worst `try_lock` call, both at 8 threads.
+//!
 //! The long run is ignored by default; it runs the same phases over several geometries for
 //! `RANGELOCK_STRESS_SECS` seconds in all (default 600) and prints what it did:
 //!
@@ -16,7 +19,8 @@
 //! RANGELOCK_STRESS_SECS=20 cargo test --release -p rangelock --test stripe_stress -- --ignored --nocapture
 //! ```
 //!
-//! The tests of this binary take turns (`serial`): 2 cores are shared already.
+//! The tests of this binary take turns (`serial`): the latency bounds must not measure the
+//! stress tests' threads, and 2 cores are shared already.
 #![cfg(not(loom))]
 
 mod support;
@@ -27,7 +31,7 @@ use std::sync::{Barrier, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rangelock::{Lock, Mode, RangeGuard, RangeLock, RawRangeLock};
+use rangelock::{Lock, LockError, Mode, RangeGuard, RangeLock, RawRangeLock};
 use support::{acquire, pause, Call, Checker, Held, Rng};
 
 const MAX: u64 = u64::MAX;
@@ -804,6 +808,198 @@ fn the_checker_catches_writers_under_readers() {
             drop(guard);
         }
     });
+}
+
+/// Spins until `d` has passed (a holder's critical section of a given length).
+fn spin_for(d: Duration) {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        std::hint::spin_loop();
+    }
+}
+
+/// How long the calling thread has waited on a run queue so far (runnable, but the CPUs
+/// busy with other threads), if the kernel reports it: the second field of
+/// `/proc/thread-self/schedstat`, in nanoseconds.
+fn run_queue_wait() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    stat.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The time one call took: on the wall clock, and without the time its thread waited on a
+/// run queue meanwhile (the scheduler's delay, which no lock controls: on 2 shared cores a
+/// woken or preempted thread has waited 80 ms for a CPU). Without `schedstat`, both are
+/// the wall-clock time.
+#[derive(Clone, Copy, Debug, Default)]
+struct Took {
+    own: Duration,
+    wall: Duration,
+}
+
+impl Took {
+    /// The larger of each.
+    fn worse(self, other: Took) -> Took {
+        Took { own: self.own.max(other.own), wall: self.wall.max(other.wall) }
+    }
+}
+
+/// Runs `f` and says how long it took.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, Took) {
+    let window = Instant::now();
+    let before = run_queue_wait();
+    let start = Instant::now();
+    let result = f();
+    let wall = start.elapsed();
+    let after = run_queue_wait();
+    let window = window.elapsed();
+    let own = match (before, after) {
+        (Some(before), Some(after)) => {
+            // Waits between the two reads that may lie outside `f` (the reads themselves)
+            // are not subtracted.
+            let queued = Duration::from_nanos(after - before).saturating_sub(window - wall);
+            wall.saturating_sub(queued)
+        }
+        _ => wall,
+    };
+    (result, Took { own, wall })
+}
+
+/// Contended `lock_timeout(.., 1 ms)` / `lock_shared_timeout` calls at 8 threads: none
+/// gives up before its timeout, some do give up, and none returns 50 ms or more after its
+/// deadline (acquired or not); on the wall clock if `wall_clock`, else without the time
+/// the caller waited for a CPU.
+fn timeout_overruns(wall_clock: bool) {
+    const TIMEOUT: Duration = Duration::from_millis(1);
+    const BOUND: Duration = Duration::from_millis(50);
+    let _serial = serial();
+    let geo = Geometry::tiny();
+    let ranges = Ranges::new(&geo);
+    let lock = geo.build();
+    // Per thread: the worst overrun of a timed-out call and of an acquired one, timeouts,
+    // acquisitions.
+    let results = on_threads(8, 0x713E, |_, mut rng| {
+        let (mut timed_out, mut acquired) = (Took::default(), Took::default());
+        let (mut timeouts, mut acquisitions) = (0u64, 0u64);
+        for _ in 0..200 {
+            let (_, range) = ranges.next(&mut rng);
+            let shared = rng.below(4) == 0;
+            let (result, took) = timed(|| {
+                if shared {
+                    lock.lock_shared_timeout(range.clone(), TIMEOUT)
+                } else {
+                    lock.lock_timeout(range.clone(), TIMEOUT)
+                }
+            });
+            let over = Took {
+                own: took.own.saturating_sub(TIMEOUT),
+                wall: took.wall.saturating_sub(TIMEOUT),
+            };
+            match result {
+                Ok(guard) => {
+                    acquisitions += 1;
+                    acquired = acquired.worse(over);
+                    // Hold long enough that others time out.
+                    spin_for(Duration::from_micros(rng.below(600)));
+                    drop(guard);
+                }
+                Err(LockError::TimedOut) => {
+                    assert!(took.wall >= TIMEOUT, "{range:?} gave up after {:?}", took.wall);
+                    timeouts += 1;
+                    timed_out = timed_out.worse(over);
+                }
+                Err(e) => panic!("{range:?}: {e}"),
+            }
+        }
+        (timed_out, acquired, timeouts, acquisitions)
+    });
+    let timeouts: u64 = results.iter().map(|r| r.2).sum();
+    let acquisitions: u64 = results.iter().map(|r| r.3).sum();
+    let late_timeout = results.iter().fold(Took::default(), |w, r| w.worse(r.0));
+    let late_acquired = results.iter().fold(Took::default(), |w, r| w.worse(r.1));
+    eprintln!(
+        "lock_timeout(1 ms) at 8 threads: {timeouts} timed out, worst overrun {:?} without run \
+         queue waits ({:?} wall clock); {acquisitions} acquired, worst {:?} after the deadline \
+         ({:?} wall clock){}",
+        late_timeout.own,
+        late_timeout.wall,
+        late_acquired.own,
+        late_acquired.wall,
+        if run_queue_wait().is_some() { "" } else { "; no schedstat: all wall clock" }
+    );
+    assert!(
+        timeouts > 0 && acquisitions > 0,
+        "not contended: {timeouts} timeouts, {acquisitions} acquired"
+    );
+    let measure = |t: Took| if wall_clock { (t.wall, "wall clock") } else { (t.own, "own time") };
+    let (late, how) = measure(late_timeout);
+    assert!(late < BOUND, "a timed-out call returned {late:?} after its deadline ({how})");
+    let (late, how) = measure(late_acquired);
+    assert!(late < BOUND, "a call acquired {late:?} after its deadline ({how})");
+}
+
+#[test]
+fn lock_timeout_overrun_is_bounded() {
+    timeout_overruns(false);
+}
+
+#[test]
+#[ignore = "wall clock: fails on a loaded 2-core machine (overruns up to 80 ms seen, all of \
+            it the caller waiting on the run queue); see lock_timeout_overrun_is_bounded"]
+fn lock_timeout_wall_clock_overrun_is_bounded() {
+    timeout_overruns(true);
+}
+
+/// Contended `try_lock` calls at 8 threads: none takes 5 ms or more (on the wall clock if
+/// `wall_clock`, else without the time the caller waited for a CPU).
+fn try_lock_times(wall_clock: bool) {
+    const BOUND: Duration = Duration::from_millis(5);
+    let _serial = serial();
+    let geo = Geometry::tiny();
+    let ranges = Ranges::new(&geo);
+    let lock = geo.build();
+    let results = on_threads(8, 0x7121, |_, mut rng| {
+        let (mut worst, mut refused, mut acquired) = (Took::default(), 0u64, 0u64);
+        for _ in 0..2000 {
+            let (_, range) = ranges.next(&mut rng);
+            let mode = if rng.below(3) == 0 { Mode::Shared } else { Mode::Exclusive };
+            let (result, took) = timed(|| lock.try_lock_mode(range.clone(), mode));
+            worst = worst.worse(took);
+            match result {
+                Ok(guard) => {
+                    acquired += 1;
+                    spin_for(Duration::from_micros(rng.below(20)));
+                    drop(guard);
+                }
+                Err(LockError::WouldBlock) => refused += 1,
+                Err(e) => panic!("{range:?}: {e}"),
+            }
+        }
+        (worst, refused, acquired)
+    });
+    let own = results.iter().map(|r| r.0.own).max().unwrap_or_default();
+    let wall = results.iter().map(|r| r.0.wall).max().unwrap_or_default();
+    let refused: u64 = results.iter().map(|r| r.1).sum();
+    let acquired: u64 = results.iter().map(|r| r.2).sum();
+    eprintln!(
+        "try_lock at 8 threads: {acquired} acquired, {refused} refused, worst {own:?} without \
+         run queue waits ({wall:?} wall clock){}",
+        if run_queue_wait().is_some() { "" } else { "; no schedstat: all wall clock" }
+    );
+    assert!(refused > 0 && acquired > 0, "not contended: {refused} refused, {acquired} acquired");
+    let (worst, how) = if wall_clock { (wall, "wall clock") } else { (own, "own time") };
+    assert!(worst < BOUND, "a try_lock took {worst:?} ({how})");
+}
+
+#[test]
+fn try_lock_time_is_bounded() {
+    try_lock_times(false);
+}
+
+#[test]
+#[ignore = "wall clock: fails on a loaded 2-core machine (up to 68 ms seen, all of it the \
+            caller preempted and waiting on the run queue); see try_lock_time_is_bounded"]
+fn try_lock_wall_clock_time_is_bounded() {
+    try_lock_times(true);
 }
 
 /// The long run: every geometry in turn, the mix and (where the geometry has a directory)
