@@ -211,35 +211,11 @@ fn segments_coarse_stress() {
     support::stress(Segments::new(1 << 20, 16), &support::StressConfig::short());
 }
 
-/// A "lock" that grants everything: the checkers must catch it.
-#[derive(Debug, Default)]
-struct NoLock;
-
-// SAFETY: deliberately violated, only to show that the checkers below detect a broken lock.
-// Nothing unsound follows: the checkers only use atomics and `Lock`'s safe API.
-unsafe impl rangelock::RawRangeLock for NoLock {
-    type Token = ();
-    const NAME: &'static str = "no-lock";
-    fn try_lock(&self, _: std::ops::Range<u64>, _: rangelock::Mode) -> Option<()> {
-        Some(())
-    }
-    fn lock(&self, _: std::ops::Range<u64>, _: rangelock::Mode) {}
-    fn lock_until(
-        &self,
-        _: std::ops::Range<u64>,
-        _: rangelock::Mode,
-        _: std::time::Instant,
-    ) -> Option<()> {
-        Some(())
-    }
-    unsafe fn unlock(&self, (): ()) {}
-}
-
 #[test]
 #[should_panic(expected = "no-lock")]
 fn stress_catches_a_broken_lock() {
     let cfg = support::StressConfig { shared_percent: 0, ..support::StressConfig::short() };
-    support::stress(NoLock, &cfg);
+    support::stress(support::NoLock, &cfg);
 }
 
 #[test]
@@ -248,7 +224,7 @@ fn model_catches_a_broken_lock() {
         support::Op::Try { start: 0, len: 4, shared: false },
         support::Op::Try { start: 2, len: 4, shared: true },
     ];
-    assert!(support::check_against_model(NoLock, &ops).is_err());
+    assert!(support::check_against_model(support::NoLock, &ops).is_err());
 }
 
 /// Kernel-tree fairness: a reader arriving behind a waiting writer counts the writer and

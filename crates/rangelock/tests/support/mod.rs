@@ -1,9 +1,12 @@
 //! Checkers shared by the range-lock test binaries, generic over [`RawRangeLock`].
 //!
+//! * [`Checker`]: per-cell owner, stamp and reader count; an exclusive holder writes its id
+//!   over its cells and checks they still hold it (and no reader came in) before releasing;
+//!   a shared holder checks that no writer is inside and no cell changes while it holds.
 //! * [`stress`]: threads lock random overlapping ranges of a small domain in random modes
-//!   through `try` / blocking / timeout calls; an exclusive holder writes its tag over its
-//!   units of a shared array and checks they still hold it before releasing; a shared
-//!   holder checks that no unit changes while it holds the range.
+//!   through `try` / blocking / timeout calls ([`acquire`]), checked by a [`Checker`] with
+//!   one cell per unit.
+//! * [`NoLock`]: a lock that grants everything, to show that the checkers catch it.
 //! * [`check_against_model`]: a single-threaded run of `try_lock` / `try_lock_shared` /
 //!   unlock-by-index against a sequential model (a `Vec` of held ranges with modes); every
 //!   success or failure must match the model exactly.
@@ -12,12 +15,13 @@
 #![allow(dead_code)] // each test binary uses a subset
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
-use rangelock::{Lock, LockError, Mode, RawRangeLock};
+use rangelock::{Lock, LockError, Mode, RangeGuard, RawRangeLock};
 
 /// SplitMix64: a small deterministic generator for the stress threads.
 #[derive(Clone, Debug)]
@@ -89,17 +93,300 @@ pub struct StressReport {
     pub timed_out: usize,
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Call {
+/// How an acquisition is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Call {
+    /// `try_lock_mode`.
     Try,
+    /// `lock_mode` (waits as long as it takes).
     Blocking,
+    /// `lock_mode_until(now + d)`.
     Timeout(Duration),
+}
+
+impl Call {
+    /// Try, blocking or a timeout of `0..max_timeout_us` microseconds, one third each.
+    pub fn random(rng: &mut Rng, max_timeout_us: u64) -> Call {
+        match rng.below(3) {
+            0 => Call::Try,
+            1 => Call::Blocking,
+            _ => Call::Timeout(Duration::from_micros(rng.below(max_timeout_us + 1))),
+        }
+    }
+
+    /// Try or a timeout: never waits without a deadline (for threads that already hold a
+    /// range: blocking then could deadlock with any range lock).
+    pub fn random_bounded(rng: &mut Rng, max_timeout_us: u64) -> Call {
+        match rng.below(2) {
+            0 => Call::Try,
+            _ => Call::Timeout(Duration::from_micros(rng.below(max_timeout_us + 1))),
+        }
+    }
+}
+
+/// Acquires `range` in `mode` through `call`: the guard, or `None` if a try was refused or a
+/// timeout expired. Panics on any other outcome (a refusal from a blocking call, an error
+/// that does not match the call, an invalid range).
+pub fn acquire<R: RawRangeLock>(
+    lock: &Lock<R>,
+    range: Range<u64>,
+    mode: Mode,
+    call: Call,
+) -> Option<RangeGuard<'_, R>> {
+    let result = match call {
+        Call::Try => lock.try_lock_mode(range.clone(), mode),
+        Call::Blocking => lock.lock_mode(range.clone(), mode),
+        Call::Timeout(d) => lock.lock_mode_until(range.clone(), mode, Instant::now() + d),
+    };
+    match result {
+        Ok(guard) => Some(guard),
+        Err(LockError::WouldBlock) if call == Call::Try => None,
+        Err(LockError::TimedOut) if matches!(call, Call::Timeout(_)) => None,
+        Err(e) => panic!("{}: {call:?} of {mode:?} {range:?} failed with {e}", R::NAME),
+    }
+}
+
+/// Spins or yields for a random short while (a holder's critical section).
+pub fn pause(rng: &mut Rng) {
+    match rng.below(4) {
+        0 => {}
+        1 => {
+            for _ in 0..rng.below(64) {
+                std::hint::spin_loop();
+            }
+        }
+        n => {
+            for _ in 1..n {
+                thread::yield_now();
+            }
+        }
+    }
+}
+
+/// A mutual-exclusion checker over cells of the domain.
+///
+/// The cells are the intervals between consecutive *bounds* (a sorted set of units); every
+/// checked range must start and end at bounds (or beyond the first or last bound, where it
+/// is clipped), so two checked ranges overlap exactly when they share a cell. Each cell has
+/// the exclusive holder that is inside (`owner`), the last exclusive holder that entered
+/// (`stamp`, never cleared) and the number of shared holders inside (`readers`):
+///
+/// * an exclusive holder writes its id over its cells, finding no owner and no reader, and
+///   verifies before it leaves that every cell still has its id and still no reader;
+/// * a shared holder counts itself in its cells' readers, finds no owner, and verifies
+///   before it leaves that no owner entered and no stamp changed (so a writer that came
+///   and went while it held is caught too).
+///
+/// Every violation panics with the lock's name, the range, mode, call and thread that
+/// found it, what it found, and what every thread holds over that range at that moment.
+#[derive(Debug)]
+pub struct Checker {
+    name: &'static str,
+    bounds: Vec<u64>,
+    owner: Vec<AtomicU64>,
+    stamp: Vec<AtomicU64>,
+    readers: Vec<AtomicU64>,
+    threads: Vec<Mutex<Holds>>,
+    failed: AtomicBool,
+}
+
+/// The holds of one checker thread (read by others only to report a violation).
+#[derive(Debug, Default)]
+struct Holds {
+    ops: u64,
+    held: Vec<(u64, Range<u64>, Mode, Call)>,
+}
+
+/// A range inside the [`Checker`]: pass it back to [`Checker::leave`].
+#[derive(Debug)]
+#[must_use = "leave the checker before releasing the range"]
+pub struct Held {
+    id: u64,
+    range: Range<u64>,
+    mode: Mode,
+    call: Call,
+    cells: Range<usize>,
+    /// Shared holders: the stamps of the cells when they entered.
+    stamps: Vec<u64>,
+}
+
+/// Bits of a holder id that number the thread's operations.
+const OP_BITS: u32 = 40;
+
+impl Checker {
+    /// A checker for `threads` threads (numbered `0..threads`) over the cells between
+    /// `bounds` (sorted and deduplicated here; at least two).
+    pub fn new(name: &'static str, bounds: impl IntoIterator<Item = u64>, threads: usize) -> Self {
+        let mut bounds: Vec<u64> = bounds.into_iter().collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        assert!(bounds.len() >= 2, "a checker needs at least one cell");
+        let cells = bounds.len() - 1;
+        let atomics = || (0..cells).map(|_| AtomicU64::new(0)).collect::<Vec<_>>();
+        Checker {
+            name,
+            bounds,
+            owner: atomics(),
+            stamp: atomics(),
+            readers: atomics(),
+            threads: (0..threads).map(|_| Mutex::default()).collect(),
+            failed: AtomicBool::new(false),
+        }
+    }
+
+    /// The bounds (sorted): the units where checked ranges may start and end.
+    pub fn bounds(&self) -> &[u64] {
+        &self.bounds
+    }
+
+    /// Whether some thread found a violation (the others may stop early).
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
+    }
+
+    /// The cells of `range`, clipped to the bounds.
+    fn cells(&self, range: &Range<u64>) -> Range<usize> {
+        let (first, last) = (self.bounds[0], self.bounds[self.bounds.len() - 1]);
+        let (start, end) = (range.start.clamp(first, last), range.end.clamp(first, last));
+        let index = |unit: u64| {
+            self.bounds
+                .binary_search(&unit)
+                .unwrap_or_else(|_| panic!("checker: {range:?} does not start and end at bounds"))
+        };
+        if start >= end {
+            return 0..0;
+        }
+        index(start)..index(end)
+    }
+
+    fn holds(&self, thread: usize) -> std::sync::MutexGuard<'_, Holds> {
+        // A thread that panicked while reporting may have poisoned it; the data is fine.
+        self.threads[thread].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Thread `thread` holds `range` in `mode` (acquired through `call`) from now on.
+    pub fn enter(&self, thread: usize, range: Range<u64>, mode: Mode, call: Call) -> Held {
+        let id = {
+            let mut holds = self.holds(thread);
+            holds.ops += 1;
+            let id = ((thread as u64 + 1) << OP_BITS) | (holds.ops & ((1 << OP_BITS) - 1));
+            holds.held.push((id, range.clone(), mode, call));
+            id
+        };
+        let cells = self.cells(&range);
+        let mut held = Held { id, range, mode, call, cells, stamps: Vec::new() };
+        for c in held.cells.clone() {
+            match mode {
+                Mode::Exclusive => {
+                    let prev = self.owner[c].swap(id, Ordering::SeqCst);
+                    if prev != 0 {
+                        self.violation(&held, c, &format!("owned by {}", self.who(prev)));
+                    }
+                    self.stamp[c].store(id, Ordering::SeqCst);
+                    let readers = self.readers[c].load(Ordering::SeqCst);
+                    if readers != 0 {
+                        self.violation(&held, c, &format!("{readers} shared holder(s) inside"));
+                    }
+                }
+                Mode::Shared => {
+                    self.readers[c].fetch_add(1, Ordering::SeqCst);
+                    let owner = self.owner[c].load(Ordering::SeqCst);
+                    if owner != 0 {
+                        self.violation(&held, c, &format!("owned by {}", self.who(owner)));
+                    }
+                    held.stamps.push(self.stamp[c].load(Ordering::SeqCst));
+                }
+            }
+        }
+        held
+    }
+
+    /// Verifies that nothing broke into `held` so far.
+    pub fn check(&self, held: &Held) {
+        for (i, c) in held.cells.clone().enumerate() {
+            let owner = self.owner[c].load(Ordering::SeqCst);
+            match held.mode {
+                Mode::Exclusive => {
+                    if owner != held.id {
+                        self.violation(held, c, &format!("overwritten by {}", self.who(owner)));
+                    }
+                    let readers = self.readers[c].load(Ordering::SeqCst);
+                    if readers != 0 {
+                        self.violation(held, c, &format!("{readers} shared holder(s) came in"));
+                    }
+                }
+                Mode::Shared => {
+                    if owner != 0 {
+                        self.violation(held, c, &format!("{} came in", self.who(owner)));
+                    }
+                    let stamp = self.stamp[c].load(Ordering::SeqCst);
+                    if stamp != held.stamps[i] {
+                        self.violation(held, c, &format!("{} came and went", self.who(stamp)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Verifies `held` one last time and takes it out (before its guard is dropped).
+    pub fn leave(&self, thread: usize, held: Held) {
+        self.check(&held);
+        for c in held.cells.clone() {
+            match held.mode {
+                Mode::Exclusive => {
+                    let owner = self.owner[c].swap(0, Ordering::SeqCst);
+                    if owner != held.id {
+                        self.violation(&held, c, &format!("overwritten by {}", self.who(owner)));
+                    }
+                }
+                Mode::Shared => {
+                    self.readers[c].fetch_sub(1, Ordering::SeqCst);
+                }
+            }
+        }
+        self.holds(thread).held.retain(|h| h.0 != held.id);
+    }
+
+    /// "thread t op n", with what it holds if it still holds it.
+    fn who(&self, id: u64) -> String {
+        let thread = (id >> OP_BITS) as usize - 1;
+        let op = id & ((1 << OP_BITS) - 1);
+        match self.holds(thread).held.iter().find(|h| h.0 == id) {
+            Some((_, range, mode, call)) => {
+                format!("thread {thread} op {op} ({mode:?} {range:?} via {call:?})")
+            }
+            None => format!("thread {thread} op {op} (gone)"),
+        }
+    }
+
+    fn violation(&self, held: &Held, cell: usize, what: &str) -> ! {
+        self.failed.store(true, Ordering::Relaxed);
+        let thread = (held.id >> OP_BITS) as usize - 1;
+        let op = held.id & ((1 << OP_BITS) - 1);
+        let cell = self.bounds[cell]..self.bounds[cell + 1];
+        let mut others = Vec::new();
+        for t in 0..self.threads.len() {
+            for (id, range, mode, call) in &self.holds(t).held {
+                if *id != held.id && rangelock::overlaps(range, &held.range) {
+                    others.push(format!(
+                        "thread {t} op {} {mode:?} {range:?} via {call:?}",
+                        id & ((1 << OP_BITS) - 1)
+                    ));
+                }
+            }
+        }
+        panic!(
+            "{}: mutual exclusion violated: thread {thread} op {op}, {:?} {:?} via {:?}: cell \
+             {cell:?} {what}; overlapping holds now: {others:?}",
+            self.name, held.mode, held.range, held.call
+        );
+    }
 }
 
 /// Runs the stress checker on `lock`; panics on any violation of mutual exclusion.
 pub fn stress<R: RawRangeLock>(lock: R, cfg: &StressConfig) -> StressReport {
     let lock = Lock::from_raw(lock);
-    let cells: Vec<AtomicU64> = (0..cfg.domain).map(|_| AtomicU64::new(0)).collect();
+    let checker = Checker::new(R::NAME, cfg.offset..=cfg.offset + cfg.domain, cfg.threads);
     let acquired = AtomicUsize::new(0);
     let refused = AtomicUsize::new(0);
     let timed_out = AtomicUsize::new(0);
@@ -107,14 +394,12 @@ pub fn stress<R: RawRangeLock>(lock: R, cfg: &StressConfig) -> StressReport {
     thread::scope(|s| {
         let mut handles = Vec::new();
         for t in 0..cfg.threads {
-            let (lock, cells, cfg) = (&lock, &cells, cfg);
+            let (lock, checker, cfg) = (&lock, &checker, cfg);
             let (acquired, refused, timed_out) = (&acquired, &refused, &timed_out);
             handles.push(s.spawn(move || {
                 let mut rng = Rng::new(cfg.seed ^ ((t as u64 + 1) << 32));
-                let longest = cfg.max_len.max(cfg.shared_max_len.unwrap_or(0));
-                let mut snapshot = vec![0u64; longest as usize];
                 let mut op = 0u64;
-                loop {
+                while !checker.failed() {
                     match cfg.duration {
                         Some(d) if op % 64 == 0 && start.elapsed() >= d => break,
                         None if op as usize >= cfg.ops_per_thread => break,
@@ -132,75 +417,21 @@ pub fn stress<R: RawRangeLock>(lock: R, cfg: &StressConfig) -> StressReport {
                     };
                     let begin = rng.below(cfg.domain);
                     let len = 1 + rng.below(max_len.min(cfg.domain - begin));
-                    let cells_range = begin as usize..(begin + len) as usize;
                     let range = cfg.offset + begin..cfg.offset + begin + len;
-                    let call = match rng.below(3) {
-                        0 => Call::Try,
-                        1 => Call::Blocking,
-                        _ => Call::Timeout(Duration::from_micros(rng.below(300))),
-                    };
-                    let result = match call {
-                        Call::Try => lock.try_lock_mode(range.clone(), mode),
-                        Call::Blocking => lock.lock_mode(range.clone(), mode),
-                        Call::Timeout(d) => {
-                            lock.lock_mode_until(range.clone(), mode, Instant::now() + d)
-                        }
-                    };
-                    let guard = match result {
-                        Ok(guard) => guard,
-                        Err(LockError::WouldBlock) => {
-                            assert!(matches!(call, Call::Try), "{call:?} returned WouldBlock");
-                            refused.fetch_add(1, Ordering::Relaxed);
-                            continue;
-                        }
-                        Err(LockError::TimedOut) => {
-                            assert!(matches!(call, Call::Timeout(_)), "{call:?} timed out");
-                            timed_out.fetch_add(1, Ordering::Relaxed);
-                            continue;
-                        }
-                        Err(e) => panic!("unexpected error for {range:?}: {e}"),
+                    let call = Call::random(&mut rng, 299);
+                    let Some(guard) = acquire(lock, range.clone(), mode, call) else {
+                        match call {
+                            Call::Try => refused.fetch_add(1, Ordering::Relaxed),
+                            _ => timed_out.fetch_add(1, Ordering::Relaxed),
+                        };
+                        continue;
                     };
                     acquired.fetch_add(1, Ordering::Relaxed);
-                    let units = &cells[cells_range];
-                    let hold = rng.below(4);
-                    match mode {
-                        Mode::Exclusive => {
-                            let tag = ((t as u64 + 1) << 40) | op;
-                            for u in units {
-                                u.store(tag, Ordering::Relaxed);
-                            }
-                            for _ in 0..hold {
-                                thread::yield_now();
-                            }
-                            for (i, u) in units.iter().enumerate() {
-                                let seen = u.load(Ordering::Relaxed);
-                                assert_eq!(
-                                    seen,
-                                    tag,
-                                    "{}: unit {} of exclusive {range:?} overwritten",
-                                    R::NAME,
-                                    range.start + i as u64
-                                );
-                            }
-                        }
-                        Mode::Shared => {
-                            for (s, u) in snapshot.iter_mut().zip(units) {
-                                *s = u.load(Ordering::Relaxed);
-                            }
-                            for _ in 0..hold {
-                                thread::yield_now();
-                            }
-                            for (i, (s, u)) in snapshot.iter().zip(units).enumerate() {
-                                assert_eq!(
-                                    u.load(Ordering::Relaxed),
-                                    *s,
-                                    "{}: unit {} changed under shared {range:?}",
-                                    R::NAME,
-                                    range.start + i as u64
-                                );
-                            }
-                        }
+                    let held = checker.enter(t, range, mode, call);
+                    for _ in 0..rng.below(4) {
+                        thread::yield_now();
                     }
+                    checker.leave(t, held);
                     drop(guard);
                 }
             }));
@@ -224,6 +455,25 @@ pub fn stress<R: RawRangeLock>(lock: R, cfg: &StressConfig) -> StressReport {
         .expect("domain still locked after the run");
     drop(all);
     report
+}
+
+/// A "lock" that grants everything: the checkers must catch it.
+#[derive(Debug, Default)]
+pub struct NoLock;
+
+// SAFETY: deliberately violated, only to show that the checkers detect a broken lock.
+// Nothing unsound follows: the checkers only use atomics and `Lock`'s safe API.
+unsafe impl RawRangeLock for NoLock {
+    type Token = ();
+    const NAME: &'static str = "no-lock";
+    fn try_lock(&self, _: Range<u64>, _: Mode) -> Option<()> {
+        Some(())
+    }
+    fn lock(&self, _: Range<u64>, _: Mode) {}
+    fn lock_until(&self, _: Range<u64>, _: Mode, _: Instant) -> Option<()> {
+        Some(())
+    }
+    unsafe fn unlock(&self, (): ()) {}
 }
 
 /// Seconds for the long (`#[ignore]`) stress run: `RANGELOCK_STRESS_SECS`, default 600.
