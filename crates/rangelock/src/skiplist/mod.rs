@@ -404,6 +404,29 @@ unsafe impl Send for SkipList {}
 // SAFETY: as above; every shared mutation goes through atomics or the pool locks.
 unsafe impl Sync for SkipList {}
 
+/// What one non-waiting step of an acquisition found.
+#[derive(Debug)]
+enum Attempt {
+    /// The range is held.
+    Holds,
+    /// Wait until this use is over, then take another step.
+    Wait(wait::Ticket),
+    /// A conflict that ended meanwhile: take another step at once.
+    Again,
+}
+
+impl Attempt {
+    /// The step's outcome after a conflict check (`None` holds).
+    #[inline]
+    fn after(conflict: Conflict) -> Attempt {
+        match conflict {
+            Conflict::None => Attempt::Holds,
+            Conflict::Held(ticket) => Attempt::Wait(ticket),
+            Conflict::Gone => Attempt::Again,
+        }
+    }
+}
+
 /// A held range of a [`SkipList`]: where its hold is (list node, stripe slot or reader
 /// announcement).
 pub struct SkipToken(Kind);
@@ -527,8 +550,8 @@ impl SkipList {
     }
 
     /// The list path of an exclusive acquisition: count the range in the stripe table,
-    /// link the (private, initialized) node, then drain overlapping readers and stripe
-    /// holders.
+    /// link the (private, initialized) node, then wait out overlapping stripe holders and
+    /// drain overlapping readers.
     fn acquire_listed(
         &self,
         node: NonNull<Node>,
@@ -538,51 +561,63 @@ impl SkipList {
         // Counted before the link (part of the handshake with stripe holders: see
         // `stripes`), uncounted only after the unlink (`release_exclusive`).
         self.stripes.count(range);
-        // One guard covers the insertion and the reader scan; it is dropped before waiting.
-        // Every wait (a conflict, or a full epoch table) is bounded by `wait`.
-        let give_up = || {
-            self.stripes.uncount(range);
-            self.reclaim.free_private(node);
-            None
-        };
-        let Some(mut guard) = self.reclaim.pin_for(wait) else { return give_up() };
+        let mut linked = false;
         loop {
-            match self.list.insert(node, &guard) {
-                Conflict::None => break,
-                Conflict::Held(ticket) => {
-                    drop(guard);
+            // Every wait (a conflict, or a full epoch table) is bounded by `wait`.
+            let Some(guard) = self.reclaim.pin_for(wait) else {
+                self.abandon_listed(node, linked);
+                return None;
+            };
+            let attempt = self.listed_attempt(node, range, &mut linked, &guard);
+            // Never wait inside a protected region.
+            drop(guard);
+            match attempt {
+                Attempt::Holds => return Some(SkipToken(Kind::List(node))),
+                Attempt::Again => {}
+                Attempt::Wait(ticket) => {
                     if !wait_for(ticket, wait) {
-                        return give_up();
+                        self.abandon_listed(node, linked);
+                        return None;
                     }
-                    let Some(again) = self.reclaim.pin_for(wait) else { return give_up() };
-                    guard = again;
                 }
-                Conflict::Gone => {}
             }
         }
-        // Linked (pending): new readers and stripe holders back off; wait out the stripe
-        // holders and drain the readers that came first. Stripes before readers: a stripe
-        // holder that downgrades announces its reader before it frees its slot, so a pass
-        // that finds the slot free finds the reader (module docs, "Downgrade").
-        loop {
-            let conflict = match self.stripes.overlapping(range, &guard) {
-                Conflict::None => self.readers.overlapping(range, &guard),
-                other => other,
-            };
-            match conflict {
-                Conflict::None => return Some(SkipToken(Kind::List(node))),
-                Conflict::Held(ticket) => {
-                    drop(guard);
-                    let again =
-                        if wait_for(ticket, wait) { self.reclaim.pin_for(wait) } else { None };
-                    let Some(again) = again else {
-                        self.release_exclusive(node);
-                        return None;
-                    };
-                    guard = again;
-                }
-                Conflict::Gone => {}
+    }
+
+    /// One step of the list path that never waits: link `node` (unless `linked`), then
+    /// look for a stripe holder and an announced reader in its way. Stripes before readers:
+    /// a stripe holder that downgrades announces its reader before it frees its slot, so a
+    /// step that finds the slot free finds the reader (module docs, "Downgrade").
+    fn listed_attempt(
+        &self,
+        node: NonNull<Node>,
+        range: &Range<u64>,
+        linked: &mut bool,
+        guard: &reclaim::Guard<'_>,
+    ) -> Attempt {
+        if !*linked {
+            match self.list.insert(node, guard) {
+                Conflict::None => *linked = true,
+                other => return Attempt::after(other),
             }
+        }
+        // Linked (pending): new readers and stripe holders back off; wait out those that
+        // came first.
+        match self.stripes.overlapping(range, guard) {
+            Conflict::None => Attempt::after(self.readers.overlapping(range, guard)),
+            other => Attempt::after(other),
+        }
+    }
+
+    /// Gives up the list path of an acquisition: unlink (if linked), uncount, and return
+    /// or retire the node.
+    fn abandon_listed(&self, node: NonNull<Node>, linked: bool) {
+        if linked {
+            self.release_exclusive(node);
+        } else {
+            // SAFETY: the node is private (never linked) and initialized with its range.
+            self.stripes.uncount(&unsafe { node.as_ref() }.range());
+            self.reclaim.free_private(node);
         }
     }
 
@@ -592,46 +627,71 @@ impl SkipList {
         self.stripes.count(range);
         let node = self.reclaim.alloc();
         // SAFETY: the node is private until announced.
-        let node_ref = unsafe { node.as_ref() };
-        node_ref.init(range, 0);
+        unsafe { node.as_ref() }.init(range, 0);
         let mut announced = false;
         loop {
             let Some(guard) = self.reclaim.pin_for(wait) else {
-                self.stripes.uncount(range);
-                if announced {
-                    self.reclaim.retire(node);
-                } else {
-                    self.reclaim.free_private(node);
-                }
+                self.abandon_shared(node, announced);
                 return None;
             };
-            announced = true;
-            let (claim, conflict) = {
-                let claim = self.readers.announce(node.as_ptr(), rng::thread_index());
-                node_ref.set_claim(claim);
-                let conflict = match self.list.overlapping(range, &guard) {
-                    Conflict::None => self.stripes.overlapping(range, &guard),
-                    other => other,
-                };
-                (claim, conflict)
-            };
+            let attempt = self.shared_attempt(node, range, &mut announced, &guard);
             // Never wait inside a protected region.
             drop(guard);
-            let Conflict::Held(ticket) = conflict else {
-                return Some(node);
-            };
-            // Retract, so the writer we wait for does not wait for us.
-            // SAFETY: `claim` is ours, just announced in this lock's table.
-            unsafe { Readers::clear(claim) };
-            node_ref.release();
-            if !wait_for(ticket, wait) {
-                self.stripes.uncount(range);
-                self.reclaim.retire(node);
-                return None;
+            match attempt {
+                Attempt::Holds => return Some(node),
+                Attempt::Again => {}
+                Attempt::Wait(ticket) => {
+                    if !wait_for(ticket, wait) {
+                        self.abandon_shared(node, announced);
+                        return None;
+                    }
+                }
             }
-            // A new generation *before* re-announcing: a writer that reads the slot must not
-            // see a released state and skip us.
+        }
+    }
+
+    /// One step of a shared acquisition that never waits: announce `node` (a new
+    /// generation if it was announced before), then look for an exclusive holder in its
+    /// way; on a conflict, retract (so the writer we will wait for does not wait for us).
+    fn shared_attempt(
+        &self,
+        node: NonNull<Node>,
+        range: &Range<u64>,
+        announced: &mut bool,
+        guard: &reclaim::Guard<'_>,
+    ) -> Attempt {
+        // SAFETY: the caller's node, private or retracted (ours to reuse).
+        let node_ref = unsafe { node.as_ref() };
+        if *announced {
+            // A new generation *before* re-announcing: a writer that reads the slot must
+            // not see a released state and skip us.
             node_ref.new_generation();
+        }
+        let claim = self.readers.announce(node.as_ptr(), rng::thread_index());
+        node_ref.set_claim(claim);
+        *announced = true;
+        let conflict = match self.list.overlapping(range, guard) {
+            Conflict::None => self.stripes.overlapping(range, guard),
+            other => other,
+        };
+        let Conflict::Held(ticket) = conflict else {
+            return Attempt::Holds;
+        };
+        // SAFETY: `claim` is ours, just announced in this lock's table.
+        unsafe { Readers::clear(claim) };
+        node_ref.release();
+        Attempt::Wait(ticket)
+    }
+
+    /// Gives up a shared acquisition (its node retracted or never announced): uncount, and
+    /// return or retire the node.
+    fn abandon_shared(&self, node: NonNull<Node>, announced: bool) {
+        // SAFETY: the caller's node, initialized with its range.
+        self.stripes.uncount(&unsafe { node.as_ref() }.range());
+        if announced {
+            self.reclaim.retire(node);
+        } else {
+            self.reclaim.free_private(node);
         }
     }
 
