@@ -66,6 +66,8 @@ pub use lock::{Lock, RangeGuard};
 pub use many::ManyGuard;
 pub use range::{check_range, overlaps, Mode};
 pub use raw::{assert_valid, RawRangeLock, RawRangeLockDowngrade};
+#[cfg(not(loom))]
+pub use skiplist::LockFuture;
 pub use skiplist::{
     Builder, RangeLock, SkipList, SkipToken, DEFAULT_MAX_HEIGHT, DEFAULT_STRIPE_SHIFT,
     DEFAULT_STRIPE_SLOTS, DEFAULT_STRIPE_WINDOWS,

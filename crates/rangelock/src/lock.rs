@@ -138,7 +138,7 @@ pub struct RangeGuard<'a, R: RawRangeLock> {
 }
 
 impl<'a, R: RawRangeLock> RangeGuard<'a, R> {
-    fn new(lock: &'a Lock<R>, range: Range<u64>, mode: Mode, token: R::Token) -> Self {
+    pub(crate) fn new(lock: &'a Lock<R>, range: Range<u64>, mode: Mode, token: R::Token) -> Self {
         RangeGuard { lock, range, mode, token: ManuallyDrop::new(token) }
     }
 

@@ -232,6 +232,8 @@
 //! Under loom the epoch framework is replaced by a deferred list that reclaims at drop (the
 //! epoch has its own loom models in `epvs`), and waiting yields instead of parking.
 
+#[cfg(not(loom))]
+mod future;
 mod list;
 mod node;
 mod pool_lock;
@@ -240,6 +242,8 @@ mod reclaim;
 mod rng;
 mod stripes;
 mod wait;
+#[cfg(not(loom))]
+mod wakers;
 
 #[cfg(all(test, not(loom)))]
 mod tests;
@@ -256,6 +260,8 @@ use crate::lock::Lock;
 use crate::range::Mode;
 use crate::raw::{RawRangeLock, RawRangeLockDowngrade};
 
+#[cfg(not(loom))]
+pub use future::LockFuture;
 use list::{Conflict, List};
 use node::{Node, MAX_HEIGHT};
 use readers::Readers;
@@ -509,23 +515,31 @@ impl SkipList {
 
     #[inline]
     fn acquire_exclusive(&self, range: &Range<u64>, wait: Wait) -> Option<SkipToken> {
-        if let Some(stripe) = self.stripes.slot_of(range) {
-            if stripe.claim() {
-                // The common case reaches no node, so it needs no epoch guard: no counted
-                // party may overlap (handshake loads, after the fence).
-                readers::handshake_fence();
-                if !stripe.counted(&self.stripes) || self.stripe_is_free_slow(range, wait) {
-                    return Some(SkipToken(Kind::Stripe(stripe.slot())));
-                }
-                // Retract: whoever waits on the slot sees it free and looks again.
-                // SAFETY: `stripe` is ours, claimed above.
-                Stripes::release(unsafe { stripe.slot().as_ref() });
-                if let Wait::Never = wait {
-                    return None;
-                }
-            }
+        if let Some(token) = self.stripe_attempt(range, wait) {
+            return Some(token);
         }
         self.acquire_listed(self.list_node(range), range, wait)
+    }
+
+    /// The stripe fast path: the token if `range` lies in one stripe whose slot is free and
+    /// no counted party overlaps it; `None` (with nothing held) sends the acquisition to the
+    /// list path.
+    #[inline]
+    fn stripe_attempt(&self, range: &Range<u64>, wait: Wait) -> Option<SkipToken> {
+        let stripe = self.stripes.slot_of(range)?;
+        if !stripe.claim() {
+            return None;
+        }
+        // The common case reaches no node, so it needs no epoch guard: no counted party may
+        // overlap (handshake loads, after the fence).
+        readers::handshake_fence();
+        if !stripe.counted(&self.stripes) || self.stripe_is_free_slow(range, wait) {
+            return Some(SkipToken(Kind::Stripe(stripe.slot())));
+        }
+        // Retract: whoever waits on the slot sees it free and looks again.
+        // SAFETY: `stripe` is ours, claimed above.
+        Stripes::release(unsafe { stripe.slot().as_ref() });
+        None
     }
 
     /// A fresh private node for the list path.

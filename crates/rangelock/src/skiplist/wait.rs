@@ -8,7 +8,7 @@
 //! |-------|-----------------------------------------------------------------------|
 //! | 0     | [`OVER`]: no use is on (node released or retracted; slot free)        |
 //! | 1     | [`PARKED`]: a thread is parked (or about to park) on the word         |
-//! | 2     | reserved (always 0)                                                   |
+//! | 2     | [`WAKERS`]: an async waiter registered a waker for the word (`wakers`) |
 //! | 3..64 | the use: whatever tells this use from the next one                    |
 //!
 //! A waiter takes a [`Ticket`]: the word and the value it saw, flags masked off. The use it
@@ -43,8 +43,11 @@ use crate::primitive::{AtomicU64, Ordering};
 pub(crate) const OVER: u64 = 1;
 /// Wait-word flag: a waiter is parked (or about to park) on the word; its releaser unparks.
 pub(crate) const PARKED: u64 = 2;
+/// Wait-word flag: a future registered a waker for the word; its releaser wakes it
+/// (see `wakers`).
+pub(crate) const WAKERS: u64 = 4;
 /// The flags a ticket ignores (set by waiters, not by the use's owner).
-const WAIT_FLAGS: u64 = PARKED | 4;
+const WAIT_FLAGS: u64 = PARKED | WAKERS;
 /// The first bit of the use's encoding.
 pub(crate) const USE_SHIFT: u32 = 3;
 
@@ -65,7 +68,7 @@ impl Ticket {
 
     /// The wait word.
     #[inline]
-    fn word(&self) -> &AtomicU64 {
+    pub(crate) fn word(&self) -> &AtomicU64 {
         // SAFETY: wait words are type-stable for the lifetime of their lock (module docs),
         // and whoever holds a ticket borrows that lock.
         unsafe { self.word.as_ref() }
@@ -73,7 +76,7 @@ impl Ticket {
 
     /// Whether word value `s` says the use this ticket names is over.
     #[inline]
-    fn over_in(&self, s: u64) -> bool {
+    pub(crate) fn over_in(&self, s: u64) -> bool {
         s & !WAIT_FLAGS != self.seen
     }
 
@@ -98,11 +101,16 @@ pub(crate) fn end_use(word: &AtomicU64, next: u64) -> u64 {
     word.swap(next, Ordering::Release)
 }
 
-/// Wakes the waiters of `word` if `old` (its value before [`end_use`]) says some are parked.
+/// Wakes the waiters of `word` if `old` (its value before [`end_use`]) says some are parked
+/// or registered.
 #[inline]
 pub(crate) fn wake(word: &AtomicU64, old: u64) {
     if old & PARKED != 0 {
         wake_slow(word);
+    }
+    #[cfg(not(loom))]
+    if old & WAKERS != 0 {
+        super::wakers::wake_all(word as *const AtomicU64 as usize);
     }
 }
 

@@ -1,0 +1,262 @@
+//! Async acquisition: [`LockFuture`], the future of [`RangeLock::lock_async`] and its
+//! siblings.
+//!
+//! A future runs the same acquisition as a blocking call, one non-waiting step per poll
+//! (`SkipList::listed_attempt`, `SkipList::shared_attempt`), and where the blocking call
+//! would park on a wait word it registers its task's waker on that word (`wakers`) and
+//! returns `Pending`. So async and blocking waiters follow one protocol: an async writer
+//! links its pending node exactly like a blocking one (new readers back off from it, it
+//! waits only for the readers that came first), and the releaser of a use wakes parked
+//! threads and registered tasks alike.
+//!
+//! **Cancel safety.** Dropping a pending future gives up its acquisition the way a timed-out
+//! blocking call does: a linked (pending) list node is unlinked and released, which wakes
+//! whoever backed off from it; a private node goes back to the pool; a reader's node (never
+//! announced while the future waits: it retracts first) is retired; the counts are undone
+//! and the waker registration removed. A future dropped after it completed holds nothing.
+//!
+//! **Executors.** The futures depend on no runtime: any executor that polls on wake works.
+//! Deadlines (the `_timeout` forms) are kept by one lazily started thread that wakes the
+//! task at its deadline.
+
+use core::fmt;
+use core::future::Future;
+use core::ops::Range;
+use core::pin::Pin;
+use core::ptr::NonNull;
+use core::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use super::node::Node;
+use super::wait::Wait;
+use super::wakers::{self, Registration};
+use super::{Attempt, Kind, RangeLock, SkipList, SkipToken};
+use crate::error::LockError;
+use crate::lock::{Lock, RangeGuard};
+use crate::range::{check_range, Mode};
+
+impl Lock<SkipList> {
+    /// Locks `range` exclusively, waiting asynchronously as long as it takes.
+    ///
+    /// ```
+    /// # async fn demo(lock: &rangelock::RangeLock) -> Result<(), rangelock::LockError> {
+    /// let page = lock.lock_async(4096..8192).await?;
+    /// // ... write the page ...
+    /// drop(page);
+    /// # Ok(()) }
+    /// ```
+    pub fn lock_async(&self, range: Range<u64>) -> LockFuture<'_> {
+        LockFuture::new(self, range, Mode::Exclusive, None)
+    }
+
+    /// Locks `range` shared, waiting asynchronously as long as it takes.
+    pub fn lock_shared_async(&self, range: Range<u64>) -> LockFuture<'_> {
+        LockFuture::new(self, range, Mode::Shared, None)
+    }
+
+    /// Locks `range` exclusively, giving up with [`LockError::TimedOut`] after `timeout`.
+    pub fn lock_async_timeout(&self, range: Range<u64>, timeout: Duration) -> LockFuture<'_> {
+        self.lock_mode_async_until(range, Mode::Exclusive, deadline_after(timeout))
+    }
+
+    /// Locks `range` shared, giving up with [`LockError::TimedOut`] after `timeout`.
+    pub fn lock_shared_async_timeout(
+        &self,
+        range: Range<u64>,
+        timeout: Duration,
+    ) -> LockFuture<'_> {
+        self.lock_mode_async_until(range, Mode::Shared, deadline_after(timeout))
+    }
+
+    /// Locks `range` in `mode`, waiting asynchronously as long as it takes.
+    pub fn lock_mode_async(&self, range: Range<u64>, mode: Mode) -> LockFuture<'_> {
+        LockFuture::new(self, range, mode, None)
+    }
+
+    /// Locks `range` in `mode`, giving up with [`LockError::TimedOut`] at `deadline`.
+    pub fn lock_mode_async_until(
+        &self,
+        range: Range<u64>,
+        mode: Mode,
+        deadline: Instant,
+    ) -> LockFuture<'_> {
+        LockFuture::new(self, range, mode, Some(deadline))
+    }
+}
+
+/// A deadline `timeout` from now, saturating far in the future.
+fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400))
+}
+
+/// The future of an async acquisition of [`RangeLock`]: resolves to a [`RangeGuard`], or to
+/// [`LockError::InvalidRange`] / [`LockError::TimedOut`]. Dropping it before it resolves
+/// gives the acquisition up and leaves nothing behind (module docs).
+#[must_use = "futures do nothing unless polled"]
+pub struct LockFuture<'a> {
+    lock: &'a RangeLock,
+    range: Range<u64>,
+    mode: Mode,
+    deadline: Option<Instant>,
+    state: State,
+    registration: Registration,
+    /// Whether the timer will wake us at the deadline.
+    timer_armed: bool,
+}
+
+/// Where an async acquisition is.
+#[derive(Debug)]
+enum State {
+    /// Not started (or an invalid range, answered on the first poll).
+    Start,
+    /// Exclusive, on the list path: counted, `node` linked (pending) or not yet.
+    Listed { node: NonNull<Node>, linked: bool },
+    /// Shared: counted, `node` announced before (and retracted) or not yet.
+    Shared { node: NonNull<Node>, announced: bool },
+    /// Resolved: holds nothing.
+    Done,
+}
+
+// SAFETY: the nodes a future owns are private to its acquisition (or linked pending, which
+// any thread may release), like a `SkipToken`'s; the lock is `Sync`.
+unsafe impl Send for LockFuture<'_> {}
+
+impl<'a> LockFuture<'a> {
+    fn new(lock: &'a RangeLock, range: Range<u64>, mode: Mode, deadline: Option<Instant>) -> Self {
+        LockFuture {
+            lock,
+            range,
+            mode,
+            deadline,
+            state: State::Start,
+            registration: Registration::new(),
+            timer_armed: false,
+        }
+    }
+
+    /// Resolves with `result`, holding nothing else.
+    fn finish(
+        &mut self,
+        result: Result<SkipToken, LockError>,
+    ) -> Poll<Result<RangeGuard<'a, SkipList>, LockError>> {
+        self.state = State::Done;
+        self.registration.cancel();
+        Poll::Ready(
+            result.map(|token| RangeGuard::new(self.lock, self.range.clone(), self.mode, token)),
+        )
+    }
+
+    /// Gives the acquisition up (timeout or drop): undo what the state holds.
+    fn abandon(&mut self) {
+        let raw = self.lock.raw();
+        match core::mem::replace(&mut self.state, State::Done) {
+            State::Listed { node, linked } => raw.abandon_listed(node, linked),
+            State::Shared { node, announced } => raw.abandon_shared(node, announced),
+            State::Start | State::Done => {}
+        }
+        self.registration.cancel();
+    }
+
+    fn expired(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+impl<'a> Future for LockFuture<'a> {
+    type Output = Result<RangeGuard<'a, SkipList>, LockError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let raw = this.lock.raw();
+        loop {
+            let attempt = match &mut this.state {
+                State::Done => panic!("LockFuture polled after it resolved"),
+                State::Start => {
+                    if let Err(e) = check_range(&this.range) {
+                        return this.finish(Err(e.into()));
+                    }
+                    let range = this.range.clone();
+                    // Counted before the node becomes visible, as in the blocking paths.
+                    this.state = match this.mode {
+                        Mode::Exclusive => {
+                            if let Some(token) = raw.stripe_attempt(&range, Wait::Never) {
+                                return this.finish(Ok(token));
+                            }
+                            let node = raw.list_node(&range);
+                            raw.stripes.count(&range);
+                            State::Listed { node, linked: false }
+                        }
+                        Mode::Shared => {
+                            raw.stripes.count(&range);
+                            let node = raw.reclaim.alloc();
+                            // SAFETY: the node is private until announced.
+                            unsafe { node.as_ref() }.init(&range, 0);
+                            State::Shared { node, announced: false }
+                        }
+                    };
+                    continue;
+                }
+                State::Listed { node, linked } => {
+                    let Some(guard) = raw.reclaim.pin_for(Wait::Never) else {
+                        // The epoch table is full for a moment: try again soon.
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    };
+                    match raw.listed_attempt(*node, &this.range, linked, &guard) {
+                        Attempt::Holds => {
+                            let token = SkipToken(Kind::List(*node));
+                            drop(guard);
+                            return this.finish(Ok(token));
+                        }
+                        other => other,
+                    }
+                }
+                State::Shared { node, announced } => {
+                    let Some(guard) = raw.reclaim.pin_for(Wait::Never) else {
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    };
+                    match raw.shared_attempt(*node, &this.range, announced, &guard) {
+                        Attempt::Holds => {
+                            let token = SkipToken(Kind::Shared(*node));
+                            drop(guard);
+                            return this.finish(Ok(token));
+                        }
+                        other => other,
+                    }
+                }
+            };
+            let Attempt::Wait(ticket) = attempt else { continue };
+            if this.expired() {
+                this.abandon();
+                return Poll::Ready(Err(LockError::TimedOut));
+            }
+            if !this.registration.register(&ticket, cx.waker()) {
+                continue; // over meanwhile: take another step
+            }
+            if let (Some(deadline), false) = (this.deadline, this.timer_armed) {
+                wakers::wake_at(deadline, cx.waker());
+                this.timer_armed = true;
+            }
+            return Poll::Pending;
+        }
+    }
+}
+
+impl Drop for LockFuture<'_> {
+    fn drop(&mut self) {
+        self.abandon();
+    }
+}
+
+impl fmt::Debug for LockFuture<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LockFuture")
+            .field("range", &self.range)
+            .field("mode", &self.mode)
+            .field("deadline", &self.deadline)
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,227 @@
+//! The async acquisitions of `RangeLock`: wake-ups, cancellation (a dropped future leaves
+//! nothing behind and wakes whoever it blocked), timeouts, and a stress run of many tasks on
+//! few threads, with random cancellation, mixed with blocking threads, through the
+//! exclusivity checker.
+#![cfg(not(loom))]
+
+mod support;
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use rangelock::{LockError, Mode, RangeLock};
+use support::{Call, Checker, Rng};
+
+/// A waker that counts its wake-ups.
+#[derive(Default)]
+struct Count(AtomicUsize);
+
+impl Wake for Count {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn counting() -> (Arc<Count>, Waker) {
+    let count = Arc::new(Count::default());
+    (count.clone(), Waker::from(count))
+}
+
+#[test]
+fn a_release_wakes_the_waiting_task_and_its_next_poll_holds() {
+    let lock = RangeLock::new();
+    let stripe = 1u64 << rangelock::DEFAULT_STRIPE_SHIFT;
+    // A stripe holder, a list holder, a reader: the task waits on each kind of wait word.
+    for (held_range, held_mode, want, mode) in [
+        (0..10, Mode::Exclusive, 5..6, Mode::Exclusive),
+        (stripe - 5..stripe + 5, Mode::Exclusive, stripe..stripe + 1, Mode::Shared),
+        (100..200, Mode::Shared, 150..160, Mode::Exclusive),
+    ] {
+        let held = lock.lock_mode(held_range.clone(), held_mode).unwrap();
+        let (count, waker) = counting();
+        let mut cx = Context::from_waker(&waker);
+        let mut fut = pin!(lock.lock_mode_async(want.clone(), mode));
+        assert!(fut.as_mut().poll(&mut cx).is_pending(), "{held_range:?} is held");
+        assert!(fut.as_mut().poll(&mut cx).is_pending(), "a spurious poll waits on");
+        assert_eq!(count.0.load(Ordering::SeqCst), 0);
+        drop(held);
+        assert_eq!(count.0.load(Ordering::SeqCst), 1, "the release woke the task");
+        let Poll::Ready(Ok(guard)) = fut.as_mut().poll(&mut cx) else { panic!("not granted") };
+        assert_eq!((guard.range(), guard.mode()), (want, mode));
+    }
+    drop(lock.try_lock(0..u64::MAX).expect("everything released"));
+}
+
+#[test]
+fn dropping_a_pending_writer_lets_the_readers_it_blocked_in() {
+    let lock = RangeLock::new();
+    let nodes_before = lock.raw().allocated_nodes();
+    let reader = lock.lock_shared(0..100).unwrap();
+    let (count, waker) = counting();
+    let mut cx = Context::from_waker(&waker);
+    {
+        // Boxed, so that `drop` drops the future itself (not a pinned reference to it).
+        let mut writer = Box::pin(lock.lock_async(10..20));
+        // The writer links its pending node and waits for the reader...
+        assert!(writer.as_mut().poll(&mut cx).is_pending());
+        // ...and new readers of its range back off from it (writer preference).
+        assert_eq!(lock.try_lock_shared(15..16).unwrap_err(), LockError::WouldBlock);
+        let (blocked_count, blocked_waker) = counting();
+        let mut blocked = pin!(lock.lock_shared_async(15..16));
+        assert!(blocked.as_mut().poll(&mut Context::from_waker(&blocked_waker)).is_pending());
+        // Cancel the writer: the reader that waited for it is woken and holds.
+        drop(writer);
+        assert_eq!(blocked_count.0.load(Ordering::SeqCst), 1, "the cancelled writer woke it");
+        let Poll::Ready(Ok(r)) = blocked.as_mut().poll(&mut Context::from_waker(&blocked_waker))
+        else {
+            panic!("the reader is not granted after the writer left")
+        };
+        drop(r);
+    }
+    assert_eq!(count.0.load(Ordering::SeqCst), 0);
+    drop(lock.try_lock_shared(15..16).expect("no pending writer left"));
+    drop(reader);
+    drop(lock.try_lock(0..u64::MAX).expect("nothing left behind"));
+    // The cancelled writer's node went back to the pool (or is retiring): a bounded number.
+    assert!(lock.raw().allocated_nodes() <= nodes_before + 8);
+}
+
+#[test]
+fn a_timeout_resolves_without_another_wake_up() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let lock = RangeLock::new();
+    let held = lock.lock(0..10).unwrap();
+    rt.block_on(async {
+        for mode in [Mode::Exclusive, Mode::Shared] {
+            let start = Instant::now();
+            let deadline = start + Duration::from_millis(20);
+            let err = lock.lock_mode_async_until(5..6, mode, deadline).await.unwrap_err();
+            assert_eq!(err, LockError::TimedOut);
+            assert!(start.elapsed() >= Duration::from_millis(20));
+        }
+        let err = lock.lock_async_timeout(5..6, Duration::ZERO).await.unwrap_err();
+        assert_eq!(err, LockError::TimedOut);
+        #[allow(clippy::reversed_empty_ranges)] // the invalid input under test
+        let err = lock.lock_async(9..3).await.unwrap_err();
+        assert!(matches!(err, LockError::InvalidRange(_)));
+    });
+    drop(held);
+    drop(lock.try_lock(0..u64::MAX).expect("nothing left behind"));
+}
+
+/// Many tasks on two threads, plus two blocking threads, on one lock: random ranges and
+/// modes, a third of the async acquisitions cancelled after a random short time, everything
+/// through the checker.
+fn stress(lock: RangeLock, domain: u64, tasks: usize, ops: usize) {
+    let lock = Arc::new(lock);
+    let blocking = 2;
+    let checker = Arc::new(Checker::new("async", 0..=domain, tasks + blocking));
+    let done = Arc::new(AtomicUsize::new(0));
+    let cancelled = Arc::new(AtomicUsize::new(0));
+    let rt =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let threads: Vec<_> = (0..blocking)
+        .map(|b| {
+            let (lock, checker) = (lock.clone(), checker.clone());
+            std::thread::spawn(move || {
+                let mut rng = Rng::new(0xB10C + b as u64);
+                for _ in 0..ops {
+                    let (range, mode) = pick(&mut rng, domain);
+                    let g = lock.lock_mode(range.clone(), mode).unwrap();
+                    let held = checker.enter(tasks + b, range, mode, Call::Blocking);
+                    checker.check(&held);
+                    checker.leave(tasks + b, held);
+                    drop(g);
+                }
+            })
+        })
+        .collect();
+    rt.block_on(async {
+        let handles: Vec<_> = (0..tasks)
+            .map(|t| {
+                let (lock, checker, done) = (lock.clone(), checker.clone(), done.clone());
+                let cancelled = cancelled.clone();
+                tokio::spawn(async move {
+                    let mut rng = Rng::new(0xA5 + t as u64);
+                    for _ in 0..ops {
+                        let (range, mode) = pick(&mut rng, domain);
+                        let fut = lock.lock_mode_async(range.clone(), mode);
+                        let guard = match rng.below(3) {
+                            0 => {
+                                // Cancelled at its first, second or third `Pending` (if it
+                                // is not granted before).
+                                let mut polls = rng.below(3);
+                                let mut fut = Box::pin(fut);
+                                let outcome =
+                                    std::future::poll_fn(|cx| match fut.as_mut().poll(cx) {
+                                        Poll::Ready(r) => Poll::Ready(Some(r)),
+                                        Poll::Pending if polls == 0 => Poll::Ready(None),
+                                        Poll::Pending => {
+                                            polls -= 1;
+                                            Poll::Pending
+                                        }
+                                    })
+                                    .await;
+                                match outcome {
+                                    Some(guard) => guard.unwrap(),
+                                    None => {
+                                        cancelled.fetch_add(1, Ordering::Relaxed);
+                                        continue;
+                                    }
+                                }
+                            }
+                            _ => fut.await.unwrap(),
+                        };
+                        let held = checker.enter(t, range, mode, Call::Blocking);
+                        if rng.below(2) == 0 {
+                            tokio::task::yield_now().await;
+                        }
+                        checker.check(&held);
+                        checker.leave(t, held);
+                        drop(guard);
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        // A watchdog instead of a hang: a cancelled future that left its pending node
+        // linked (or a lost wake-up) blocks every later overlapping acquisition for good.
+        let all = async {
+            for h in handles {
+                h.await.unwrap();
+            }
+        };
+        if tokio::time::timeout(Duration::from_secs(60), all).await.is_err() {
+            panic!("async stress stuck: a lost wake-up, or a cancelled acquisition left a hold");
+        }
+    });
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    assert!(!checker.failed());
+    let (done, cancelled) = (done.load(Ordering::Relaxed), cancelled.load(Ordering::Relaxed));
+    eprintln!("async stress: {done} acquired, {cancelled} cancelled while pending");
+    assert!(done > tasks * ops / 2, "most acquisitions completed: {done}");
+    assert!(cancelled > 0, "some acquisitions were cancelled while pending");
+    drop(lock.try_lock(0..u64::MAX).expect("a cancelled acquisition left something held"));
+}
+
+fn pick(rng: &mut Rng, domain: u64) -> (std::ops::Range<u64>, Mode) {
+    let start = rng.below(domain - 1);
+    let max = if rng.below(8) == 0 { domain } else { 6 };
+    let len = 1 + rng.below((domain - start).min(max));
+    let mode = if rng.below(2) == 0 { Mode::Exclusive } else { Mode::Shared };
+    (start..start + len, mode)
+}
+
+#[test]
+fn many_tasks_with_cancellation_keep_exclusion() {
+    stress(RangeLock::new(), 64, 32, 300);
+}
+
+#[test]
+fn many_tasks_with_cancellation_keep_exclusion_on_tiny_stripes() {
+    stress(RangeLock::builder().stripes(2, 4).windows(2).build(), 96, 32, 300);
+}
