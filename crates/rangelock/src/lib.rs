@@ -5,13 +5,19 @@
 //!
 //! [`RangeLock`] is the product lock: a lock-free skip list of exclusive ranges (after the
 //! concurrent-range-locking thesis, with its defects repaired) plus reader announcements for
-//! shared ranges, parking waits, O(1) unlock through the guard, and nodes recycled through
-//! `epvs` epochs. Exclusive ranges that lie inside one stripe of the domain (16 Ki units by
-//! default) take a slot of their window's stripe table instead of a list node (each region
-//! of 32 Mi units in use gets a table of its own, up to 64), so threads locking different
-//! regions share no written cache line, however many ranges are held elsewhere. Ranges are
-//! half-open over the whole `u64` domain; [`RangeLock::builder`] sets the height and the
-//! stripe tables.
+//! shared ranges, parking waits, unlock through the guard (no search by range), and nodes
+//! recycled through `epvs` epochs. Exclusive ranges that lie inside one stripe of the
+//! domain (16 Ki units by default) take a slot of their window's stripe table instead of a
+//! list node: one CAS to lock, one swap to unlock, nothing allocated (each region of 32 Mi
+//! units in use gets a table of its own, up to 64), so threads locking different regions
+//! share no written cache line, however many ranges are held elsewhere. Ranges are
+//! half-open `start..end` with `start < end <= u64::MAX`: every unit from 0 to
+//! `u64::MAX - 1` can be locked (`0..u64::MAX` is all of them); `u64::MAX` itself is only
+//! ever an end bound. [`RangeLock::builder`] sets the height and the stripe tables.
+//!
+//! Besides blocking, `try_` and timed acquisition: [`RangeLock::lock_async`] and its
+//! siblings return cancel-safe futures that work on any executor ([`LockFuture`]);
+//! [`RangeGuard::downgrade`] turns an exclusive hold into a shared one with no gap.
 //!
 //! ```
 //! use std::time::Duration;

@@ -128,7 +128,9 @@ fn deadline_after(timeout: Duration) -> Instant {
     now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400))
 }
 
-/// A held range; dropping it unlocks the range in O(1) (no search).
+/// A held range; dropping it unlocks the range through its token (no search by range: a
+/// stripe or shared hold is released in O(1), a list-held range is unlinked with one
+/// O(log n) search for its exact key).
 #[must_use = "the range is unlocked as soon as the guard is dropped"]
 pub struct RangeGuard<'a, R: RawRangeLock> {
     lock: &'a Lock<R>,

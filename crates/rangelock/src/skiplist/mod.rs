@@ -11,29 +11,33 @@
 //! unmarked nodes are pairwise disjoint, those two neighbours are the only nodes that can
 //! overlap (see `list` for the invariants and the argument). Release marks the node's links
 //! top-down (the level-0 mark is the linearization point), wakes waiters, snips the node out
-//! with one `find` for its exact key, and retires it. The token is the node: unlock is O(1)
-//! in the number of held ranges, with no search by range.
+//! with one `find` for its exact key, and retires it. The token is the node, so unlock
+//! needs no search *by range*; snipping the node out is one O(log n) `find` for its exact
+//! key, as in any skip list. (Stripe holds and shared holds unlock in O(1): one swap, or one
+//! slot clear.)
 //!
-//! **Exclusive ranges inside one stripe** usually skip the list. The domain is cut into
-//! stripes of 16 Ki units and the stripes into windows of 2048 (32 Mi units); stripe `s`
-//! owns slot `s mod 2048` of its window's table (`stripes`). Each window in use gets a table
-//! of its own, allocated on first use and found through a directory of 64 entries; once the
-//! directory is full, further windows share one overflow table (all three sizes are
-//! [`Builder`] options). An exclusive range that lies inside one stripe
-//! claims its stripe's slot with a CAS and then checks for a conflict: the slot's count of
-//! list nodes that may overlap its stripes (list writers count themselves in the slots of
-//! the stripes they touch before they link, and uncount after they unlink) and the reader
-//! table. If both are empty it holds the range, with its node in the slot and nothing
-//! linked; if the count is not zero it searches the list for an actual overlap. If the
-//! slot is taken it takes the list path; if it finds a conflict it *retracts* (clears the
-//! slot, ends the node's use and retires it) and takes the list path with a fresh node, so
-//! a stripe holder never waits while visible. List writers and readers, after their own
-//! handshake store, check the slots of the stripes their range touches. In the common case
-//! the check reads two counters and the reader table's line counts and takes no epoch
-//! guard: a stripe hold is one CAS on a slot plus reads of lines nobody writes, so threads
-//! locking disjoint ranges of different regions share no written cache line (a list
-//! insertion writes its neighbours' links, which two threads working on one list keep
-//! moving between cores).
+//! **Exclusive ranges inside one stripe** usually skip the list, and take no node. The
+//! domain is cut into stripes of 16 Ki units and the stripes into windows of 2048 (32 Mi
+//! units); stripe `s` owns slot `s mod 2048` of its window's table (`stripes`). Each window
+//! in use gets a table of its own, allocated on first use and found through a directory of
+//! 64 entries; once the directory is full, further windows share one overflow table (all
+//! three sizes are [`Builder`] options). An exclusive range that lies inside one stripe
+//! claims its stripe's slot with one CAS that writes the range into the slot's word, and
+//! then reads three counts: the slot's (list writers and readers whose range touches the
+//! slot's stripes count themselves there before they become visible, and uncount after
+//! they are gone), its window table's `wide` count (the same, for ranges of more than 4
+//! stripes over at most 4 windows) and the lock's `wide` count (wider still). If all three
+//! are zero it holds the range: nothing allocated, nothing linked, no epoch guard. If not,
+//! it searches the list and the reader table for an actual overlap. If the slot is taken
+//! it takes the list path; if it finds a conflict it *retracts* (frees the slot, waking
+//! whoever waited on it) and takes the list path, so a stripe holder never waits while
+//! visible. List writers and readers, after their own handshake store, check the slots of
+//! the stripes their range touches. Unlock is one swap of the slot word. So a stripe hold
+//! is one CAS and one swap on a slot plus reads of lines nobody writes, and threads locking
+//! disjoint ranges of different regions share no written cache line (a list insertion
+//! writes its neighbours' links, which two threads working on one list keep moving between
+//! cores); a long-held reader or wide writer costs only the stripe holders of the stripes
+//! or windows it touches the search.
 //!
 //! **Shared ranges** are not in the list. A reader announces its node in a slot of a
 //! growable table (`readers`) and then checks the list for an overlapping exclusive node; if
@@ -42,8 +46,21 @@
 //! (skipping, with one load, every cache line of slots whose reader count is zero)
 //! and waits for every overlapping announced reader to leave before it holds the range.
 //!
-//! A node in the list is *pending* until its owner has drained the overlapping readers; new
-//! readers and writers treat pending nodes like held ones.
+//! A node in the list is *pending* until its owner has waited out the overlapping stripe
+//! holders and drained the overlapping readers; new readers and writers treat pending nodes
+//! like held ones.
+//!
+//! **Waiting** is the same for every kind of holder: a list node's state and a stripe
+//! slot's word are both *wait words* (`wait`), and a waiter takes a ticket on the use it
+//! saw, spins briefly, then parks on the word (blocking calls) or registers its task's waker
+//! on it (async calls, `future`); the owner ends the use with one RMW that tells it whether
+//! anyone is parked or registered.
+//!
+//! **Downgrade** ([`RangeGuard::downgrade`](crate::RangeGuard::downgrade)): the holder
+//! announces (and counts) a reader of its range, then ends its exclusive hold. Its own hold
+//! excludes every linked writer except a pending list writer waiting for its stripe slot;
+//! that writer checks stripe holders before readers in each pass, so a pass that finds the
+//! slot free (after the reader's announcement) also finds the reader.
 //!
 //! Repairs of the thesis code: ranges are half-open with no reserved values (head is -∞, a
 //! null link +∞), so `0..1`, `u64::MAX - 1..u64::MAX` and adjacent ranges all lock; the
@@ -85,25 +102,23 @@
 //! compiler fence only: see `readers::handshake_fence`.)
 //!
 //! *Stripe holders* take part in the same handshake, as writers whose store is the slot CAS
-//! instead of the link CAS. Against a reader it is the argument above with the slot in
-//! place of the list (the reader checks the slots of its stripes after its fence). Against
-//! a list writer W, the stripe holder S (1) claims its slot, (2) fences, (3) reads the
-//! slot's list count (and the `wide` count), and searches the list like a reader if a
-//! count is not zero; W (1) increments the counts of its stripes' slots (or `wide`), links,
+//! instead of the link CAS. Against a counted party P (a list writer or a reader), the
+//! stripe holder S (1) claims its slot, (2) fences, (3) reads the slot's count and the two
+//! `wide` counts, and searches the list and the reader table if one is not zero; P (1)
+//! increments the counts of its stripes' slots (or the `wide` counts), links or announces,
 //! (2) fences, (3) reads the slots of its stripes, which include S's. If S's fence is
-//! later, S's count load sees W's increment (or a later value, which drops to zero only
-//! once W's node is unlinked), so S searches the list and sees W by the reader argument;
-//! if W's is later, W reads S's node and checks its range. So S and W never both hold
-//! overlapping ranges. S sees a conflict only while the other party is announced, and
-//! then retracts, so S never waits while visible; W may wait for S, which holds (and will
+//! later, S's count load sees P's increment (or a later value, which drops to zero only
+//! once P is gone), so S searches and sees P by the reader argument; if P's is later, P
+//! reads S's word, which names S's range. So S and P never both hold overlapping
+//! incompatible ranges. S sees a conflict only while the other party is visible, and then
+//! retracts, so S never waits while visible; P may wait for S, which holds (and will
 //! release) or retracts. Two stripe holders of one slot are excluded by the CAS, and
-//! holders of different slots lie in different stripes, which are disjoint. A node that
-//! was visible in a slot is never reused for the list path of the same acquisition (it is
-//! retired): a waiter holding a ticket on it must see that use end, not wait for our own
-//! list node while we wait for it.
+//! holders of different slots lie in different stripes, which are disjoint. A checker
+//! learns S's exact range from S's word (its offsets, and its window where the slot is
+//! shared by windows), and waits on that word: the retraction frees it.
 //!
-//! *Happens-before.* Unlocking is a Release (the level-0 mark, the slot clear, the `state`
-//! release); every acquisition reads them, or links/slot values derived from them by RMWs
+//! *Happens-before.* Unlocking is a Release (the level-0 mark, the slot swap, the `state`
+//! swap); every acquisition reads them, or links/slot values derived from them by RMWs
 //! in the same release sequence, with Acquire or SeqCst loads, so the next holder of an
 //! overlapping range sees the previous holder's writes.
 //!
@@ -114,53 +129,73 @@
 //! writer. Readers can, in turn, wait behind a stream of writers: the policy prefers
 //! writers.
 //!
-//! *Progress.* `try_lock*` never waits: it fails on the first conflict (a writer that
-//! already linked its node unlinks it again). Two racing `try_lock`s, one shared and one
+//! *Progress.* `try_lock*` never waits for another thread: it fails on the first conflict
+//! (a writer that already linked its node unlinks it again), takes a node from a pool shard
+//! only if the shard's lock is free at once (else another shard, else the allocator), and
+//! pins the epoch only if a slot of its table is free at once (else it fails). (Its
+//! retirements may take the epoch's drain mutex, held by others for one `Vec` operation.)
+//! A timed acquisition passes its deadline to every wait (the parking lot's, and the
+//! epoch's for a full table), so it returns within one non-waiting step of its deadline,
+//! plus whatever time the OS does not run the thread (on a loaded 2-core machine, tens of
+//! milliseconds: `tests/stripe_stress.rs` measures both). Two racing `try_lock`s, one shared and one
 //! exclusive, may both fail (each saw the other's announcement or pending node); so may a
 //! `try_lock` inside one stripe and an overlapping one on the list. Blocking
 //! acquisitions wait only for nodes whose owners are running acquisitions or holding
 //! ranges, so they wait only as long as conflicting holders hold (plus writers ahead of a
 //! reader, see above).
 //!
-//! The loom models in this module check insert/mark/unlink and the reader/writer
-//! handshake; the crate's stress tests and property tests check the lock end to end.
+//! The loom models in this module check insert/mark/unlink, the reader/writer handshake,
+//! the stripe holders against counted parties (window tables, the shared overflow table,
+//! wide counts) and downgrade; the crate's stress tests (`tests/stripe_stress.rs` crosses
+//! stripe, window and directory boundaries with wide and domain-wide ranges), property
+//! tests and async tests check the lock end to end.
 //!
 //! # Trade-offs
 //!
-//! - Writer preference has the usual cost of reader-writer locks that prefer writers
-//!   (`std`'s and `parking_lot`'s `RwLock` behave the same way): a thread that holds a
-//!   shared range and then blocks on another range that overlaps a *waiting* writer, while
-//!   that writer waits for the first range, deadlocks. Do not block on a second range while
-//!   holding a shared one unless all threads acquire in one global order that makes such a
-//!   cycle impossible; use `try_lock*` or a timeout otherwise. Likewise there is no
-//!   upgrade: locking exclusively a range that overlaps one's own shared hold waits forever
-//!   (`try_lock` fails, a timeout expires).
-//! - Every exclusive acquisition reads the reader count of every line of the announcement
-//!   table (8 cache lines of 7 slots and a count per segment) and scans the slots of the
-//!   lines in use; with no reader that is 8 loads of lines that stay cached. The table grows
-//!   to the peak number of concurrently announced readers and never shrinks while the lock
-//!   lives. Readers only read the skip list (besides helping to snip released nodes), so
-//!   read-mostly workloads do not contend on list nodes; a reader pays one more RMW (its
-//!   line's count, on the line its slot CAS already owns) to acquire and one to release;
-//!   readers whose slots share a line contend on it; threads start probing at different,
-//!   non-adjacent lines.
+//! - A waiting writer blocks newcomers: once linked (pending) it makes new readers *and*
+//!   new writers of overlapping ranges wait, which is what keeps it from starving (and is
+//!   what fair locks, the kernel's range lock included, do too). The price is the usual
+//!   one: a thread that holds a range and then blocks on a second range that overlaps a
+//!   *waiting* writer, while that writer waits for the first range, deadlocks (for example
+//!   a writer of `10..30` pending behind the stripe hold of `12..13`, whose thread then
+//!   asks for `20..21`); acquiring in a global order does not help when the writer's range
+//!   spans both. Do not block on a second range while holding one: use
+//!   [`lock_many`](crate::Lock::lock_many) (which never blocks while holding), `try_lock*`
+//!   or a timeout. There is no upgrade: locking exclusively a range that overlaps one's own
+//!   shared hold waits forever (`try_lock` fails, a timeout expires); downgrade exists.
+//! - Newcomers can, in principle, starve a list writer *before* it links: a wide writer
+//!   whose insertion keeps meeting a different holder of part of its range (a steady stream
+//!   of overlapping stripe holders) waits for each in turn; nothing orders it ahead of them
+//!   until it has linked. We have not bounded this.
+//! - Every list writer reads the reader count of every line of the announcement table (8
+//!   cache lines of 7 slots and a count per segment) and scans the slots of the lines in
+//!   use; with no reader that is 8 loads of lines that stay cached. Stripe holders do not
+//!   read it (readers count themselves in the stripe counts). The table grows to the peak
+//!   number of concurrently announced readers and never shrinks while the lock lives: after
+//!   a burst of N concurrent readers, every later list writer loads N/7 line counts (the
+//!   lines are empty again, so it reads no slot). Readers only read the skip list (besides
+//!   helping to snip released nodes), so read-mostly workloads do not contend on list
+//!   nodes; a reader pays one more RMW (its line's count) to acquire and one to release,
+//!   plus one or more for its stripe counts (a range inside one stripe: one); readers whose
+//!   slots share a line contend on it; threads start probing at different, non-adjacent
+//!   lines.
 //! - A reader finds conflicting writers in O(log n) (only exclusive nodes are in the list);
 //!   a writer pays O(log n) in the list plus O(slots) in the table.
-//! - The stripe tables cost 32 KiB each (2048 slots of a node pointer, a count and a tag):
-//!   the overflow table from the start, plus one per window in use, up to 64 (2 MiB), all
+//! - The stripe tables cost 32 KiB each (2048 slots of a holder word and a count): the
+//!   overflow table from the start, plus one per window in use, up to 64 (2 MiB), all
 //!   freed when the lock drops. A range inside one stripe is one slot; a range across
 //!   stripes goes to the list: it increments and later decrements the counts of up to 4
-//!   slots (a wider range: one `wide` count, which sends every stripe holder to the list
-//!   search while it is held), and it (like every reader) checks the holder of one slot per
-//!   stripe it touches; a range over three windows or more checks every slot of the
-//!   overflow table and of the window tables of its windows (2048 loads each).
+//!   slots (a range of more stripes: the `wide` count of each of its windows' tables, up to
+//!   4, which sends the stripe holders of those windows to the search while it is held; a
+//!   range over more windows: the lock's `wide` count, which sends every stripe holder to
+//!   the search), and it (like every reader) checks the holder of one slot per stripe it
+//!   touches; a range over three windows or more checks every slot of the overflow table
+//!   and of the window tables of its windows (2048 loads each).
 //! - Stripe holders find their window's table through the directory: one load of the home
 //!   entry's key and one of its table pointer, as many dependent loads as the one
-//!   direct-mapped table before windows took (`valgrind --tool=callgrind
-//!   target/release/examples/w1_loop N 0 rangelock 1`, N = 200 000 and 400 000: 247.6
-//!   instructions per lock+unlock both before window tables and with them; the token
-//!   carries its slot, so release looks nothing up). A window not at its home entry (two windows whose
-//!   numbers are 64 apart) probes on, in a cold path.
+//!   direct-mapped table before windows took (the token carries its slot, so release looks
+//!   nothing up). A window not at its home entry (two windows whose numbers are 64 apart)
+//!   probes on, in a cold path.
 //! - Window entries are never freed while the lock lives, so a lock used over more than 64
 //!   windows (2 Gi units, by default) in its life sends the later ones to the overflow
 //!   table, which is direct-mapped: there stripes 32 Mi units apart share a slot. Ranges of
@@ -174,8 +209,6 @@
 //!   as with nothing held.) The stripe width (16 Ki units:
 //!   16 KiB when units are bytes) trades the share of ranges that fit one stripe against
 //!   the chance that two ranges held at once meet in one.
-//! - A stripe attempt that meets a conflict retires its node and starts over on the list
-//!   with a fresh one (one node more for that acquisition; the fast path allocates one).
 //! - Ranges of one stripe contend on its slot and fall back to the list as described;
 //!   with many threads locking overlapping small ranges of a few stripes (the `contended`
 //!   suite) most acquisitions take the list path and pay one failed slot load first.
