@@ -8,8 +8,7 @@
 //!
 //! [loom]: https://docs.rs/loom
 
-/// Used only where x86 needs no fence instruction (see `skiplist::readers::handshake_fence`).
-#[cfg(all(not(loom), not(any(target_arch = "x86", target_arch = "x86_64"))))]
+#[cfg(not(loom))]
 pub(crate) use std::sync::atomic::fence;
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};

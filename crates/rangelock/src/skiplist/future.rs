@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use super::node::Node;
 use super::wait::Wait;
 use super::wakers::{self, Registration};
-use super::{Attempt, Kind, RangeLock, SkipList, SkipToken};
+use super::{Attempt, Kind, Listed, RangeLock, SkipList, SkipToken};
 use crate::error::LockError;
 use crate::lock::{Lock, RangeGuard};
 use crate::range::{check_range, Mode};
@@ -111,7 +111,7 @@ enum State {
     /// Not started (or an invalid range, answered on the first poll).
     Start,
     /// Exclusive, on the list path: counted, `node` linked (pending) or not yet.
-    Listed { node: NonNull<Node>, linked: bool },
+    Listed { node: NonNull<Node>, listed: Listed },
     /// Shared: counted, `node` announced before (and retracted) or not yet.
     Shared { node: NonNull<Node>, announced: bool },
     /// Resolved: holds nothing.
@@ -151,7 +151,7 @@ impl<'a> LockFuture<'a> {
     fn abandon(&mut self) {
         let raw = self.lock.raw();
         match core::mem::replace(&mut self.state, State::Done) {
-            State::Listed { node, linked } => raw.abandon_listed(node, linked),
+            State::Listed { node, listed } => raw.abandon_listed(node, listed),
             State::Shared { node, announced } => raw.abandon_shared(node, announced),
             State::Start | State::Done => {}
         }
@@ -185,7 +185,7 @@ impl<'a> Future for LockFuture<'a> {
                             }
                             let node = raw.list_node(&range);
                             raw.stripes.count(&range);
-                            State::Listed { node, linked: false }
+                            State::Listed { node, listed: Listed::default() }
                         }
                         Mode::Shared => {
                             raw.stripes.count(&range);
@@ -197,13 +197,13 @@ impl<'a> Future for LockFuture<'a> {
                     };
                     continue;
                 }
-                State::Listed { node, linked } => {
+                State::Listed { node, listed } => {
                     let Some(guard) = raw.reclaim.pin_for(Wait::Never) else {
                         // The epoch table is full for a moment: try again soon.
                         cx.waker().wake_by_ref();
                         return Poll::Pending;
                     };
-                    match raw.listed_attempt(*node, &this.range, linked, &guard) {
+                    match raw.listed_attempt(*node, &this.range, listed, &guard) {
                         Attempt::Holds => {
                             let token = SkipToken(Kind::List(*node));
                             drop(guard);

@@ -163,10 +163,15 @@
 //!   [`lock_many`](crate::Lock::lock_many) (which never blocks while holding), `try_lock*`
 //!   or a timeout. There is no upgrade: locking exclusively a range that overlaps one's own
 //!   shared hold waits forever (`try_lock` fails, a timeout expires); downgrade exists.
-//! - Newcomers can, in principle, starve a list writer *before* it links: a wide writer
-//!   whose insertion keeps meeting a different holder of part of its range (a steady stream
-//!   of overlapping stripe holders) waits for each in turn; nothing orders it ahead of them
-//!   until it has linked. We have not bounded this.
+//! - Before it links, a list writer is ordered by its *intent* (`intents`): at its first
+//!   wait it publishes its range under an arrival number, and list writers that arrive
+//!   later wait for it as if it were linked (stripe holders and readers cannot delay its
+//!   insertion, and back off once it is linked). So a wide writer is overtaken only by the
+//!   writers already past their check when it published, and by older intents, at most a
+//!   few per thread (`a_waiting_wide_writer_is_overtaken_a_bounded_number_of_times`: 0 in
+//!   40 rounds against 3 threads locking parts of its range, 150 to 1271 with the check
+//!   removed). The intent table has 16 entries; a writer that finds it full waits
+//!   unordered. Intents extend the deadlock rule above to writers that have not linked yet.
 //! - Every list writer reads the reader count of every line of the announcement table (8
 //!   cache lines of 7 slots and a count per segment) and scans the slots of the lines in
 //!   use; with no reader that is 8 loads of lines that stay cached. Stripe holders do not
@@ -267,6 +272,7 @@
 
 #[cfg(not(loom))]
 mod future;
+mod intents;
 mod list;
 mod node;
 mod pool_lock;
@@ -295,6 +301,7 @@ use crate::raw::{RawRangeLock, RawRangeLockDowngrade};
 
 #[cfg(not(loom))]
 pub use future::LockFuture;
+use intents::Intents;
 use list::{Conflict, List};
 use node::{Node, MAX_HEIGHT};
 use readers::Readers;
@@ -412,6 +419,7 @@ impl Builder {
         );
         SkipList {
             list: List::new(self.max_height),
+            intents: Intents::new(),
             readers: Readers::new(),
             stripes: Stripes::new(self.stripe_shift, self.stripe_slots, self.stripe_windows),
             reclaim: Reclaim::new(),
@@ -432,6 +440,7 @@ impl Builder {
 /// documentation](self) describes the algorithm).
 pub struct SkipList {
     list: List,
+    intents: Intents,
     readers: Readers,
     stripes: Stripes,
     reclaim: Reclaim,
@@ -442,6 +451,15 @@ pub struct SkipList {
 unsafe impl Send for SkipList {}
 // SAFETY: as above; every shared mutation goes through atomics or the pool locks.
 unsafe impl Sync for SkipList {}
+
+/// Where the list path of an exclusive acquisition is.
+#[derive(Clone, Copy, Debug, Default)]
+struct Listed {
+    /// The node is linked (pending or held).
+    linked: bool,
+    /// The intent published while it could not link (`intents`).
+    intent: intents::Own,
+}
 
 /// What one non-waiting step of an acquisition found.
 #[derive(Debug)]
@@ -608,14 +626,14 @@ impl SkipList {
         // Counted before the link (part of the handshake with stripe holders: see
         // `stripes`), uncounted only after the unlink (`release_exclusive`).
         self.stripes.count(range);
-        let mut linked = false;
+        let mut listed = Listed::default();
         loop {
             // Every wait (a conflict, or a full epoch table) is bounded by `wait`.
             let Some(guard) = self.reclaim.pin_for(wait) else {
-                self.abandon_listed(node, linked);
+                self.abandon_listed(node, listed);
                 return None;
             };
-            let attempt = self.listed_attempt(node, range, &mut linked, &guard);
+            let attempt = self.listed_attempt(node, range, &mut listed, &guard);
             // Never wait inside a protected region.
             drop(guard);
             match attempt {
@@ -623,7 +641,7 @@ impl SkipList {
                 Attempt::Again => {}
                 Attempt::Wait(ticket) => {
                     if !wait_for(ticket, wait) {
-                        self.abandon_listed(node, linked);
+                        self.abandon_listed(node, listed);
                         return None;
                     }
                 }
@@ -631,23 +649,44 @@ impl SkipList {
         }
     }
 
-    /// One step of the list path that never waits: link `node` (unless `linked`), then
-    /// look for a stripe holder and an announced reader in its way. Stripes before readers:
-    /// a stripe holder that downgrades announces its reader before it frees its slot, so a
-    /// step that finds the slot free finds the reader (module docs, "Downgrade").
+    /// One step of the list path that never waits: link `node` (unless linked), then look
+    /// for a stripe holder and an announced reader in its way. Before linking, an older
+    /// writer's intent that overlaps is waited for like a linked node, and the first wait
+    /// publishes our own intent (`intents`). Stripes before readers: a stripe
+    /// holder that downgrades announces its reader before it frees its slot, so a step that
+    /// finds the slot free finds the reader (module docs, "Downgrade").
     fn listed_attempt(
         &self,
         node: NonNull<Node>,
         range: &Range<u64>,
-        linked: &mut bool,
+        listed: &mut Listed,
         guard: &reclaim::Guard<'_>,
     ) -> Attempt {
-        if !*linked {
-            match self.list.insert(node, guard) {
-                Conflict::None => *linked = true,
-                other => return Attempt::after(other),
+        if !listed.linked {
+            // The first wait of any kind publishes our intent: from then on we respect only
+            // older intents, and younger writers respect ours.
+            let ticket = match self.intents.older_overlapping(range, listed.intent) {
+                Some(ticket) => ticket,
+                None => match self.list.insert(node, guard) {
+                    Conflict::None => {
+                        listed.linked = true;
+                        self.intents.withdraw(&mut listed.intent);
+                        return self.drain_attempt(range, guard);
+                    }
+                    Conflict::Held(ticket) => ticket,
+                    Conflict::Gone => return Attempt::Again,
+                },
+            };
+            if !listed.intent.is_some() {
+                listed.intent = self.intents.publish(node, range);
             }
+            return Attempt::Wait(ticket);
         }
+        self.drain_attempt(range, guard)
+    }
+
+    /// The pending part of a list step: a stripe holder or an announced reader in the way.
+    fn drain_attempt(&self, range: &Range<u64>, guard: &reclaim::Guard<'_>) -> Attempt {
         // Linked (pending): new readers and stripe holders back off; wait out those that
         // came first.
         match self.stripes.overlapping(range, guard) {
@@ -656,14 +695,21 @@ impl SkipList {
         }
     }
 
-    /// Gives up the list path of an acquisition: unlink (if linked), uncount, and return
-    /// or retire the node.
-    fn abandon_listed(&self, node: NonNull<Node>, linked: bool) {
-        if linked {
+    /// Gives up the list path of an acquisition: withdraw its intent, unlink (if linked),
+    /// uncount, and return or retire the node.
+    fn abandon_listed(&self, node: NonNull<Node>, mut listed: Listed) {
+        let had_intent = listed.intent.is_some();
+        self.intents.withdraw(&mut listed.intent);
+        if listed.linked {
             self.release_exclusive(node);
         } else {
             // SAFETY: the node is private (never linked) and initialized with its range.
-            self.stripes.uncount(&unsafe { node.as_ref() }.range());
+            let node_ref = unsafe { node.as_ref() };
+            if had_intent {
+                // Wake the writers that waited for our intent.
+                node_ref.release();
+            }
+            self.stripes.uncount(&node_ref.range());
             self.reclaim.free_private(node);
         }
     }
