@@ -73,10 +73,11 @@
 //! to the list. So a window (`slots` stripes: 2048 x 16 Ki units = 32 Mi units by default)
 //! gets a table of its own the first time a stripe holder or a counted party needs a slot
 //! (or the `wide` count) of it, found through a small directory of `windows` entries (64 by
-//! default): open addressing with linear probing from the window's home entry, one key word
-//! per entry (`0`: free; else the window plus one) and the entry's table and `wide` count
-//! beside it. An entry is never freed while the lock lives, so a window *resolves* the same
-//! way forever: to its entry's table, or, once every entry is taken by other windows, to
+//! default): open addressing with linear probing from the window's home entry (at most
+//! [`PROBES`] entries), one key word per entry (`0`: free; else the window plus one) and the
+//! entry's table and `wide` count beside it. An entry is never freed while the lock lives,
+//! so a window *resolves* the same way forever: to its entry's table, or, once every entry
+//! of its probe path is taken by other windows, to
 //! the shared overflow table (with the overflow's `wide` count).
 //!
 //! - *Creating resolution* (stripe holders, and counted parties before they count): probe;
@@ -91,8 +92,8 @@
 //!   its way, which it read before its fence), so we follow the same probe sequence to the
 //!   same entry. If our fence comes first, the holder sees our count and searches.
 //! - Entries are taken in probe order and never freed, so a free entry on the probe path
-//!   means the window has no entry yet, and a full directory with no entry for a window
-//!   stays that way: the overflow table is final for it.
+//!   means the window has no entry yet, and a probe path with no free entry and none for
+//!   the window stays that way: the overflow table is final for it.
 //!
 //! Memory is allocated per window in use (32 KiB a window by default), at most `windows`
 //! tables besides the overflow table, and freed when the lock drops. A range wide enough
@@ -121,6 +122,9 @@ pub const DEFAULT_STRIPE_SLOTS: usize = if cfg!(loom) { 2 } else { 2048 };
 /// most 2 MiB, for 64 windows of 32 Mi units; 1 under loom, so the models' later windows
 /// share the overflow table).
 pub const DEFAULT_STRIPE_WINDOWS: usize = if cfg!(loom) { 1 } else { 64 };
+/// Directory entries a window probes, from its home entry on, before it settles for the
+/// overflow table.
+pub(crate) const PROBES: usize = 8;
 /// The largest window directory ([`Builder::windows`](super::Builder::windows)).
 pub const MAX_WINDOWS: usize = 64;
 /// The widest stripe: `1 << MAX_STRIPE_SHIFT` units (a holder's offsets fill 16 bits each of
@@ -349,7 +353,10 @@ impl Stripes {
     /// take the first free entry.
     #[cold]
     fn table_slow(&self, window: u64, create: bool) -> Option<Table<'_>> {
-        let n = self.dir_len;
+        // A window probes at most `PROBES` entries: with the directory full, a window
+        // without an entry (of many: windows are 32 Mi units by default) costs every lookup
+        // and resolution `PROBES` loads, not the whole directory.
+        let n = self.dir_len.min(PROBES);
         let key = window + 1;
         let home = self.home(window);
         for i in 0..n {
