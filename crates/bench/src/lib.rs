@@ -1,5 +1,7 @@
 //! Benchmark harness, range-lock workloads and external peers for `rangelock`.
 //!
+//! - [`alloc`]: the counting global allocator the `memory` suite reads (installed by the
+//!   `rangelock` binary).
 //! - [`harness`]: the contract every suite is written against ([`harness::Suite`],
 //!   [`harness::Case`], [`harness::run_threads`]) and the runner that interleaves cases,
 //!   takes medians and writes the report (table on stdout, JSON and SVG under
@@ -16,6 +18,7 @@
 //!   checkpoints) driven by `epvs-ownership` and `epvs-checkpoint`.
 //! - [`workload`]: the pieces the range-lock suites share (shared region, targets, RNG).
 
+pub mod alloc;
 pub mod arrays;
 pub mod faster;
 pub mod harness;
