@@ -96,6 +96,43 @@ fn held_runs_k_per_thread_and_skips_the_coarse_lock() {
 }
 
 #[test]
+fn held_quick_runs_without_background_only() {
+    let records = run(&Held::<TestSet>::default());
+    assert!(records.iter().all(|r| r.params["background"] == "none"), "{records:?}");
+}
+
+#[test]
+fn held_with_background_holders_runs_and_releases_them() {
+    use rangelock::{Lock, RangeLock};
+    use rangelock_bench::workload::loops::{self, Background, Layout};
+    use rangelock_bench::workload::{RangeTarget, SharedRegion};
+    use support::ListUnderMutex;
+
+    fn check<T: RangeTarget>(lock: &T) {
+        let layout = Layout { ranges: 64, base: 1 << 20 };
+        let region = SharedRegion::new(layout.region_bytes()).unwrap();
+        let bg = Background::at(layout.base + 64 * 1024);
+        assert!(bg.start() >= layout.base + 64 * 1024 && bg.wide.end - bg.wide.start == 1 << 26);
+        let d = Duration::from_millis(5);
+        let sample = loops::with_background(lock, Some(&bg), || {
+            // The holders are in place while the workload runs.
+            let mut local = lock.local();
+            assert!(lock
+                .try_acquire(&mut local, bg.wide.start..bg.wide.start + 1, rangelock::Mode::Shared)
+                .is_none());
+            loops::held(lock, &region, layout, 16, 2, d, Duration::from_secs(60))
+        });
+        assert!(sample.ops > 0);
+        // ... and gone afterwards.
+        let mut local = lock.local();
+        let all = lock.try_acquire(&mut local, 0..u64::MAX, rangelock::Mode::Exclusive);
+        lock.release(&mut local, all.expect("nothing is left held"));
+    }
+    check(&Lock::<ListUnderMutex>::default());
+    check(&RangeLock::new());
+}
+
+#[test]
 fn registry_names_are_unique_and_findable() {
     let names: Vec<&str> = rangelock_bench::suites::all().iter().map(|s| s.name()).collect();
     assert_eq!(

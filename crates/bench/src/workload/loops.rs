@@ -228,3 +228,83 @@ pub fn held<T: RangeTarget>(
     }
     sample
 }
+
+/// Width of the wide exclusive background range (and the alignment of [`Background::at`]):
+/// 64 Mi units, thousands of the lock's 16 Ki-unit stripes.
+pub const BACKGROUND_WIDE: u64 = 1 << 26;
+/// Length of the shared background range: 1 Ki units.
+pub const BACKGROUND_SHARED: u64 = 1 << 10;
+/// Units a [`Background`] spans from its start: the shared range in the first
+/// [`BACKGROUND_WIDE`] units, the wide exclusive one in the next.
+pub const BACKGROUND_UNITS: u64 = 2 * BACKGROUND_WIDE;
+
+/// The `background = reader+wide` holders of `held` and `mixed`: one long-lived shared range
+/// and one wide exclusive range, both away from every range the measured threads touch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Background {
+    /// Held shared: `start .. start + BACKGROUND_SHARED`.
+    pub shared: Range<u64>,
+    /// Held exclusively: `start + BACKGROUND_WIDE .. start + 2 * BACKGROUND_WIDE`.
+    pub wide: Range<u64>,
+}
+
+impl Background {
+    /// The `background` parameter of a case with these holders.
+    pub const NAME: &'static str = "reader+wide";
+    /// The `background` parameter of a case without.
+    pub const NONE: &'static str = "none";
+
+    /// The holders placed at `start` (rounded up to a multiple of [`BACKGROUND_WIDE`]); they
+    /// span [`BACKGROUND_UNITS`] units from there.
+    pub fn at(start: u64) -> Self {
+        let start = start.next_multiple_of(BACKGROUND_WIDE);
+        Background {
+            shared: start..start + BACKGROUND_SHARED,
+            wide: start + BACKGROUND_WIDE..start + 2 * BACKGROUND_WIDE,
+        }
+    }
+
+    /// First unit of the holders.
+    pub fn start(&self) -> u64 {
+        self.shared.start
+    }
+
+    /// The ranges, highest first (for [`holds_disjoint`](super::holds_disjoint)).
+    pub fn ranges_descending(&self) -> [Range<u64>; 2] {
+        [self.wide.clone(), self.shared.clone()]
+    }
+}
+
+/// Runs `measure` while a background thread holds `background`'s shared and wide exclusive
+/// ranges (acquired before, released after; both untimed); just `measure` for `None`.
+///
+/// The ranges must not overlap anything `measure` locks, or it waits forever.
+pub fn with_background<T: RangeTarget, R>(
+    target: &T,
+    background: Option<&Background>,
+    measure: impl FnOnce() -> R,
+) -> R {
+    let Some(bg) = background else { return measure() };
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let mut local = target.local();
+            let shared = target.acquire(&mut local, bg.shared.clone(), Mode::Shared);
+            let wide = target.acquire(&mut local, bg.wide.clone(), Mode::Exclusive);
+            let _ = ready_tx.send(());
+            // Until the measurement ends: `stop_tx` is dropped then (or while unwinding).
+            let _ = stop_rx.recv();
+            target.release(&mut local, wide);
+            target.release(&mut local, shared);
+        });
+        // An error here means the holder panicked; the scope re-raises its panic.
+        if ready_rx.recv().is_err() {
+            return None;
+        }
+        let out = measure();
+        drop(stop_tx);
+        Some(out)
+    })
+    .expect("the background holder panicked")
+}
