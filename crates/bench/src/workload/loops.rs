@@ -308,3 +308,65 @@ pub fn with_background<T: RangeTarget, R>(
     })
     .expect("the background holder panicked")
 }
+
+/// The `mixed` workload's shape: ranges of log-uniform length at uniform positions of a huge
+/// domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mixed {
+    /// Ranges lie in `[0, span)`.
+    pub span: u64,
+    /// Lengths are log-uniform in `[1, 2^len_log2)`: an octave `2^b`, `b` uniform in
+    /// `0..len_log2`, then a length uniform in `[2^b, 2^(b+1))`.
+    pub len_log2: u32,
+    /// Percentage of exclusive operations; the rest are shared.
+    pub exclusive_pct: u64,
+}
+
+/// Bytes of the per-thread buffer `mixed`'s critical section touches: four cache lines.
+pub const MIXED_BUFFER_BYTES: usize = 256;
+
+/// Mixed: each thread locks a random range (log-uniform length, uniform position in
+/// `[0, span)`) in exclusive mode with probability `exclusive_pct` %, shared otherwise, and
+/// in its critical section writes (exclusive) or reads (shared) its own
+/// [`MIXED_BUFFER_BYTES`]-byte buffer: the domain is far too large to back with memory, so
+/// the lock guards nothing shared here and the section is a fixed, small amount of work.
+pub fn mixed<T: RangeTarget>(
+    target: &T,
+    shape: Mixed,
+    threads: usize,
+    duration: Duration,
+) -> Sample {
+    assert!(shape.len_log2 < 63 && shape.span > 1 << shape.len_log2, "ranges fit in the span");
+    run_threads_with(
+        threads,
+        duration,
+        |index| (target.local(), SplitMix64::new(0x0d15_ea5e ^ index as u64)),
+        |index, (mut local, mut rng), ctl| {
+            let mut sampler = LatencySampler::new(SAMPLE_EVERY);
+            let mut buf = [0u8; MIXED_BUFFER_BYTES];
+            let mut byte = index as u8;
+            let mut ops = 0;
+            while ctl.running() {
+                let octave = rng.below(u64::from(shape.len_log2));
+                let len = (1 << octave) + rng.below(1 << octave);
+                let start = rng.below(shape.span - len + 1);
+                let exclusive = rng.below(100) < shape.exclusive_pct;
+                let t = sampler.start();
+                if exclusive {
+                    let held = target.acquire(&mut local, start..start + len, Mode::Exclusive);
+                    byte = byte.wrapping_add(1);
+                    buf.fill(byte);
+                    black_box(&mut buf);
+                    target.release(&mut local, held);
+                } else {
+                    let held = target.acquire(&mut local, start..start + len, Mode::Shared);
+                    black_box(black_box(&buf).iter().map(|&b| u64::from(b)).sum::<u64>());
+                    target.release(&mut local, held);
+                }
+                sampler.finish(t);
+                ops += 1;
+            }
+            ThreadResult { ops, latencies_ns: sampler.into_latencies() }
+        },
+    )
+}
