@@ -7,7 +7,7 @@
 //!   takes medians and writes the report (table on stdout, JSON and SVG under
 //!   `target/rangelock-report/` by default).
 //! - [`suites`]: the registered suites (`w1`, `w2`, `contended`, `height`, `held`, `mixed`,
-//!   `epvs-array`, `epvs-ops`, `epvs-freq`, `epvs-table`, ...).
+//!   `memory`, `epvs-array`, `epvs-ops`, `epvs-freq`, `epvs-table`, ...).
 //! - [`variants`]: the one registry of lock variants and peers the range-lock suites run.
 //! - [`peers`]: locks from outside this workspace measured side by side (fcntl OFD locks,
 //!   BRAVO).

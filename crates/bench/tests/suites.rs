@@ -213,6 +213,7 @@ fn registry_names_are_unique_and_findable() {
             "height",
             "held",
             "mixed",
+            "memory",
             "aliasing",
             "epvs-array",
             "epvs-ops",

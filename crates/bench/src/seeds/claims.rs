@@ -640,6 +640,16 @@ pub const CLAIMS: &[Claim] = &[
         why: "no seed claim to compare with",
     },
     Claim {
+        suite: "memory",
+        figure: "-",
+        seed: Seed::Project,
+        claim: "Heap bytes of an idle lock and per held range (1, 1000, 100 000 ranges held).",
+        show: &[],
+        checks: &[],
+        why: "no seed claim to compare with; needs the counting allocator (the rangelock \
+              command installs it)",
+    },
+    Claim {
         suite: "epvs-ops",
         figure: "-",
         seed: Seed::Project,
