@@ -1,11 +1,13 @@
 //! Benchmark harness, range-lock workloads and external peers for `rangelock`.
 //!
+//! - [`alloc`]: the counting global allocator the `memory` suite reads (installed by the
+//!   `rangelock` binary).
 //! - [`harness`]: the contract every suite is written against ([`harness::Suite`],
 //!   [`harness::Case`], [`harness::run_threads`]) and the runner that interleaves cases,
 //!   takes medians and writes the report (table on stdout, JSON and SVG under
 //!   `target/rangelock-report/` by default).
-//! - [`suites`]: the registered suites (`w1`, `w2`, `contended`, `height`, `held`,
-//!   `epvs-array`, `epvs-ops`, `epvs-freq`, `epvs-table`, ...).
+//! - [`suites`]: the registered suites (`w1`, `w2`, `contended`, `height`, `held`, `mixed`,
+//!   `memory`, `epvs-array`, `epvs-ops`, `epvs-freq`, `epvs-table`, ...).
 //! - [`variants`]: the one registry of lock variants and peers the range-lock suites run.
 //! - [`peers`]: locks from outside this workspace measured side by side (fcntl OFD locks,
 //!   BRAVO).
@@ -16,6 +18,7 @@
 //!   checkpoints) driven by `epvs-ownership` and `epvs-checkpoint`.
 //! - [`workload`]: the pieces the range-lock suites share (shared region, targets, RNG).
 
+pub mod alloc;
 pub mod arrays;
 pub mod faster;
 pub mod harness;

@@ -20,7 +20,17 @@ pub trait VariantVisitor {
     where
         Self: Sized,
     {
-        self.visit(R::NAME, &|| Ok(make()));
+        self.named_lock(R::NAME, make);
+    }
+
+    /// An in-process [`Lock`] variant under a name of its own (a second configuration of a
+    /// raw lock). Like [`lock`](Self::lock), it hands a visitor that needs a fresh lock per
+    /// measurement (the `memory` suite) a constructor it can keep.
+    fn named_lock<R: RawRangeLock + 'static>(&mut self, name: &'static str, make: fn() -> Lock<R>)
+    where
+        Self: Sized,
+    {
+        self.visit(name, &|| Ok(make()));
     }
 }
 
@@ -51,7 +61,7 @@ impl VariantSet for Registered {
     fn locks(v: &mut impl VariantVisitor) {
         v.lock(rangelock::RangeLock::new);
         // The same lock without its stripe table: every exclusive range on the skip list.
-        v.visit("rangelock-list", &|| Ok(rangelock::RangeLock::builder().stripes(0, 0).build()));
+        v.named_lock("rangelock-list", || rangelock::RangeLock::builder().stripes(0, 0).build());
         v.lock(|| Lock::from_raw(variants::KoganList::new()));
         v.lock(|| Lock::from_raw(variants::SongSkipList::new()));
         v.lock(|| Lock::from_raw(variants::KernelTree::new()));

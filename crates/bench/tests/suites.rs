@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use rangelock_bench::harness::{run_suite, Options, Record, Suite};
+use rangelock_bench::suites::mixed::{self, Mixed};
 use rangelock_bench::suites::{contended::Contended, height::Height, held::Held, w1::W1, w2::W2};
+use rangelock_bench::variants::Registered;
 use support::{TempDir, TestSet};
 
 fn run(suite: &dyn Suite) -> Vec<Record> {
@@ -96,6 +98,110 @@ fn held_runs_k_per_thread_and_skips_the_coarse_lock() {
 }
 
 #[test]
+fn held_quick_runs_without_background_only() {
+    let records = run(&Held::<TestSet>::default());
+    assert!(records.iter().all(|r| r.params["background"] == "none"), "{records:?}");
+}
+
+#[test]
+fn full_runs_add_the_background_holders_where_a_lock_can_hold_them() {
+    let opts = Options { threads: vec![1], oversubscribe: false, ..Options::full() };
+    let backgrounds = |suite: &dyn Suite| -> BTreeSet<(String, String)> {
+        let cases = suite.cases(&opts);
+        cases.iter().map(|c| (c.variant.clone(), c.params["background"].to_string())).collect()
+    };
+    let pair = |v: &str, bg: &str| (v.to_owned(), format!("{bg:?}"));
+    let held = backgrounds(&Held::<TestSet>::default());
+    let mut expected = BTreeSet::new();
+    for v in ["test-list", "fcntl-ofd", "unlocked"] {
+        expected.extend([pair(v, "none"), pair(v, "reader+wide")]);
+    }
+    assert_eq!(held, expected);
+    // The coarse test lock cannot run beside the holders.
+    let mixed = backgrounds(&Mixed::<TestSet>::default());
+    let expected = BTreeSet::from([
+        pair("test-list", "none"),
+        pair("test-list", "reader+wide"),
+        pair("test-whole", "none"),
+    ]);
+    assert_eq!(mixed, expected);
+}
+
+#[test]
+fn mixed_quick_runs_every_lock_at_20_pct() {
+    let records = run(&Mixed::<TestSet>::default());
+    assert_eq!(variants(&records), BTreeSet::from(["test-list", "test-whole"]));
+    for r in &records {
+        assert_eq!(r.params["exclusive_pct"], 20, "{r:?}");
+        assert_eq!(r.params["background"], "none", "{r:?}");
+        assert_eq!(r.params["domain_units"], 1u64 << 40, "{r:?}");
+    }
+}
+
+/// The full `mixed` sweep over the shipped locks, tiny: every lock completes operations
+/// at every exclusive share, with and without the background holders, and `segments` runs
+/// in its 2^40 configuration.
+#[test]
+fn mixed_full_runs_over_the_real_locks() {
+    let dir = TempDir::new("mixed-real");
+    let opts = Options {
+        threads: vec![1, 2],
+        oversubscribe: false,
+        rounds: 1,
+        duration: Duration::from_millis(5),
+        out: dir.0.clone(),
+        ..Options::full()
+    };
+    let report = run_suite(&Mixed::<Registered>::default(), &opts).unwrap();
+    let records = report.records;
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    for r in &records {
+        assert!(r.ops_per_sec > 0.0, "{r:?}");
+    }
+    let names = variants(&records);
+    assert!(names.contains("rangelock") && names.contains(mixed::SEGMENTS_NAME), "{names:?}");
+    assert!(!names.contains("segments"), "the 2^32-unit segments would clamp: {names:?}");
+    let with_bg = |v: &str| {
+        records.iter().filter(|r| r.variant == v && r.params["background"] == "reader+wide").count()
+    };
+    for name in &names {
+        assert_eq!(with_bg(name), 3 * 2, "{name}");
+    }
+    assert_eq!(records.len(), names.len() * 3 * 2 * 2);
+}
+
+#[test]
+fn held_with_background_holders_runs_and_releases_them() {
+    use rangelock::{Lock, RangeLock};
+    use rangelock_bench::workload::loops::{self, Background, Layout};
+    use rangelock_bench::workload::{RangeTarget, SharedRegion};
+    use support::ListUnderMutex;
+
+    fn check<T: RangeTarget>(lock: &T) {
+        let layout = Layout { ranges: 64, base: 1 << 20 };
+        let region = SharedRegion::new(layout.region_bytes()).unwrap();
+        let bg = Background::at(layout.base + 64 * 1024);
+        assert!(bg.start() >= layout.base + 64 * 1024 && bg.wide.end - bg.wide.start == 1 << 26);
+        let d = Duration::from_millis(5);
+        let sample = loops::with_background(lock, Some(&bg), || {
+            // The holders are in place while the workload runs.
+            let mut local = lock.local();
+            assert!(lock
+                .try_acquire(&mut local, bg.wide.start..bg.wide.start + 1, rangelock::Mode::Shared)
+                .is_none());
+            loops::held(lock, &region, layout, 16, 2, d, Duration::from_secs(60))
+        });
+        assert!(sample.ops > 0);
+        // ... and gone afterwards.
+        let mut local = lock.local();
+        let all = lock.try_acquire(&mut local, 0..u64::MAX, rangelock::Mode::Exclusive);
+        lock.release(&mut local, all.expect("nothing is left held"));
+    }
+    check(&Lock::<ListUnderMutex>::default());
+    check(&RangeLock::new());
+}
+
+#[test]
 fn registry_names_are_unique_and_findable() {
     let names: Vec<&str> = rangelock_bench::suites::all().iter().map(|s| s.name()).collect();
     assert_eq!(
@@ -106,6 +212,8 @@ fn registry_names_are_unique_and_findable() {
             "contended",
             "height",
             "held",
+            "mixed",
+            "memory",
             "aliasing",
             "epvs-array",
             "epvs-ops",

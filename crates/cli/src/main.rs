@@ -12,6 +12,11 @@ mod stat;
 
 use clap::{Parser, Subcommand};
 
+/// Counts each thread's heap bytes for the `memory` suite (one thread-local add per
+/// allocation; see `rangelock_bench::alloc`).
+#[global_allocator]
+static GLOBAL: rangelock_bench::alloc::CountingAlloc = rangelock_bench::alloc::CountingAlloc;
+
 /// rangelock: range locks and the epoch framework, with their benchmarks.
 #[derive(Debug, Parser)]
 #[command(version, about)]

@@ -70,9 +70,34 @@ fn bench_list_names_every_suite() {
     let o = rangelock().args(["bench", "list"]).output().unwrap();
     assert!(o.status.success());
     let stdout = String::from_utf8_lossy(&o.stdout);
-    for name in ["w1", "w2", "contended", "height", "held", "quick"] {
+    for name in ["w1", "w2", "contended", "height", "held", "mixed", "memory", "quick"] {
         assert!(stdout.lines().any(|l| l.starts_with(name)), "{name} missing from:\n{stdout}");
     }
+}
+
+/// The binary installs the counting allocator, so `memory` has cases and real byte counts.
+#[test]
+fn bench_memory_counts_bytes_through_the_binarys_allocator() {
+    let out = temp_out("memory");
+    let o = rangelock()
+        .args(["bench", "memory", "--quick", "--rounds", "1"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("bytes_per_range"), "{stdout}");
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("memory.json")).unwrap()).unwrap();
+    let rangelock: Vec<&Value> =
+        json.as_array().unwrap().iter().filter(|r| r["variant"] == "rangelock").collect();
+    assert!(!rangelock.is_empty());
+    for r in rangelock {
+        assert!(r["idle_bytes"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["bytes_per_range"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    std::fs::remove_dir_all(&out).unwrap();
 }
 
 #[test]

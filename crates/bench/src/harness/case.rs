@@ -85,6 +85,36 @@ pub enum XAxis {
     Param(&'static str),
 }
 
+/// What a suite's records report (see [`Suite::measure`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measure {
+    /// Throughput: ops/s, ns/op, sampled latencies and the ratios (every timing suite).
+    Throughput,
+    /// Quantities the suite records as these [`Sample::extra`] fields instead of a rate
+    /// (the `memory` suite's byte counts): its samples complete no operations, the table
+    /// shows these fields instead of ops/s and latencies, and the plot shows the first.
+    Extras(&'static [&'static str]),
+}
+
+impl Measure {
+    /// The value a plot shows for `record`: its ops/s, or its first listed extra field
+    /// (`None` when the record lacks it or it is not a number).
+    pub fn y(self, record: &super::record::Record) -> Option<f64> {
+        match self {
+            Measure::Throughput => Some(record.ops_per_sec),
+            Measure::Extras(keys) => record.extra.get(*keys.first()?)?.as_f64(),
+        }
+    }
+
+    /// The plot's y-axis label: `ops/s`, or the first listed extra field.
+    pub fn y_label(self) -> &'static str {
+        match self {
+            Measure::Throughput => "ops/s",
+            Measure::Extras(keys) => keys.first().copied().unwrap_or("value"),
+        }
+    }
+}
+
 /// A benchmark suite.
 pub trait Suite {
     /// Exact suite name, e.g. `"w1"`; names the report files.
@@ -107,6 +137,11 @@ pub trait Suite {
     /// rows' `ratio_vs_best_other` and named in the table's header.
     fn ceiling(&self) -> Option<&'static str> {
         None
+    }
+    /// What the records report: throughput (the default), or extra fields such as byte
+    /// counts ([`Measure::Extras`]).
+    fn measure(&self) -> Measure {
+        Measure::Throughput
     }
     /// The cases to measure.
     fn cases(&self, opts: &Options) -> Vec<Case>;

@@ -79,7 +79,7 @@ pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, Bench
     let json = opts.out.join(format!("{}.json", suite.name()));
     report::json::write(&json, suite.name(), &records)?;
     let svg = opts.out.join(format!("{}.svg", suite.name()));
-    report::svg::write(&svg, suite.name(), suite.x_axis(), &records)?;
+    report::svg::write(&svg, suite.name(), suite.x_axis(), suite.measure(), &records)?;
     Ok(SuiteReport { records, skipped, table, json, svg })
 }
 

@@ -629,6 +629,27 @@ pub const CLAIMS: &[Claim] = &[
         why: "no seed claim to compare with",
     },
     Claim {
+        suite: "mixed",
+        figure: "-",
+        seed: Seed::Project,
+        claim: "Ranges of 1 unit to 1 Mi at random places of a 2^40-unit domain, 0/20/100% \
+                exclusive (and, in full runs, with a reader and a wide writer held elsewhere): \
+                the lock outside W1's best case.",
+        show: &[],
+        checks: &[],
+        why: "no seed claim to compare with",
+    },
+    Claim {
+        suite: "memory",
+        figure: "-",
+        seed: Seed::Project,
+        claim: "Heap bytes of an idle lock and per held range (1, 1000, 100 000 ranges held).",
+        show: &[],
+        checks: &[],
+        why: "no seed claim to compare with; needs the counting allocator (the rangelock \
+              command installs it)",
+    },
+    Claim {
         suite: "epvs-ops",
         figure: "-",
         seed: Seed::Project,

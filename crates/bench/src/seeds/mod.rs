@@ -15,7 +15,7 @@ mod render;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::harness::{run_suite, BenchError, Options, Record, XAxis};
+use crate::harness::{run_suite, BenchError, Measure, Options, Record, XAxis};
 
 /// Why the report could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -115,6 +115,7 @@ pub fn write_report(
             name: name.clone(),
             about: suite.as_ref().map(|s| s.about().to_owned()),
             x_axis: suite.as_ref().map_or(XAxis::Threads, |s| s.x_axis()),
+            measure: suite.as_ref().map_or(Measure::Throughput, |s| s.measure()),
             records,
             note: notes.get(name).cloned(),
         });

@@ -15,13 +15,14 @@ use serde_json::Value;
 use super::check::{self, Outcome, Verdict};
 use super::claims::{self, Claim, Seed};
 use crate::harness::report::{human, svg};
-use crate::harness::{Record, XAxis};
+use crate::harness::{Measure, Record, XAxis};
 
 /// One suite's input to the report.
 pub(super) struct SuiteData {
     pub name: String,
     pub about: Option<String>,
     pub x_axis: XAxis,
+    pub measure: Measure,
     /// `None`: no JSON.
     pub records: Option<Vec<Record>>,
     /// Why it did not run, when known.
@@ -293,16 +294,22 @@ fn figure(suite: &SuiteData, claim: &Claim) -> Figure {
             .collect();
         columns = ["variant", "threads"].map(str::to_owned).to_vec();
         columns.extend(varying.iter().map(|k| (*k).to_owned()));
-        columns.extend(["ops/s", "p50 ns", "p99 ns", "vs base"].map(str::to_owned));
+        // A suite that measures no throughput shows only its extra fields.
+        let timed = suite.measure == Measure::Throughput;
+        if timed {
+            columns.extend(["ops/s", "p50 ns", "p99 ns", "vs base"].map(str::to_owned));
+        }
         columns.extend(extras.iter().map(|k| (*k).to_owned()));
         for r in shown {
             let star = if r.oversubscribed { "*" } else { "" };
             let mut row = vec![r.variant.clone(), format!("{}{star}", r.threads)];
             row.extend(varying.iter().map(|k| r.params.get(*k).map_or("-".to_owned(), plain)));
-            row.push(human(r.ops_per_sec));
-            row.push(r.p50_ns.map_or("-".to_owned(), |x| x.to_string()));
-            row.push(r.p99_ns.map_or("-".to_owned(), |x| x.to_string()));
-            row.push(r.ratio_vs_baseline.map_or("-".to_owned(), |x| format!("{x:.2}x")));
+            if timed {
+                row.push(human(r.ops_per_sec));
+                row.push(r.p50_ns.map_or("-".to_owned(), |x| x.to_string()));
+                row.push(r.p99_ns.map_or("-".to_owned(), |x| x.to_string()));
+                row.push(r.ratio_vs_baseline.map_or("-".to_owned(), |x| format!("{x:.2}x")));
+            }
             row.extend(extras.iter().map(|k| r.extra.get(*k).map_or("-".to_owned(), number)));
             rows.push(row);
         }
@@ -310,7 +317,7 @@ fn figure(suite: &SuiteData, claim: &Claim) -> Figure {
             "median of {} round(s) of {} ms per case",
             shown[0].rounds, shown[0].duration_ms
         ));
-        plot = match svg::render(&suite.name, suite.x_axis, shown) {
+        plot = match svg::render(&suite.name, suite.x_axis, suite.measure, shown) {
             Ok(svg) => Some((format!("report-{anchor}.svg"), svg)),
             Err(e) => {
                 eprintln!("report: cannot draw {}: {e}", suite.name);

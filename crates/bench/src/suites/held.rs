@@ -1,5 +1,11 @@
 //! `held`: W1 while K ranges per thread stay held in the background — the cost of a lock as
 //! a function of how many ranges it holds (the thesis's W1 keeps at most one per thread).
+//!
+//! Parameter `background`: `none`, or (full runs only) `reader+wide`: a background thread
+//! also holds one shared range of 1 Ki units and one exclusive range of 64 Mi units
+//! ([`Background`]), placed above the W1 area (at the next multiple of 64 Mi units), so
+//! disjoint from the held ranges and from every W1 range. A lock whose fast path gives up
+//! whenever a reader or a wide writer is held anywhere shows it here.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -7,7 +13,7 @@ use std::sync::Arc;
 use super::common::{self, RANGES};
 use crate::harness::{Case, Options, Sample, Suite, XAxis};
 use crate::variants::{Registered, VariantSet, VariantVisitor};
-use crate::workload::loops::{self, held_ranges_descending, Layout, HELD_STRIDE};
+use crate::workload::loops::{self, held_ranges_descending, Background, Layout, HELD_STRIDE};
 use crate::workload::{holds_disjoint, RangeTarget, SharedRegion, RANGE_BYTES};
 
 /// K of a full run.
@@ -45,7 +51,8 @@ impl<S: VariantSet> Suite for Held<S> {
 
     fn about(&self) -> &'static str {
         "W1 while K one-unit ranges per thread (1 KiB apart, below the W1 area) stay held \
-         exclusively by a background holder; setup is untimed"
+         exclusively by a background holder; background=reader+wide (full runs) also holds one \
+         shared 1 Ki-unit and one exclusive 64 Mi-unit range above the W1 area; setup is untimed"
     }
 
     fn baseline(&self) -> &'static str {
@@ -72,7 +79,14 @@ impl<S: VariantSet> Suite for Held<S> {
         let Some(region) = common::region(self.name(), layout.region_bytes()) else {
             return Vec::new();
         };
-        let mut b = Builder { opts, region, layout, ks, peers: false, cases: Vec::new() };
+        // Above the W1 area: disjoint from the held ranges and every W1 range.
+        let w1_end = layout.base + layout.ranges * RANGE_BYTES;
+        let mut backgrounds = vec![None];
+        if !opts.quick {
+            backgrounds.push(Some(Background::at(w1_end)));
+        }
+        let mut b =
+            Builder { opts, region, layout, ks, backgrounds, peers: false, cases: Vec::new() };
         S::locks(&mut b);
         b.peers = true;
         S::peers(&mut b);
@@ -88,6 +102,7 @@ struct Builder<'a> {
     region: Arc<SharedRegion>,
     layout: Layout,
     ks: &'static [u64],
+    backgrounds: Vec<Option<Background>>,
     peers: bool,
     cases: Vec<Case>,
 }
@@ -101,32 +116,54 @@ impl VariantVisitor for Builder<'_> {
             return;
         }
         let budget = MIN_SETUP_BUDGET.max(self.opts.duration * 5);
-        for &k in self.ks {
-            if self.peers && k > PEER_MAX_HELD {
-                eprintln!("held: {name} runs K <= {PEER_MAX_HELD} only (the kernel's lock list is linear)");
-                continue;
+        for background in self.backgrounds.clone() {
+            if let Some(bg) = &background {
+                let probe = bg.ranges_descending().into_iter().chain(self.layout.all_descending());
+                if !holds_disjoint(&*target, probe) {
+                    eprintln!(
+                        "held: skipping {name} with background={}: it cannot hold the \
+                         background ranges apart from the W1 ranges",
+                        Background::NAME
+                    );
+                    continue;
+                }
             }
-            for (threads, oversubscribed) in self.opts.threads_for(true) {
-                let (target, region, layout) = (target.clone(), self.region.clone(), self.layout);
-                let mut gave_up: Option<String> = None;
-                self.cases.push(Case {
-                    variant: name.to_owned(),
-                    threads,
-                    params: common::params([
-                        ("held_per_thread", k.into()),
-                        ("ranges", layout.ranges.into()),
-                        ("range_bytes", RANGE_BYTES.into()),
-                    ]),
-                    oversubscribed,
-                    run: Box::new(move |d| {
-                        if let Some(reason) = &gave_up {
-                            return Sample::skipped(reason.clone());
-                        }
-                        let sample = loops::held(&*target, &region, layout, k, threads, d, budget);
-                        gave_up = sample.skip_reason().map(str::to_owned);
-                        sample
-                    }),
-                });
+            let bg_name = background.as_ref().map_or(Background::NONE, |_| Background::NAME);
+            for &k in self.ks {
+                if self.peers && k > PEER_MAX_HELD {
+                    if background.is_none() {
+                        eprintln!("held: {name} runs K <= {PEER_MAX_HELD} only (the kernel's lock list is linear)");
+                    }
+                    continue;
+                }
+                for (threads, oversubscribed) in self.opts.threads_for(true) {
+                    let (target, region, layout) =
+                        (target.clone(), self.region.clone(), self.layout);
+                    let background = background.clone();
+                    let mut gave_up: Option<String> = None;
+                    self.cases.push(Case {
+                        variant: name.to_owned(),
+                        threads,
+                        params: common::params([
+                            ("held_per_thread", k.into()),
+                            ("ranges", layout.ranges.into()),
+                            ("range_bytes", RANGE_BYTES.into()),
+                            ("background", bg_name.into()),
+                        ]),
+                        oversubscribed,
+                        run: Box::new(move |d| {
+                            if let Some(reason) = &gave_up {
+                                return Sample::skipped(reason.clone());
+                            }
+                            let sample =
+                                loops::with_background(&*target, background.as_ref(), || {
+                                    loops::held(&*target, &region, layout, k, threads, d, budget)
+                                });
+                            gave_up = sample.skip_reason().map(str::to_owned);
+                            sample
+                        }),
+                    });
+                }
             }
         }
     }

@@ -18,6 +18,8 @@ pub mod epvs_table;
 mod epvs_version;
 pub mod height;
 pub mod held;
+pub mod memory;
+pub mod mixed;
 pub mod server_latency;
 pub mod server_micro;
 pub mod server_oltp;
@@ -34,6 +36,8 @@ pub fn all() -> Vec<Box<dyn Suite>> {
         Box::new(contended::Contended::<crate::variants::Registered>::default()),
         Box::new(height::Height::<crate::variants::Registered>::default()),
         Box::new(held::Held::<crate::variants::Registered>::default()),
+        Box::new(mixed::Mixed::<crate::variants::Registered>::default()),
+        Box::new(memory::Memory::<crate::variants::Registered>::default()),
         Box::new(aliasing::Aliasing),
         Box::new(epvs_array::EpvsArray),
         Box::new(epvs_ops::EpvsOps),

@@ -228,3 +228,145 @@ pub fn held<T: RangeTarget>(
     }
     sample
 }
+
+/// Width of the wide exclusive background range (and the alignment of [`Background::at`]):
+/// 64 Mi units, thousands of the lock's 16 Ki-unit stripes.
+pub const BACKGROUND_WIDE: u64 = 1 << 26;
+/// Length of the shared background range: 1 Ki units.
+pub const BACKGROUND_SHARED: u64 = 1 << 10;
+/// Units a [`Background`] spans from its start: the shared range in the first
+/// [`BACKGROUND_WIDE`] units, the wide exclusive one in the next.
+pub const BACKGROUND_UNITS: u64 = 2 * BACKGROUND_WIDE;
+
+/// The `background = reader+wide` holders of `held` and `mixed`: one long-lived shared range
+/// and one wide exclusive range, both away from every range the measured threads touch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Background {
+    /// Held shared: `start .. start + BACKGROUND_SHARED`.
+    pub shared: Range<u64>,
+    /// Held exclusively: `start + BACKGROUND_WIDE .. start + 2 * BACKGROUND_WIDE`.
+    pub wide: Range<u64>,
+}
+
+impl Background {
+    /// The `background` parameter of a case with these holders.
+    pub const NAME: &'static str = "reader+wide";
+    /// The `background` parameter of a case without.
+    pub const NONE: &'static str = "none";
+
+    /// The holders placed at `start` (rounded up to a multiple of [`BACKGROUND_WIDE`]); they
+    /// span [`BACKGROUND_UNITS`] units from there.
+    pub fn at(start: u64) -> Self {
+        let start = start.next_multiple_of(BACKGROUND_WIDE);
+        Background {
+            shared: start..start + BACKGROUND_SHARED,
+            wide: start + BACKGROUND_WIDE..start + 2 * BACKGROUND_WIDE,
+        }
+    }
+
+    /// First unit of the holders.
+    pub fn start(&self) -> u64 {
+        self.shared.start
+    }
+
+    /// The ranges, highest first (for [`holds_disjoint`](super::holds_disjoint)).
+    pub fn ranges_descending(&self) -> [Range<u64>; 2] {
+        [self.wide.clone(), self.shared.clone()]
+    }
+}
+
+/// Runs `measure` while a background thread holds `background`'s shared and wide exclusive
+/// ranges (acquired before, released after; both untimed); just `measure` for `None`.
+///
+/// The ranges must not overlap anything `measure` locks, or it waits forever.
+pub fn with_background<T: RangeTarget, R>(
+    target: &T,
+    background: Option<&Background>,
+    measure: impl FnOnce() -> R,
+) -> R {
+    let Some(bg) = background else { return measure() };
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let mut local = target.local();
+            let shared = target.acquire(&mut local, bg.shared.clone(), Mode::Shared);
+            let wide = target.acquire(&mut local, bg.wide.clone(), Mode::Exclusive);
+            let _ = ready_tx.send(());
+            // Until the measurement ends: `stop_tx` is dropped then (or while unwinding).
+            let _ = stop_rx.recv();
+            target.release(&mut local, wide);
+            target.release(&mut local, shared);
+        });
+        // An error here means the holder panicked; the scope re-raises its panic.
+        if ready_rx.recv().is_err() {
+            return None;
+        }
+        let out = measure();
+        drop(stop_tx);
+        Some(out)
+    })
+    .expect("the background holder panicked")
+}
+
+/// The `mixed` workload's shape: ranges of log-uniform length at uniform positions of a huge
+/// domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mixed {
+    /// Ranges lie in `[0, span)`.
+    pub span: u64,
+    /// Lengths are log-uniform in `[1, 2^len_log2)`: an octave `2^b`, `b` uniform in
+    /// `0..len_log2`, then a length uniform in `[2^b, 2^(b+1))`.
+    pub len_log2: u32,
+    /// Percentage of exclusive operations; the rest are shared.
+    pub exclusive_pct: u64,
+}
+
+/// Bytes of the per-thread buffer `mixed`'s critical section touches: four cache lines.
+pub const MIXED_BUFFER_BYTES: usize = 256;
+
+/// Mixed: each thread locks a random range (log-uniform length, uniform position in
+/// `[0, span)`) in exclusive mode with probability `exclusive_pct` %, shared otherwise, and
+/// in its critical section writes (exclusive) or reads (shared) its own
+/// [`MIXED_BUFFER_BYTES`]-byte buffer: the domain is far too large to back with memory, so
+/// the lock guards nothing shared here and the section is a fixed, small amount of work.
+pub fn mixed<T: RangeTarget>(
+    target: &T,
+    shape: Mixed,
+    threads: usize,
+    duration: Duration,
+) -> Sample {
+    assert!(shape.len_log2 < 63 && shape.span > 1 << shape.len_log2, "ranges fit in the span");
+    run_threads_with(
+        threads,
+        duration,
+        |index| (target.local(), SplitMix64::new(0x0d15_ea5e ^ index as u64)),
+        |index, (mut local, mut rng), ctl| {
+            let mut sampler = LatencySampler::new(SAMPLE_EVERY);
+            let mut buf = [0u8; MIXED_BUFFER_BYTES];
+            let mut byte = index as u8;
+            let mut ops = 0;
+            while ctl.running() {
+                let octave = rng.below(u64::from(shape.len_log2));
+                let len = (1 << octave) + rng.below(1 << octave);
+                let start = rng.below(shape.span - len + 1);
+                let exclusive = rng.below(100) < shape.exclusive_pct;
+                let t = sampler.start();
+                if exclusive {
+                    let held = target.acquire(&mut local, start..start + len, Mode::Exclusive);
+                    byte = byte.wrapping_add(1);
+                    buf.fill(byte);
+                    black_box(&mut buf);
+                    target.release(&mut local, held);
+                } else {
+                    let held = target.acquire(&mut local, start..start + len, Mode::Shared);
+                    black_box(black_box(&buf).iter().map(|&b| u64::from(b)).sum::<u64>());
+                    target.release(&mut local, held);
+                }
+                sampler.finish(t);
+                ops += 1;
+            }
+            ThreadResult { ops, latencies_ns: sampler.into_latencies() }
+        },
+    )
+}

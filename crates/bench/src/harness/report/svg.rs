@@ -1,9 +1,10 @@
-//! `<out>/<suite>.svg`: ops/s against the x axis, one line per variant, one panel per params
-//! group (the params with the x-axis parameter removed).
+//! `<out>/<suite>.svg`: ops/s (or the suite's [`Measure`]) against the x axis, one line per
+//! variant, one panel per params group (the params with the x-axis parameter removed).
 //!
 //! Points sit at the *index* of their x value and are labelled with the value, so 1, 2, 8,
 //! 16 threads (or heights 4..16) spread evenly. Oversubscribed thread counts are labelled
-//! with `*`. A panel whose values span more than [`LOG_SPAN`]x uses a logarithmic y axis.
+//! with `*`. A panel whose values span more than [`LOG_SPAN`]x uses a logarithmic y axis
+//! (which leaves out points at or below 0: a log axis cannot show them).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -14,7 +15,7 @@ use plotters::prelude::*;
 use serde_json::{Map, Value};
 
 use super::human;
-use crate::harness::case::XAxis;
+use crate::harness::case::{Measure, XAxis};
 use crate::harness::error::BenchError;
 use crate::harness::record::Record;
 
@@ -26,7 +27,7 @@ pub const LOG_SPAN: f64 = 50.0;
 
 struct Panel {
     title: String,
-    /// (line name, (x value, ops/s) points)
+    /// (line name, (x value, y value) points)
     lines: Vec<(String, Vec<(f64, f64)>)>,
 }
 
@@ -57,17 +58,23 @@ pub fn write(
     path: &Path,
     suite: &str,
     x_axis: XAxis,
+    measure: Measure,
     records: &[Record],
 ) -> Result<(), BenchError> {
-    let svg = render(suite, x_axis, records)
+    let svg = render(suite, x_axis, measure, records)
         .map_err(|message| BenchError::Plot { path: path.to_owned(), message })?;
     std::fs::write(path, svg).map_err(|source| BenchError::Io { path: path.to_owned(), source })
 }
 
 /// The plot of `records` as an SVG document (what [`write()`] puts in the file); the error is
 /// plotters' message.
-pub fn render(suite: &str, x_axis: XAxis, records: &[Record]) -> Result<String, String> {
-    let panels = panels(x_axis, records);
+pub fn render(
+    suite: &str,
+    x_axis: XAxis,
+    measure: Measure,
+    records: &[Record],
+) -> Result<String, String> {
+    let panels = panels(x_axis, measure, records);
     let ticks = ticks(x_axis, records, &panels);
     let err = |e: &dyn std::fmt::Display| e.to_string();
     // Tall enough for the longest legend (one 18 px row per line, from y = 40).
@@ -84,11 +91,17 @@ pub fn render(suite: &str, x_axis: XAxis, records: &[Record]) -> Result<String, 
             let ymax = ys.clone().fold(0.0f64, f64::max).max(1.0);
             let ymin = ys.filter(|&y| y > 0.0).fold(f64::INFINITY, f64::min).min(ymax);
             let caption = format!("{suite}: {}", panel.title);
+            let label = measure.y_label();
             if ymax / ymin > LOG_SPAN {
                 let y = (ymin / 2.0..ymax * 2.0).log_scale();
-                draw_panel(area, &caption, &ticks, panel, y, "ops/s (log)").map_err(|e| err(&e))?;
+                let mut positive = Panel { title: String::new(), lines: panel.lines.clone() };
+                for (_, pts) in &mut positive.lines {
+                    pts.retain(|&(_, y)| y > 0.0);
+                }
+                draw_panel(area, &caption, &ticks, &positive, y, &format!("{label} (log)"))
+                    .map_err(|e| err(&e))?;
             } else {
-                draw_panel(area, &caption, &ticks, panel, 0.0..ymax * 1.15, "ops/s")
+                draw_panel(area, &caption, &ticks, panel, 0.0..ymax * 1.15, label)
                     .map_err(|e| err(&e))?;
             }
         }
@@ -172,7 +185,7 @@ fn ticks(x_axis: XAxis, records: &[Record], panels: &[Panel]) -> XTicks {
 
 /// Groups records into panels (by params minus the x parameter) and lines (by variant, and
 /// by thread count too when the x axis is a parameter and several thread counts exist).
-fn panels(x_axis: XAxis, records: &[Record]) -> Vec<Panel> {
+fn panels(x_axis: XAxis, measure: Measure, records: &[Record]) -> Vec<Panel> {
     let multi_threads = records.iter().any(|r| r.threads != records[0].threads);
     let mut panels: Vec<Panel> = Vec::new();
     for r in records {
@@ -184,6 +197,7 @@ fn panels(x_axis: XAxis, records: &[Record]) -> Vec<Panel> {
                 (x, rest)
             }
         };
+        let Some(y) = measure.y(r).filter(|y| y.is_finite()) else { continue };
         if !x.is_finite() {
             continue;
         }
@@ -203,8 +217,8 @@ fn panels(x_axis: XAxis, records: &[Record]) -> Vec<Panel> {
             }
         };
         match panel.lines.iter_mut().find(|(n, _)| *n == line) {
-            Some((_, pts)) => pts.push((x, r.ops_per_sec)),
-            None => panel.lines.push((line, vec![(x, r.ops_per_sec)])),
+            Some((_, pts)) => pts.push((x, y)),
+            None => panel.lines.push((line, vec![(x, y)])),
         }
     }
     for p in &mut panels {

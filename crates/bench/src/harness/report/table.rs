@@ -5,7 +5,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::human;
-use crate::harness::case::Suite;
+use crate::harness::case::{Measure, Suite};
 use crate::harness::options::Options;
 use crate::harness::record::Record;
 
@@ -53,6 +53,10 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
     for (params, mut rows) in groups {
         rows.sort_by_key(|r| r.threads); // stable: keeps variant order within a thread count
         let _ = writeln!(s, "\n   params {params}");
+        if let Measure::Extras(keys) = suite.measure() {
+            extras_block(&mut s, keys, &rows);
+            continue;
+        }
         let _ = writeln!(
             s,
             "   {:<14} {:>4} {:>10} {:>10} {:>9} {:>9} {:>9} {:>8} {:>8}",
@@ -82,6 +86,29 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
         }
     }
     s
+}
+
+/// A block of a [`Measure::Extras`] suite: the listed extra fields instead of ops/s.
+fn extras_block(s: &mut String, keys: &[&str], rows: &[&Record]) {
+    let _ = write!(s, "   {:<14} {:>4}", "variant", "thr");
+    for k in keys {
+        let _ = write!(s, " {k:>w$}", w = k.len().max(10));
+    }
+    s.push('\n');
+    for r in rows {
+        let thr = if r.oversubscribed { format!("{}*", r.threads) } else { r.threads.to_string() };
+        let _ = write!(s, "   {:<14} {:>4}", r.variant, thr);
+        for k in keys {
+            let cell = match r.extra.get(*k) {
+                Some(Value::Number(n)) if n.is_f64() => format!("{:.1}", n.as_f64().unwrap_or(0.0)),
+                Some(Value::Number(n)) => n.to_string(),
+                Some(Value::String(t)) => t.clone(),
+                _ => "-".to_owned(),
+            };
+            let _ = write!(s, " {cell:>w$}", w = k.len().max(10));
+        }
+        s.push('\n');
+    }
 }
 
 fn opt(x: Option<u64>) -> String {

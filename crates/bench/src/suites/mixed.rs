@@ -1,0 +1,162 @@
+//! `mixed`: ranges of every size at random places of a huge domain, a share of them
+//! exclusive — the range lock as a general-purpose lock rather than W1's best case.
+//!
+//! Each operation locks one range of log-uniform length, 1 to 2^20 - 1 units (an octave
+//! `2^b`, `b` uniform in `0..20`, then uniform within it), at a
+//! uniformly random position of a 2^40-unit domain, exclusively with probability
+//! `exclusive_pct` % ∈ {0, 20, 100} (shared otherwise), runs a small fixed critical section
+//! and unlocks. The critical section writes (exclusive) or reads (shared) a 256-byte
+//! (four cache lines) buffer of the thread's own: 2^40 units cannot be backed with memory,
+//! so nothing shared is touched under the lock and the harness checks no exclusion here
+//! (the lock tests do). Random ranges of this size rarely overlap, so the suite measures
+//! the cost of acquiring and releasing arbitrary ranges, with occasional real conflicts.
+//!
+//! Variants: every in-process lock of the registry, except that `segments` (the registry's
+//! configuration covers only 2^32 units; larger units would all clamp to its last segment)
+//! is replaced by [`SEGMENTS_NAME`]: the same 16 MiB budget of 4-byte counters over 2^40
+//! units, i.e. 2^22 segments of 2^18 units (256 Ki). A range locks every segment it
+//! touches: up to 5 for the longest ranges.
+//!
+//! Parameter `background`: `none`, or (full runs only) `reader+wide`: a background thread
+//! holds one shared range of 1 Ki units and one exclusive range of 64 Mi units in the top
+//! 2^27 units of the domain, which the measured ranges never touch (they lie in the rest).
+
+use std::marker::PhantomData;
+
+use rangelock::{variants::Segments, Lock};
+
+use super::common;
+use crate::harness::{Case, Options, Suite};
+use crate::variants::{Registered, VariantSet, VariantVisitor};
+use crate::workload::loops::{self, Background, Mixed as Shape, BACKGROUND_UNITS};
+use crate::workload::{holds_disjoint, RangeTarget};
+
+/// Domain size in units: 2^40.
+pub const DOMAIN: u64 = 1 << 40;
+/// Ranges are shorter than `2^LEN_LOG2` units (1 Mi).
+pub const LEN_LOG2: u32 = 20;
+/// Where the measured ranges lie: `[0, SPAN)`; the background holders use the rest.
+pub const SPAN: u64 = DOMAIN - BACKGROUND_UNITS;
+/// The exclusive percentages of a full run.
+pub const EXCLUSIVE_PCT: [u64; 3] = [0, 20, 100];
+/// The exclusive percentages of a quick run.
+pub const QUICK_EXCLUSIVE_PCT: [u64; 1] = [20];
+/// Memory budget of the suite's `segments`: 16 MiB of counters, as the registry's.
+pub const SEGMENTS_BUDGET_BYTES: u64 = 16 << 20;
+/// Units per segment of the suite's `segments`: the domain over `budget / 4 bytes`
+/// segments, 2^40 / 2^22 = 2^18 (256 Ki).
+pub const SEGMENT_UNITS: u64 = DOMAIN / (SEGMENTS_BUDGET_BYTES / 4);
+/// Report name of the suite's `segments` configuration.
+pub const SEGMENTS_NAME: &str = "segments-256Ki";
+
+/// `segments` configured for this suite's domain: 2^22 segments of 256 Ki units (16 MiB).
+pub fn segments() -> Lock<Segments> {
+    Lock::from_raw(Segments::new(DOMAIN, SEGMENT_UNITS))
+}
+
+/// The background holders of a `reader+wide` case: the top [`BACKGROUND_UNITS`] units.
+pub fn background() -> Background {
+    Background::at(SPAN)
+}
+
+/// The `mixed` suite over the variants of `S`.
+#[derive(Debug)]
+pub struct Mixed<S: VariantSet = Registered>(PhantomData<S>);
+
+impl<S: VariantSet> Default for Mixed<S> {
+    fn default() -> Self {
+        Mixed(PhantomData)
+    }
+}
+
+impl<S: VariantSet> Suite for Mixed<S> {
+    fn name(&self) -> &'static str {
+        "mixed"
+    }
+
+    fn about(&self) -> &'static str {
+        "one range of log-uniform length (1 unit to 1 Mi) at a uniform position of a 2^40-unit \
+         domain, exclusive with probability exclusive_pct (else shared); critical section: \
+         write (exclusive) or read (shared) 256 B of a per-thread buffer; segments replaced by \
+         segments-256Ki (16 MiB of counters: 2^22 segments of 256 Ki units); \
+         background=reader+wide (full runs) holds a shared 1 Ki-unit and an exclusive \
+         64 Mi-unit range in the domain's top 2^27 units, untouched by the measured ranges"
+    }
+
+    fn baseline(&self) -> &'static str {
+        "rangelock"
+    }
+
+    fn oversubscribe(&self) -> bool {
+        true
+    }
+
+    fn cases(&self, opts: &Options) -> Vec<Case> {
+        let pcts: &'static [u64] = if opts.quick { &QUICK_EXCLUSIVE_PCT } else { &EXCLUSIVE_PCT };
+        let mut backgrounds = vec![None];
+        if !opts.quick {
+            backgrounds.push(Some(background()));
+        }
+        let mut b = Builder { opts, pcts, backgrounds, cases: Vec::new() };
+        S::locks(&mut b);
+        b.cases
+    }
+}
+
+struct Builder<'a> {
+    opts: &'a Options,
+    pcts: &'static [u64],
+    backgrounds: Vec<Option<Background>>,
+    cases: Vec<Case>,
+}
+
+impl VariantVisitor for Builder<'_> {
+    fn visit<T: RangeTarget>(&mut self, name: &'static str, make: &dyn Fn() -> std::io::Result<T>) {
+        if name == <Segments as rangelock::RawRangeLock>::NAME {
+            eprintln!(
+                "mixed: running {SEGMENTS_NAME} instead of {name} (the registry's covers 2^32 \
+                 units; this domain has 2^40)"
+            );
+            self.named_lock(SEGMENTS_NAME, segments);
+            return;
+        }
+        let Some(target) = common::target("mixed", name, make) else { return };
+        for background in &self.backgrounds {
+            if let Some(bg) = background {
+                // The holders must leave the measured span free (a coarse lock would not).
+                let probe = bg.ranges_descending().into_iter().chain([SPAN - 1..SPAN, 0..1]);
+                if !holds_disjoint(&*target, probe) {
+                    eprintln!(
+                        "mixed: skipping {name} with background={}: it cannot hold the \
+                         background ranges apart from the measured ones",
+                        Background::NAME
+                    );
+                    continue;
+                }
+            }
+            let bg_name = background.as_ref().map_or(Background::NONE, |_| Background::NAME);
+            for &pct in self.pcts {
+                let shape = Shape { span: SPAN, len_log2: LEN_LOG2, exclusive_pct: pct };
+                for (threads, oversubscribed) in self.opts.threads_for(true) {
+                    let (target, background) = (target.clone(), background.clone());
+                    self.cases.push(Case {
+                        variant: name.to_owned(),
+                        threads,
+                        params: common::params([
+                            ("exclusive_pct", pct.into()),
+                            ("background", bg_name.into()),
+                            ("domain_units", DOMAIN.into()),
+                            ("max_len_units", ((1u64 << LEN_LOG2) - 1).into()),
+                        ]),
+                        oversubscribed,
+                        run: Box::new(move |d| {
+                            loops::with_background(&*target, background.as_ref(), || {
+                                loops::mixed(&*target, shape, threads, d)
+                            })
+                        }),
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! The counting allocator and the `memory` suite over the shipped locks (this test binary
+//! installs the allocator, as the `rangelock` command does).
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use rangelock_bench::alloc::{counting, net_bytes, CountingAlloc};
+use rangelock_bench::harness::{run_suite, Options, Record};
+use rangelock_bench::seeds;
+use rangelock_bench::suites::memory::{Memory, FIELDS, HELD};
+use rangelock_bench::suites::mixed::SEGMENTS_NAME;
+use rangelock_bench::variants::Registered;
+use support::TempDir;
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+#[test]
+fn the_allocator_counts_this_threads_bytes() {
+    assert!(counting());
+    let before = net_bytes();
+    let mut v: Vec<u8> = Vec::with_capacity(10_000);
+    assert_eq!(net_bytes() - before, 10_000);
+    v.reserve_exact(20_000); // a realloc counts the difference
+    assert_eq!(net_bytes() - before, 20_000);
+    drop(v);
+    assert_eq!(net_bytes(), before);
+    // Another thread's allocations are its own (spawning and joining allocate a little
+    // here, so only the thread's own count is exact).
+    let (kept, there) = std::thread::spawn(|| {
+        let before = net_bytes();
+        let v = vec![0u8; 4096];
+        let there = net_bytes() - before;
+        (v, there)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(there, 4096);
+    let before = net_bytes();
+    drop(kept); // allocated there, freed here: counted here
+    assert_eq!(net_bytes() - before, -4096);
+}
+
+fn extra(r: &Record, key: &str) -> f64 {
+    r.extra.get(key).and_then(serde_json::Value::as_f64).unwrap_or_else(|| panic!("{key}: {r:?}"))
+}
+
+#[test]
+fn memory_reports_plausible_numbers_for_every_lock() {
+    let dir = TempDir::new("memory");
+    let opts = Options { rounds: 1, out: dir.0.clone(), ..Options::quick() };
+    let report = run_suite(&Memory::<Registered>::default(), &opts).unwrap();
+    let records = &report.records;
+    for field in FIELDS {
+        assert!(report.table.contains(field), "{}", report.table);
+    }
+    assert!(!report.table.contains("ops/s"), "{}", report.table);
+
+    let rangelock: Vec<&Record> = records.iter().filter(|r| r.variant == "rangelock").collect();
+    assert_eq!(rangelock.len(), 2 * HELD.len(), "both layouts, every K");
+    for r in &rangelock {
+        let per = extra(r, "bytes_per_range");
+        assert!((8.0..=4096.0).contains(&per), "{r:?}");
+        assert!(extra(r, "new_bytes") > 0.0 && extra(r, "idle_bytes") >= extra(r, "new_bytes"));
+        assert!(extra(r, "inline_bytes") > 0.0, "{r:?}");
+    }
+    // Static segments allocate nothing per range; their counters are the idle lock.
+    for name in ["segments", SEGMENTS_NAME] {
+        let rows: Vec<&Record> = records.iter().filter(|r| r.variant == name).collect();
+        assert!(!rows.is_empty(), "{name}");
+        for r in rows {
+            assert_eq!(extra(r, "held_bytes"), 0.0, "{r:?}");
+            assert!(extra(r, "new_bytes") >= (16 << 20) as f64, "{r:?}");
+        }
+    }
+    // Segments cannot hold ranges closer than a segment, nor past their domain; the global
+    // mutex (a vector scanned per insertion) may run out of the quick setup budget at 100 000.
+    let skipped: Vec<&str> = report.skipped.iter().map(String::as_str).collect();
+    assert_eq!(skipped.iter().filter(|s| s.starts_with("segments")).count(), 3, "{skipped:?}");
+    for s in &skipped {
+        let budget = s.starts_with("global-mutex") && s.contains("\"held_ranges\":100000");
+        assert!(s.starts_with("segments") || budget, "{s}");
+    }
+
+    // The report shows the byte counts, not ops/s.
+    let files = seeds::write_report(&dir.0, &dir.0, &BTreeMap::new()).unwrap();
+    let md = std::fs::read_to_string(files.markdown).unwrap();
+    let section = &md[md.find("— `memory`").expect("memory section")..];
+    let section = &section[..section.find("\n### ").unwrap_or(section.len())];
+    assert!(section.contains("| bytes_per_range |"), "{section}");
+    assert!(!section.contains("ops/s"), "{section}");
+}
