@@ -11,23 +11,41 @@
 //! share of the ranges (as W1 partitions them) and the line reports the total throughput.
 //! With `RANGELOCK_W1_MEMSET=1` each operation also writes its range's 1 KiB of a 16 MiB
 //! buffer per thread while holding it, as the `w1` suite does (the lock's lines then
-//! compete with the memset for the caches).
+//! compete with the memset for the caches). With `RANGELOCK_W1_SHARED=1` the loop locks
+//! its ranges shared (the cost of a shared hold); `variant` `none` runs the loop with no
+//! lock at all (the ceiling).
 
 use std::hint::black_box;
 use std::time::Instant;
 
 use rangelock::variants::{KernelTree, KoganList, Segments};
-use rangelock::{Lock, RangeLock, RawRangeLock};
+use rangelock::{Lock, LockError, RangeGuard, RangeLock, RawRangeLock};
 
-/// `ops` lock+unlock pairs over the 16384 ranges of share `share`, starting at `base`.
+/// `ops` lock+unlock pairs over the 16384 ranges of share `share`, starting at `base`
+/// (exclusive, or shared with `RANGELOCK_W1_SHARED`).
 fn w1<R: RawRangeLock>(lock: &Lock<R>, ops: u64, base: u64, share: u64) {
+    if std::env::var_os("RANGELOCK_W1_SHARED").is_some() {
+        w1_with(lock, ops, base, share, |range| lock.lock_shared(range));
+    } else {
+        w1_with(lock, ops, base, share, |range| lock.lock(range));
+    }
+}
+
+/// The loop of [`w1`], acquiring each range with `acquire`.
+fn w1_with<'a, R: RawRangeLock>(
+    _lock: &'a Lock<R>,
+    ops: u64,
+    base: u64,
+    share: u64,
+    acquire: impl Fn(std::ops::Range<u64>) -> Result<RangeGuard<'a, R>, LockError>,
+) {
     let base = base + share * (16384 * 1024);
     let mut buffer = std::env::var_os("RANGELOCK_W1_MEMSET").map(|_| vec![0u8; 16384 * 1024]);
     for i in 0..ops {
         // A cheap permutation of 16384 ranges (odd multiplier mod 2^14).
         let r = ((i & 16383).wrapping_mul(40503)) & 16383;
         let start = base + r * 1024;
-        let g = lock.lock(start..start + 1024).unwrap();
+        let g = acquire(start..start + 1024).unwrap();
         if let Some(buffer) = buffer.as_mut() {
             let at = r as usize * 1024;
             buffer[at..at + 1024].fill(i as u8);
@@ -66,6 +84,29 @@ fn run<'a, R: RawRangeLock + 'a>(
     );
 }
 
+/// No lock: every acquisition succeeds at once (the loop's own cost).
+#[derive(Debug)]
+struct NoLock;
+
+// SAFETY: not a lock at all: only `w1_loop`'s `none` ceiling uses it, whose threads work on
+// disjoint shares and never overlap.
+unsafe impl RawRangeLock for NoLock {
+    type Token = ();
+    const NAME: &'static str = "none";
+    #[inline]
+    fn try_lock(&self, _: std::ops::Range<u64>, _: rangelock::Mode) -> Option<()> {
+        Some(())
+    }
+    #[inline]
+    fn lock(&self, _: std::ops::Range<u64>, _: rangelock::Mode) {}
+    #[inline]
+    fn lock_until(&self, _: std::ops::Range<u64>, _: rangelock::Mode, _: Instant) -> Option<()> {
+        Some(())
+    }
+    #[inline]
+    unsafe fn unlock(&self, _: ()) {}
+}
+
 /// [`run`] with every thread on `lock`.
 fn shared<R: RawRangeLock>(lock: &Lock<R>, ops: u64, held: u64, threads: u64) {
     run(R::NAME, |_| lock, ops, held, threads);
@@ -91,6 +132,7 @@ fn main() {
         "kogan-list" => shared(&Lock::from_raw(KoganList::new()), ops, held, threads),
         "kernel-tree" => shared(&Lock::from_raw(KernelTree::new()), ops, held, threads),
         "segments" => shared(&Lock::from_raw(Segments::new(1 << 32, 1024)), ops, held, threads),
+        "none" => shared(&Lock::from_raw(NoLock), ops, held, threads),
         other => panic!("unknown variant {other}"),
     }
 }

@@ -188,6 +188,9 @@ impl<'a> Future for LockFuture<'a> {
                             State::Listed { node, listed: Listed::default() }
                         }
                         Mode::Shared => {
+                            if let Some(token) = raw.stripe_shared_attempt(&range, Wait::Never) {
+                                return this.finish(Ok(token));
+                            }
                             raw.stripes.count(&range);
                             let node = raw.reclaim.alloc();
                             // SAFETY: the node is private until announced.

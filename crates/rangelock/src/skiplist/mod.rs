@@ -39,10 +39,14 @@
 //! cores); a long-held reader or wide writer costs only the stripe holders of the stripes
 //! or windows it touches the search.
 //!
-//! **Shared ranges** are not in the list. A reader announces its node in a slot of a
-//! growable table (`readers`) and then checks the list for an overlapping exclusive node; if
-//! there is none it holds the range, otherwise it retracts the announcement and waits for
-//! that node. An exclusive acquisition, after linking its node, scans the announcement table
+//! **Shared ranges** are not in the list. A shared range inside one stripe takes the
+//! stripe's slot in shared mode when the slot is free, or joins the readers of exactly the
+//! same range there (one CAS on the slot word, which then counts its readers), and checks
+//! the same three counts as an exclusive stripe holder (searching only the list if one is
+//! not zero); so an uncontended reader, too, allocates nothing and takes no guard. Any other
+//! reader announces a node in a slot of a growable table (`readers`) and then checks the
+//! list for an overlapping exclusive node; if there is none it holds the range, otherwise
+//! it retracts the announcement and waits for that node. An exclusive acquisition, after linking its node, scans the announcement table
 //! (skipping, with one load, every cache line of slots whose reader count is zero)
 //! and waits for every overlapping announced reader to leave before it holds the range.
 //!
@@ -252,20 +256,33 @@
 //! - Waiting spins 64 times, then parks in `parking_lot_core`'s global parking lot keyed by
 //!   the node address; the release of a node with parked waiters wakes all of them (they
 //!   re-check; most re-park or acquire).
+//! - What an uncontended acquisition and release cost, inside one stripe with nothing
+//!   else near (`valgrind --tool=callgrind target/release/examples/w1_loop N 0 <variant>
+//!   1`, N = 200 000 and 400 000, the difference divided by 200 000; `RANGELOCK_W1_SHARED=1`
+//!   for shared; the loop alone, variant `none`, is 17 instructions):
+//!
+//!   | hold                | instructions | atomic RMWs | fences (x86) | lines written |
+//!   |---------------------|-------------:|------------:|-------------:|--------------:|
+//!   | exclusive, stripe   | 131 (was 248)| 2 (CAS, swap) | 0          | 1 (the slot)  |
+//!   | shared, stripe      | 163 (was 735)| 2 (CAS, CAS)  | 0          | 1 (the slot)  |
+//!   | `segments` (1 KiB)  | 122 / 127    | 2 (CAS, CAS/store) | 0     | 1             |
+//!
+//!   The loads besides: the directory's home entry (key and table), the slot's count, the
+//!   table's and the lock's `wide` counts, all on lines nobody writes in the common case.
+//!   The two RMWs are the floor for a lock whose waiters park: the release must read the
+//!   word it frees in one RMW to know whether to wake anyone. (Before node-free stripes a
+//!   stripe hold also took a node from a pool shard and retired it: 2 more RMWs and a
+//!   pool spin lock each way, and every 256th release an epoch bump.) The handshake fence
+//!   is a compiler fence on x86 (see `readers::handshake_fence`); elsewhere it is a real
+//!   fence. A list hold costs a node, an epoch guard and the skip-list insertion; a shared
+//!   hold in the reader table costs a node, 4 more RMWs and a guard.
 //! - Against static segments (`variants::Segments` with 1 KiB segments, exactly the `w1`
-//!   ranges): a segment lock takes one CAS and releases with a plain store, because its
-//!   waiters spin. A stripe hold takes the slot CAS, the node's release RMW (so a parked
-//!   waiter is never missed: a release that can wake a sleeper needs an RMW or a full
-//!   fence) and the pool shard locks of one allocation and one retirement. After the
-//!   workload's 1 KiB memset the first of them waits for the store buffer to drain. In one
-//!   `rangelock bench w1 --threads 1,2,16 --rounds 5 --duration-ms 500` run (2-core EPYC
-//!   VM) the loop alone (`unlocked`) took 104.9 ns/op at 1 thread, `segments` 162.9 and
-//!   this lock 212.7; at 2 threads 22.6, 34.6 and 55.8 ns/op. So ranges of one fixed size
-//!   that a segment table can be sized for are cheaper in one; what the segment table
-//!   cannot do is the rest: any range over the whole `u64` domain without memory per unit,
-//!   no false conflicts between disjoint ranges of one segment, one list node (not one CAS per
-//!   segment) for a long range, parking instead of spinning, and writers that are not
-//!   starved.
+//!   ranges) the uncontended costs are now alike (above; `w1_loop 20000000 0 <variant> 1`:
+//!   15.7-16.7 ns per lock+unlock for this lock, 16.5-17.0 for `segments`). What the
+//!   segment table cannot do is the rest: any range over the whole `u64` domain without
+//!   memory per unit, no false conflicts between disjoint ranges of one segment, one list
+//!   node (not one CAS per segment) for a long range, parking instead of spinning, and
+//!   writers that are not starved.
 //!
 //! Under loom the epoch framework is replaced by a deferred list that reclaims at drop (the
 //! epoch has its own loom models in `epvs`), and waiting yields instead of parking.
@@ -495,6 +512,8 @@ enum Kind {
     List(NonNull<Node>),
     /// Exclusive, this slot of its stripe (see `stripes`): no node.
     Stripe(NonNull<stripes::Slot>),
+    /// Shared, one of the readers of this slot of its stripe: no node.
+    StripeShared(NonNull<stripes::Slot>),
     /// Shared, this node announced in the reader table.
     Shared(NonNull<Node>),
 }
@@ -558,9 +577,7 @@ impl SkipList {
         );
         match mode {
             Mode::Exclusive => self.acquire_exclusive(&range, wait),
-            Mode::Shared => {
-                self.acquire_shared(&range, wait).map(|node| SkipToken(Kind::Shared(node)))
-            }
+            Mode::Shared => self.acquire_shared_token(&range, wait),
         }
     }
 
@@ -591,6 +608,41 @@ impl SkipList {
         // SAFETY: `stripe` is ours, claimed above.
         Stripes::release(unsafe { stripe.slot().as_ref() });
         None
+    }
+
+    /// A shared acquisition: the stripe slot if it can be had, else the reader table. Not
+    /// inlined into `acquire`, which callers inline: the exclusive fast path stays small.
+    fn acquire_shared_token(&self, range: &Range<u64>, wait: Wait) -> Option<SkipToken> {
+        if let Some(token) = self.stripe_shared_attempt(range, wait) {
+            return Some(token);
+        }
+        self.acquire_shared(range, wait).map(|node| SkipToken(Kind::Shared(node)))
+    }
+
+    /// The stripe fast path of a reader: the token if `range` lies in one stripe whose slot
+    /// is free or held by readers, and no counted writer overlaps it; `None` (with nothing
+    /// held) sends the acquisition to the reader table.
+    #[inline]
+    fn stripe_shared_attempt(&self, range: &Range<u64>, wait: Wait) -> Option<SkipToken> {
+        let stripe = self.stripes.slot_of(range)?;
+        if !stripe.claim_shared() {
+            return None;
+        }
+        readers::handshake_fence();
+        if !stripe.counted(&self.stripes) || self.stripe_shared_is_free_slow(range, wait) {
+            return Some(SkipToken(Kind::StripeShared(stripe.slot())));
+        }
+        // SAFETY: we joined the slot's readers above.
+        Stripes::release_shared(unsafe { stripe.slot().as_ref() });
+        None
+    }
+
+    /// After joining a slot's readers with counts not all zero: whether no list node (an
+    /// exclusive range) overlaps.
+    #[cold]
+    fn stripe_shared_is_free_slow(&self, range: &Range<u64>, wait: Wait) -> bool {
+        let Some(guard) = self.reclaim.pin_for(wait) else { return false };
+        matches!(self.list.overlapping(range, &guard), Conflict::None)
     }
 
     /// A fresh private node for the list path.
@@ -689,7 +741,7 @@ impl SkipList {
     fn drain_attempt(&self, range: &Range<u64>, guard: &reclaim::Guard<'_>) -> Attempt {
         // Linked (pending): new readers and stripe holders back off; wait out those that
         // came first.
-        match self.stripes.overlapping(range, guard) {
+        match self.stripes.overlapping(range, Mode::Exclusive, guard) {
             Conflict::None => Attempt::after(self.readers.overlapping(range, guard)),
             other => Attempt::after(other),
         }
@@ -764,7 +816,7 @@ impl SkipList {
         node_ref.set_claim(claim);
         *announced = true;
         let conflict = match self.list.overlapping(range, guard) {
-            Conflict::None => self.stripes.overlapping(range, guard),
+            Conflict::None => self.stripes.overlapping(range, Mode::Shared, guard),
             other => other,
         };
         let Conflict::Held(ticket) = conflict else {
@@ -896,6 +948,8 @@ unsafe impl RawRangeLock for SkipList {
             // SAFETY: the slot of a stripe token is in one of this lock's tables, which live
             // as long as the lock; the token is released once, so the slot is still ours.
             Kind::Stripe(slot) => Stripes::release(unsafe { slot.as_ref() }),
+            // SAFETY: as above; we are one of the slot's readers.
+            Kind::StripeShared(slot) => Stripes::release_shared(unsafe { slot.as_ref() }),
             Kind::Shared(node) => self.release_shared(node),
         }
     }

@@ -53,18 +53,30 @@
 //! |--------|------------------------------------------------------------------|
 //! | 0      | `FREE` (the wait word's `OVER`): no holder                        |
 //! | 1      | `PARKED`: a waiter is parked on the slot (see `wait`)            |
-//! | 2      | reserved                                                         |
-//! | 3..19  | the holder's first unit, as an offset into its stripe            |
-//! | 19..35 | the holder's last unit, as an offset into its stripe             |
-//! | 35..64 | the holder's window, modulo 2^29                                 |
+//! | 2      | `WAKERS`: a task registered a waker on the slot (see `wait`)     |
+//! | 3      | `SHARED`: the holders are readers                                |
+//! | 4..12  | readers holding the slot (0 for an exclusive holder)             |
+//! | 12..28 | the holder's first unit, as an offset into its stripe            |
+//! | 28..44 | the holder's last unit, as an offset into its stripe             |
+//! | 44..64 | the holder's window, modulo 2^20                                 |
 //!
 //! So stripes are at most 2^16 units wide ([`MAX_STRIPE_SHIFT`]). A checker learns the
 //! holder's exact range from the word and from where it found the slot: a window table
 //! belongs to one window; a slot of the overflow table is shared by the stripes of many
 //! windows, and the word's window field says which one holds it. That field is exact
-//! because only windows below 2^29 may hold overflow slots (a stripe of a later window
+//! because only windows below 2^20 may hold overflow slots (a stripe of a later window
 //! whose window has no table of its own takes the list path: with the default geometry
-//! that is beyond 2^54 units, and only once the directory is full).
+//! that is beyond 2^45 units, and only once its directory probe path is full).
+//!
+//! **Readers in a slot.** A shared range inside one stripe takes its slot when the slot is
+//! free, or joins it when it is held by readers of exactly the same range: one CAS sets (or
+//! raises) the reader count; it then reads the same three counts as an exclusive holder,
+//! and searches the list (only: readers do not conflict with readers) if one is not zero,
+//! retracting on a conflict. The last reader to leave frees the slot (a CAS: a reader may be
+//! joining). The word names the readers' exact range, so a checker sees no false conflict.
+//! A reader of a slot held by anyone else (an exclusive holder, readers of another range,
+//! or 255 readers) announces itself in the reader table as before, and so does an
+//! exclusive range of a stripe whose slot readers hold (on the list).
 //!
 //! # Windows
 //!
@@ -110,7 +122,7 @@ use super::readers::handshake_fence;
 use super::reclaim::Guard;
 use super::wait::{self, Ticket, OVER, USE_SHIFT};
 use crate::primitive::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
-use crate::range::overlaps;
+use crate::range::{overlaps, Mode};
 
 /// Default stripe width: `1 << DEFAULT_STRIPE_SHIFT` units (16 Ki; 2 under loom, so the
 /// models' tiny ranges take both paths).
@@ -138,14 +150,26 @@ pub(crate) const NARROW_WINDOWS: u64 = 4;
 
 /// Slot word: no holder (the wait word's `OVER`).
 const FREE: u64 = OVER;
+/// Slot word: the holders are readers (see "The slot word").
+const SHARED: u64 = 1 << USE_SHIFT;
+/// Slot word: where the reader count starts.
+const COUNT_SHIFT: u32 = USE_SHIFT + 1;
+/// Slot word: one reader.
+const COUNT_ONE: u64 = 1 << COUNT_SHIFT;
+/// Slot word: the most readers one slot counts (more go to the reader table).
+const MAX_COUNT: u64 = 255;
+/// Slot word: the reader count's bits.
+const COUNT_MASK: u64 = MAX_COUNT << COUNT_SHIFT;
 /// Slot word: where the holder's first offset starts.
-const FIRST_SHIFT: u32 = USE_SHIFT;
+const FIRST_SHIFT: u32 = COUNT_SHIFT + 8;
 /// Slot word: where the holder's last offset starts.
 const LAST_SHIFT: u32 = FIRST_SHIFT + MAX_STRIPE_SHIFT;
 /// Slot word: where the holder's window starts.
 const WINDOW_SHIFT: u32 = LAST_SHIFT + MAX_STRIPE_SHIFT;
 /// Slot word: the bits of a window.
 const WINDOW_BITS: u32 = 64 - WINDOW_SHIFT;
+/// Slot word: the holder's range and window.
+const HOLDER_MASK: u64 = !0 << FIRST_SHIFT;
 /// Slot word: the mask of an offset.
 const OFFSET_MASK: u64 = (1 << MAX_STRIPE_SHIFT) - 1;
 
@@ -404,9 +428,9 @@ impl Stripes {
     }
 
     /// The slot of the one stripe `range` lies in (its window resolved, creating the
-    /// window's table if needed) and the word a holder of `range` stores there, or `None`
-    /// if the range spans stripes, the fast path is off, or the stripe may not use it (a
-    /// window too far out for an overflow slot: "The slot word" in the module docs).
+    /// window's table if needed) and the word an exclusive holder of `range` stores there,
+    /// or `None` if the range spans stripes, the fast path is off, or the stripe may not use
+    /// it (a window too far out for an overflow slot: "The slot word" in the module docs).
     #[inline]
     pub(crate) fn slot_of(&self, range: &Range<u64>) -> Option<StripeSlot<'_>> {
         let (first, last) = self.stripes(range);
@@ -432,6 +456,31 @@ impl Stripes {
     pub(crate) fn release(slot: &Slot) {
         let old = wait::end_use(&slot.word, FREE);
         wait::wake(&slot.word, old);
+    }
+
+    /// Ends one reader's hold of a shared slot (release or retraction): the last reader
+    /// frees the slot and wakes its waiters; the others leave the hull as it is.
+    #[inline]
+    pub(crate) fn release_shared(slot: &Slot) {
+        // Relaxed: the CAS below reads the latest value.
+        let mut cur = slot.word.load(Ordering::Relaxed);
+        loop {
+            debug_assert!(cur & SHARED != 0 && cur & COUNT_MASK != 0, "a reader of a shared slot");
+            // The last reader frees the slot; a CAS, not a swap: a reader may join at once.
+            let next = if cur & COUNT_MASK == COUNT_ONE { FREE } else { cur - COUNT_ONE };
+            // Release: the reader's critical section happens before whoever reads the word
+            // after it (a writer that finds the slot free reads this value or a later one of
+            // its release sequence). The RMW reads the waiters' flags (see `wait`).
+            match slot.word.compare_exchange_weak(cur, next, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => {
+                    if next == FREE {
+                        wait::wake(&slot.word, cur);
+                    }
+                    return;
+                }
+                Err(now) => cur = now,
+            }
+        }
     }
 
     /// Counts a party (list writer or reader) of `range`, before it becomes visible.
@@ -479,9 +528,14 @@ impl Stripes {
         }
     }
 
-    /// A stripe holder overlapping `range`, if any (list writers and readers, after their
-    /// own handshake store).
-    pub(crate) fn overlapping(&self, range: &Range<u64>, _guard: &Guard<'_>) -> Conflict {
+    /// A stripe holder overlapping `range` in a mode that conflicts with `mode`, if any
+    /// (list writers and readers, after their own handshake store).
+    pub(crate) fn overlapping(
+        &self,
+        range: &Range<u64>,
+        mode: Mode,
+        _guard: &Guard<'_>,
+    ) -> Conflict {
         if self.overflow.is_empty() {
             return Conflict::None;
         }
@@ -491,12 +545,12 @@ impl Stripes {
         let found = if last_window - first_window >= 2 {
             // The range covers at least one whole window: check the tables that exist
             // instead of looking up every window, every holder a candidate.
-            self.wide_check(range, first_window, last_window)
+            self.wide_check(range, mode, first_window, last_window)
         } else {
             (first_window..=last_window).find_map(|w| {
                 let table = self.table(w, false)?; // a lookup: `None` is "no table yet"
                 let (lo, hi) = (first.max(w << self.slot_bits), last.min(self.last_stripe(w)));
-                (lo..=hi).map(|s| self.check(table, s, range)).find(is_held)
+                (lo..=hi).map(|s| self.check(table, s, range, mode)).find(is_held)
             })
         };
         found.unwrap_or(Conflict::None)
@@ -511,25 +565,32 @@ impl Stripes {
     /// `overlapping` for a range over windows `first..=last` (at least three): every slot
     /// of the overflow table and of each window table of those windows.
     #[cold]
-    fn wide_check(&self, range: &Range<u64>, first: u64, last: u64) -> Option<Conflict> {
+    fn wide_check(
+        &self,
+        range: &Range<u64>,
+        mode: Mode,
+        first: u64,
+        last: u64,
+    ) -> Option<Conflict> {
         let listed = self.dir[..self.dir_len].iter().filter_map(|entry| {
             // SeqCst: as in `table_slow`.
             let key = entry.key.load(Ordering::SeqCst);
             (key != 0 && (first..=last).contains(&(key - 1))).then(|| entry.table(key - 1))
         });
         core::iter::once(self.overflow()).chain(listed).find_map(|table| {
-            (0..self.len() as u64).map(|s| self.check(table, s, range)).find(is_held)
+            (0..self.len() as u64).map(|s| self.check(table, s, range, mode)).find(is_held)
         })
     }
 
-    /// The holder of the slot of stripe `stripe` in `table` if it overlaps `range` (for the
-    /// overflow table, `stripe` only picks the slot: the holder's window is in its word).
+    /// The holder(s) of the slot of stripe `stripe` in `table` if they overlap `range` in a
+    /// mode that conflicts with `mode` (for the overflow table, `stripe` only picks the
+    /// slot: the holder's window is in its word).
     #[inline]
-    fn check(&self, table: Table<'_>, stripe: u64, range: &Range<u64>) -> Conflict {
+    fn check(&self, table: Table<'_>, stripe: u64, range: &Range<u64>, mode: Mode) -> Conflict {
         let slot = self.slot_at(table, stripe);
         // SeqCst: the list writer's or reader's handshake load; pairs with the SeqCst claim.
         let word = slot.word.load(Ordering::SeqCst);
-        if word & FREE != 0 {
+        if word & FREE != 0 || (word & SHARED != 0 && mode == Mode::Shared) {
             return Conflict::None;
         }
         let window = table.window.unwrap_or(word >> WINDOW_SHIFT);
@@ -545,6 +606,38 @@ impl Stripes {
 }
 
 impl StripeSlot<'_> {
+    /// Joins the slot as one of its readers, if it is free or held by readers of exactly our
+    /// range (fewer than `MAX_COUNT` of them).
+    #[inline]
+    pub(crate) fn claim_shared(&self) -> bool {
+        // Relaxed: the CAS below reads the latest value.
+        let mut cur = self.slot.word.load(Ordering::Relaxed);
+        loop {
+            let next = if cur == FREE {
+                self.word | SHARED | COUNT_ONE
+            } else if cur & SHARED != 0
+                && (cur ^ self.word) & HOLDER_MASK == 0
+                && cur & COUNT_MASK != COUNT_MASK
+            {
+                cur + COUNT_ONE
+            } else {
+                return false;
+            };
+            // SeqCst: the reader's store in the handshake (join, fence, read the counts), as
+            // the exclusive claim's; pairs with the SeqCst loads in `check`. Acquire half:
+            // reads the release of the previous holder.
+            match self.slot.word.compare_exchange_weak(
+                cur,
+                next,
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
     /// Claims the slot if it is free.
     #[inline]
     pub(crate) fn claim(&self) -> bool {

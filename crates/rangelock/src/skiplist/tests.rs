@@ -434,7 +434,9 @@ fn a_reader_and_a_wide_writer_elsewhere_leave_stripe_holders_on_the_fast_path() 
     // wide writer anywhere sent every stripe acquisition of the lock to the slow check.
     let lock = RangeLock::new();
     let window = (1u64 << DEFAULT_STRIPE_SHIFT) * DEFAULT_STRIPE_SLOTS as u64;
-    let reader = lock.lock_shared(0..10).unwrap(); // window 0, stripe 0
+    let stripe = 1u64 << DEFAULT_STRIPE_SHIFT;
+    // Across stripes 0 and 1 of window 0: a reader in the table, counted in both slots.
+    let reader = lock.lock_shared(stripe - 5..stripe + 5).unwrap();
     let wide = lock.lock(2 * window..4 * window).unwrap(); // windows 2-3: 4096 stripes
     let before = slow_checks();
     for i in 0..1000u64 {
@@ -444,7 +446,7 @@ fn a_reader_and_a_wide_writer_elsewhere_leave_stripe_holders_on_the_fast_path() 
     }
     assert_eq!(slow_checks(), before, "stripe holders far from the reader and the wide writer");
     // Next to them the slow check runs, and still tells overlap from disjointness.
-    assert!(lock.try_lock(5..6).is_err(), "overlaps the reader");
+    assert!(lock.try_lock(stripe..stripe + 1).is_err(), "overlaps the reader");
     let beside = lock.try_lock(100..200).expect("same stripe as the reader, disjoint");
     assert!(slow_checks() > before);
     assert!(lock.try_lock(3 * window..3 * window + 1).is_err(), "inside the wide range");
@@ -581,4 +583,37 @@ fn a_waiting_wide_writer_is_overtaken_a_bounded_number_of_times() {
         eprintln!("wide writer overtaken at most {worst} times in {ROUNDS} rounds");
         assert!(worst <= CHURNERS as u64, "overtaken {worst} times");
     }
+}
+
+#[test]
+fn readers_of_one_stripe_share_its_slot_without_false_conflicts() {
+    let raw = SkipList::new();
+    let take = |range: Range<u64>, mode| {
+        let token =
+            raw.try_lock(range.clone(), mode).unwrap_or_else(|| panic!("{range:?} {mode:?}"));
+        let kind = token.0;
+        (token, kind)
+    };
+    let (a, ka) = take(10..20, Mode::Shared);
+    let (b, kb) = take(10..20, Mode::Shared); // the same range joins the slot
+    let (c, kc) = take(30..40, Mode::Shared); // another range: the reader table
+    assert!(matches!(ka, Kind::StripeShared(_)) && ka == kb, "{ka:?} {kb:?}");
+    assert!(matches!(kc, Kind::Shared(_)), "{kc:?}");
+    // Exact: a writer between the readers holds; one overlapping either does not.
+    let (d, kd) = take(20..30, Mode::Exclusive);
+    assert!(matches!(kd, Kind::List(_)), "the slot is the readers': {kd:?}");
+    assert!(raw.try_lock(15..16, Mode::Exclusive).is_none());
+    assert!(raw.try_lock(35..36, Mode::Exclusive).is_none());
+    // SAFETY: every token is this lock's, released once.
+    unsafe {
+        raw.unlock(a);
+        assert!(raw.try_lock(15..16, Mode::Exclusive).is_none(), "one reader is left");
+        raw.unlock(b);
+        let (e, ke) = take(15..16, Mode::Exclusive);
+        assert!(matches!(ke, Kind::Stripe(_)), "the last reader freed the slot: {ke:?}");
+        for token in [c, d, e] {
+            raw.unlock(token);
+        }
+    }
+    let _all = raw.try_lock(0..u64::MAX, Mode::Exclusive).expect("everything released");
 }
