@@ -21,7 +21,7 @@
 //! small table and a [`BATCH`] of one node, so retired nodes come back from the pool within
 //! a model run and the models exercise reuse: generations, and traversals that must not
 //! reach a reused node). A model too large with the real epoch can reclaim through
-//! [`DeferredEpoch`] instead, which defers every retirement to the drop of the lock.
+//! `DeferredEpoch` instead, which defers every retirement to the drop of the lock.
 
 use core::ptr::NonNull;
 

@@ -263,11 +263,12 @@ mod lot {
 }
 
 /// Under loom, a model of `parking_lot_core`'s parking lot: one bucket (a loom mutex over
-/// the queue of parked threads and their keys) and a condition variable. [`park`]
-/// validates, enqueues and sleeps under the bucket lock; [`unpark_all`] dequeues every
-/// thread parked on a key under the same lock and notifies. A thread sleeps until it has
-/// been dequeued, so a model whose waiter is never unparked ends with every thread blocked,
-/// which loom reports as a deadlock. No deadlines (loom models never pass them).
+/// the queue of parked threads and their keys) and a condition variable.
+/// [`park`](lot::park) validates, enqueues and sleeps under the bucket lock;
+/// [`unpark_all`](lot::unpark_all) dequeues every thread parked on a key under the same
+/// lock and notifies. A thread sleeps until it has been dequeued, so a model whose waiter is
+/// never unparked ends with every thread blocked, which loom reports as a deadlock. No
+/// deadlines (loom models never pass them).
 #[cfg(loom)]
 mod lot {
     use std::time::Instant;
