@@ -284,8 +284,16 @@
 //!   node (not one CAS per segment) for a long range, parking instead of spinning, and
 //!   writers that are not starved.
 //!
-//! Under loom the epoch framework is replaced by a deferred list that reclaims at drop (the
-//! epoch has its own loom models in `epvs`), and waiting yields instead of parking.
+//! Under loom the lock runs this code with loom's primitives. Reclamation is the real
+//! `LightEpoch` (a 3-slot table) with one-node retirement batches, so a retired node goes
+//! back to the pool and is reused within a model run: the models check that no traversal
+//! reaches a node after its reuse and that a waiter tells a recycled node's new use from the
+//! one it waited for (the generation in the wait word). Waiting is the same loop as outside
+//! loom (`wait`, without the spin phase and without deadlines) over a model of the parking
+//! lot, a loom mutex and condition variable, so a lost wake-up is a deadlock that loom
+//! reports. The pool shard locks are loom mutexes, and the models with three threads, too
+//! large with the real epoch, reclaim through a deferred list that reuses nothing while the
+//! model runs.
 
 #[cfg(not(loom))]
 mod future;

@@ -17,9 +17,11 @@
 //! guard one `Vec` operation each and are never held across an epoch call (an epoch action
 //! may run inside `protect`/guard drop/`bump_with` and takes a shard mutex itself).
 //!
-//! The epoch is `epvs::epoch::LightEpoch`, one instance per lock. Under loom it is replaced
-//! by [`DeferredEpoch`], which defers every retirement to the drop of the lock (loom checks
-//! the list protocol, not the epoch, which has its own models in `epvs`).
+//! The epoch is `epvs::epoch::LightEpoch`, one instance per lock, under loom too (with a
+//! small table and a [`BATCH`] of one node, so retired nodes come back from the pool within
+//! a model run and the models exercise reuse: generations, and traversals that must not
+//! reach a reused node). A model too large with the real epoch can reclaim through
+//! `DeferredEpoch` instead, which defers every retirement to the drop of the lock.
 
 use core::ptr::NonNull;
 
@@ -40,7 +42,15 @@ use crate::primitive::{Arc, AtomicUsize, Ordering};
 /// run spent about a fifth of the lock's own time there (perf: 2.9% of the run against
 /// ~13% for the whole lock); 256 cut that to a quarter (0.7%). The price is up to 256
 /// retired nodes (~46 KB) per shard waiting for their batch to fill.
-pub(crate) const BATCH: usize = 256;
+///
+/// Under loom a batch is one node, so every retirement bumps the epoch and a node can come
+/// back from the pool within a model run.
+pub(crate) const BATCH: usize = if cfg!(loom) { 1 } else { 256 };
+
+/// Epoch slots under loom: one per thread of the largest model (3), so `protect` never waits
+/// for a slot there.
+#[cfg(loom)]
+const LOOM_SLOTS: usize = 3;
 
 #[cfg(not(loom))]
 type Epoch = epvs::epoch::LightEpoch;
@@ -49,11 +59,9 @@ type Epoch = epvs::epoch::LightEpoch;
 #[cfg(not(loom))]
 pub(crate) type Guard<'a> = epvs::epoch::EpochGuard<'a>;
 
+/// See the non-loom `Guard`; `None` under [`DeferredEpoch`].
 #[cfg(loom)]
-type Epoch = DeferredEpoch;
-/// See the non-loom `Guard`.
-#[cfg(loom)]
-pub(crate) type Guard<'a> = DeferredGuard<'a>;
+pub(crate) type Guard<'a> = Option<epvs::epoch::EpochGuard<'a>>;
 
 /// A node pointer that may cross threads inside a retirement batch.
 struct NodePtr(NonNull<Node>);
@@ -104,6 +112,21 @@ pub(crate) struct Reclaim {
 impl Reclaim {
     /// Pools sized from the machine's parallelism, and a fresh epoch instance.
     pub(crate) fn new() -> Self {
+        #[cfg(not(loom))]
+        let epoch = Epoch::new();
+        #[cfg(loom)]
+        let epoch = Epoch::Light(epvs::epoch::LightEpoch::with_slots(LOOM_SLOTS));
+        Self::with_epoch(epoch)
+    }
+
+    /// Under loom: reclamation through [`DeferredEpoch`], which reuses no node while the
+    /// model runs (for models too large with the real epoch).
+    #[cfg(all(loom, test))]
+    pub(crate) fn deferred() -> Self {
+        Self::with_epoch(Epoch::Deferred(DeferredEpoch::new()))
+    }
+
+    fn with_epoch(epoch: Epoch) -> Self {
         // Four shards per core: oversubscribed threads (more threads than cores) then rarely
         // share a shard lock, whose holder may be preempted. `bench w2` and `bench held`
         // (K = 16) at 16 threads on 2 cores, two interleaved runs each of a build with one
@@ -126,10 +149,7 @@ impl Reclaim {
                 })
             })
             .collect();
-        Reclaim {
-            epoch: Epoch::new(),
-            pools: Arc::new(Pools { shards, allocated: AtomicUsize::new(0) }),
-        }
+        Reclaim { epoch, pools: Arc::new(Pools { shards, allocated: AtomicUsize::new(0) }) }
     }
 
     /// Protects the calling thread: nodes it reaches stay unreused until the guard drops.
@@ -144,7 +164,6 @@ impl Reclaim {
     /// the deadline, at once for `Wait::Never`.
     #[inline]
     pub(crate) fn pin_for(&self, wait: Wait) -> Option<Guard<'_>> {
-        #[cfg(not(loom))]
         match wait {
             Wait::Until(None) => Some(self.epoch.protect()),
             Wait::Never => self.epoch.try_protect(std::time::Duration::ZERO).ok(),
@@ -152,11 +171,6 @@ impl Reclaim {
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
                 self.epoch.try_protect(left).ok()
             }
-        }
-        #[cfg(loom)]
-        {
-            let _ = wait;
-            Some(self.epoch.protect())
         }
     }
 
@@ -241,32 +255,57 @@ impl Reclaim {
     }
 }
 
-/// The loom stand-in for the epoch framework: protection is a no-op and every deferred
-/// action runs when the instance drops (nothing is reused while the model runs).
+/// Under loom, the epoch of a [`Reclaim`]: the real one, or [`DeferredEpoch`].
+#[cfg(loom)]
+#[cfg_attr(not(test), allow(dead_code))] // `Deferred`: only the models build one
+#[allow(clippy::large_enum_variant)] // one per lock: like the unboxed non-loom field
+enum Epoch {
+    Light(epvs::epoch::LightEpoch),
+    Deferred(DeferredEpoch),
+}
+
+#[cfg(loom)]
+impl Epoch {
+    fn protect(&self) -> Guard<'_> {
+        match self {
+            Epoch::Light(epoch) => Some(epoch.protect()),
+            Epoch::Deferred(_) => None,
+        }
+    }
+
+    fn try_protect(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<Guard<'_>, epvs::epoch::EpochError> {
+        match self {
+            Epoch::Light(epoch) => epoch.try_protect(timeout).map(Some),
+            Epoch::Deferred(_) => Ok(None),
+        }
+    }
+
+    fn bump_with(&self, action: impl FnOnce() + Send + 'static) {
+        match self {
+            Epoch::Light(epoch) => {
+                epoch.bump_with(action);
+            }
+            Epoch::Deferred(epoch) => epoch.bump_with(action),
+        }
+    }
+}
+
+/// The loom stand-in for the epoch framework in models too large for the real one:
+/// protection is a no-op and every deferred action runs when the instance drops (nothing is
+/// reused while the model runs).
 #[cfg(loom)]
 pub(crate) struct DeferredEpoch {
     actions: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
 }
 
-/// The guard of [`DeferredEpoch`].
-#[cfg(loom)]
-pub(crate) struct DeferredGuard<'a>(core::marker::PhantomData<&'a DeferredEpoch>);
-
-/// Ends the (no-op) protection, like the epoch guard it stands for: the acquisition code
-/// ends protected regions with an explicit `drop(guard)` before waiting.
-#[cfg(loom)]
-impl Drop for DeferredGuard<'_> {
-    fn drop(&mut self) {}
-}
-
 #[cfg(loom)]
 impl DeferredEpoch {
+    #[cfg(test)]
     fn new() -> Self {
         DeferredEpoch { actions: Mutex::new(Vec::new()) }
-    }
-
-    fn protect(&self) -> DeferredGuard<'_> {
-        DeferredGuard(core::marker::PhantomData)
     }
 
     fn bump_with(&self, action: impl FnOnce() + Send + 'static) {

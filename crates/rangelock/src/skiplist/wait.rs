@@ -28,6 +28,14 @@
 //! word clears `PARKED` (under the bucket lock, so a thread parking at that moment fails its
 //! `validate` and sets the bit again), so a release after a timed-out wait wakes nobody.
 //!
+//! Under loom the waiting loop is the same code (`wait_slow`, without the spin phase that
+//! precedes it and without deadlines, which loom models never pass) over a model of the
+//! parking lot (`lot`): one bucket, a loom mutex over the queue of parked threads and their
+//! keys, and a condition variable. `validate` runs under that mutex, and `unpark_all`
+//! dequeues every thread parked on the key under it and notifies; a thread sleeps until it
+//! is dequeued. A wake-up the protocol loses leaves a thread blocked for good, which loom
+//! reports as a deadlock.
+//!
 //! We chose `parking_lot_core` on purpose: it is the global, address-keyed parking lot
 //! behind `parking_lot` (no per-word queue memory, no waiter list to reclaim), it supports
 //! deadlines, and spurious wake-ups are harmless because the waiter re-checks its ticket in a
@@ -116,17 +124,9 @@ pub(crate) fn wake(word: &AtomicU64, old: u64) {
 
 #[cold]
 fn wake_slow(word: &AtomicU64) {
-    #[cfg(not(loom))]
     // SAFETY: the key is the address of a wait word of a live lock; nobody else parks on it
     // with another meaning (see `wait_slow`).
-    unsafe {
-        parking_lot_core::unpark_all(
-            word as *const AtomicU64 as usize,
-            parking_lot_core::DEFAULT_UNPARK_TOKEN,
-        );
-    }
-    #[cfg(loom)]
-    let _ = word;
+    unsafe { lot::unpark_all(word as *const AtomicU64 as usize) };
 }
 
 /// How long an acquisition may wait.
@@ -164,10 +164,12 @@ fn wait_until(ticket: Ticket, deadline: Option<Instant>) -> bool {
     wait_slow(ticket, deadline)
 }
 
-#[cfg(not(loom))]
+/// The waiting loop after the spin phase (under loom, the whole wait): announce `PARKED`,
+/// park with `validate`, re-check after every wake-up. The same code runs under loom, where
+/// `lot` is a model of the parking lot.
 #[cold]
 fn wait_slow(ticket: Ticket, deadline: Option<Instant>) -> bool {
-    use parking_lot_core::{ParkResult, DEFAULT_PARK_TOKEN};
+    use parking_lot_core::ParkResult;
 
     let word = ticket.word();
     let key = word as *const AtomicU64 as usize;
@@ -193,18 +195,16 @@ fn wait_slow(ticket: Ticket, deadline: Option<Instant>) -> bool {
         // `key` is the address of a wait word of a lock the caller borrows, so no other
         // user of the global parking lot parks on it with a different meaning.
         let result = unsafe {
-            parking_lot_core::park(
+            lot::park(
                 key,
                 // Acquire: pairs with the Release of `end_use`.
                 || word.load(Ordering::Acquire) == expected,
-                || {},
-                |_, was_last| {
+                |was_last| {
                     if was_last {
                         // Relaxed: under the bucket lock; a parker re-validates after us.
                         word.fetch_and(!PARKED, Ordering::Relaxed);
                     }
                 },
-                DEFAULT_PARK_TOKEN,
                 deadline,
             )
         };
@@ -215,11 +215,134 @@ fn wait_slow(ticket: Ticket, deadline: Option<Instant>) -> bool {
 }
 
 #[cfg(loom)]
-fn wait_until(ticket: Ticket, _deadline: Option<Instant>) -> bool {
-    // Under loom there is no parking lot: yield until the holder releases. Loom models
-    // never pass deadlines.
-    while !ticket.is_over() {
-        loom::thread::yield_now();
+fn wait_until(ticket: Ticket, deadline: Option<Instant>) -> bool {
+    // No spin phase under loom: it only shortcuts the parking protocol, which is what the
+    // models check.
+    wait_slow(ticket, deadline)
+}
+
+/// The parking lot behind [`wait_slow`] and [`wake_slow`]: `parking_lot_core`'s global one.
+#[cfg(not(loom))]
+mod lot {
+    use std::time::Instant;
+
+    use parking_lot_core::{ParkResult, DEFAULT_PARK_TOKEN, DEFAULT_UNPARK_TOKEN};
+
+    /// `parking_lot_core::park` with the default token and no `before_sleep`: sleeps on
+    /// `key` unless `validate` (run under the bucket lock) returns `false`, until
+    /// [`unpark_all`] of `key` or `deadline`; `timed_out` runs under the bucket lock with
+    /// whether the thread was the last one parked on `key`.
+    ///
+    /// # Safety
+    ///
+    /// As `parking_lot_core::park`: `validate` and `timed_out` must not panic or call into
+    /// the parking lot, and `key` must not be used by other users of the global parking lot
+    /// with another meaning.
+    pub(super) unsafe fn park(
+        key: usize,
+        validate: impl FnOnce() -> bool,
+        timed_out: impl FnOnce(bool),
+        deadline: Option<Instant>,
+    ) -> ParkResult {
+        // SAFETY: the caller's contract is `parking_lot_core::park`'s.
+        unsafe {
+            parking_lot_core::park(
+                key,
+                validate,
+                || {},
+                |_, was_last| timed_out(was_last),
+                DEFAULT_PARK_TOKEN,
+                deadline,
+            )
+        }
     }
-    true
+
+    /// Wakes every thread parked on `key`.
+    ///
+    /// # Safety
+    ///
+    /// As [`park`]: `key` means what it means to the parkers.
+    pub(super) unsafe fn unpark_all(key: usize) {
+        // SAFETY: the caller's contract is `parking_lot_core::unpark_all`'s.
+        unsafe {
+            parking_lot_core::unpark_all(key, DEFAULT_UNPARK_TOKEN);
+        }
+    }
+}
+
+/// Under loom, a model of `parking_lot_core`'s parking lot: one bucket (a loom mutex over
+/// the queue of parked threads and their keys) and a condition variable.
+/// [`park`](lot::park) validates, enqueues and sleeps under the bucket lock;
+/// [`unpark_all`](lot::unpark_all) dequeues every thread parked on a key under the same
+/// lock and notifies. A thread sleeps until it has been dequeued, so a model whose waiter is
+/// never unparked ends with every thread blocked, which loom reports as a deadlock. No
+/// deadlines (loom models never pass them).
+#[cfg(loom)]
+mod lot {
+    use std::time::Instant;
+
+    use loom::sync::{Condvar, Mutex};
+    use parking_lot_core::{ParkResult, DEFAULT_UNPARK_TOKEN};
+
+    use crate::primitive::lock;
+
+    /// The parked threads: `(key, ticket)`, tickets numbered from `next`.
+    struct Bucket {
+        queue: Vec<(usize, u64)>,
+        next: u64,
+    }
+
+    /// The one bucket and its condition variable.
+    struct Lot {
+        bucket: Mutex<Bucket>,
+        parked: Condvar,
+    }
+
+    loom::lazy_static! {
+        /// Per model execution, like every loom static.
+        static ref LOT: Lot = Lot {
+            bucket: Mutex::new(Bucket { queue: Vec::new(), next: 0 }),
+            parked: Condvar::new(),
+        };
+    }
+
+    /// See the non-loom `park`; `deadline` must be `None` and `timed_out` never runs.
+    ///
+    /// # Safety
+    ///
+    /// None under loom; `unsafe` to keep the signature of the non-loom `park`.
+    pub(super) unsafe fn park(
+        key: usize,
+        validate: impl FnOnce() -> bool,
+        timed_out: impl FnOnce(bool),
+        deadline: Option<Instant>,
+    ) -> ParkResult {
+        assert!(deadline.is_none(), "loom models never pass deadlines");
+        let _ = timed_out;
+        let mut bucket = lock(&LOT.bucket);
+        if !validate() {
+            return ParkResult::Invalid;
+        }
+        let me = bucket.next;
+        bucket.next += 1;
+        bucket.queue.push((key, me));
+        while bucket.queue.iter().any(|&(_, t)| t == me) {
+            bucket = LOT.parked.wait(bucket).unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        ParkResult::Unparked(DEFAULT_UNPARK_TOKEN)
+    }
+
+    /// See the non-loom `unpark_all`.
+    ///
+    /// # Safety
+    ///
+    /// None under loom; `unsafe` to keep the signature of the non-loom `unpark_all`.
+    pub(super) unsafe fn unpark_all(key: usize) {
+        let mut bucket = lock(&LOT.bucket);
+        let parked = bucket.queue.len();
+        bucket.queue.retain(|&(k, _)| k != key);
+        if bucket.queue.len() != parked {
+            LOT.parked.notify_all();
+        }
+    }
 }
