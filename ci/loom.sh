@@ -6,9 +6,14 @@ cd "$(dirname "$0")/.."
 export RUSTFLAGS="${RUSTFLAGS:-} --cfg loom"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
-for crate in epvs rangelock rangelock-bravo; do
-  if grep -rqs 'cfg(loom)' "crates/$crate/src" "crates/$crate/tests" 2>/dev/null; then
-    echo "--- loom: $crate"
-    cargo test --release -p "$crate" --lib --tests -- --test-threads=2 loom
+# package:directory
+for crate in epvs:epvs rangelock:rangelock rangelock-bravo:bravo; do
+  package="${crate%%:*}" dir="${crate##*:}"
+  if grep -rqs 'cfg(loom)' "crates/$dir/src" "crates/$dir/tests" 2>/dev/null; then
+    echo "--- loom: $package"
+    cargo test --release -p "$package" --lib --tests -- --test-threads=2 loom
+  else
+    echo "--- loom: no models in crates/$dir" >&2
+    exit 1
   fi
 done
