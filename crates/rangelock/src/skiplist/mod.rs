@@ -277,8 +277,18 @@
 //!   fence. A list hold costs a node, an epoch guard and the skip-list insertion; a shared
 //!   hold in the reader table costs a node, 4 more RMWs and a guard.
 //! - Against static segments (`variants::Segments` with 1 KiB segments, exactly the `w1`
-//!   ranges) the uncontended costs are now alike (above; `w1_loop 20000000 0 <variant> 1`:
-//!   15.7-16.7 ns per lock+unlock for this lock, 16.5-17.0 for `segments`). What the
+//!   ranges) the uncontended instruction counts are alike (above; without a critical
+//!   section, `w1_loop 20000000 0 <variant> 1`: 15.7-16.7 ns per lock+unlock for this
+//!   lock, 16.5-17.0 for `segments`). With W1's 1 KiB memset inside the hold they are not:
+//!   `rangelock bench w1 --threads 1,2 --rounds 5 --duration-ms 500` measured 84.7 ns/op
+//!   for this lock, 62.5 for `segments` and 31.4 with no lock at 1 thread (0.74x), and
+//!   0.74x at 2 threads. The difference is the release: a segment is released with a
+//!   plain store (its waiters spin), ours with an RMW, which waits for the memset's stores
+//!   to drain while the lock is still held. A build whose stripe release was a plain store
+//!   (unsound here: a parked waiter could miss its wake-up) ran `RANGELOCK_W1_MEMSET=1
+//!   w1_loop 10000000 0 <variant> 1` at 55.1-60.5 ns/op against `segments`' 56.0-71.0,
+//!   where the real lock takes 89.9 against 50.8. So with waiters that park, W1 at 0.75x
+//!   `segments` is the floor of this design, not a cost of its bookkeeping. What the
 //!   segment table cannot do is the rest: any range over the whole `u64` domain without
 //!   memory per unit, no false conflicts between disjoint ranges of one segment, one list
 //!   node (not one CAS per segment) for a long range, parking instead of spinning, and
