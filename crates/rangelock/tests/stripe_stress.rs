@@ -680,40 +680,32 @@ fn generated_ranges_are_of_their_kind() {
     }
 }
 
-#[test]
-fn tiny_windows_mixed() {
+/// One short mixed run over `geo` that must acquire every kind of range in both modes.
+fn short_mix(geo: Geometry, threads: usize, ops: u64, seed: u64) {
     let _serial = serial();
-    let geo = Geometry::tiny();
-    let report = mix(&geo, 8, Budget::Ops(5000), 0x71AE);
+    let report = mix(&geo, threads, Budget::Ops(ops), seed);
     eprintln!("{}: {}", geo.name, report.summary());
     report.assert_every_kind(geo.name);
+}
+
+#[test]
+fn tiny_windows_mixed() {
+    short_mix(Geometry::tiny(), 8, 5000, 0x71AE);
 }
 
 #[test]
 fn narrow_windows_and_a_short_list_mixed() {
-    let _serial = serial();
-    let geo = Geometry::narrow();
-    let report = mix(&geo, 6, Budget::Ops(4000), 0x3A77);
-    eprintln!("{}: {}", geo.name, report.summary());
-    report.assert_every_kind(geo.name);
+    short_mix(Geometry::narrow(), 6, 4000, 0x3A77);
 }
 
 #[test]
 fn overflow_table_only_mixed() {
-    let _serial = serial();
-    let geo = Geometry::overflow_only();
-    let report = mix(&geo, 4, Budget::Ops(4000), 0x0F10);
-    eprintln!("{}: {}", geo.name, report.summary());
-    report.assert_every_kind(geo.name);
+    short_mix(Geometry::overflow_only(), 4, 4000, 0x0F10);
 }
 
 #[test]
 fn default_geometry_at_window_boundaries() {
-    let _serial = serial();
-    let geo = Geometry::default_windows();
-    let report = mix(&geo, 6, Budget::Ops(4000), 0xDEF0);
-    eprintln!("{}: {}", geo.name, report.summary());
-    report.assert_every_kind(geo.name);
+    short_mix(Geometry::default_windows(), 6, 4000, 0xDEF0);
 }
 
 #[test]
