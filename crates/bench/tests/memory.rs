@@ -61,7 +61,11 @@ fn memory_reports_plausible_numbers_for_every_lock() {
     assert_eq!(rangelock.len(), 2 * HELD.len(), "both layouts, every K");
     for r in &rangelock {
         let per = extra(r, "bytes_per_range");
-        assert!((8.0..=4096.0).contains(&per), "{r:?}");
+        // One range inside a stripe is a slot of a table the idle lock already has: no
+        // bytes of its own. Many ranges take list nodes, or window tables.
+        let held = r.params.get("held_ranges").and_then(serde_json::Value::as_u64).unwrap();
+        let plausible = if held == 1 { 0.0..=4096.0 } else { 8.0..=4096.0 };
+        assert!(plausible.contains(&per), "{r:?}");
         assert!(extra(r, "new_bytes") > 0.0 && extra(r, "idle_bytes") >= extra(r, "new_bytes"));
         assert!(extra(r, "inline_bytes") > 0.0, "{r:?}");
     }
