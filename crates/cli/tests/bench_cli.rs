@@ -95,7 +95,11 @@ fn bench_memory_counts_bytes_through_the_binarys_allocator() {
     assert!(!rangelock.is_empty());
     for r in rangelock {
         assert!(r["idle_bytes"].as_f64().unwrap() > 0.0, "{r}");
-        assert!(r["bytes_per_range"].as_f64().unwrap() > 0.0, "{r}");
+        // One range inside a stripe is a slot of a table the idle lock already has (0 bytes
+        // of its own); a thousand take list nodes: the allocator saw them.
+        if r["params"]["held_ranges"].as_u64() != Some(1) {
+            assert!(r["bytes_per_range"].as_f64().unwrap() > 0.0, "{r}");
+        }
     }
     std::fs::remove_dir_all(&out).unwrap();
 }
