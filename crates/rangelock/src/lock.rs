@@ -123,7 +123,7 @@ impl<R: RawRangeLock> fmt::Debug for Lock<R> {
 }
 
 /// A deadline `timeout` from now; a timeout too large to represent waits forever in practice.
-fn deadline_after(timeout: Duration) -> Instant {
+pub(crate) fn deadline_after(timeout: Duration) -> Instant {
     let now = Instant::now();
     now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400))
 }

@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::error::LockError;
-use crate::lock::{Lock, RangeGuard};
+use crate::lock::{deadline_after, Lock, RangeGuard};
 use crate::range::{check_range, overlaps, Mode};
 use crate::raw::RawRangeLock;
 
@@ -289,12 +289,6 @@ fn prepare(
     Ok(request)
 }
 
-/// A deadline `timeout` from now; a timeout too large to represent waits forever in
-/// practice. (The same rule as the single-range `lock*_timeout` methods.)
-fn deadline_after(timeout: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400))
-}
 
 /// The ranges of one [`Lock::lock_many`] request, all held; dropping it releases them all.
 #[must_use = "the ranges are unlocked as soon as the guard is dropped"]

@@ -32,7 +32,7 @@ use super::wait::Wait;
 use super::wakers::{self, Registration};
 use super::{Attempt, Kind, Listed, RangeLock, SkipList, SkipToken};
 use crate::error::LockError;
-use crate::lock::{Lock, RangeGuard};
+use crate::lock::{deadline_after, Lock, RangeGuard};
 use crate::range::{check_range, Mode};
 
 impl Lock<SkipList> {
@@ -84,11 +84,6 @@ impl Lock<SkipList> {
     }
 }
 
-/// A deadline `timeout` from now, saturating far in the future.
-fn deadline_after(timeout: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400))
-}
 
 /// The future of an async acquisition of [`RangeLock`]: resolves to a [`RangeGuard`], or to
 /// [`LockError::InvalidRange`] / [`LockError::TimedOut`]. Dropping it before it resolves
