@@ -289,7 +289,6 @@ fn prepare(
     Ok(request)
 }
 
-
 /// The ranges of one [`Lock::lock_many`] request, all held; dropping it releases them all.
 #[must_use = "the ranges are unlocked as soon as the guard is dropped"]
 pub struct ManyGuard<'a, R: RawRangeLock> {

@@ -84,7 +84,6 @@ impl Lock<SkipList> {
     }
 }
 
-
 /// The future of an async acquisition of [`RangeLock`]: resolves to a [`RangeGuard`], or to
 /// [`LockError::InvalidRange`] / [`LockError::TimedOut`]. Dropping it before it resolves
 /// gives the acquisition up and leaves nothing behind (module docs).
@@ -175,7 +174,9 @@ impl<'a> Future for LockFuture<'a> {
                     // Counted before the node becomes visible, as in the blocking paths.
                     this.state = match this.mode {
                         Mode::Exclusive => {
-                            if let Some(token) = raw.stripe_attempt(&range, Wait::Never) {
+                            if let Some(token) =
+                                raw.stripe_attempt(&range, Mode::Exclusive, Wait::Never)
+                            {
                                 return this.finish(Ok(token));
                             }
                             let node = raw.list_node(&range);
@@ -183,7 +184,9 @@ impl<'a> Future for LockFuture<'a> {
                             State::Listed { node, listed: Listed::default() }
                         }
                         Mode::Shared => {
-                            if let Some(token) = raw.stripe_shared_attempt(&range, Wait::Never) {
+                            if let Some(token) =
+                                raw.stripe_attempt(&range, Mode::Shared, Wait::Never)
+                            {
                                 return this.finish(Ok(token));
                             }
                             raw.stripes.count(&range);

@@ -588,11 +588,7 @@ impl SkipList {
     fn acquire(&self, range: Range<u64>, mode: Mode, wait: Wait) -> Option<SkipToken> {
         // The safe `RawRangeLock` methods are reachable through `Lock::raw`: an empty or
         // inverted range must not wrap around into a range over every window.
-        assert!(
-            range.start < range.end,
-            "{}",
-            crate::RangeError { start: range.start, end: range.end }
-        );
+        crate::raw::assert_valid(&range);
         match mode {
             Mode::Exclusive => self.acquire_exclusive(&range, wait),
             Mode::Shared => self.acquire_shared_token(&range, wait),
@@ -601,66 +597,54 @@ impl SkipList {
 
     #[inline]
     fn acquire_exclusive(&self, range: &Range<u64>, wait: Wait) -> Option<SkipToken> {
-        if let Some(token) = self.stripe_attempt(range, wait) {
+        if let Some(token) = self.stripe_attempt(range, Mode::Exclusive, wait) {
             return Some(token);
         }
         self.acquire_listed(self.list_node(range), range, wait)
     }
 
-    /// The stripe fast path: the token if `range` lies in one stripe whose slot is free and
-    /// no counted party overlaps it; `None` (with nothing held) sends the acquisition to the
-    /// list path.
+    /// The stripe fast path in `mode`: the token if `range` lies in one stripe whose slot is
+    /// free (or, for a reader, held by readers of exactly this range) and no counted party
+    /// overlaps it; `None` (with nothing held) sends the acquisition to the list or the
+    /// reader table.
     #[inline]
-    fn stripe_attempt(&self, range: &Range<u64>, wait: Wait) -> Option<SkipToken> {
+    fn stripe_attempt(&self, range: &Range<u64>, mode: Mode, wait: Wait) -> Option<SkipToken> {
         let stripe = self.stripes.slot_of(range)?;
-        if !stripe.claim() {
+        let claimed = match mode {
+            Mode::Exclusive => stripe.claim(),
+            Mode::Shared => stripe.claim_shared(),
+        };
+        if !claimed {
             return None;
         }
         // The common case reaches no node, so it needs no epoch guard: no counted party may
         // overlap (handshake loads, after the fence).
         readers::handshake_fence();
-        if !stripe.counted(&self.stripes) || self.stripe_is_free_slow(range, wait) {
-            return Some(SkipToken(Kind::Stripe(stripe.slot())));
+        let slot = stripe.slot();
+        if !stripe.counted(&self.stripes) || self.stripe_is_free_slow(range, mode, wait) {
+            return Some(SkipToken(match mode {
+                Mode::Exclusive => Kind::Stripe(slot),
+                Mode::Shared => Kind::StripeShared(slot),
+            }));
         }
-        // Retract: whoever waits on the slot sees it free and looks again.
-        // SAFETY: `stripe` is ours, claimed above.
-        Stripes::release(unsafe { stripe.slot().as_ref() });
+        // Retract: whoever waits on the slot sees it free (or its count lower) and looks
+        // again.
+        // SAFETY: `slot` is ours, claimed (or joined) above.
+        let slot = unsafe { slot.as_ref() };
+        match mode {
+            Mode::Exclusive => Stripes::release(slot),
+            Mode::Shared => Stripes::release_shared(slot),
+        }
         None
     }
 
     /// A shared acquisition: the stripe slot if it can be had, else the reader table. Not
     /// inlined into `acquire`, which callers inline: the exclusive fast path stays small.
     fn acquire_shared_token(&self, range: &Range<u64>, wait: Wait) -> Option<SkipToken> {
-        if let Some(token) = self.stripe_shared_attempt(range, wait) {
+        if let Some(token) = self.stripe_attempt(range, Mode::Shared, wait) {
             return Some(token);
         }
         self.acquire_shared(range, wait).map(|node| SkipToken(Kind::Shared(node)))
-    }
-
-    /// The stripe fast path of a reader: the token if `range` lies in one stripe whose slot
-    /// is free or held by readers, and no counted writer overlaps it; `None` (with nothing
-    /// held) sends the acquisition to the reader table.
-    #[inline]
-    fn stripe_shared_attempt(&self, range: &Range<u64>, wait: Wait) -> Option<SkipToken> {
-        let stripe = self.stripes.slot_of(range)?;
-        if !stripe.claim_shared() {
-            return None;
-        }
-        readers::handshake_fence();
-        if !stripe.counted(&self.stripes) || self.stripe_shared_is_free_slow(range, wait) {
-            return Some(SkipToken(Kind::StripeShared(stripe.slot())));
-        }
-        // SAFETY: we joined the slot's readers above.
-        Stripes::release_shared(unsafe { stripe.slot().as_ref() });
-        None
-    }
-
-    /// After joining a slot's readers with counts not all zero: whether no list node (an
-    /// exclusive range) overlaps.
-    #[cold]
-    fn stripe_shared_is_free_slow(&self, range: &Range<u64>, wait: Wait) -> bool {
-        let Some(guard) = self.reclaim.pin_for(wait) else { return false };
-        matches!(self.list.overlapping(range, &guard), Conflict::None)
     }
 
     /// A fresh private node for the list path.
@@ -671,17 +655,18 @@ impl SkipList {
         node
     }
 
-    /// After claiming a stripe slot whose counts are not all zero: whether no list node and
-    /// no reader overlaps.
+    /// After claiming a stripe slot in `mode` whose counts are not all zero: whether no list
+    /// node (and, for an exclusive holder, no reader in the table) overlaps.
     #[cold]
-    fn stripe_is_free_slow(&self, range: &Range<u64>, wait: Wait) -> bool {
+    fn stripe_is_free_slow(&self, range: &Range<u64>, mode: Mode, wait: Wait) -> bool {
         #[cfg(all(test, not(loom)))]
         tests::SLOW_CHECKS.with(|c| c.set(c.get() + 1));
         // A full epoch table counts as a conflict: retract, and let the list path wait (or
         // give up) as `wait` says.
         let Some(guard) = self.reclaim.pin_for(wait) else { return false };
         matches!(self.list.overlapping(range, &guard), Conflict::None)
-            && matches!(self.readers.overlapping(range, &guard), Conflict::None)
+            && (mode == Mode::Shared
+                || matches!(self.readers.overlapping(range, &guard), Conflict::None))
     }
 
     /// The list path of an exclusive acquisition: count the range in the stripe table,
