@@ -127,27 +127,38 @@ pub(crate) fn wake_all(key: usize) {
 
 /// Pending deadlines, earliest first.
 struct Timer {
-    heap: Mutex<BinaryHeap<core::cmp::Reverse<(Instant, u64, WakerCell)>>>,
+    heap: Mutex<BinaryHeap<Due>>,
     changed: Condvar,
 }
 
-/// A waker in the timer's heap (ordered by the deadline and sequence number only).
-struct WakerCell(Waker);
+/// A waker due at `at`; `seq` breaks ties. The heap is a max-heap, so the order is reversed:
+/// the earliest deadline is the greatest.
+struct Due {
+    at: Instant,
+    seq: u64,
+    waker: Waker,
+}
 
-impl PartialEq for WakerCell {
-    fn eq(&self, _: &Self) -> bool {
-        true
+impl Due {
+    fn key(&self) -> core::cmp::Reverse<(Instant, u64)> {
+        core::cmp::Reverse((self.at, self.seq))
     }
 }
-impl Eq for WakerCell {}
-impl PartialOrd for WakerCell {
+
+impl PartialEq for Due {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+impl Eq for Due {}
+impl PartialOrd for Due {
     fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
-impl Ord for WakerCell {
-    fn cmp(&self, _: &Self) -> core::cmp::Ordering {
-        core::cmp::Ordering::Equal
+impl Ord for Due {
+    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
+        self.key().cmp(&other.key())
     }
 }
 
@@ -169,7 +180,7 @@ pub(crate) fn wake_at(deadline: Instant, waker: &Waker) {
     // Relaxed: only uniqueness (a tie-break) matters.
     let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut heap = timer.heap.lock().unwrap_or_else(PoisonError::into_inner);
-    heap.push(core::cmp::Reverse((deadline, seq, WakerCell(waker.clone()))));
+    heap.push(Due { at: deadline, seq, waker: waker.clone() });
     drop(heap);
     timer.changed.notify_one();
 }
@@ -180,9 +191,9 @@ impl Timer {
         loop {
             let now = Instant::now();
             let mut due = Vec::new();
-            while heap.peek().is_some_and(|e| e.0 .0 <= now) {
-                if let Some(core::cmp::Reverse((_, _, WakerCell(waker)))) = heap.pop() {
-                    due.push(waker);
+            while heap.peek().is_some_and(|d| d.at <= now) {
+                if let Some(d) = heap.pop() {
+                    due.push(d.waker);
                 }
             }
             if !due.is_empty() {
@@ -191,7 +202,7 @@ impl Timer {
                 heap = self.heap.lock().unwrap_or_else(PoisonError::into_inner);
                 continue;
             }
-            heap = match heap.peek().map(|e| e.0 .0) {
+            heap = match heap.peek().map(|d| d.at) {
                 Some(at) => {
                     let wait = at.saturating_duration_since(now);
                     self.changed.wait_timeout(heap, wait).unwrap_or_else(PoisonError::into_inner).0
