@@ -11,16 +11,21 @@ use rangelock_bench::suites::{contended::Contended, height::Height, held::Held, 
 use rangelock_bench::variants::Registered;
 use support::{TempDir, TestSet};
 
-fn run(suite: &dyn Suite) -> Vec<Record> {
-    let dir = TempDir::new(suite.name());
-    let opts = Options {
+/// One 5 ms round at 1 and 2 threads, written to `dir`, on top of `base` (quick or full).
+fn tiny(dir: &TempDir, base: Options) -> Options {
+    Options {
         threads: vec![1, 2],
         oversubscribe: false,
         rounds: 1,
         duration: Duration::from_millis(5),
         out: dir.0.clone(),
-        ..Options::quick()
-    };
+        ..base
+    }
+}
+
+fn run(suite: &dyn Suite) -> Vec<Record> {
+    let dir = TempDir::new(suite.name());
+    let opts = tiny(&dir, Options::quick());
     let report = run_suite(suite, &opts).unwrap();
     assert!(report.json.exists() && report.svg.exists());
     for r in &report.records {
@@ -144,14 +149,7 @@ fn mixed_quick_runs_every_lock_at_20_pct() {
 #[test]
 fn mixed_full_runs_over_the_real_locks() {
     let dir = TempDir::new("mixed-real");
-    let opts = Options {
-        threads: vec![1, 2],
-        oversubscribe: false,
-        rounds: 1,
-        duration: Duration::from_millis(5),
-        out: dir.0.clone(),
-        ..Options::full()
-    };
+    let opts = tiny(&dir, Options::full());
     let report = run_suite(&Mixed::<Registered>::default(), &opts).unwrap();
     let records = report.records;
     assert!(report.skipped.is_empty(), "{:?}", report.skipped);

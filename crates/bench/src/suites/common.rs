@@ -1,10 +1,12 @@
 //! Helpers the range-lock suites share.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::workload::SharedRegion;
+use crate::workload::loops::Background;
+use crate::workload::{holds_disjoint, RangeTarget, SharedRegion};
 
 /// Ranges of the W1/W2/held layouts: 16 Ki ranges of 1 KiB, a 16 MiB shared region
 /// (larger than this machine's L2, so the memset is a real write, not a cache hit).
@@ -42,6 +44,28 @@ pub(crate) fn coarse(suite: &str, name: &str) {
         "{suite}: skipping {name}: one thread cannot hold several disjoint ranges at once \
          (a coarse lock would deadlock this workload)"
     );
+}
+
+/// Whether `target` can hold the `background` holders apart from the measured ranges
+/// (`measured`, highest first after the holders: see `holds_disjoint`); notes the skip on
+/// stderr if not. `None` (no background) always fits.
+pub(crate) fn background_fits<T: RangeTarget>(
+    suite: &str,
+    name: &str,
+    target: &T,
+    background: Option<&Background>,
+    measured: impl IntoIterator<Item = Range<u64>>,
+) -> bool {
+    let Some(bg) = background else { return true };
+    let fits = holds_disjoint(target, bg.ranges_descending().into_iter().chain(measured));
+    if !fits {
+        eprintln!(
+            "{suite}: skipping {name} with background={}: it cannot hold the background \
+             ranges apart from the measured ones",
+            Background::NAME
+        );
+    }
+    fits
 }
 
 /// A params map from pairs.

@@ -117,16 +117,9 @@ impl VariantVisitor for Builder<'_> {
         }
         let budget = MIN_SETUP_BUDGET.max(self.opts.duration * 5);
         for background in self.backgrounds.clone() {
-            if let Some(bg) = &background {
-                let probe = bg.ranges_descending().into_iter().chain(self.layout.all_descending());
-                if !holds_disjoint(&*target, probe) {
-                    eprintln!(
-                        "held: skipping {name} with background={}: it cannot hold the \
-                         background ranges apart from the W1 ranges",
-                        Background::NAME
-                    );
-                    continue;
-                }
+            let measured = self.layout.all_descending();
+            if !common::background_fits("held", name, &*target, background.as_ref(), measured) {
+                continue;
             }
             let bg_name = background.as_ref().map_or(Background::NONE, |_| Background::NAME);
             for &k in self.ks {
