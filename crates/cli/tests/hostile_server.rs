@@ -76,7 +76,7 @@ impl Raw {
         let mut s = TcpStream::connect(addr).unwrap();
         s.set_nodelay(true).unwrap();
         let mut out = Vec::new();
-        ClientHello { version: VERSION }.encode(&mut out);
+        ClientHello::new(VERSION).encode(&mut out);
         s.write_all(&out).unwrap();
         let mut buf = [0u8; SERVER_HELLO_LEN];
         s.read_exact(&mut buf).unwrap();

@@ -45,8 +45,8 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use rangelock_proto::{
-    read_frame, ClientHello, FrameError, GrantMode, HelloStatus, Mode, Request, RequestFrame,
-    ResponseFrame, ServerHello, StatsBody, Status, Wait, ALL_PARTITIONS, SERVER_HELLO_LEN, VERSION,
+    read_frame, ClientHello, FrameError, GrantMode, Mode, Request, RequestFrame, ResponseFrame,
+    ServerHello, StatsBody, Status, Wait, ALL_PARTITIONS, SERVER_HELLO_LEN, VERSION,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::net::{TcpStream, UnixStream};
@@ -259,7 +259,7 @@ impl AsyncClient {
     {
         let (mut rd, mut wr) = tokio::io::split(stream);
         let mut out = Vec::new();
-        ClientHello { version: VERSION }.encode(&mut out);
+        ClientHello::new(VERSION).encode(&mut out);
         let mut buf = [0u8; SERVER_HELLO_LEN];
         let io = async {
             wr.write_all(&out).await?;
@@ -267,9 +267,7 @@ impl AsyncClient {
         };
         io.await.map_err(|e| ClientError::connect(endpoint, e))?;
         let hello = ServerHello::decode(&buf).map_err(ClientError::Handshake)?;
-        if hello.status == HelloStatus::UnsupportedVersion {
-            return Err(ClientError::UnsupportedVersion { server: hello.version, client: VERSION });
-        }
+        ClientError::check_hello(&hello)?;
         let (out_tx, out_rx) = mpsc::unbounded_channel();
         let lease = Duration::from_millis(hello.lease_ms.into());
         let pending = Arc::new(Pending::new(lease));

@@ -41,6 +41,15 @@ pub enum ClientError {
         /// Ours.
         client: u16,
     },
+    /// The server needs an authentication token and the client sent none.
+    #[error("the server requires an authentication token and none was given")]
+    AuthRequired,
+    /// The server does not know the client's token.
+    #[error("the server refused the authentication token")]
+    AuthFailed,
+    /// A plain-text client reached a TLS listener.
+    #[error("the server requires TLS on this address; connect with TLS")]
+    TlsRequired,
     /// The connection is gone; the server has released every lock of this session.
     #[error("connection to the server lost (its locks are released)")]
     ConnectionLost,
@@ -128,6 +137,21 @@ impl ClientError {
             Status::TimedOut => ClientError::TimedOut,
             Status::Cancelled => ClientError::Cancelled,
             other => ClientError::Server(other),
+        }
+    }
+
+    /// Checks a server hello: `Ok` if it accepted the session, else the refusal as an
+    /// error.
+    pub(crate) fn check_hello(hello: &rangelock_proto::ServerHello) -> Result<(), ClientError> {
+        use rangelock_proto::{HelloStatus, VERSION};
+        match hello.status {
+            HelloStatus::Accepted => Ok(()),
+            HelloStatus::UnsupportedVersion => {
+                Err(ClientError::UnsupportedVersion { server: hello.version, client: VERSION })
+            }
+            HelloStatus::AuthRequired => Err(ClientError::AuthRequired),
+            HelloStatus::AuthFailed => Err(ClientError::AuthFailed),
+            HelloStatus::TlsRequired => Err(ClientError::TlsRequired),
         }
     }
 

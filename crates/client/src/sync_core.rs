@@ -59,8 +59,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use rangelock_proto::{
-    op, ClientHello, HelloStatus, Request, RequestFrame, ResponseFrame, ServerHello, Status,
-    FRAME_HEADER_LEN, SERVER_HELLO_LEN, VERSION,
+    op, ClientHello, Request, RequestFrame, ResponseFrame, ServerHello, Status, FRAME_HEADER_LEN,
+    SERVER_HELLO_LEN, VERSION,
 };
 
 use crate::endpoint::Endpoint;
@@ -199,16 +199,14 @@ impl SyncCore {
             }
         };
         let mut out = Vec::new();
-        ClientHello { version: VERSION }.encode(&mut out);
+        ClientHello::new(VERSION).encode(&mut out);
         let mut buf = [0u8; SERVER_HELLO_LEN];
         stream
             .write_all(&out)
             .and_then(|()| stream.read_exact(&mut buf))
             .map_err(|e| ClientError::connect(endpoint, e))?;
         let hello = ServerHello::decode(&buf).map_err(ClientError::Handshake)?;
-        if hello.status == HelloStatus::UnsupportedVersion {
-            return Err(ClientError::UnsupportedVersion { server: hello.version, client: VERSION });
-        }
+        ClientError::check_hello(&hello)?;
         let core = Arc::new(SyncCore {
             hello,
             next_id: AtomicU64::new(1),

@@ -42,7 +42,7 @@ impl Conn {
     fn open(node: &Node) -> Conn {
         let mut s = TcpStream::connect(node.tcp_addr().unwrap()).unwrap();
         let mut out = Vec::new();
-        ClientHello { version: VERSION }.encode(&mut out);
+        ClientHello::new(VERSION).encode(&mut out);
         s.write_all(&out).unwrap();
         let mut hello = [0; SERVER_HELLO_LEN];
         s.read_exact(&mut hello).unwrap();

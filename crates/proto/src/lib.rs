@@ -5,14 +5,20 @@
 //! a client does not depend on the server. See `docs/PROTOCOL.md` for the byte layout and
 //! test vectors. In short:
 //!
-//! * the client sends [`ClientHello`] (8 bytes), the server answers [`ServerHello`]
-//!   (24 bytes) carrying the session id, the lease and the grant mode;
+//! * the client sends [`ClientHello`] (8 bytes, then an authentication token if it has
+//!   one), the server answers [`ServerHello`] (24 bytes) carrying the session id, the
+//!   lease and the grant mode, or a refusal (wrong version, missing or unknown token, a
+//!   plain-text client on a TLS listener);
 //! * then both sides exchange frames `len u32 | op u8 | id u64 | payload`, where `len`
 //!   counts the bytes after itself. Requests are pipelined: a client may send many before
 //!   reading a response, and responses carry the request id — they can arrive in any order
 //!   (a `LOCK` that waits is answered when granted).
 //!
-//! Version 2 adds the **cluster** messages (`docs/PROTOCOL.md` §7): the unit space is cut
+//! Version 3 adds **authentication**: the hello's token ([`hello_flags::AUTH`]), the hello
+//! statuses from [`HelloStatus::AuthRequired`] up, and [`Status::Forbidden`] for a range
+//! outside the token's ranges.
+//!
+//! Version 2 added the **cluster** messages (`docs/PROTOCOL.md` §7): the unit space is cut
 //! into aligned partitions ([`Partitioning`]), each owned by one node; fencing tokens
 //! carry the partition's epoch ([`token`]); `RECLAIM` and `MAP` requests, server-pushed
 //! notices ([`op::NOTICE`]), the statuses from [`Status::NotOwner`] up, and the
@@ -55,8 +61,8 @@ pub use error::DecodeError;
 pub use frame::read_frame;
 pub use frame::{FrameError, DEFAULT_MAX_FRAME, MAX_RESPONSE_FRAME};
 pub use handshake::{
-    ClientHello, GrantMode, HelloStatus, ServerHello, CLIENT_HELLO_LEN, MAGIC, SERVER_HELLO_LEN,
-    VERSION,
+    hello_flags, ClientHello, ClientHelloHead, GrantMode, HelloStatus, ServerHello,
+    CLIENT_HELLO_LEN, MAGIC, MAX_TOKEN_LEN, SERVER_HELLO_LEN, VERSION,
 };
 pub use map::{
     ClusterMap, MapError, NodeInfo, OwnerHint, PartitionOwner, PartitionState, MAX_NAME_LEN,

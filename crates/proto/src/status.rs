@@ -67,11 +67,14 @@ pub enum Status {
     ShmFull = 0x20,
     /// `SHM_ATTACH`: this session already holds a slot; `value` is its index.
     ShmAlreadyAttached = 0x21,
+    /// `LOCK` or `RECLAIM` of a range outside the ranges the session's authentication token
+    /// may lock (`docs/PROTOCOL.md` §1.1); nothing changed, the session goes on.
+    Forbidden = 0x22,
 }
 
 impl Status {
     /// Every status, in code order.
-    pub const ALL: [Status; 24] = [
+    pub const ALL: [Status; 25] = [
         Status::Ok,
         Status::Pending,
         Status::WouldBlock,
@@ -96,6 +99,7 @@ impl Status {
         Status::ShmUnavailable,
         Status::ShmFull,
         Status::ShmAlreadyAttached,
+        Status::Forbidden,
     ];
 
     /// The wire byte.
@@ -147,6 +151,7 @@ impl core::fmt::Display for Status {
             Status::ShmUnavailable => "no shared-memory slots on this server for this connection",
             Status::ShmFull => "every shared-memory slot is taken",
             Status::ShmAlreadyAttached => "this session already holds a shared-memory slot",
+            Status::Forbidden => "range outside what this session's token may lock",
         };
         f.write_str(s)
     }
@@ -165,7 +170,7 @@ mod tests {
             assert_eq!(Status::from_code(s.code()), Ok(s));
             assert_eq!(s.is_error(), s.code() >= 0x10);
         }
-        assert_eq!(Status::from_code(0x22), Err(DecodeError::UnknownStatus(0x22)));
+        assert_eq!(Status::from_code(0x23), Err(DecodeError::UnknownStatus(0x23)));
     }
 
     #[test]

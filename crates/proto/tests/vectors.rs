@@ -72,13 +72,15 @@ fn expected() -> Vec<(&'static str, Msg)> {
         }],
     };
     vec![
-        ("client-hello", Msg::ClientHello(ClientHello { version: VERSION })),
-        // A version 1 client's hello: answered by `server-hello-refused`.
-        ("client-hello-v1", Msg::ClientHello(ClientHello { version: 1 })),
+        ("client-hello", Msg::ClientHello(ClientHello::new(VERSION))),
+        // The token `secret`.
+        ("client-hello-token", Msg::ClientHello(ClientHello::with_token(Some(b"secret")))),
+        // A version 2 client's hello: answered by `server-hello-refused`.
+        ("client-hello-v2", Msg::ClientHello(ClientHello::new(2))),
         (
             "server-hello",
             Msg::ServerHello(ServerHello {
-                version: 2,
+                version: 3,
                 status: HelloStatus::Accepted,
                 grant: GrantMode::Push,
                 session: 1,
@@ -89,9 +91,42 @@ fn expected() -> Vec<(&'static str, Msg)> {
         (
             "server-hello-refused",
             Msg::ServerHello(ServerHello {
-                version: 2,
+                version: 3,
                 status: HelloStatus::UnsupportedVersion,
                 grant: GrantMode::Poll,
+                session: 0,
+                lease_ms: 10_000,
+                max_frame: 65_536,
+            }),
+        ),
+        (
+            "server-hello-auth-required",
+            Msg::ServerHello(ServerHello {
+                version: 3,
+                status: HelloStatus::AuthRequired,
+                grant: GrantMode::Push,
+                session: 0,
+                lease_ms: 10_000,
+                max_frame: 65_536,
+            }),
+        ),
+        (
+            "server-hello-auth-failed",
+            Msg::ServerHello(ServerHello {
+                version: 3,
+                status: HelloStatus::AuthFailed,
+                grant: GrantMode::Push,
+                session: 0,
+                lease_ms: 10_000,
+                max_frame: 65_536,
+            }),
+        ),
+        (
+            "server-hello-tls-required",
+            Msg::ServerHello(ServerHello {
+                version: 3,
+                status: HelloStatus::TlsRequired,
+                grant: GrantMode::Push,
                 session: 0,
                 lease_ms: 10_000,
                 max_frame: 65_536,
@@ -222,6 +257,10 @@ fn expected() -> Vec<(&'static str, Msg)> {
         (
             "resp-shm-already-attached",
             Msg::Response(ResponseFrame::new(op::SHM_ATTACH, 21, Status::ShmAlreadyAttached, 3)),
+        ),
+        (
+            "resp-lock-forbidden",
+            Msg::Response(ResponseFrame::new(op::LOCK, 22, Status::Forbidden, 0)),
         ),
     ]
 }

@@ -4,9 +4,11 @@
 //!
 //! # Lifecycle
 //!
-//! 1. Handshake: read a [`ClientHello`] within the lease; refuse a bad magic by closing
-//!    and a wrong version with [`HelloStatus::UnsupportedVersion`]; else register the
-//!    session with the engine (`Open`) and answer [`ServerHello`].
+//! 1. Handshake: read the client hello (head, then its token if any) within the lease;
+//!    refuse a bad magic or unknown flags by closing, a wrong version with
+//!    [`HelloStatus::UnsupportedVersion`], a bad token length with
+//!    [`HelloStatus::AuthFailed`]; else register the session with the engine (`Open`)
+//!    and answer [`ServerHello`].
 //! 2. Loop: read a frame within the lease (any frame renews it). A frame that does not
 //!    decode gets an error response addressed by its op and id and the loop goes on;
 //!    a frame whose length prefix is over the limit or under the header size gets one
@@ -36,8 +38,8 @@ use crate::end_log::EndLog;
 use crate::engine::Engine;
 use crate::ownership::Admission;
 use crate::protocol::{
-    op, read_frame, ClientHello, FrameError, HelloStatus, Request, RequestFrame, ResponseFrame,
-    ServerHello, Status, Wait, CLIENT_HELLO_LEN, VERSION,
+    op, read_frame, ClientHelloHead, FrameError, HelloStatus, Request, RequestFrame, ResponseFrame,
+    ServerHello, Status, Wait, CLIENT_HELLO_LEN, MAX_TOKEN_LEN, VERSION,
 };
 use crate::reply::{self, DirectWrite, ReplySink, SinkHandle, SocketSink};
 use crate::shm::{ShmArea, ShmSink};
@@ -114,7 +116,7 @@ pub(crate) async fn run<S: Transport>(
         Ok(Err(_)) => return shared.end_log.bad_end(&peer, 0, "closed before its hello"),
         Err(_) => return shared.end_log.bad_end(&peer, 0, "no hello within the lease"),
     }
-    let hello = match ClientHello::decode(&hello) {
+    let head = match ClientHelloHead::decode(&hello) {
         Ok(h) => h,
         Err(e) => return shared.end_log.bad_end(&peer, 0, &format!("bad hello: {e}")),
     };
@@ -126,19 +128,44 @@ pub(crate) async fn run<S: Transport>(
         lease_ms: u32::try_from(lease.as_millis()).unwrap_or(u32::MAX),
         max_frame: shared.config.max_frame,
     };
-    let mut out = Vec::with_capacity(64);
-    if hello.version != VERSION {
-        let reason = format!("client speaks protocol version {}, not {VERSION}", hello.version);
-        shared.end_log.bad_end(&peer, 0, &reason);
-        reply.status = HelloStatus::UnsupportedVersion;
-        reply.encode(&mut out);
-        // Dropping the write half afterwards shuts the write side down.
-        let _ = reply::write_all(&wr, &out).await;
-        return;
+    let refuse = |status, reason: &str| {
+        shared.end_log.bad_end(&peer, 0, reason);
+        ServerHello { status, ..reply }
+    };
+    if head.version != VERSION {
+        let reason = format!("client speaks protocol version {}, not {VERSION}", head.version);
+        return refuse_hello(&wr, refuse(HelloStatus::UnsupportedVersion, &reason)).await;
     }
+    if let Err(e) = head.check_flags() {
+        return shared.end_log.bad_end(&peer, 0, &format!("bad hello: {e}"));
+    }
+    // The token, if any (read within the same lease as the head; never logged).
+    let _token = if head.has_token() {
+        let read = async {
+            let n = rd.read_u16_le().await?;
+            if n == 0 || usize::from(n) > MAX_TOKEN_LEN {
+                return Ok(Err(n));
+            }
+            let mut t = vec![0u8; n.into()];
+            rd.read_exact(&mut t).await?;
+            std::io::Result::Ok(Ok(t))
+        };
+        match tokio::time::timeout(lease, read).await {
+            Ok(Ok(Ok(t))) => Some(t),
+            Ok(Ok(Err(n))) => {
+                let reason = format!("token length {n} (1 to {MAX_TOKEN_LEN} allowed)");
+                return refuse_hello(&wr, refuse(HelloStatus::AuthFailed, &reason)).await;
+            }
+            Ok(Err(_)) => return shared.end_log.bad_end(&peer, 0, "closed during its hello"),
+            Err(_) => return shared.end_log.bad_end(&peer, 0, "no hello within the lease"),
+        }
+    } else {
+        None
+    };
     let session = shared.next_session.fetch_add(1, Ordering::Relaxed) + 1;
     reply.session = session;
     // The hello goes out before the session can receive any response.
+    let mut out = Vec::with_capacity(64);
     reply.encode(&mut out);
     if reply::write_all(&wr, &out).await.is_err() {
         return;
@@ -224,6 +251,14 @@ pub(crate) async fn run<S: Transport>(
     if tokio::time::timeout(lease.max(Duration::from_millis(100)), writer).await.is_err() {
         abort.abort();
     }
+}
+
+/// Sends a refusing server hello; the caller returns, and dropping the write half then
+/// shuts the write side down.
+async fn refuse_hello<W: DirectWrite>(wr: &W, reply: ServerHello) {
+    let mut out = Vec::with_capacity(64);
+    reply.encode(&mut out);
+    let _ = reply::write_all(wr, &out).await;
 }
 
 /// Per-session state of the read loop.

@@ -480,7 +480,7 @@ fn a_refused_hello_carries_the_servers_real_settings() {
         });
         let mut s = std::net::TcpStream::connect(srv.tcp_addr().unwrap()).unwrap();
         let mut out = Vec::new();
-        ClientHello { version: VERSION + 1 }.encode(&mut out);
+        ClientHello::new(VERSION + 1).encode(&mut out);
         s.write_all(&out).unwrap();
         let mut buf = [0u8; SERVER_HELLO_LEN];
         s.read_exact(&mut buf).unwrap();
@@ -531,7 +531,7 @@ fn requests_may_follow_the_hello_before_the_server_hello_is_read() {
         let srv = server(|c| c.engine = engine);
         let mut s = std::net::TcpStream::connect(srv.tcp_addr().unwrap()).unwrap();
         let mut out = Vec::new();
-        ClientHello { version: VERSION }.encode(&mut out);
+        ClientHello::new(VERSION).encode(&mut out);
         RequestFrame { id: 7, request: lock(0, 10, Mode::Exclusive, Wait::Try) }.encode(&mut out);
         s.write_all(&out).unwrap(); // one write: hello and a LOCK
         let mut hello = [0u8; SERVER_HELLO_LEN];

@@ -25,8 +25,8 @@ fn hostile_connection(addr: std::net::SocketAddr, rng: &mut Rng) {
             return;
         }
         // A hello with a wrong version.
-        1 => ClientHello { version: 2 + rng.below(100) as u16 }.encode(&mut out),
-        _ => ClientHello { version: VERSION }.encode(&mut out),
+        1 => ClientHello::new(VERSION + 1 + rng.below(100) as u16).encode(&mut out),
+        _ => ClientHello::new(VERSION).encode(&mut out),
     }
     if s.write_all(&out).is_err() {
         return;

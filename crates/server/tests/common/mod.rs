@@ -100,7 +100,7 @@ impl Raw {
 
     fn handshake(mut s: TcpStream) -> Raw {
         let mut out = Vec::new();
-        ClientHello { version: VERSION }.encode(&mut out);
+        ClientHello::new(VERSION).encode(&mut out);
         s.write_all(&out).unwrap();
         let mut buf = [0u8; SERVER_HELLO_LEN];
         s.read_exact(&mut buf).unwrap();
