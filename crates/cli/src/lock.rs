@@ -55,6 +55,8 @@ pub struct LockArgs {
     /// Server address: `host:port` or `unix:/path`.
     #[arg(long, default_value_t = Endpoint::default(), conflicts_with = "cluster")]
     server: Endpoint,
+    #[command(flatten)]
+    connect: crate::connect::ConnectArgs,
     /// Lock through a cluster: its etcd endpoints (`http://host:port`, comma-separated;
     /// the live nodes are read from etcd) or the addresses of one or more of its nodes
     /// (`host:port`). A range across partitions is locked piece by piece; the command sees
@@ -213,9 +215,10 @@ impl Held for ServerLock {
 
 /// Locks on the single server `--server`.
 fn lock_server(args: &LockArgs, mode: Mode, wait: Wait) -> Result<Box<dyn Held>, Failure> {
-    let LockArgs { range, server, .. } = args;
+    let LockArgs { range, server, connect, .. } = args;
+    let options = connect.options().map_err(|e| Failure::new(exit::FAILURE, e))?;
     let what = format!("{}..{}", range.start, range.end);
-    let client = Client::connect(server).map_err(|e| connect_failure(e, server))?;
+    let client = Client::connect_with(server, &options).map_err(|e| connect_failure(e, server))?;
     let guard = match client.lock(range.clone(), mode, wait) {
         Ok(g) => g,
         Err(e @ (ClientError::WouldBlock | ClientError::TimedOut)) => {

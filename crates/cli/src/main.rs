@@ -2,6 +2,7 @@
 
 mod bench;
 mod cluster;
+mod connect;
 mod duration;
 mod exit;
 mod lock;

@@ -15,6 +15,8 @@ pub struct StatArgs {
     /// Server address: `host:port` or `unix:/path`.
     #[arg(long, default_value_t = Endpoint::default(), conflicts_with = "cluster")]
     server: Endpoint,
+    #[command(flatten)]
+    connect: crate::connect::ConnectArgs,
     /// Show every node of a cluster, reached through its etcd endpoints (`http://…`) or
     /// one or more of its nodes (`host:port`), comma-separated: the cluster map, then each
     /// node's counters and list.
@@ -33,7 +35,9 @@ pub fn run(args: StatArgs) -> Result<(), Failure> {
     if let Some(given) = &args.cluster {
         return run_cluster(given, &args.cluster_name, args.max);
     }
-    let client = Client::connect(&args.server).map_err(|e| connect_failure(e, &args.server))?;
+    let options = args.connect.options().map_err(|e| Failure::new(exit::FAILURE, e))?;
+    let client = Client::connect_with(&args.server, &options)
+        .map_err(|e| connect_failure(e, &args.server))?;
     let st = client
         .stats(args.max)
         .map_err(|e| Failure::client(e).context(format!("asking {} for stats", args.server)))?;

@@ -10,6 +10,7 @@ use rangelock_proto::{GrantMode, Mode, Request, StatsBody, Status, Wait};
 use crate::endpoint::Endpoint;
 use crate::error::{check_wait, ClientError, ConnectionLoss};
 use crate::guard::grant_accessors;
+use crate::options::ConnectOptions;
 use crate::poll::PollSchedule;
 use crate::sync_core::SyncCore;
 
@@ -33,7 +34,15 @@ pub struct Client {
 impl Client {
     /// Connects and performs the handshake.
     pub fn connect(endpoint: &Endpoint) -> Result<Client, ClientError> {
-        Ok(Client { core: SyncCore::connect(endpoint)? })
+        Self::connect_with(endpoint, &ConnectOptions::default())
+    }
+
+    /// Connects with `options` (an authentication token) and performs the handshake.
+    pub fn connect_with(
+        endpoint: &Endpoint,
+        options: &ConnectOptions,
+    ) -> Result<Client, ClientError> {
+        Ok(Client { core: SyncCore::connect(endpoint, options)? })
     }
 
     /// The server-assigned session id.

@@ -45,8 +45,8 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use rangelock_proto::{
-    read_frame, ClientHello, FrameError, GrantMode, Mode, Request, RequestFrame, ResponseFrame,
-    ServerHello, StatsBody, Status, Wait, ALL_PARTITIONS, SERVER_HELLO_LEN, VERSION,
+    read_frame, FrameError, GrantMode, Mode, Request, RequestFrame, ResponseFrame, ServerHello,
+    StatsBody, Status, Wait, ALL_PARTITIONS, SERVER_HELLO_LEN,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::net::{TcpStream, UnixStream};
@@ -55,6 +55,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use crate::endpoint::Endpoint;
 use crate::error::{check_wait, ClientError, ConnectionLoss, LossCause};
 use crate::guard::AsyncLockGuard;
+use crate::options::ConnectOptions;
 use crate::poll::PollSchedule;
 
 /// Largest response frame the client accepts (a `STATS` reply can be large).
@@ -237,29 +238,41 @@ impl AsyncClient {
     /// Connects and performs the handshake. Must run inside a tokio runtime, which then
     /// drives the connection's tasks.
     pub async fn connect(endpoint: &Endpoint) -> Result<AsyncClient, ClientError> {
+        Self::connect_with(endpoint, &ConnectOptions::default()).await
+    }
+
+    /// Connects with `options` (an authentication token) and performs the handshake.
+    pub async fn connect_with(
+        endpoint: &Endpoint,
+        options: &ConnectOptions,
+    ) -> Result<AsyncClient, ClientError> {
         match endpoint {
             Endpoint::Tcp(addr) => {
                 let s = TcpStream::connect(addr.as_str())
                     .await
                     .map_err(|e| ClientError::connect(endpoint, e))?;
                 s.set_nodelay(true)?;
-                Self::handshake(endpoint, s).await
+                Self::handshake(endpoint, options, s).await
             }
             Endpoint::Unix(p) => {
                 let s =
                     UnixStream::connect(p).await.map_err(|e| ClientError::connect(endpoint, e))?;
-                Self::handshake(endpoint, s).await
+                Self::handshake(endpoint, options, s).await
             }
         }
     }
 
-    async fn handshake<S>(endpoint: &Endpoint, stream: S) -> Result<AsyncClient, ClientError>
+    async fn handshake<S>(
+        endpoint: &Endpoint,
+        options: &ConnectOptions,
+        stream: S,
+    ) -> Result<AsyncClient, ClientError>
     where
         S: AsyncRead + AsyncWrite + Send + 'static,
     {
         let (mut rd, mut wr) = tokio::io::split(stream);
         let mut out = Vec::new();
-        ClientHello::new(VERSION).encode(&mut out);
+        options.hello().encode(&mut out);
         let mut buf = [0u8; SERVER_HELLO_LEN];
         let io = async {
             wr.write_all(&out).await?;

@@ -43,6 +43,7 @@ mod connection;
 mod endpoint;
 mod error;
 mod guard;
+mod options;
 mod poll;
 mod shm;
 mod sync_core;
@@ -52,6 +53,7 @@ pub use connection::{AsyncClient, Notice};
 pub use endpoint::Endpoint;
 pub use error::{ClientError, ConnectionLoss, LossCause, MAX_TIMEOUT};
 pub use guard::AsyncLockGuard;
+pub use options::ConnectOptions;
 pub use rangelock_proto::{
     Counters, EntryState, GrantMode, Mode, StatsBody, StatsEntry, Status, Wait,
 };

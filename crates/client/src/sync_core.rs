@@ -59,12 +59,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use rangelock_proto::{
-    op, ClientHello, Request, RequestFrame, ResponseFrame, ServerHello, Status, FRAME_HEADER_LEN,
-    SERVER_HELLO_LEN, VERSION,
+    op, Request, RequestFrame, ResponseFrame, ServerHello, Status, FRAME_HEADER_LEN,
+    SERVER_HELLO_LEN,
 };
 
 use crate::endpoint::Endpoint;
 use crate::error::{ClientError, ConnectionLoss, LossCause};
+use crate::options::ConnectOptions;
 use crate::shm::{ShmView, DRAIN_AT, SPIN_FOR, YIELD_UNTIL};
 
 /// Largest response frame the client accepts (a `STATS` reply can be large).
@@ -186,7 +187,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl SyncCore {
     /// Connects, performs the handshake and starts the keepalive thread.
-    pub(crate) fn connect(endpoint: &Endpoint) -> Result<Arc<SyncCore>, ClientError> {
+    pub(crate) fn connect(
+        endpoint: &Endpoint,
+        options: &ConnectOptions,
+    ) -> Result<Arc<SyncCore>, ClientError> {
         let mut stream = match endpoint {
             Endpoint::Tcp(addr) => {
                 let s = TcpStream::connect(addr.as_str())
@@ -199,7 +203,7 @@ impl SyncCore {
             }
         };
         let mut out = Vec::new();
-        ClientHello::new(VERSION).encode(&mut out);
+        options.hello().encode(&mut out);
         let mut buf = [0u8; SERVER_HELLO_LEN];
         stream
             .write_all(&out)

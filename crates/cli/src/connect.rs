@@ -1,0 +1,42 @@
+//! How `lock` and `stat` connect to a server: the authentication token (and TLS).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use rangelock_client::ConnectOptions;
+
+/// The environment variable that may carry the authentication token (a file given with
+/// `--token-file` wins). Not `RANGELOCK_TOKEN`: that is the fencing token `lock` hands
+/// to its command.
+pub(crate) const TOKEN_ENV: &str = "RANGELOCK_AUTH_TOKEN";
+
+/// Connection options shared by the client subcommands.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ConnectArgs {
+    /// Authenticate with the token in this file (its first line, without surrounding
+    /// white space); else with `$RANGELOCK_AUTH_TOKEN` if set. Never pass a token as an
+    /// argument: other users can read command lines.
+    #[arg(long, value_name = "PATH")]
+    token_file: Option<PathBuf>,
+}
+
+impl ConnectArgs {
+    /// The client options these arguments ask for.
+    pub(crate) fn options(&self) -> anyhow::Result<ConnectOptions> {
+        let mut options = ConnectOptions::new();
+        let token = match &self.token_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read the token file {}", path.display()))?;
+                let line = text.lines().next().unwrap_or("").trim().to_owned();
+                anyhow::ensure!(!line.is_empty(), "the token file {} is empty", path.display());
+                Some(line)
+            }
+            None => std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()),
+        };
+        if let Some(t) = token {
+            options = options.token(t);
+        }
+        Ok(options)
+    }
+}

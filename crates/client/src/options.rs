@@ -1,0 +1,53 @@
+//! How to connect: the authentication token (and, on TCP, TLS).
+//!
+//! ```no_run
+//! use rangelock_client::{Client, ConnectOptions, Endpoint};
+//! let options = ConnectOptions::new().token("s3cret");
+//! let client = Client::connect_with(&"10.0.0.5:7878".parse().unwrap(), &options).unwrap();
+//! ```
+//!
+//! The token is a secret: [`ConnectOptions`]'s `Debug` never shows it, and neither the
+//! client nor the server logs it. Off the host, use TLS so that it does not cross the
+//! network in plain text (`docs/PROTOCOL.md` §1.1–§1.2).
+
+use rangelock_proto::ClientHello;
+
+/// Options of [`Client::connect_with`](crate::Client::connect_with) and
+/// [`AsyncClient::connect_with`](crate::AsyncClient::connect_with);
+/// [`ConnectOptions::default`] is what [`Client::connect`](crate::Client::connect) uses.
+#[derive(Clone, Default)]
+pub struct ConnectOptions {
+    token: Option<String>,
+}
+
+impl core::fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let token = self.token.as_ref().map(|_| "<redacted>");
+        f.debug_struct("ConnectOptions").field("token", &token).finish_non_exhaustive()
+    }
+}
+
+impl ConnectOptions {
+    /// No token, no TLS.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Authenticates with `token` (a server with an auth file refuses a session without
+    /// a token it knows: [`ClientError::AuthRequired`](crate::ClientError::AuthRequired),
+    /// [`ClientError::AuthFailed`](crate::ClientError::AuthFailed)).
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Whether a token is set.
+    pub fn has_token(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// The client hello these options send.
+    pub(crate) fn hello(&self) -> ClientHello {
+        ClientHello::with_token(self.token.as_deref().map(str::as_bytes))
+    }
+}
