@@ -248,13 +248,26 @@ impl AsyncClient {
     ) -> Result<AsyncClient, ClientError> {
         match endpoint {
             Endpoint::Tcp(addr) => {
+                let tls = options.tls_options().map(|t| t.prepare(endpoint)).transpose()?;
                 let s = TcpStream::connect(addr.as_str())
                     .await
                     .map_err(|e| ClientError::connect(endpoint, e))?;
                 s.set_nodelay(true)?;
-                Self::handshake(endpoint, options, s).await
+                match tls {
+                    None => Self::handshake(endpoint, options, s).await,
+                    Some((config, name)) => {
+                        let s = tokio_rustls::TlsConnector::from(config)
+                            .connect(name, s)
+                            .await
+                            .map_err(|e| crate::tls::io_error(endpoint, true, e))?;
+                        Self::handshake(endpoint, options, s).await
+                    }
+                }
             }
             Endpoint::Unix(p) => {
+                if options.tls_options().is_some() {
+                    return Err(crate::tls::unix_refused(endpoint));
+                }
                 let s =
                     UnixStream::connect(p).await.map_err(|e| ClientError::connect(endpoint, e))?;
                 Self::handshake(endpoint, options, s).await
@@ -276,9 +289,13 @@ impl AsyncClient {
         let mut buf = [0u8; SERVER_HELLO_LEN];
         let io = async {
             wr.write_all(&out).await?;
+            // A TLS stream may hold records back until flushed (a plain socket never).
+            wr.flush().await?;
             rd.read_exact(&mut buf).await.map(drop)
         };
-        io.await.map_err(|e| ClientError::connect(endpoint, e))?;
+        // On TLS, a server that refuses the client's certificate says so here (TLS 1.3
+        // finishes the client's side of the handshake before the server checks it).
+        io.await.map_err(|e| crate::tls::io_error(endpoint, false, e))?;
         let hello = ServerHello::decode(&buf).map_err(ClientError::Handshake)?;
         ClientError::check_hello(&hello)?;
         let (out_tx, out_rx) = mpsc::unbounded_channel();
@@ -538,7 +555,9 @@ async fn write_loop<S: AsyncWrite>(
         }
         let written = tokio::select! {
             biased;
-            r = wr.write_all(&out) => r.is_ok(),
+            // `flush`: a TLS stream may hold records back until flushed (a plain socket
+            // returns at once).
+            r = async { wr.write_all(&out).await?; wr.flush().await } => r.is_ok(),
             () = &mut closed => false,
         };
         if !written {

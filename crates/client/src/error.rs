@@ -47,6 +47,12 @@ pub enum ClientError {
     /// The server does not know the client's token.
     #[error("the server refused the authentication token")]
     AuthFailed,
+    /// TLS could not be set up: a certificate or key file, or the handshake (an unknown
+    /// issuer, an expired certificate, a name mismatch, a refused or missing client
+    /// certificate, a server that does not speak TLS on the address, TLS asked for on a
+    /// Unix socket). The message says which.
+    #[error("TLS: {0}")]
+    Tls(String),
     /// A plain-text client reached a TLS listener.
     #[error("the server requires TLS on this address; connect with TLS")]
     TlsRequired,

@@ -1,5 +1,5 @@
 //! Client for `rangelockd` (the `rangelock-server` crate): blocking ([`Client`]) and async
-//! ([`AsyncClient`]) APIs over TCP or Unix sockets.
+//! ([`AsyncClient`]) APIs over TCP, TLS ([`TlsOptions`]) or Unix sockets.
 //!
 //! ```no_run
 //! use rangelock_client::{Client, Endpoint};
@@ -47,6 +47,8 @@ mod options;
 mod poll;
 mod shm;
 mod sync_core;
+mod sync_tls;
+mod tls;
 
 pub use blocking::{Client, LockGuard};
 pub use connection::{AsyncClient, Notice};
@@ -57,3 +59,6 @@ pub use options::ConnectOptions;
 pub use rangelock_proto::{
     Counters, EntryState, GrantMode, Mode, StatsBody, StatsEntry, Status, Wait,
 };
+/// The TLS library of [`TlsOptions`] (its root store and certificate types).
+pub use rustls;
+pub use tls::TlsOptions;

@@ -1,4 +1,4 @@
-//! How to connect: the authentication token (and, on TCP, TLS).
+//! How to connect: the authentication token and, on TCP, TLS ([`TlsOptions`]).
 //!
 //! ```no_run
 //! use rangelock_client::{Client, ConnectOptions, Endpoint};
@@ -12,18 +12,24 @@
 
 use rangelock_proto::ClientHello;
 
+use crate::tls::TlsOptions;
+
 /// Options of [`Client::connect_with`](crate::Client::connect_with) and
 /// [`AsyncClient::connect_with`](crate::AsyncClient::connect_with);
 /// [`ConnectOptions::default`] is what [`Client::connect`](crate::Client::connect) uses.
 #[derive(Clone, Default)]
 pub struct ConnectOptions {
     token: Option<String>,
+    tls: Option<TlsOptions>,
 }
 
 impl core::fmt::Debug for ConnectOptions {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let token = self.token.as_ref().map(|_| "<redacted>");
-        f.debug_struct("ConnectOptions").field("token", &token).finish_non_exhaustive()
+        f.debug_struct("ConnectOptions")
+            .field("token", &token)
+            .field("tls", &self.tls)
+            .finish_non_exhaustive()
     }
 }
 
@@ -39,6 +45,18 @@ impl ConnectOptions {
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
         self
+    }
+
+    /// Speaks TLS as `tls` says (TCP endpoints only: on a `unix:` endpoint connecting
+    /// fails with [`ClientError::Tls`](crate::ClientError::Tls)).
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// The TLS options, if TLS is on.
+    pub fn tls_options(&self) -> Option<&TlsOptions> {
+        self.tls.as_ref()
     }
 
     /// Whether a token is set.

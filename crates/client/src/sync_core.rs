@@ -32,6 +32,11 @@
 //! sets `closed` (and wakes everyone): every waiting and later call then fails with
 //! [`ClientError::ConnectionLost`].
 //!
+//! **TLS.** With TLS the writer and the reader are the two halves of one rustls
+//! connection (the `sync_tls` module): the reader waits for the socket without holding
+//! the connection's lock, so the leader waiting for a lock never keeps another thread
+//! from writing. The plain-socket path is unchanged: two clones of the socket.
+//!
 //! **Keepalive.** A background thread (holding only a weak reference) sends `KEEPALIVE`
 //! every third of the lease as an ordinary call, so an idle client's socket is also read
 //! (its keepalive responses do not pile up, and a lost connection is noticed).
@@ -67,6 +72,7 @@ use crate::endpoint::Endpoint;
 use crate::error::{ClientError, ConnectionLoss, LossCause};
 use crate::options::ConnectOptions;
 use crate::shm::{ShmView, DRAIN_AT, SPIN_FOR, YIELD_UNTIL};
+use crate::sync_tls::{TlsReader, TlsWriter};
 
 /// Largest response frame the client accepts (a `STATS` reply can be large).
 const MAX_RESPONSE_FRAME: u32 = 16 * 1024 * 1024;
@@ -116,17 +122,49 @@ impl Write for Stream {
     }
 }
 
+/// Where frames are written: the socket, or TLS over it (see the `sync_tls` module).
+#[derive(Debug)]
+enum Sink {
+    Plain(Stream),
+    Tls(TlsWriter),
+}
+
+impl Sink {
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            Sink::Plain(s) => s.write_all(buf),
+            Sink::Tls(t) => t.send(buf),
+        }
+    }
+}
+
+/// Where frames are read from: the socket, or TLS over it.
+#[derive(Debug)]
+enum Source {
+    Plain(Stream),
+    Tls(TlsReader),
+}
+
+impl Read for Source {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Source::Plain(s) => s.read(buf),
+            Source::Tls(t) => t.read(buf),
+        }
+    }
+}
+
 /// The writing side: the socket and a reusable frame buffer.
 #[derive(Debug)]
 struct Writer {
-    stream: Stream,
+    stream: Sink,
     out: Vec<u8>,
 }
 
 /// The reading side, used only by the thread that set `State::reading`.
 #[derive(Debug)]
 struct Reader {
-    stream: BufReader<Stream>,
+    stream: BufReader<Source>,
     buf: Vec<u8>,
 }
 
@@ -191,32 +229,45 @@ impl SyncCore {
         endpoint: &Endpoint,
         options: &ConnectOptions,
     ) -> Result<Arc<SyncCore>, ClientError> {
-        let mut stream = match endpoint {
+        let stream = match endpoint {
             Endpoint::Tcp(addr) => {
                 let s = TcpStream::connect(addr.as_str())
                     .map_err(|e| ClientError::connect(endpoint, e))?;
                 s.set_nodelay(true)?;
                 Stream::Tcp(s)
             }
+            Endpoint::Unix(_) if options.tls_options().is_some() => {
+                return Err(crate::tls::unix_refused(endpoint));
+            }
             Endpoint::Unix(p) => {
                 Stream::Unix(UnixStream::connect(p).map_err(|e| ClientError::connect(endpoint, e))?)
             }
         };
+        let (mut sink, mut source) = match (options.tls_options(), &stream) {
+            (Some(tls), Stream::Tcp(tcp)) => {
+                let (config, name) = tls.prepare(endpoint)?;
+                let (rd, wr) = crate::sync_tls::connect(tcp.try_clone()?, config, name)
+                    .map_err(|e| crate::tls::io_error(endpoint, true, e))?;
+                (Sink::Tls(wr), Source::Tls(rd))
+            }
+            _ => (Sink::Plain(stream.try_clone()?), Source::Plain(stream.try_clone()?)),
+        };
         let mut out = Vec::new();
         options.hello().encode(&mut out);
         let mut buf = [0u8; SERVER_HELLO_LEN];
-        stream
-            .write_all(&out)
-            .and_then(|()| stream.read_exact(&mut buf))
-            .map_err(|e| ClientError::connect(endpoint, e))?;
+        // On TLS, a server that refuses the client's certificate says so here (TLS 1.3
+        // finishes the client's side of the handshake before the server checks it).
+        sink.write_all(&out)
+            .and_then(|()| source.read_exact(&mut buf))
+            .map_err(|e| crate::tls::io_error(endpoint, false, e))?;
         let hello = ServerHello::decode(&buf).map_err(ClientError::Handshake)?;
         ClientError::check_hello(&hello)?;
         let core = Arc::new(SyncCore {
             hello,
             next_id: AtomicU64::new(1),
-            writer: Mutex::new(Writer { stream: stream.try_clone()?, out: Vec::with_capacity(64) }),
+            writer: Mutex::new(Writer { stream: sink, out: Vec::with_capacity(64) }),
             reader: Mutex::new(Reader {
-                stream: BufReader::with_capacity(8192, stream.try_clone()?),
+                stream: BufReader::with_capacity(8192, source),
                 buf: Vec::new(),
             }),
             state: Mutex::new(State { last_keepalive: Some(Instant::now()), ..State::default() }),
@@ -547,6 +598,9 @@ impl Drop for SyncCore {
     fn drop(&mut self) {
         *lock(&self.stop.stopped) = true;
         self.stop.cond.notify_all();
+        if let Sink::Tls(t) = &lock(&self.writer).stream {
+            t.close();
+        }
         // Ends the session: the server sees EOF and releases what is left.
         self.socket.shutdown();
     }

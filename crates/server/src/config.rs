@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::ownership::Ownership;
 use crate::protocol::{GrantMode, DEFAULT_MAX_FRAME};
+use crate::tls::TlsSettings;
 
 pub use crate::protocol::DEFAULT_PORT;
 
@@ -117,6 +118,10 @@ pub struct ServerConfig {
     pub shm_slots: u32,
     /// Directory of the slot file (`None`: the temp directory).
     pub shm_dir: Option<PathBuf>,
+    /// TLS on the TCP listener (`docs/PROTOCOL.md` §1.2; the Unix socket stays plain):
+    /// the certificate files, read once by [`crate::Server::start`]. `None` (the
+    /// default): plain TCP.
+    pub tls: Option<TlsSettings>,
 }
 
 impl Default for ServerConfig {
@@ -136,6 +141,7 @@ impl Default for ServerConfig {
             cluster: None,
             shm_slots: 0,
             shm_dir: None,
+            tls: None,
         }
     }
 }

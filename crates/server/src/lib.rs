@@ -1,6 +1,7 @@
 //! `rangelockd`: range locks across processes and machines (DESIGN §3, seed 3).
 //!
-//! Clients connect over TCP or a Unix socket and speak the binary [`protocol`]. Each
+//! Clients connect over TCP (optionally TLS: [`ServerConfig::tls`]) or a Unix socket and
+//! speak the binary [`protocol`]. Each
 //! connection is a *session*; handlers (tokio tasks) decode its frames and submit
 //! commands to an engine. The default engine is the seed's **combiner**: one thread owns
 //! the [`table::LockTable`] — an interval tree whose entries count the conflicting
@@ -36,12 +37,14 @@ mod server;
 mod session;
 mod shm;
 pub mod table;
+mod tls;
 
 pub use config::{
     ConfigError, EngineKind, ServerConfig, DEFAULT_BACKLOG, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PORT,
     MAX_LEASE, MAX_SHM_SLOTS, MIN_LEASE,
 };
 pub use server::Server;
+pub use tls::{TlsError, TlsSettings};
 
 /// The wire protocol: the `rangelock-proto` crate, re-exported under its old path.
 pub use rangelock_proto as protocol;

@@ -120,8 +120,18 @@ pub(crate) fn flush_pending() {
 
 /// The write half of a session's socket: non-blocking writes usable from any thread.
 pub(crate) trait DirectWrite: Send + Sync + fmt::Debug + 'static {
-    /// One non-blocking write (`WouldBlock` when the socket is full).
+    /// One non-blocking write (`WouldBlock` when the socket is full). `Ok(n)` means the
+    /// first `n` bytes are taken; a transport that encodes them (TLS) may hold some of
+    /// the encoded bytes back until [`DirectWrite::try_flush`] sends them.
     fn try_write(&self, buf: &[u8]) -> io::Result<usize>;
+    /// Sends what an earlier [`DirectWrite::try_write`] took but could not send yet (a
+    /// TLS session's records that did not fit into the socket): `Ok` once nothing is
+    /// held back, `WouldBlock` while the socket is full. A plain socket holds nothing
+    /// back.
+    #[inline]
+    fn try_flush(&self) -> io::Result<()> {
+        Ok(())
+    }
     /// Waits until the socket may be writable (inside the runtime).
     fn writable(&self) -> impl Future<Output = io::Result<()>> + Send;
 }
@@ -144,7 +154,8 @@ impl DirectWrite for tokio::net::unix::OwnedWriteHalf {
     }
 }
 
-/// Writes all of `buf` from inside the runtime.
+/// Writes all of `buf` from inside the runtime, including what the transport holds back
+/// ([`DirectWrite::try_flush`]).
 pub(crate) async fn write_all<W: DirectWrite>(w: &W, mut buf: &[u8]) -> io::Result<()> {
     while !buf.is_empty() {
         match w.try_write(buf) {
@@ -154,7 +165,19 @@ pub(crate) async fn write_all<W: DirectWrite>(w: &W, mut buf: &[u8]) -> io::Resu
             Err(e) => return Err(e),
         }
     }
-    Ok(())
+    flush(w).await
+}
+
+/// Sends what the transport holds back ([`DirectWrite::try_flush`]), waiting for the
+/// socket as needed.
+pub(crate) async fn flush<W: DirectWrite>(w: &W) -> io::Result<()> {
+    loop {
+        match w.try_flush() {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => w.writable().await?,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// The buffer and flags of a [`SocketSink`]; see the module docs.
@@ -235,20 +258,29 @@ impl<W: DirectWrite> SocketSink<W> {
     pub(crate) async fn run_writer(self: Arc<Self>) {
         let mut chunk = Vec::new();
         loop {
-            let frames = {
+            let (frames, ended) = {
                 let mut o = self.lock();
-                if o.broken || (o.buf.is_empty() && o.ended) {
+                if o.broken {
                     return;
                 }
                 if o.buf.is_empty() {
-                    None
+                    (None, o.ended)
                 } else {
                     o.writer_busy = true;
                     std::mem::swap(&mut chunk, &mut o.buf);
-                    Some(std::mem::take(&mut o.frames))
+                    (Some(std::mem::take(&mut o.frames)), false)
                 }
             };
             let Some(frames) = frames else {
+                // What the transport still holds back (TLS records a flush could not
+                // send) goes out before the writer sleeps or ends.
+                if flush(&self.wr).await.is_err() {
+                    self.lock().broken = true;
+                    return;
+                }
+                if ended {
+                    return;
+                }
                 self.wake.notified().await;
                 continue;
             };
@@ -321,8 +353,14 @@ impl<W: DirectWrite> ReplyTo for SocketSink<W> {
         if complete {
             o.buf.clear();
             let frames = std::mem::take(&mut o.frames);
+            // Every byte is taken; a transport that held some back (TLS records that did
+            // not fit) leaves them to the writer task, as a short write does.
+            let held_back = self.wr.try_flush().is_err();
             drop(o);
             self.count_written(frames);
+            if held_back {
+                self.wake.notify_one();
+            }
         } else {
             o.buf.drain(..off);
             drop(o);

@@ -14,6 +14,7 @@ use std::thread::JoinHandle;
 
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio_rustls::TlsAcceptor;
 
 use crate::config::{EngineKind, ServerConfig};
 use crate::end_log::EndLog;
@@ -21,6 +22,7 @@ use crate::engine::Engine;
 use crate::listen;
 use crate::session::{self, Shared};
 use crate::shm::ShmArea;
+use crate::tls;
 
 /// A running server; see the module docs.
 #[derive(Debug)]
@@ -44,6 +46,8 @@ impl Server {
     /// listens on is replaced).
     pub fn start(config: ServerConfig) -> std::io::Result<Server> {
         config.validate().map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        // The certificate files are read once, here: a bad one is a startup error.
+        let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
         let shm = match config.shm_slots {
             0 => None,
             n => Some(Arc::new(ShmArea::create(config.shm_dir.as_deref(), n)?)),
@@ -53,7 +57,7 @@ impl Server {
         let area = shm.clone();
         let thread = std::thread::Builder::new()
             .name("rangelock-server".into())
-            .spawn(move || run(config, area, ready_tx, stop_rx))?;
+            .spawn(move || run(config, area, tls, ready_tx, stop_rx))?;
         match ready_rx.recv() {
             Ok(Ok((tcp, unix))) => {
                 Ok(Server { tcp, unix, stop: Some(stop_tx), thread: Some(thread), shm })
@@ -117,6 +121,7 @@ type Ready = std::io::Result<(Option<SocketAddr>, Option<PathBuf>)>;
 fn run(
     config: ServerConfig,
     shm: Option<Arc<ShmArea>>,
+    tls: Option<TlsAcceptor>,
     ready: std::sync::mpsc::Sender<Ready>,
     stop: oneshot::Receiver<()>,
 ) {
@@ -157,7 +162,7 @@ fn run(
         end_log: EndLog::default(),
         shm,
     });
-    let served = rt.block_on(serve(shared, ready, stop));
+    let served = rt.block_on(serve(shared, tls, ready, stop));
     // The ownership (kept by the cluster manager) must not keep the combiner alive.
     if let Some(own) = cluster {
         own.detach();
@@ -178,6 +183,7 @@ fn run(
 /// whether it served (`false`: binding failed, already reported through `ready`).
 async fn serve(
     shared: Arc<Shared>,
+    tls: Option<TlsAcceptor>,
     ready: std::sync::mpsc::Sender<Ready>,
     stop: oneshot::Receiver<()>,
 ) -> bool {
@@ -195,6 +201,7 @@ async fn serve(
             tracing::info!(
                 tcp = %show(addr.map(|a| a.to_string())),
                 unix = %show(shared.config.unix.as_ref().map(|p| p.display().to_string())),
+                tls = tls.is_some(),
                 engine = shared.config.engine.name(),
                 grant = shared.config.grant.name(),
                 lease_ms = shared.config.lease.as_millis() as u64,
@@ -219,14 +226,23 @@ async fn serve(
                     Ok((s, peer)) => {
                         let _ = s.set_nodelay(true);
                         tracing::trace!(%peer, "accepted");
-                        tokio::spawn(session::run(
-                            s,
-                            peer.to_string(),
-                            peer.ip().is_loopback(),
-                            shared.clone(),
-                            shutdown.clone(),
-                            alive.clone(),
-                        ));
+                        let (name, local) = (peer.to_string(), peer.ip().is_loopback());
+                        let (shared, shutdown, alive) =
+                            (shared.clone(), shutdown.clone(), alive.clone());
+                        match &tls {
+                            None => {
+                                tokio::spawn(session::run(s, name, local, shared, shutdown, alive))
+                            }
+                            Some(tls) => tokio::spawn(tls::run(
+                                s,
+                                tls.clone(),
+                                name,
+                                local,
+                                shared,
+                                shutdown,
+                                alive,
+                            )),
+                        };
                     }
                     Err(e) => accept_error(e).await,
                 }
