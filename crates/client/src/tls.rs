@@ -197,7 +197,7 @@ fn read_certs(what: &str, path: &Path) -> Result<Vec<CertificateDer<'static>>, C
 /// [`ClientError`]; any other error stays [`ClientError::Connect`].
 pub(crate) fn io_error(endpoint: &Endpoint, handshaking: bool, e: io::Error) -> ClientError {
     if let Some(tls) = e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
-        return ClientError::Tls(format!("with {endpoint}: {}", describe(tls)));
+        return ClientError::Tls(format!("handshake with {endpoint} failed: {}", describe(tls)));
     }
     use io::ErrorKind as K;
     if handshaking

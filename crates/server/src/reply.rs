@@ -388,3 +388,120 @@ impl<W: DirectWrite> Drop for SinkHandle<W> {
         self.0.end();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{op, Status};
+
+    /// A transport that, like TLS, takes bytes it cannot send yet and holds them back
+    /// until the "socket" has room.
+    #[derive(Debug, Default)]
+    struct HoldBack {
+        state: Mutex<HoldBackState>,
+        room: Notify,
+    }
+
+    #[derive(Debug, Default)]
+    struct HoldBackState {
+        sent: Vec<u8>,
+        held: Vec<u8>,
+        full: bool,
+    }
+
+    impl HoldBack {
+        fn state(&self) -> MutexGuard<'_, HoldBackState> {
+            self.state.lock().unwrap()
+        }
+    }
+
+    impl DirectWrite for Arc<HoldBack> {
+        fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+            let mut st = self.state();
+            if !st.held.is_empty() && st.full {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            st.held.extend_from_slice(buf);
+            if !st.full {
+                let held = std::mem::take(&mut st.held);
+                st.sent.extend_from_slice(&held);
+            }
+            Ok(buf.len())
+        }
+
+        fn try_flush(&self) -> io::Result<()> {
+            let mut st = self.state();
+            if st.held.is_empty() {
+                return Ok(());
+            }
+            if st.full {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let held = std::mem::take(&mut st.held);
+            st.sent.extend_from_slice(&held);
+            Ok(())
+        }
+
+        async fn writable(&self) -> io::Result<()> {
+            loop {
+                let room = self.room.notified();
+                if !self.state().full {
+                    return Ok(());
+                }
+                room.await;
+            }
+        }
+    }
+
+    fn frame(id: u64) -> ResponseFrame {
+        ResponseFrame::new(op::KEEPALIVE, id, Status::Ok, 0)
+    }
+
+    fn ids(bytes: &[u8]) -> Vec<u64> {
+        bytes.chunks(22).map(|f| ResponseFrame::decode(&f[4..]).unwrap().id).collect()
+    }
+
+    /// A flush whose every byte was taken but partly held back hands the rest to the
+    /// writer task, which sends it once the socket has room; later frames follow in
+    /// order, and the end sends what is held back before the writer returns.
+    #[tokio::test]
+    async fn bytes_held_back_by_the_transport_are_not_stranded() {
+        let t = Arc::new(HoldBack::default());
+        t.state().full = true;
+        let sink = SocketSink::new(t.clone(), 1 << 20);
+        let writer = tokio::spawn(sink.clone().run_writer());
+        // Let the writer go idle (the test runs on one thread).
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        let handle = SinkHandle(sink.clone());
+        assert!(handle.queue(&frame(1)));
+        handle.flush();
+        assert_eq!(t.state().held.len(), 22, "taken, held back");
+        // The socket gets room: only the writer task can send the held bytes now.
+        t.state().full = false;
+        t.room.notify_waiters();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while t.state().sent.is_empty() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the writer task sends what the transport held back");
+        assert!(handle.queue(&frame(2)));
+        handle.flush();
+        // Full again: frame 3 is held back, and the session ends.
+        t.state().full = true;
+        assert!(handle.queue(&frame(3)));
+        handle.flush();
+        drop(handle);
+        t.state().full = false;
+        t.room.notify_waiters();
+        tokio::time::timeout(Duration::from_secs(10), writer).await.unwrap().unwrap();
+        let st = t.state();
+        assert!(st.held.is_empty());
+        assert_eq!(ids(&st.sent), [1, 2, 3]);
+    }
+
+    use std::time::Duration;
+}

@@ -598,3 +598,81 @@ fn socket_shutdown_write(tcp: &TcpStream) -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    /// A server-side [`TlsTransport`] and a tokio-rustls client connected to it.
+    async fn pair() -> (TlsTransport, tokio_rustls::client::TlsStream<TcpStream>) {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let key = PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
+        let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.cert.der().clone()], key)
+            .unwrap();
+        let mut roots = RootCertStore::empty();
+        roots.add(cert.cert.der().clone()).unwrap();
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connect = async {
+            let tcp = TcpStream::connect(addr).await.unwrap();
+            let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+            tokio_rustls::TlsConnector::from(Arc::new(client)).connect(name, tcp).await.unwrap()
+        };
+        let accept = async {
+            let (tcp, _) = listener.accept().await.unwrap();
+            TlsAcceptor::from(Arc::new(server)).accept(tcp).await.unwrap()
+        };
+        let (client, server) = tokio::join!(connect, accept);
+        let (tcp, conn) = server.into_inner();
+        (TlsTransport { tcp, conn }, client)
+    }
+
+    fn pattern(i: usize) -> u8 {
+        (i % 251) as u8
+    }
+
+    /// `try_write` takes plaintext whose records the full socket cannot take yet;
+    /// `try_flush` reports them held back and sends them once there is room: the peer
+    /// reads every taken byte, in order, then a clean end (`close_notify`).
+    #[tokio::test]
+    async fn records_held_back_by_a_full_socket_are_flushed_in_order() {
+        let (transport, mut client) = pair().await;
+        let (_rd, wr) = transport.into_halves();
+        let data: Vec<u8> = (0..64 << 20).map(pattern).collect();
+        let (mut taken, mut held_back_seen) = (0, false);
+        loop {
+            match wr.try_write(&data[taken..]) {
+                Ok(n) => {
+                    taken += n;
+                    if wr.try_flush().is_err() {
+                        held_back_seen = true;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("{e}"),
+            }
+            assert!(taken < data.len(), "the socket never filled up");
+        }
+        assert!(held_back_seen, "some records were taken and held back");
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            client.read_to_end(&mut got).await.map(|_| got)
+        });
+        reply::flush(&wr).await.unwrap();
+        drop(wr);
+        let got = reader.await.unwrap().expect("a clean end: close_notify, then EOF");
+        assert_eq!(got.len(), taken);
+        assert!(got.iter().enumerate().all(|(i, &b)| b == pattern(i)), "in order");
+    }
+}
