@@ -25,5 +25,6 @@ pub mod harness;
 pub mod peers;
 pub mod seeds;
 pub mod suites;
+pub mod tls_pki;
 pub mod variants;
 pub mod workload;

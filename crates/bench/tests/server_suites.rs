@@ -51,6 +51,7 @@ fn server_micro_runs_engines_and_peers_without_redis() {
             "citron-like",
             "combiner",
             "combiner-shm-poll",
+            "combiner-tls",
             "dslr-shm",
             "echo",
             "rangelock",

@@ -1,9 +1,10 @@
-//! How `lock` and `stat` connect to a server: the authentication token (and TLS).
+//! How `lock` and `stat` connect to a server: the authentication token and TLS
+//! (`--tls-ca` turns it on).
 
 use std::path::PathBuf;
 
 use anyhow::Context;
-use rangelock_client::ConnectOptions;
+use rangelock_client::{ConnectOptions, TlsOptions};
 
 /// The environment variable that may carry the authentication token (a file given with
 /// `--token-file` wins). Not `RANGELOCK_TOKEN`: that is the fencing token `lock` hands
@@ -18,6 +19,21 @@ pub(crate) struct ConnectArgs {
     /// argument: other users can read command lines.
     #[arg(long, value_name = "PATH")]
     token_file: Option<PathBuf>,
+    /// Connect with TLS, trusting the CA certificates in this PEM file (the server's
+    /// certificate must be signed by one of them).
+    #[arg(long, value_name = "PEM")]
+    tls_ca: Option<PathBuf>,
+    /// Present this client certificate chain (PEM) when the server asks for one; needs
+    /// --tls-key.
+    #[arg(long, value_name = "PEM", requires_all = ["tls_ca", "tls_key"])]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "PEM", requires_all = ["tls_ca", "tls_cert"])]
+    tls_key: Option<PathBuf>,
+    /// Check the server's certificate for this name [default: the host part of
+    /// --server].
+    #[arg(long, value_name = "NAME", requires = "tls_ca")]
+    tls_server_name: Option<String>,
 }
 
 impl ConnectArgs {
@@ -36,6 +52,16 @@ impl ConnectArgs {
         };
         if let Some(t) = token {
             options = options.token(t);
+        }
+        if let Some(ca) = &self.tls_ca {
+            let mut tls = TlsOptions::from_ca_file(ca)?;
+            if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+                tls = tls.client_cert_files(cert, key)?;
+            }
+            if let Some(name) = &self.tls_server_name {
+                tls = tls.server_name(name.clone());
+            }
+            options = options.tls(tls);
         }
         Ok(options)
     }

@@ -9,7 +9,8 @@ use anyhow::Context;
 use rangelock_cluster::{Node, NodeConfig};
 use rangelock_server::protocol::GrantMode;
 use rangelock_server::{
-    EngineKind, Server, ServerConfig, DEFAULT_BACKLOG, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PORT,
+    EngineKind, Server, ServerConfig, TlsSettings, DEFAULT_BACKLOG, DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_PORT,
 };
 
 /// Arguments of `rangelock serve`.
@@ -61,6 +62,17 @@ pub struct ServeArgs {
     /// Directory of the shared-memory slot file [default: the temp directory].
     #[arg(long, value_name = "DIR", requires = "shm_slots")]
     shm_dir: Option<PathBuf>,
+    /// Speak TLS on the TCP listener with the certificate chain in this PEM file (the
+    /// server's certificate first); needs --tls-key. The Unix socket stays plain. Read
+    /// once at start: restart to rotate. See docs/OPERATIONS.md.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Require client certificates signed by a CA in this PEM file (TLS only).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_client_ca: Option<PathBuf>,
     /// Run as a node of a cluster whose state lives in etcd at these endpoints
     /// (comma-separated, e.g. `http://127.0.0.1:2379`). See docs/CLUSTER.md.
     #[arg(long, value_name = "ENDPOINTS", value_delimiter = ',')]
@@ -139,6 +151,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         handler_threads: args.threads,
         shm_slots: args.shm_slots,
         shm_dir: args.shm_dir,
+        tls: args.tls_cert.zip(args.tls_key).map(|(cert, key)| TlsSettings {
+            cert,
+            key,
+            client_ca: args.tls_client_ca,
+        }),
         ..ServerConfig::default()
     };
     // Handlers first: a supervisor that reads "listening on" and sends SIGTERM at once must

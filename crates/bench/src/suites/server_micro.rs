@@ -1,8 +1,14 @@
 //! `server-micro`: the seed 3 §5.2.2 micro-benchmark — clients lock a random range of a
-//! 2^16-unit space, shared or exclusive, and unlock it, against `rangelockd` (every engine,
-//! and `combiner-shm-poll`: the combiner with clients that read their answers from
-//! shared-memory slots, the seed's "combiner polling with RDMA") and the peers `echo`,
-//! `dslr-shm`, `citron-like` and `dslr-redis`.
+//! 2^16-unit space, shared or exclusive, and unlock it, against `rangelockd` (every engine;
+//! `combiner-shm-poll`: the combiner with clients that read their answers from
+//! shared-memory slots, the seed's "combiner polling with RDMA"; `combiner-tls`: the
+//! combiner over TLS) and the peers `echo`, `dslr-shm`, `citron-like` and `dslr-redis`.
+//!
+//! `combiner-tls` runs the combiner with TLS on its TCP listener (TLS 1.3, rustls with
+//! `ring`), with a throwaway CA and server certificate generated per measurement
+//! ([`TempPki`]); its clients connect with TLS (the handshake is untimed, like every
+//! connect). Beside `combiner` it shows what TLS costs a session. The server has no auth
+//! table yet, so no token is checked: this is TLS alone.
 //!
 //! Each client is a thread of the bench process with its own connection (a blocking
 //! [`Client`] for `rangelockd` and `echo`, its own Redis connection for `dslr-redis`, its
@@ -31,8 +37,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use rangelock::Mode;
-use rangelock_client::{Client, Endpoint, Wait};
-use rangelock_server::{EngineKind, Server, ServerConfig};
+use rangelock_client::{Client, ConnectOptions, Endpoint, TlsOptions, Wait};
+use rangelock_server::{EngineKind, Server, ServerConfig, TlsSettings};
 use serde_json::Value;
 
 use super::common;
@@ -44,6 +50,7 @@ use crate::peers::citron_shm::{self, CitronClient, CitronLayout};
 use crate::peers::dslr_redis::{self, RedisServer, RedisWords};
 use crate::peers::dslr_shm::{DslrClient, DslrLayout, ShmWords, SEGMENT_UNITS};
 use crate::peers::echo;
+use crate::tls_pki::TempPki;
 
 /// Units of the lock space (seed 3).
 pub const UNITS: u64 = 1 << 16;
@@ -68,6 +75,8 @@ pub(crate) enum Variant {
     /// `rangelockd` with the combiner engine and shared-memory answer slots; each client
     /// attaches one and learns of its grants by polling it (`docs/PROTOCOL.md` §9).
     CombinerShmPoll,
+    /// `rangelockd` with the combiner engine over TLS (see the module docs).
+    CombinerTls,
     /// The ceiling: pings over the same transport.
     Echo,
     /// DSLR over shared memory.
@@ -84,6 +93,7 @@ impl Variant {
         match self {
             Variant::Engine(e) => e.name(),
             Variant::CombinerShmPoll => "combiner-shm-poll",
+            Variant::CombinerTls => "combiner-tls",
             Variant::Echo => echo::NAME,
             Variant::DslrShm => ShmWords::NAME,
             Variant::DslrRedis => RedisWords::NAME,
@@ -109,6 +119,8 @@ impl Variant {
 /// The running server (or mapping) of one measurement.
 pub(crate) enum Backend {
     Rangelockd(Server),
+    /// A TLS server, and the options its clients connect with.
+    RangelockdTls(Server, ConnectOptions),
     Shm(ShmWords),
     Redis(RedisServer),
     Citron(ShmWords),
@@ -146,6 +158,18 @@ impl Backend {
                 shm_slots: SHM_SLOTS,
                 ..ServerConfig::ephemeral()
             })?),
+            Variant::CombinerTls => {
+                // The server reads its files at start and the client options hold the CA:
+                // the files may go when `pki` is dropped.
+                let pki = TempPki::generate()?;
+                let server = Server::start(ServerConfig {
+                    engine: EngineKind::Combiner,
+                    tls: Some(TlsSettings::new(pki.server_cert(), pki.server_key())),
+                    ..ServerConfig::ephemeral()
+                })?;
+                let tls = TlsOptions::from_ca_file(pki.ca()).map_err(io::Error::other)?;
+                Backend::RangelockdTls(server, ConnectOptions::new().tls(tls))
+            }
             Variant::Echo => Backend::Rangelockd(echo::start_server()?),
             Variant::DslrShm => Backend::Shm(ShmWords::new(layout().segments())?),
             Variant::DslrRedis => Backend::Redis(RedisServer::start(redis_server)?),
@@ -172,6 +196,12 @@ impl Backend {
                 }
                 Conn::Lock { client, pipelined }
             }
+            (Backend::RangelockdTls(s, options), _) => {
+                let addr = s.tcp_addr().ok_or_else(|| io::Error::other("no TCP listener"))?;
+                let client =
+                    Client::connect_with(&Endpoint::from(addr), options).map_err(io::Error::other)?;
+                Conn::Lock { client, pipelined }
+            }
             (Backend::Shm(w), _) => Conn::Shm(DslrClient::new(w.clone(), layout())),
             (Backend::Citron(w), _) => {
                 Conn::Citron(CitronClient::new(w.clone(), CitronLayout::new(UNITS)))
@@ -187,7 +217,7 @@ impl Backend {
     /// Server CPU time so far, in nanoseconds (see the module docs).
     pub(crate) fn cpu_ns(&self) -> Option<u64> {
         match self {
-            Backend::Rangelockd(_) => server_threads_cpu_ns(),
+            Backend::Rangelockd(_) | Backend::RangelockdTls(..) => server_threads_cpu_ns(),
             Backend::Shm(_) | Backend::Citron(_) => None,
             Backend::Redis(r) => r.cpu_ns(),
         }
@@ -196,7 +226,7 @@ impl Backend {
     /// Stops the server.
     pub(crate) fn stop(self) {
         match self {
-            Backend::Rangelockd(s) => s.shutdown(),
+            Backend::Rangelockd(s) | Backend::RangelockdTls(s, _) => s.shutdown(),
             Backend::Shm(_) | Backend::Redis(_) | Backend::Citron(_) => {}
         }
     }
@@ -378,8 +408,9 @@ impl Suite for ServerMicro {
 
     fn about(&self) -> &'static str {
         "seed 3 micro-benchmark: each client locks a random range (1..=1024 of 2^16 units) \
-         and unlocks it over its own connection; ops = requests (2 per cycle); engines and \
-         combiner-shm-poll vs echo (ceiling), dslr-shm, citron-like, dslr-redis"
+         and unlocks it over its own connection; ops = requests (2 per cycle); engines, \
+         combiner-shm-poll and combiner-tls vs echo (ceiling), dslr-shm, citron-like, \
+         dslr-redis"
     }
 
     fn baseline(&self) -> &'static str {
@@ -390,7 +421,7 @@ impl Suite for ServerMicro {
         let pcts: &[u64] = if opts.quick { &[0, 20] } else { &[0, 1, 20, 100] };
         let variants = Variant::list(
             self.name(),
-            &[Variant::Echo, Variant::DslrShm, Variant::CitronShm],
+            &[Variant::CombinerTls, Variant::Echo, Variant::DslrShm, Variant::CitronShm],
             &self.redis_server,
         );
         let mut cases = Vec::new();
