@@ -23,6 +23,12 @@
 //! the buffer under the mutex after each write before it clears the flag, so nothing is
 //! stranded. A flush whose non-blocking write comes up short wakes the writer.
 //!
+//! A transport may take bytes it cannot send yet (TLS: records sealed but not accepted
+//! by the full socket; [`DirectWrite::try_flush`] sends them). A flush whose every byte
+//! was taken but some held back wakes the writer as a short write does; the writer sends
+//! what is held back after each chunk, before it sleeps and before it ends. See the `tls`
+//! module for why this keeps responses in order and strands nothing.
+//!
 //! Batching: [`queue`] appends a frame and, on the first frame since the last flush,
 //! records the sink in a thread-local list; [`flush_pending`] flushes every recorded sink
 //! once. The combiner flushes after draining its queue, other engines after each command,
