@@ -25,12 +25,21 @@ fn stdout(o: &Output) -> String {
 #[test]
 fn lock_and_stat_over_tls() {
     let pki = TempPki::generate().unwrap();
-    let server =
-        ServerProc::start(&["--tls-cert", &s(&pki.server_cert()), "--tls-key", &s(&pki.server_key())]);
+    let server = ServerProc::start(&[
+        "--tls-cert",
+        &s(&pki.server_cert()),
+        "--tls-key",
+        &s(&pki.server_key()),
+    ]);
     let ca = s(&pki.ca());
-    let out = lock_cmd(&server.addr, "0..100", &["--tls-ca", &ca], &["sh", "-c", "echo token=$RANGELOCK_TOKEN"])
-        .output()
-        .unwrap();
+    let out = lock_cmd(
+        &server.addr,
+        "0..100",
+        &["--tls-ca", &ca],
+        &["sh", "-c", "echo token=$RANGELOCK_TOKEN"],
+    )
+    .output()
+    .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).starts_with("token="), "{}", stdout(&out));
     // By name: the certificate is for localhost and 127.0.0.1.
@@ -43,7 +52,10 @@ fn lock_and_stat_over_tls() {
     .output()
     .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let out = Command::new(BIN).args(["stat", "--server", &server.addr, "--tls-ca", &ca]).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["stat", "--server", &server.addr, "--tls-ca", &ca])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("grants"), "{}", stdout(&out));
 
@@ -110,7 +122,10 @@ fn bad_tls_files_are_clear_errors() {
         .unwrap();
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("cannot read the TLS certificate file") && err.contains(&s(&missing)), "{err}");
+    assert!(
+        err.contains("cannot read the TLS certificate file") && err.contains(&s(&missing)),
+        "{err}"
+    );
     assert!(stdout(&out).is_empty(), "never listened: {}", stdout(&out));
     // A key that is not the certificate's.
     let out = Command::new(BIN)
@@ -129,7 +144,8 @@ fn bad_tls_files_are_clear_errors() {
     assert!(stderr(&out).contains("--tls-key"), "{}", stderr(&out));
     // The client's CA file.
     let server = ServerProc::start(&[]);
-    let out = lock_cmd(&server.addr, "0..1", &["--tls-ca", &s(&missing)], &["true"]).output().unwrap();
+    let out =
+        lock_cmd(&server.addr, "0..1", &["--tls-ca", &s(&missing)], &["true"]).output().unwrap();
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("cannot read the CA file") && err.contains(&s(&missing)), "{err}");

@@ -18,12 +18,10 @@ use common::{Checker, Rng};
 use rangelock_client::rustls::pki_types::{pem::PemObject, CertificateDer};
 use rangelock_client::rustls::RootCertStore;
 use rangelock_client::{
-    AsyncClient, Client, ClientError, ConnectOptions, Endpoint, LockGuard, Mode, TlsOptions,
-    Wait,
+    AsyncClient, Client, ClientError, ConnectOptions, Endpoint, LockGuard, Mode, TlsOptions, Wait,
 };
 use rangelock_server::protocol::{
-    op, ClientHello, Request, RequestFrame, ResponseFrame, ServerHello, Status,
-    SERVER_HELLO_LEN,
+    op, ClientHello, Request, RequestFrame, ResponseFrame, ServerHello, Status, SERVER_HELLO_LEN,
 };
 use rangelock_server::{Server, ServerConfig, TlsSettings};
 use rcgen::{
@@ -40,8 +38,8 @@ static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
 impl Pki {
     fn new() -> Pki {
         let n = NEXT_DIR.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir()
-            .join(format!("rangelock-tls-test-{}-{n}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("rangelock-tls-test-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         Pki { dir }
     }
@@ -198,7 +196,9 @@ fn async_tls_client_pipelines_many_requests() {
         // 500 locks in flight at once on one connection, then their unlocks.
         let locks = (0..500u64).map(|i| {
             let c = c.clone();
-            tokio::spawn(async move { c.lock(i * 10..i * 10 + 10, Mode::Exclusive, Wait::Forever).await })
+            tokio::spawn(async move {
+                c.lock(i * 10..i * 10 + 10, Mode::Exclusive, Wait::Forever).await
+            })
         });
         let mut guards = Vec::new();
         for h in locks {
@@ -321,15 +321,14 @@ fn client_certificates_are_required_and_checked() {
     let server = tls_server(&pki, settings, ServerConfig::ephemeral());
     let ep = Endpoint::from(server.tcp_addr().unwrap());
     let trust = TlsOptions::from_ca_file(pki.path("ca.pem")).unwrap();
-    let good = ConnectOptions::new()
-        .tls(trust.clone().client_cert_files(&good_cert, &good_key).unwrap());
+    let good =
+        ConnectOptions::new().tls(trust.clone().client_cert_files(&good_cert, &good_key).unwrap());
     let witness = Witness::new(&ep, &good);
 
     let none = ConnectOptions::new().tls(trust.clone());
     let m = tls_message(Client::connect_with(&ep, &none).unwrap_err());
     assert!(m.contains("requires a client certificate"), "{m}");
-    let stranger =
-        ConnectOptions::new().tls(trust.client_cert_files(&bad_cert, &bad_key).unwrap());
+    let stranger = ConnectOptions::new().tls(trust.client_cert_files(&bad_cert, &bad_key).unwrap());
     let m = tls_message(Client::connect_with(&ep, &stranger).unwrap_err());
     assert!(m.contains("refused this client's certificate"), "{m}");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -346,16 +345,16 @@ fn a_client_trusting_another_ca_or_another_name_is_refused_clearly() {
     let (server, ep, options) = standard(&pki, ServerConfig::ephemeral());
     let witness = Witness::new(&ep, &options);
     pki.ca("other-ca");
-    let wrong = ConnectOptions::new().tls(TlsOptions::from_ca_file(pki.path("other-ca.pem")).unwrap());
+    let wrong =
+        ConnectOptions::new().tls(TlsOptions::from_ca_file(pki.path("other-ca.pem")).unwrap());
     let m = tls_message(Client::connect_with(&ep, &wrong).unwrap_err());
     assert!(m.contains("unknown issuer"), "{m}");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let m = tls_message(rt.block_on(AsyncClient::connect_with(&ep, &wrong)).unwrap_err());
     assert!(m.contains("unknown issuer"), "{m}");
 
-    let renamed = ConnectOptions::new().tls(
-        TlsOptions::from_ca_file(pki.path("ca.pem")).unwrap().server_name("lock.example.com"),
-    );
+    let renamed = ConnectOptions::new()
+        .tls(TlsOptions::from_ca_file(pki.path("ca.pem")).unwrap().server_name("lock.example.com"));
     let m = tls_message(Client::connect_with(&ep, &renamed).unwrap_err());
     assert!(m.contains("name mismatch") && m.contains("lock.example.com"), "{m}");
     // The override works the other way too: `localhost` is in the certificate.
@@ -463,7 +462,10 @@ fn bad_certificate_files_are_clear_startup_errors() {
     };
     let show = |p: &Path| p.display().to_string();
     let m = start(TlsSettings::new(&missing, &key));
-    assert!(m.contains("cannot read the TLS certificate file") && m.contains(&show(&missing)), "{m}");
+    assert!(
+        m.contains("cannot read the TLS certificate file") && m.contains(&show(&missing)),
+        "{m}"
+    );
     let m = start(TlsSettings::new(&empty, &key));
     assert!(m.contains("holds no certificate") && m.contains(&show(&empty)), "{m}");
     let m = start(TlsSettings::new(&cert, &empty));
@@ -474,9 +476,12 @@ fn bad_certificate_files_are_clear_startup_errors() {
     let m = start(TlsSettings::new(&cert, &key).client_ca(&missing));
     assert!(m.contains("client CA file") && m.contains(&show(&missing)), "{m}");
     // And the good files start.
-    Server::start(ServerConfig { tls: Some(TlsSettings::new(&cert, &key)), ..ServerConfig::ephemeral() })
-        .unwrap()
-        .shutdown();
+    Server::start(ServerConfig {
+        tls: Some(TlsSettings::new(&cert, &key)),
+        ..ServerConfig::ephemeral()
+    })
+    .unwrap()
+    .shutdown();
 }
 
 /// Many TLS clients lock overlapping ranges; the checker sees no two conflicting holders

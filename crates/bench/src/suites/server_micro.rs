@@ -198,8 +198,8 @@ impl Backend {
             }
             (Backend::RangelockdTls(s, options), _) => {
                 let addr = s.tcp_addr().ok_or_else(|| io::Error::other("no TCP listener"))?;
-                let client =
-                    Client::connect_with(&Endpoint::from(addr), options).map_err(io::Error::other)?;
+                let client = Client::connect_with(&Endpoint::from(addr), options)
+                    .map_err(io::Error::other)?;
                 Conn::Lock { client, pipelined }
             }
             (Backend::Shm(w), _) => Conn::Shm(DslrClient::new(w.clone(), layout())),
