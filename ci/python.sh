@@ -24,17 +24,20 @@ if ! command -v "$python" >/dev/null 2>&1; then
   exit 1
 fi
 
-# Re-create the environment if it is missing, broken, or its requirements changed.
-stamp="$venv/.requirements"
+# Re-create the environment if it is missing or broken, or if the interpreter or the
+# requirements changed since it was made.
+want="$("$python" --version 2>&1)
+$(cat "$requirements")"
+stamp="$venv/.made-from"
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "" 2>/dev/null \
-  || ! cmp -s "$requirements" "$stamp"; then
+  || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   rm -rf "$venv"
   if ! "$python" -m venv "$venv"; then
     echo "ci/python.sh: '$python -m venv' failed: on Debian/Ubuntu install python3-venv (bash ci/setup.sh does)" >&2
     exit 1
   fi
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
-  cp "$requirements" "$stamp"
+  printf '%s' "$want" >"$stamp"
 fi
 
 if [ -z "${RANGELOCK_BIN:-}" ]; then

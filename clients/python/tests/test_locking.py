@@ -181,7 +181,7 @@ def test_invalid_ranges(server):
         assert c.stats().counters.errors == 0, "nothing was sent"
         # The server's own check, through the raw connection:
         core = c._core
-        id = next(core.ids)
+        id = core.next_id()
         r = core.call(id, P.encode_lock(id, 7, 7, P.Mode.EXCLUSIVE, P.Wait.FOREVER))
         assert (r.id, r.status) == (id, P.Status.INVALID_RANGE)
         assert isinstance(rangelock.error_for_status(r.status), rangelock.InvalidRange)
@@ -297,3 +297,40 @@ def test_close_wakes_a_waiting_lock(server):
             t.join()
             assert isinstance(out["error"], rangelock.ClientClosed)
             wait_until(lambda: waiters(holder) == [], what="the server to withdraw the wait")
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_an_interrupted_wait_withdraws_the_request(server):
+    """A signal handler that raises (as Ctrl-C does) while lock() waits: the queued
+    request is withdrawn, so it is never granted to a caller that is gone."""
+    import os
+    import signal
+
+    def handler(signum, frame):
+        raise Interrupted()
+
+    old = signal.signal(signal.SIGUSR1, handler)
+    try:
+        with rangelock.Client(server.address) as holder, rangelock.Client(server.address) as c:
+            held = holder.lock(0, 10)
+
+            def interrupt_when_queued():
+                wait_until(lambda: len(waiters(holder)) == 1, what="the lock to be queued")
+                os.kill(os.getpid(), signal.SIGUSR1)
+
+            t = threading.Thread(target=interrupt_when_queued)
+            t.start()
+            with pytest.raises(Interrupted):
+                c.lock(0, 10)
+            t.join()
+            wait_until(lambda: waiters(holder) == [], what="the wait to be withdrawn")
+            held.unlock()
+            assert holders(holder) == []
+            assert c.connected
+            with c.try_lock(0, 10) as g:
+                assert g.valid
+    finally:
+        signal.signal(signal.SIGUSR1, old)

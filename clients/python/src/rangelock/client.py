@@ -116,7 +116,8 @@ class _Core:
         self.transport = transport
         self.hello = hello
         self.address = address
-        self.ids = itertools.count(1)
+        self._ids = itertools.count(1)
+        self._id_lock = threading.Lock()  # next() of a count is atomic only under a GIL
         self._state = threading.Lock()
         self._pending: Dict[int, _Slot] = {}
         self._loss: Optional[Tuple[Type[ConnectionLost], str]] = None
@@ -135,6 +136,11 @@ class _Core:
                 name=f"rangelock-keepalive-{hello.session}",
                 daemon=True,
             )
+
+    def next_id(self) -> int:
+        """A fresh request id (ids are never reused within the session)."""
+        with self._id_lock:
+            return next(self._ids)
 
     def start(self) -> None:
         self._reader.start()
@@ -273,7 +279,7 @@ class _Core:
     def _keepalive_loop(self) -> None:
         lease = self.hello.lease_ms / 1000.0
         while not self._stop.wait(lease / 3):
-            id = next(self.ids)
+            id = self.next_id()
             try:
                 r = self.call(id, P.encode_keepalive(id), timeout=lease)
             except ConnectionLost:
@@ -445,11 +451,22 @@ class Client:
 
     def _handshake(self, t, hello: bytes, timeout: float) -> P.ServerHello:
         address = self.address
+        tls = isinstance(t, TlsTransport)
+        # With TLS 1.3 the client's side of the TLS handshake ends before the server has
+        # checked the client's certificate: a refusal shows up here, as an alert or as
+        # the connection closing.
+        cert_hint = "(does the server require a client certificate, or refuse this one?)"
         buf = b""
         try:
             t.sendall(hello)
             while len(buf) < P.SERVER_HELLO_LEN:
                 data = t.recv()
+                if not data and tls:
+                    raise TlsError(
+                        f"TLS session with {address} failed: the server closed the connection "
+                        f"before its hello {cert_hint}",
+                        address,
+                    )
                 if not data:
                     raise HandshakeError(
                         f"handshake with {address} failed: the server closed the connection "
@@ -464,11 +481,15 @@ class Client:
             ) from None
         except ssl.SSLError as e:
             raise TlsError(
-                f"TLS session with {address} failed during the hello: {e.reason or e} "
-                "(does the server require a client certificate?)",
+                f"TLS session with {address} failed during the hello: {e.reason or e} {cert_hint}",
                 address,
             ) from None
         except OSError as e:
+            if tls:
+                raise TlsError(
+                    f"TLS session with {address} failed during the hello: {_brief(e)} {cert_hint}",
+                    address,
+                ) from None
             raise HandshakeError(f"handshake with {address} failed: {_brief(e)}", address) from None
         try:
             sh = P.decode_server_hello(buf[: P.SERVER_HELLO_LEN])
@@ -620,7 +641,7 @@ class Client:
                 f"0..2**64-1 (checked before sending)"
             )
         core = self._c
-        id = next(core.ids)
+        id = core.next_id()
         frame = P.encode_lock(id, start, end, P.Mode.SHARED if shared else P.Mode.EXCLUSIVE, wait, timeout_ms)
         try:
             r = core.call(id, frame)
@@ -641,7 +662,7 @@ class Client:
         polls = 0
         backoff = 10e-6
         while True:
-            id = next(core.ids)
+            id = core.next_id()
             r = core.call(id, P.encode_poll(id, target))
             assert r is not None
             if r.status != P.Status.PENDING:
@@ -659,7 +680,7 @@ class Client:
         a queued lock withdraws it, of a granted one releases it. Its answer, and the
         LOCK's, are dropped by the reader (no thread waits for their ids)."""
         if core.connected:
-            unlock_id = next(core.ids)
+            unlock_id = core.next_id()
             try:
                 core.send(P.encode_unlock(unlock_id, id))
             except ConnectionLost:
@@ -671,7 +692,7 @@ class Client:
         released is fine (unlock is idempotent). Raises :class:`NotHeld` for an id that
         names no lock of this session, :class:`ConnectionLost`."""
         core = self._c
-        id = next(core.ids)
+        id = core.next_id()
         r = core.call(id, P.encode_unlock(id, lock_id))
         assert r is not None
         if r.status not in (P.Status.OK, P.Status.ALREADY_RELEASED):
@@ -685,7 +706,7 @@ class Client:
         if not 0 <= max_entries <= 0xFFFF_FFFF:
             raise ValueError(f"max_entries must fit a u32, not {max_entries}")
         core = self._c
-        id = next(core.ids)
+        id = core.next_id()
         r = core.call(id, P.encode_stats(id, max_entries))
         assert r is not None
         if r.status != P.Status.OK or r.stats is None:
@@ -695,7 +716,7 @@ class Client:
     def ping(self) -> float:
         """One KEEPALIVE round trip; returns how long it took, in seconds."""
         core = self._c
-        id = next(core.ids)
+        id = core.next_id()
         t0 = time.perf_counter()
         r = core.call(id, P.encode_keepalive(id))
         elapsed = time.perf_counter() - t0
