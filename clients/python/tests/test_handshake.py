@@ -167,3 +167,33 @@ def test_hello_and_requests_in_one_write_are_answered_in_order(server):
         unlock = P.decode_response(buf[50:68])
         assert (lock.id, lock.status) == (1, P.Status.OK)
         assert (unlock.id, unlock.status) == (2, P.Status.OK)
+
+
+def raw_hello(address: str, data: bytes) -> bytes:
+    """Sends ``data`` as the hello and returns everything the server sends until it
+    closes the connection."""
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(data)
+        out = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                return out
+            out += chunk
+
+
+@pytest.mark.parametrize("token_len", [0, 1025])
+def test_a_bad_token_length_is_refused_even_without_auth_file(server, token_len):
+    """§1.1: token_len 0 or over 1024 is refused with status 3 without reading the token,
+    by a server without an auth file too (the client refuses such tokens before sending)."""
+    reply = raw_hello(server.address, b"RLCK\x03\x00\x01\x00" + token_len.to_bytes(2, "little"))
+    h = P.decode_server_hello(reply)
+    assert (h.status, h.session) == (P.HelloStatus.AUTH_FAILED, 0)
+
+
+def test_a_truncated_hello_is_closed_after_a_lease(start_server):
+    server = start_server("--lease-ms", "300")
+    # token_len 10, but only 3 token bytes: the server waits at most a lease, then closes
+    # without answering (§1).
+    assert raw_hello(server.address, b"RLCK\x03\x00\x01\x00\x0a\x00abc") == b""
