@@ -8,7 +8,6 @@ import time
 import pytest
 
 import rangelock
-from rangelock import protocol as P
 from conftest import wait_until
 from test_locking import holders, waiters
 

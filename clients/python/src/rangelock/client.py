@@ -262,6 +262,10 @@ class _Core:
             why = f"the server sent a frame this client cannot read ({e}); the client closed the connection"
         except (OSError, ssl.SSLError) as e:
             why = f"reading from the server failed: {_brief(e)}"
+        except BaseException as e:  # a bug here must not leave callers waiting forever
+            why = f"the client's reader failed ({e!r}); the client closed the connection"
+            self.fail(why)
+            raise
         self.fail(why)
 
     def _dispatch(self, r: P.Response) -> None:
