@@ -8,7 +8,8 @@ import rangelock
 from conftest import require_flag, wait_until
 from test_locking import holders
 
-FULL = "full-secret-7f3a"
+# Secrets of an auth file are at least 16 bytes.
+FULL = "full-secret-7f3a-0001"
 LIMITED = "limited-secret-91c2"
 
 AUTH_FILE = f"""
@@ -28,6 +29,7 @@ def auth_server(start_server, tmp_path):
     require_flag("--auth-file")
     path = tmp_path / "auth.toml"
     path.write_text(AUTH_FILE)
+    path.chmod(0o600)  # the server warns about a secret file others can read
     return start_server("--auth-file", str(path))
 
 

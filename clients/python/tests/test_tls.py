@@ -132,14 +132,15 @@ def test_auth_over_tls(start_server, ca, tmp_path):
     require_flag("--auth-file")
     cert, key = write_server_cert(ca, tmp_path)
     auth = tmp_path / "auth.toml"
-    auth.write_text('[[token]]\nname = "t"\nsecret = "tls-and-token"\nranges = ["0..100"]\n')
+    auth.write_text('[[token]]\nname = "t"\nsecret = "tls-and-token-0123"\nranges = ["0..100"]\n')
+    auth.chmod(0o600)
     server = start_server("--tls-cert", cert, "--tls-key", key, "--auth-file", str(auth))
     path = ca_file(ca, tmp_path)
     with pytest.raises(rangelock.AuthRequired):
         rangelock.Client(server.address, tls=path)
     with pytest.raises(rangelock.AuthFailed):
         rangelock.Client(server.address, tls=path, token="wrong")
-    with rangelock.Client(server.address, tls=path, token="tls-and-token") as c:
+    with rangelock.Client(server.address, tls=path, token="tls-and-token-0123") as c:
         with c.lock(0, 100) as g:
             assert g.valid
         with pytest.raises(rangelock.Forbidden):
