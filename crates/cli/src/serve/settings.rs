@@ -263,7 +263,7 @@ impl ServeSettings {
                 None => writeln!(out, "# {key} = (not set)")?,
             }
         }
-        debug_assert!(table.is_empty(), "keys that are not flags: {table:?}");
+        anyhow::ensure!(table.is_empty(), "settings that are not flags: {table:?}");
         Ok(out)
     }
 
@@ -440,7 +440,9 @@ mod tests {
     fn cluster_settings_need_a_cluster_and_the_printed_config_reads_back() {
         let s = ServeSettings { node_id: Some("a".into()), ..ServeSettings::default() };
         let e = s.resolve().unwrap_err().to_string();
-        assert_eq!(e, "`node_id` (--node-id) is a setting of cluster nodes: it needs `cluster` (--cluster) too");
+        let want = "`node_id` (--node-id) is a setting of cluster nodes: it needs `cluster` \
+                    (--cluster) too";
+        assert_eq!(e, want);
         let s = ServeSettings {
             cluster: Some(vec!["http://127.0.0.1:2379".into()]),
             unix: Some("/tmp/x.sock".into()),
