@@ -17,8 +17,11 @@
 //! Adding a setting: a field here (flag, key and help at once), its line in
 //! [`ServeSettings::or`] (the compiler asks for it), its default in
 //! [`ServeSettings::defaults`] if it has a fixed one, and its entry in
-//! `docs/rangelock.example.toml` (a test asks for it). Secrets never go here:
-//! `--print-config` prints every setting, so a secret lives in a file a setting names.
+//! `docs/rangelock.example.toml` (a test asks for it); then use it where the server is
+//! built. A path is `#[arg(long, value_name = "PATH")] pub tls_cert: Option<PathBuf>`; an
+//! address that is resolved like `addr` takes `value_parser = parse_addr` and
+//! `#[serde(with = "text")]`. Secrets never go here: `--print-config` prints every
+//! setting, so a secret lives in a file a setting names (`auth_file`).
 
 use std::fmt::Write as _;
 use std::net::{SocketAddr, ToSocketAddrs};
