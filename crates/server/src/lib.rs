@@ -29,6 +29,7 @@ mod config;
 mod end_log;
 mod engine;
 mod listen;
+pub mod metrics;
 pub mod ownership;
 mod rangelock_engine;
 mod reply;
