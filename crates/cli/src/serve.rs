@@ -61,6 +61,11 @@ pub struct ServeArgs {
     /// Directory of the shared-memory slot file [default: the temp directory].
     #[arg(long, value_name = "DIR", requires = "shm_slots")]
     shm_dir: Option<PathBuf>,
+    /// Serve Prometheus metrics over HTTP on this address, `HOST:PORT` (`GET /metrics`;
+    /// port 0 picks a free port; printed as `metrics on URL`). See docs/OPERATIONS.md
+    /// [default: no metrics].
+    #[arg(long, value_name = "HOST:PORT", value_parser = parse_addr)]
+    metrics: Option<SocketAddr>,
     /// Run as a node of a cluster whose state lives in etcd at these endpoints
     /// (comma-separated, e.g. `http://127.0.0.1:2379`). See docs/CLUSTER.md.
     #[arg(long, value_name = "ENDPOINTS", value_delimiter = ',')]
@@ -139,6 +144,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         handler_threads: args.threads,
         shm_slots: args.shm_slots,
         shm_dir: args.shm_dir,
+        metrics: args.metrics,
         ..ServerConfig::default()
     };
     // Handlers first: a supervisor that reads "listening on" and sends SIGTERM at once must
@@ -192,6 +198,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         if let Some(p) = server.unix_path() {
             writeln!(out, "listening on unix:{}", p.display())?;
+        }
+        if let Some(a) = server.metrics_addr() {
+            writeln!(out, "metrics on http://{a}/metrics")?;
         }
         if let Some(p) = server.shm_path() {
             writeln!(out, "shm slots in {}", p.display())?;

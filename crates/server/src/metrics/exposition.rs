@@ -98,9 +98,9 @@ impl Collector for Scrape {
         gauge(&mut e, "sessions_open", "Sessions open now", c.sessions_open)?;
         counter(&mut e, "sessions", "Sessions opened since start", c.sessions_total)?;
         {
-            let help = "Sessions ended, by reason (closed by the client, lease_expired: no \
+            let help = "Sessions ended, by reason (closed: by the client, lease_expired: no \
                         frame for a lease, shutdown, not_reading: the client stopped reading \
-                        its answers, output_limit, bad_framing, io_error)";
+                        its answers, output_limit, bad_framing, io_error, other)";
             let mut m = e.encode_descriptor("sessions_ended", help, None, MetricType::Counter)?;
             for (reason, n) in &self.session_ends {
                 ConstCounter::new(*n).encode(m.encode_family(&[("reason", *reason)])?)?;
