@@ -59,14 +59,9 @@ impl Server {
             .name("rangelock-server".into())
             .spawn(move || run(config, area, ready_tx, stop_rx))?;
         match ready_rx.recv() {
-            Ok(Ok(Bound { tcp, unix, metrics })) => Ok(Server {
-                tcp,
-                unix,
-                metrics,
-                stop: Some(stop_tx),
-                thread: Some(thread),
-                shm,
-            }),
+            Ok(Ok(Bound { tcp, unix, metrics })) => {
+                Ok(Server { tcp, unix, metrics, stop: Some(stop_tx), thread: Some(thread), shm })
+            }
             Ok(Err(e)) => {
                 let _ = thread.join();
                 Err(e)

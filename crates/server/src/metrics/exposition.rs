@@ -127,7 +127,8 @@ impl Collector for Scrape {
                 &self.snapshot.hold,
             ),
         ] {
-            let mut m = e.encode_descriptor(name, help, Some(&Unit::Seconds), MetricType::Histogram)?;
+            let mut m =
+                e.encode_descriptor(name, help, Some(&Unit::Seconds), MetricType::Histogram)?;
             m.encode_histogram::<NoLabelSet>(h.sum_seconds(), h.count(), &h.buckets(), None)?;
         }
         Ok(())

@@ -74,8 +74,8 @@
 mod clock;
 mod errors;
 mod exposition;
-pub(crate) mod http;
 mod histogram;
+pub(crate) mod http;
 mod sessions;
 mod snapshot;
 mod timings;

@@ -22,10 +22,8 @@ pub(crate) struct SessionEnds([AtomicU64; REASONS.len()]);
 impl SessionEnds {
     /// Counts a session that ended for `reason` (the session loop's wording).
     pub(crate) fn count(&self, reason: &str) {
-        let i = REASONS
-            .iter()
-            .position(|(_, rs)| rs.contains(&reason))
-            .unwrap_or(REASONS.len() - 1);
+        let i =
+            REASONS.iter().position(|(_, rs)| rs.contains(&reason)).unwrap_or(REASONS.len() - 1);
         self.0[i].fetch_add(1, Ordering::Relaxed);
     }
 
