@@ -3,11 +3,14 @@
 //! try-lock that would block, a timeout, a lock that waits for another session's
 //! release, a cancel, errors, a session that ends holding locks) the scraped counters
 //! equal exactly what the requests so far say, the histogram counts equal the grants and
-//! the releases, and the gauges are back to 0 at the end. Also: other paths answer 404,
+//! the releases, and the gauges are back to 0 at the end. Also: a lease expiry is counted
+//! with the locks it released, other paths answer 404,
 //! garbage on the metrics port disturbs nothing, a server without `metrics` opens no
 //! metrics port, and the endpoint stops with the server.
 //!
 //! Every wait is a poll of the scrape (or of the client) with a deadline, never a sleep.
+
+mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -400,6 +403,37 @@ async fn other_requests_get_404_and_garbage_disturbs_nothing() {
     let again = client.lock_exclusive(0..8).await.unwrap();
     assert_eq!(again.token(), 2, "the lock session goes on");
     drop(again);
+    server.shutdown();
+}
+
+/// A session that stops sending (no keepalive) ends when its lease expires: counted as
+/// `lease_expired`, and its held lock as released by session end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_expiry_is_counted_with_the_locks_it_released() {
+    let _serial = LISTENERS.lock().await;
+    let config = ServerConfig {
+        lease: rangelock_server::MIN_LEASE,
+        ..metrics_config(EngineKind::Combiner, GrantMode::Push)
+    };
+    let server = Server::start(config).unwrap();
+    let m = server.metrics_addr().unwrap();
+    let tcp = server.tcp_addr().unwrap();
+    // A raw connection: the real client would keep the lease alive.
+    let mut silent = tokio::task::spawn_blocking(move || {
+        let mut raw = common::Raw::connect(tcp);
+        let r = raw.call(1, lock(0, 10, Mode::Exclusive, Wait::Try));
+        assert_eq!(r.status, Status::Ok);
+        raw
+    })
+    .await
+    .unwrap();
+    let want = Want::zero()
+        .add("sessions_total", 1)
+        .add("grants_total", 1)
+        .add("session_end_releases_total", 1)
+        .add("sessions_ended_total{reason=lease_expired}", 1);
+    want.shown(m, EngineKind::Combiner, "the lease expiry").await;
+    assert!(tokio::task::spawn_blocking(move || silent.closed_by_server()).await.unwrap());
     server.shutdown();
 }
 
