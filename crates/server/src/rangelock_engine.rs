@@ -60,7 +60,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use rangelock::{RawRangeLock, SkipList, SkipToken};
 
 use crate::metrics::{AtomicTimings, Clock, EngineSnapshot, ErrorCounts};
-
 use crate::protocol::{
     op, Counters, EntryState, GrantMode, Mode, ResponseFrame, StatsBody, StatsEntry, Status,
 };
