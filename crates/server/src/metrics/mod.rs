@@ -63,11 +63,11 @@
 //!   elsewhere), to another address.
 //! * **Metrics on**: one clock read (`Instant::now`, some 20 ns through the vDSO) when a
 //!   handler decodes a `LOCK`. The table engines read the clock at most once per command
-//!   ([`Timings`]: an `UNLOCK` that releases one lock and grants three waiters reads it
+//!   (`Timings`: an `UNLOCK` that releases one lock and grants three waiters reads it
 //!   once) and record into plain histograms owned by the table's thread: no atomics;
 //!   they are copied out when a scrape asks. The rangelock engine reads the clock once per
 //!   grant and once per release and records with two relaxed atomic adds each
-//!   ([`AtomicTimings`]). A session end costs one relaxed atomic add. A scrape costs the
+//!   (`AtomicTimings`). A session end costs one relaxed atomic add. A scrape costs the
 //!   engine one command (copying ~600 bytes of counters), plus the encoding on a handler
 //!   thread.
 
