@@ -109,6 +109,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         if let Some(p) = server.unix_path() {
             writeln!(out, "listening on unix:{}", p.display())?;
         }
+        if let Some(a) = server.metrics_addr() {
+            writeln!(out, "metrics on http://{a}/metrics")?;
+        }
         if let Some(p) = server.shm_path() {
             writeln!(out, "shm slots in {}", p.display())?;
         }

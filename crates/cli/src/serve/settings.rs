@@ -86,6 +86,12 @@ pub(crate) struct ServeSettings {
     /// directory].
     #[arg(long, value_name = "DIR")]
     pub shm_dir: Option<PathBuf>,
+    /// Serve Prometheus metrics over HTTP on this address, `HOST:PORT` (`GET /metrics`;
+    /// port 0 picks a free port; printed as `metrics on URL`). See docs/OPERATIONS.md
+    /// [default: no metrics].
+    #[arg(long, value_name = "HOST:PORT", value_parser = parse_addr)]
+    #[serde(with = "text")]
+    pub metrics: Option<SocketAddr>,
     /// Run as a node of a cluster whose state lives in etcd at these endpoints
     /// (comma-separated, e.g. `http://127.0.0.1:2379`; a list in the file). See
     /// docs/CLUSTER.md. The settings below up to --fence-margin-ms need it.
@@ -143,6 +149,7 @@ impl ServeSettings {
             threads: self.threads.or(below.threads),
             shm_slots: self.shm_slots.or(below.shm_slots),
             shm_dir: self.shm_dir.or(below.shm_dir),
+            metrics: self.metrics.or(below.metrics),
             cluster: self.cluster.or(below.cluster),
             cluster_name: self.cluster_name.or(below.cluster_name),
             node_id: self.node_id.or(below.node_id),
@@ -234,6 +241,7 @@ impl ServeSettings {
             handler_threads: self.threads.unwrap_or(d.handler_threads),
             shm_slots: self.shm_slots.unwrap_or(d.shm_slots),
             shm_dir: self.shm_dir.clone(),
+            metrics: self.metrics,
             ..d
         }
     }
