@@ -11,7 +11,7 @@ mod logging;
 mod serve;
 mod stat;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Counts each thread's heap bytes for the `memory` suite (one thread-local add per
 /// allocation; see `rangelock_bench::alloc`).
@@ -46,7 +46,10 @@ enum Command {
 /// to its exit code (see the `exit` module). `main` does not return a `Result`: that
 /// would print the error's `Debug` form, with a backtrace under `RUST_BACKTRACE=1`.
 fn main() {
-    let cli = Cli::parse(); // usage errors exit 2, help 0
+    // Usage errors exit 2, help 0. `serve --help` shows the defaults of its settings from
+    // the one place they are kept.
+    let cmd = Cli::command().mut_subcommand("serve", serve::ServeSettings::document_defaults);
+    let cli = Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit());
     let any =
         |r: anyhow::Result<()>| r.map(|()| 0).map_err(|e| exit::Failure::new(exit::FAILURE, e));
     let result = match cli.command {

@@ -151,3 +151,24 @@ fn bad_tls_files_are_clear_errors() {
     assert!(err.contains("cannot read the CA file") && err.contains(&s(&missing)), "{err}");
     server.terminate();
 }
+
+#[test]
+fn tls_settings_from_the_config_file() {
+    let pki = TempPki::generate().unwrap();
+    let config = pki.dir().join("serve.toml");
+    let text =
+        format!("tls_cert = {:?}\ntls_key = {:?}\n", s(&pki.server_cert()), s(&pki.server_key()));
+    std::fs::write(&config, text).unwrap();
+    let server = ServerProc::start(&["--config", &s(&config)]);
+    let out =
+        lock_cmd(&server.addr, "0..10", &["--tls-ca", &s(&pki.ca())], &["true"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = lock_cmd(&server.addr, "0..10", &[], &["true"]).output().unwrap();
+    assert!(stderr(&out).contains("requires TLS"), "{}", stderr(&out));
+    server.terminate();
+    // A key without its certificate is refused before anything is bound.
+    std::fs::write(&config, format!("tls_key = {:?}\n", s(&pki.server_key()))).unwrap();
+    let out = Command::new(BIN).args(["serve", "--config", &s(&config)]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("needs `tls_cert`"), "{}", stderr(&out));
+}

@@ -122,6 +122,10 @@ pub struct ServerConfig {
     /// the certificate files, read once by [`crate::Server::start`]. `None` (the
     /// default): plain TCP.
     pub tls: Option<TlsSettings>,
+    /// Address of the Prometheus metrics endpoint (`GET /metrics` over HTTP; see
+    /// [`crate::metrics`]); `None` (the default): no metrics, and no clock reads for them
+    /// on the request path. Port 0 picks a free port ([`crate::Server::metrics_addr`]).
+    pub metrics: Option<SocketAddr>,
 }
 
 impl Default for ServerConfig {
@@ -142,6 +146,7 @@ impl Default for ServerConfig {
             shm_slots: 0,
             shm_dir: None,
             tls: None,
+            metrics: None,
         }
     }
 }
