@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::auth::AuthTable;
 use crate::ownership::Ownership;
 use crate::protocol::{GrantMode, DEFAULT_MAX_FRAME};
 
@@ -117,6 +118,9 @@ pub struct ServerConfig {
     pub shm_slots: u32,
     /// Directory of the slot file (`None`: the temp directory).
     pub shm_dir: Option<PathBuf>,
+    /// The tokens sessions must present ([`AuthTable`], read from an auth file). `None`
+    /// (the default): no authentication; a token in a hello is ignored.
+    pub auth: Option<Arc<AuthTable>>,
 }
 
 impl Default for ServerConfig {
@@ -136,6 +140,7 @@ impl Default for ServerConfig {
             cluster: None,
             shm_slots: 0,
             shm_dir: None,
+            auth: None,
         }
     }
 }

@@ -13,6 +13,10 @@
 //! session's `LOCK`s before it sends them: the one-host analog of the seed's combiner
 //! polling with RDMA (bench variant `combiner-shm-poll`).
 //!
+//! With `auth` set ([`AuthTable`], `rangelock serve --auth-file`), a session must present
+//! a token the table knows in its hello, and may lock only the ranges of that token
+//! (`docs/PROTOCOL.md` §1.1).
+//!
 //! Session guarantees: locks and waits of a session are released when it closes or its
 //! lease expires; fencing tokens strictly increase across all grants; `UNLOCK` is
 //! idempotent per lock id; bad input gets an error response and never affects another
@@ -25,6 +29,7 @@
 //! server.shutdown();
 //! ```
 
+pub mod auth;
 mod config;
 mod end_log;
 mod engine;
@@ -37,6 +42,7 @@ mod session;
 mod shm;
 pub mod table;
 
+pub use auth::{AuthFileError, AuthTable, Principal};
 pub use config::{
     ConfigError, EngineKind, ServerConfig, DEFAULT_BACKLOG, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PORT,
     MAX_LEASE, MAX_SHM_SLOTS, MIN_LEASE,

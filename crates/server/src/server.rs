@@ -200,6 +200,7 @@ async fn serve(
                 lease_ms = shared.config.lease.as_millis() as u64,
                 "rangelock server listening"
             );
+            warn_if_open(addr, &shared.config);
             let _ = ready.send(Ok((addr, shared.config.unix.clone())));
             (tcp, unix, socket_path)
         }
@@ -281,4 +282,24 @@ async fn serve(
 async fn accept_error(e: std::io::Error) {
     tracing::warn!(error = %e, "accept failed");
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+}
+
+/// Says how sessions authenticate, and warns when a TCP listener beyond loopback lets
+/// anyone in.
+fn warn_if_open(tcp: Option<SocketAddr>, config: &ServerConfig) {
+    if let Some(auth) = &config.auth {
+        tracing::info!(
+            tokens = auth.len(),
+            auth_file = %auth.path().display(),
+            "sessions must authenticate"
+        );
+        return;
+    }
+    if let Some(a) = tcp.filter(|a| !a.ip().to_canonical().is_loopback()) {
+        tracing::warn!(
+            tcp = %a,
+            "listening beyond loopback without authentication: anyone who can reach the \
+             port can take any range (start with --auth-file; docs/OPERATIONS.md)"
+        );
+    }
 }
