@@ -3,13 +3,15 @@
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use rangelock_cluster::{Node, NodeConfig};
 use rangelock_server::protocol::GrantMode;
 use rangelock_server::{
-    EngineKind, Server, ServerConfig, DEFAULT_BACKLOG, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PORT,
+    AuthTable, EngineKind, Server, ServerConfig, DEFAULT_BACKLOG, DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_PORT,
 };
 
 /// Arguments of `rangelock serve`.
@@ -61,6 +63,12 @@ pub struct ServeArgs {
     /// Directory of the shared-memory slot file [default: the temp directory].
     #[arg(long, value_name = "DIR", requires = "shm_slots")]
     shm_dir: Option<PathBuf>,
+    /// Require every client to authenticate with a token of this file (TOML: one
+    /// [[token]] per token, with its name, its secret or the secret's SHA-256, and
+    /// optionally the ranges it may lock; see docs/OPERATIONS.md). Read at startup: a file
+    /// that cannot be used stops the server from starting.
+    #[arg(long, value_name = "FILE")]
+    auth_file: Option<PathBuf>,
     /// Run as a node of a cluster whose state lives in etcd at these endpoints
     /// (comma-separated, e.g. `http://127.0.0.1:2379`). See docs/CLUSTER.md.
     #[arg(long, value_name = "ENDPOINTS", value_delimiter = ',')]
@@ -139,6 +147,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         handler_threads: args.threads,
         shm_slots: args.shm_slots,
         shm_dir: args.shm_dir,
+        auth: args.auth_file.as_deref().map(AuthTable::load).transpose()?.map(Arc::new),
         ..ServerConfig::default()
     };
     // Handlers first: a supervisor that reads "listening on" and sends SIGTERM at once must
