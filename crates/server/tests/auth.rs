@@ -24,10 +24,12 @@ use rangelock_server::{AuthTable, EngineKind, Server, ServerConfig};
 const FULL: &str = "full-secret-5b0f4c1e9a7d";
 /// May lock `0..4096` and `0x100000..0x200000`.
 const INGEST: &str = "ingest-secret-77c3e0a2f1b9";
+/// May lock `0..10`, `10..20` (so `0..20`) and `30..40`.
+const SPLIT: &str = "split-secret-3e4d5c6b7a80";
 /// Known to no server.
 const WRONG: &str = "wrong-secret-0d9e8f7a6b5c";
 /// Every secret a test sends or a table holds.
-const SECRETS: [&str; 3] = [FULL, INGEST, WRONG];
+const SECRETS: [&str; 4] = [FULL, INGEST, SPLIT, WRONG];
 
 const X: Mode = Mode::Exclusive;
 const INGEST_END: u64 = 4096;
@@ -81,6 +83,11 @@ fn table() -> Arc<AuthTable> {
         name = "ingest"
         secret = "{INGEST}"
         ranges = ["0..{INGEST_END}", "0x100000..0x200000"]
+
+        [[token]]
+        name = "split"
+        secret = "{SPLIT}"
+        ranges = ["10..20", "0..10", "30..40"]
         "#
     );
     Arc::new(AuthTable::from_toml(Path::new("auth.toml"), &text).unwrap())
@@ -259,6 +266,23 @@ fn a_lock_outside_the_tokens_ranges_is_forbidden_and_the_session_goes_on() {
         drop(raw);
 
         by.check_unaffected(&srv);
+        srv.shutdown();
+    }
+}
+
+#[test]
+fn ranges_that_touch_count_as_one() {
+    for engine in ENGINES {
+        let srv = server(engine);
+        let split = with_token(&srv, SPLIT).unwrap();
+        split.lock(5..15, X, Wait::Try).unwrap().unlock().unwrap();
+        split.lock(0..20, X, Wait::Try).unwrap().unlock().unwrap();
+        split.lock(30..40, X, Wait::Try).unwrap().unlock().unwrap();
+        for (start, end) in [(15, 25), (19, 31), (0, 40), (20, 30)] {
+            let r = split.lock(start..end, X, Wait::Try);
+            assert!(matches!(r, Err(ClientError::Server(Status::Forbidden))), "{start}..{end}");
+        }
+        drop(split);
         srv.shutdown();
     }
 }
