@@ -14,9 +14,9 @@
 //! 2. Loop: read a frame within the lease (any frame renews it). A frame that does not
 //!    decode gets an error response addressed by its op and id and the loop goes on; a
 //!    `LOCK` or `RECLAIM` outside the ranges of the session's token gets `FORBIDDEN`
-//!    before anything else sees it, and the loop goes on; a frame whose length prefix is over the limit or under the header size gets one
-//!    error response (id 0) and the connection closes — the byte stream can no longer be
-//!    split into frames.
+//!    before anything else sees it, and the loop goes on; a frame whose length prefix is
+//!    over the limit or under the header size gets one error response (id 0) and the
+//!    connection closes — the byte stream can no longer be split into frames.
 //!    Every request gets exactly one response, so `requests read - responses written`
 //!    counts queued responses plus waiting locks; when it exceeds
 //!    `max_locks_per_session + MAX_BACKLOG` (a client that sends without reading) the
