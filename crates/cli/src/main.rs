@@ -11,7 +11,7 @@ mod logging;
 mod serve;
 mod stat;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Counts each thread's heap bytes for the `memory` suite (one thread-local add per
 /// allocation; see `rangelock_bench::alloc`).
@@ -31,7 +31,7 @@ enum Command {
     /// Run a benchmark suite (`list` shows them, `quick` runs all in quick mode).
     Bench(bench::BenchArgs),
     /// Run the range-lock server.
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Run a command while holding a range lock (flock(1) style, but a lapsed lease ends
     /// the lock: the command is then signalled).
     Lock(lock::LockArgs),
@@ -46,12 +46,15 @@ enum Command {
 /// to its exit code (see the `exit` module). `main` does not return a `Result`: that
 /// would print the error's `Debug` form, with a backtrace under `RUST_BACKTRACE=1`.
 fn main() {
-    let cli = Cli::parse(); // usage errors exit 2, help 0
+    // Usage errors exit 2, help 0. `serve --help` shows the defaults of its settings from
+    // the one place they are kept.
+    let cmd = Cli::command().mut_subcommand("serve", serve::ServeSettings::document_defaults);
+    let cli = Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit());
     let any =
         |r: anyhow::Result<()>| r.map(|()| 0).map_err(|e| exit::Failure::new(exit::FAILURE, e));
     let result = match cli.command {
         Command::Bench(args) => any(bench::run(args)),
-        Command::Serve(args) => any(serve::run(args)),
+        Command::Serve(args) => any(serve::run(*args)),
         Command::Lock(args) => lock::run(args),
         Command::Stat(args) => stat::run(args).map(|()| 0),
         Command::Cluster(cmd) => any(cluster::run(cmd)),

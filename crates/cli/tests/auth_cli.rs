@@ -328,3 +328,28 @@ fn lock_and_stat_through_a_cluster_whose_nodes_have_an_auth_file() {
     assert!(log.contains("sessions must authenticate"), "{log}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_auth_file_is_a_config_key_too() {
+    let dir = tempdir("auth-config-key");
+    let auth = auth_file(&dir);
+    let config =
+        write(&dir, "serve.toml", &format!("auth_file = {:?}\n", auth.to_str().unwrap()), 0o600);
+    let config = config.to_str().unwrap();
+    // --print-config shows the path; it reads neither the file nor a secret.
+    let missing = dir.join("missing.toml");
+    let (code, out, err) = cli(
+        &["serve", "--config", config, "--auth-file", missing.to_str().unwrap(), "--print-config"],
+        None,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(&format!("auth_file = {:?}", missing.to_str().unwrap())), "{out}");
+    let srv = Served::start(&["--config", config]);
+    let (code, _, err) = cli(&["stat", "--server", &srv.addr], None);
+    assert_eq!(code, Some(77), "{err}");
+    let (code, _, err) = cli(&["stat", "--server", &srv.addr], Some(FULL));
+    assert_eq!(code, Some(0), "{err}");
+    let log = srv.stop();
+    assert!(log.contains("sessions must authenticate") && !log.contains(FULL), "{log}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

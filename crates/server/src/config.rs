@@ -118,6 +118,10 @@ pub struct ServerConfig {
     pub shm_slots: u32,
     /// Directory of the slot file (`None`: the temp directory).
     pub shm_dir: Option<PathBuf>,
+    /// Address of the Prometheus metrics endpoint (`GET /metrics` over HTTP; see
+    /// [`crate::metrics`]); `None` (the default): no metrics, and no clock reads for them
+    /// on the request path. Port 0 picks a free port ([`crate::Server::metrics_addr`]).
+    pub metrics: Option<SocketAddr>,
     /// The tokens sessions must present ([`AuthTable`], read from an auth file). `None`
     /// (the default): no authentication; a token in a hello is ignored.
     pub auth: Option<Arc<AuthTable>>,
@@ -140,6 +144,7 @@ impl Default for ServerConfig {
             cluster: None,
             shm_slots: 0,
             shm_dir: None,
+            metrics: None,
             auth: None,
         }
     }

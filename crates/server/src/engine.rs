@@ -26,11 +26,11 @@
 //! serialization point for uncontended grants, but no FIFO order (a new request may overtake
 //! a registered waiter).
 
-use std::sync::atomic::AtomicU64;
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use crate::config::{EngineKind, ServerConfig};
+use crate::metrics::{Clock, EngineSnapshot, ErrorCounts};
 use crate::rangelock_engine::RangeLockEngine;
 use crate::table::{Command, LockTable, TableLimits, TablePartitions};
 
@@ -48,20 +48,25 @@ pub(crate) enum Engine {
 
 impl Engine {
     /// Builds the table and, for the combiner, starts its thread (ends when every
-    /// [`Engine`] clone is dropped).
+    /// [`Engine`] clone is dropped). With `clock` (metrics on) the engine keeps the wait
+    /// and hold histograms.
     pub(crate) fn start(
         config: &ServerConfig,
-        handler_errors: Arc<AtomicU64>,
+        handler_errors: Arc<ErrorCounts>,
+        clock: Option<Clock>,
     ) -> std::io::Result<(Engine, Option<JoinHandle<()>>)> {
         let limits = TableLimits {
             max_locks_per_session: config.max_locks_per_session,
             max_stats_entries: config.max_stats_entries,
         };
         if config.engine == EngineKind::RangeLock {
-            let e = RangeLockEngine::new(config.grant, limits, handler_errors);
+            let e = RangeLockEngine::new(config.grant, limits, handler_errors, clock);
             return Ok((Engine::RangeLock(Arc::new(e)), None));
         }
         let mut table = LockTable::new(config.grant, limits, handler_errors);
+        if let Some(clock) = clock {
+            table.set_metrics(clock);
+        }
         if let Some(own) = &config.cluster {
             table.set_partitions(TablePartitions::new(
                 own.partitioning(),
@@ -116,5 +121,12 @@ impl Engine {
             }
             Engine::RangeLock(e) => e.apply(cmd),
         }
+    }
+
+    /// The engine's counters and histograms, for a scrape (`None`: the engine stopped).
+    pub(crate) async fn snapshot(&self) -> Option<EngineSnapshot> {
+        let (report, rx) = tokio::sync::oneshot::channel();
+        self.submit(Command::Metrics { report });
+        rx.await.ok()
     }
 }

@@ -17,6 +17,10 @@
 //! a token the table knows in its hello, and may lock only the ranges of that token
 //! (`docs/PROTOCOL.md` §1.1).
 //!
+//! With `metrics` set, the server also answers `GET /metrics` over HTTP on that address
+//! with Prometheus metrics (grants, releases, waits, errors per status, sessions, wait and
+//! hold histograms; see [`metrics`]); without it nothing on the request path is timed.
+//!
 //! Session guarantees: locks and waits of a session are released when it closes or its
 //! lease expires; fencing tokens strictly increase across all grants; `UNLOCK` is
 //! idempotent per lock id; bad input gets an error response and never affects another
@@ -34,6 +38,7 @@ mod config;
 mod end_log;
 mod engine;
 mod listen;
+pub mod metrics;
 pub mod ownership;
 mod rangelock_engine;
 mod reply;

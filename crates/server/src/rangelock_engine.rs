@@ -59,6 +59,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rangelock::{RawRangeLock, SkipList, SkipToken};
 
+use crate::metrics::{AtomicTimings, Clock, EngineSnapshot, ErrorCounts};
 use crate::protocol::{
     op, Counters, EntryState, GrantMode, Mode, ResponseFrame, StatsBody, StatsEntry, Status,
 };
@@ -79,6 +80,9 @@ struct Entry {
     seq: u64,
     nonce: u64,
     state: State,
+    /// Metrics on: when the request arrived while it waits, when it was granted once held
+    /// (see `crate::metrics`); 0 and unused with metrics off.
+    stamp: u64,
 }
 
 #[derive(Debug)]
@@ -146,7 +150,8 @@ struct AtomicCounters {
     would_block: AtomicU64,
     timeouts: AtomicU64,
     cancels: AtomicU64,
-    errors: AtomicU64,
+    /// Error responses per status (`STATS` reports the total).
+    errors: ErrorCounts,
 }
 
 fn inc(c: &AtomicU64) {
@@ -167,7 +172,9 @@ pub(crate) struct RangeLockEngine {
     limits: TableLimits,
     seq: AtomicU64,
     counters: AtomicCounters,
-    handler_errors: Arc<AtomicU64>,
+    handler_errors: Arc<ErrorCounts>,
+    /// Metrics on: the wait and hold histograms and their clock.
+    timings: Option<AtomicTimings>,
     /// Set by [`Command::Shutdown`]: no new locks and no more grants (waiters are
     /// withdrawn at that moment).
     shutting_down: AtomicBool,
@@ -177,7 +184,8 @@ impl RangeLockEngine {
     pub(crate) fn new(
         grant: GrantMode,
         limits: TableLimits,
-        handler_errors: Arc<AtomicU64>,
+        handler_errors: Arc<ErrorCounts>,
+        clock: Option<Clock>,
     ) -> Self {
         RangeLockEngine {
             lock: SkipList::new(),
@@ -192,6 +200,7 @@ impl RangeLockEngine {
             seq: AtomicU64::new(0),
             counters: AtomicCounters::default(),
             handler_errors,
+            timings: clock.map(AtomicTimings::new),
             shutting_down: AtomicBool::new(false),
         }
     }
@@ -202,7 +211,7 @@ impl RangeLockEngine {
 
     fn reply(&self, s: &Session, r: ResponseFrame) {
         if r.status.is_error() {
-            inc(&self.counters.errors);
+            self.counters.errors.count(r.status);
         }
         s.reply(r);
     }
@@ -216,9 +225,9 @@ impl RangeLockEngine {
                 inc(&self.counters.sessions_open);
                 inc(&self.counters.sessions_total);
             }
-            Command::Lock { session, id, start, end, mode, may_wait, nonce } => {
+            Command::Lock { session, id, start, end, mode, may_wait, nonce, arrived } => {
                 if let Some(s) = self.session(session) {
-                    self.lock_cmd(&s, id, start..end, mode, may_wait, nonce);
+                    self.lock_cmd(&s, id, start..end, mode, may_wait, nonce, arrived);
                 }
             }
             Command::Unlock { session, id, target } => {
@@ -289,6 +298,9 @@ impl RangeLockEngine {
             Command::Handover { report, .. } => {
                 let _ = report.send(Vec::new());
             }
+            Command::Metrics { report } => {
+                let _ = report.send(self.snapshot());
+            }
             Command::Shutdown => {
                 self.shutting_down.store(true, Ordering::Relaxed);
                 let sessions: Vec<SessionRef> = lock(&self.sessions).values().cloned().collect();
@@ -330,6 +342,7 @@ impl RangeLockEngine {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn lock_cmd(
         &self,
         s: &SessionRef,
@@ -338,6 +351,7 @@ impl RangeLockEngine {
         mode: Mode,
         may_wait: bool,
         nonce: u64,
+        arrived: u64,
     ) {
         let mut g = lock(s);
         let error = self.limits.refuse_lock(
@@ -355,14 +369,15 @@ impl RangeLockEngine {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
         let (start, end) = (range.start, range.end);
         if let Some(raw) = self.lock.try_lock(range.clone(), mode) {
-            let token = self.granted();
+            let (token, stamp) = self.granted(arrived);
             let state = State::Held { token, raw };
-            g.locks.insert(id, Entry { start, end, mode, seq, nonce, state });
+            g.locks.insert(id, Entry { start, end, mode, seq, nonce, state, stamp });
             self.reply(&g, ResponseFrame::new(op::LOCK, id, Status::Ok, token));
             return;
         }
         if may_wait {
-            g.locks.insert(id, Entry { start, end, mode, seq, nonce, state: State::Waiting });
+            let state = State::Waiting;
+            g.locks.insert(id, Entry { start, end, mode, seq, nonce, state, stamp: arrived });
             // Counted before a `wake` can install (and uncount) it.
             inc(&self.counters.waiters);
             let mut reg = lock(&self.waiters);
@@ -375,8 +390,9 @@ impl RangeLockEngine {
                 reg.remove(seq);
                 drop(reg);
                 dec(&self.counters.waiters);
-                let token = self.granted();
-                g.locks.get_mut(&id).expect("inserted above").state = State::Held { token, raw };
+                let (token, stamp) = self.granted(arrived);
+                let e = g.locks.get_mut(&id).expect("inserted above");
+                (e.state, e.stamp) = (State::Held { token, raw }, stamp);
                 self.reply(&g, ResponseFrame::new(op::LOCK, id, Status::Ok, token));
                 return;
             }
@@ -456,18 +472,20 @@ impl RangeLockEngine {
             return Some(range);
         };
         dec(&self.counters.waiters);
-        let token = self.granted();
-        entry.state = State::Held { token, raw };
+        let (token, stamp) = self.granted(entry.stamp);
+        (entry.state, entry.stamp) = (State::Held { token, raw }, stamp);
         if self.grant == GrantMode::Push {
             s.reply(ResponseFrame::new(op::LOCK, waiter.id, Status::Ok, token));
         }
         None
     }
 
-    /// Counts a grant and takes the next fencing token.
-    fn granted(&self) -> u64 {
+    /// Counts a grant of a request stamped `stamp` (its arrival) and takes the next
+    /// fencing token; returns it and the entry's new stamp (its grant).
+    fn granted(&self, stamp: u64) -> (u64, u64) {
         inc(&self.counters.holders);
-        self.counters.grants.fetch_add(1, Ordering::Relaxed) + 1
+        let token = self.counters.grants.fetch_add(1, Ordering::Relaxed) + 1;
+        (token, self.timings.as_ref().map_or(0, |t| t.granted(stamp)))
     }
 
     /// Releases a held entry's range and returns it; the caller wakes it once it holds no
@@ -475,6 +493,9 @@ impl RangeLockEngine {
     fn release(&self, e: Entry) -> Range<u64> {
         if let State::Held { raw, .. } = e.state {
             dec(&self.counters.holders);
+            if let Some(t) = &self.timings {
+                t.released(e.stamp);
+            }
             // SAFETY: `raw` came from an acquisition on `self.lock` and the entry that owned
             // it has just been removed from its session, so it is released exactly once.
             unsafe { self.lock.unlock(raw) };
@@ -532,8 +553,20 @@ impl RangeLockEngine {
         all.sort_unstable_by_key(|(seq, _)| *seq);
         let max = max_entries.min(self.limits.max_stats_entries) as usize;
         let entries = all.into_iter().take(max).map(|(_, e)| e).collect();
+        let mut r = ResponseFrame::new(op::STATS, id, Status::Ok, 0);
+        r.stats = Some(StatsBody { counters: self.snapshot().counters, entries });
+        if let Some(s) = self.session(session) {
+            lock(&s).reply(r);
+        }
+    }
+
+    /// Counters, errors per status (the handlers' included) and histograms, for `STATS`
+    /// and scrapes: each counter read on its own, not one atomic picture.
+    fn snapshot(&self) -> EngineSnapshot {
         let c = &self.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut errors = c.errors.tally();
+        errors.add(&self.handler_errors.tally());
         let counters = Counters {
             sessions_open: get(&c.sessions_open),
             sessions_total: get(&c.sessions_total),
@@ -545,12 +578,12 @@ impl RangeLockEngine {
             would_block: get(&c.would_block),
             timeouts: get(&c.timeouts),
             cancels: get(&c.cancels),
-            errors: get(&c.errors) + get(&self.handler_errors),
+            errors: errors.total(),
         };
-        let mut r = ResponseFrame::new(op::STATS, id, Status::Ok, 0);
-        r.stats = Some(StatsBody { counters, entries });
-        if let Some(s) = self.session(session) {
-            lock(&s).reply(r);
-        }
+        let (wait, hold) = match &self.timings {
+            Some(t) => (t.wait.snapshot(), t.hold.snapshot()),
+            None => Default::default(),
+        };
+        EngineSnapshot { counters, errors, wait, hold }
     }
 }

@@ -5,6 +5,8 @@
 //! `tree-single` engine — so it works the same from a binary, a blocking test or an async
 //! test. [`Server::shutdown`] (or dropping the [`Server`]) stops accepting, ends every
 //! session (releasing its locks), waits for them, stops the combiner and joins the thread.
+//! The metrics endpoint ([`crate::metrics`]), when configured, is served by the same
+//! runtime and stops accepting at the same moment.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -19,6 +21,7 @@ use crate::config::{EngineKind, ServerConfig};
 use crate::end_log::EndLog;
 use crate::engine::Engine;
 use crate::listen;
+use crate::metrics::{self, Clock, ErrorCounts, ServerMetrics};
 use crate::session::{self, Shared};
 use crate::shm::ShmArea;
 
@@ -27,6 +30,7 @@ use crate::shm::ShmArea;
 pub struct Server {
     tcp: Option<SocketAddr>,
     unix: Option<PathBuf>,
+    metrics: Option<SocketAddr>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
     /// The shared-memory slot file, if `shm_slots > 0`.
@@ -55,8 +59,8 @@ impl Server {
             .name("rangelock-server".into())
             .spawn(move || run(config, area, ready_tx, stop_rx))?;
         match ready_rx.recv() {
-            Ok(Ok((tcp, unix))) => {
-                Ok(Server { tcp, unix, stop: Some(stop_tx), thread: Some(thread), shm })
+            Ok(Ok(Bound { tcp, unix, metrics })) => {
+                Ok(Server { tcp, unix, metrics, stop: Some(stop_tx), thread: Some(thread), shm })
             }
             Ok(Err(e)) => {
                 let _ = thread.join();
@@ -72,6 +76,12 @@ impl Server {
     /// The bound TCP address (with the real port when the config asked for port 0).
     pub fn tcp_addr(&self) -> Option<SocketAddr> {
         self.tcp
+    }
+
+    /// The bound address of the metrics endpoint (`GET /metrics`), with the real port
+    /// when the config asked for port 0; `None` without [`ServerConfig::metrics`].
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics
     }
 
     /// The Unix socket path, if any.
@@ -112,7 +122,14 @@ impl Drop for Server {
     }
 }
 
-type Ready = std::io::Result<(Option<SocketAddr>, Option<PathBuf>)>;
+/// What [`serve`] bound.
+struct Bound {
+    tcp: Option<SocketAddr>,
+    unix: Option<PathBuf>,
+    metrics: Option<SocketAddr>,
+}
+
+type Ready = std::io::Result<Bound>;
 
 fn run(
     config: ServerConfig,
@@ -137,8 +154,9 @@ fn run(
             return;
         }
     };
-    let handler_errors = Arc::new(AtomicU64::new(0));
-    let (engine, combiner) = match Engine::start(&config, handler_errors.clone()) {
+    let handler_errors = Arc::new(ErrorCounts::default());
+    let clock = config.metrics.map(|_| Clock::new());
+    let (engine, combiner) = match Engine::start(&config, handler_errors.clone(), clock) {
         Ok(x) => x,
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -156,6 +174,7 @@ fn run(
         handler_errors,
         end_log: EndLog::default(),
         shm,
+        metrics: clock.map(ServerMetrics::new),
     });
     let served = rt.block_on(serve(shared, ready, stop));
     // The ownership (kept by the cluster manager) must not keep the combiner alive.
@@ -184,12 +203,15 @@ async fn serve(
     let backlog = shared.config.listen_backlog;
     let bound = (|| {
         let tcp = shared.config.tcp.map(|a| listen::tcp(a, backlog)).transpose()?;
-        let unix = shared.config.unix.as_deref().map(|p| listen::unix(p, backlog)).transpose()?;
         let tcp_addr = tcp.as_ref().map(TcpListener::local_addr).transpose()?;
-        std::io::Result::Ok((tcp, unix, tcp_addr))
+        let metrics = shared.config.metrics.map(|a| listen::tcp(a, METRICS_BACKLOG)).transpose()?;
+        let metrics_addr = metrics.as_ref().map(TcpListener::local_addr).transpose()?;
+        // The Unix socket last: a later failure would leave its file behind.
+        let unix = shared.config.unix.as_deref().map(|p| listen::unix(p, backlog)).transpose()?;
+        std::io::Result::Ok((tcp, unix, tcp_addr, metrics, metrics_addr))
     })();
-    let (tcp, unix, socket_path) = match bound {
-        Ok((tcp, unix, addr)) => {
+    let (tcp, unix, socket_path, metrics) = match bound {
+        Ok((tcp, unix, addr, metrics, metrics_addr)) => {
             let (unix, socket_path) = unix.unzip();
             let show = |a: Option<String>| a.unwrap_or_else(|| "-".into());
             tracing::info!(
@@ -198,11 +220,13 @@ async fn serve(
                 engine = shared.config.engine.name(),
                 grant = shared.config.grant.name(),
                 lease_ms = shared.config.lease.as_millis() as u64,
+                metrics = %show(metrics_addr.map(|a| format!("http://{a}/metrics"))),
                 "rangelock server listening"
             );
             warn_if_open(addr, &shared.config);
-            let _ = ready.send(Ok((addr, shared.config.unix.clone())));
-            (tcp, unix, socket_path)
+            let path = shared.config.unix.clone();
+            let _ = ready.send(Ok(Bound { tcp: addr, unix: path, metrics: metrics_addr }));
+            (tcp, unix, socket_path, metrics)
         }
         Err(e) => {
             let _ = ready.send(Err(e));
@@ -259,9 +283,19 @@ async fn serve(
             }
         }
     };
+    let serve_metrics = {
+        let shared = shared.clone();
+        async move {
+            match metrics {
+                Some(l) => metrics::http::serve(l, shared).await,
+                None => std::future::pending().await,
+            }
+        }
+    };
     tokio::select! {
         _ = accept_tcp => {}
         _ = accept_unix => {}
+        _ = serve_metrics => {}
         _ = stop => {}
     }
     tracing::info!("shutting down");
@@ -277,6 +311,9 @@ async fn serve(
     }
     true
 }
+
+/// Listen backlog of the metrics endpoint (a scraper or two connect to it).
+const METRICS_BACKLOG: u32 = 64;
 
 /// Accept errors (e.g. out of file descriptors) are transient: log, back off briefly, retry.
 async fn accept_error(e: std::io::Error) {

@@ -40,6 +40,7 @@ use crate::auth::Principal;
 use crate::config::ServerConfig;
 use crate::end_log::EndLog;
 use crate::engine::Engine;
+use crate::metrics::{ErrorCounts, ServerMetrics};
 use crate::ownership::Admission;
 use crate::protocol::{
     op, read_frame, ClientHelloHead, FrameError, HelloStatus, Request, RequestFrame, ResponseFrame,
@@ -57,7 +58,7 @@ pub(crate) const MAX_BACKLOG: u64 = 1024;
 const READ_BUFFER: usize = 4096;
 
 /// Why a session whose unwritten responses passed `max_output_bytes` ended.
-const OUTPUT_OVER_LIMIT: &str = "unread responses over the output limit";
+pub(crate) const OUTPUT_OVER_LIMIT: &str = "unread responses over the output limit";
 
 /// A connection that splits into an async read half and a [`DirectWrite`] half.
 pub(crate) trait Transport: Send + 'static {
@@ -91,7 +92,10 @@ pub(crate) struct Shared {
     pub(crate) engine: Engine,
     pub(crate) config: ServerConfig,
     pub(crate) next_session: AtomicU64,
-    pub(crate) handler_errors: Arc<AtomicU64>,
+    /// Error responses the handlers sent themselves, per status.
+    pub(crate) handler_errors: Arc<ErrorCounts>,
+    /// Metrics on: the clock and the session-end counters.
+    pub(crate) metrics: Option<ServerMetrics>,
     /// Rate-limits the log lines of sessions that end badly.
     pub(crate) end_log: EndLog,
     /// The shared-memory slots (`ServerConfig::shm_slots > 0`).
@@ -271,6 +275,9 @@ pub(crate) async fn run<S: Transport>(
         }
         _ => shared.end_log.bad_end(&peer, session, reason),
     }
+    if let Some(m) = &shared.metrics {
+        m.session_ends.count(reason);
+    }
     shared.engine.submit(Command::Close { session });
     drop(handler);
     drop(sink);
@@ -313,13 +320,13 @@ struct Handler<'a> {
 
 impl Handler<'_> {
     fn error(&self, op: u8, id: u64, status: Status) {
-        self.shared.handler_errors.fetch_add(1, Ordering::Relaxed);
+        self.shared.handler_errors.count(status);
         reply::send_now(&self.tx, ResponseFrame::new(op, id, status, 0));
     }
 
     /// Answers a request the ownership check refused.
     fn refuse(&self, r: Box<ResponseFrame>) {
-        self.shared.handler_errors.fetch_add(1, Ordering::Relaxed);
+        self.shared.handler_errors.count(r.status);
         reply::send_now(&self.tx, *r);
     }
 
@@ -366,7 +373,8 @@ impl Handler<'_> {
                 self.nonce += 1;
                 let nonce = self.nonce;
                 let may_wait = wait != Wait::Try;
-                let cmd = Command::Lock { session, id, start, end, mode, may_wait, nonce };
+                let arrived = self.shared.metrics.as_ref().map_or(0, |m| m.clock.now());
+                let cmd = Command::Lock { session, id, start, end, mode, may_wait, nonce, arrived };
                 if let Some(own) = &self.shared.config.cluster {
                     let submit = || engine.submit(cmd);
                     if let Err(r) = own.admit(Admission::Lock, op::LOCK, id, start, end, submit) {
@@ -431,7 +439,7 @@ impl Handler<'_> {
                     _ => ResponseFrame::new(op::SHM_ATTACH, id, Status::ShmUnavailable, 0),
                 };
                 if r.status.is_error() {
-                    self.shared.handler_errors.fetch_add(1, Ordering::Relaxed);
+                    self.shared.handler_errors.count(r.status);
                     tracing::debug!(session, status = %r.status, "shm attach refused");
                 } else {
                     tracing::debug!(session, slot = r.value, "shm slot attached");

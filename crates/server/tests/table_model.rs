@@ -2,7 +2,6 @@
 //! an entry is held iff no earlier entry overlaps it in a conflicting mode.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use proptest::prelude::*;
@@ -64,7 +63,7 @@ impl Harness {
     fn new(grant: GrantMode) -> Self {
         let limits = TableLimits { max_locks_per_session: 1000, max_stats_entries: 10_000 };
         let mut h = Harness {
-            table: LockTable::new(grant, limits, Arc::new(AtomicU64::new(0))),
+            table: LockTable::new(grant, limits, Arc::default()),
             rx: HashMap::new(),
             next_id: 0,
             model: Vec::new(),
@@ -149,6 +148,7 @@ impl Harness {
                     mode,
                     may_wait,
                     nonce: id,
+                    arrived: 0,
                 });
                 let replies = self.drain(s);
                 let mine: Vec<Status> =

@@ -21,7 +21,7 @@ pub struct FencingStoreArgs {
 
 /// Runs the store until a signal.
 pub fn run(a: FencingStoreArgs) -> anyhow::Result<()> {
-    crate::logging::init();
+    crate::logging::init(crate::logging::LogFormat::Text);
     super::runtime()?.block_on(async {
         use tokio::signal::unix::{signal, SignalKind};
         // Handlers first: a supervisor that sends SIGTERM as soon as it reads

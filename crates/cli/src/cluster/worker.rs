@@ -382,7 +382,7 @@ fn write_report(path: &Path, json: &str) -> std::io::Result<()> {
 
 /// Runs the worker.
 pub fn run(args: WorkerArgs) -> anyhow::Result<()> {
-    crate::logging::init();
+    crate::logging::init(crate::logging::LogFormat::Text);
     anyhow::ensure!(
         !args.writer.is_empty() && !args.writer.contains(char::is_whitespace),
         "--writer must be non-empty and without whitespace"

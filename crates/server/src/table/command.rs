@@ -1,6 +1,7 @@
 //! The operations handlers submit to a lock table.
 
 use super::partitions::{HandoverLock, PartitionChange};
+use crate::metrics::EngineSnapshot;
 use crate::protocol::Mode;
 pub use crate::reply::{ReplySink, ReplyTo};
 
@@ -32,6 +33,9 @@ pub enum Command {
         /// A number unique within the session for this lock request, chosen by the
         /// handler; a later [`Command::Expire`] names it.
         nonce: u64,
+        /// When the handler decoded the request, for the wait histogram (nanoseconds of
+        /// the metrics clock); 0 when metrics are off (never read then).
+        arrived: u64,
     },
     /// `UNLOCK`.
     Unlock {
@@ -129,4 +133,9 @@ pub enum Command {
     /// more and refuse new locks, so no client is granted a lock while sessions are being
     /// torn down (the `Close` of each session follows).
     Shutdown,
+    /// A scrape of `/metrics`: send the engine's counters and histograms to `report`.
+    Metrics {
+        /// Where the snapshot goes.
+        report: tokio::sync::oneshot::Sender<EngineSnapshot>,
+    },
 }

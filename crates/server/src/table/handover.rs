@@ -84,7 +84,6 @@ impl Placeholders {
 #[cfg(test)]
 mod tests {
     use std::collections::{BTreeSet, HashMap};
-    use std::sync::atomic::AtomicU64;
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
@@ -166,7 +165,7 @@ mod tests {
                 grace_done.clone(),
             );
             let limits = TableLimits { max_locks_per_session: 1000, max_stats_entries: 10_000 };
-            let mut table = LockTable::new(GrantMode::Push, limits, Arc::new(AtomicU64::new(0)));
+            let mut table = LockTable::new(GrantMode::Push, limits, Arc::default());
             table.set_partitions(parts);
             let grace_until = (epoch > 1).then_some(u64::MAX);
             let change = PartitionChange::Own { epoch, grace_until };
@@ -238,6 +237,7 @@ mod tests {
                         mode,
                         may_wait: true,
                         nonce: next_id,
+                        arrived: 0,
                     };
                     node.apply(lock);
                     model.push(Model { slot, id: next_id, start, end, mode });
@@ -308,6 +308,7 @@ mod tests {
                                 mode,
                                 may_wait: true,
                                 nonce: id,
+                                arrived: 0,
                             },
                         };
                         new.apply(cmd);

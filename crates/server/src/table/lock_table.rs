@@ -41,7 +41,6 @@
 //! `HashMap` to the tree handle: `O(1)` to find, `O(log n + k)` to remove and wake.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::command::{Command, ReplySink};
@@ -49,6 +48,7 @@ use super::ended::Ended;
 use super::handover::{Placeholders, HANDOVER_SESSION};
 use super::interval_tree::{Handle, IntervalTree};
 use super::partitions::{HandoverLock, PartitionChange, TablePartitions};
+use crate::metrics::{Clock, EngineSnapshot, ErrorCounts, ErrorTally, Timings};
 use crate::protocol::{
     op, Counters, EntryState, GrantMode, Mode, ResponseFrame, StatsBody, StatsEntry, Status,
 };
@@ -62,6 +62,9 @@ struct Entry {
     blocking: u32,
     /// `Some(token)` once granted.
     token: Option<u64>,
+    /// Metrics on: when the request arrived while it waits, when it was granted once held
+    /// (see `crate::metrics`); 0 and unused with metrics off.
+    stamp: u64,
 }
 
 #[derive(Debug)]
@@ -128,9 +131,15 @@ pub struct LockTable {
     grant: GrantMode,
     limits: TableLimits,
     next_seq: u64,
+    /// The `STATS` counters, but `errors`, which is the total of `errors` and
+    /// `handler_errors`.
     counters: Counters,
-    /// Errors counted outside the table (by handlers), added to `counters.errors` in stats.
-    handler_errors: Arc<AtomicU64>,
+    /// Error responses of the table, per status.
+    errors: ErrorTally,
+    /// Errors counted outside the table (by handlers), added to the table's in stats.
+    handler_errors: Arc<ErrorCounts>,
+    /// Metrics on: the wait and hold histograms and their clock.
+    timings: Option<Timings>,
     scratch: Vec<Handle>,
     /// Set by [`Command::Shutdown`]: no more grants or new locks.
     shutting_down: bool,
@@ -140,7 +149,7 @@ pub struct LockTable {
 
 impl LockTable {
     /// An empty table.
-    pub fn new(grant: GrantMode, limits: TableLimits, handler_errors: Arc<AtomicU64>) -> Self {
+    pub fn new(grant: GrantMode, limits: TableLimits, handler_errors: Arc<ErrorCounts>) -> Self {
         LockTable {
             tree: IntervalTree::new(),
             sessions: HashMap::new(),
@@ -148,7 +157,9 @@ impl LockTable {
             limits,
             next_seq: 0,
             counters: Counters::default(),
+            errors: ErrorTally::default(),
             handler_errors,
+            timings: None,
             scratch: Vec::new(),
             shutting_down: false,
             parts: None,
@@ -161,10 +172,23 @@ impl LockTable {
         self.parts = Some(parts);
     }
 
+    /// Turns the wait and hold histograms on, timed by `clock` (metrics on).
+    pub(crate) fn set_metrics(&mut self, clock: Clock) {
+        self.timings = Some(Timings::new(clock));
+    }
+
+    /// The metrics clock's time of the current command (0 with metrics off).
+    fn stamp_now(&mut self) -> u64 {
+        self.timings.as_mut().map_or(0, Timings::now)
+    }
+
     /// Executes one command, queueing its responses on the sessions' sinks; the caller
     /// flushes them on this thread afterwards ([`LockTable::flush_replies`]), after one
     /// command or a batch.
     pub fn apply(&mut self, cmd: Command) {
+        if let Some(t) = &mut self.timings {
+            t.next_command();
+        }
         match cmd {
             Command::Open { session, sink } => {
                 self.counters.sessions_open += 1;
@@ -174,8 +198,8 @@ impl LockTable {
                     SessionState { sink, locks: HashMap::new(), ended: Ended::default() },
                 );
             }
-            Command::Lock { session, id, start, end, mode, may_wait, nonce } => {
-                self.lock(session, id, start, end, mode, may_wait, nonce)
+            Command::Lock { session, id, start, end, mode, may_wait, nonce, arrived } => {
+                self.lock(session, id, start, end, mode, may_wait, nonce, arrived)
             }
             Command::Unlock { session, id, target } => self.unlock(session, id, target),
             Command::Cancel { session, id, target } => self.cancel(session, id, target),
@@ -194,12 +218,15 @@ impl LockTable {
                 self.partition(partition, PartitionChange::Drop { status });
             }
             Command::Expect { partition, locks } => self.expect(partition, locks),
+            Command::Metrics { report } => {
+                let _ = report.send(self.snapshot());
+            }
         }
     }
 
     fn reply(&mut self, session: u64, r: ResponseFrame) {
         if r.status.is_error() {
-            self.counters.errors += 1;
+            self.errors.count(r.status);
         }
         if let Some(s) = self.sessions.get(&session) {
             s.reply(r);
@@ -216,6 +243,7 @@ impl LockTable {
         mode: Mode,
         may_wait: bool,
         nonce: u64,
+        arrived: u64,
     ) {
         let Some(s) = self.sessions.get(&session) else { return };
         // Precedence (PROTOCOL.md §2): shutdown and range, then ownership, then the
@@ -228,7 +256,7 @@ impl LockTable {
         if let Some((status, value)) = refusal {
             // After a planned move, a waiter coming back takes its place in the queue.
             let back = status == Status::InGrace && may_wait && late().is_none();
-            if !(back && self.requeue(session, id, start, end, mode, nonce)) {
+            if !(back && self.requeue(session, id, start, end, mode, nonce, arrived)) {
                 self.reply(session, ResponseFrame::new(op::LOCK, id, status, value));
             }
             return;
@@ -241,7 +269,7 @@ impl LockTable {
             return;
         }
         self.next_seq += 1;
-        let entry = Entry { session, id, mode, nonce, blocking, token: None };
+        let entry = Entry { session, id, mode, nonce, blocking, token: None, stamp: arrived };
         let h = self.tree.insert(start, end, self.next_seq, entry);
         let s = self.sessions.get_mut(&session).expect("checked above");
         s.locks.insert(id, h);
@@ -285,6 +313,9 @@ impl LockTable {
         let e = self.tree.get_mut(h);
         debug_assert!(e.token.is_none() && e.blocking == 0);
         e.token = Some(token);
+        if let Some(t) = &mut self.timings {
+            e.stamp = t.granted(e.stamp);
+        }
         let (session, id) = (e.session, e.id);
         if !queued || self.grant == GrantMode::Push {
             self.reply(session, ResponseFrame::new(op::LOCK, id, Status::Ok, token));
@@ -345,6 +376,9 @@ impl LockTable {
             Some(h) if self.tree.get(h).token.is_some() => {
                 let e = self.remove(h);
                 self.counters.releases += 1;
+                if let Some(t) = &mut self.timings {
+                    t.released(e.stamp);
+                }
                 let s = self.sessions.get_mut(&session).expect("open");
                 s.locks.remove(&e.id);
                 s.ended.released(e.id);
@@ -422,8 +456,7 @@ impl LockTable {
                 }
             })
             .collect();
-        let mut counters = self.counters;
-        counters.errors += self.handler_errors.load(Ordering::Relaxed);
+        let counters = self.counters();
         let mut r = ResponseFrame::new(op::STATS, id, Status::Ok, 0);
         r.stats = Some(StatsBody { counters, entries });
         self.reply(session, r);
@@ -436,8 +469,12 @@ impl LockTable {
         let mut hs: Vec<Handle> = s.locks.drain().map(|(_, h)| h).collect();
         hs.sort_unstable_by_key(|h| std::cmp::Reverse(self.tree.interval(*h).2));
         for h in hs {
-            if self.tree.get(h).token.is_some() {
+            let e = self.tree.get(h);
+            if e.token.is_some() {
                 self.counters.released_by_close += 1;
+                if let Some(t) = &mut self.timings {
+                    t.released(e.stamp);
+                }
             }
             self.remove(h);
         }
@@ -476,7 +513,8 @@ impl LockTable {
             let parts = self.parts.as_mut().expect("checked above");
             match parts.claim(p, listed) {
                 Some(h) => {
-                    self.take_over(h, session, id, 0);
+                    let now = self.stamp_now();
+                    self.take_over(h, session, id, 0, now);
                     self.reply(session, ResponseFrame::new(op::RECLAIM, id, Status::Ok, tok));
                 }
                 None => {
@@ -491,7 +529,8 @@ impl LockTable {
             return;
         }
         self.next_seq += 1;
-        let entry = Entry { session, id, mode, nonce: 0, blocking: 0, token: Some(tok) };
+        let stamp = self.stamp_now();
+        let entry = Entry { session, id, mode, nonce: 0, blocking: 0, token: Some(tok), stamp };
         let h = self.tree.insert(start, end, self.next_seq, entry);
         let s = self.sessions.get_mut(&session).expect("checked above");
         s.ended.reuse(id);
@@ -554,6 +593,7 @@ impl LockTable {
                 nonce: 0,
                 blocking,
                 token,
+                stamp: self.stamp_now(),
             };
             let h = self.tree.insert(lock.start, lock.end, self.next_seq, entry);
             if token.is_some() {
@@ -577,24 +617,26 @@ impl LockTable {
         end: u64,
         mode: Mode,
         nonce: u64,
+        arrived: u64,
     ) -> bool {
         let Some(parts) = &mut self.parts else { return false };
         let p = parts.partitioning().of(start);
         let Some(h) = parts.claim(p, HandoverLock { start, end, mode, token: 0 }) else {
             return false;
         };
-        self.take_over(h, session, id, nonce);
+        self.take_over(h, session, id, nonce, arrived);
         if self.grant == GrantMode::Poll {
             self.reply(session, ResponseFrame::new(op::LOCK, id, Status::Pending, 0));
         }
         true
     }
 
-    /// Gives placeholder `h` to lock `id` of `session`: same place, same state.
-    fn take_over(&mut self, h: Handle, session: u64, id: u64, nonce: u64) {
+    /// Gives placeholder `h` to lock `id` of `session`: same place, same state; its wait
+    /// or hold is timed from `stamp` on.
+    fn take_over(&mut self, h: Handle, session: u64, id: u64, nonce: u64, stamp: u64) {
         let e = self.tree.get_mut(h);
         debug_assert_eq!(e.session, HANDOVER_SESSION);
-        (e.session, e.id, e.nonce) = (session, id, nonce);
+        (e.session, e.id, e.nonce, e.stamp) = (session, id, nonce, stamp);
         let s = self.sessions.get_mut(&session).expect("the request's session is open");
         s.ended.reuse(id);
         s.locks.insert(id, h);
@@ -652,6 +694,9 @@ impl LockTable {
                     s.locks.remove(&e.id);
                     if e.token.is_some() {
                         self.counters.releases += 1;
+                        if let Some(t) = &mut self.timings {
+                            t.released(e.stamp);
+                        }
                         s.ended.released(e.id);
                         notify.insert(e.session);
                     } else if self.grant == GrantMode::Push {
@@ -689,8 +734,18 @@ impl LockTable {
         crate::reply::flush_pending();
     }
 
-    /// Counters (for tests and the engines' own stats).
+    /// Counters (for tests and the engines' own stats); `errors` includes the handlers'.
     pub fn counters(&self) -> Counters {
-        self.counters
+        let errors = self.errors.total() + self.handler_errors.tally().total();
+        Counters { errors, ..self.counters }
+    }
+
+    /// Counters, errors per status (the handlers' included) and histograms, for a scrape.
+    fn snapshot(&self) -> EngineSnapshot {
+        let mut errors = self.errors;
+        errors.add(&self.handler_errors.tally());
+        let counters = Counters { errors: errors.total(), ..self.counters };
+        let (wait, hold) = self.timings.as_ref().map(|t| (t.wait, t.hold)).unwrap_or_default();
+        EngineSnapshot { counters, errors, wait, hold }
     }
 }

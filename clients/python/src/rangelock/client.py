@@ -1,0 +1,730 @@
+"""The blocking client of ``rangelock serve`` (protocol version 3, ``docs/PROTOCOL.md``).
+
+One :class:`Client` is one connection, and so one server *session*: every lock it takes
+lives as long as the connection. Any number of threads may share a client. Their requests
+are pipelined on the one connection: each request carries an id, a reader thread reads
+every response and hands it to the thread waiting for that id, so a thread blocked in a
+long :meth:`Client.lock` does not hold up the others.
+
+A keepalive thread sends ``KEEPALIVE`` every third of the server's lease, so a session
+whose threads hold locks and do something else stays alive. If the connection is lost
+(the server closed it, a socket error, an undecodable frame, or no keepalive answered for
+a whole lease), every waiting and later call raises :class:`ConnectionLost` and every
+guard becomes stale (``guard.valid`` is ``False``): the server releases a session's locks
+when its connection ends. There is no automatic reconnect.
+
+In *poll* grant mode (``rangelock serve --grant poll``, announced in the server hello) a
+LOCK that must wait is answered ``PENDING`` and the client POLLs it until it is granted,
+back to back a few times, then backing off from 10 us to 2 ms; callers see no difference.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import socket
+import ssl
+import threading
+import time
+from typing import Dict, Optional, Tuple, Type, Union
+
+from . import protocol as P
+from ._transport import PlainTransport, TlsTransport
+from .errors import (
+    AuthFailed,
+    AuthRequired,
+    ClientClosed,
+    ConnectError,
+    ConnectionLost,
+    HandshakeError,
+    InvalidRange,
+    ProtocolError,
+    RangelockError,
+    TlsError,
+    TlsRequired,
+    UnsupportedVersion,
+    error_for_status,
+)
+
+__all__ = ["Client", "Guard", "DEFAULT_ADDRESS"]
+
+#: The server's default address.
+DEFAULT_ADDRESS = "127.0.0.1:7878"
+
+#: Polls sent back to back (with only a yield between them) before backing off.
+_BACK_TO_BACK_POLLS = 8
+
+_Tls = Union[None, bool, ssl.SSLContext, str, "os.PathLike[str]"]
+
+
+def _parse_address(address: str) -> Tuple[str, Optional[str], Optional[int], Optional[str]]:
+    """``(kind, host, port, path)``: ``unix:/path`` or ``host:port`` (``[v6]:port``)."""
+    if not isinstance(address, str):
+        raise TypeError(f"address must be a str like 'host:port' or 'unix:/path', not {address!r}")
+    if address.startswith("unix:"):
+        path = address[len("unix:") :]
+        if not path:
+            raise ValueError("empty unix socket path in address 'unix:'")
+        return "unix", None, None, path
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"{address!r} is neither host:port nor unix:/path")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return "tcp", host, int(port), None
+
+
+def _tls_context(tls: _Tls) -> Optional[ssl.SSLContext]:
+    if tls is None or tls is False:
+        return None
+    if tls is True:
+        return ssl.create_default_context()
+    if isinstance(tls, ssl.SSLContext):
+        return tls
+    if isinstance(tls, (str, os.PathLike)):
+        return ssl.create_default_context(cafile=os.fspath(tls))
+    raise TypeError(f"tls must be None, True, an ssl.SSLContext or a CA file path, not {tls!r}")
+
+
+def _brief(e: BaseException) -> str:
+    """An OS error as a short phrase: ``connection refused``."""
+    if isinstance(e, OSError) and e.strerror:
+        s = e.strerror
+        return s[:1].lower() + s[1:] if s[1:2].islower() else s
+    return str(e) or type(e).__name__
+
+
+class _Slot:
+    """Where the reader thread leaves the response to one request: ``lock`` is held
+    until the response (or the loss of the connection) arrives."""
+
+    __slots__ = ("lock", "response", "lost")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.lock.acquire()
+        self.response: Optional[P.Response] = None
+        self.lost = False
+
+
+class _Core:
+    """The connection: the transport, the waiting requests, the reader and keepalive
+    threads. Shared by a :class:`Client` and nothing else (guards hold the client)."""
+
+    def __init__(self, transport, hello: P.ServerHello, address: str, keepalive: bool) -> None:
+        self.transport = transport
+        self.hello = hello
+        self.address = address
+        self._ids = itertools.count(1)
+        self._id_lock = threading.Lock()  # next() of a count is atomic only under a GIL
+        self._state = threading.Lock()
+        self._pending: Dict[int, _Slot] = {}
+        self._loss: Optional[Tuple[Type[ConnectionLost], str]] = None
+        self._lost = threading.Event()
+        self._stop = threading.Event()
+        #: Status of an id-0 error answer (MALFORMED, FRAME_TOO_LARGE) the server sends
+        #: right before it closes the connection; named in the loss's message.
+        self._fatal: Optional[P.Status] = None
+        self._reader = threading.Thread(
+            target=self._read_loop, name=f"rangelock-reader-{hello.session}", daemon=True
+        )
+        self._keepalive: Optional[threading.Thread] = None
+        if keepalive:
+            self._keepalive = threading.Thread(
+                target=self._keepalive_loop,
+                name=f"rangelock-keepalive-{hello.session}",
+                daemon=True,
+            )
+
+    def next_id(self) -> int:
+        """A fresh request id (ids are never reused within the session)."""
+        with self._id_lock:
+            return next(self._ids)
+
+    def start(self) -> None:
+        self._reader.start()
+        if self._keepalive is not None:
+            self._keepalive.start()
+
+    # ---------------------------------------------------------------- requests
+
+    def call(self, id: int, frame: bytes, timeout: Optional[float] = None) -> Optional[P.Response]:
+        """Sends one request frame and waits for its response (``None`` only if
+        ``timeout`` passed first). Raises :class:`ConnectionLost`."""
+        slot = _Slot()
+        with self._state:
+            if self._loss is not None:
+                raise self.lost_error()
+            self._pending[id] = slot
+        try:
+            self.send(frame)
+            if timeout is None:
+                slot.lock.acquire()
+            elif not slot.lock.acquire(timeout=timeout):
+                with self._state:
+                    self._pending.pop(id, None)
+                return None
+        except BaseException:
+            with self._state:
+                self._pending.pop(id, None)
+            raise
+        if slot.lost:
+            raise self.lost_error()
+        return slot.response
+
+    def send(self, frame: bytes) -> None:
+        """Writes one frame (or several, concatenated) without waiting for an answer."""
+        try:
+            self.transport.sendall(frame)
+        except (OSError, ssl.SSLError) as e:
+            self.fail(f"writing to the server failed: {_brief(e)}")
+            raise self.lost_error() from None
+
+    # ---------------------------------------------------------------- loss
+
+    @property
+    def connected(self) -> bool:
+        return self._loss is None
+
+    def lost_error(self) -> ConnectionLost:
+        """A fresh exception for the loss (one per raise: tracebacks do not pile up)."""
+        loss = self._loss
+        assert loss is not None
+        cls, reason = loss
+        return cls(reason)
+
+    def loss_reason(self) -> Optional[str]:
+        loss = self._loss
+        return None if loss is None else loss[1]
+
+    def wait_lost(self, timeout: Optional[float]) -> Optional[ConnectionLost]:
+        if not self._lost.wait(timeout):
+            return None
+        return self.lost_error()
+
+    def fail(self, why: str, cls: Type[ConnectionLost] = ConnectionLost) -> None:
+        """Records the loss of the connection (the first one counts), wakes every waiting
+        call and shuts the socket down (which ends the reader thread)."""
+        if cls is ClientClosed:
+            reason = f"the client of {self.address} is closed; its locks are released"
+        else:
+            reason = (
+                f"connection to {self.address} lost: {why}; the server releases every "
+                f"lock of session {self.hello.session}"
+            )
+        with self._state:
+            if self._loss is not None:
+                return
+            self._loss = (cls, reason)
+            pending, self._pending = self._pending, {}
+        for slot in pending.values():
+            slot.lost = True
+            slot.lock.release()
+        self._lost.set()
+        self._stop.set()
+        self.transport.shutdown()
+
+    def close(self) -> None:
+        self.fail("", ClientClosed)
+        me = threading.current_thread()
+        for t in (self._reader, self._keepalive):
+            if t is not None and t is not me and t.is_alive():
+                t.join()
+        self.transport.close()
+
+    # ---------------------------------------------------------------- threads
+
+    def _read_loop(self) -> None:
+        t = self.transport
+        buf = bytearray()
+        try:
+            while True:
+                data = t.recv()
+                if not data:
+                    why = "the server closed the connection"
+                    if self._fatal is not None:
+                        why += f" after answering {self._fatal.name}"
+                    break
+                buf += data
+                at, n = 0, len(buf)
+                while n - at >= 4:
+                    size = int.from_bytes(buf[at : at + 4], "little")
+                    if size < 18 or size > P.MAX_RESPONSE_FRAME:
+                        raise ProtocolError(f"response length prefix {size}")
+                    if n - at - 4 < size:
+                        break
+                    self._dispatch(P.decode_response(bytes(buf[at + 4 : at + 4 + size])))
+                    at += 4 + size
+                if at:
+                    del buf[:at]
+        except ProtocolError as e:
+            why = f"the server sent a frame this client cannot read ({e}); the client closed the connection"
+        except (OSError, ssl.SSLError) as e:
+            why = f"reading from the server failed: {_brief(e)}"
+        except BaseException as e:  # a bug here must not leave callers waiting forever
+            why = f"the client's reader failed ({e!r}); the client closed the connection"
+            self.fail(why)
+            raise
+        self.fail(why)
+
+    def _dispatch(self, r: P.Response) -> None:
+        if r.op == P.Op.NOTICE:
+            return  # cluster notices: a single-server client has nothing to reclaim
+        if r.id == 0 and r.status in (P.Status.MALFORMED, P.Status.FRAME_TOO_LARGE):
+            self._fatal = r.status  # the server closes the connection next
+            return
+        with self._state:
+            slot = self._pending.pop(r.id, None)
+        if slot is not None:  # None: an abandoned request (see Client._abandon)
+            slot.response = r
+            slot.lock.release()
+
+    def _keepalive_loop(self) -> None:
+        lease = self.hello.lease_ms / 1000.0
+        while not self._stop.wait(lease / 3):
+            id = self.next_id()
+            try:
+                r = self.call(id, P.encode_keepalive(id), timeout=lease)
+            except ConnectionLost:
+                return
+            if r is None:
+                self.fail(
+                    f"the server answered no keepalive for a lease ({self.hello.lease_ms} ms): "
+                    "it is stopped or unreachable; the client closed the connection"
+                )
+                return
+
+
+class Guard:
+    """A granted lock: its range, mode and fencing token.
+
+    Use it as a context manager (``with client.lock(0, 4096) as g: ...``), or call
+    :meth:`unlock`. A guard that is neither is released only when the client closes.
+
+    ``token`` is the lock's **fencing token**: pass it along with every write the lock
+    protects, and have the storage reject a token lower than one it has already seen.
+    ``valid`` turns ``False`` when the guard is unlocked or the client's connection is
+    lost (the server then released the lock, and another client may hold it already)."""
+
+    __slots__ = ("client", "id", "start", "end", "shared", "token", "_released")
+
+    def __init__(self, client: "Client", id: int, start: int, end: int, shared: bool, token: int):
+        self.client = client
+        #: The request id of the LOCK: names the lock within the session.
+        self.id = id
+        self.start = start
+        self.end = end
+        self.shared = shared
+        self.token = token
+        self._released = False
+
+    @property
+    def released(self) -> bool:
+        """Whether :meth:`unlock` was called."""
+        return self._released
+
+    @property
+    def valid(self) -> bool:
+        """Whether the lock is still held, as far as this client knows: not unlocked, and
+        the connection (so the session) is still up."""
+        return not self._released and self.client.connected
+
+    def unlock(self) -> None:
+        """Releases the lock and waits for the server's answer. Unlocking again does
+        nothing. Raises :class:`ConnectionLost` if the connection is gone (the server
+        released the lock when it ended the session: maybe before this call)."""
+        if self._released:
+            return
+        self._released = True
+        self.client.unlock(self.id)
+
+    def __enter__(self) -> "Guard":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.unlock()  # a lost connection is reported: the lock may not have held throughout
+        else:
+            try:
+                self.unlock()
+            except RangelockError:
+                pass  # do not hide the body's exception
+
+    def __repr__(self) -> str:
+        mode = "shared" if self.shared else "exclusive"
+        state = "valid" if self.valid else ("released" if self._released else "lost")
+        return f"<Guard id={self.id} {self.start}..{self.end} {mode} token={self.token} {state}>"
+
+
+class Client:
+    """A connection to ``rangelock serve``: one session.
+
+    ``address`` is ``host:port`` (``[::1]:port`` for IPv6) or ``unix:/path``.
+    ``token`` (``str`` or ``bytes``, 1 to 1024 bytes) authenticates the session to a server
+    started with ``--auth-file``; a server without one ignores it. ``tls`` turns on TLS:
+    ``True`` (the system's CAs), a CA file path, or an :class:`ssl.SSLContext` (load a client
+    certificate into it for ``--tls-client-ca`` servers); ``server_hostname`` is the name to
+    check the certificate against (default: the host of ``address``). ``connect_timeout``
+    (seconds) bounds connecting, the TLS handshake and the hello. ``keepalive=False``
+    sends no keepalives (the session then ends after a lease without requests; for tests).
+
+    Raises :class:`ConnectError` (or a subclass: :class:`AuthRequired`,
+    :class:`AuthFailed`, :class:`TlsRequired`, :class:`UnsupportedVersion`,
+    :class:`TlsError`, :class:`HandshakeError`).
+    """
+
+    def __init__(
+        self,
+        address: str = DEFAULT_ADDRESS,
+        *,
+        token: Union[None, str, bytes] = None,
+        tls: _Tls = None,
+        server_hostname: Optional[str] = None,
+        connect_timeout: float = 10.0,
+        keepalive: bool = True,
+    ) -> None:
+        self._core: Optional[_Core] = None
+        kind, host, port, path = _parse_address(address)
+        if isinstance(token, str):
+            token = token.encode("utf-8")
+        hello = P.encode_client_hello(token)  # checks the token's length
+        ctx = _tls_context(tls)
+        if ctx is not None and kind == "unix":
+            raise ValueError("TLS is for TCP addresses: the server's Unix socket speaks plain text")
+        self.address = address
+        transport = self._connect(kind, host, port, path, ctx, server_hostname, connect_timeout)
+        try:
+            server_hello = self._handshake(transport, hello, connect_timeout)
+            transport.settimeout(None)
+        except BaseException:
+            transport.close()
+            raise
+        self._core = _Core(transport, server_hello, address, keepalive)
+        self._core.start()
+
+    # ---------------------------------------------------------------- connecting
+
+    def _connect(self, kind, host, port, path, ctx, server_hostname, timeout):
+        address = self.address
+        try:
+            if kind == "unix":
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    sock.settimeout(timeout)
+                    sock.connect(path)
+                except BaseException:
+                    sock.close()
+                    raise
+            else:
+                sock = socket.create_connection((host, port), timeout=timeout)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except socket.timeout:
+            raise ConnectError(f"cannot connect to {address}: timed out after {timeout} s", address) from None
+        except OSError as e:
+            raise ConnectError(f"cannot connect to {address}: {_brief(e)}", address) from None
+        if ctx is None:
+            return PlainTransport(sock)
+        t = TlsTransport(sock, ctx, server_hostname if server_hostname is not None else host)
+        try:
+            t.handshake()
+        except ssl.SSLCertVerificationError as e:
+            t.close()
+            raise TlsError(
+                f"TLS handshake with {address} failed: the server's certificate is not "
+                f"trusted: {e.verify_message or e.reason}",
+                address,
+            ) from None
+        except ssl.SSLError as e:
+            t.close()
+            raise TlsError(f"TLS handshake with {address} failed: {e.reason or e}", address) from None
+        except EOFError:
+            t.close()
+            raise TlsError(
+                f"TLS handshake with {address} failed: the server closed the connection "
+                "(does it speak TLS on this port?)",
+                address,
+            ) from None
+        except socket.timeout:
+            t.close()
+            raise TlsError(f"TLS handshake with {address} timed out after {timeout} s", address) from None
+        except OSError as e:
+            t.close()
+            raise TlsError(f"TLS handshake with {address} failed: {_brief(e)}", address) from None
+        return t
+
+    def _handshake(self, t, hello: bytes, timeout: float) -> P.ServerHello:
+        address = self.address
+        tls = isinstance(t, TlsTransport)
+        # With TLS 1.3 the client's side of the TLS handshake ends before the server has
+        # checked the client's certificate: a refusal shows up here, as an alert or as
+        # the connection closing.
+        cert_hint = "(does the server require a client certificate, or refuse this one?)"
+        buf = b""
+        try:
+            t.sendall(hello)
+            while len(buf) < P.SERVER_HELLO_LEN:
+                data = t.recv()
+                if not data and tls:
+                    raise TlsError(
+                        f"TLS session with {address} failed: the server closed the connection "
+                        f"before its hello {cert_hint}",
+                        address,
+                    )
+                if not data:
+                    raise HandshakeError(
+                        f"handshake with {address} failed: the server closed the connection "
+                        f"after {len(buf)} of the 24 bytes of its hello (not a rangelock "
+                        "server, or one that refused this hello's flags)",
+                        address,
+                    )
+                buf += data
+        except socket.timeout:
+            raise HandshakeError(
+                f"handshake with {address} failed: no server hello within {timeout} s", address
+            ) from None
+        except ssl.SSLError as e:
+            raise TlsError(
+                f"TLS session with {address} failed during the hello: {e.reason or e} {cert_hint}",
+                address,
+            ) from None
+        except OSError as e:
+            if tls:
+                raise TlsError(
+                    f"TLS session with {address} failed during the hello: {_brief(e)} {cert_hint}",
+                    address,
+                ) from None
+            raise HandshakeError(f"handshake with {address} failed: {_brief(e)}", address) from None
+        try:
+            sh = P.decode_server_hello(buf[: P.SERVER_HELLO_LEN])
+        except ProtocolError as e:
+            raise HandshakeError(f"handshake with {address} failed: {e}", address) from None
+        S = P.HelloStatus
+        if sh.status == S.ACCEPTED:
+            if len(buf) > P.SERVER_HELLO_LEN:
+                raise HandshakeError(
+                    f"handshake with {address} failed: bytes after the server hello", address
+                )
+            return sh
+        if sh.status == S.UNSUPPORTED_VERSION:
+            raise UnsupportedVersion(
+                f"{address} speaks protocol version {sh.version}, this client speaks "
+                f"{P.VERSION}",
+                address,
+                sh,
+            )
+        if sh.status == S.AUTH_REQUIRED:
+            raise AuthRequired(
+                f"{address} requires authentication: pass token=... (the server has an "
+                "auth file and this client sent no token)",
+                address,
+                sh,
+            )
+        if sh.status == S.AUTH_FAILED:
+            raise AuthFailed(f"{address} refused the token: it is not one the server knows", address, sh)
+        raise TlsRequired(
+            f"{address} speaks TLS on this port: pass tls=... (a CA file, an ssl.SSLContext, "
+            "or True for the system's CAs)",
+            address,
+            sh,
+        )
+
+    # ---------------------------------------------------------------- session
+
+    @property
+    def hello(self) -> P.ServerHello:
+        """The server hello of this connection."""
+        return self._c.hello
+
+    @property
+    def session(self) -> int:
+        """The server-assigned session id."""
+        return self._c.hello.session
+
+    @property
+    def lease(self) -> float:
+        """The server's lease in seconds: a session silent this long ends."""
+        return self._c.hello.lease_ms / 1000.0
+
+    @property
+    def grant_mode(self) -> P.GrantMode:
+        """How the server delivers grants of queued locks (``"push"`` or ``"poll"``)."""
+        return self._c.hello.grant
+
+    @property
+    def max_frame(self) -> int:
+        """The largest request frame the server accepts."""
+        return self._c.hello.max_frame
+
+    @property
+    def connected(self) -> bool:
+        """Whether the connection is up, as far as this client has seen (a loss is found
+        by the reader thread at once when the server closes the connection, and by the
+        keepalive thread within a lease when it stops answering)."""
+        return self._core is not None and self._core.connected
+
+    @property
+    def loss(self) -> Optional[str]:
+        """Why the connection was lost (``None`` while it is up)."""
+        return self._c.loss_reason()
+
+    def wait_lost(self, timeout: Optional[float] = None) -> Optional[ConnectionLost]:
+        """Blocks until the connection is lost and returns the :class:`ConnectionLost`
+        (not raised) that calls now fail with; ``None`` if ``timeout`` seconds pass first."""
+        return self._c.wait_lost(timeout)
+
+    @property
+    def _c(self) -> _Core:
+        core = self._core
+        if core is None:
+            raise ClientClosed("the client is not connected")
+        return core
+
+    def close(self) -> None:
+        """Closes the connection; the server releases the session's locks. Calls waiting
+        in other threads raise :class:`ClientClosed`. Closing again does nothing."""
+        if self._core is not None:
+            self._core.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        core = getattr(self, "_core", None)
+        if core is not None and core.connected:
+            try:
+                core.close()
+            except Exception:
+                pass
+
+    def __repr__(self) -> str:
+        if self._core is None:
+            return f"<rangelock.Client {self.address} not connected>"
+        state = "connected" if self.connected else "lost"
+        return f"<rangelock.Client {self.address} session={self.session} {state}>"
+
+    # ---------------------------------------------------------------- locking
+
+    def lock(self, start: int, end: int, *, shared: bool = False, timeout: Optional[float] = None) -> Guard:
+        """Locks ``[start, end)``, exclusive unless ``shared``, waiting at most ``timeout``
+        seconds (``None``: as long as it takes). Returns a :class:`Guard`.
+
+        Raises :class:`TimedOut` when the timeout passes (``timeout=0`` waits not at all
+        but still queues, so it is answered ``TimedOut``, never ``WouldBlock``: use
+        :meth:`try_lock`), :class:`InvalidRange` for an empty range or one outside
+        ``0..2**64-1`` (before sending), :class:`Forbidden` for a range outside the token's,
+        :class:`ConnectionLost`. An interrupted wait (``KeyboardInterrupt``) withdraws the
+        request."""
+        if timeout is None:
+            return self._lock(start, end, shared, P.Wait.FOREVER, 0)
+        if not isinstance(timeout, (int, float)) or math.isnan(timeout) or timeout < 0:
+            raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
+        ms = math.ceil(timeout * 1000)
+        if ms > P.MAX_TIMEOUT_MS:
+            raise ValueError(
+                f"timeout {timeout} s is longer than the protocol's maximum of "
+                f"{P.MAX_TIMEOUT_MS / 1000} s (about 49.7 days): use timeout=None to wait forever"
+            )
+        return self._lock(start, end, shared, P.Wait.TIMEOUT, ms)
+
+    def try_lock(self, start: int, end: int, *, shared: bool = False) -> Guard:
+        """Locks ``[start, end)`` only if that is possible at once; raises
+        :class:`WouldBlock` if a conflicting lock is held or queued."""
+        return self._lock(start, end, shared, P.Wait.TRY, 0)
+
+    def _lock(self, start: int, end: int, shared: bool, wait: P.Wait, timeout_ms: int) -> Guard:
+        what = f"lock {start}..{end} {'shared' if shared else 'exclusive'}"
+        if not isinstance(start, int) or not isinstance(end, int):
+            raise TypeError(f"{what}: start and end must be ints")
+        if start < 0 or end > P.U64_MAX or start >= end:
+            raise InvalidRange(
+                f"{what}: invalid range: a range must be non-empty (start < end) and inside "
+                f"0..2**64-1 (checked before sending)"
+            )
+        core = self._c
+        id = core.next_id()
+        frame = P.encode_lock(id, start, end, P.Mode.SHARED if shared else P.Mode.EXCLUSIVE, wait, timeout_ms)
+        try:
+            r = core.call(id, frame)
+            assert r is not None
+            if r.status == P.Status.PENDING:
+                r = self._poll_until_done(core, id)
+        except RangelockError:
+            raise
+        except BaseException:
+            self._abandon(core, id)
+            raise
+        if r.status != P.Status.OK:
+            raise error_for_status(r.status, r.value, what)
+        return Guard(self, id, start, end, shared, r.value)
+
+    def _poll_until_done(self, core: _Core, target: int) -> P.Response:
+        """Poll grant mode: POLLs the queued lock ``target`` until its wait is over."""
+        polls = 0
+        backoff = 10e-6
+        while True:
+            id = core.next_id()
+            r = core.call(id, P.encode_poll(id, target))
+            assert r is not None
+            if r.status != P.Status.PENDING:
+                return r
+            polls += 1
+            if polls <= _BACK_TO_BACK_POLLS:
+                time.sleep(0)
+            else:
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 2e-3)
+
+    @staticmethod
+    def _abandon(core: _Core, id: int) -> None:
+        """Withdraws (or releases) lock ``id`` whose caller stopped waiting: an UNLOCK of
+        a queued lock withdraws it, of a granted one releases it. Its answer, and the
+        LOCK's, are dropped by the reader (no thread waits for their ids)."""
+        if core.connected:
+            unlock_id = core.next_id()
+            try:
+                core.send(P.encode_unlock(unlock_id, id))
+            except ConnectionLost:
+                pass
+
+    def unlock(self, lock_id: int) -> None:
+        """Releases the lock whose LOCK had request id ``lock_id`` (``guard.id``) and waits
+        for the answer; withdraws it if it is still queued. A lock this session already
+        released is fine (unlock is idempotent). Raises :class:`NotHeld` for an id that
+        names no lock of this session, :class:`ConnectionLost`."""
+        core = self._c
+        id = core.next_id()
+        r = core.call(id, P.encode_unlock(id, lock_id))
+        assert r is not None
+        if r.status not in (P.Status.OK, P.Status.ALREADY_RELEASED):
+            raise error_for_status(r.status, r.value, f"unlock of lock {lock_id}")
+
+    # ---------------------------------------------------------------- other requests
+
+    def stats(self, max_entries: int = 1000) -> P.Stats:
+        """The server's counters and up to ``max_entries`` holders and waiters (the
+        server caps it too, ``--max-stats-entries``)."""
+        if not 0 <= max_entries <= 0xFFFF_FFFF:
+            raise ValueError(f"max_entries must fit a u32, not {max_entries}")
+        core = self._c
+        id = core.next_id()
+        r = core.call(id, P.encode_stats(id, max_entries))
+        assert r is not None
+        if r.status != P.Status.OK or r.stats is None:
+            raise error_for_status(r.status, r.value, "stats")
+        return r.stats
+
+    def ping(self) -> float:
+        """One KEEPALIVE round trip; returns how long it took, in seconds."""
+        core = self._c
+        id = core.next_id()
+        t0 = time.perf_counter()
+        r = core.call(id, P.encode_keepalive(id))
+        elapsed = time.perf_counter() - t0
+        assert r is not None
+        if r.status != P.Status.OK:
+            raise error_for_status(r.status, r.value, "keepalive")
+        return elapsed

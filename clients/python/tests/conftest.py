@@ -1,0 +1,194 @@
+"""Fixtures: the real ``rangelock`` server binary, started per test and stopped after it.
+
+The binary is ``$RANGELOCK_BIN`` if set, else ``<repo>/target/debug/rangelock`` (or
+``$CARGO_TARGET_DIR/debug/rangelock``). Nothing is built here: run
+``cargo build -p rangelock-cli`` first (``ci/python.sh`` does).
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+STARTUP_TIMEOUT = 30.0
+
+
+def server_binary() -> Path:
+    env = os.environ.get("RANGELOCK_BIN")
+    if env:
+        return Path(env)
+    target = os.environ.get("CARGO_TARGET_DIR")
+    base = Path(target) if target else REPO / "target"
+    if not base.is_absolute():
+        base = Path.cwd() / base
+    return base / "debug" / "rangelock"
+
+
+class Server:
+    """A running ``rangelock serve`` process."""
+
+    def __init__(self, args: List[str], log_dir: Path, unix: Optional[str] = None, tcp: bool = True):
+        binary = server_binary()
+        if not binary.exists():
+            pytest.fail(
+                f"server binary {binary} not found: run `cargo build -p rangelock-cli` "
+                "(or set RANGELOCK_BIN)",
+                pytrace=False,
+            )
+        cmd = [str(binary), "serve"]
+        if tcp:
+            cmd += ["--addr", "127.0.0.1:0"]
+        if unix is not None:
+            cmd += ["--unix", unix]
+        cmd += args
+        self.cmd = cmd
+        self.stderr_path = log_dir / f"server-{time.monotonic_ns()}.stderr"
+        self._stderr = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr)
+        self.address: Optional[str] = None
+        self.unix: Optional[str] = None
+        expected = int(tcp) + int(unix is not None)
+        lines = self._read_lines(expected)
+        for line in lines:
+            rest = line.split("listening on ", 1)[1]
+            if rest.startswith("unix:"):
+                self.unix = rest
+            else:
+                self.address = rest.split()[0]
+
+    def _read_lines(self, count: int) -> List[str]:
+        """Reads ``count`` ``listening on`` lines from the server's stdout."""
+        out = self.proc.stdout
+        assert out is not None
+        lines: List[str] = []
+        sel = selectors.DefaultSelector()
+        sel.register(out, selectors.EVENT_READ)
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        buf = b""
+        try:
+            while len(lines) < count:
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    self._startup_failed(f"no 'listening on' line within {STARTUP_TIMEOUT} s")
+                chunk = os.read(out.fileno(), 4096)
+                if not chunk:
+                    self._startup_failed("the server exited before listening")
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    text = line.decode()
+                    if text.startswith("listening on "):
+                        lines.append(text)
+        finally:
+            sel.close()
+        return lines
+
+    def _startup_failed(self, why: str) -> None:
+        self.kill()
+        pytest.fail(f"{' '.join(self.cmd)}: {why}\nstderr:\n{self.stderr()}", pytrace=False)
+
+    def stderr(self) -> str:
+        self._stderr.flush()
+        return self.stderr_path.read_text(errors="replace")[-4000:]
+
+    def stop(self) -> int:
+        """SIGTERM, wait; returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._close_files()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL, wait: the server dies without closing anything itself."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._close_files()
+
+    def _close_files(self) -> None:
+        if self.proc.stdout is not None and not self.proc.stdout.closed:
+            self.proc.stdout.close()
+        if not self._stderr.closed:
+            self._stderr.close()
+
+
+@pytest.fixture
+def start_server(tmp_path):
+    """``start_server(*flags, unix=None, tcp=True)`` starts a server; every server is
+    stopped (SIGTERM) after the test, and must exit cleanly."""
+    servers: List[Server] = []
+
+    def start(*args: str, unix: Optional[str] = None, tcp: bool = True) -> Server:
+        s = Server(list(args), tmp_path, unix=unix, tcp=tcp)
+        servers.append(s)
+        return s
+
+    yield start
+    unclean = []
+    for s in servers:
+        killed = s.proc.poll() is not None and s.proc.returncode == -signal.SIGKILL
+        code = s.stop()
+        if code != 0 and not killed:
+            unclean.append(f"{' '.join(s.cmd)} exited {code}\n{s.stderr()}")
+    if unclean:
+        pytest.fail("server did not stop cleanly:\n" + "\n".join(unclean), pytrace=False)
+
+
+@pytest.fixture
+def server(start_server) -> Server:
+    """A default server (push grants, 10 s lease) on 127.0.0.1, a free port."""
+    return start_server()
+
+
+_HELP: Optional[str] = None
+
+
+def serve_help() -> str:
+    global _HELP
+    if _HELP is None:
+        binary = server_binary()
+        if not binary.exists():
+            return ""
+        _HELP = subprocess.run(
+            [str(binary), "serve", "--help"], capture_output=True, text=True, timeout=30
+        ).stdout
+    return _HELP
+
+
+def require_flag(flag: str) -> None:
+    """Skips the test, loudly, when the server binary has no ``flag`` yet."""
+    if flag not in serve_help():
+        msg = (
+            f"SKIPPED BECAUSE THE SERVER BINARY {server_binary()} HAS NO `serve {flag}` FLAG "
+            f"(not merged yet): this test must run once it is (then remove this skip)"
+        )
+        print(msg, file=sys.stderr)
+        pytest.skip(msg)
+
+
+def wait_until(predicate, timeout: float = 10.0, what: str = "condition"):
+    """Polls ``predicate`` until it returns a true value (returned) or ``timeout`` passes
+    (the test fails). For conditions only the server can show (a lock queued, a session
+    ended), not as a sleep."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = predicate()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.005)

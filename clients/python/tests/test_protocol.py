@@ -1,0 +1,196 @@
+"""The encoders and decoders against the test vectors of docs/PROTOCOL.md §8, byte for
+byte in both directions, and decode errors."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import REPO
+from rangelock import protocol as P
+from rangelock.errors import ProtocolError
+
+
+def load_vectors():
+    text = (REPO / "docs" / "PROTOCOL.md").read_text()
+    block = re.search(r"<!-- vectors:begin -->\s*```text\n(.*?)```\s*<!-- vectors:end -->", text, re.S)
+    assert block, "docs/PROTOCOL.md has no vectors block"
+    vectors = {}
+    name = None
+    for line in block.group(1).splitlines():
+        if not line.strip():
+            continue
+        if line[0].isspace():
+            assert name is not None, line
+            vectors[name] += bytes.fromhex(line.replace(" ", ""))
+            continue
+        name, hex_ = (s.strip() for s in line.split("=", 1))
+        assert name not in vectors, f"vector {name} twice"
+        vectors[name] = bytes.fromhex(hex_.replace(" ", ""))
+    return vectors
+
+
+VECTORS = load_vectors()
+COVERED = set()
+
+
+def vec(name: str) -> bytes:
+    COVERED.add(name)
+    return VECTORS[name]
+
+
+def test_client_hellos():
+    assert P.encode_client_hello() == vec("client-hello")
+    assert P.encode_client_hello(b"secret") == vec("client-hello-token")
+    assert P.encode_client_hello(version=2) == vec("client-hello-v2")
+    assert P.decode_client_hello(vec("client-hello")) == (3, None)
+    assert P.decode_client_hello(vec("client-hello-token")) == (3, b"secret")
+    assert P.decode_client_hello(vec("client-hello-v2")) == (2, None)
+
+
+def test_token_length_is_checked_before_sending():
+    P.encode_client_hello(b"x" * P.MAX_TOKEN_LEN)
+    for bad in (b"", b"x" * (P.MAX_TOKEN_LEN + 1)):
+        with pytest.raises(ValueError, match="1 to 1024 bytes"):
+            P.encode_client_hello(bad)
+
+
+@pytest.mark.parametrize(
+    "name,status,grant,session",
+    [
+        ("server-hello", P.HelloStatus.ACCEPTED, P.GrantMode.PUSH, 1),
+        ("server-hello-refused", P.HelloStatus.UNSUPPORTED_VERSION, P.GrantMode.POLL, 0),
+        ("server-hello-auth-required", P.HelloStatus.AUTH_REQUIRED, P.GrantMode.PUSH, 0),
+        ("server-hello-auth-failed", P.HelloStatus.AUTH_FAILED, P.GrantMode.PUSH, 0),
+        ("server-hello-tls-required", P.HelloStatus.TLS_REQUIRED, P.GrantMode.PUSH, 0),
+    ],
+)
+def test_server_hellos(name, status, grant, session):
+    h = P.decode_server_hello(vec(name))
+    assert h == P.ServerHello(3, status, grant, session, 10_000, 65_536)
+    assert h.encode() == VECTORS[name]
+
+
+def test_server_hello_errors():
+    good = VECTORS["server-hello"]
+    with pytest.raises(ProtocolError, match="bad magic"):
+        P.decode_server_hello(b"HTTP" + good[4:])
+    with pytest.raises(ProtocolError, match="status"):
+        P.decode_server_hello(good[:6] + b"\x05" + good[7:])
+    with pytest.raises(ProtocolError, match="grant"):
+        P.decode_server_hello(good[:7] + b"\x02" + good[8:])
+    with pytest.raises(ProtocolError):
+        P.decode_server_hello(good[:23])
+
+
+REQUESTS = [
+    ("lock-exclusive-forever", P.encode_lock(1, 0, 4096, P.Mode.EXCLUSIVE, P.Wait.FOREVER),
+     P.Request(P.Op.LOCK, 1, 0, 4096, P.Mode.EXCLUSIVE, P.Wait.FOREVER, 0)),
+    ("lock-shared-timeout", P.encode_lock(2, 100, 200, P.Mode.SHARED, P.Wait.TIMEOUT, 250),
+     P.Request(P.Op.LOCK, 2, 100, 200, P.Mode.SHARED, P.Wait.TIMEOUT, 250)),
+    ("lock-try-full-domain", P.encode_lock(3, 0, P.U64_MAX, P.Mode.EXCLUSIVE, P.Wait.TRY),
+     P.Request(P.Op.LOCK, 3, 0, P.U64_MAX, P.Mode.EXCLUSIVE, P.Wait.TRY, 0)),
+    ("unlock", P.encode_unlock(4, 1), P.Request(P.Op.UNLOCK, 4, target=1)),
+    ("cancel", P.encode_cancel(5, 2), P.Request(P.Op.CANCEL, 5, target=2)),
+    ("poll", P.encode_poll(6, 2), P.Request(P.Op.POLL, 6, target=2)),
+    ("keepalive", P.encode_keepalive(7), P.Request(P.Op.KEEPALIVE, 7)),
+    ("stats", P.encode_stats(8, 16), P.Request(P.Op.STATS, 8, max_entries=16)),
+    ("reclaim", P.encode_reclaim(10, 0x1000, 0x2000, P.Mode.EXCLUSIVE, 0x00000007_00000003),
+     P.Request(P.Op.RECLAIM, 10, 0x1000, 0x2000, P.Mode.EXCLUSIVE, token=0x00000007_00000003)),
+    ("map", P.encode_map(11), P.Request(P.Op.MAP, 11)),
+    ("shm-attach", P.encode_shm_attach(18), P.Request(P.Op.SHM_ATTACH, 18)),
+]
+
+
+@pytest.mark.parametrize("name,encoded,decoded", REQUESTS, ids=[r[0] for r in REQUESTS])
+def test_requests(name, encoded, decoded):
+    assert encoded == vec(name)
+    assert P.decode_request(VECTORS[name]) == decoded
+
+
+S = P.Status
+STATS_BODY = P.Stats(
+    P.Counters(2, 3, 1, 0, 7, 5, 1, 0, 0, 0, 1),
+    [P.StatsEntry(1, 1, 0, 4096, P.Mode.EXCLUSIVE, True, 7)],
+)
+RESPONSES = [
+    ("resp-lock-granted", P.Response(P.Op.LOCK, 1, S.OK, 42)),
+    ("resp-lock-pending", P.Response(P.Op.LOCK, 2, S.PENDING, 0)),
+    ("resp-unlock-already-released", P.Response(P.Op.UNLOCK, 4, S.ALREADY_RELEASED, 0)),
+    ("resp-unknown-op", P.Response(P.Op.UNKNOWN, 9, S.UNKNOWN_OP, 0)),
+    ("resp-stats", P.Response(P.Op.STATS, 8, S.OK, 0, stats=STATS_BODY)),
+    ("resp-reclaim-ok", P.Response(P.Op.RECLAIM, 10, S.OK, 0x00000007_00000003)),
+    ("resp-map-not-clustered", P.Response(P.Op.MAP, 11, S.NOT_CLUSTERED, 0)),
+    ("resp-lock-not-owner",
+     P.Response(P.Op.LOCK, 12, S.NOT_OWNER, 41, owner=P.OwnerHint("n2", "10.0.0.2:7878"))),
+    ("resp-lock-not-owner-unknown", P.Response(P.Op.LOCK, 13, S.NOT_OWNER, 0, owner=P.OwnerHint("", ""))),
+    ("resp-lock-in-grace", P.Response(P.Op.LOCK, 14, S.IN_GRACE, 1500)),
+    ("resp-lock-crosses-partition", P.Response(P.Op.LOCK, 15, S.CROSSES_PARTITION, 1 << 62)),
+    ("resp-reclaim-refused", P.Response(P.Op.RECLAIM, 16, S.RECLAIM_REFUSED, 0)),
+    ("resp-lock-fenced", P.Response(P.Op.LOCK, 17, S.FENCED, 0)),
+    ("notice-not-owner", P.Response(P.Op.NOTICE, 0, S.NOT_OWNER, 2)),
+    ("notice-fenced", P.Response(P.Op.NOTICE, 0, S.FENCED, P.U64_MAX)),
+    ("resp-shm-unavailable", P.Response(P.Op.SHM_ATTACH, 19, S.SHM_UNAVAILABLE, 0)),
+    ("resp-shm-full", P.Response(P.Op.SHM_ATTACH, 20, S.SHM_FULL, 16)),
+    ("resp-shm-already-attached", P.Response(P.Op.SHM_ATTACH, 21, S.SHM_ALREADY_ATTACHED, 3)),
+    ("resp-lock-forbidden", P.Response(P.Op.LOCK, 22, S.FORBIDDEN, 0)),
+]
+
+
+@pytest.mark.parametrize("name,decoded", RESPONSES, ids=[r[0] for r in RESPONSES])
+def test_responses(name, decoded):
+    frame = vec(name)
+    assert int.from_bytes(frame[:4], "little") == len(frame) - 4
+    assert P.decode_response(frame[4:]) == decoded
+    assert P.encode_response(decoded) == frame
+
+
+def test_bodies_this_client_keeps_undecoded():
+    # MAP and SHM_ATTACH answers: this single-server client never asks for them; their
+    # bodies are kept as bytes (and re-encoded unchanged).
+    for name, op, id, value in (("resp-map", P.Op.MAP, 11, 0), ("resp-shm-attached", P.Op.SHM_ATTACH, 18, 3)):
+        frame = vec(name)
+        r = P.decode_response(frame[4:])
+        assert (r.op, r.id, r.status, r.value) == (op, id, S.OK, value)
+        assert r.body == frame[4 + 18 :]
+        assert P.encode_response(r) == frame
+
+
+def test_response_decode_errors():
+    granted = VECTORS["resp-lock-granted"][4:]
+    with pytest.raises(ProtocolError, match="shorter than 18"):
+        P.decode_response(granted[:17])
+    with pytest.raises(ProtocolError, match="not a response"):
+        P.decode_response(b"\x01" + granted[1:])
+    with pytest.raises(ProtocolError, match="unknown status"):
+        P.decode_response(granted[:9] + b"\x23" + granted[10:])
+    with pytest.raises(ProtocolError, match="unexpected bytes"):
+        P.decode_response(granted + b"\x00")
+    stats = VECTORS["resp-stats"][4:]
+    with pytest.raises(ProtocolError, match="STATS body"):
+        P.decode_response(stats[:-1])
+    with pytest.raises(ProtocolError, match="notice"):
+        P.decode_response(b"\x89" + (5).to_bytes(8, "little") + granted[9:])
+
+
+def test_every_status_has_its_exception():
+    import rangelock.errors as E
+
+    for status in P.Status:
+        if status in (S.OK, S.PENDING):
+            continue
+        e = E.error_for_status(status, 0, "lock 0..1 exclusive")
+        assert type(e) is not E.ServerError, status
+        assert e.status is status
+        assert str(e).startswith("lock 0..1 exclusive: "), str(e)
+        assert status.name in str(e) or type(e).meaning in str(e)
+    assert isinstance(E.error_for_status(S.FORBIDDEN), E.Forbidden)
+    assert isinstance(E.error_for_status(S.WOULD_BLOCK), E.LockNotGranted)
+    assert isinstance(E.error_for_status(S.INVALID_RANGE), ValueError)
+
+
+def test_every_vector_is_checked():
+    # Runs last in this file (pytest keeps file order): a vector added to the document
+    # must get a check here.
+    assert set(VECTORS) - COVERED == set()
