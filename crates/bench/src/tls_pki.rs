@@ -1,8 +1,8 @@
-//! A throwaway PKI for runs that need TLS (the `combiner-tls` variant of `server-micro`,
-//! and tests of the `rangelock` binary): a CA, a server certificate for `localhost` and
-//! `127.0.0.1`, and a client certificate, generated with `rcgen` at run time and written
-//! as PEM files to a fresh directory under the temp directory, which is removed when the
-//! [`TempPki`] is dropped. Nothing here is fit to protect anything.
+//! A throwaway PKI for runs that need TLS (the `combiner-tls-auth` variant of
+//! `server-micro`, and tests of the `rangelock` binary): a CA, a server certificate for
+//! `localhost` and `127.0.0.1`, and a client certificate, generated with `rcgen` at run
+//! time and written as PEM files to a fresh directory under the temp directory, which is
+//! removed when the [`TempPki`] is dropped. Nothing here is fit to protect anything.
 
 use std::io;
 use std::path::{Path, PathBuf};

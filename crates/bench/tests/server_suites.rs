@@ -50,8 +50,9 @@ fn server_micro_runs_engines_and_peers_without_redis() {
         BTreeSet::from([
             "citron-like",
             "combiner",
+            "combiner-auth",
             "combiner-shm-poll",
-            "combiner-tls",
+            "combiner-tls-auth",
             "dslr-shm",
             "echo",
             "rangelock",

@@ -4,7 +4,8 @@
 //! The codes follow flock(1) and the shells where they have one (`1` for a lock not had,
 //! `126`/`127` for a command that cannot run) and `sysexits.h` for the rest.
 
-use rangelock_client::ClientError;
+use rangelock_client::cluster::ClusterError;
+use rangelock_client::{ClientError, Status};
 
 /// The lock could not be had: `--nonblock` found it taken or `--timeout` passed
 /// (`-E/--conflict-exit-code` changes it).
@@ -19,6 +20,9 @@ pub const UNAVAILABLE: i32 = 69;
 /// `EX_SOFTWARE`: any other error (the server answered with an unexpected error,
 /// releasing the lock failed, …).
 pub const SOFTWARE: i32 = 70;
+/// `EX_NOPERM`: the server refused the authentication token (none given, or one it does
+/// not know), or the range is outside what the token may lock.
+pub const NOPERM: i32 = 77;
 /// `EX_TEMPFAIL`: the lock was lost while the command ran (the server ended the session,
 /// e.g. because its lease lapsed); the command was signalled (`--on-lost`).
 pub const LOCK_LOST: i32 = 75;
@@ -51,6 +55,12 @@ pub fn lock_help() -> String {
             LOCK_LOST.to_string(),
             "the lock was lost while the command ran; the command was \
                                  signalled (--on-lost)",
+        ),
+        (
+            NOPERM.to_string(),
+            "the server refused the authentication token (--token-file, \
+                              $RANGELOCK_AUTH_TOKEN), or the range is outside what the token \
+                              may lock",
         ),
         (CANNOT_EXECUTE.to_string(), "the command was found but is not executable"),
         (NOT_FOUND.to_string(), "the command was not found"),
@@ -93,15 +103,30 @@ impl Failure {
         Failure::new(client_code(&error), error)
     }
 
+    /// A cluster client error: [`NOPERM`] for an authentication refusal or a range
+    /// outside the token's ranges, else `otherwise`.
+    pub fn cluster(error: ClusterError, otherwise: i32) -> Failure {
+        let code = match &error {
+            ClusterError::Client(e) if client_code(e) == NOPERM => NOPERM,
+            ClusterError::Server(Status::Forbidden) => NOPERM,
+            _ => otherwise,
+        };
+        Failure::new(code, error)
+    }
+
     /// Adds what was being done (`doing: cause`).
     pub fn context(self, doing: impl std::fmt::Display + Send + Sync + 'static) -> Failure {
         Failure { code: self.code, error: self.error.context(doing) }
     }
 }
 
-/// The exit code of a client error: [`UNAVAILABLE`] for the connection, else [`SOFTWARE`].
+/// The exit code of a client error: [`UNAVAILABLE`] for the connection, [`NOPERM`] for an
+/// authentication refusal or `FORBIDDEN`, else [`SOFTWARE`].
 pub fn client_code(e: &ClientError) -> i32 {
     match e {
+        ClientError::AuthRequired
+        | ClientError::AuthFailed
+        | ClientError::Server(Status::Forbidden) => NOPERM,
         ClientError::Connect { .. }
         | ClientError::Io(_)
         | ClientError::Handshake(_)
@@ -118,9 +143,16 @@ mod tests {
     #[test]
     fn the_help_table_lists_every_code() {
         let h = lock_help();
-        for code in
-            [LOCK_UNAVAILABLE, USAGE, UNAVAILABLE, SOFTWARE, LOCK_LOST, CANNOT_EXECUTE, NOT_FOUND]
-        {
+        for code in [
+            LOCK_UNAVAILABLE,
+            USAGE,
+            UNAVAILABLE,
+            SOFTWARE,
+            LOCK_LOST,
+            NOPERM,
+            CANNOT_EXECUTE,
+            NOT_FOUND,
+        ] {
             assert!(h.contains(&format!("{code:>3}  ")), "{code} missing from\n{h}");
         }
         assert!(h.contains("flock(1)") && h.contains("lease"));
@@ -133,5 +165,16 @@ mod tests {
             client_code(&ClientError::Server(rangelock_client::Status::ShuttingDown)),
             SOFTWARE
         );
+        for e in [
+            ClientError::AuthRequired,
+            ClientError::AuthFailed,
+            ClientError::Server(Status::Forbidden),
+        ] {
+            assert_eq!(client_code(&e), NOPERM, "{e}");
+        }
+        let cluster = |e| Failure::cluster(e, SOFTWARE).code;
+        assert_eq!(cluster(ClusterError::Server(Status::Forbidden)), NOPERM);
+        assert_eq!(cluster(ClusterError::Client(ClientError::AuthFailed)), NOPERM);
+        assert_eq!(cluster(ClusterError::WouldBlock), SOFTWARE);
     }
 }

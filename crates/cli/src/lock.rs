@@ -21,8 +21,9 @@
 //!
 //! See [`exit`]: the command's code (128 + signal if a signal killed it) when the lock was
 //! kept until it ended; 1 (`--conflict-exit-code`) when the lock cannot be had; 69 when the
-//! server cannot be reached; 70 for other errors; 75 when the lock was lost; 126/127 when
-//! the command cannot be executed / is not found.
+//! server cannot be reached; 70 for other errors; 75 when the lock was lost; 77 when the
+//! server refused the authentication token or the range is outside what the token may
+//! lock; 126/127 when the command cannot be executed / is not found.
 
 use std::os::unix::process::ExitStatusExt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -245,7 +246,8 @@ pub fn run(args: LockArgs) -> Result<i32, Failure> {
         Some(nodes) => {
             let name = &args.cluster_name;
             let code = args.conflict_exit_code;
-            crate::lock_cluster::lock(&args.range, nodes, name, mode, wait, code)?
+            let options = args.connect.options().map_err(|e| Failure::new(exit::FAILURE, e))?;
+            crate::lock_cluster::lock(&args.range, nodes, name, mode, wait, code, options)?
         }
         None => lock_server(&args, mode, wait)?,
     };
@@ -316,6 +318,11 @@ pub fn run(args: LockArgs) -> Result<i32, Failure> {
 pub(crate) fn connect_failure(e: ClientError, server: &Endpoint) -> Failure {
     match e {
         e @ ClientError::Connect { .. } => Failure::client(e),
+        ClientError::AuthRequired => Failure::new(
+            exit::NOPERM,
+            anyhow!("{} (give one with --token-file FILE or ${})", e, crate::connect::TOKEN_ENV),
+        )
+        .context(format!("connecting to {server}")),
         e => Failure::client(e).context(format!("connecting to {server}")),
     }
 }

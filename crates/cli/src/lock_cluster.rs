@@ -9,7 +9,7 @@ use std::sync::mpsc;
 
 use anyhow::anyhow;
 use rangelock_client::cluster::{ClusterClient, ClusterError, ClusterGuard, ClusterOptions};
-use rangelock_client::{Mode, Wait};
+use rangelock_client::{ConnectOptions, Mode, Wait};
 
 use crate::exit::{self, Failure};
 use crate::lock::Held;
@@ -70,6 +70,7 @@ pub(crate) fn lock(
     mode: Mode,
     wait: Wait,
     conflict_exit_code: i32,
+    connect: ConnectOptions,
 ) -> Result<Box<dyn Held>, Failure> {
     let what = format!("{}..{}", range.start, range.end);
     crate::cluster::is_etcd(given).map_err(|e| Failure::new(exit::USAGE, anyhow!(e)))?;
@@ -82,11 +83,11 @@ pub(crate) fn lock(
     let nodes = rt
         .block_on(crate::cluster::seeds(given, cluster_name))
         .map_err(|e| Failure::new(exit::UNAVAILABLE, e).context("finding the cluster's nodes"))?;
-    let client =
-        rt.block_on(ClusterClient::connect(&nodes, ClusterOptions::default())).map_err(|e| {
-            Failure::new(exit::UNAVAILABLE, e)
-                .context(format!("connecting to the cluster at {}", nodes.join(",")))
-        })?;
+    let options = ClusterOptions { connect, ..ClusterOptions::default() };
+    let client = rt.block_on(ClusterClient::connect(&nodes, options)).map_err(|e| {
+        Failure::cluster(e, exit::UNAVAILABLE)
+            .context(format!("connecting to the cluster at {}", nodes.join(",")))
+    })?;
     let guard = match rt.block_on(client.lock(range.clone(), mode, wait)) {
         Ok(g) => g,
         Err(
@@ -96,7 +97,9 @@ pub(crate) fn lock(
         ) => {
             return Err(Failure::new(conflict_exit_code, anyhow!("lock {what} not available: {e}")))
         }
-        Err(e) => return Err(Failure::new(exit::SOFTWARE, e).context(format!("locking {what}"))),
+        Err(e) => {
+            return Err(Failure::cluster(e, exit::SOFTWARE).context(format!("locking {what}")))
+        }
     };
     let (tx, rx) = mpsc::channel();
     guard.on_lost(move |r| {

@@ -31,7 +31,6 @@ enum Command {
     /// Run a benchmark suite (`list` shows them, `quick` runs all in quick mode).
     Bench(bench::BenchArgs),
     /// Run the range-lock server.
-    // Boxed: its settings make it several times larger than the other variants.
     Serve(Box<serve::ServeArgs>),
     /// Run a command while holding a range lock (flock(1) style, but a lapsed lease ends
     /// the lock: the command is then signalled).

@@ -7,11 +7,12 @@ mod settings;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use rangelock_cluster::{Node, NodeConfig, DEFAULT_ETCD_TTL};
-use rangelock_server::Server;
+use rangelock_server::{AuthTable, Server};
 
 pub(crate) use settings::ServeSettings;
 
@@ -56,7 +57,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     crate::logging::init(settings.log_format.unwrap_or_default());
-    let config = settings.server_config();
+    let mut config = settings.server_config();
+    // After the logger: a warning about the file's permissions must reach the log.
+    config.auth = settings.auth_file.as_deref().map(AuthTable::load).transpose()?.map(Arc::new);
     // Handlers first: a supervisor that reads "listening on" and sends SIGTERM at once must
     // get a clean shutdown, not the default action (death without releasing anything).
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;

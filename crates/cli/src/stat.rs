@@ -1,10 +1,10 @@
 //! `rangelock stat`: a server's counters, holders and waiters.
 //!
 //! `sessions open` leaves out `stat`'s own session. Exit status: 0, or 69 when the server
-//! cannot be reached (connection or handshake failed, connection lost), 70 for other
-//! errors (see [`crate::exit`]).
+//! cannot be reached (connection or handshake failed, connection lost), 77 when it refused
+//! the authentication token, 70 for other errors (see [`crate::exit`]).
 
-use rangelock_client::{Client, Endpoint, EntryState, Mode};
+use rangelock_client::{Client, ConnectOptions, Endpoint, EntryState, Mode};
 
 use crate::exit::{self, Failure};
 use crate::lock::connect_failure;
@@ -32,10 +32,10 @@ pub struct StatArgs {
 
 /// Prints the counters and the list.
 pub fn run(args: StatArgs) -> Result<(), Failure> {
-    if let Some(given) = &args.cluster {
-        return run_cluster(given, &args.cluster_name, args.max);
-    }
     let options = args.connect.options().map_err(|e| Failure::new(exit::FAILURE, e))?;
+    if let Some(given) = &args.cluster {
+        return run_cluster(given, &args.cluster_name, args.max, options);
+    }
     let client = Client::connect_with(&args.server, &options)
         .map_err(|e| connect_failure(e, &args.server))?;
     let st = client
@@ -47,7 +47,12 @@ pub fn run(args: StatArgs) -> Result<(), Failure> {
 }
 
 /// `--cluster`: the map, then every node's stats.
-fn run_cluster(given: &[String], cluster_name: &str, max: u32) -> Result<(), Failure> {
+fn run_cluster(
+    given: &[String],
+    cluster_name: &str,
+    max: u32,
+    connect: ConnectOptions,
+) -> Result<(), Failure> {
     use rangelock_client::cluster::{ClusterClient, ClusterOptions};
     crate::cluster::is_etcd(given).map_err(|e| Failure::new(exit::USAGE, anyhow::anyhow!(e)))?;
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -58,11 +63,11 @@ fn run_cluster(given: &[String], cluster_name: &str, max: u32) -> Result<(), Fai
         let nodes = crate::cluster::seeds(given, cluster_name).await.map_err(|e| {
             Failure::new(exit::UNAVAILABLE, e).context("finding the cluster's nodes")
         })?;
-        let client =
-            ClusterClient::connect(&nodes, ClusterOptions::default()).await.map_err(|e| {
-                Failure::new(exit::UNAVAILABLE, e)
-                    .context(format!("connecting to the cluster at {}", nodes.join(",")))
-            })?;
+        let options = ClusterOptions { connect, ..ClusterOptions::default() };
+        let client = ClusterClient::connect(&nodes, options).await.map_err(|e| {
+            Failure::cluster(e, exit::UNAVAILABLE)
+                .context(format!("connecting to the cluster at {}", nodes.join(",")))
+        })?;
         let map = client.map();
         println!("cluster map (etcd revision {}): {} partitions", map.revision, map.partitions);
         for (p, o) in map.owners.iter().enumerate() {

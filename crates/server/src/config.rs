@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::auth::AuthTable;
 use crate::ownership::Ownership;
 use crate::protocol::{GrantMode, DEFAULT_MAX_FRAME};
 use crate::tls::TlsSettings;
@@ -126,6 +127,9 @@ pub struct ServerConfig {
     /// [`crate::metrics`]); `None` (the default): no metrics, and no clock reads for them
     /// on the request path. Port 0 picks a free port ([`crate::Server::metrics_addr`]).
     pub metrics: Option<SocketAddr>,
+    /// The tokens sessions must present ([`AuthTable`], read from an auth file). `None`
+    /// (the default): no authentication; a token in a hello is ignored.
+    pub auth: Option<Arc<AuthTable>>,
 }
 
 impl Default for ServerConfig {
@@ -147,6 +151,7 @@ impl Default for ServerConfig {
             shm_dir: None,
             tls: None,
             metrics: None,
+            auth: None,
         }
     }
 }

@@ -7,6 +7,11 @@
 //! with its peer and reason, and the next INFO line says how many more ended in between
 //! and gives the last one's peer and reason. Ordinary ends (the client closed, the server
 //! is stopping) are DEBUG only.
+//!
+//! Hellos refused for authentication (no token, an unknown token) are logged the same way
+//! but at WARN, with a window of their own so that a flood of broken connections cannot
+//! hide them: someone is knocking with the wrong key. The line gives the peer and the
+//! reason, never the token.
 
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -17,32 +22,41 @@ pub(crate) const WINDOW: Duration = Duration::from_secs(10);
 /// What the next INFO line must report.
 #[derive(Debug, Default)]
 struct State {
-    /// When the last INFO line was written.
+    /// When the last line was written.
     last_line: Option<Instant>,
     /// Ends since then, not yet reported.
     suppressed: u64,
 }
 
-/// See the module docs. One per server.
+/// One line per [`WINDOW`], counting the rest.
 #[derive(Debug, Default)]
-pub(crate) struct EndLog {
+pub(crate) struct Limiter {
     state: Mutex<State>,
 }
 
-/// What [`EndLog::decide`] says to write at INFO.
+/// See the module docs. One per server.
+#[derive(Debug, Default)]
+pub(crate) struct EndLog {
+    /// Sessions that ended badly (INFO).
+    bad: Limiter,
+    /// Hellos refused for authentication (WARN).
+    refused: Limiter,
+}
+
+/// What [`Limiter::decide`] says to write.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Line {
     /// Nothing (counted for the next line).
     None,
-    /// This end, plus `suppressed` ends not reported since the last line.
+    /// This event, plus `suppressed` events not reported since the last line.
     Report {
-        /// Ends in between that were not written at INFO.
+        /// Events in between that were not written.
         suppressed: u64,
     },
 }
 
-impl EndLog {
-    /// Records a bad session end at `now` and says what to write at INFO.
+impl Limiter {
+    /// Records an event at `now` and says what to write.
     pub(crate) fn decide(&self, now: Instant) -> Line {
         let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         match st.last_line {
@@ -56,11 +70,13 @@ impl EndLog {
             }
         }
     }
+}
 
-    /// Logs a session that ended badly (DEBUG always, INFO as [`EndLog::decide`] says).
+impl EndLog {
+    /// Logs a session that ended badly (DEBUG always, INFO as [`Limiter::decide`] says).
     pub(crate) fn bad_end(&self, peer: &str, session: u64, reason: &str) {
         tracing::debug!(%peer, session, reason, "session ended; its locks are released");
-        if let Line::Report { suppressed } = self.decide(Instant::now()) {
+        if let Line::Report { suppressed } = self.bad.decide(Instant::now()) {
             if suppressed == 0 {
                 tracing::info!(%peer, session, reason, "session ended; its locks are released");
             } else {
@@ -75,6 +91,25 @@ impl EndLog {
             }
         }
     }
+
+    /// Logs a hello refused for authentication (DEBUG always, WARN as
+    /// [`Limiter::decide`] says). `reason` must not contain the token.
+    pub(crate) fn auth_refused(&self, peer: &str, reason: &str) {
+        tracing::debug!(%peer, reason, "hello refused");
+        if let Line::Report { suppressed } = self.refused.decide(Instant::now()) {
+            if suppressed == 0 {
+                tracing::warn!(%peer, reason, "hello refused: authentication failed");
+            } else {
+                tracing::warn!(
+                    %peer,
+                    reason,
+                    suppressed,
+                    "hello refused: authentication failed ({suppressed} more refused since \
+                     the last such line; see DEBUG for each)"
+                );
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -83,7 +118,7 @@ mod tests {
 
     #[test]
     fn one_line_per_window_counting_the_rest() {
-        let log = EndLog::default();
+        let log = Limiter::default();
         let t0 = Instant::now();
         assert_eq!(log.decide(t0), Line::Report { suppressed: 0 });
         for i in 1..=470 {

@@ -14,6 +14,10 @@
 //! session's `LOCK`s before it sends them: the one-host analog of the seed's combiner
 //! polling with RDMA (bench variant `combiner-shm-poll`).
 //!
+//! With `auth` set ([`AuthTable`], `rangelock serve --auth-file`), a session must present
+//! a token the table knows in its hello, and may lock only the ranges of that token
+//! (`docs/PROTOCOL.md` §1.1).
+//!
 //! With `metrics` set, the server also answers `GET /metrics` over HTTP on that address
 //! with Prometheus metrics (grants, releases, waits, errors per status, sessions, wait and
 //! hold histograms; see [`metrics`]); without it nothing on the request path is timed.
@@ -30,6 +34,7 @@
 //! server.shutdown();
 //! ```
 
+pub mod auth;
 mod config;
 mod end_log;
 mod engine;
@@ -44,6 +49,7 @@ mod shm;
 pub mod table;
 mod tls;
 
+pub use auth::{AuthFileError, AuthTable, Principal};
 pub use config::{
     ConfigError, EngineKind, ServerConfig, DEFAULT_BACKLOG, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PORT,
     MAX_LEASE, MAX_SHM_SLOTS, MIN_LEASE,

@@ -230,6 +230,7 @@ async fn serve(
                 metrics = %show(metrics_addr.map(|a| format!("http://{a}/metrics"))),
                 "rangelock server listening"
             );
+            warn_if_open(addr, &shared.config);
             let path = shared.config.unix.clone();
             let _ = ready.send(Ok(Bound { tcp: addr, unix: path, metrics: metrics_addr }));
             (tcp, unix, socket_path, metrics)
@@ -334,4 +335,24 @@ const METRICS_BACKLOG: u32 = 64;
 async fn accept_error(e: std::io::Error) {
     tracing::warn!(error = %e, "accept failed");
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+}
+
+/// Says how sessions authenticate, and warns when a TCP listener beyond loopback lets
+/// anyone in.
+fn warn_if_open(tcp: Option<SocketAddr>, config: &ServerConfig) {
+    if let Some(auth) = &config.auth {
+        tracing::info!(
+            tokens = auth.len(),
+            auth_file = %auth.path().display(),
+            "sessions must authenticate"
+        );
+        return;
+    }
+    if let Some(a) = tcp.filter(|a| !a.ip().to_canonical().is_loopback()) {
+        tracing::warn!(
+            tcp = %a,
+            "listening beyond loopback without authentication: anyone who can reach the \
+             port can take any range (start with --auth-file; docs/OPERATIONS.md)"
+        );
+    }
 }

@@ -7,13 +7,16 @@
 //! 1. Handshake: read the client hello (head, then its token if any) within the lease;
 //!    refuse a bad magic or unknown flags by closing, a wrong version with
 //!    [`HelloStatus::UnsupportedVersion`], a bad token length with
-//!    [`HelloStatus::AuthFailed`]; else register the session with the engine (`Open`)
-//!    and answer [`ServerHello`].
+//!    [`HelloStatus::AuthFailed`]. With an auth table, refuse a hello without a token
+//!    ([`HelloStatus::AuthRequired`]) or with one the table does not know
+//!    ([`HelloStatus::AuthFailed`]), logged at WARN (rate-limited, never the token); else
+//!    register the session with the engine (`Open`) and answer [`ServerHello`].
 //! 2. Loop: read a frame within the lease (any frame renews it). A frame that does not
-//!    decode gets an error response addressed by its op and id and the loop goes on;
-//!    a frame whose length prefix is over the limit or under the header size gets one
-//!    error response (id 0) and the connection closes — the byte stream can no longer be
-//!    split into frames.
+//!    decode gets an error response addressed by its op and id and the loop goes on; a
+//!    `LOCK` or `RECLAIM` outside the ranges of the session's token gets `FORBIDDEN`
+//!    before anything else sees it, and the loop goes on; a frame whose length prefix is
+//!    over the limit or under the header size gets one error response (id 0) and the
+//!    connection closes — the byte stream can no longer be split into frames.
 //!    Every request gets exactly one response, so `requests read - responses written`
 //!    counts queued responses plus waiting locks; when it exceeds
 //!    `max_locks_per_session + MAX_BACKLOG` (a client that sends without reading) the
@@ -33,6 +36,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
+use crate::auth::Principal;
 use crate::config::ServerConfig;
 use crate::end_log::EndLog;
 use crate::engine::Engine;
@@ -133,7 +137,12 @@ pub(crate) async fn run<S: Transport>(
         max_frame: shared.config.max_frame,
     };
     let refuse = |status, reason: &str| {
-        shared.end_log.bad_end(&peer, 0, reason);
+        match status {
+            HelloStatus::AuthRequired | HelloStatus::AuthFailed => {
+                shared.end_log.auth_refused(&peer, reason)
+            }
+            _ => shared.end_log.bad_end(&peer, 0, reason),
+        }
         ServerHello { status, ..reply }
     };
     if head.version != VERSION {
@@ -144,7 +153,7 @@ pub(crate) async fn run<S: Transport>(
         return shared.end_log.bad_end(&peer, 0, &format!("bad hello: {e}"));
     }
     // The token, if any (read within the same lease as the head; never logged).
-    let _token = if head.has_token() {
+    let token = if head.has_token() {
         let read = async {
             let n = rd.read_u16_le().await?;
             if n == 0 || usize::from(n) > MAX_TOKEN_LEN {
@@ -166,6 +175,22 @@ pub(crate) async fn run<S: Transport>(
     } else {
         None
     };
+    // Who the session is, with an auth table (without one a token is ignored). The token
+    // goes no further than this: logs name the principal, never the token.
+    let principal = match (&shared.config.auth, token) {
+        (None, _) => None,
+        (Some(_), None) => {
+            let reply = refuse(HelloStatus::AuthRequired, "no authentication token");
+            return refuse_hello(&wr, reply).await;
+        }
+        (Some(table), Some(token)) => match table.authenticate(&token) {
+            Some(p) => Some(p.clone()),
+            None => {
+                let reply = refuse(HelloStatus::AuthFailed, "unknown authentication token");
+                return refuse_hello(&wr, reply).await;
+            }
+        },
+    };
     let session = shared.next_session.fetch_add(1, Ordering::Relaxed) + 1;
     reply.session = session;
     // The hello goes out before the session can receive any response.
@@ -184,7 +209,10 @@ pub(crate) async fn run<S: Transport>(
         tx = s.clone();
     }
     shared.engine.submit(Command::Open { session, sink: tx.clone() });
-    tracing::debug!(%peer, session, "session opened");
+    match &principal {
+        Some(p) => tracing::debug!(%peer, session, token_name = %p.name(), "session opened"),
+        None => tracing::debug!(%peer, session, "session opened"),
+    }
     let writer = tokio::spawn(sink.clone().run_writer());
     let backlog_limit = shared.config.max_locks_per_session as u64 + MAX_BACKLOG;
     let mut read: u64 = 0;
@@ -195,6 +223,8 @@ pub(crate) async fn run<S: Transport>(
         tx,
         shm,
         local,
+        // Only a token with ranges costs a check per LOCK and RECLAIM.
+        limits: principal.filter(|p| p.ranges().is_some()),
         nonce: 0,
         timers: JoinSet::new(),
         timer_of: HashMap::new(),
@@ -277,6 +307,9 @@ struct Handler<'a> {
     shm: Option<Arc<ShmSink>>,
     /// The peer is on this host.
     local: bool,
+    /// The session's principal when its token may lock only some ranges (`None`: the
+    /// whole unit space, or no authentication).
+    limits: Option<Arc<Principal>>,
     nonce: u64,
     /// Timeout timers of this session's locks; aborted when the session ends.
     timers: JoinSet<()>,
@@ -295,6 +328,20 @@ impl Handler<'_> {
     fn refuse(&self, r: Box<ResponseFrame>) {
         self.shared.handler_errors.count(r.status);
         reply::send_now(&self.tx, *r);
+    }
+
+    /// Whether the session's token may lock `start..end`; answers `FORBIDDEN` if not.
+    /// Checked before anything else looks at a `LOCK` or `RECLAIM` (the engine, the
+    /// cluster ownership, or the `NOT_CLUSTERED` answer of a single server).
+    fn permitted(&self, op: u8, id: u64, start: u64, end: u64) -> bool {
+        let Some(p) = &self.limits else { return true };
+        if p.may_lock(start, end) {
+            return true;
+        }
+        let (session, token_name) = (self.session, p.name());
+        tracing::debug!(session, %token_name, id, start, end, "outside the token's ranges");
+        self.error(op, id, Status::Forbidden);
+        false
     }
 
     fn abort_timers(&mut self, target: u64) {
@@ -320,6 +367,9 @@ impl Handler<'_> {
         let engine = &self.shared.engine;
         match frame.request {
             Request::Lock { start, end, mode, wait } => {
+                if !self.permitted(op::LOCK, id, start, end) {
+                    return;
+                }
                 self.nonce += 1;
                 let nonce = self.nonce;
                 let may_wait = wait != Wait::Try;
@@ -364,8 +414,11 @@ impl Handler<'_> {
                 reply::send_now(&self.tx, ResponseFrame::new(op::KEEPALIVE, id, Status::Ok, 0));
             }
             // A single server is not a cluster node: RECLAIM and MAP get NOT_CLUSTERED
-            // (PROTOCOL.md §7).
+            // (PROTOCOL.md §7) -- a RECLAIM outside the token's ranges FORBIDDEN first.
             Request::Reclaim { start, end, mode, token } => {
+                if !self.permitted(op::RECLAIM, id, start, end) {
+                    return;
+                }
                 let Some(own) = &self.shared.config.cluster else {
                     return self.error(op::RECLAIM, id, Status::NotClustered);
                 };

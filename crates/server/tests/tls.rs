@@ -571,3 +571,25 @@ fn a_tls_session_cut_off_releases_its_locks() {
     drop(observer);
     server.shutdown();
 }
+
+/// Authentication inside TLS: the token goes in the hello, after the handshake.
+#[test]
+fn tokens_are_checked_inside_tls() {
+    let pki = Pki::new();
+    let toml = "[[token]]\nname = \"ingest\"\nsecret = \"ingest-secret-0123456789\"\nranges = [\"0..100\"]\n";
+    let auth = rangelock_server::AuthTable::from_toml(Path::new("auth.toml"), toml).unwrap();
+    let config = ServerConfig { auth: Some(Arc::new(auth)), ..ServerConfig::ephemeral() };
+    let (server, ep, options) = standard(&pki, config);
+    let with_token = options.clone().token("ingest-secret-0123456789");
+    let c = Client::connect_with(&ep, &with_token).unwrap();
+    c.lock_exclusive(0..10).unwrap().unlock().unwrap();
+    let r = c.lock(200..210, Mode::Exclusive, Wait::Try);
+    assert!(matches!(r, Err(ClientError::Server(Status::Forbidden))), "{r:?}");
+    let r = Client::connect_with(&ep, &options);
+    assert!(matches!(r, Err(ClientError::AuthRequired)), "{r:?}");
+    let r = Client::connect_with(&ep, &options.token("not-the-secret-at-all"));
+    assert!(matches!(r, Err(ClientError::AuthFailed)), "{r:?}");
+    c.ping().unwrap();
+    drop(c);
+    server.shutdown();
+}

@@ -1,14 +1,17 @@
 //! `server-micro`: the seed 3 §5.2.2 micro-benchmark — clients lock a random range of a
 //! 2^16-unit space, shared or exclusive, and unlock it, against `rangelockd` (every engine;
 //! `combiner-shm-poll`: the combiner with clients that read their answers from
-//! shared-memory slots, the seed's "combiner polling with RDMA"; `combiner-tls`: the
-//! combiner over TLS) and the peers `echo`, `dslr-shm`, `citron-like` and `dslr-redis`.
+//! shared-memory slots, the seed's "combiner polling with RDMA"; `combiner-auth` and
+//! `combiner-tls-auth`: the combiner with authentication, over plain TCP and over TLS)
+//! and the peers `echo`, `dslr-shm`, `citron-like` and `dslr-redis`.
 //!
-//! `combiner-tls` runs the combiner with TLS on its TCP listener (TLS 1.3, rustls with
+//! `combiner-auth` runs the combiner with an auth table of one token (whose ranges cover
+//! the benchmark's unit space, so every `LOCK` passes the range check); its clients send
+//! the token. `combiner-tls-auth` adds TLS on the TCP listener (TLS 1.3, rustls with
 //! `ring`), with a throwaway CA and server certificate generated per measurement
-//! ([`TempPki`]); its clients connect with TLS (the handshake is untimed, like every
-//! connect). Beside `combiner` it shows what TLS costs a session. The server has no auth
-//! table yet, so no token is checked: this is TLS alone.
+//! ([`TempPki`]); its clients connect with TLS and the token (handshakes are untimed, like
+//! every connect). Beside `combiner` they show what authentication and TLS cost a
+//! session.
 //!
 //! Each client is a thread of the bench process with its own connection (a blocking
 //! [`Client`] for `rangelockd` and `echo`, its own Redis connection for `dslr-redis`, its
@@ -32,13 +35,14 @@
 
 use std::io;
 use std::ops::Range;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rangelock::Mode;
 use rangelock_client::{Client, ConnectOptions, Endpoint, TlsOptions, Wait};
-use rangelock_server::{EngineKind, Server, ServerConfig, TlsSettings};
+use rangelock_server::{AuthTable, EngineKind, Server, ServerConfig, TlsSettings};
 use serde_json::Value;
 
 use super::common;
@@ -62,6 +66,15 @@ pub const SAMPLE_EVERY: u32 = 16;
 /// run (64 clients of `server-micro`, 49 of `server-oltp`), with room to spare.
 const SHM_SLOTS: u32 = 128;
 
+/// The token of `combiner-auth` and `combiner-tls-auth`.
+const BENCH_TOKEN: &str = "rangelock-bench-token";
+
+/// The auth table of `combiner-auth` and `combiner-tls-auth`: [`BENCH_TOKEN`], allowed
+/// the benchmark's unit space.
+fn auth_file() -> String {
+    format!("[[token]]\nname = \"bench\"\nsecret = \"{BENCH_TOKEN}\"\nranges = [\"0..{UNITS}\"]\n")
+}
+
 /// Client counts of a full run.
 const FULL_CLIENTS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// Client counts of a quick run.
@@ -75,8 +88,10 @@ pub(crate) enum Variant {
     /// `rangelockd` with the combiner engine and shared-memory answer slots; each client
     /// attaches one and learns of its grants by polling it (`docs/PROTOCOL.md` §9).
     CombinerShmPoll,
-    /// `rangelockd` with the combiner engine over TLS (see the module docs).
-    CombinerTls,
+    /// `rangelockd` with the combiner engine and an auth token (see the module docs).
+    CombinerAuth,
+    /// `rangelockd` with the combiner engine over TLS, with an auth token.
+    CombinerTlsAuth,
     /// The ceiling: pings over the same transport.
     Echo,
     /// DSLR over shared memory.
@@ -93,7 +108,8 @@ impl Variant {
         match self {
             Variant::Engine(e) => e.name(),
             Variant::CombinerShmPoll => "combiner-shm-poll",
-            Variant::CombinerTls => "combiner-tls",
+            Variant::CombinerAuth => "combiner-auth",
+            Variant::CombinerTlsAuth => "combiner-tls-auth",
             Variant::Echo => echo::NAME,
             Variant::DslrShm => ShmWords::NAME,
             Variant::DslrRedis => RedisWords::NAME,
@@ -119,8 +135,8 @@ impl Variant {
 /// The running server (or mapping) of one measurement.
 pub(crate) enum Backend {
     Rangelockd(Server),
-    /// A TLS server, and the options its clients connect with.
-    RangelockdTls(Server, ConnectOptions),
+    /// A server with auth (and TLS), and the options its clients connect with.
+    RangelockdWith(Server, ConnectOptions),
     Shm(ShmWords),
     Redis(RedisServer),
     Citron(ShmWords),
@@ -158,17 +174,26 @@ impl Backend {
                 shm_slots: SHM_SLOTS,
                 ..ServerConfig::ephemeral()
             })?),
-            Variant::CombinerTls => {
-                // The server reads its files at start and the client options hold the CA:
-                // the files may go when `pki` is dropped.
-                let pki = TempPki::generate()?;
-                let server = Server::start(ServerConfig {
+            Variant::CombinerAuth | Variant::CombinerTlsAuth => {
+                let auth = AuthTable::from_toml(Path::new("(server-micro)"), &auth_file())
+                    .map_err(io::Error::other)?;
+                let config = ServerConfig {
                     engine: EngineKind::Combiner,
-                    tls: Some(TlsSettings::new(pki.server_cert(), pki.server_key())),
+                    auth: Some(Arc::new(auth)),
                     ..ServerConfig::ephemeral()
-                })?;
-                let tls = TlsOptions::from_ca_file(pki.ca()).map_err(io::Error::other)?;
-                Backend::RangelockdTls(server, ConnectOptions::new().tls(tls))
+                };
+                let options = ConnectOptions::new().token(BENCH_TOKEN);
+                if variant == Variant::CombinerAuth {
+                    Backend::RangelockdWith(Server::start(config)?, options)
+                } else {
+                    // The server reads its files at start and the client options hold
+                    // the CA: the files may go when `pki` is dropped.
+                    let pki = TempPki::generate()?;
+                    let tls = Some(TlsSettings::new(pki.server_cert(), pki.server_key()));
+                    let server = Server::start(ServerConfig { tls, ..config })?;
+                    let ca = TlsOptions::from_ca_file(pki.ca()).map_err(io::Error::other)?;
+                    Backend::RangelockdWith(server, options.tls(ca))
+                }
             }
             Variant::Echo => Backend::Rangelockd(echo::start_server()?),
             Variant::DslrShm => Backend::Shm(ShmWords::new(layout().segments())?),
@@ -196,7 +221,7 @@ impl Backend {
                 }
                 Conn::Lock { client, pipelined }
             }
-            (Backend::RangelockdTls(s, options), _) => {
+            (Backend::RangelockdWith(s, options), _) => {
                 let addr = s.tcp_addr().ok_or_else(|| io::Error::other("no TCP listener"))?;
                 let client = Client::connect_with(&Endpoint::from(addr), options)
                     .map_err(io::Error::other)?;
@@ -217,7 +242,7 @@ impl Backend {
     /// Server CPU time so far, in nanoseconds (see the module docs).
     pub(crate) fn cpu_ns(&self) -> Option<u64> {
         match self {
-            Backend::Rangelockd(_) | Backend::RangelockdTls(..) => server_threads_cpu_ns(),
+            Backend::Rangelockd(_) | Backend::RangelockdWith(..) => server_threads_cpu_ns(),
             Backend::Shm(_) | Backend::Citron(_) => None,
             Backend::Redis(r) => r.cpu_ns(),
         }
@@ -226,7 +251,7 @@ impl Backend {
     /// Stops the server.
     pub(crate) fn stop(self) {
         match self {
-            Backend::Rangelockd(s) | Backend::RangelockdTls(s, _) => s.shutdown(),
+            Backend::Rangelockd(s) | Backend::RangelockdWith(s, _) => s.shutdown(),
             Backend::Shm(_) | Backend::Redis(_) | Backend::Citron(_) => {}
         }
     }
@@ -409,8 +434,8 @@ impl Suite for ServerMicro {
     fn about(&self) -> &'static str {
         "seed 3 micro-benchmark: each client locks a random range (1..=1024 of 2^16 units) \
          and unlocks it over its own connection; ops = requests (2 per cycle); engines, \
-         combiner-shm-poll and combiner-tls vs echo (ceiling), dslr-shm, citron-like, \
-         dslr-redis"
+         combiner-shm-poll, combiner-auth and combiner-tls-auth vs echo (ceiling), \
+         dslr-shm, citron-like, dslr-redis"
     }
 
     fn baseline(&self) -> &'static str {
@@ -421,7 +446,13 @@ impl Suite for ServerMicro {
         let pcts: &[u64] = if opts.quick { &[0, 20] } else { &[0, 1, 20, 100] };
         let variants = Variant::list(
             self.name(),
-            &[Variant::CombinerTls, Variant::Echo, Variant::DslrShm, Variant::CitronShm],
+            &[
+                Variant::CombinerAuth,
+                Variant::CombinerTlsAuth,
+                Variant::Echo,
+                Variant::DslrShm,
+                Variant::CitronShm,
+            ],
             &self.redis_server,
         );
         let mut cases = Vec::new();

@@ -104,6 +104,12 @@ pub(crate) struct ServeSettings {
     /// (needs --tls-cert).
     #[arg(long, value_name = "PEM")]
     pub tls_client_ca: Option<PathBuf>,
+    /// Require every client to authenticate with a token of this file (TOML: one
+    /// [[token]] per token, with its name, its secret or the secret's SHA-256, and
+    /// optionally the ranges it may lock; see docs/OPERATIONS.md). Read at startup: a file
+    /// that cannot be used stops the server from starting [default: no authentication].
+    #[arg(long, value_name = "FILE")]
+    pub auth_file: Option<PathBuf>,
     /// Run as a node of a cluster whose state lives in etcd at these endpoints
     /// (comma-separated, e.g. `http://127.0.0.1:2379`; a list in the file). See
     /// docs/CLUSTER.md. The settings below up to --fence-margin-ms need it.
@@ -165,6 +171,7 @@ impl ServeSettings {
             tls_cert: self.tls_cert.or(below.tls_cert),
             tls_key: self.tls_key.or(below.tls_key),
             tls_client_ca: self.tls_client_ca.or(below.tls_client_ca),
+            auth_file: self.auth_file.or(below.auth_file),
             cluster: self.cluster.or(below.cluster),
             cluster_name: self.cluster_name.or(below.cluster_name),
             node_id: self.node_id.or(below.node_id),
@@ -252,7 +259,8 @@ impl ServeSettings {
         Ok(resolved)
     }
 
-    /// The server part of (resolved) settings.
+    /// The server part of (resolved) settings, without reading any file: the auth file
+    /// is read where the server is started (its `auth` is `None` here).
     pub(crate) fn server_config(&self) -> ServerConfig {
         let d = ServerConfig::default();
         ServerConfig {

@@ -87,6 +87,10 @@ impl Piecewise<'_> {
             };
             let conn = match nodes::node(self.shared, &addr).await {
                 Ok(conn) => conn,
+                // The node is up but will not take this client: retrying cannot help.
+                Err(e @ (ClientError::AuthRequired | ClientError::AuthFailed)) => {
+                    return Err(ClusterError::Client(e).into())
+                }
                 Err(e) => {
                     tracing::debug!(partition = p, addr, error = %e, "owner unreachable");
                     self.unavailable(&mut reread, Some(&addr)).await?;

@@ -160,7 +160,10 @@ impl ClusterClient {
     /// node connections and the reclaims.
     ///
     /// Errors: [`ClusterError::NoNode`] (with what each seed said) if none answers with a
-    /// map; a node that is not part of a cluster answers `NOT_CLUSTERED`.
+    /// map; a node that is not part of a cluster answers `NOT_CLUSTERED`. If none answers
+    /// and a seed refused the token of [`ClusterOptions::connect`]:
+    /// [`ClusterError::Client`] with [`ClientError::AuthRequired`] or
+    /// [`ClientError::AuthFailed`].
     pub async fn connect(
         seeds: &[String],
         options: ClusterOptions,
@@ -177,16 +180,27 @@ impl ClusterClient {
             next_guard: AtomicU64::new(1),
         });
         let mut failures = Vec::new();
+        let mut refused = None;
         for seed in seeds {
             match shared.read_map(seed).await {
                 Ok(map) => {
                     shared.offer(map)?;
                     return Ok(ClusterClient { shared });
                 }
+                Err(ClusterError::Client(
+                    e @ (ClientError::AuthRequired | ClientError::AuthFailed),
+                )) => {
+                    failures.push(format!("{seed}: {e}"));
+                    refused.get_or_insert(e);
+                }
                 Err(e) => failures.push(format!("{seed}: {e}")),
             }
         }
-        Err(ClusterError::NoNode(failures.join("; ")))
+        // A node that refused the token is the one thing the caller can fix.
+        Err(match refused {
+            Some(e) => ClusterError::Client(e),
+            None => ClusterError::NoNode(failures.join("; ")),
+        })
     }
 
     /// Locks `range` in `mode`, waiting as `wait` says, across as many partitions as it

@@ -25,7 +25,9 @@
 //!
 //! The client reads the cluster map (`MAP`) from the first seed that answers and caches
 //! it ([`ClusterClient::map`]). It opens one connection — one session — per node address
-//! on first use, within [`ClusterOptions::connect_timeout`], and keeps it while it is up.
+//! on first use, within [`ClusterOptions::connect_timeout`] and with
+//! [`ClusterOptions::connect`] (the authentication token of a cluster whose nodes run with
+//! an auth file), and keeps it while it is up.
 //! A request goes to the node the map names as its partition's owner. Whenever the
 //! client re-reads the map it asks the nodes it is connected to, then the map's nodes,
 //! then the seeds, and keeps the newest map (the largest etcd revision).
@@ -38,6 +40,7 @@
 //! | `IN_GRACE` | retries when the grace period may be over (`value` ms), polling at least as often as the backoff; a try fails with [`ClusterError::Unavailable`] |
 //! | `FENCED`, unreachable, shutting down | re-reads the map, backs off, retries; a try re-reads the map once, then fails with `Unavailable` |
 //! | `CROSSES_PARTITION` | the map's partitioning is not the node's: re-reads the map and starts the lock over |
+//! | the hello refused for authentication, `FORBIDDEN` | fails the lock: [`ClusterError::Client`] with [`ClientError::AuthRequired`](crate::ClientError::AuthRequired) or [`AuthFailed`](crate::ClientError::AuthFailed), or [`ClusterError::Server`] with `FORBIDDEN` (the range is outside the token's ranges) |
 //!
 //! More than [`ClusterOptions::max_redirects`] `NOT_OWNER` answers for one piece (or
 //! `CROSSES_PARTITION` answers for one lock) fail the lock with

@@ -82,7 +82,8 @@ pub(super) async fn node(shared: &Arc<Shared>, addr: &str) -> Result<NodeConn, C
         )
     })?;
     let timeout = shared.options.connect_timeout;
-    let client = match tokio::time::timeout(timeout, AsyncClient::connect(&endpoint)).await {
+    let connect = AsyncClient::connect_with(&endpoint, &shared.options.connect);
+    let client = match tokio::time::timeout(timeout, connect).await {
         Ok(client) => client?,
         Err(_) => {
             let e = std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out");

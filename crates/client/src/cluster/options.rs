@@ -1,6 +1,9 @@
-//! [`ClusterOptions`]: the client's bounds on redirects, reclaims and connects.
+//! [`ClusterOptions`]: the client's bounds on redirects, reclaims and connects, and how it
+//! connects to each node.
 
 use std::time::Duration;
+
+use crate::options::ConnectOptions;
 
 /// How a [`ClusterClient`](super::ClusterClient) routes, reclaims and connects.
 ///
@@ -10,7 +13,18 @@ use std::time::Duration;
 /// let options = ClusterOptions { reclaim_window: Duration::from_secs(10), ..Default::default() };
 /// assert_eq!(options.max_redirects, 16);
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// A cluster whose nodes run with an auth file needs a token (the same on every node):
+///
+/// ```
+/// use rangelock_client::{cluster::ClusterOptions, ConnectOptions};
+/// let options = ClusterOptions {
+///     connect: ConnectOptions::new().token("0123456789abcdef"),
+///     ..Default::default()
+/// };
+/// assert!(options.connect.has_token());
+/// ```
+#[derive(Clone, Debug)]
 pub struct ClusterOptions {
     /// The most `NOT_OWNER` (and `CROSSES_PARTITION`) answers one piece of a lock may
     /// get before the lock fails with
@@ -26,6 +40,13 @@ pub struct ClusterOptions {
     /// The longest a connection to a node (connect and handshake) may take, and the
     /// longest the client waits for a `MAP` or `RECLAIM` answer. Default 2 s.
     pub connect_timeout: Duration,
+    /// How to connect to every node: the authentication token (default: none). A node
+    /// that refuses it fails the lock at once
+    /// ([`ClusterError::Client`](super::ClusterError::Client) with
+    /// [`ClientError::AuthFailed`](crate::ClientError::AuthFailed) or
+    /// [`ClientError::AuthRequired`](crate::ClientError::AuthRequired)) instead of being
+    /// retried as unreachable.
+    pub connect: ConnectOptions,
 }
 
 impl Default for ClusterOptions {
@@ -34,6 +55,7 @@ impl Default for ClusterOptions {
             max_redirects: 16,
             reclaim_window: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(2),
+            connect: ConnectOptions::default(),
         }
     }
 }

@@ -60,13 +60,20 @@ impl Cluster {
 
     /// With a session lease of `lease` on every node.
     pub fn start_with_lease(ids: &[&str], lease: Duration) -> Cluster {
+        Cluster::start_with(ids, |_, c| c.lease = lease)
+    }
+
+    /// With node `i`'s configuration changed by `f(i, config)`.
+    pub fn start_with(ids: &[&str], f: impl Fn(usize, &mut ServerConfig)) -> Cluster {
         let parts = Partitioning::new(PARTITIONS).unwrap();
         let nodes = ids
             .iter()
-            .map(|id| {
+            .enumerate()
+            .map(|(i, id)| {
                 let own = Ownership::new(parts, id);
-                let config =
-                    ServerConfig { cluster: Some(own.clone()), lease, ..ServerConfig::ephemeral() };
+                let mut config =
+                    ServerConfig { cluster: Some(own.clone()), ..ServerConfig::ephemeral() };
+                f(i, &mut config);
                 let server = Server::start(config).unwrap();
                 own.fence().extend_until(Fence::now(), Duration::from_secs(600));
                 let addr = server.tcp_addr().unwrap().to_string();
@@ -128,7 +135,12 @@ pub fn grace(node: usize, epoch: u64) -> Owner {
 
 /// Nodes a and b; a owns partitions 0 and 2 (epochs 10, 12), b owns 1 and 3 (11, 13).
 pub fn two_nodes() -> Cluster {
-    let c = Cluster::start(&["a", "b"]);
+    two_nodes_with(|_, _| {})
+}
+
+/// [`two_nodes`], with node `i`'s configuration changed by `f(i, config)`.
+pub fn two_nodes_with(f: impl Fn(usize, &mut ServerConfig)) -> Cluster {
+    let c = Cluster::start_with(&["a", "b"], f);
     c.nodes[0].own.acquire(0, 10, None);
     c.nodes[0].own.acquire(2, 12, None);
     c.nodes[1].own.acquire(1, 11, None);

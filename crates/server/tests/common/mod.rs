@@ -98,9 +98,21 @@ impl Raw {
         Raw::handshake(TcpStream::connect(addr).unwrap())
     }
 
-    fn handshake(mut s: TcpStream) -> Raw {
+    /// Connects with an authentication token in the hello.
+    pub fn connect_with_token(addr: std::net::SocketAddr, token: &[u8]) -> Raw {
+        Raw::handshake_with(
+            TcpStream::connect(addr).unwrap(),
+            &ClientHello::with_token(Some(token)),
+        )
+    }
+
+    fn handshake(s: TcpStream) -> Raw {
+        Raw::handshake_with(s, &ClientHello::new(VERSION))
+    }
+
+    fn handshake_with(mut s: TcpStream, hello: &ClientHello) -> Raw {
         let mut out = Vec::new();
-        ClientHello::new(VERSION).encode(&mut out);
+        hello.encode(&mut out);
         s.write_all(&out).unwrap();
         let mut buf = [0u8; SERVER_HELLO_LEN];
         s.read_exact(&mut buf).unwrap();
