@@ -170,14 +170,13 @@ def serve_help() -> str:
 
 
 def require_flag(flag: str) -> None:
-    """Skips the test, loudly, when the server binary has no ``flag`` yet."""
+    """Fails the test, loudly, when the server binary has no ``flag`` (a stale binary:
+    rebuild it with ``cargo build -p rangelock-cli``)."""
     if flag not in serve_help():
-        msg = (
-            f"SKIPPED BECAUSE THE SERVER BINARY {server_binary()} HAS NO `serve {flag}` FLAG "
-            f"(not merged yet): this test must run once it is (then remove this skip)"
+        pytest.fail(
+            f"the server binary {server_binary()} has no `serve {flag}` flag: "
+            f"it is stale; rebuild it with `cargo build -p rangelock-cli`"
         )
-        print(msg, file=sys.stderr)
-        pytest.skip(msg)
 
 
 def wait_until(predicate, timeout: float = 10.0, what: str = "condition"):
