@@ -44,7 +44,8 @@ fn a_log_file_is_plain_and_a_flood_of_bad_connections_costs_a_line() {
     });
     assert!(!log.contains('\u{1b}'), "ANSI escape codes in a log file:\n{log}");
     assert!(!log.contains("Some("), "Debug forms in the log:\n{log}");
-    let ended: Vec<&str> = log.lines().filter(|l| l.contains("session ended")).collect();
+    let ended: Vec<&str> =
+        log.lines().filter(|l| l.contains("connection closed before a session opened")).collect();
     assert!(!ended.is_empty(), "bad connections are reported:\n{log}");
     assert!(ended.len() <= 2, "200 bad connections took {} lines:\n{log}", ended.len());
     assert!(ended[0].contains("peer=127.0.0.1:"), "the line names the peer: {}", ended[0]);

@@ -74,19 +74,25 @@ impl Limiter {
 
 impl EndLog {
     /// Logs a session that ended badly (DEBUG always, INFO as [`Limiter::decide`] says).
+    /// `session` 0: the connection closed before a session opened (a bad hello, a failed
+    /// TLS handshake), so it held nothing.
     pub(crate) fn bad_end(&self, peer: &str, session: u64, reason: &str) {
-        tracing::debug!(%peer, session, reason, "session ended; its locks are released");
+        let what = match session {
+            0 => "connection closed before a session opened",
+            _ => "session ended; its locks are released",
+        };
+        tracing::debug!(%peer, session, reason, "{what}");
         if let Line::Report { suppressed } = self.bad.decide(Instant::now()) {
             if suppressed == 0 {
-                tracing::info!(%peer, session, reason, "session ended; its locks are released");
+                tracing::info!(%peer, session, reason, "{what}");
             } else {
                 tracing::info!(
                     %peer,
                     session,
                     reason,
                     suppressed,
-                    "session ended; its locks are released ({suppressed} more sessions ended \
-                     badly since the last such line; see DEBUG for each)"
+                    "{what} ({suppressed} more sessions or connections ended badly since the \
+                     last such line; see DEBUG for each)"
                 );
             }
         }
