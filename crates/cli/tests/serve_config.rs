@@ -315,7 +315,10 @@ fn text_logs_to_a_pipe_have_no_colour_and_a_bad_filter_is_reported() {
     let s = Serve::start(&["--addr", "127.0.0.1:0"], "debug");
     bad_hello(&s.addr);
     let log = s.stop();
-    assert!(log.contains("DEBUG") && log.contains("session ended"), "{log}");
+    assert!(
+        log.contains("DEBUG") && log.contains("connection closed before a session opened"),
+        "{log}"
+    );
     assert!(!log.contains('\u{1b}'), "ANSI escape codes on a pipe:\n{log}");
 
     let s = Serve::start(&["--addr", "127.0.0.1:0"], "rangelock=[");

@@ -22,8 +22,8 @@ from typing import Optional
 _RECV = 256 * 1024
 
 
-class PlainTransport:
-    """A connected socket, spoken to in plain text."""
+class _Socket:
+    """What both transports do with the socket itself."""
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
@@ -31,13 +31,6 @@ class PlainTransport:
 
     def settimeout(self, t: Optional[float]) -> None:
         self._sock.settimeout(t)
-
-    def recv(self) -> bytes:
-        return self._sock.recv(_RECV)
-
-    def sendall(self, data: bytes) -> None:
-        with self._send_lock:
-            self._sock.sendall(data)
 
     def shutdown(self) -> None:
         try:
@@ -49,19 +42,26 @@ class PlainTransport:
         self._sock.close()
 
 
-class TlsTransport:
+class PlainTransport(_Socket):
+    """A connected socket, spoken to in plain text."""
+
+    def recv(self) -> bytes:
+        return self._sock.recv(_RECV)
+
+    def sendall(self, data: bytes) -> None:
+        with self._send_lock:
+            self._sock.sendall(data)
+
+
+class TlsTransport(_Socket):
     """TLS over a connected TCP socket (see the module docs for why not ``SSLSocket``)."""
 
     def __init__(self, sock: socket.socket, ctx: ssl.SSLContext, server_hostname: Optional[str]):
-        self._sock = sock
+        super().__init__(sock)
         self._in = ssl.MemoryBIO()
         self._out = ssl.MemoryBIO()
         self._tls = ctx.wrap_bio(self._in, self._out, server_side=False, server_hostname=server_hostname)
         self._tls_lock = threading.Lock()
-        self._send_lock = threading.Lock()
-
-    def settimeout(self, t: Optional[float]) -> None:
-        self._sock.settimeout(t)
 
     def handshake(self) -> None:
         """Runs the TLS handshake (the socket's timeout applies). Raises ``ssl.SSLError``
@@ -117,12 +117,3 @@ class TlsTransport:
                 return b""
             with self._tls_lock:
                 self._in.write(raw)
-
-    def shutdown(self) -> None:
-        try:
-            self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-    def close(self) -> None:
-        self._sock.close()
