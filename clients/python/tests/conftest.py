@@ -191,3 +191,31 @@ def wait_until(predicate, timeout: float = 10.0, what: str = "condition"):
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.005)
+
+
+class BlockedLock:
+    """``client.lock(start, end)`` in a thread of its own, which the test lets block and
+    then ends from outside (a close, a server stop); ``result()`` is what it raised."""
+
+    def __init__(self, client, start: int, end: int) -> None:
+        import threading
+
+        self._done = threading.Event()
+        self._error = None
+
+        def run():
+            try:
+                client.lock(start, end)
+            except BaseException as e:  # noqa: BLE001
+                self._error = e
+            self._done.set()
+
+        self._thread = threading.Thread(target=run)
+        self._thread.start()
+
+    def result(self, timeout: float = 10.0):
+        """Waits for the call to end (the test fails after ``timeout``); its exception."""
+        assert self._done.wait(timeout), "the blocked lock call did not end"
+        self._thread.join()
+        return self._error
+

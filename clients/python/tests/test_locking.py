@@ -9,7 +9,7 @@ import pytest
 
 import rangelock
 from rangelock import protocol as P
-from conftest import wait_until
+from conftest import BlockedLock, wait_until
 
 
 def holders(client, session=None):
@@ -279,23 +279,10 @@ def test_close_wakes_a_waiting_lock(server):
     with rangelock.Client(server.address) as holder:
         c = rangelock.Client(server.address)
         with holder.lock(0, 10):
-            out = {}
-            done = threading.Event()
-
-            def blocked():
-                try:
-                    c.lock(0, 10)
-                except BaseException as e:  # noqa: BLE001
-                    out["error"] = e
-                done.set()
-
-            t = threading.Thread(target=blocked)
-            t.start()
+            blocked = BlockedLock(c, 0, 10)
             wait_until(lambda: len(waiters(holder)) == 1, what="the lock to be queued")
             c.close()
-            assert done.wait(10)
-            t.join()
-            assert isinstance(out["error"], rangelock.ClientClosed)
+            assert isinstance(blocked.result(), rangelock.ClientClosed)
             wait_until(lambda: waiters(holder) == [], what="the server to withdraw the wait")
 
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 import rangelock
-from conftest import wait_until
+from conftest import BlockedLock, wait_until
 from test_locking import holders, waiters
 
 
@@ -103,24 +103,12 @@ def test_server_shutdown_answers_a_waiting_lock(start_server):
     holder = rangelock.Client(server.address)
     c = rangelock.Client(server.address)
     holder.lock(0, 10)
-    done = threading.Event()
-    out = {}
-
-    def blocked():
-        try:
-            c.lock(0, 10)
-        except BaseException as e:  # noqa: BLE001
-            out["error"] = e
-        done.set()
-
-    t = threading.Thread(target=blocked)
-    t.start()
+    blocked = BlockedLock(c, 0, 10)
     wait_until(lambda: len(waiters(holder)) == 1, what="the lock to be queued")
     assert server.stop() == 0
-    assert done.wait(10)
-    t.join()
-    assert isinstance(out["error"], rangelock.ShuttingDown), out
-    assert "shutting down" in str(out["error"])
+    error = blocked.result()
+    assert isinstance(error, rangelock.ShuttingDown), error
+    assert "shutting down" in str(error)
     assert isinstance(c.wait_lost(timeout=10), rangelock.ConnectionLost)
     holder.close()
     c.close()
