@@ -43,8 +43,8 @@ use crate::engine::Engine;
 use crate::metrics::{ErrorCounts, ServerMetrics};
 use crate::ownership::Admission;
 use crate::protocol::{
-    op, read_frame, ClientHelloHead, FrameError, HelloStatus, Request, RequestFrame, ResponseFrame,
-    ServerHello, Status, Wait, CLIENT_HELLO_LEN, MAX_TOKEN_LEN, VERSION,
+    op, read_frame, ClientHelloHead, DecodeError, FrameError, HelloStatus, Request, RequestFrame,
+    ResponseFrame, ServerHello, Status, Wait, CLIENT_HELLO_LEN, MAX_TOKEN_LEN, VERSION,
 };
 use crate::reply::{self, DirectWrite, ReplySink, SinkHandle, SocketSink};
 use crate::shm::{ShmArea, ShmSink};
@@ -118,23 +118,10 @@ pub(crate) async fn run<S: Transport>(
     // several per write; unbuffered, each would cost two `recv` calls.
     let mut rd = tokio::io::BufReader::with_capacity(READ_BUFFER, rd);
     let lease = shared.config.lease;
-    let mut hello = [0u8; CLIENT_HELLO_LEN];
-    match tokio::time::timeout(lease, rd.read_exact(&mut hello)).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(_)) => return shared.end_log.bad_end(&peer, 0, "closed before its hello"),
+    let hello = match tokio::time::timeout(lease, read_hello(&mut rd)).await {
+        Ok(Ok(h)) => h,
+        Ok(Err(_)) => return shared.end_log.bad_end(&peer, 0, "closed before or during its hello"),
         Err(_) => return shared.end_log.bad_end(&peer, 0, "no hello within the lease"),
-    }
-    let head = match ClientHelloHead::decode(&hello) {
-        Ok(h) => h,
-        Err(e) => return shared.end_log.bad_end(&peer, 0, &format!("bad hello: {e}")),
-    };
-    let mut reply = ServerHello {
-        version: VERSION,
-        status: HelloStatus::Accepted,
-        grant: shared.config.grant,
-        session: 0,
-        lease_ms: u32::try_from(lease.as_millis()).unwrap_or(u32::MAX),
-        max_frame: shared.config.max_frame,
     };
     let refuse = |status, reason: &str| {
         match status {
@@ -143,37 +130,21 @@ pub(crate) async fn run<S: Transport>(
             }
             _ => shared.end_log.bad_end(&peer, 0, reason),
         }
-        ServerHello { status, ..reply }
+        shared.server_hello(status, 0)
     };
-    if head.version != VERSION {
-        let reason = format!("client speaks protocol version {}, not {VERSION}", head.version);
-        return refuse_hello(&wr, refuse(HelloStatus::UnsupportedVersion, &reason)).await;
-    }
-    if let Err(e) = head.check_flags() {
-        return shared.end_log.bad_end(&peer, 0, &format!("bad hello: {e}"));
-    }
-    // The token, if any (read within the same lease as the head; never logged).
-    let token = if head.has_token() {
-        let read = async {
-            let n = rd.read_u16_le().await?;
-            if n == 0 || usize::from(n) > MAX_TOKEN_LEN {
-                return Ok(Err(n));
-            }
-            let mut t = vec![0u8; n.into()];
-            rd.read_exact(&mut t).await?;
-            std::io::Result::Ok(Ok(t))
-        };
-        match tokio::time::timeout(lease, read).await {
-            Ok(Ok(Ok(t))) => Some(t),
-            Ok(Ok(Err(n))) => {
-                let reason = format!("token length {n} (1 to {MAX_TOKEN_LEN} allowed)");
-                return refuse_hello(&wr, refuse(HelloStatus::AuthFailed, &reason)).await;
-            }
-            Ok(Err(_)) => return shared.end_log.bad_end(&peer, 0, "closed during its hello"),
-            Err(_) => return shared.end_log.bad_end(&peer, 0, "no hello within the lease"),
+    let token = match hello {
+        HelloRead::Ours(token) => token,
+        HelloRead::NotHello(e) | HelloRead::BadFlags(e) => {
+            return shared.end_log.bad_end(&peer, 0, &format!("bad hello: {e}"))
         }
-    } else {
-        None
+        HelloRead::Version(v) => {
+            let reason = format!("client speaks protocol version {v}, not {VERSION}");
+            return refuse_hello(&wr, refuse(HelloStatus::UnsupportedVersion, &reason)).await;
+        }
+        HelloRead::BadTokenLen(n) => {
+            let reason = format!("token length {n} (1 to {MAX_TOKEN_LEN} allowed)");
+            return refuse_hello(&wr, refuse(HelloStatus::AuthFailed, &reason)).await;
+        }
     };
     // Who the session is, with an auth table (without one a token is ignored). The token
     // goes no further than this: logs name the principal, never the token.
@@ -192,10 +163,9 @@ pub(crate) async fn run<S: Transport>(
         },
     };
     let session = shared.next_session.fetch_add(1, Ordering::Relaxed) + 1;
-    reply.session = session;
     // The hello goes out before the session can receive any response.
     let mut out = Vec::with_capacity(64);
-    reply.encode(&mut out);
+    shared.server_hello(HelloStatus::Accepted, session).encode(&mut out);
     if reply::write_all(&wr, &out).await.is_err() {
         return;
     }
@@ -290,9 +260,65 @@ pub(crate) async fn run<S: Transport>(
     }
 }
 
+/// What a client hello read off the wire held ([`read_hello`]).
+pub(crate) enum HelloRead {
+    /// Not a hello (a bad magic): nothing after the head was read.
+    NotHello(DecodeError),
+    /// Another protocol version: nothing after the head was read (what follows depends on
+    /// the version).
+    Version(u16),
+    /// Flag bits this version does not define: nothing after the head was read.
+    BadFlags(DecodeError),
+    /// A token length outside `1..=MAX_TOKEN_LEN`: the token bytes were not read.
+    BadTokenLen(u16),
+    /// A hello of this version, with its token if it carried one.
+    Ours(Option<Vec<u8>>),
+}
+
+/// Reads a client hello: its head, then its token if the flags say one follows
+/// (`docs/PROTOCOL.md` §1). The caller bounds the whole read with one lease.
+pub(crate) async fn read_hello<R: AsyncRead + Unpin>(rd: &mut R) -> std::io::Result<HelloRead> {
+    let mut head = [0u8; CLIENT_HELLO_LEN];
+    rd.read_exact(&mut head).await?;
+    let head = match ClientHelloHead::decode(&head) {
+        Ok(h) => h,
+        Err(e) => return Ok(HelloRead::NotHello(e)),
+    };
+    if head.version != VERSION {
+        return Ok(HelloRead::Version(head.version));
+    }
+    if let Err(e) = head.check_flags() {
+        return Ok(HelloRead::BadFlags(e));
+    }
+    if !head.has_token() {
+        return Ok(HelloRead::Ours(None));
+    }
+    let n = rd.read_u16_le().await?;
+    if n == 0 || usize::from(n) > MAX_TOKEN_LEN {
+        return Ok(HelloRead::BadTokenLen(n));
+    }
+    let mut token = vec![0u8; n.into()];
+    rd.read_exact(&mut token).await?;
+    Ok(HelloRead::Ours(Some(token)))
+}
+
+impl Shared {
+    /// The server hello this server sends with `status` (session `0` on a refusal).
+    pub(crate) fn server_hello(&self, status: HelloStatus, session: u64) -> ServerHello {
+        ServerHello {
+            version: VERSION,
+            status,
+            grant: self.config.grant,
+            session,
+            lease_ms: u32::try_from(self.config.lease.as_millis()).unwrap_or(u32::MAX),
+            max_frame: self.config.max_frame,
+        }
+    }
+}
+
 /// Sends a refusing server hello; the caller returns, and dropping the write half then
 /// shuts the write side down.
-async fn refuse_hello<W: DirectWrite>(wr: &W, reply: ServerHello) {
+pub(crate) async fn refuse_hello<W: DirectWrite>(wr: &W, reply: ServerHello) {
     let mut out = Vec::with_capacity(64);
     reply.encode(&mut out);
     let _ = reply::write_all(wr, &out).await;

@@ -86,16 +86,14 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConnection};
-use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
+use tokio::io::{AsyncRead, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tokio_rustls::TlsAcceptor;
 
-use crate::protocol::{
-    ClientHelloHead, HelloStatus, ServerHello, CLIENT_HELLO_LEN, MAGIC, MAX_TOKEN_LEN, VERSION,
-};
-use crate::reply::{self, DirectWrite};
-use crate::session::{self, Shared, Transport};
+use crate::protocol::{HelloStatus, MAGIC};
+use crate::reply::DirectWrite;
+use crate::session::{self, HelloRead, Shared, Transport};
 
 /// The content type of a TLS handshake record: the first byte a TLS client sends.
 const TLS_HANDSHAKE: u8 = 0x16;
@@ -332,40 +330,17 @@ async fn refuse_plain(mut stream: TcpStream, first: u8, peer: &str, shared: &Sha
     }
     // Read the whole hello (token included) first: closing with unread bytes would
     // reset the connection, and the client might lose the answer.
-    let read = async {
-        let mut head = [0u8; CLIENT_HELLO_LEN];
-        stream.read_exact(&mut head).await?;
-        let Ok(head) = ClientHelloHead::decode(&head) else { return Ok(false) };
-        if head.version == VERSION && head.check_flags().is_ok() && head.has_token() {
-            let n = usize::from(stream.read_u16_le().await?);
-            if n <= MAX_TOKEN_LEN {
-                let mut token = vec![0u8; n];
-                stream.read_exact(&mut token).await?;
-            }
-        }
-        io::Result::Ok(true)
-    };
-    match tokio::time::timeout(shared.config.lease, read).await {
-        Ok(Ok(true)) => {}
-        Ok(Ok(false)) => {
+    match tokio::time::timeout(shared.config.lease, session::read_hello(&mut stream)).await {
+        Ok(Ok(HelloRead::NotHello(_))) => {
             return end("neither a TLS handshake nor a rangelock hello on the TLS listener")
         }
-        Ok(Err(_)) => return end("closed during its hello"),
+        Ok(Ok(_)) => {}
+        Ok(Err(_)) => return end("closed before or during its hello"),
         Err(_) => return end("no hello within the lease"),
     }
     end("plain-text hello on the TLS listener (TLS required)");
-    let reply = ServerHello {
-        version: VERSION,
-        status: HelloStatus::TlsRequired,
-        grant: shared.config.grant,
-        session: 0,
-        lease_ms: u32::try_from(shared.config.lease.as_millis()).unwrap_or(u32::MAX),
-        max_frame: shared.config.max_frame,
-    };
-    let mut out = Vec::with_capacity(64);
-    reply.encode(&mut out);
     let (_, wr) = stream.into_split();
-    let _ = reply::write_all(&wr, &out).await;
+    session::refuse_hello(&wr, shared.server_hello(HelloStatus::TlsRequired, 0)).await;
 }
 
 /// A TCP connection after its TLS handshake; see the module docs.
@@ -669,7 +644,7 @@ mod tests {
             let mut got = Vec::new();
             client.read_to_end(&mut got).await.map(|_| got)
         });
-        reply::flush(&wr).await.unwrap();
+        crate::reply::flush(&wr).await.unwrap();
         drop(wr);
         let got = reader.await.unwrap().expect("a clean end: close_notify, then EOF");
         assert_eq!(got.len(), taken);
