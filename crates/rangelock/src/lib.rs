@@ -75,6 +75,6 @@ pub use raw::{assert_valid, RawRangeLock, RawRangeLockDowngrade};
 #[cfg(not(loom))]
 pub use skiplist::LockFuture;
 pub use skiplist::{
-    Builder, RangeLock, SkipList, SkipToken, DEFAULT_MAX_HEIGHT, DEFAULT_STRIPE_SHIFT,
-    DEFAULT_STRIPE_SLOTS, DEFAULT_STRIPE_WINDOWS,
+    Builder, RangeLock, SkipList, SkipToken, DEFAULT_CLAIM_STRIPES, DEFAULT_MAX_HEIGHT,
+    DEFAULT_STRIPE_SHIFT, DEFAULT_STRIPE_SLOTS, DEFAULT_STRIPE_WINDOWS, MAX_CLAIM_STRIPES,
 };

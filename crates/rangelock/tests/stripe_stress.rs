@@ -1,5 +1,6 @@
 //! Stress of `RangeLock` where its stripe table has edges (issue 13): ranges inside one
-//! stripe (the fast path), across a stripe boundary, across a window boundary, over five or
+//! stripe (the fast path), over a few stripes of one window (multi-stripe claims, and
+//! without them in one geometry), across a stripe boundary, across a window boundary, over five or
 //! more stripes (the `wide` count), over three or more windows (`wide_check`), the whole
 //! domain and the last unit; exclusive and shared; try, blocking and timeout calls. Tiny
 //! geometries (16-unit stripes, 64-unit windows, two directory entries) make a short run
@@ -62,6 +63,8 @@ struct Geometry {
     slots: u64,
     /// Window directory entries.
     windows: usize,
+    /// The most stripes a stripe hold may span (`Builder::claim_stripes`).
+    claim: usize,
     max_height: usize,
     /// Stripe-aligned regions where the mix picks its ranges (ranges over three windows,
     /// to the top or over everything reach beyond them).
@@ -86,6 +89,7 @@ impl Geometry {
         RangeLock::builder()
             .stripes(self.shift, self.slots as usize)
             .windows(self.windows)
+            .claim_stripes(self.claim)
             .max_height(self.max_height)
             .build()
     }
@@ -99,6 +103,7 @@ impl Geometry {
             shift: 4,
             slots: 4,
             windows: 2,
+            claim: rangelock::DEFAULT_CLAIM_STRIPES,
             max_height: 12,
             regions: vec![SMALL_DOMAIN],
             dense: true,
@@ -116,6 +121,12 @@ impl Geometry {
         }
     }
 
+    /// The tiny geometry with claims of one stripe only: every range over two stripes or
+    /// more is a list writer or a reader in the table.
+    fn one_stripe_claims() -> Self {
+        Geometry { name: "tiny, one-stripe claims: claim_stripes(1)", claim: 1, ..Self::tiny() }
+    }
+
     /// 4-unit stripes, 32-unit windows, four entries, a 3-level list, over 512 units (16
     /// windows): more windows per entry and a list whose top level grows long.
     fn narrow() -> Self {
@@ -124,6 +135,7 @@ impl Geometry {
             shift: 2,
             slots: 8,
             windows: 4,
+            claim: rangelock::DEFAULT_CLAIM_STRIPES,
             max_height: 3,
             regions: vec![SMALL_DOMAIN],
             dense: true,
@@ -142,6 +154,7 @@ impl Geometry {
             shift,
             slots: slots as u64,
             windows: rangelock::DEFAULT_STRIPE_WINDOWS,
+            claim: rangelock::DEFAULT_CLAIM_STRIPES,
             max_height: rangelock::DEFAULT_MAX_HEIGHT,
             regions: (1..=4u64).map(|k| k * window - 8 * stripe..k * window + 8 * stripe).collect(),
             dense: false,
@@ -694,6 +707,11 @@ fn tiny_windows_mixed() {
 }
 
 #[test]
+fn tiny_windows_one_stripe_claims_mixed() {
+    short_mix(Geometry::one_stripe_claims(), 6, 4000, 0x1C1A);
+}
+
+#[test]
 fn narrow_windows_and_a_short_list_mixed() {
     short_mix(Geometry::narrow(), 6, 4000, 0x3A77);
 }
@@ -1002,6 +1020,7 @@ fn ten_minute_stress() {
     let _serial = serial();
     let geometries = [
         Geometry::tiny(),
+        Geometry::one_stripe_claims(),
         Geometry::overflow_only(),
         Geometry::narrow(),
         Geometry::default_windows(),

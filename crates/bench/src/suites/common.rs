@@ -18,6 +18,10 @@ pub(crate) fn target<T>(
     name: &str,
     make: &dyn Fn() -> std::io::Result<T>,
 ) -> Option<Arc<T>> {
+    if !selected(name) {
+        eprintln!("{suite}: skipping {name}: not in RANGELOCK_BENCH_ONLY");
+        return None;
+    }
     match make() {
         Ok(t) => Some(Arc::new(t)),
         Err(e) => {
@@ -25,6 +29,12 @@ pub(crate) fn target<T>(
             None
         }
     }
+}
+
+/// Whether `RANGELOCK_BENCH_ONLY` (comma-separated variant names; unset: every variant)
+/// selects the variant `name`.
+pub(crate) fn selected(name: &str) -> bool {
+    std::env::var("RANGELOCK_BENCH_ONLY").map_or(true, |only| only.split(',').any(|n| n == name))
 }
 
 /// Maps the suite's shared region, or says on stderr why the suite has no cases.

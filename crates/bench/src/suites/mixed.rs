@@ -15,7 +15,8 @@
 //! configuration covers only 2^32 units; larger units would all clamp to its last segment)
 //! is replaced by [`SEGMENTS_NAME`]: the same 16 MiB budget of 4-byte counters over 2^40
 //! units, i.e. 2^22 segments of 2^18 units (256 Ki). A range locks every segment it
-//! touches: up to 5 for the longest ranges.
+//! touches: up to 5 for the longest ranges. Beside `rangelock` runs [`CLAIM1_NAME`], the
+//! same lock with claims of one stripe only (ranges over several stripes take the list).
 //!
 //! Parameter `background`: `none`, or (full runs only) `reader+wide`: a background thread
 //! holds one shared range of 1 Ki units and one exclusive range of 64 Mi units in the top
@@ -23,7 +24,7 @@
 
 use std::marker::PhantomData;
 
-use rangelock::{variants::Segments, Lock};
+use rangelock::{variants::Segments, Lock, RangeLock};
 
 use super::common;
 use crate::harness::{Case, Options, Suite};
@@ -48,6 +49,13 @@ pub const SEGMENTS_BUDGET_BYTES: u64 = 16 << 20;
 pub const SEGMENT_UNITS: u64 = DOMAIN / (SEGMENTS_BUDGET_BYTES / 4);
 /// Report name of the suite's `segments` configuration.
 pub const SEGMENTS_NAME: &str = "segments-256Ki";
+
+/// Report name of `rangelock` with claims of one stripe only (`claim_stripes(1)`): ranges
+/// over two stripes or more take the skip list (or the reader table), as before
+/// multi-stripe claims.
+pub const CLAIM1_NAME: &str = "rangelock-claim1";
+/// The variant [`CLAIM1_NAME`] is run beside.
+const CLAIM1_OF: &str = "rangelock";
 
 /// `segments` configured for this suite's domain: 2^22 segments of 256 Ki units (16 MiB).
 pub fn segments() -> Lock<Segments> {
@@ -119,6 +127,10 @@ impl VariantVisitor for Builder<'_> {
             );
             self.named_lock(SEGMENTS_NAME, segments);
             return;
+        }
+        if name == CLAIM1_OF {
+            // The product lock without multi-stripe claims, beside it in the same run.
+            self.named_lock(CLAIM1_NAME, || RangeLock::builder().claim_stripes(1).build());
         }
         let Some(target) = common::target("mixed", name, make) else { return };
         for background in &self.backgrounds {

@@ -415,3 +415,73 @@ fn loom_reader_retracts_and_reannounces() {
         assert_eq!(units.read(1..3), 2);
     });
 }
+
+/// A lock whose ranges over both stripes of a window (under loom: 2 units a stripe, 2
+/// stripes a window) hold by claiming both slots.
+fn two_stripe_claims() -> RangeLock {
+    RangeLock::builder().max_height(1).claim_stripes(2).build()
+}
+
+/// A two-slot claim (1..3: stripes 0 and 1) against a single-stripe holder of stripe 1
+/// (2..4): whichever CAS wins slot 1, the other gives up (the claim frees slot 0 if it
+/// took it) and takes the list path, where it meets the winner's piece. Never both, and
+/// afterwards every slot is free.
+#[test]
+fn loom_two_stripe_claim_and_stripe_holder_try() {
+    loom::model(|| {
+        let lock = Arc::new(two_stripe_claims());
+        exclusive_tries_race(&lock, 1..3, 2..4, &Arc::new(Units::new(4)));
+    });
+}
+
+/// The same pair, blocking: the loser waits on the winner's slot and is woken by its
+/// release (a claim's release frees each of its slots and wakes each slot's waiters).
+#[test]
+fn loom_two_stripe_claim_and_stripe_holder_blocking() {
+    loom::model(|| {
+        let lock = Arc::new(two_stripe_claims());
+        let units = Arc::new(Units::new(4));
+        let t = {
+            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
+            thread::spawn(move || write_held(&lock, &units, 2..4))
+        };
+        write_held(&lock, &units, 1..3);
+        t.join().unwrap();
+        assert_eq!(units.read(0..4), 4);
+    });
+}
+
+/// A two-slot claim against an overlapping list writer (0..5 crosses into window 1, so it
+/// takes the list and counts itself in the slots of stripes 0-2): the Dekker handshake
+/// between the claim (both slots, fence, both slots' counts) and the count, link, fence
+/// and slot scan of the writer.
+#[test]
+fn loom_two_stripe_claim_and_list_writer() {
+    loom::model(|| {
+        let lock = Arc::new(two_stripe_claims());
+        let units = Arc::new(Units::new(5));
+        let t = {
+            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
+            thread::spawn(move || write_held(&lock, &units, 0..5))
+        };
+        write_held(&lock, &units, 1..3);
+        t.join().unwrap();
+        assert_eq!(units.read(0..5), 7);
+    });
+}
+
+/// A reader of both stripes (0..4, joining both slots) against a writer claiming them
+/// (1..3): the writer's CAS fails on a slot the reader holds and it takes the list path,
+/// where it waits for the reader's pieces; or it claims first and the reader goes to the
+/// reader table and waits for its pieces.
+#[test]
+fn loom_two_stripe_reader_and_claiming_writer() {
+    loom::model(|| {
+        let lock = Arc::new(two_stripe_claims());
+        let units = Arc::new(Units::new(4));
+        let t = spawn_reader(&lock, &units, 0..4);
+        write_held(&lock, &units, 1..3);
+        t.join().unwrap();
+        assert_eq!(units.read(0..4), 2);
+    });
+}

@@ -32,7 +32,10 @@
 //! it takes the list path; if it finds a conflict it *retracts* (frees the slot, waking
 //! whoever waited on it) and takes the list path, so a stripe holder never waits while
 //! visible. List writers and readers, after their own handshake store, check the slots of
-//! the stripes their range touches. Unlock is one swap of the slot word. So a stripe hold
+//! the stripes their range touches. Unlock is one swap of the slot word. A range over 2 up
+//! to 16 stripes of one window ([`Builder::claim_stripes`]) claims each stripe's slot the
+//! same way, with its piece of the range, in order and without waiting (on a taken slot
+//! it frees what it took and takes the list path), then reads every slot's count. So a stripe hold
 //! is one CAS and one swap on a slot plus reads of lines nobody writes, and threads locking
 //! disjoint ranges of different regions share no written cache line (a list insertion
 //! writes its neighbours' links, which two threads working on one list keep moving between
@@ -169,8 +172,9 @@
 //!   shared hold waits forever (`try_lock` fails, a timeout expires); downgrade exists.
 //! - Before it links, a list writer is ordered by its *intent* (`intents`): at its first
 //!   wait it publishes its range under an arrival number, and list writers that arrive
-//!   later wait for it as if it were linked (stripe holders and readers cannot delay its
-//!   insertion, and back off once it is linked). So a wide writer is overtaken only by the
+//!   later wait for it as if it were linked; so do exclusive stripe holders (the writer is
+//!   counted from its start, so an overlapping stripe holder searches, finds the intent and
+//!   retracts), and readers cannot delay its insertion and back off once it is linked. So a wide writer is overtaken only by the
 //!   writers already past their check when it published, and by older intents, at most a
 //!   few per thread (`a_waiting_wide_writer_is_overtaken_a_bounded_number_of_times`: 0 in
 //!   40 rounds against 3 threads locking parts of its range, 150 to 1271 with the check
@@ -192,8 +196,11 @@
 //!   a writer pays O(log n) in the list plus O(slots) in the table.
 //! - The stripe tables cost 32 KiB each (2048 slots of a holder word and a count): the
 //!   overflow table from the start, plus one per window in use, up to 64 (2 MiB), all
-//!   freed when the lock drops. A range inside one stripe is one slot; a range across
-//!   stripes goes to the list: it increments and later decrements the counts of up to 4
+//!   freed when the lock drops. A range inside one stripe is one slot; a range over up to
+//!   16 stripes of one window is one slot per stripe (2 RMWs per stripe; with more it would
+//!   cost more than the list at 1 thread, see `mixed` in `docs/BENCH.md`); a longer range,
+//!   or one across a window boundary, or whose claim meets a taken slot, goes to the list:
+//!   it increments and later decrements the counts of up to 4
 //!   slots (a range of more stripes: the `wide` count of each of its windows' tables, up to
 //!   4, which sends the stripe holders of those windows to the search while it is held; a
 //!   range over more windows: the lock's `wide` count, which sends every stripe holder to
@@ -204,7 +211,8 @@
 //!   entry's key and one of its table pointer, as many dependent loads as the one
 //!   direct-mapped table before windows took (the token carries its slot, so release looks
 //!   nothing up). A window not at its home entry (two windows whose numbers are 64 apart)
-//!   probes on, in a cold path.
+//!   probes on, in a cold path; once the directory is full, a Bloom filter of the windows
+//!   that have an entry sends most others to the overflow table in one load.
 //! - Window entries are never freed while the lock lives, so a lock used over more than 64
 //!   windows (2 Gi units, by default) in its life sends the later ones to the overflow
 //!   table, which is direct-mapped: there stripes 32 Mi units apart share a slot. Ranges of
@@ -220,7 +228,8 @@
 //!   the chance that two ranges held at once meet in one.
 //! - Ranges of one stripe contend on its slot and fall back to the list as described;
 //!   with many threads locking overlapping small ranges of a few stripes (the `contended`
-//!   suite) most acquisitions take the list path and pay one failed slot load first.
+//!   suite) most acquisitions take the list path and pay one failed slot CAS first (a CAS
+//!   rather than a load: see "stripes", the slot CAS).
 //! - Nodes are recycled and returned to the allocator only when the lock drops (type-stable
 //!   memory lets waiters park without an epoch guard), so memory is bounded by the peak use,
 //!   not by the current one. Every acquisition and release retires one node (readers too),
@@ -342,7 +351,10 @@ use node::{Node, MAX_HEIGHT};
 use readers::Readers;
 use reclaim::Reclaim;
 use stripes::Stripes;
-pub use stripes::{DEFAULT_STRIPE_SHIFT, DEFAULT_STRIPE_SLOTS, DEFAULT_STRIPE_WINDOWS};
+pub use stripes::{
+    DEFAULT_CLAIM_STRIPES, DEFAULT_STRIPE_SHIFT, DEFAULT_STRIPE_SLOTS, DEFAULT_STRIPE_WINDOWS,
+    MAX_CLAIM_STRIPES,
+};
 use wait::{wait_for, Wait};
 
 /// The default number of skip-list levels (see `# Trade-offs` in the module docs).
@@ -406,6 +418,7 @@ pub struct Builder {
     stripe_shift: u32,
     stripe_slots: usize,
     stripe_windows: usize,
+    claim_stripes: usize,
 }
 
 impl Default for Builder {
@@ -415,6 +428,7 @@ impl Default for Builder {
             stripe_shift: DEFAULT_STRIPE_SHIFT,
             stripe_slots: DEFAULT_STRIPE_SLOTS,
             stripe_windows: DEFAULT_STRIPE_WINDOWS,
+            claim_stripes: DEFAULT_CLAIM_STRIPES,
         }
     }
 }
@@ -440,12 +454,21 @@ impl Builder {
         Builder { stripe_windows: windows, ..self }
     }
 
+    /// How many stripes (of one window) a range may touch and still hold on the stripe
+    /// table, claiming the slot of each (one CAS per stripe; module docs) instead of
+    /// linking a list node or announcing a reader: 1 to [`MAX_CLAIM_STRIPES`], default
+    /// [`DEFAULT_CLAIM_STRIPES`]. 1 claims only ranges inside one stripe.
+    pub fn claim_stripes(self, stripes: usize) -> Self {
+        Builder { claim_stripes: stripes, ..self }
+    }
+
     /// The raw lock.
     ///
     /// # Panics
     ///
     /// If the height is 0 or larger than 16, `slots` or `windows` is neither 0 nor a power
-    /// of two, or `shift` is 64 or more.
+    /// of two, `shift` is more than 16, or `claim_stripes` is not in
+    /// `1..=`[`MAX_CLAIM_STRIPES`].
     pub fn build_raw(self) -> SkipList {
         assert!(
             (1..=MAX_HEIGHT).contains(&self.max_height),
@@ -456,7 +479,12 @@ impl Builder {
             list: List::new(self.max_height),
             intents: Intents::new(),
             readers: Readers::new(),
-            stripes: Stripes::new(self.stripe_shift, self.stripe_slots, self.stripe_windows),
+            stripes: Stripes::new(
+                self.stripe_shift,
+                self.stripe_slots,
+                self.stripe_windows,
+                self.claim_stripes,
+            ),
             reclaim: Reclaim::new(),
         }
     }
@@ -530,8 +558,12 @@ enum Kind {
     List(NonNull<Node>),
     /// Exclusive, this slot of its stripe (see `stripes`): no node.
     Stripe(NonNull<stripes::Slot>),
+    /// Exclusive, these slots of its few stripes (see `stripes`): no node.
+    Stripes(stripes::Claimed),
     /// Shared, one of the readers of this slot of its stripe: no node.
     StripeShared(NonNull<stripes::Slot>),
+    /// Shared, one of the readers of each of these slots of its few stripes: no node.
+    StripesShared(stripes::Claimed),
     /// Shared, this node announced in the reader table.
     Shared(NonNull<Node>),
 }
@@ -605,11 +637,14 @@ impl SkipList {
 
     /// The stripe fast path in `mode`: the token if `range` lies in one stripe whose slot is
     /// free (or, for a reader, held by readers of exactly this range) and no counted party
-    /// overlaps it; `None` (with nothing held) sends the acquisition to the list or the
-    /// reader table.
+    /// overlaps it; else the same for a range over a few stripes of one window
+    /// (`claim_attempt`). `None` (with nothing held) sends the acquisition to the list or
+    /// the reader table.
     #[inline]
     fn stripe_attempt(&self, range: &Range<u64>, mode: Mode, wait: Wait) -> Option<SkipToken> {
-        let stripe = self.stripes.slot_of(range)?;
+        let Some(stripe) = self.stripes.slot_of(range) else {
+            return self.claim_attempt(range, mode, wait);
+        };
         let claimed = match mode {
             Mode::Exclusive => stripe.claim(),
             Mode::Shared => stripe.claim_shared(),
@@ -638,6 +673,39 @@ impl SkipList {
         None
     }
 
+    /// The stripe fast path for a range over 2 up to `claim_stripes` stripes of one window:
+    /// claim (or join) each slot in order, never waiting (`StripeClaim::claim`), then the
+    /// same handshake as one slot, over every slot's count. Out of line: the one-stripe
+    /// path stays small.
+    #[inline(never)]
+    fn claim_attempt(&self, range: &Range<u64>, mode: Mode, wait: Wait) -> Option<SkipToken> {
+        let claim = self.stripes.claim_of(range)?;
+        let claimed = match mode {
+            Mode::Exclusive => claim.claim(),
+            Mode::Shared => claim.claim_shared(),
+        };
+        if !claimed {
+            return None;
+        }
+        readers::handshake_fence();
+        let claimed = claim.claimed();
+        if !claim.counted(&self.stripes) || self.stripe_is_free_slow(range, mode, wait) {
+            return Some(SkipToken(match mode {
+                Mode::Exclusive => Kind::Stripes(claimed),
+                Mode::Shared => Kind::StripesShared(claimed),
+            }));
+        }
+        // Retract, as for one slot.
+        // SAFETY: the slots are ours, claimed (or joined) above.
+        unsafe {
+            match mode {
+                Mode::Exclusive => Stripes::release_claimed(claimed),
+                Mode::Shared => Stripes::release_claimed_shared(claimed),
+            }
+        }
+        None
+    }
+
     /// A shared acquisition: the stripe slot if it can be had, else the reader table. Not
     /// inlined into `acquire`, which callers inline: the exclusive fast path stays small.
     fn acquire_shared_token(&self, range: &Range<u64>, wait: Wait) -> Option<SkipToken> {
@@ -661,6 +729,14 @@ impl SkipList {
     fn stripe_is_free_slow(&self, range: &Range<u64>, mode: Mode, wait: Wait) -> bool {
         #[cfg(all(test, not(loom)))]
         tests::SLOW_CHECKS.with(|c| c.set(c.get() + 1));
+        // A list writer's published intent over our range counts as a conflict too: the
+        // list path waits for it, so a stripe holder gets ahead of a waiting list writer no
+        // more than a list writer does (`intents`).
+        if mode == Mode::Exclusive
+            && self.intents.older_overlapping(range, intents::Own::default()).is_some()
+        {
+            return false;
+        }
         // A full epoch table counts as a conflict: retract, and let the list path wait (or
         // give up) as `wait` says.
         let Some(guard) = self.reclaim.pin_for(wait) else { return false };
@@ -953,6 +1029,10 @@ unsafe impl RawRangeLock for SkipList {
             Kind::Stripe(slot) => Stripes::release(unsafe { slot.as_ref() }),
             // SAFETY: as above; we are one of the slot's readers.
             Kind::StripeShared(slot) => Stripes::release_shared(unsafe { slot.as_ref() }),
+            // SAFETY: as above, for each of the token's slots.
+            Kind::Stripes(claimed) => unsafe { Stripes::release_claimed(claimed) },
+            // SAFETY: as above; we are one of each slot's readers.
+            Kind::StripesShared(claimed) => unsafe { Stripes::release_claimed_shared(claimed) },
             Kind::Shared(node) => self.release_shared(node),
         }
     }

@@ -1,5 +1,5 @@
-//! The stripe table: a direct-mapped, node-free fast path for exclusive ranges that fit in
-//! one stripe.
+//! The stripe table: a direct-mapped, node-free fast path for ranges that fit in one
+//! stripe, or in a few stripes of one window.
 //!
 //! The domain is cut into stripes of `1 << shift` units, and the stripes into *windows* of
 //! `slots` consecutive stripes. Stripe `s` owns slot `s mod slots` of its window's table
@@ -12,12 +12,29 @@
 //! also a *wait word* (`wait`): whoever must wait for the holder parks on it, and the
 //! holder's release (one swap back to `FREE`) wakes them.
 //!
+//! **Multi-stripe claims.** A range over 2 up to `claim_stripes` stripes (16 by default:
+//! `Builder::claim_stripes`) of one window holds the same way, claiming each of its
+//! stripes' slots in order; each slot's word holds the range's *piece* in that stripe
+//! (from the range's start to the stripe's end, the whole stripe, or from the stripe's
+//! start to the range's end), so a checker reads each piece exactly as it reads a
+//! one-stripe holder. A claim never waits: on the first slot that is not free it frees the
+//! slots it took (waking their waiters) and the range takes the list path, where it waits
+//! like any list writer. So a claimer never holds a slot while it waits for another, and
+//! no cycle of claimers can form. After the last slot it runs the handshake below once,
+//! reading every claimed slot's count. The cost is one CAS and one swap per stripe, all on
+//! lines of its own region, where a list insertion writes the links of whatever nodes
+//! neighbour it: for ranges spread over the domain by several threads (the `mixed` suite)
+//! the list's first nodes and the head are what every insertion writes, and the claims are
+//! what scales (the claim limit trades that against 2 RMWs per stripe; see `mixed_loop`).
+//!
 //! The slot says "this range is held (or about to be)", exactly like a reader's
 //! announcement says it for a shared range, and the same Dekker handshake makes it safe:
 //!
-//! - a *stripe holder* claims its slot, then (after the handshake fence) reads the slot's
-//!   count, its table's `wide` count and the lock's `wide` count, and only if one is not
-//!   zero searches the list and the reader table;
+//! - a *stripe holder* claims its slot (or slots), then (after the handshake fence) reads
+//!   the slot's count (each slot's), its table's `wide` count and the lock's `wide` count,
+//!   and only if one is not zero searches the list, the reader table and the intents (a
+//!   list writer waiting to link, `intents`: an exclusive holder defers to it, as list
+//!   writers do);
 //! - a *counted party* (a list writer or a reader) counts itself first: in the slot of
 //!   each stripe its range touches (up to [`NARROW`] stripes), or in the `wide` count of
 //!   each window table its range touches (up to [`NARROW_WINDOWS`] windows), or in the
@@ -35,17 +52,21 @@
 //! wide exclusive range costs the stripe holders of its own stripes or windows the search,
 //! and nobody else anything.
 //!
-//! A stripe holder that finds any conflict **retracts** (it frees its slot, waking whoever
-//! waited on it) and continues as a list writer, so a stripe holder never waits while it is
-//! visible and nobody can wait for it in a cycle. Two stripe holders of one slot exclude
+//! A stripe holder that finds any conflict **retracts** (it frees its slots, waking whoever
+//! waited on them) and continues as a list writer, so a stripe holder never waits while it
+//! is visible and nobody can wait for it in a cycle. Two stripe holders of one slot exclude
 //! each other by the CAS; the loser takes the list path, where it sees the winner in the
 //! slot and checks the actual ranges, so disjoint ranges of one stripe both hold. Stripe
-//! holders of different slots lie in different stripes and cannot overlap.
+//! holders that share no slot share no stripe and cannot overlap.
 //!
 //! A stripe hold costs one CAS on a slot and one swap to release it; for threads working
 //! on different regions of the domain the slot lies on a line no other thread writes, and
 //! the counts, the directory and the list's head are only read. That is the point of the
-//! table: a skip-list insertion writes the shared links of its neighbours.
+//! table: a skip-list insertion writes the shared links of its neighbours. The CAS is not
+//! preceded by a load of the slot (which would save a failing RMW when the slot is taken):
+//! when another core wrote the line last, a load brings it over shared and the CAS must
+//! fetch it again to write it, and with threads spread over the domain that second transfer
+//! doubled the cost of the whole fast path (`claim_slot`).
 //!
 //! # The slot word
 //!
@@ -76,7 +97,10 @@
 //! joining). The word names the readers' exact range, so a checker sees no false conflict.
 //! A reader of a slot held by anyone else (an exclusive holder, readers of another range,
 //! or 255 readers) announces itself in the reader table as before, and so does an
-//! exclusive range of a stripe whose slot readers hold (on the list).
+//! exclusive range of a stripe whose slot readers hold (on the list). A shared range over a
+//! few stripes joins each slot the same way, piece by piece (readers of different ranges
+//! that both cover a whole stripe share that stripe's slot: their pieces are equal), and
+//! leaves the ones it joined if one refuses it.
 //!
 //! # Windows
 //!
@@ -106,6 +130,16 @@
 //! - Entries are taken in probe order and never freed, so a free entry on the probe path
 //!   means the window has no entry yet, and a probe path with no free entry and none for
 //!   the window stays that way: the overflow table is final for it.
+//! - Once every entry is taken (a count, `taken`, says so), a window not at its home
+//!   entry would probe [`PROBES`] entries on every resolution to learn it has none: with
+//!   ranges spread over far more windows than the directory holds, that was a third of the
+//!   instructions of the `mixed` suite. A Bloom filter of the windows with an entry (each
+//!   window's bit set before its key) answers "none" in one load for most of them; a set
+//!   bit (the window's own, or a false positive) probes as before.
+//! - The overflow table's `wide` count is split in 16, by window, each on a line of its
+//!   own: the wide ranges of windows without a table are spread over the domain, and one
+//!   count for all of them was a line every wide list writer wrote twice and every stripe
+//!   holder of those windows read.
 //!
 //! Memory is allocated per window in use (32 KiB a window by default), at most `windows`
 //! tables besides the overflow table, and freed when the lock drops. A range wide enough
@@ -121,7 +155,7 @@ use super::list::Conflict;
 use super::readers::handshake_fence;
 use super::reclaim::Guard;
 use super::wait::{self, Ticket, OVER, USE_SHIFT};
-use crate::primitive::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use crate::primitive::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use crate::range::{overlaps, Mode};
 
 /// Default stripe width: `1 << DEFAULT_STRIPE_SHIFT` units (16 Ki; 2 under loom, so the
@@ -142,6 +176,18 @@ pub const MAX_WINDOWS: usize = 64;
 /// The widest stripe: `1 << MAX_STRIPE_SHIFT` units (a holder's offsets fill 16 bits each of
 /// the slot word).
 pub const MAX_STRIPE_SHIFT: u32 = 16;
+/// The most stripes a stripe hold may span ([`Builder::claim_stripes`](super::Builder::claim_stripes)).
+pub const MAX_CLAIM_STRIPES: usize = 64;
+/// Default for the most stripes (of one window) a stripe hold may span: 16 (256 Ki units
+/// with the default stripes). 1 under loom, so that the models' ranges over two stripes
+/// keep taking the list path; the models of multi-stripe claims ask for them.
+pub const DEFAULT_CLAIM_STRIPES: usize = if cfg!(loom) { 1 } else { 16 };
+/// Words of the directory's Bloom filter (`Stripes::bloom`): 1024 bits for at most 64
+/// windows, about 6 % false positives once the directory is full.
+const BLOOM_WORDS: usize = 16;
+/// How many `wide` counts the windows without a table of their own share (see
+/// `Stripes::overflow_wide`).
+const OVERFLOW_WIDE: usize = if cfg!(loom) { 1 } else { 16 };
 /// A counted range touching at most this many stripes counts itself in their slots.
 pub(crate) const NARROW: u64 = 4;
 /// A counted range touching more than [`NARROW`] stripes but at most this many windows
@@ -222,7 +268,7 @@ struct Table<'a> {
     window: Option<u64>,
 }
 
-/// The slot a stripe holder may claim, and what it stores there.
+/// The slot a holder of a range inside one stripe may claim, and what it stores there.
 #[derive(Clone, Copy)]
 pub(crate) struct StripeSlot<'a> {
     slot: &'a Slot,
@@ -232,21 +278,61 @@ pub(crate) struct StripeSlot<'a> {
     word: u64,
 }
 
+/// The slots a holder of a range over a few stripes of one window may claim (one per
+/// stripe, consecutive in one table), and what it stores in each.
+#[derive(Clone, Copy)]
+pub(crate) struct StripeClaim<'a> {
+    /// The slot of the range's first stripe; the others follow it in the same table.
+    first: &'a Slot,
+    /// How many slots: the stripes the range touches, 2 up to the lock's claim limit.
+    len: usize,
+    /// Their table's `wide` count.
+    wide: &'a AtomicU32,
+    /// The word of the first slot: from the range's start to the end of its first stripe,
+    /// and the window.
+    head: u64,
+    /// The word of a middle slot: a whole stripe of the window.
+    mid: u64,
+    /// The word of the last slot: from the stripe's start to the range's end.
+    tail: u64,
+}
+
+/// The slots a multi-stripe hold claimed: what its token keeps, to release them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Claimed {
+    /// The first slot; the others follow it in the same table.
+    pub(crate) first: NonNull<Slot>,
+    /// How many slots.
+    pub(crate) len: usize,
+}
+
 /// The stripe table of one lock: the window directory, its tables and the overflow table.
 pub(crate) struct Stripes {
     /// The table of every window without one of its own (direct-mapped: windows alias).
     overflow: Box<[Slot]>,
     /// Counted parties wider than [`NARROW`] stripes that touch a window without a table of
-    /// its own.
-    overflow_wide: CachePadded<AtomicU32>,
+    /// its own, in [`OVERFLOW_WIDE`] counts on lines of their own: window `w` counts in
+    /// `w mod OVERFLOW_WIDE`, so the wide parties of far-apart windows (and the stripe
+    /// holders that read their counts) do not all meet on one line.
+    overflow_wide: [CachePadded<AtomicU32>; OVERFLOW_WIDE],
     /// The window directory (see "Windows" in the module docs), inline so that the common
     /// lookup is as many dependent loads away from the slot as a direct-mapped table; only
     /// the first `dir_len` entries are used.
     dir: [Entry; MAX_WINDOWS],
     /// Directory entries in use: a power of two up to [`MAX_WINDOWS`], or 0.
     dir_len: usize,
+    /// Directory keys set so far (each after its key's CAS): at `dir_len` the directory is
+    /// full and every window resolves as it will forever.
+    taken: AtomicUsize,
+    /// A Bloom filter of the windows with an entry: each window's bit (`bloom_bit`) is set
+    /// before its key is. Once the directory is full, a window whose bit is clear has no
+    /// entry and resolves to the overflow table without probing (the common resolution when
+    /// ranges are spread over many more windows than the directory holds).
+    bloom: [AtomicU64; BLOOM_WORDS],
     /// Counted parties that touch more than [`NARROW_WINDOWS`] windows.
     wide: CachePadded<AtomicU32>,
+    /// The most stripes (of one window) a stripe holder's range may touch (at least 1).
+    claim_max: u64,
     /// Stripe width, log2 units.
     shift: u32,
     /// Stripes per window (slots per table), log2.
@@ -263,7 +349,7 @@ impl Stripes {
     /// A table of `slots` slots (a power of two, or 0 for no fast path) for stripes of
     /// `1 << shift` units, with a directory of `windows` window tables (a power of two, or
     /// 0 for the overflow table alone).
-    pub(crate) fn new(shift: u32, slots: usize, windows: usize) -> Self {
+    pub(crate) fn new(shift: u32, slots: usize, windows: usize, claim_max: usize) -> Self {
         assert!(slots == 0 || slots.is_power_of_two(), "stripe slots must be a power of two");
         assert!(
             windows == 0 || (windows.is_power_of_two() && windows <= MAX_WINDOWS),
@@ -273,20 +359,27 @@ impl Stripes {
             slots == 0 || shift <= MAX_STRIPE_SHIFT,
             "stripes must be at most 2^{MAX_STRIPE_SHIFT} units wide, got 2^{shift}"
         );
+        assert!(
+            (1..=MAX_CLAIM_STRIPES).contains(&claim_max),
+            "a stripe claim spans 1..={MAX_CLAIM_STRIPES} stripes, got {claim_max}"
+        );
         let slot_bits = slots.max(1).trailing_zeros();
         // A window number must leave room for the `+ 1` of its key: windows cover at least
         // 2 units (without that, there would be no point in a directory anyway).
         let windows = if slots == 0 || shift + slot_bits == 0 { 0 } else { windows };
         Stripes {
             overflow: new_table(slots),
-            overflow_wide: CachePadded::new(AtomicU32::new(0)),
+            overflow_wide: core::array::from_fn(|_| CachePadded::new(AtomicU32::new(0))),
             dir: core::array::from_fn(|_| Entry {
                 key: AtomicU64::new(0),
                 table: AtomicPtr::new(core::ptr::null_mut()),
                 wide: AtomicU32::new(0),
             }),
             dir_len: windows,
+            taken: AtomicUsize::new(0),
+            bloom: core::array::from_fn(|_| AtomicU64::new(0)),
             wide: CachePadded::new(AtomicU32::new(0)),
+            claim_max: claim_max as u64,
             shift,
             slot_bits,
             slot_mask: slots.max(1) - 1,
@@ -348,6 +441,17 @@ impl Stripes {
         if home.key.load(Ordering::SeqCst) == window + 1 {
             return Some(home.table(window));
         }
+        // SeqCst (Acquire is what matters): reading `dir_len` here reads the last of the
+        // `taken` increments, each after its entry's Bloom bit (SeqCst RMWs in one release
+        // sequence), so the bit loads below see every bit of every entry.
+        if self.taken.load(Ordering::SeqCst) == self.dir_len {
+            let (word, bit) = bloom_bit(window);
+            // SeqCst: as above. A clear bit: no entry for `window`, and none can come (the
+            // directory is full); probing would end at the overflow table too.
+            if self.bloom[word].load(Ordering::SeqCst) & bit == 0 {
+                return Some(self.overflow(window));
+            }
+        }
         self.table_slow(window, create)
     }
 
@@ -361,9 +465,10 @@ impl Stripes {
         }
     }
 
-    /// The overflow table.
-    fn overflow(&self) -> Table<'_> {
-        Table { slots: self.overflow.as_ptr(), wide: &self.overflow_wide, window: None }
+    /// The overflow table, as window `window` sees it (its slots, and its `wide` count).
+    fn overflow(&self, window: u64) -> Table<'_> {
+        let wide = &self.overflow_wide[window as usize % OVERFLOW_WIDE];
+        Table { slots: self.overflow.as_ptr(), wide, window: None }
     }
 
     /// The directory entry window `window` probes first: the window modulo the directory,
@@ -400,16 +505,24 @@ impl Stripes {
                 return None;
             }
             install_table(entry, self.len());
+            let (word, bit) = bloom_bit(window);
+            // SeqCst: before the key (and the `taken` increment after it); pairs with the
+            // loads in `table`. A CAS below that loses leaves a harmless false positive.
+            self.bloom[word].fetch_or(bit, Ordering::SeqCst);
             // SeqCst: part of the stripe holder's stores before its handshake fence (module
             // docs); its Release half publishes the table installed above to whoever reads
             // the key.
             match entry.key.compare_exchange(0, key, Ordering::SeqCst, Ordering::SeqCst) {
-                Ok(_) => return Some(entry.table(window)),
+                Ok(_) => {
+                    // SeqCst: after the key; pairs with the load in `table`.
+                    self.taken.fetch_add(1, Ordering::SeqCst);
+                    return Some(entry.table(window));
+                }
                 Err(other) if other == key => return Some(entry.table(window)),
                 Err(_) => {}
             }
         }
-        Some(self.overflow())
+        Some(self.overflow(window))
     }
 
     /// The slot of `stripe` in `table`: stripe modulo the table, so a region of the domain
@@ -428,27 +541,92 @@ impl Stripes {
     }
 
     /// The slot of the one stripe `range` lies in (its window resolved, creating the
-    /// window's table if needed) and the word an exclusive holder of `range` stores there,
-    /// or `None` if the range spans stripes, the fast path is off, or the stripe may not use
-    /// it (a window too far out for an overflow slot: "The slot word" in the module docs).
+    /// window's table if needed) and the word a holder of `range` stores there, or `None`
+    /// if the range spans stripes, the fast path is off, or the window may not use it.
     #[inline]
     pub(crate) fn slot_of(&self, range: &Range<u64>) -> Option<StripeSlot<'_>> {
         let (first, last) = self.stripes(range);
-        if first != last || self.overflow.is_empty() {
+        if first != last {
             return None;
         }
-        let window = self.window(first);
+        let (window, table) = self.claim_table(first)?;
+        let base = first << self.shift;
+        let word = ((range.start - base) << FIRST_SHIFT)
+            | ((range.end - 1 - base) << LAST_SHIFT)
+            | (window << WINDOW_SHIFT);
+        Some(StripeSlot { slot: self.slot_at(table, first), wide: table.wide, word })
+    }
+
+    /// The slots of the stripes `range` touches, if they are 2 up to the claim limit of one
+    /// window (resolved as in [`slot_of`](Self::slot_of)), and the words a holder of
+    /// `range` stores there; `None` otherwise.
+    pub(crate) fn claim_of(&self, range: &Range<u64>) -> Option<StripeClaim<'_>> {
+        let (first, last) = self.stripes(range);
+        if first == last
+            || last - first >= self.claim_max
+            || self.window(last) != self.window(first)
+        {
+            return None;
+        }
+        let (window, table) = self.claim_table(first)?;
+        let (base, top) = (first << self.shift, last << self.shift);
+        let whole = (1 << self.shift) - 1;
+        let window_bits = window << WINDOW_SHIFT;
+        Some(StripeClaim {
+            first: self.slot_at(table, first),
+            len: (last - first + 1) as usize,
+            wide: table.wide,
+            head: ((range.start - base) << FIRST_SHIFT) | (whole << LAST_SHIFT) | window_bits,
+            mid: (whole << LAST_SHIFT) | window_bits,
+            tail: ((range.end - 1 - top) << LAST_SHIFT) | window_bits,
+        })
+    }
+
+    /// The window of stripe `stripe` and its table (resolved, created if needed), or `None`
+    /// if the fast path is off or the window may not use it (too far out for an overflow
+    /// slot: "The slot word" in the module docs).
+    #[inline]
+    fn claim_table(&self, stripe: u64) -> Option<(u64, Table<'_>)> {
+        if self.overflow.is_empty() {
+            return None;
+        }
+        let window = self.window(stripe);
         // A creating `table` is never `None`; `?` says so for free, where `resolve`'s
         // unreachable arm costs the fast path a branch.
         let table = self.table(window, true)?;
         if window >> WINDOW_BITS != 0 && table.window.is_none() {
             return None;
         }
-        let base = first << self.shift;
-        let word = ((range.start - base) << FIRST_SHIFT)
-            | ((range.end - 1 - base) << LAST_SHIFT)
-            | (window << WINDOW_SHIFT);
-        Some(StripeSlot { slot: self.slot_at(table, first), wide: table.wide, word })
+        Some((window, table))
+    }
+
+    /// Ends an exclusive multi-stripe hold: frees its slots, in order, waking their waiters.
+    ///
+    /// # Safety
+    ///
+    /// `claimed` names slots of this lock's tables that the caller claimed exclusively and
+    /// has not released.
+    #[inline]
+    pub(crate) unsafe fn release_claimed(claimed: Claimed) {
+        for i in 0..claimed.len {
+            // SAFETY: the claim's slots are consecutive in one table, which lives as long as
+            // the lock (the caller's contract); `i < len`.
+            Self::release(unsafe { claimed.first.add(i).as_ref() });
+        }
+    }
+
+    /// Ends a shared multi-stripe hold: leaves its slots, in order (see `release_shared`).
+    ///
+    /// # Safety
+    ///
+    /// `claimed` names slots of this lock's tables that the caller joined as a reader and
+    /// has not left.
+    #[inline]
+    pub(crate) unsafe fn release_claimed_shared(claimed: Claimed) {
+        for i in 0..claimed.len {
+            // SAFETY: as in `release_claimed`.
+            Self::release_shared(unsafe { claimed.first.add(i).as_ref() });
+        }
     }
 
     /// Frees a claimed slot (release or retraction) and wakes its waiters.
@@ -513,8 +691,13 @@ impl Stripes {
         }
         let (first, last) = self.stripes(range);
         if last - first < NARROW {
+            // One resolution per window, not per stripe (a resolution may probe).
+            let mut table = self.resolve(self.window(first));
             for s in first..=last {
-                f(&self.slot_at(self.resolve(self.window(s)), s).counted);
+                if s != first && s & self.slot_mask as u64 == 0 {
+                    table = self.resolve(self.window(s));
+                }
+                f(&self.slot_at(table, s).counted);
             }
             return;
         }
@@ -577,7 +760,8 @@ impl Stripes {
             let key = entry.key.load(Ordering::SeqCst);
             (key != 0 && (first..=last).contains(&(key - 1))).then(|| entry.table(key - 1))
         });
-        core::iter::once(self.overflow()).chain(listed).find_map(|table| {
+        // (Only the overflow table's slots are read here, not a window's `wide` count.)
+        core::iter::once(self.overflow(0)).chain(listed).find_map(|table| {
             (0..self.len() as u64).map(|s| self.check(table, s, range, mode)).find(is_held)
         })
     }
@@ -606,51 +790,16 @@ impl Stripes {
 }
 
 impl StripeSlot<'_> {
-    /// Joins the slot as one of its readers, if it is free or held by readers of exactly our
-    /// range (fewer than `MAX_COUNT` of them).
+    /// Joins the slot as one of its readers (see `join_shared`).
     #[inline]
     pub(crate) fn claim_shared(&self) -> bool {
-        // Relaxed: the CAS below reads the latest value.
-        let mut cur = self.slot.word.load(Ordering::Relaxed);
-        loop {
-            let next = if cur == FREE {
-                self.word | SHARED | COUNT_ONE
-            } else if cur & SHARED != 0
-                && (cur ^ self.word) & HOLDER_MASK == 0
-                && cur & COUNT_MASK != COUNT_MASK
-            {
-                cur + COUNT_ONE
-            } else {
-                return false;
-            };
-            // SeqCst: the reader's store in the handshake (join, fence, read the counts), as
-            // the exclusive claim's; pairs with the SeqCst loads in `check`. Acquire half:
-            // reads the release of the previous holder.
-            match self.slot.word.compare_exchange_weak(
-                cur,
-                next,
-                Ordering::SeqCst,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(now) => cur = now,
-            }
-        }
+        join_shared(self.slot, self.word)
     }
 
     /// Claims the slot if it is free.
     #[inline]
     pub(crate) fn claim(&self) -> bool {
-        // Relaxed pre-check: a taken slot costs no RMW. SeqCst CAS: the stripe holder's
-        // store in the handshake (claim, fence, read the counts); pairs with the SeqCst slot
-        // loads of counted parties in `check`. Its Acquire half reads the `FREE` of the
-        // previous holder's Release `end_use`.
-        self.slot.word.load(Ordering::Relaxed) == FREE
-            && self
-                .slot
-                .word
-                .compare_exchange(FREE, self.word, Ordering::SeqCst, Ordering::Relaxed)
-                .is_ok()
+        claim_slot(self.slot, self.word)
     }
 
     /// Whether a counted party may overlap the claimed stripe (a stripe holder's check,
@@ -665,18 +814,126 @@ impl StripeSlot<'_> {
             || stripes.wide.load(Ordering::SeqCst) != 0
     }
 
-    /// The slot word's current value (tests).
-    #[cfg(all(test, not(loom)))]
-    pub(crate) fn word_of(slot: NonNull<Slot>) -> u64 {
-        // SAFETY: the caller's slot is in a table of a lock it borrows.
-        unsafe { slot.as_ref() }.word.load(Ordering::Relaxed)
-    }
-
     /// The claimed slot, for the token.
     #[inline]
     pub(crate) fn slot(&self) -> NonNull<Slot> {
         NonNull::from(self.slot)
     }
+}
+
+impl StripeClaim<'_> {
+    /// The `i`-th slot of the claim (`i < self.len`).
+    #[inline]
+    fn slot(&self, i: usize) -> &Slot {
+        debug_assert!(i < self.len);
+        // SAFETY: `claim_of` found `len` consecutive stripes of one window, whose slots are
+        // consecutive in that window's table (or the overflow table): `first` is the first
+        // of them, so `first + i` is in the same table.
+        unsafe { &*core::ptr::from_ref(self.first).add(i) }
+    }
+
+    /// The word the holder stores in its `i`-th slot.
+    #[inline]
+    fn word(&self, i: usize) -> u64 {
+        if i == 0 {
+            self.head
+        } else if i + 1 == self.len {
+            self.tail
+        } else {
+            self.mid
+        }
+    }
+
+    /// Joins every slot of the claim as one of its readers (see `join_shared`), in order;
+    /// on the first slot that will not have us, leaves the ones joined (waking their
+    /// waiters) and says no. Never waits.
+    pub(crate) fn claim_shared(&self) -> bool {
+        for i in 0..self.len {
+            if !join_shared(self.slot(i), self.word(i)) {
+                (0..i).for_each(|j| Stripes::release_shared(self.slot(j)));
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Claims every slot of the claim, in order, if each is free; on the first that is
+    /// not, frees the ones claimed (waking their waiters) and says no. Never waits, so a
+    /// holder of some slots never blocks another holder: nobody waits for a stripe holder
+    /// that waits.
+    pub(crate) fn claim(&self) -> bool {
+        for i in 0..self.len {
+            if !claim_slot(self.slot(i), self.word(i)) {
+                (0..i).for_each(|j| Stripes::release(self.slot(j)));
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Whether a counted party may overlap the claimed stripes (a stripe holder's check,
+    /// after its claim and `handshake_fence`).
+    pub(crate) fn counted(&self, stripes: &Stripes) -> bool {
+        // SeqCst: as in `StripeSlot::counted`.
+        (0..self.len).any(|i| self.slot(i).counted.load(Ordering::SeqCst) != 0)
+            || self.wide.load(Ordering::SeqCst) != 0
+            || stripes.wide.load(Ordering::SeqCst) != 0
+    }
+
+    /// What the token keeps.
+    pub(crate) fn claimed(&self) -> Claimed {
+        Claimed { first: NonNull::from(self.first), len: self.len }
+    }
+}
+
+/// Claims `slot` with the holder word `word` if it is free.
+#[inline]
+fn claim_slot(slot: &Slot, word: u64) -> bool {
+    // No load before the CAS, although a taken slot then costs an RMW: a slot line that
+    // another core wrote last would cross twice (shared for the load, then owned for the
+    // CAS), and for ranges spread over the domain by two threads that doubled the cost of
+    // the fast path (`mixed_loop`, octaves below 17 at 2 threads: 18.5M ops/s with the
+    // load, 53.4M without; callgrind cannot see this).
+    // SeqCst CAS: the stripe holder's store in the handshake (claim, fence, read the
+    // counts); pairs with the SeqCst slot loads of counted parties in `check`. Its Acquire
+    // half reads the `FREE` of the previous holder's Release `end_use`.
+    slot.word.compare_exchange(FREE, word, Ordering::SeqCst, Ordering::Relaxed).is_ok()
+}
+
+/// Joins `slot` as one of its readers with the holder word `word`, if it is free or held
+/// by readers of exactly that word's range (fewer than `MAX_COUNT` of them).
+#[inline]
+fn join_shared(slot: &Slot, word: u64) -> bool {
+    // The first CAS guesses a free slot instead of loading the word first: a load that
+    // misses brings the line in shared and the CAS must then fetch it again for writing,
+    // two transfers where one does (see `claim`).
+    let mut cur = FREE;
+    loop {
+        let next = if cur == FREE {
+            word | SHARED | COUNT_ONE
+        } else if cur & SHARED != 0
+            && (cur ^ word) & HOLDER_MASK == 0
+            && cur & COUNT_MASK != COUNT_MASK
+        {
+            cur + COUNT_ONE
+        } else {
+            return false;
+        };
+        // SeqCst: the reader's store in the handshake (join, fence, read the counts), as
+        // the exclusive claim's; pairs with the SeqCst loads in `check`. Acquire half:
+        // reads the release of the previous holder.
+        match slot.word.compare_exchange_weak(cur, next, Ordering::SeqCst, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(now) => cur = now,
+        }
+    }
+}
+
+/// A slot word's current value (tests).
+#[cfg(all(test, not(loom)))]
+pub(crate) fn word_of(slot: NonNull<Slot>) -> u64 {
+    // SAFETY: the caller's slot is in a table of a lock it borrows.
+    unsafe { slot.as_ref() }.word.load(Ordering::Relaxed)
 }
 
 impl Drop for Stripes {
@@ -722,6 +979,14 @@ unsafe fn free_table(table: *mut Slot, len: usize) {
 /// A table of `slots` free slots.
 fn new_table(slots: usize) -> Box<[Slot]> {
     (0..slots).map(|_| Slot { word: AtomicU64::new(FREE), counted: AtomicU32::new(0) }).collect()
+}
+
+/// Window `window`'s bit in `Stripes::bloom`: its word and mask.
+#[inline]
+fn bloom_bit(window: u64) -> (usize, u64) {
+    const BITS: u32 = (BLOOM_WORDS * 64).trailing_zeros();
+    let h = (window.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - BITS)) as usize;
+    (h / 64, 1 << (h % 64))
 }
 
 fn is_held(c: &Conflict) -> bool {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::LockError;
+use stripes::Claimed;
 
 #[test]
 fn full_domain_edges_lock() {
@@ -372,8 +373,9 @@ fn ranges_held_in_one_window_leave_another_windows_stripes_fast() {
 
 #[test]
 fn a_full_window_directory_sends_later_windows_to_the_shared_table() {
-    // Stripes of 4 units, windows of 4 stripes (16 units), two window tables.
-    let raw = RangeLock::builder().stripes(2, 4).windows(2).build_raw();
+    // Stripes of 4 units, windows of 4 stripes (16 units), two window tables; only ranges
+    // inside one stripe claim slots.
+    let raw = RangeLock::builder().stripes(2, 4).windows(2).claim_stripes(1).build_raw();
     let (a, ka) = raw_kind(&raw, 0..4); // window 0: a table of its own
     let (b, kb) = raw_kind(&raw, 16..20); // window 1: the second
     let (c, kc) = raw_kind(&raw, 32..36); // window 2: overflow slot 0
@@ -432,7 +434,8 @@ fn slow_checks() -> u64 {
 fn a_reader_and_a_wide_writer_elsewhere_leave_stripe_holders_on_the_fast_path() {
     // Before counted readers and per-window wide counts, one announced reader or one held
     // wide writer anywhere sent every stripe acquisition of the lock to the slow check.
-    let lock = RangeLock::new();
+    // Ranges over two stripes are counted parties only without multi-stripe claims.
+    let lock = RangeLock::builder().claim_stripes(1).build();
     let window = (1u64 << DEFAULT_STRIPE_SHIFT) * DEFAULT_STRIPE_SLOTS as u64;
     let stripe = 1u64 << DEFAULT_STRIPE_SHIFT;
     // Across stripes 0 and 1 of window 0: a reader in the table, counted in both slots.
@@ -472,7 +475,7 @@ fn a_waiter_that_times_out_leaves_no_parked_bit() {
     });
     // The waiter spun, parked (setting PARKED), timed out as the last one parked: the bit
     // is gone, so this unlock wakes nobody.
-    assert_eq!(stripes::StripeSlot::word_of(slot) & wait::PARKED, 0);
+    assert_eq!(stripes::word_of(slot) & wait::PARKED, 0);
     // SAFETY: `held` is this lock's token, released once.
     unsafe { raw.unlock(held) };
 }
@@ -536,7 +539,14 @@ fn a_waiting_writer_does_not_slip_in_at_a_downgrade() {
 fn a_waiting_wide_writer_is_overtaken_a_bounded_number_of_times() {
     const CHURNERS: usize = 3;
     const ROUNDS: usize = 40;
-    for lock in [RangeLock::builder().stripes(0, 0).build(), RangeLock::new()] {
+    // The churners' ranges cross a stripe boundary: list writers without stripes or
+    // multi-stripe claims, two-stripe holders with them (which respect intents too).
+    let locks = [
+        RangeLock::builder().stripes(0, 0).build(),
+        RangeLock::builder().claim_stripes(1).build(),
+        RangeLock::new(),
+    ];
+    for lock in locks {
         let stripe = lock.raw().stripes().0.min(14);
         let wide_range = 0..64 << stripe;
         let overtakes = AtomicU64::new(0);
@@ -551,8 +561,7 @@ fn a_waiting_wide_writer_is_overtaken_a_bounded_number_of_times() {
                     let mut i = c;
                     while !stop.load(Ordering::SeqCst) {
                         i = i.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                        // Ranges across a stripe boundary: list writers even with stripes
-                        // (stripe holders do not delay a list writer's insertion).
+                        // Ranges across a stripe boundary (see above).
                         let at = ((i >> 33) % 60 + 2) << stripe;
                         let arrival = lock.raw().intents.next_seq();
                         let g = lock.lock(at - 2..at + 2).unwrap();
@@ -616,4 +625,102 @@ fn readers_of_one_stripe_share_its_slot_without_false_conflicts() {
         }
     }
     let _all = raw.try_lock(0..u64::MAX, Mode::Exclusive).expect("everything released");
+}
+
+/// Stripes of 16 units, windows of 8 stripes (128 units), claims of up to 8 stripes.
+fn sixteen_unit_stripes() -> SkipList {
+    RangeLock::builder().stripes(4, 8).windows(2).build_raw()
+}
+
+#[test]
+fn a_range_over_a_few_stripes_claims_each_slot_with_its_exact_piece() {
+    let raw = sixteen_unit_stripes();
+    // Stripes 0..=3, pieces 10..16, 16..32, 32..48 and 48..50.
+    let (held, kind) = raw_kind(&raw, 10..50);
+    let Kind::Stripes(claimed) = kind else { panic!("a claim of four slots: {kind:?}") };
+    assert_eq!(claimed.len, 4);
+    // Each piece excludes exactly its units: the ends of the first and last stripes are
+    // free (list path: the slots are taken, the check reads the pieces).
+    for free in [0..10, 50..64] {
+        let t = raw.try_lock(free.clone(), Mode::Exclusive).expect("outside 10..50");
+        // SAFETY: this lock's token, released once.
+        unsafe { raw.unlock(t) };
+    }
+    for taken in [9..11, 15..17, 31..33, 49..50, 20..21, 0..64] {
+        assert!(raw.try_lock(taken.clone(), Mode::Exclusive).is_none(), "{taken:?}");
+        assert!(raw.try_lock(taken.clone(), Mode::Shared).is_none(), "{taken:?}");
+    }
+    // SAFETY: this lock's token, released once.
+    unsafe { raw.unlock(held) };
+    let (all, kind) = raw_kind(&raw, 0..128);
+    assert!(matches!(kind, Kind::Stripes(Claimed { len: 8, .. })), "the whole window: {kind:?}");
+    // SAFETY: as above.
+    unsafe { raw.unlock(all) };
+}
+
+#[test]
+fn ranges_past_the_claim_limit_or_a_window_take_the_list() {
+    let raw = sixteen_unit_stripes();
+    let (a, ka) = raw_kind(&raw, 0..129); // 9 stripes
+    let (b, kb) = raw_kind(&raw, 250..260); // stripes 15 and 16: windows 1 and 2
+    assert!(matches!(ka, Kind::List(_)) && matches!(kb, Kind::List(_)), "{ka:?} {kb:?}");
+    let one = RangeLock::builder().stripes(4, 8).claim_stripes(1).build_raw();
+    let (c, kc) = raw_kind(&one, 10..20);
+    assert!(matches!(kc, Kind::List(_)), "claims of one stripe only: {kc:?}");
+    // SAFETY: this lock's tokens, released once.
+    unsafe {
+        raw.unlock(a);
+        raw.unlock(b);
+        one.unlock(c);
+    }
+    let too_wide = std::panic::catch_unwind(|| RangeLock::builder().claim_stripes(65).build_raw());
+    let zero = std::panic::catch_unwind(|| RangeLock::builder().claim_stripes(0).build_raw());
+    assert!(too_wide.is_err() && zero.is_err());
+}
+
+#[test]
+fn a_claim_that_meets_a_taken_slot_gives_back_the_slots_it_took() {
+    let raw = sixteen_unit_stripes();
+    let (mid, _) = raw_kind(&raw, 40..41); // stripe 2's slot
+                                           // 10..50 claims stripes 0 and 1, fails on 2, frees 0 and 1, and fails on the list.
+    assert!(raw.try_lock(10..50, Mode::Exclusive).is_none());
+    assert!(raw.try_lock(10..50, Mode::Shared).is_none());
+    // The slots of stripes 0 and 1 are free again: a range there claims them.
+    let (again, kind) = raw_kind(&raw, 5..30);
+    assert!(matches!(kind, Kind::Stripes(Claimed { len: 2, .. })), "{kind:?}");
+    // SAFETY: this lock's tokens, released once.
+    unsafe {
+        raw.unlock(again);
+        raw.unlock(mid);
+    }
+}
+
+#[test]
+fn readers_of_one_multi_stripe_range_share_its_slots() {
+    let raw = sixteen_unit_stripes();
+    let shared = |range: Range<u64>| {
+        let token = raw.try_lock(range.clone(), Mode::Shared).expect("free for readers");
+        let kind = token.0;
+        (token, kind)
+    };
+    let (a, ka) = shared(10..50);
+    let (b, kb) = shared(10..50);
+    assert!(matches!(ka, Kind::StripesShared(Claimed { len: 4, .. })) && ka == kb, "{ka:?}");
+    // A reader of another range whose middle piece is a whole stripe too joins that slot
+    // (the same piece, 16..32) but not the others: it goes to the reader table.
+    let (c, kc) = shared(16..40);
+    assert!(matches!(kc, Kind::Shared(_)), "{kc:?}");
+    let w = raw.try_lock(50..60, Mode::Exclusive).expect("beside the readers");
+    // SAFETY: this lock's tokens, released once.
+    unsafe {
+        raw.unlock(w);
+        raw.unlock(a);
+        assert!(raw.try_lock(40..41, Mode::Exclusive).is_none(), "one reader is left");
+        raw.unlock(b);
+        raw.unlock(c);
+    }
+    let (e, ke) = raw_kind(&raw, 10..50);
+    assert!(matches!(ke, Kind::Stripes(_)), "the last readers freed every slot: {ke:?}");
+    // SAFETY: as above.
+    unsafe { raw.unlock(e) };
 }

@@ -1,0 +1,142 @@
+//! The `mixed` bench suite's loop without the harness, for profiling with
+//! `valgrind --tool=callgrind` and for timing one octave of range lengths at a time.
+//!
+//! `cargo run --release -p rangelock --example mixed_loop -- [ops] [variant] [threads]
+//! [exclusive_pct] [octaves]`: each operation locks a range of log-uniform length (octave
+//! `b` uniform in `octaves`, default `0..20`, then a length in `2^b..2^(b+1)`) at a uniform
+//! position of a 2^40-unit domain, exclusively with probability `exclusive_pct` % (default
+//! 20), writes (exclusive) or reads (shared) 256 bytes of a per-thread buffer, and unlocks.
+//! `variant`: `rangelock` (default), `rangelock-list`, `kernel-tree`, `segments` (the
+//! suite's `segments-256Ki`: 2^22 segments of 256 Ki units) or `none` (no lock: the loop
+//! alone). `RANGELOCK_CLAIM_STRIPES=n` sets `rangelock`'s `claim_stripes`. `octaves` is `lo..hi` (e.g. `14..20` for the ranges that span stripes).
+
+use std::hint::black_box;
+use std::ops::Range;
+use std::time::Instant;
+
+use rangelock::variants::{KernelTree, Segments};
+use rangelock::{Lock, Mode, RangeLock, RawRangeLock};
+
+/// The bench's generator (SplitMix64), so the ranges are the suite's.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (multiply-shift).
+    fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+/// The loop's parameters.
+#[derive(Clone)]
+struct Shape {
+    ops: u64,
+    exclusive_pct: u64,
+    octaves: Range<u64>,
+}
+
+/// `shape.ops` operations of thread `index` on `lock`.
+fn run_thread<R: RawRangeLock>(lock: &Lock<R>, shape: &Shape, index: u64) {
+    const SPAN: u64 = 1 << 40;
+    let mut rng = Rng(0x0d15_ea5e ^ index);
+    let mut buf = [0u8; 256];
+    let mut byte = index as u8;
+    let width = shape.octaves.end - shape.octaves.start;
+    for _ in 0..shape.ops {
+        let octave = shape.octaves.start + rng.below(width);
+        let len = (1 << octave) + rng.below(1 << octave);
+        let start = rng.below(SPAN - len + 1);
+        let mode =
+            if rng.below(100) < shape.exclusive_pct { Mode::Exclusive } else { Mode::Shared };
+        let g = lock.lock_mode(start..start + len, mode).unwrap();
+        if mode == Mode::Exclusive {
+            byte = byte.wrapping_add(1);
+            buf.fill(byte);
+            black_box(&mut buf);
+        } else {
+            black_box(black_box(&buf).iter().map(|&b| u64::from(b)).sum::<u64>());
+        }
+        drop(g);
+    }
+}
+
+/// Runs the loop on `threads` threads sharing `lock` and prints ns/op.
+fn run<R: RawRangeLock>(name: &str, lock: &Lock<R>, shape: &Shape, threads: u64) {
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for t in 1..threads {
+            s.spawn(move || run_thread(lock, shape, t));
+        }
+        run_thread(lock, shape, 0);
+    });
+    let ns = started.elapsed().as_nanos() as f64 / (shape.ops * threads) as f64;
+    println!(
+        "{name}: {threads} x {} ops, {}% exclusive, octaves {:?}: {ns:.1} ns/op, {:.2}M ops/s",
+        shape.ops,
+        shape.exclusive_pct,
+        shape.octaves,
+        1e3 / ns
+    );
+}
+
+/// No lock: every acquisition succeeds at once (the loop's own cost).
+#[derive(Debug)]
+struct NoLock;
+
+// SAFETY: not a lock at all: only the `none` ceiling uses it, whose critical sections touch
+// per-thread buffers only.
+unsafe impl RawRangeLock for NoLock {
+    type Token = ();
+    const NAME: &'static str = "none";
+    #[inline]
+    fn try_lock(&self, _: Range<u64>, _: Mode) -> Option<()> {
+        Some(())
+    }
+    #[inline]
+    fn lock(&self, _: Range<u64>, _: Mode) {}
+    #[inline]
+    fn lock_until(&self, _: Range<u64>, _: Mode, _: Instant) -> Option<()> {
+        Some(())
+    }
+    #[inline]
+    unsafe fn unlock(&self, _: ()) {}
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let ops: u64 = args.next().map_or(1_000_000, |a| a.parse().expect("ops: a number"));
+    let variant = args.next().unwrap_or_else(|| "rangelock".into());
+    let threads: u64 = args.next().map_or(1, |a| a.parse().expect("threads: a number"));
+    let exclusive_pct: u64 = args.next().map_or(20, |a| a.parse().expect("pct: a number"));
+    let octaves = args.next().map_or(0..20, |a| {
+        let (lo, hi) = a.split_once("..").expect("octaves: lo..hi");
+        lo.parse().expect("octaves: lo")..hi.parse().expect("octaves: hi")
+    });
+    assert!(octaves.start < octaves.end && octaves.end <= 30, "octaves: a non-empty lo..hi");
+    let shape = Shape { ops, exclusive_pct, octaves };
+    match variant.as_str() {
+        "rangelock" => {
+            let claim = std::env::var("RANGELOCK_CLAIM_STRIPES").ok();
+            let claim = claim.map_or(rangelock::DEFAULT_CLAIM_STRIPES, |c| c.parse().unwrap());
+            run("rangelock", &RangeLock::builder().claim_stripes(claim).build(), &shape, threads)
+        }
+        "rangelock-list" => {
+            run("rangelock-list", &RangeLock::builder().stripes(0, 0).build(), &shape, threads)
+        }
+        "kernel-tree" => run("kernel-tree", &Lock::from_raw(KernelTree::new()), &shape, threads),
+        "segments" => {
+            let lock = Lock::from_raw(Segments::new(1 << 40, 1 << 18));
+            run("segments-256Ki", &lock, &shape, threads)
+        }
+        "none" => run("none", &Lock::from_raw(NoLock), &shape, threads),
+        other => panic!("unknown variant {other}"),
+    }
+}
