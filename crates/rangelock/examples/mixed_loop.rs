@@ -8,7 +8,8 @@
 //! 20), writes (exclusive) or reads (shared) 256 bytes of a per-thread buffer, and unlocks.
 //! `variant`: `rangelock` (default), `rangelock-list`, `kernel-tree`, `segments` (the
 //! suite's `segments-256Ki`: 2^22 segments of 256 Ki units) or `none` (no lock: the loop
-//! alone). `RANGELOCK_CLAIM_STRIPES=n` sets `rangelock`'s `claim_stripes`. `octaves` is `lo..hi` (e.g. `14..20` for the ranges that span stripes).
+//! alone). `RANGELOCK_CLAIM_STRIPES=n` sets `rangelock`'s `claim_stripes`,
+//! `RANGELOCK_NO_COARSE=1` turns its coarse claims off. `octaves` is `lo..hi` (e.g. `14..20` for the ranges that span stripes).
 
 use std::hint::black_box;
 use std::ops::Range;
@@ -126,7 +127,9 @@ fn main() {
         "rangelock" => {
             let claim = std::env::var("RANGELOCK_CLAIM_STRIPES").ok();
             let claim = claim.map_or(rangelock::DEFAULT_CLAIM_STRIPES, |c| c.parse().unwrap());
-            run("rangelock", &RangeLock::builder().claim_stripes(claim).build(), &shape, threads)
+            let coarse = std::env::var_os("RANGELOCK_NO_COARSE").is_none();
+            let lock = RangeLock::builder().claim_stripes(claim).coarse_claims(coarse).build();
+            run("rangelock", &lock, &shape, threads)
         }
         "rangelock-list" => {
             run("rangelock-list", &RangeLock::builder().stripes(0, 0).build(), &shape, threads)

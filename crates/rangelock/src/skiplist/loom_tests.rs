@@ -485,3 +485,63 @@ fn loom_two_stripe_reader_and_claiming_writer() {
         assert_eq!(units.read(0..4), 2);
     });
 }
+
+/// A lock with coarse claims (under loom: coarse stripes of 2 stripes, 4 units, in
+/// windows of 2 coarse stripes, 8 units) and claims of one stripe: a range over 2 or more
+/// stripes of at most two (4-unit) windows and 2 coarse stripes holds a coarse claim.
+fn coarse_claims() -> RangeLock {
+    RangeLock::builder().max_height(1).coarse_claims(true).build()
+}
+
+/// A coarse holder (1..5: stripes 0-2, windows 0-1, coarse stripes 0-1, counted in its
+/// slots) against a stripe holder inside it (2..4: stripe 1): the coarse holder counts
+/// itself, claims, fences and scans the stripe slots; the stripe holder claims, fences,
+/// reads the counts and (counted over) checks the coarse slots. Never both.
+#[test]
+fn loom_coarse_claim_and_stripe_holder() {
+    loom::model(|| {
+        let lock = Arc::new(coarse_claims());
+        let units = Arc::new(Units::new(5));
+        let t = {
+            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
+            thread::spawn(move || write_held(&lock, &units, 2..4))
+        };
+        write_held(&lock, &units, 1..5);
+        t.join().unwrap();
+        assert_eq!(units.read(0..5), 6);
+    });
+}
+
+/// Two overlapping coarse candidates (1..3 in coarse stripe 0, 2..6 over coarse stripes
+/// 0-1): the second CAS on coarse slot 0 fails and that range takes the list path, where
+/// it counts, links and waits for the coarse piece; or both claim nothing in common and
+/// the counts send one to the search. Never both.
+#[test]
+fn loom_coarse_claim_and_list_writer() {
+    loom::model(|| {
+        let lock = Arc::new(coarse_claims());
+        let units = Arc::new(Units::new(6));
+        let t = {
+            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
+            thread::spawn(move || write_held(&lock, &units, 2..6))
+        };
+        write_held(&lock, &units, 1..3);
+        t.join().unwrap();
+        assert_eq!(units.read(0..6), 6);
+    });
+}
+
+/// A coarse reader (1..5) against a stripe writer inside its range (2..4), both blocking:
+/// the writer (counted over by the reader) checks the coarse slots and waits for the
+/// reader's piece, or the reader finds the writer's slot and retracts to the reader table.
+#[test]
+fn loom_coarse_reader_and_stripe_writer() {
+    loom::model(|| {
+        let lock = Arc::new(coarse_claims());
+        let units = Arc::new(Units::new(5));
+        let t = spawn_reader(&lock, &units, 1..5);
+        write_held(&lock, &units, 2..4);
+        t.join().unwrap();
+        assert_eq!(units.read(0..5), 2);
+    });
+}

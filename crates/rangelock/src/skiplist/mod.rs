@@ -33,9 +33,14 @@
 //! whoever waited on it) and takes the list path, so a stripe holder never waits while
 //! visible. List writers and readers, after their own handshake store, check the slots of
 //! the stripes their range touches. Unlock is one swap of the slot word. A range over 2 up
-//! to 16 stripes of one window ([`Builder::claim_stripes`]) claims each stripe's slot the
+//! to 8 stripes of one window ([`Builder::claim_stripes`]) claims each stripe's slot the
 //! same way, with its piece of the range, in order and without waiting (on a taken slot
-//! it frees what it took and takes the list path), then reads every slot's count. So a stripe hold
+//! it frees what it took and takes the list path), then reads every slot's count. A longer
+//! range of up to two *coarse stripes* (64 stripes, 1 Mi units) claims their slots in a
+//! second, coarser table instead, after counting itself as a list writer would, and checks
+//! the stripe slots of its range ([`Builder::coarse_claims`], `stripes`, "Coarse claims").
+//! Only what is longer still (or crosses a window boundary of either table, or meets a
+//! taken slot) links a list node. So a stripe hold
 //! is one CAS and one swap on a slot plus reads of lines nobody writes, and threads locking
 //! disjoint ranges of different regions share no written cache line (a list insertion
 //! writes its neighbours' links, which two threads working on one list keep moving between
@@ -196,9 +201,12 @@
 //!   a writer pays O(log n) in the list plus O(slots) in the table.
 //! - The stripe tables cost 32 KiB each (2048 slots of a holder word and a count): the
 //!   overflow table from the start, plus one per window in use, up to 64 (2 MiB), all
-//!   freed when the lock drops. A range inside one stripe is one slot; a range over up to
-//!   16 stripes of one window is one slot per stripe (2 RMWs per stripe; with more it would
-//!   cost more than the list at 1 thread, see `mixed` in `docs/BENCH.md`); a longer range,
+//!   freed when the lock drops; the coarse table adds 8 KiB (512 slots for coarse stripes
+//!   of 1 Mi units: a coarse window is 512 Mi units) plus one such table per coarse window
+//!   in use, up to 64. A range inside one stripe is one slot; a range over up to 8
+//!   stripes of one window is one slot per stripe (2 RMWs per stripe: past 4 to 8 stripes a
+//!   coarse claim is cheaper, see `mixed` in `docs/BENCH.md`); a range of up to 2 coarse
+//!   stripes is 1 or 2 coarse slots plus 2 count RMWs and a load per stripe; a longer range,
 //!   or one across a window boundary, or whose claim meets a taken slot, goes to the list:
 //!   it increments and later decrements the counts of up to 4
 //!   slots (a range of more stripes: the `wide` count of each of its windows' tables, up to
@@ -419,6 +427,7 @@ pub struct Builder {
     stripe_slots: usize,
     stripe_windows: usize,
     claim_stripes: usize,
+    coarse_claims: bool,
 }
 
 impl Default for Builder {
@@ -429,6 +438,7 @@ impl Default for Builder {
             stripe_slots: DEFAULT_STRIPE_SLOTS,
             stripe_windows: DEFAULT_STRIPE_WINDOWS,
             claim_stripes: DEFAULT_CLAIM_STRIPES,
+            coarse_claims: !cfg!(loom),
         }
     }
 }
@@ -462,6 +472,16 @@ impl Builder {
         Builder { claim_stripes: stripes, ..self }
     }
 
+    /// Whether a range over more stripes than [`claim_stripes`](Self::claim_stripes) (and
+    /// at most two coarse stripes of 64 stripes each, 1 Mi units by default) holds by
+    /// claiming the slots of its coarse stripes (module docs) instead of linking a list
+    /// node or announcing a reader. Default: on (off under loom, where the models that
+    /// want coarse claims ask for them). Off when the stripe table is, or when a coarse
+    /// stripe would be wider than 2^20 units (stripes wider than 2^14).
+    pub fn coarse_claims(self, on: bool) -> Self {
+        Builder { coarse_claims: on, ..self }
+    }
+
     /// The raw lock.
     ///
     /// # Panics
@@ -485,8 +505,21 @@ impl Builder {
                 self.stripe_windows,
                 self.claim_stripes,
             ),
+            coarse: self.coarse(),
             reclaim: Reclaim::new(),
         }
+    }
+
+    /// The coarse table: coarse stripes of `2^COARSE_LOG2` stripes, a quarter as many slots
+    /// per table as the stripe table (at least 2), as many windows; or none.
+    fn coarse(&self) -> stripes::Coarse {
+        let shift = self.stripe_shift + stripes::COARSE_LOG2;
+        if !self.coarse_claims || self.stripe_slots == 0 || shift > stripes::COARSE_OFFSET_BITS {
+            return stripes::Coarse::new(0, 0, 0, 1);
+        }
+        let slots = (self.stripe_slots / 4).max(2);
+        let claim = stripes::COARSE_CLAIM as usize;
+        stripes::Coarse::new(shift, slots, self.stripe_windows, claim)
     }
 
     /// The lock.
@@ -506,6 +539,9 @@ pub struct SkipList {
     intents: Intents,
     readers: Readers,
     stripes: Stripes,
+    /// The coarse table (`stripes`, "Coarse claims"): nobody counts in it; its slots are
+    /// read by every party that reads the stripe table's.
+    coarse: stripes::Coarse,
     reclaim: Reclaim,
 }
 
@@ -564,6 +600,12 @@ enum Kind {
     StripeShared(NonNull<stripes::Slot>),
     /// Shared, one of the readers of each of these slots of its few stripes: no node.
     StripesShared(stripes::Claimed),
+    /// Exclusive, these slots of the coarse table, and counted (as a list writer is) over
+    /// `start..end`.
+    Coarse(stripes::Claimed, u64, u64),
+    /// Shared, one of the readers of each of these slots of the coarse table, and counted
+    /// over `start..end`.
+    CoarseShared(stripes::Claimed, u64, u64),
     /// Shared, this node announced in the reader table.
     Shared(NonNull<Node>),
 }
@@ -656,7 +698,7 @@ impl SkipList {
         // overlap (handshake loads, after the fence).
         readers::handshake_fence();
         let slot = stripe.slot();
-        if !stripe.counted(&self.stripes) || self.stripe_is_free_slow(range, mode, wait) {
+        if !stripe.counted(&self.stripes) || self.stripe_is_free_slow(range, mode, wait, true) {
             return Some(SkipToken(match mode {
                 Mode::Exclusive => Kind::Stripe(slot),
                 Mode::Shared => Kind::StripeShared(slot),
@@ -667,8 +709,8 @@ impl SkipList {
         // SAFETY: `slot` is ours, claimed (or joined) above.
         let slot = unsafe { slot.as_ref() };
         match mode {
-            Mode::Exclusive => Stripes::release(slot),
-            Mode::Shared => Stripes::release_shared(slot),
+            Mode::Exclusive => slot.release(),
+            Mode::Shared => slot.release_shared(),
         }
         None
     }
@@ -679,7 +721,9 @@ impl SkipList {
     /// path stays small.
     #[inline(never)]
     fn claim_attempt(&self, range: &Range<u64>, mode: Mode, wait: Wait) -> Option<SkipToken> {
-        let claim = self.stripes.claim_of(range)?;
+        let Some(claim) = self.stripes.claim_of(range) else {
+            return self.coarse_attempt(range, mode, wait);
+        };
         let claimed = match mode {
             Mode::Exclusive => claim.claim(),
             Mode::Shared => claim.claim_shared(),
@@ -689,7 +733,7 @@ impl SkipList {
         }
         readers::handshake_fence();
         let claimed = claim.claimed();
-        if !claim.counted(&self.stripes) || self.stripe_is_free_slow(range, mode, wait) {
+        if !claim.counted(&self.stripes) || self.stripe_is_free_slow(range, mode, wait, true) {
             return Some(SkipToken(match mode {
                 Mode::Exclusive => Kind::Stripes(claimed),
                 Mode::Shared => Kind::StripesShared(claimed),
@@ -699,10 +743,53 @@ impl SkipList {
         // SAFETY: the slots are ours, claimed (or joined) above.
         unsafe {
             match mode {
-                Mode::Exclusive => Stripes::release_claimed(claimed),
-                Mode::Shared => Stripes::release_claimed_shared(claimed),
+                Mode::Exclusive => stripes::release_claimed(claimed),
+                Mode::Shared => stripes::release_claimed_shared(claimed),
             }
         }
+        None
+    }
+
+    /// The coarse path for a range too wide for a stripe claim: count it (as a list writer
+    /// or reader counts itself), claim (or join) the slots of its one or two coarse
+    /// stripes, never waiting, then after the handshake fence look for stripe holders in
+    /// its stripes and, if another party is counted over it, search the list, the reader
+    /// table and the intents. On any conflict it retracts (frees the coarse slots, waking
+    /// their waiters, and uncounts) and the range takes the list path. Module docs of
+    /// `stripes`, "Coarse claims".
+    #[inline(never)]
+    fn coarse_attempt(&self, range: &Range<u64>, mode: Mode, wait: Wait) -> Option<SkipToken> {
+        if !self.stripes.coarse_eligible(range) {
+            return None;
+        }
+        let claim = self.coarse.span_of(range, stripes::COARSE_CLAIM)?;
+        // Counted before the claim makes the hold visible; uncounted after it is gone.
+        self.stripes.count(range);
+        let claimed = match mode {
+            Mode::Exclusive => claim.claim(),
+            Mode::Shared => claim.claim_shared(),
+        };
+        if claimed {
+            readers::handshake_fence();
+            let free = matches!(self.stripes.overlapping_slots(range, mode), Conflict::None)
+                && (!self.stripes.others_counted(range)
+                    || self.stripe_is_free_slow(range, mode, wait, false));
+            let claimed = claim.claimed();
+            if free {
+                return Some(SkipToken(match mode {
+                    Mode::Exclusive => Kind::Coarse(claimed, range.start, range.end),
+                    Mode::Shared => Kind::CoarseShared(claimed, range.start, range.end),
+                }));
+            }
+            // SAFETY: the slots are ours, claimed (or joined) above.
+            unsafe {
+                match mode {
+                    Mode::Exclusive => stripes::release_claimed(claimed),
+                    Mode::Shared => stripes::release_claimed_shared(claimed),
+                }
+            }
+        }
+        self.stripes.uncount(range);
         None
     }
 
@@ -726,7 +813,13 @@ impl SkipList {
     /// After claiming a stripe slot in `mode` whose counts are not all zero: whether no list
     /// node (and, for an exclusive holder, no reader in the table) overlaps.
     #[cold]
-    fn stripe_is_free_slow(&self, range: &Range<u64>, mode: Mode, wait: Wait) -> bool {
+    fn stripe_is_free_slow(
+        &self,
+        range: &Range<u64>,
+        mode: Mode,
+        wait: Wait,
+        coarse: bool,
+    ) -> bool {
         #[cfg(all(test, not(loom)))]
         tests::SLOW_CHECKS.with(|c| c.set(c.get() + 1));
         // A list writer's published intent over our range counts as a conflict too: the
@@ -739,6 +832,11 @@ impl SkipList {
         }
         // A full epoch table counts as a conflict: retract, and let the list path wait (or
         // give up) as `wait` says.
+        // A coarse holder over our range (counted, so we are here): stripe holders check the
+        // coarse table; a coarse holder itself does not (its own claim is there).
+        if coarse && !matches!(self.coarse.overlapping_slots(range, mode), Conflict::None) {
+            return false;
+        }
         let Some(guard) = self.reclaim.pin_for(wait) else { return false };
         matches!(self.list.overlapping(range, &guard), Conflict::None)
             && (mode == Mode::Shared
@@ -821,7 +919,10 @@ impl SkipList {
         // Linked (pending): new readers and stripe holders back off; wait out those that
         // came first.
         match self.stripes.overlapping(range, Mode::Exclusive, guard) {
-            Conflict::None => Attempt::after(self.readers.overlapping(range, guard)),
+            Conflict::None => match self.coarse.overlapping(range, Mode::Exclusive, guard) {
+                Conflict::None => Attempt::after(self.readers.overlapping(range, guard)),
+                other => Attempt::after(other),
+            },
             other => Attempt::after(other),
         }
     }
@@ -895,7 +996,10 @@ impl SkipList {
         node_ref.set_claim(claim);
         *announced = true;
         let conflict = match self.list.overlapping(range, guard) {
-            Conflict::None => self.stripes.overlapping(range, Mode::Shared, guard),
+            Conflict::None => match self.stripes.overlapping(range, Mode::Shared, guard) {
+                Conflict::None => self.coarse.overlapping(range, Mode::Shared, guard),
+                other => other,
+            },
             other => other,
         };
         let Conflict::Held(ticket) = conflict else {
@@ -1026,13 +1130,24 @@ unsafe impl RawRangeLock for SkipList {
             Kind::List(node) => self.release_exclusive(node),
             // SAFETY: the slot of a stripe token is in one of this lock's tables, which live
             // as long as the lock; the token is released once, so the slot is still ours.
-            Kind::Stripe(slot) => Stripes::release(unsafe { slot.as_ref() }),
+            Kind::Stripe(slot) => unsafe { slot.as_ref() }.release(),
             // SAFETY: as above; we are one of the slot's readers.
-            Kind::StripeShared(slot) => Stripes::release_shared(unsafe { slot.as_ref() }),
+            Kind::StripeShared(slot) => unsafe { slot.as_ref() }.release_shared(),
             // SAFETY: as above, for each of the token's slots.
-            Kind::Stripes(claimed) => unsafe { Stripes::release_claimed(claimed) },
+            Kind::Stripes(claimed) => unsafe { stripes::release_claimed(claimed) },
             // SAFETY: as above; we are one of each slot's readers.
-            Kind::StripesShared(claimed) => unsafe { Stripes::release_claimed_shared(claimed) },
+            Kind::StripesShared(claimed) => unsafe { stripes::release_claimed_shared(claimed) },
+            Kind::Coarse(claimed, start, end) => {
+                // SAFETY: as above, for each of the token's coarse slots.
+                unsafe { stripes::release_claimed(claimed) };
+                // Uncounted after the hold is gone (module docs of `stripes`).
+                self.stripes.uncount(&(start..end));
+            }
+            Kind::CoarseShared(claimed, start, end) => {
+                // SAFETY: as above; we are one of each coarse slot's readers.
+                unsafe { stripes::release_claimed_shared(claimed) };
+                self.stripes.uncount(&(start..end));
+            }
             Kind::Shared(node) => self.release_shared(node),
         }
     }

@@ -1,5 +1,6 @@
 //! The stripe table: a direct-mapped, node-free fast path for ranges that fit in one
-//! stripe, or in a few stripes of one window.
+//! stripe, or in a few stripes of one window; and the coarse table, the same structure
+//! over stripes 64 times wider, for the ranges too long for that.
 //!
 //! The domain is cut into stripes of `1 << shift` units, and the stripes into *windows* of
 //! `slots` consecutive stripes. Stripe `s` owns slot `s mod slots` of its window's table
@@ -26,6 +27,39 @@
 //! neighbour it: for ranges spread over the domain by several threads (the `mixed` suite)
 //! the list's first nodes and the head are what every insertion writes, and the claims are
 //! what scales (the claim limit trades that against 2 RMWs per stripe; see `mixed_loop`).
+//!
+//! **Coarse claims.** A longer range (up to two *coarse stripes*, of 64 stripes each: 1 Mi
+//! units by default; stripes of at most two windows) holds on a second table of the same
+//! kind, the *coarse table* (`Stripes<COARSE_OFFSET_BITS>`: its slot words have 20-bit
+//! offsets, so coarse stripes may be 2^20 units wide). Nobody counts in the coarse table;
+//! a coarse holder is a *counted party* of the stripe table that makes itself visible with
+//! slot claims instead of a list node or a reader announcement:
+//!
+//! 1. it counts itself in the stripe table, as a list writer does (its stripes' slots, or
+//!    its windows' `wide` counts);
+//! 2. it claims (or joins) its coarse stripes' slots with its pieces, in order, never
+//!    waiting (a taken slot: it frees what it took, uncounts, and takes the list path);
+//! 3. after the handshake fence it checks the stripe table's slots of its stripes (as a
+//!    list writer does after linking), and reads the counts it added to: one above its own
+//!    share (`others_counted`) sends it to the search of the list, the reader table and the
+//!    intents;
+//! 4. on any conflict it retracts: frees its coarse slots (waking their waiters), uncounts,
+//!    and takes the list path. Its release frees the coarse slots, then uncounts.
+//!
+//! Every other party checks the coarse slots over its range where it checks the stripe
+//! slots: list writers after linking, readers after announcing, and stripe holders in
+//! their slow check. A stripe holder never reads the coarse table on its fast path: a
+//! coarse holder over its stripe is counted, so the stripe holder's count check sends it
+//! to the slow check. The pairs: a coarse holder and a stripe holder inside its range are
+//! the Dekker pair (coarse claim, fence, stripe-slot loads) against (stripe claim, fence,
+//! count loads, then coarse-slot loads), the coarse holder's count being part of its first
+//! store; a coarse holder and a list writer or reader are two counted parties that each
+//! check the other's kind of visibility after their fences (the list writer the coarse
+//! slots, the coarse holder the counts, then the list); two coarse holders of one coarse
+//! stripe exclude each other by the CAS, and of different coarse stripes cannot overlap.
+//! So a range of up to 2 Mi units costs two count RMWs, one or two coarse CASes and as many
+//! swaps, and loads of its stripes' slots (up to 128): no node, no epoch guard, no write to
+//! a line shared with far-away ranges (except the count of the overflow windows' group).
 //!
 //! The slot says "this range is held (or about to be)", exactly like a reader's
 //! announcement says it for a shared range, and the same Dekker handshake makes it safe:
@@ -178,13 +212,22 @@ pub const MAX_WINDOWS: usize = 64;
 pub const MAX_STRIPE_SHIFT: u32 = 16;
 /// The most stripes a stripe hold may span ([`Builder::claim_stripes`](super::Builder::claim_stripes)).
 pub const MAX_CLAIM_STRIPES: usize = 64;
-/// Default for the most stripes (of one window) a stripe hold may span: 16 (256 Ki units
+/// Default for the most stripes (of one window) a stripe hold may span: 8 (128 Ki units
 /// with the default stripes). 1 under loom, so that the models' ranges over two stripes
 /// keep taking the list path; the models of multi-stripe claims ask for them.
-pub const DEFAULT_CLAIM_STRIPES: usize = if cfg!(loom) { 1 } else { 16 };
+pub const DEFAULT_CLAIM_STRIPES: usize = if cfg!(loom) { 1 } else { 8 };
 /// Words of the directory's Bloom filter (`Stripes::bloom`): 1024 bits for at most 64
 /// windows, about 6 % false positives once the directory is full.
 const BLOOM_WORDS: usize = 16;
+/// The offset bits of the coarse table's slot words: coarse stripes are at most 2^20
+/// units wide (module docs, "Coarse claims").
+pub(crate) const COARSE_OFFSET_BITS: u32 = 20;
+/// The coarse table: stripes of 2^[`COARSE_LOG2`] fine stripes.
+pub(crate) type Coarse = Stripes<COARSE_OFFSET_BITS>;
+/// Fine stripes per coarse stripe, log2: 64 (2 under loom).
+pub(crate) const COARSE_LOG2: u32 = if cfg!(loom) { 1 } else { 6 };
+/// Coarse stripes one coarse claim may span.
+pub(crate) const COARSE_CLAIM: u64 = 2;
 /// How many `wide` counts the windows without a table of their own share (see
 /// `Stripes::overflow_wide`).
 const OVERFLOW_WIDE: usize = if cfg!(loom) { 1 } else { 16 };
@@ -208,16 +251,8 @@ const MAX_COUNT: u64 = 255;
 const COUNT_MASK: u64 = MAX_COUNT << COUNT_SHIFT;
 /// Slot word: where the holder's first offset starts.
 const FIRST_SHIFT: u32 = COUNT_SHIFT + 8;
-/// Slot word: where the holder's last offset starts.
-const LAST_SHIFT: u32 = FIRST_SHIFT + MAX_STRIPE_SHIFT;
-/// Slot word: where the holder's window starts.
-const WINDOW_SHIFT: u32 = LAST_SHIFT + MAX_STRIPE_SHIFT;
-/// Slot word: the bits of a window.
-const WINDOW_BITS: u32 = 64 - WINDOW_SHIFT;
 /// Slot word: the holder's range and window.
 const HOLDER_MASK: u64 = !0 << FIRST_SHIFT;
-/// Slot word: the mask of an offset.
-const OFFSET_MASK: u64 = (1 << MAX_STRIPE_SHIFT) - 1;
 
 /// One slot: the stripe holder's word and the count of parties that may overlap the slot's
 /// stripes. Aligned to its size, so a slot never straddles two cache lines (four slots per
@@ -230,6 +265,71 @@ pub(crate) struct Slot {
     /// Counted parties (list writers and readers) whose range touches one of the slot's
     /// stripes: about to become visible, visible, or just gone.
     counted: AtomicU32,
+}
+
+impl Slot {
+    /// Frees a claimed slot (release or retraction) and wakes its waiters.
+    #[inline]
+    pub(crate) fn release(&self) {
+        let slot = self;
+        let old = wait::end_use(&slot.word, FREE);
+        wait::wake(&slot.word, old);
+    }
+
+    /// Ends one reader's hold of a shared slot (release or retraction): the last reader
+    /// frees the slot and wakes its waiters; the others leave the hull as it is.
+    #[inline]
+    pub(crate) fn release_shared(&self) {
+        let slot = self;
+        // Relaxed: the CAS below reads the latest value.
+        let mut cur = slot.word.load(Ordering::Relaxed);
+        loop {
+            debug_assert!(cur & SHARED != 0 && cur & COUNT_MASK != 0, "a reader of a shared slot");
+            // The last reader frees the slot; a CAS, not a swap: a reader may join at once.
+            let next = if cur & COUNT_MASK == COUNT_ONE { FREE } else { cur - COUNT_ONE };
+            // Release: the reader's critical section happens before whoever reads the word
+            // after it (a writer that finds the slot free reads this value or a later one of
+            // its release sequence). The RMW reads the waiters' flags (see `wait`).
+            match slot.word.compare_exchange_weak(cur, next, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => {
+                    if next == FREE {
+                        wait::wake(&slot.word, cur);
+                    }
+                    return;
+                }
+                Err(now) => cur = now,
+            }
+        }
+    }
+}
+
+/// Ends an exclusive multi-stripe hold: frees its slots, in order, waking their waiters.
+///
+/// # Safety
+///
+/// `claimed` names slots of this lock's tables that the caller claimed exclusively and
+/// has not released.
+#[inline]
+pub(crate) unsafe fn release_claimed(claimed: Claimed) {
+    for i in 0..claimed.len {
+        // SAFETY: the claim's slots are consecutive in one table, which lives as long as
+        // the lock (the caller's contract); `i < len`.
+        unsafe { claimed.first.add(i).as_ref() }.release();
+    }
+}
+
+/// Ends a shared multi-stripe hold: leaves its slots, in order (see `release_shared`).
+///
+/// # Safety
+///
+/// `claimed` names slots of this lock's tables that the caller joined as a reader and
+/// has not left.
+#[inline]
+pub(crate) unsafe fn release_claimed_shared(claimed: Claimed) {
+    for i in 0..claimed.len {
+        // SAFETY: as in `release_claimed`.
+        unsafe { claimed.first.add(i).as_ref() }.release_shared();
+    }
 }
 
 /// One entry of the window directory.
@@ -307,7 +407,7 @@ pub(crate) struct Claimed {
 }
 
 /// The stripe table of one lock: the window directory, its tables and the overflow table.
-pub(crate) struct Stripes {
+pub(crate) struct Stripes<const B: u32 = MAX_STRIPE_SHIFT> {
     /// The table of every window without one of its own (direct-mapped: windows alias).
     overflow: Box<[Slot]>,
     /// Counted parties wider than [`NARROW`] stripes that touch a window without a table of
@@ -345,7 +445,16 @@ pub(crate) struct Stripes {
     dir_mask: usize,
 }
 
-impl Stripes {
+impl<const B: u32> Stripes<B> {
+    /// Slot word: where the holder's last offset starts (offsets are `B` bits).
+    const LAST_SHIFT: u32 = FIRST_SHIFT + B;
+    /// Slot word: where the holder's window starts.
+    const WINDOW_SHIFT: u32 = Self::LAST_SHIFT + B;
+    /// Slot word: the bits of a window.
+    const WINDOW_BITS: u32 = 64 - Self::WINDOW_SHIFT;
+    /// Slot word: the mask of an offset.
+    const OFFSET_MASK: u64 = (1 << B) - 1;
+
     /// A table of `slots` slots (a power of two, or 0 for no fast path) for stripes of
     /// `1 << shift` units, with a directory of `windows` window tables (a power of two, or
     /// 0 for the overflow table alone).
@@ -356,8 +465,8 @@ impl Stripes {
             "stripe windows must be 0 or a power of two up to {MAX_WINDOWS}, got {windows}"
         );
         assert!(
-            slots == 0 || shift <= MAX_STRIPE_SHIFT,
-            "stripes must be at most 2^{MAX_STRIPE_SHIFT} units wide, got 2^{shift}"
+            slots == 0 || shift <= B,
+            "stripes must be at most 2^{B} units wide, got 2^{shift}"
         );
         assert!(
             (1..=MAX_CLAIM_STRIPES).contains(&claim_max),
@@ -552,8 +661,8 @@ impl Stripes {
         let (window, table) = self.claim_table(first)?;
         let base = first << self.shift;
         let word = ((range.start - base) << FIRST_SHIFT)
-            | ((range.end - 1 - base) << LAST_SHIFT)
-            | (window << WINDOW_SHIFT);
+            | ((range.end - 1 - base) << Self::LAST_SHIFT)
+            | (window << Self::WINDOW_SHIFT);
         Some(StripeSlot { slot: self.slot_at(table, first), wide: table.wide, word })
     }
 
@@ -562,24 +671,68 @@ impl Stripes {
     /// `range` stores there; `None` otherwise.
     pub(crate) fn claim_of(&self, range: &Range<u64>) -> Option<StripeClaim<'_>> {
         let (first, last) = self.stripes(range);
-        if first == last
-            || last - first >= self.claim_max
-            || self.window(last) != self.window(first)
-        {
+        if first == last {
+            return None;
+        }
+        self.span(range, first, last, self.claim_max)
+    }
+
+    /// The slots of the stripes `range` touches, if they are 1 up to `max` of one window,
+    /// and the words a holder of `range` stores there (as in `claim_of`).
+    pub(crate) fn span_of(&self, range: &Range<u64>, max: u64) -> Option<StripeClaim<'_>> {
+        let (first, last) = self.stripes(range);
+        self.span(range, first, last, max)
+    }
+
+    /// [`span_of`](Self::span_of) for the stripes `first..=last` of `range`.
+    fn span(&self, range: &Range<u64>, first: u64, last: u64, max: u64) -> Option<StripeClaim<'_>> {
+        if last - first >= max || self.window(last) != self.window(first) {
             return None;
         }
         let (window, table) = self.claim_table(first)?;
         let (base, top) = (first << self.shift, last << self.shift);
         let whole = (1 << self.shift) - 1;
-        let window_bits = window << WINDOW_SHIFT;
+        let window_bits = window << Self::WINDOW_SHIFT;
+        let head_end = if first == last { range.end - 1 - base } else { whole };
         Some(StripeClaim {
             first: self.slot_at(table, first),
             len: (last - first + 1) as usize,
             wide: table.wide,
-            head: ((range.start - base) << FIRST_SHIFT) | (whole << LAST_SHIFT) | window_bits,
-            mid: (whole << LAST_SHIFT) | window_bits,
-            tail: ((range.end - 1 - top) << LAST_SHIFT) | window_bits,
+            head: ((range.start - base) << FIRST_SHIFT)
+                | (head_end << Self::LAST_SHIFT)
+                | window_bits,
+            mid: (whole << Self::LAST_SHIFT) | window_bits,
+            tail: ((range.end - 1 - top) << Self::LAST_SHIFT) | window_bits,
         })
+    }
+
+    /// Whether `range` may hold a coarse claim (module docs, "Coarse claims"): the stripe
+    /// table is on and the range spans stripes of at most two windows (so it counts itself
+    /// in slots or in its windows' `wide` counts, which `others_counted` reads).
+    pub(crate) fn coarse_eligible(&self, range: &Range<u64>) -> bool {
+        let (first, last) = self.stripes(range);
+        !self.overflow.is_empty() && last > first && self.window(last) - self.window(first) < 2
+    }
+
+    /// After counting `range` (a [`coarse_eligible`](Self::coarse_eligible) one) and its
+    /// handshake fence: whether a counted party *besides it* may overlap it, that is, a
+    /// count it reads is above its own share: its stripes' slot counts (its own 1 each when
+    /// it counts there: up to [`NARROW`] stripes), its windows' `wide` counts (its own 1
+    /// each otherwise), the lock's `wide` count (never its own).
+    pub(crate) fn others_counted(&self, range: &Range<u64>) -> bool {
+        debug_assert!(self.coarse_eligible(range));
+        let (first, last) = self.stripes(range);
+        let (in_slots, in_wide) = if last - first < NARROW { (1, 0) } else { (0, 1) };
+        let (first_window, last_window) = (self.window(first), self.window(last));
+        // SeqCst: the holder's handshake loads (as in `StripeSlot::counted`).
+        self.wide.load(Ordering::SeqCst) != 0
+            || (first_window..=last_window).any(|w| {
+                let table = self.resolve(w);
+                // SeqCst: as above.
+                table.wide.load(Ordering::SeqCst) > in_wide
+                    || (first.max(w << self.slot_bits)..=last.min(self.last_stripe(w)))
+                        .any(|s| self.slot_at(table, s).counted.load(Ordering::SeqCst) > in_slots)
+            })
     }
 
     /// The window of stripe `stripe` and its table (resolved, created if needed), or `None`
@@ -594,71 +747,10 @@ impl Stripes {
         // A creating `table` is never `None`; `?` says so for free, where `resolve`'s
         // unreachable arm costs the fast path a branch.
         let table = self.table(window, true)?;
-        if window >> WINDOW_BITS != 0 && table.window.is_none() {
+        if window >> Self::WINDOW_BITS != 0 && table.window.is_none() {
             return None;
         }
         Some((window, table))
-    }
-
-    /// Ends an exclusive multi-stripe hold: frees its slots, in order, waking their waiters.
-    ///
-    /// # Safety
-    ///
-    /// `claimed` names slots of this lock's tables that the caller claimed exclusively and
-    /// has not released.
-    #[inline]
-    pub(crate) unsafe fn release_claimed(claimed: Claimed) {
-        for i in 0..claimed.len {
-            // SAFETY: the claim's slots are consecutive in one table, which lives as long as
-            // the lock (the caller's contract); `i < len`.
-            Self::release(unsafe { claimed.first.add(i).as_ref() });
-        }
-    }
-
-    /// Ends a shared multi-stripe hold: leaves its slots, in order (see `release_shared`).
-    ///
-    /// # Safety
-    ///
-    /// `claimed` names slots of this lock's tables that the caller joined as a reader and
-    /// has not left.
-    #[inline]
-    pub(crate) unsafe fn release_claimed_shared(claimed: Claimed) {
-        for i in 0..claimed.len {
-            // SAFETY: as in `release_claimed`.
-            Self::release_shared(unsafe { claimed.first.add(i).as_ref() });
-        }
-    }
-
-    /// Frees a claimed slot (release or retraction) and wakes its waiters.
-    #[inline]
-    pub(crate) fn release(slot: &Slot) {
-        let old = wait::end_use(&slot.word, FREE);
-        wait::wake(&slot.word, old);
-    }
-
-    /// Ends one reader's hold of a shared slot (release or retraction): the last reader
-    /// frees the slot and wakes its waiters; the others leave the hull as it is.
-    #[inline]
-    pub(crate) fn release_shared(slot: &Slot) {
-        // Relaxed: the CAS below reads the latest value.
-        let mut cur = slot.word.load(Ordering::Relaxed);
-        loop {
-            debug_assert!(cur & SHARED != 0 && cur & COUNT_MASK != 0, "a reader of a shared slot");
-            // The last reader frees the slot; a CAS, not a swap: a reader may join at once.
-            let next = if cur & COUNT_MASK == COUNT_ONE { FREE } else { cur - COUNT_ONE };
-            // Release: the reader's critical section happens before whoever reads the word
-            // after it (a writer that finds the slot free reads this value or a later one of
-            // its release sequence). The RMW reads the waiters' flags (see `wait`).
-            match slot.word.compare_exchange_weak(cur, next, Ordering::Release, Ordering::Relaxed) {
-                Ok(_) => {
-                    if next == FREE {
-                        wait::wake(&slot.word, cur);
-                    }
-                    return;
-                }
-                Err(now) => cur = now,
-            }
-        }
     }
 
     /// Counts a party (list writer or reader) of `range`, before it becomes visible.
@@ -719,6 +811,13 @@ impl Stripes {
         mode: Mode,
         _guard: &Guard<'_>,
     ) -> Conflict {
+        self.overlapping_slots(range, mode)
+    }
+
+    /// [`overlapping`](Self::overlapping) without a guard: slots are never freed while the
+    /// lock lives, so reading them needs none (the guard of `overlapping` only says where
+    /// callers run it).
+    pub(crate) fn overlapping_slots(&self, range: &Range<u64>, mode: Mode) -> Conflict {
         if self.overflow.is_empty() {
             return Conflict::None;
         }
@@ -777,10 +876,10 @@ impl Stripes {
         if word & FREE != 0 || (word & SHARED != 0 && mode == Mode::Shared) {
             return Conflict::None;
         }
-        let window = table.window.unwrap_or(word >> WINDOW_SHIFT);
+        let window = table.window.unwrap_or(word >> Self::WINDOW_SHIFT);
         let base = ((window << self.slot_bits) | (stripe & self.slot_mask as u64)) << self.shift;
-        let holder = base + ((word >> FIRST_SHIFT) & OFFSET_MASK)
-            ..base + ((word >> LAST_SHIFT) & OFFSET_MASK) + 1;
+        let holder = base + ((word >> FIRST_SHIFT) & Self::OFFSET_MASK)
+            ..base + ((word >> Self::LAST_SHIFT) & Self::OFFSET_MASK) + 1;
         if overlaps(&holder, range) {
             Conflict::Held(Ticket::new(&slot.word, word))
         } else {
@@ -805,7 +904,7 @@ impl StripeSlot<'_> {
     /// Whether a counted party may overlap the claimed stripe (a stripe holder's check,
     /// after its claim and `handshake_fence`).
     #[inline]
-    pub(crate) fn counted(&self, stripes: &Stripes) -> bool {
+    pub(crate) fn counted<const B: u32>(&self, stripes: &Stripes<B>) -> bool {
         // SeqCst: the stripe holder's handshake loads; pair with the SeqCst increments in
         // `count`, which precede the party's link or announcement and its fence. Acquire: a
         // zero written by `uncount` publishes the party's critical section.
@@ -850,7 +949,7 @@ impl StripeClaim<'_> {
     pub(crate) fn claim_shared(&self) -> bool {
         for i in 0..self.len {
             if !join_shared(self.slot(i), self.word(i)) {
-                (0..i).for_each(|j| Stripes::release_shared(self.slot(j)));
+                (0..i).for_each(|j| self.slot(j).release_shared());
                 return false;
             }
         }
@@ -864,7 +963,7 @@ impl StripeClaim<'_> {
     pub(crate) fn claim(&self) -> bool {
         for i in 0..self.len {
             if !claim_slot(self.slot(i), self.word(i)) {
-                (0..i).for_each(|j| Stripes::release(self.slot(j)));
+                (0..i).for_each(|j| self.slot(j).release());
                 return false;
             }
         }
@@ -873,7 +972,7 @@ impl StripeClaim<'_> {
 
     /// Whether a counted party may overlap the claimed stripes (a stripe holder's check,
     /// after its claim and `handshake_fence`).
-    pub(crate) fn counted(&self, stripes: &Stripes) -> bool {
+    pub(crate) fn counted<const B: u32>(&self, stripes: &Stripes<B>) -> bool {
         // SeqCst: as in `StripeSlot::counted`.
         (0..self.len).any(|i| self.slot(i).counted.load(Ordering::SeqCst) != 0)
             || self.wide.load(Ordering::SeqCst) != 0
@@ -936,7 +1035,7 @@ pub(crate) fn word_of(slot: NonNull<Slot>) -> u64 {
     unsafe { slot.as_ref() }.word.load(Ordering::Relaxed)
 }
 
-impl Drop for Stripes {
+impl<const B: u32> Drop for Stripes<B> {
     fn drop(&mut self) {
         let len = self.len();
         for table in self.window_tables() {

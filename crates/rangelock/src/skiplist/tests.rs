@@ -374,8 +374,13 @@ fn ranges_held_in_one_window_leave_another_windows_stripes_fast() {
 #[test]
 fn a_full_window_directory_sends_later_windows_to_the_shared_table() {
     // Stripes of 4 units, windows of 4 stripes (16 units), two window tables; only ranges
-    // inside one stripe claim slots.
-    let raw = RangeLock::builder().stripes(2, 4).windows(2).claim_stripes(1).build_raw();
+    // inside one stripe claim slots (no multi-stripe or coarse claims).
+    let raw = RangeLock::builder()
+        .stripes(2, 4)
+        .windows(2)
+        .claim_stripes(1)
+        .coarse_claims(false)
+        .build_raw();
     let (a, ka) = raw_kind(&raw, 0..4); // window 0: a table of its own
     let (b, kb) = raw_kind(&raw, 16..20); // window 1: the second
     let (c, kc) = raw_kind(&raw, 32..36); // window 2: overflow slot 0
@@ -660,11 +665,11 @@ fn a_range_over_a_few_stripes_claims_each_slot_with_its_exact_piece() {
 
 #[test]
 fn ranges_past_the_claim_limit_or_a_window_take_the_list() {
-    let raw = sixteen_unit_stripes();
+    let raw = RangeLock::builder().stripes(4, 8).windows(2).coarse_claims(false).build_raw();
     let (a, ka) = raw_kind(&raw, 0..129); // 9 stripes
     let (b, kb) = raw_kind(&raw, 250..260); // stripes 15 and 16: windows 1 and 2
     assert!(matches!(ka, Kind::List(_)) && matches!(kb, Kind::List(_)), "{ka:?} {kb:?}");
-    let one = RangeLock::builder().stripes(4, 8).claim_stripes(1).build_raw();
+    let one = RangeLock::builder().stripes(4, 8).claim_stripes(1).coarse_claims(false).build_raw();
     let (c, kc) = raw_kind(&one, 10..20);
     assert!(matches!(kc, Kind::List(_)), "claims of one stripe only: {kc:?}");
     // SAFETY: this lock's tokens, released once.
@@ -721,6 +726,69 @@ fn readers_of_one_multi_stripe_range_share_its_slots() {
     }
     let (e, ke) = raw_kind(&raw, 10..50);
     assert!(matches!(ke, Kind::Stripes(_)), "the last readers freed every slot: {ke:?}");
+    // SAFETY: as above.
+    unsafe { raw.unlock(e) };
+}
+
+#[test]
+fn a_range_too_wide_for_a_claim_holds_its_coarse_slot_exactly() {
+    // Coarse stripes of 64 x 16 = 1024 units, 2 slots a table.
+    let raw = sixteen_unit_stripes();
+    let (wide, kind) = raw_kind(&raw, 0..129); // 9 stripes, windows 0 and 1
+    assert!(matches!(kind, Kind::Coarse(Claimed { len: 1, .. }, 0, 129)), "{kind:?}");
+    // Holders next to it: a stripe holder of window 1 (counted over, so it searches, and
+    // reads the coarse piece exactly).
+    let before = slow_checks();
+    let (beside, kb) = raw_kind(&raw, 129..140);
+    assert!(matches!(kb, Kind::Stripe(_)) && slow_checks() > before, "{kb:?}");
+    for taken in [128..129, 0..1, 60..70, 100..200] {
+        assert!(raw.try_lock(taken.clone(), Mode::Exclusive).is_none(), "{taken:?}");
+        assert!(raw.try_lock(taken.clone(), Mode::Shared).is_none(), "{taken:?}");
+    }
+    // Another wide range in the same coarse stripe: its claim fails, the list path reads
+    // the coarse piece and holds beside it.
+    let (other, ko) = raw_kind(&raw, 300..500);
+    assert!(matches!(ko, Kind::List(_)), "{ko:?}");
+    // SAFETY: this lock's tokens, released once.
+    unsafe {
+        raw.unlock(other);
+        raw.unlock(beside);
+        raw.unlock(wide);
+    }
+    // Uncounted: a stripe holder of window 0 is fast again.
+    let before = slow_checks();
+    let (again, _) = raw_kind(&raw, 20..30);
+    assert_eq!(slow_checks(), before);
+    // SAFETY: as above.
+    unsafe { raw.unlock(again) };
+    let _all = raw.try_lock(0..u64::MAX, Mode::Exclusive).expect("everything released");
+}
+
+#[test]
+fn coarse_readers_share_and_exclude_writers() {
+    let raw = sixteen_unit_stripes();
+    let shared = |range: Range<u64>| {
+        let token = raw.try_lock(range.clone(), Mode::Shared).expect("free for readers");
+        let kind = token.0;
+        (token, kind)
+    };
+    let (a, ka) = shared(0..250);
+    let (b, kb) = shared(0..250); // joins the same coarse piece
+    assert!(matches!(ka, Kind::CoarseShared(..)) && ka == kb, "{ka:?} {kb:?}");
+    let (c, _) = shared(10..20); // a reader inside: fine slot
+    assert!(raw.try_lock(249..250, Mode::Exclusive).is_none());
+    assert!(raw.try_lock(0..1000, Mode::Exclusive).is_none());
+    let w = raw.try_lock(250..251, Mode::Exclusive).expect("beside the readers");
+    // SAFETY: this lock's tokens, released once.
+    unsafe {
+        raw.unlock(w);
+        raw.unlock(a);
+        raw.unlock(c);
+        assert!(raw.try_lock(200..210, Mode::Exclusive).is_none(), "one reader is left");
+        raw.unlock(b);
+    }
+    let (e, ke) = raw_kind(&raw, 0..250);
+    assert!(matches!(ke, Kind::Coarse(..)), "the last reader freed the coarse slot: {ke:?}");
     // SAFETY: as above.
     unsafe { raw.unlock(e) };
 }
