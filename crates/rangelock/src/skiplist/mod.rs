@@ -600,12 +600,11 @@ enum Kind {
     StripeShared(NonNull<stripes::Slot>),
     /// Shared, one of the readers of each of these slots of its few stripes: no node.
     StripesShared(stripes::Claimed),
-    /// Exclusive, these slots of the coarse table, and counted (as a list writer is) over
-    /// `start..end`.
-    Coarse(stripes::Claimed, u64, u64),
-    /// Shared, one of the readers of each of these slots of the coarse table, and counted
-    /// over `start..end`.
-    CoarseShared(stripes::Claimed, u64, u64),
+    /// Exclusive, `start..end` on the coarse table (its slots found again from the range
+    /// at release: resolutions never change) and counted as a list writer is.
+    Coarse(u64, u64),
+    /// Shared, `start..end` as one of the readers of its coarse slots, and counted.
+    CoarseShared(u64, u64),
     /// Shared, this node announced in the reader table.
     Shared(NonNull<Node>),
 }
@@ -777,8 +776,8 @@ impl SkipList {
             let claimed = claim.claimed();
             if free {
                 return Some(SkipToken(match mode {
-                    Mode::Exclusive => Kind::Coarse(claimed, range.start, range.end),
-                    Mode::Shared => Kind::CoarseShared(claimed, range.start, range.end),
+                    Mode::Exclusive => Kind::Coarse(range.start, range.end),
+                    Mode::Shared => Kind::CoarseShared(range.start, range.end),
                 }));
             }
             // SAFETY: the slots are ours, claimed (or joined) above.
@@ -791,6 +790,24 @@ impl SkipList {
         }
         self.stripes.uncount(range);
         None
+    }
+
+    /// Ends a coarse hold of `range` in `mode`: frees (or leaves) its coarse slots, found
+    /// again from the range, then uncounts it.
+    #[inline(never)]
+    fn release_coarse(&self, range: Range<u64>, mode: Mode) {
+        let claim = self.coarse.span_of(&range, stripes::COARSE_CLAIM);
+        let Some(claim) = claim else { unreachable!("a coarse hold's range resolves as it did") };
+        // SAFETY: a coarse token's range was claimed (or joined) in `mode` on these slots
+        // (resolutions never change while the lock lives) and is released once, here.
+        unsafe {
+            match mode {
+                Mode::Exclusive => stripes::release_claimed(claim.claimed()),
+                Mode::Shared => stripes::release_claimed_shared(claim.claimed()),
+            }
+        }
+        // Uncounted after the hold is gone (module docs of `stripes`).
+        self.stripes.uncount(&range);
     }
 
     /// A shared acquisition: the stripe slot if it can be had, else the reader table. Not
@@ -1137,17 +1154,8 @@ unsafe impl RawRangeLock for SkipList {
             Kind::Stripes(claimed) => unsafe { stripes::release_claimed(claimed) },
             // SAFETY: as above; we are one of each slot's readers.
             Kind::StripesShared(claimed) => unsafe { stripes::release_claimed_shared(claimed) },
-            Kind::Coarse(claimed, start, end) => {
-                // SAFETY: as above, for each of the token's coarse slots.
-                unsafe { stripes::release_claimed(claimed) };
-                // Uncounted after the hold is gone (module docs of `stripes`).
-                self.stripes.uncount(&(start..end));
-            }
-            Kind::CoarseShared(claimed, start, end) => {
-                // SAFETY: as above; we are one of each coarse slot's readers.
-                unsafe { stripes::release_claimed_shared(claimed) };
-                self.stripes.uncount(&(start..end));
-            }
+            Kind::Coarse(start, end) => self.release_coarse(start..end, Mode::Exclusive),
+            Kind::CoarseShared(start, end) => self.release_coarse(start..end, Mode::Shared),
             Kind::Shared(node) => self.release_shared(node),
         }
     }
