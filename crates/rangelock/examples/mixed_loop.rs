@@ -6,7 +6,8 @@
 //! `b` uniform in `octaves`, default `0..20`, then a length in `2^b..2^(b+1)`) at a uniform
 //! position of a 2^40-unit domain, exclusively with probability `exclusive_pct` % (default
 //! 20), writes (exclusive) or reads (shared) 256 bytes of a per-thread buffer, and unlocks.
-//! `variant`: `rangelock` (default), `rangelock-list`, `kernel-tree`, `segments` (the
+//! `variant`: `rangelock` (default), `separate` (each thread on a `rangelock` of its own:
+//! what sharing one lock costs), `rangelock-list`, `kernel-tree`, `segments` (the
 //! suite's `segments-256Ki`: 2^22 segments of 256 Ki units) or `none` (no lock: the loop
 //! alone). `RANGELOCK_CLAIM_STRIPES=n` sets `rangelock`'s `claim_stripes`,
 //! `RANGELOCK_NO_COARSE=1` turns its coarse claims off. `octaves` is `lo..hi` (e.g. `14..20` for the ranges that span stripes).
@@ -71,12 +72,23 @@ fn run_thread<R: RawRangeLock>(lock: &Lock<R>, shape: &Shape, index: u64) {
 
 /// Runs the loop on `threads` threads sharing `lock` and prints ns/op.
 fn run<R: RawRangeLock>(name: &str, lock: &Lock<R>, shape: &Shape, threads: u64) {
+    run_each(name, |_| lock, shape, threads);
+}
+
+/// Runs the loop on `threads` threads, thread `t` on `lock_of(t)`, and prints ns/op.
+fn run_each<'a, R: RawRangeLock + 'a>(
+    name: &str,
+    lock_of: impl Fn(u64) -> &'a Lock<R> + Sync,
+    shape: &Shape,
+    threads: u64,
+) {
     let started = Instant::now();
     std::thread::scope(|s| {
         for t in 1..threads {
-            s.spawn(move || run_thread(lock, shape, t));
+            let lock_of = &lock_of;
+            s.spawn(move || run_thread(lock_of(t), shape, t));
         }
-        run_thread(lock, shape, 0);
+        run_thread(lock_of(0), shape, 0);
     });
     let ns = started.elapsed().as_nanos() as f64 / (shape.ops * threads) as f64;
     println!(
@@ -133,6 +145,10 @@ fn main() {
         }
         "rangelock-list" => {
             run("rangelock-list", &RangeLock::builder().stripes(0, 0).build(), &shape, threads)
+        }
+        "separate" => {
+            let locks: Vec<RangeLock> = (0..threads).map(|_| RangeLock::new()).collect();
+            run_each("separate", |t| &locks[t as usize], &shape, threads)
         }
         "kernel-tree" => run("kernel-tree", &Lock::from_raw(KernelTree::new()), &shape, threads),
         "segments" => {

@@ -770,9 +770,10 @@ impl SkipList {
         };
         if claimed {
             readers::handshake_fence();
-            let free = matches!(self.stripes.overlapping_slots(range, mode), Conflict::None)
-                && (!self.stripes.others_counted(range)
-                    || self.stripe_is_free_slow(range, mode, wait, false));
+            let free = match self.stripes.coarse_view(range, mode) {
+                Ok(others) => !others || self.stripe_is_free_slow(range, mode, wait, false),
+                Err(_) => false,
+            };
             let claimed = claim.claimed();
             if free {
                 return Some(SkipToken(match mode {

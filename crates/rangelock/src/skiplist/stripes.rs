@@ -714,25 +714,38 @@ impl<const B: u32> Stripes<B> {
         !self.overflow.is_empty() && last > first && self.window(last) - self.window(first) < 2
     }
 
-    /// After counting `range` (a [`coarse_eligible`](Self::coarse_eligible) one) and its
-    /// handshake fence: whether a counted party *besides it* may overlap it, that is, a
-    /// count it reads is above its own share: its stripes' slot counts (its own 1 each when
-    /// it counts there: up to [`NARROW`] stripes), its windows' `wide` counts (its own 1
-    /// each otherwise), the lock's `wide` count (never its own).
-    pub(crate) fn others_counted(&self, range: &Range<u64>) -> bool {
+    /// A coarse holder's check, after counting `range` (a
+    /// [`coarse_eligible`](Self::coarse_eligible) one), claiming its coarse slots and its
+    /// handshake fence, in one pass over the slots of its stripes: a stripe holder in its
+    /// way (`Err`, as `overlapping` finds it), else whether a counted party *besides it*
+    /// may overlap it (`Ok(true)`): a count it reads above its own share, that is, its
+    /// stripes' slot counts (its own 1 each when it counts there: up to [`NARROW`]
+    /// stripes), its windows' `wide` counts (its own 1 each otherwise), the lock's `wide`
+    /// count (never its own).
+    pub(crate) fn coarse_view(&self, range: &Range<u64>, mode: Mode) -> Result<bool, Conflict> {
         debug_assert!(self.coarse_eligible(range));
         let (first, last) = self.stripes(range);
         let (in_slots, in_wide) = if last - first < NARROW { (1, 0) } else { (0, 1) };
-        let (first_window, last_window) = (self.window(first), self.window(last));
-        // SeqCst: the holder's handshake loads (as in `StripeSlot::counted`).
-        self.wide.load(Ordering::SeqCst) != 0
-            || (first_window..=last_window).any(|w| {
-                let table = self.resolve(w);
-                // SeqCst: as above.
-                table.wide.load(Ordering::SeqCst) > in_wide
-                    || (first.max(w << self.slot_bits)..=last.min(self.last_stripe(w)))
-                        .any(|s| self.slot_at(table, s).counted.load(Ordering::SeqCst) > in_slots)
-            })
+        // SeqCst (every load here): the holder's handshake loads, after its fence; pair
+        // with the SeqCst claims of stripe holders and the SeqCst increments of `count`.
+        let mut others = self.wide.load(Ordering::SeqCst) != 0;
+        for w in self.window(first)..=self.window(last) {
+            // The table exists: our own count created it.
+            let table = self.resolve(w);
+            others |= table.wide.load(Ordering::SeqCst) > in_wide;
+            for s in first.max(w << self.slot_bits)..=last.min(self.last_stripe(w)) {
+                let slot = self.slot_at(table, s);
+                let word = slot.word.load(Ordering::SeqCst);
+                if word & FREE == 0 {
+                    if let held @ Conflict::Held(_) = self.check_word(table, s, word, range, mode)
+                    {
+                        return Err(held);
+                    }
+                }
+                others |= slot.counted.load(Ordering::SeqCst) > in_slots;
+            }
+        }
+        Ok(others)
     }
 
     /// The window of stripe `stripe` and its table (resolved, created if needed), or `None`
@@ -873,6 +886,21 @@ impl<const B: u32> Stripes<B> {
         let slot = self.slot_at(table, stripe);
         // SeqCst: the list writer's or reader's handshake load; pairs with the SeqCst claim.
         let word = slot.word.load(Ordering::SeqCst);
+        self.check_word(table, stripe, word, range, mode)
+    }
+
+    /// [`check`](Self::check) of the word `word` read from stripe `stripe`'s slot of
+    /// `table`.
+    #[inline]
+    fn check_word(
+        &self,
+        table: Table<'_>,
+        stripe: u64,
+        word: u64,
+        range: &Range<u64>,
+        mode: Mode,
+    ) -> Conflict {
+        let slot = self.slot_at(table, stripe);
         if word & FREE != 0 || (word & SHARED != 0 && mode == Mode::Shared) {
             return Conflict::None;
         }
