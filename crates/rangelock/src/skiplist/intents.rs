@@ -1,14 +1,14 @@
 //! Intents: how a list writer that cannot link yet keeps its place against newcomers.
 //!
 //! A list writer links its node only when no unmarked node of the list overlaps it; until
-//! then it waits for one conflicting holder at a time. Readers cannot get ahead of it (they
-//! do not block its insertion, and once it is linked they back off from it), but *list
-//! writers* can: a wide writer whose range keeps meeting some newly linked node of another
-//! writer could wait forever. (Exclusive stripe holders do not block its insertion either,
-//! but a holder of several stripes may be one of the ranges it waits for after linking, so
-//! they respect intents too: the waiting writer is counted, so an overlapping stripe holder
-//! takes its slow check, which looks for an intent over its range and retracts to the list
-//! path if there is one.) So after its first failed insertion a
+//! then it waits for one conflicting holder at a time. Stripe holders (of one stripe, of a
+//! few, or of coarse stripes) and readers cannot get ahead of it (they do not block its
+//! insertion, which meets list nodes only, and once it is linked they back off from it),
+//! but *list writers* can: a wide writer whose range keeps meeting some newly linked node
+//! of another writer could wait forever. (Making stripe holders defer to intents too was
+//! tried: it bought no bound the link does not already give, and under contention it sent
+//! them to park behind waiting writers: `contended` at 2 threads, 100 % exclusive, fell
+//! from 11.7M to 5.7M ops/s, with a p99.9 of 53 µs.) So after its first failed insertion a
 //! writer publishes an **intent**: its range and its node, under an arrival number. Before
 //! each insertion attempt, a list writer looks for an intent that overlaps its range and is
 //! older than its own (any intent, if it has none), and if there is one it waits for that

@@ -177,9 +177,8 @@
 //!   shared hold waits forever (`try_lock` fails, a timeout expires); downgrade exists.
 //! - Before it links, a list writer is ordered by its *intent* (`intents`): at its first
 //!   wait it publishes its range under an arrival number, and list writers that arrive
-//!   later wait for it as if it were linked; so do exclusive stripe holders (the writer is
-//!   counted from its start, so an overlapping stripe holder searches, finds the intent and
-//!   retracts), and readers cannot delay its insertion and back off once it is linked. So a wide writer is overtaken only by the
+//!   later wait for it as if it were linked (stripe holders, of any width, and readers
+//!   cannot delay its insertion, and back off once it is linked). So a wide writer is overtaken only by the
 //!   writers already past their check when it published, and by older intents, at most a
 //!   few per thread (`a_waiting_wide_writer_is_overtaken_a_bounded_number_of_times`: 0 in
 //!   40 rounds against 3 threads locking parts of its range, 150 to 1271 with the check
@@ -752,8 +751,8 @@ impl SkipList {
     /// The coarse path for a range too wide for a stripe claim: count it (as a list writer
     /// or reader counts itself), claim (or join) the slots of its one or two coarse
     /// stripes, never waiting, then after the handshake fence look for stripe holders in
-    /// its stripes and, if another party is counted over it, search the list, the reader
-    /// table and the intents. On any conflict it retracts (frees the coarse slots, waking
+    /// its stripes and, if another party is counted over it, search the list and the
+    /// reader table. On any conflict it retracts (frees the coarse slots, waking
     /// their waiters, and uncounts) and the range takes the list path. Module docs of
     /// `stripes`, "Coarse claims".
     #[inline(never)]
@@ -840,14 +839,6 @@ impl SkipList {
     ) -> bool {
         #[cfg(all(test, not(loom)))]
         tests::SLOW_CHECKS.with(|c| c.set(c.get() + 1));
-        // A list writer's published intent over our range counts as a conflict too: the
-        // list path waits for it, so a stripe holder gets ahead of a waiting list writer no
-        // more than a list writer does (`intents`).
-        if mode == Mode::Exclusive
-            && self.intents.older_overlapping(range, intents::Own::default()).is_some()
-        {
-            return false;
-        }
         // A full epoch table counts as a conflict: retract, and let the list path wait (or
         // give up) as `wait` says.
         // A coarse holder over our range (counted, so we are here): stripe holders check the

@@ -41,8 +41,7 @@
 //!    waiting (a taken slot: it frees what it took, uncounts, and takes the list path);
 //! 3. after the handshake fence it checks the stripe table's slots of its stripes (as a
 //!    list writer does after linking), and reads the counts it added to: one above its own
-//!    share (`others_counted`) sends it to the search of the list, the reader table and the
-//!    intents;
+//!    share (`coarse_view`) sends it to the search of the list and the reader table;
 //! 4. on any conflict it retracts: frees its coarse slots (waking their waiters), uncounts,
 //!    and takes the list path. Its release frees the coarse slots, then uncounts.
 //!
@@ -66,9 +65,7 @@
 //!
 //! - a *stripe holder* claims its slot (or slots), then (after the handshake fence) reads
 //!   the slot's count (each slot's), its table's `wide` count and the lock's `wide` count,
-//!   and only if one is not zero searches the list, the reader table and the intents (a
-//!   list writer waiting to link, `intents`: an exclusive holder defers to it, as list
-//!   writers do);
+//!   and only if one is not zero searches the list and the reader table;
 //! - a *counted party* (a list writer or a reader) counts itself first: in the slot of
 //!   each stripe its range touches (up to [`NARROW`] stripes), or in the `wide` count of
 //!   each window table its range touches (up to [`NARROW_WINDOWS`] windows), or in the
@@ -708,7 +705,7 @@ impl<const B: u32> Stripes<B> {
 
     /// Whether `range` may hold a coarse claim (module docs, "Coarse claims"): the stripe
     /// table is on and the range spans stripes of at most two windows (so it counts itself
-    /// in slots or in its windows' `wide` counts, which `others_counted` reads).
+    /// in slots or in its windows' `wide` counts, which `coarse_view` reads).
     pub(crate) fn coarse_eligible(&self, range: &Range<u64>) -> bool {
         let (first, last) = self.stripes(range);
         !self.overflow.is_empty() && last > first && self.window(last) - self.window(first) < 2
@@ -737,8 +734,7 @@ impl<const B: u32> Stripes<B> {
                 let slot = self.slot_at(table, s);
                 let word = slot.word.load(Ordering::SeqCst);
                 if word & FREE == 0 {
-                    if let held @ Conflict::Held(_) = self.check_word(table, s, word, range, mode)
-                    {
+                    if let held @ Conflict::Held(_) = self.check_word(table, s, word, range, mode) {
                         return Err(held);
                     }
                 }
