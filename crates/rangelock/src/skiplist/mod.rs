@@ -279,12 +279,15 @@
 //!
 //!   | hold                | instructions | atomic RMWs | fences (x86) | lines written |
 //!   |---------------------|-------------:|------------:|-------------:|--------------:|
-//!   | exclusive, stripe   | 131 (was 248)| 2 (CAS, swap) | 0          | 1 (the slot)  |
-//!   | shared, stripe      | 163 (was 735)| 2 (CAS, CAS)  | 0          | 1 (the slot)  |
+//!   | exclusive, stripe   | 137 (was 248)| 2 (CAS, swap) | 0          | 1 (the slot)  |
+//!   | shared, stripe      | 178 (was 735)| 2 (CAS, CAS)  | 0          | 1 (the slot)  |
 //!   | `segments` (1 KiB)  | 122 / 127    | 2 (CAS, CAS/store) | 0     | 1             |
 //!
 //!   The loads besides: the directory's home entry (key and table), the slot's count, the
 //!   table's and the lock's `wide` counts, all on lines nobody writes in the common case.
+//!   (Multi-stripe and coarse claims cost the one-stripe path 6 instructions exclusive and
+//!   15 shared, from 131 and 163: the token grew from 16 to 24 bytes, unlock matches two
+//!   more kinds, and the shared CAS starts from a guessed free word.)
 //!   The two RMWs are the floor for a lock whose waiters park: the release must read the
 //!   word it frees in one RMW to know whether to wake anyone. (Before node-free stripes a
 //!   stripe hold also took a node from a pool shard and retired it: 2 more RMWs and a
