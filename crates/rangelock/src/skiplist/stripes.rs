@@ -730,11 +730,19 @@ impl<const B: u32> Stripes<B> {
             // The table exists: our own count created it.
             let table = self.resolve(w);
             others |= table.wide.load(Ordering::SeqCst) > in_wide;
-            for s in first.max(w << self.slot_bits)..=last.min(self.last_stripe(w)) {
-                let slot = self.slot_at(table, s);
+            let (lo, hi) = (first.max(w << self.slot_bits), last.min(self.last_stripe(w)));
+            let lo_slot: *const Slot = self.slot_at(table, lo);
+            // (An exclusive range: `RangeInclusive` iterates slower.)
+            for i in 0..(hi - lo + 1) as usize {
+                // SAFETY: stripes `lo..=hi` lie in window `w`, whose slots are consecutive
+                // in `table` (slot = stripe mod slots), so `lo_slot + i` is `lo + i`'s.
+                let slot = unsafe { &*lo_slot.add(i) };
                 let word = slot.word.load(Ordering::SeqCst);
                 if word & FREE == 0 {
-                    if let held @ Conflict::Held(_) = self.check_word(table, s, word, range, mode) {
+                    let stripe = lo + i as u64;
+                    if let held @ Conflict::Held(_) =
+                        self.check_word(table, stripe, word, range, mode)
+                    {
                         return Err(held);
                     }
                 }
@@ -794,7 +802,7 @@ impl<const B: u32> Stripes<B> {
         if last - first < NARROW {
             // One resolution per window, not per stripe (a resolution may probe).
             let mut table = self.resolve(self.window(first));
-            for s in first..=last {
+            for s in first..last + 1 {
                 if s != first && s & self.slot_mask as u64 == 0 {
                     table = self.resolve(self.window(s));
                 }
@@ -804,7 +812,7 @@ impl<const B: u32> Stripes<B> {
         }
         let (first, last) = (self.window(first), self.window(last));
         if last - first < NARROW_WINDOWS {
-            for w in first..=last {
+            for w in first..last + 1 {
                 f(self.resolve(w).wide);
             }
         } else {
@@ -841,7 +849,7 @@ impl<const B: u32> Stripes<B> {
             (first_window..=last_window).find_map(|w| {
                 let table = self.table(w, false)?; // a lookup: `None` is "no table yet"
                 let (lo, hi) = (first.max(w << self.slot_bits), last.min(self.last_stripe(w)));
-                (lo..=hi).map(|s| self.check(table, s, range, mode)).find(is_held)
+                (lo..hi + 1).map(|s| self.check(table, s, range, mode)).find(is_held)
             })
         };
         found.unwrap_or(Conflict::None)
