@@ -12,6 +12,11 @@
 //! alone). `RANGELOCK_CLAIM_STRIPES=n` sets `rangelock`'s `claim_stripes`,
 //! `RANGELOCK_NO_COARSE=1` turns its coarse claims off. `octaves` is `lo..hi` (e.g. `14..20` for the ranges that span stripes).
 
+#[path = "common/no_lock.rs"]
+mod no_lock;
+
+use no_lock::NoLock;
+
 use std::hint::black_box;
 use std::ops::Range;
 use std::time::Instant;
@@ -98,29 +103,6 @@ fn run_each<'a, R: RawRangeLock + 'a>(
         shape.octaves,
         1e3 / ns
     );
-}
-
-/// No lock: every acquisition succeeds at once (the loop's own cost).
-#[derive(Debug)]
-struct NoLock;
-
-// SAFETY: not a lock at all: only the `none` ceiling uses it, whose critical sections touch
-// per-thread buffers only.
-unsafe impl RawRangeLock for NoLock {
-    type Token = ();
-    const NAME: &'static str = "none";
-    #[inline]
-    fn try_lock(&self, _: Range<u64>, _: Mode) -> Option<()> {
-        Some(())
-    }
-    #[inline]
-    fn lock(&self, _: Range<u64>, _: Mode) {}
-    #[inline]
-    fn lock_until(&self, _: Range<u64>, _: Mode, _: Instant) -> Option<()> {
-        Some(())
-    }
-    #[inline]
-    unsafe fn unlock(&self, _: ()) {}
 }
 
 fn main() {

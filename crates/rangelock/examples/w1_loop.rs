@@ -15,6 +15,11 @@
 //! its ranges shared (the cost of a shared hold); `variant` `none` runs the loop with no
 //! lock at all (the ceiling).
 
+#[path = "common/no_lock.rs"]
+mod no_lock;
+
+use no_lock::NoLock;
+
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -82,29 +87,6 @@ fn run<'a, R: RawRangeLock + 'a>(
         "{name}: {threads} x {ops} ops with {held} held, {ns:.1} ns/op, {:.2}M ops/s",
         1e3 / ns
     );
-}
-
-/// No lock: every acquisition succeeds at once (the loop's own cost).
-#[derive(Debug)]
-struct NoLock;
-
-// SAFETY: not a lock at all: only `w1_loop`'s `none` ceiling uses it, whose threads work on
-// disjoint shares and never overlap.
-unsafe impl RawRangeLock for NoLock {
-    type Token = ();
-    const NAME: &'static str = "none";
-    #[inline]
-    fn try_lock(&self, _: std::ops::Range<u64>, _: rangelock::Mode) -> Option<()> {
-        Some(())
-    }
-    #[inline]
-    fn lock(&self, _: std::ops::Range<u64>, _: rangelock::Mode) {}
-    #[inline]
-    fn lock_until(&self, _: std::ops::Range<u64>, _: rangelock::Mode, _: Instant) -> Option<()> {
-        Some(())
-    }
-    #[inline]
-    unsafe fn unlock(&self, _: ()) {}
 }
 
 /// [`run`] with every thread on `lock`.
