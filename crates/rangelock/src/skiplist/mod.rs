@@ -688,11 +688,7 @@ impl SkipList {
         let Some(stripe) = self.stripes.slot_of(range) else {
             return self.claim_attempt(range, mode, wait);
         };
-        let claimed = match mode {
-            Mode::Exclusive => stripe.claim(),
-            Mode::Shared => stripe.claim_shared(),
-        };
-        if !claimed {
+        if !stripe.claim(mode) {
             return None;
         }
         // The common case reaches no node, so it needs no epoch guard: no counted party may
@@ -708,11 +704,7 @@ impl SkipList {
         // Retract: whoever waits on the slot sees it free (or its count lower) and looks
         // again.
         // SAFETY: `slot` is ours, claimed (or joined) above.
-        let slot = unsafe { slot.as_ref() };
-        match mode {
-            Mode::Exclusive => slot.release(),
-            Mode::Shared => slot.release_shared(),
-        }
+        unsafe { slot.as_ref() }.release_in(mode);
         None
     }
 
@@ -725,11 +717,7 @@ impl SkipList {
         let Some(claim) = self.stripes.claim_of(range) else {
             return self.coarse_attempt(range, mode, wait);
         };
-        let claimed = match mode {
-            Mode::Exclusive => claim.claim(),
-            Mode::Shared => claim.claim_shared(),
-        };
-        if !claimed {
+        if !claim.claim(mode) {
             return None;
         }
         readers::handshake_fence();
@@ -742,12 +730,7 @@ impl SkipList {
         }
         // Retract, as for one slot.
         // SAFETY: the slots are ours, claimed (or joined) above.
-        unsafe {
-            match mode {
-                Mode::Exclusive => stripes::release_claimed(claimed),
-                Mode::Shared => stripes::release_claimed_shared(claimed),
-            }
-        }
+        unsafe { stripes::release_claimed(claimed, mode) };
         None
     }
 
@@ -766,11 +749,7 @@ impl SkipList {
         let claim = self.coarse.span_of(range, stripes::COARSE_CLAIM)?;
         // Counted before the claim makes the hold visible; uncounted after it is gone.
         self.stripes.count(range);
-        let claimed = match mode {
-            Mode::Exclusive => claim.claim(),
-            Mode::Shared => claim.claim_shared(),
-        };
-        if claimed {
+        if claim.claim(mode) {
             readers::handshake_fence();
             let free = match self.stripes.coarse_view(range, mode) {
                 Ok(others) => !others || self.stripe_is_free_slow(range, mode, wait, false),
@@ -784,12 +763,7 @@ impl SkipList {
                 }));
             }
             // SAFETY: the slots are ours, claimed (or joined) above.
-            unsafe {
-                match mode {
-                    Mode::Exclusive => stripes::release_claimed(claimed),
-                    Mode::Shared => stripes::release_claimed_shared(claimed),
-                }
-            }
+            unsafe { stripes::release_claimed(claimed, mode) };
         }
         self.stripes.uncount(range);
         None
@@ -803,12 +777,7 @@ impl SkipList {
         let Some(claim) = claim else { unreachable!("a coarse hold's range resolves as it did") };
         // SAFETY: a coarse token's range was claimed (or joined) in `mode` on these slots
         // (resolutions never change while the lock lives) and is released once, here.
-        unsafe {
-            match mode {
-                Mode::Exclusive => stripes::release_claimed(claim.claimed()),
-                Mode::Shared => stripes::release_claimed_shared(claim.claimed()),
-            }
-        }
+        unsafe { stripes::release_claimed(claim.claimed(), mode) };
         // Uncounted after the hold is gone (module docs of `stripes`).
         self.stripes.uncount(&range);
     }
@@ -1146,9 +1115,11 @@ unsafe impl RawRangeLock for SkipList {
             // SAFETY: as above; we are one of the slot's readers.
             Kind::StripeShared(slot) => unsafe { slot.as_ref() }.release_shared(),
             // SAFETY: as above, for each of the token's slots.
-            Kind::Stripes(claimed) => unsafe { stripes::release_claimed(claimed) },
+            Kind::Stripes(claimed) => unsafe { stripes::release_claimed(claimed, Mode::Exclusive) },
             // SAFETY: as above; we are one of each slot's readers.
-            Kind::StripesShared(claimed) => unsafe { stripes::release_claimed_shared(claimed) },
+            Kind::StripesShared(claimed) => unsafe {
+                stripes::release_claimed(claimed, Mode::Shared)
+            },
             Kind::Coarse(start, end) => self.release_coarse(start..end, Mode::Exclusive),
             Kind::CoarseShared(start, end) => self.release_coarse(start..end, Mode::Shared),
             Kind::Shared(node) => self.release_shared(node),

@@ -268,18 +268,16 @@ impl Slot {
     /// Frees a claimed slot (release or retraction) and wakes its waiters.
     #[inline]
     pub(crate) fn release(&self) {
-        let slot = self;
-        let old = wait::end_use(&slot.word, FREE);
-        wait::wake(&slot.word, old);
+        let old = wait::end_use(&self.word, FREE);
+        wait::wake(&self.word, old);
     }
 
     /// Ends one reader's hold of a shared slot (release or retraction): the last reader
     /// frees the slot and wakes its waiters; the others leave the hull as it is.
     #[inline]
     pub(crate) fn release_shared(&self) {
-        let slot = self;
         // Relaxed: the CAS below reads the latest value.
-        let mut cur = slot.word.load(Ordering::Relaxed);
+        let mut cur = self.word.load(Ordering::Relaxed);
         loop {
             debug_assert!(cur & SHARED != 0 && cur & COUNT_MASK != 0, "a reader of a shared slot");
             // The last reader frees the slot; a CAS, not a swap: a reader may join at once.
@@ -287,10 +285,10 @@ impl Slot {
             // Release: the reader's critical section happens before whoever reads the word
             // after it (a writer that finds the slot free reads this value or a later one of
             // its release sequence). The RMW reads the waiters' flags (see `wait`).
-            match slot.word.compare_exchange_weak(cur, next, Ordering::Release, Ordering::Relaxed) {
+            match self.word.compare_exchange_weak(cur, next, Ordering::Release, Ordering::Relaxed) {
                 Ok(_) => {
                     if next == FREE {
-                        wait::wake(&slot.word, cur);
+                        wait::wake(&self.word, cur);
                     }
                     return;
                 }
@@ -298,34 +296,31 @@ impl Slot {
             }
         }
     }
-}
 
-/// Ends an exclusive multi-stripe hold: frees its slots, in order, waking their waiters.
-///
-/// # Safety
-///
-/// `claimed` names slots of this lock's tables that the caller claimed exclusively and
-/// has not released.
-#[inline]
-pub(crate) unsafe fn release_claimed(claimed: Claimed) {
-    for i in 0..claimed.len {
-        // SAFETY: the claim's slots are consecutive in one table, which lives as long as
-        // the lock (the caller's contract); `i < len`.
-        unsafe { claimed.first.add(i).as_ref() }.release();
+    /// Ends a hold of the slot in `mode`: [`release`](Self::release) or
+    /// [`release_shared`](Self::release_shared).
+    #[inline]
+    pub(crate) fn release_in(&self, mode: Mode) {
+        match mode {
+            Mode::Exclusive => self.release(),
+            Mode::Shared => self.release_shared(),
+        }
     }
 }
 
-/// Ends a shared multi-stripe hold: leaves its slots, in order (see `release_shared`).
+/// Ends a multi-stripe hold in `mode`: frees (or, for a reader, leaves) its slots, in
+/// order, waking their waiters.
 ///
 /// # Safety
 ///
-/// `claimed` names slots of this lock's tables that the caller joined as a reader and
-/// has not left.
+/// `claimed` names slots of this lock's tables that the caller holds in `mode` (claimed,
+/// or joined as a reader) and has not released.
 #[inline]
-pub(crate) unsafe fn release_claimed_shared(claimed: Claimed) {
+pub(crate) unsafe fn release_claimed(claimed: Claimed, mode: Mode) {
     for i in 0..claimed.len {
-        // SAFETY: as in `release_claimed`.
-        unsafe { claimed.first.add(i).as_ref() }.release_shared();
+        // SAFETY: the claim's slots are consecutive in one table, which lives as long as
+        // the lock (the caller's contract); `i < len`.
+        unsafe { claimed.first.add(i).as_ref() }.release_in(mode);
     }
 }
 
@@ -921,16 +916,14 @@ impl<const B: u32> Stripes<B> {
 }
 
 impl StripeSlot<'_> {
-    /// Joins the slot as one of its readers (see `join_shared`).
+    /// Claims the slot in `mode`: exclusively if it is free (`claim_slot`), or as one of its
+    /// readers (`join_shared`).
     #[inline]
-    pub(crate) fn claim_shared(&self) -> bool {
-        join_shared(self.slot, self.word)
-    }
-
-    /// Claims the slot if it is free.
-    #[inline]
-    pub(crate) fn claim(&self) -> bool {
-        claim_slot(self.slot, self.word)
+    pub(crate) fn claim(&self, mode: Mode) -> bool {
+        match mode {
+            Mode::Exclusive => claim_slot(self.slot, self.word),
+            Mode::Shared => join_shared(self.slot, self.word),
+        }
     }
 
     /// Whether a counted party may overlap the claimed stripe (a stripe holder's check,
@@ -975,27 +968,20 @@ impl StripeClaim<'_> {
         }
     }
 
-    /// Joins every slot of the claim as one of its readers (see `join_shared`), in order;
-    /// on the first slot that will not have us, leaves the ones joined (waking their
-    /// waiters) and says no. Never waits.
-    pub(crate) fn claim_shared(&self) -> bool {
+    /// Claims every slot of the claim in `mode`, in order: exclusively if each is free
+    /// (`claim_slot`), or as one of its readers (`join_shared`). On the first slot that will
+    /// not have us, gives back the ones taken (waking their waiters) and says no. Never
+    /// waits, so a holder of some slots never blocks another holder: nobody waits for a
+    /// stripe holder that waits.
+    pub(crate) fn claim(&self, mode: Mode) -> bool {
         for i in 0..self.len {
-            if !join_shared(self.slot(i), self.word(i)) {
-                (0..i).for_each(|j| self.slot(j).release_shared());
-                return false;
-            }
-        }
-        true
-    }
-
-    /// Claims every slot of the claim, in order, if each is free; on the first that is
-    /// not, frees the ones claimed (waking their waiters) and says no. Never waits, so a
-    /// holder of some slots never blocks another holder: nobody waits for a stripe holder
-    /// that waits.
-    pub(crate) fn claim(&self) -> bool {
-        for i in 0..self.len {
-            if !claim_slot(self.slot(i), self.word(i)) {
-                (0..i).for_each(|j| self.slot(j).release());
+            let (slot, word) = (self.slot(i), self.word(i));
+            let taken = match mode {
+                Mode::Exclusive => claim_slot(slot, word),
+                Mode::Shared => join_shared(slot, word),
+            };
+            if !taken {
+                (0..i).for_each(|j| self.slot(j).release_in(mode));
                 return false;
             }
         }
