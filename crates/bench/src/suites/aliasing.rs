@@ -119,8 +119,7 @@ fn variant<T: RangeTarget>(
     name: &'static str,
     target: T,
 ) {
-    let only = std::env::var("RANGELOCK_BENCH_ONLY").ok();
-    if only.as_deref().is_some_and(|o| !o.split(',').any(|n| n == name)) {
+    if !super::common::selected(name) {
         return;
     }
     let target = Arc::new(target);

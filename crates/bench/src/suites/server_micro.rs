@@ -118,7 +118,8 @@ impl Variant {
     }
 
     /// The variants to run: every engine and `combiner-shm-poll`, then `extra` peers, then
-    /// `dslr-redis` when `redis_server` runs (else a note on stderr with the install hint).
+    /// `dslr-redis` when `redis_server` runs (else a note on stderr with the install hint);
+    /// only those `RANGELOCK_BENCH_ONLY` names when it is set (`common::selected`).
     pub(crate) fn list(suite: &str, extra: &[Variant], redis_server: &str) -> Vec<Variant> {
         let mut v: Vec<Variant> = EngineKind::ALL.into_iter().map(Variant::Engine).collect();
         v.push(Variant::CombinerShmPoll);
@@ -128,6 +129,7 @@ impl Variant {
         } else {
             eprintln!("{suite}: skipping dslr-redis: {}", dslr_redis::INSTALL_HINT);
         }
+        v.retain(|variant| common::selected(variant.name()));
         v
     }
 }

@@ -107,10 +107,8 @@ impl Suite for ServerOltp {
     fn cases(&self, _opts: &Options) -> Vec<Case> {
         let clients = READERS + WRITERS + LOG_WRITERS;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let only = std::env::var("RANGELOCK_BENCH_ONLY").ok();
         Variant::list(self.name(), &[Variant::DslrShm, Variant::CitronShm], &self.redis_server)
             .into_iter()
-            .filter(|v| only.as_deref().is_none_or(|o| o.split(',').any(|n| n == v.name())))
             .map(|variant| {
                 let redis = self.redis_server.clone();
                 Case {
