@@ -8,7 +8,7 @@
 //! shared ranges, parking waits, unlock through the guard (no search by range), and nodes
 //! recycled through `epvs` epochs. Exclusive ranges that lie inside one stripe of the
 //! domain (16 Ki units by default) take a slot of their window's stripe table instead of a
-//! list node: one CAS to lock, one swap to unlock, nothing allocated (each region of 32 Mi
+//! list node: one CAS to lock, one plain store to unlock, nothing allocated (each region of 32 Mi
 //! units in use gets a table of its own, up to 64), so threads locking different regions
 //! share no written cache line, however many ranges are held elsewhere. Ranges are
 //! half-open `start..end` with `start < end <= u64::MAX`: every unit from 0 to

@@ -350,6 +350,40 @@ fn loom_release_wakes_every_parked_waiter() {
     }
 }
 
+/// A writer blocks on a stripe holder's slot, a *counted* wait word (`wait`, "Counted
+/// words"): the holder releases with a plain store, a light barrier and a load of the
+/// slot's waiter count; the waiter counts itself, passes the heavy barrier and validates.
+/// Under loom both barriers are SeqCst fences. Drop either fence or the count and the
+/// holder can miss a waiter that is about to park: loom reports the deadlock.
+#[test]
+fn loom_stripe_release_wakes_a_counted_waiter() {
+    for (held, wanted, mode) in
+        [(0..1, 0..1, Mode::Exclusive), (0..2, 1..2, Mode::Shared), (2..3, 2..4, Mode::Exclusive)]
+    {
+        loom::model(move || {
+            let lock = Arc::new(RangeLock::with_max_height(1));
+            let units = Arc::new(Units::new(4));
+            let g = lock.lock(held.clone()).unwrap();
+            let t = {
+                let (lock, units, wanted) = (Arc::clone(&lock), Arc::clone(&units), wanted.clone());
+                thread::spawn(move || {
+                    let g = lock.lock_mode(wanted.clone(), mode).unwrap();
+                    match mode {
+                        Mode::Exclusive => units.write(wanted),
+                        Mode::Shared => {
+                            let _ = units.read(wanted);
+                        }
+                    }
+                    drop(g);
+                })
+            };
+            units.write(held.clone());
+            drop(g);
+            t.join().unwrap();
+        });
+    }
+}
+
 /// A waiter keeps a ticket on a node whose use ends; the node is retired, reclaimed by the
 /// real epoch (a batch is one node under loom) and reused by the holder's next acquisition,
 /// `second`, while the waiter sleeps or is about to. The new use carries a new generation,

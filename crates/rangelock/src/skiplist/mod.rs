@@ -13,7 +13,7 @@
 //! top-down (the level-0 mark is the linearization point), wakes waiters, snips the node out
 //! with one `find` for its exact key, and retires it. The token is the node, so unlock
 //! needs no search *by range*; snipping the node out is one O(log n) `find` for its exact
-//! key, as in any skip list. (Stripe holds and shared holds unlock in O(1): one swap, or one
+//! key, as in any skip list. (Stripe holds and shared holds unlock in O(1): one store, or one
 //! slot clear.)
 //!
 //! **Exclusive ranges inside one stripe** usually skip the list, and take no node. The
@@ -32,7 +32,8 @@
 //! it takes the list path; if it finds a conflict it *retracts* (frees the slot, waking
 //! whoever waited on it) and takes the list path, so a stripe holder never waits while
 //! visible. List writers and readers, after their own handshake store, check the slots of
-//! the stripes their range touches. Unlock is one swap of the slot word. A range over 2 up
+//! the stripes their range touches. Unlock is one plain store to the slot word (its waiters
+//! count themselves beside it: `wait`, "Counted words"). A range over 2 up
 //! to 8 stripes of one window ([`Builder::claim_stripes`]) claims each stripe's slot the
 //! same way, with its piece of the range, in order and without waiting (on a taken slot
 //! it frees what it took and takes the list path), then reads every slot's count. A longer
@@ -41,7 +42,7 @@
 //! the stripe slots of its range ([`Builder::coarse_claims`], `stripes`, "Coarse claims").
 //! Only what is longer still (or crosses a window boundary of either table, or meets a
 //! taken slot) links a list node. So a stripe hold
-//! is one CAS and one swap on a slot plus reads of lines nobody writes, and threads locking
+//! is one CAS and one store on a slot plus reads of lines nobody writes, and threads locking
 //! disjoint ranges of different regions share no written cache line (a list insertion
 //! writes its neighbours' links, which two threads working on one list keep moving between
 //! cores); a long-held reader or wide writer costs only the stripe holders of the stripes
@@ -129,7 +130,7 @@
 //! learns S's exact range from S's word (its offsets, and its window where the slot is
 //! shared by windows), and waits on that word: the retraction frees it.
 //!
-//! *Happens-before.* Unlocking is a Release (the level-0 mark, the slot swap, the `state`
+//! *Happens-before.* Unlocking is a Release (the level-0 mark, the slot store, the `state`
 //! swap); every acquisition reads them, or links/slot values derived from them by RMWs
 //! in the same release sequence, with Acquire or SeqCst loads, so the next holder of an
 //! overlapping range sees the previous holder's writes.
@@ -203,7 +204,7 @@
 //!   freed when the lock drops; the coarse table adds 8 KiB (512 slots for coarse stripes
 //!   of 1 Mi units: a coarse window is 512 Mi units) plus one such table per coarse window
 //!   in use, up to 64. A range inside one stripe is one slot; a range over up to 8
-//!   stripes of one window is one slot per stripe (2 RMWs per stripe: past 4 to 8 stripes a
+//!   stripes of one window is one slot per stripe (an RMW and a store per stripe: past 4 to 8 stripes a
 //!   coarse claim is cheaper, see `mixed` in `docs/BENCH.md`); a range of up to 2 coarse
 //!   stripes is 1 or 2 coarse slots plus 2 count RMWs and a load per stripe; a longer range,
 //!   or one across a window boundary, or whose claim meets a taken slot, goes to the list:
@@ -270,8 +271,11 @@
 //!   [`RangeLock::with_max_height`] accepts), so the pools need a single size class (about
 //!   180 bytes per node).
 //! - Waiting spins 64 times, then parks in `parking_lot_core`'s global parking lot keyed by
-//!   the node address; the release of a node with parked waiters wakes all of them (they
-//!   re-check; most re-park or acquire).
+//!   the wait word's address (a node's or a slot's); the release of a word with parked
+//!   waiters wakes all of them (they re-check; most re-park or acquire). A waiter on a
+//!   slot first passes a process-wide barrier (`membarrier`: 0.2 µs with the other core
+//!   idle, 8 µs with it running one of our threads, on the 2-core VM), the price of the
+//!   holders' RMW-free release; it is paid only before sleeping.
 //! - What an uncontended acquisition and release cost, inside one stripe with nothing
 //!   else near (`valgrind --tool=callgrind target/release/examples/w1_loop N 0 <variant>
 //!   1`, N = 200 000 and 400 000, the difference divided by 200 000; `RANGELOCK_W1_SHARED=1`
@@ -279,17 +283,24 @@
 //!
 //!   | hold                | instructions | atomic RMWs | fences (x86) | lines written |
 //!   |---------------------|-------------:|------------:|-------------:|--------------:|
-//!   | exclusive, stripe   | 137 (was 248)| 2 (CAS, swap) | 0          | 1 (the slot)  |
-//!   | shared, stripe      | 178 (was 735)| 2 (CAS, CAS)  | 0          | 1 (the slot)  |
+//!   | exclusive, stripe   | 131 (was 248)| 1 (CAS; store) | 0         | 1 (the slot)  |
+//!   | shared, stripe      | 171 (was 735)| 2 (CAS, CAS)  | 0          | 1 (the slot)  |
 //!   | `segments` (1 KiB)  | 122 / 127    | 2 (CAS, CAS/store) | 0     | 1             |
 //!
 //!   The loads besides: the directory's home entry (key and table), the slot's count, the
 //!   table's and the lock's `wide` counts, all on lines nobody writes in the common case.
 //!   (Multi-stripe and coarse claims cost the one-stripe path 6 instructions exclusive and
 //!   15 shared, from 131 and 163: the token grew from 16 to 24 bytes, unlock matches two
-//!   more kinds, and the shared CAS starts from a guessed free word.)
-//!   The two RMWs are the floor for a lock whose waiters park: the release must read the
-//!   word it frees in one RMW to know whether to wake anyone. (Before node-free stripes a
+//!   more kinds, and the shared CAS starts from a guessed free word. The plain-store
+//!   release then took 6 and 7 back: 137 and 178 before it.)
+//!   An exclusive release is a plain store, a compiler fence and a load of the slot's
+//!   waiter count on the line it just wrote: waiters count themselves there and pass a
+//!   process-wide barrier (`membarrier`) before they park (`wait`, "Counted words"). With
+//!   an RMW release (a swap that reads `PARKED`), the RMW waited for the critical
+//!   section's stores to drain: with W1's 1 KiB memset inside the hold, `w1_loop` ran at
+//!   68.5 ns per lock+unlock with the swap and 60.2 ns with the store (medians of 9
+//!   interleaved runs; `segments` 50.9, the loop alone 37.9). A reader's release stays a
+//!   CAS: other readers may join at once. (Before node-free stripes a
 //!   stripe hold also took a node from a pool shard and retired it: 2 more RMWs and a
 //!   pool spin lock each way, and every 256th release an epoch bump.) The handshake fence
 //!   is a compiler fence on x86 (see `readers::handshake_fence`); elsewhere it is a real

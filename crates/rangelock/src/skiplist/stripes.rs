@@ -11,7 +11,10 @@
 //! slot's word is the whole hold: the range's offsets inside the stripe and its window, so
 //! a stripe hold allocates nothing, retires nothing and takes no epoch guard. The word is
 //! also a *wait word* (`wait`): whoever must wait for the holder parks on it, and the
-//! holder's release (one swap back to `FREE`) wakes them.
+//! holder's release (one plain store back to `FREE`) wakes them. It is a *counted* wait
+//! word: waiters count themselves in the slot's `waiting` (on the same line) and pass a
+//! process-wide barrier before they park, so the release needs no RMW to learn of them
+//! (`wait`, "Counted words").
 //!
 //! **Multi-stripe claims.** A range over 2 up to `claim_stripes` stripes (16 by default:
 //! `Builder::claim_stripes`) of one window holds the same way, claiming each of its
@@ -22,11 +25,11 @@
 //! slots it took (waking their waiters) and the range takes the list path, where it waits
 //! like any list writer. So a claimer never holds a slot while it waits for another, and
 //! no cycle of claimers can form. After the last slot it runs the handshake below once,
-//! reading every claimed slot's count. The cost is one CAS and one swap per stripe, all on
+//! reading every claimed slot's count. The cost is one CAS and one store per stripe, all on
 //! lines of its own region, where a list insertion writes the links of whatever nodes
 //! neighbour it: for ranges spread over the domain by several threads (the `mixed` suite)
 //! the list's first nodes and the head are what every insertion writes, and the claims are
-//! what scales (the claim limit trades that against 2 RMWs per stripe; see `mixed_loop`).
+//! what scales (the claim limit trades that against an RMW per stripe; see `mixed_loop`).
 //!
 //! **Coarse claims.** A longer range (up to two *coarse stripes*, of 64 stripes each: 1 Mi
 //! units by default; stripes of at most two windows) holds on a second table of the same
@@ -57,7 +60,7 @@
 //! slots, the coarse holder the counts, then the list); two coarse holders of one coarse
 //! stripe exclude each other by the CAS, and of different coarse stripes cannot overlap.
 //! So a range of up to 2 Mi units costs two count RMWs, one or two coarse CASes and as many
-//! swaps, and loads of its stripes' slots (up to 128): no node, no epoch guard, no write to
+//! stores, and loads of its stripes' slots (up to 128): no node, no epoch guard, no write to
 //! a line shared with far-away ranges (except the count of the overflow windows' group).
 //!
 //! The slot says "this range is held (or about to be)", exactly like a reader's
@@ -90,7 +93,7 @@
 //! slot and checks the actual ranges, so disjoint ranges of one stripe both hold. Stripe
 //! holders that share no slot share no stripe and cannot overlap.
 //!
-//! A stripe hold costs one CAS on a slot and one swap to release it; for threads working
+//! A stripe hold costs one CAS on a slot and one store to release it; for threads working
 //! on different regions of the domain the slot lies on a line no other thread writes, and
 //! the counts, the directory and the list's head are only read. That is the point of the
 //! table: a skip-list insertion writes the shared links of its neighbours. The CAS is not
@@ -104,8 +107,8 @@
 //! | bits   | meaning                                                          |
 //! |--------|------------------------------------------------------------------|
 //! | 0      | `FREE` (the wait word's `OVER`): no holder                        |
-//! | 1      | `PARKED`: a waiter is parked on the slot (see `wait`)            |
-//! | 2      | `WAKERS`: a task registered a waker on the slot (see `wait`)     |
+//! | 1      | 0 (`PARKED` in flagged wait words; slot waiters count themselves in `waiting`) |
+//! | 2      | 0 (`WAKERS` likewise)                                             |
 //! | 3      | `SHARED`: the holders are readers                                |
 //! | 4..12  | readers holding the slot (0 for an exclusive holder)             |
 //! | 12..28 | the holder's first unit, as an offset into its stripe            |
@@ -262,14 +265,19 @@ pub(crate) struct Slot {
     /// Counted parties (list writers and readers) whose range touches one of the slot's
     /// stripes: about to become visible, visible, or just gone.
     counted: AtomicU32,
+    /// Threads and tasks waiting for the word's holder: the word is a *counted* wait word,
+    /// released with a plain store (`wait`, "Counted words"). In the slot's padding, so on
+    /// the line the release has just written.
+    waiting: AtomicU32,
 }
 
 impl Slot {
-    /// Frees a claimed slot (release or retraction) and wakes its waiters.
+    /// Frees a claimed slot (release or retraction) and wakes its waiters: a plain store,
+    /// a compiler fence and a load of the waiter count on the same line (`wait`, "Counted
+    /// words").
     #[inline]
     pub(crate) fn release(&self) {
-        let old = wait::end_use(&self.word, FREE);
-        wait::wake(&self.word, old);
+        wait::end_counted_use(&self.word, &self.waiting, FREE);
     }
 
     /// Ends one reader's hold of a shared slot (release or retraction): the last reader
@@ -284,11 +292,11 @@ impl Slot {
             let next = if cur & COUNT_MASK == COUNT_ONE { FREE } else { cur - COUNT_ONE };
             // Release: the reader's critical section happens before whoever reads the word
             // after it (a writer that finds the slot free reads this value or a later one of
-            // its release sequence). The RMW reads the waiters' flags (see `wait`).
+            // its release sequence).
             match self.word.compare_exchange_weak(cur, next, Ordering::Release, Ordering::Relaxed) {
                 Ok(_) => {
                     if next == FREE {
-                        wait::wake(&self.word, cur);
+                        wait::counted_wake(&self.word, &self.waiting);
                     }
                     return;
                 }
@@ -908,7 +916,7 @@ impl<const B: u32> Stripes<B> {
         let holder = base + ((word >> FIRST_SHIFT) & Self::OFFSET_MASK)
             ..base + ((word >> Self::LAST_SHIFT) & Self::OFFSET_MASK) + 1;
         if overlaps(&holder, range) {
-            Conflict::Held(Ticket::new(&slot.word, word))
+            Conflict::Held(Ticket::counted(&slot.word, &slot.waiting, word))
         } else {
             Conflict::None
         }
@@ -1053,6 +1061,13 @@ pub(crate) fn word_of(slot: NonNull<Slot>) -> u64 {
     unsafe { slot.as_ref() }.word.load(Ordering::Relaxed)
 }
 
+/// A slot's waiter count (tests).
+#[cfg(all(test, not(loom)))]
+pub(crate) fn waiting_of(slot: NonNull<Slot>) -> u32 {
+    // SAFETY: the caller's slot is in a table of a lock it borrows.
+    unsafe { slot.as_ref() }.waiting.load(Ordering::Relaxed)
+}
+
 impl<const B: u32> Drop for Stripes<B> {
     fn drop(&mut self) {
         let len = self.len();
@@ -1095,7 +1110,13 @@ unsafe fn free_table(table: *mut Slot, len: usize) {
 
 /// A table of `slots` free slots.
 fn new_table(slots: usize) -> Box<[Slot]> {
-    (0..slots).map(|_| Slot { word: AtomicU64::new(FREE), counted: AtomicU32::new(0) }).collect()
+    (0..slots)
+        .map(|_| Slot {
+            word: AtomicU64::new(FREE),
+            counted: AtomicU32::new(0),
+            waiting: AtomicU32::new(0),
+        })
+        .collect()
 }
 
 /// Window `window`'s bit in `Stripes::bloom`: its word and mask.

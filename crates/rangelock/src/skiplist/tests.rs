@@ -468,19 +468,32 @@ fn a_reader_and_a_wide_writer_elsewhere_leave_stripe_holders_on_the_fast_path() 
 }
 
 #[test]
-fn a_waiter_that_times_out_leaves_no_parked_bit() {
-    let raw = SkipList::new();
-    let (held, kind) = raw_kind(&raw, 0..10);
+fn a_waiter_that_times_out_or_is_dropped_leaves_no_trace_on_the_slot() {
+    let lock = RangeLock::new();
+    let raw = lock.raw();
+    let (held, kind) = raw_kind(raw, 0..10);
     let Kind::Stripe(slot) = kind else { panic!("a one-stripe range holds a slot: {kind:?}") };
+    let word = stripes::word_of(slot);
+    // A blocking waiter spins, counts itself in the slot's waiter count, parks, and times
+    // out: its count is gone, so the unlock below takes no wake-up path.
     std::thread::scope(|s| {
         s.spawn(|| {
             let deadline = Instant::now() + Duration::from_millis(30);
             assert!(raw.lock_until(5..6, Mode::Exclusive, deadline).is_none());
         });
     });
-    // The waiter spun, parked (setting PARKED), timed out as the last one parked: the bit
-    // is gone, so this unlock wakes nobody.
-    assert_eq!(stripes::word_of(slot) & wait::PARKED, 0);
+    assert_eq!(stripes::waiting_of(slot), 0, "a timed-out waiter uncounts itself");
+    // A pending future counts itself too, and its drop uncounts it.
+    {
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        let mut fut = std::pin::pin!(lock.lock_async(5..6));
+        assert!(std::future::Future::poll(fut.as_mut(), &mut cx).is_pending());
+        assert_eq!(stripes::waiting_of(slot), 1, "a pending future is counted");
+    }
+    assert_eq!(stripes::waiting_of(slot), 0, "a dropped future uncounts itself");
+    // Nobody set a flag in the word: a counted word's waiters never write it.
+    assert_eq!(stripes::word_of(slot), word);
     // SAFETY: `held` is this lock's token, released once.
     unsafe { raw.unlock(held) };
 }

@@ -17,16 +17,46 @@
 //! (a stripe slot re-taken for the same range) looks like the same use; that only makes the
 //! waiter wait for a holder that really conflicts with it right now, then look again.
 //!
-//! The parking protocol is parking_lot's: the waiter sets `PARKED` with a CAS and parks on
-//! the word's address with a `validate` callback that re-reads the word under the
-//! parking-lot bucket lock; the holder ends its use with an RMW (which reads the word's
-//! latest value) and, if that value had `PARKED`, unparks every thread parked on the address
-//! (under the same bucket lock). Both RMWs hit one word, so either the waiter's CAS fails
-//! (it sees the use over) or the releaser sees `PARKED`; and `validate` runs under the
-//! bucket lock that `unpark_all` takes, so a waiter is either refused sleep or found by the
-//! wake-up. No lost wake-ups. A waiter that times out and was the last one parked on the
-//! word clears `PARKED` (under the bucket lock, so a thread parking at that moment fails its
-//! `validate` and sets the bit again), so a release after a timed-out wait wakes nobody.
+//! Two kinds of wait words differ in how the owner ends a use and learns that someone waits:
+//!
+//! - **Flagged words** (list and reader nodes): the waiter sets `PARKED` (or `WAKERS`) in
+//!   the word with a CAS and parks on the word's address with a `validate` callback that
+//!   re-reads the word under the parking-lot bucket lock; the owner ends its use with an RMW
+//!   (which reads the word's latest value) and, if that value had `PARKED`, unparks every
+//!   thread parked on the address (under the same bucket lock). Both RMWs hit one word, so
+//!   either the waiter's CAS fails (it sees the use over) or the releaser sees `PARKED`;
+//!   and `validate` runs under the bucket lock that `unpark_all` takes, so a waiter is
+//!   either refused sleep or found by the wake-up. No lost wake-ups. A waiter that times out
+//!   and was the last one parked on the word clears `PARKED` (under the bucket lock, so a
+//!   thread parking at that moment fails its `validate` and sets the bit again), so a
+//!   release after a timed-out wait wakes nobody.
+//! - **Counted words** (stripe slots, `Ticket::counted`): the owner ends its use with a
+//!   *plain store*, the cheapest release there is. An RMW release waits for the critical
+//!   section's stores to drain from the store buffer; with W1's 1 KiB write inside the hold
+//!   that RMW was a third of the cost of lock+unlock (session 9 measured 90 ns per
+//!   operation with the swap and 55-60 ns with a plain store). A store cannot read a flag a
+//!   waiter set in the word, so waiters announce themselves in a counter beside the word
+//!   (the slot's `waiting`), and the two sides meet in an *asymmetric* Dekker handshake:
+//!
+//!   | owner (`end_counted_use`)        | waiter (`wait_slow`, `Registration::register`) |
+//!   |----------------------------------|------------------------------------------------|
+//!   | store the word (Release)          | increment `waiting`                            |
+//!   | light barrier (a compiler fence) | heavy barrier (`membarrier`: every running thread of the process executes a full barrier) |
+//!   | load `waiting`; if not 0, unpark | `validate`: load the word under the bucket lock |
+//!
+//!   The heavy barrier orders the waiter's increment and load against the owner's store and
+//!   load at whichever point of the owner's program the barrier lands: if before the owner's
+//!   store, the owner's load after it sees the increment and unparks (under the bucket
+//!   lock, after or before the waiter's `validate`, exactly as for flagged words); if after
+//!   it, the store is visible to the waiter's `validate`, which refuses to sleep. The waiter
+//!   keeps its count for its whole wait (spurious wake-ups of later holders' releases are
+//!   harmless) and passes the heavy barrier again before every park: a holder that took the
+//!   slot after its previous barrier is ordered by the next one. The heavy barrier costs a
+//!   few microseconds (0.24 µs with the other core idle, 8 µs with it running a thread of
+//!   ours, on this 2-core VM), paid only by a thread about to sleep, which then pays a
+//!   wake-up of about 40 µs anyway. `membarrier2` falls back to `mprotect` (Linux x86
+//!   without `membarrier`) or to real fences on both sides where neither exists; under loom
+//!   both barriers are SeqCst fences, which loom models exactly.
 //!
 //! Under loom the waiting loop is the same code (`wait_slow`, without the spin phase that
 //! precedes it and without deadlines, which loom models never pass) over a model of the
@@ -45,7 +75,7 @@
 use core::ptr::NonNull;
 use std::time::Instant;
 
-use crate::primitive::{AtomicU64, Ordering};
+use crate::primitive::{AtomicU32, AtomicU64, Ordering};
 
 /// Wait-word flag: no use is on.
 pub(crate) const OVER: u64 = 1;
@@ -64,14 +94,32 @@ pub(crate) const USE_SHIFT: u32 = 3;
 pub(crate) struct Ticket {
     word: NonNull<AtomicU64>,
     seen: u64,
+    /// For a counted word, its waiter count (module docs); `None` for a flagged word.
+    waiting: Option<NonNull<AtomicU32>>,
 }
 
 impl Ticket {
-    /// A ticket for the use `value` (read from `word`, `OVER` clear) of `word`.
+    /// A ticket for the use `value` (read from `word`, `OVER` clear) of the flagged wait
+    /// word `word`.
     #[inline]
     pub(crate) fn new(word: &AtomicU64, value: u64) -> Self {
         debug_assert_eq!(value & OVER, 0, "a ticket names a use that is on");
-        Ticket { word: NonNull::from(word), seen: value & !WAIT_FLAGS }
+        Ticket { word: NonNull::from(word), seen: value & !WAIT_FLAGS, waiting: None }
+    }
+
+    /// A ticket for the use `value` (read from `word`, `OVER` clear) of the counted wait word
+    /// `word`, whose waiters count themselves in `waiting`.
+    #[inline]
+    pub(crate) fn counted(word: &AtomicU64, waiting: &AtomicU32, value: u64) -> Self {
+        debug_assert_eq!(value & (OVER | WAIT_FLAGS), 0, "a counted word has no flags");
+        Ticket { word: NonNull::from(word), seen: value, waiting: Some(NonNull::from(waiting)) }
+    }
+
+    /// The waiter count of a counted word; `None` for a flagged word.
+    #[inline]
+    pub(crate) fn waiting(&self) -> Option<&AtomicU32> {
+        // SAFETY: as for `word`: the count lives beside the word, as long as the lock.
+        self.waiting.map(|w| unsafe { w.as_ref() })
     }
 
     /// The wait word.
@@ -129,6 +177,38 @@ fn wake_slow(word: &AtomicU64) {
     unsafe { lot::unpark_all(word as *const AtomicU64 as usize) };
 }
 
+/// Ends a use of the counted wait word `word` (module docs): stores `next` (a value with
+/// `OVER` set) and, if a waiter counted itself in `waiting`, wakes the word's waiters.
+#[inline]
+pub(crate) fn end_counted_use(word: &AtomicU64, waiting: &AtomicU32, next: u64) {
+    // Release: publishes the holder's critical section to waiters (pairs with the Acquire in
+    // `Ticket::is_over`) and to later claimants of the word.
+    word.store(next, Ordering::Release);
+    counted_wake(word, waiting);
+}
+
+/// The owner's half of the counted handshake after its store (or RMW) that ended a use:
+/// the light barrier, then wake the word's waiters if any counted itself.
+#[inline]
+pub(crate) fn counted_wake(word: &AtomicU64, waiting: &AtomicU32) {
+    // Pairs with the waiter's `membarrier2::heavy()` in `wait_slow` and
+    // `Registration::register`: a compiler fence where the heavy barrier is a real
+    // process-wide barrier, a SeqCst fence where it is not (and under loom).
+    membarrier2::light();
+    // Relaxed: the barriers order it (module docs); a stale non-zero only costs a needless
+    // wake-up.
+    if waiting.load(Ordering::Relaxed) != 0 {
+        wake_counted_slow(word);
+    }
+}
+
+#[cold]
+fn wake_counted_slow(word: &AtomicU64) {
+    wake_slow(word);
+    #[cfg(not(loom))]
+    super::wakers::wake_all(word as *const AtomicU64 as usize);
+}
+
 /// How long an acquisition may wait.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Wait {
@@ -164,11 +244,62 @@ fn wait_until(ticket: Ticket, deadline: Option<Instant>) -> bool {
     wait_slow(ticket, deadline)
 }
 
-/// The waiting loop after the spin phase (under loom, the whole wait): announce `PARKED`,
-/// park with `validate`, re-check after every wake-up. The same code runs under loom, where
-/// `lot` is a model of the parking lot.
+/// The waiting loop after the spin phase (under loom, the whole wait), by the protocol of
+/// the ticket's kind of word (module docs). The same code runs under loom, where `lot` is a
+/// model of the parking lot.
 #[cold]
 fn wait_slow(ticket: Ticket, deadline: Option<Instant>) -> bool {
+    match ticket.waiting() {
+        Some(waiting) => wait_counted(ticket, waiting, deadline),
+        None => wait_flagged(ticket, deadline),
+    }
+}
+
+/// [`wait_slow`] on a counted word: count ourselves for the whole wait, pass the heavy
+/// barrier before every park (module docs).
+fn wait_counted(ticket: Ticket, waiting: &AtomicU32, deadline: Option<Instant>) -> bool {
+    use parking_lot_core::ParkResult;
+
+    let word = ticket.word();
+    let key = word as *const AtomicU64 as usize;
+    // Relaxed: the heavy barrier below orders it before our `validate` (module docs).
+    waiting.fetch_add(1, Ordering::Relaxed);
+    let over = loop {
+        // Acquire: pairs with the Release store of `end_counted_use`.
+        if ticket.is_over() {
+            break true;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break false;
+        }
+        // Orders our count before the `validate` load, against the owner's store and its
+        // load of the count; pairs with `membarrier2::light()` in `counted_wake`.
+        membarrier2::heavy();
+        // SAFETY: `validate` only loads the word and the timeout callback does nothing:
+        // neither panics nor calls into the parking lot; `key` is the address of a wait word
+        // of a lock the caller borrows, so no other user of the global parking lot parks on
+        // it with a different meaning.
+        let result = unsafe {
+            lot::park(
+                key,
+                // Acquire: pairs with the Release store of `end_counted_use`.
+                || !ticket.is_over(),
+                |_| {},
+                deadline,
+            )
+        };
+        if let ParkResult::TimedOut = result {
+            break ticket.is_over();
+        }
+    };
+    // Relaxed: a releaser that still reads our count wakes nobody it should not.
+    waiting.fetch_sub(1, Ordering::Relaxed);
+    over
+}
+
+/// [`wait_slow`] on a flagged word: announce `PARKED`, park with `validate`, re-check after
+/// every wake-up.
+fn wait_flagged(ticket: Ticket, deadline: Option<Instant>) -> bool {
     use parking_lot_core::ParkResult;
 
     let word = ticket.word();

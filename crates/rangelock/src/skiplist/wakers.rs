@@ -12,6 +12,13 @@
 //! its push, so the owner finds the waker. A woken future re-checks its ticket, so wakers
 //! left over from an earlier use (or a recycled node) cost a spurious poll, nothing else.
 //!
+//! On a *counted* wait word (a stripe slot, released with a plain store: `wait`, "Counted
+//! words") the future counts itself in the word's waiter count instead of setting a flag,
+//! passes the heavy barrier, and then checks the word and pushes its waker under the
+//! shard's lock; an owner that reads the count non-zero after its store takes the shard's
+//! lock and wakes. The count is kept until the registration is cancelled (the future
+//! resolves or is dropped).
+//!
 //! A future that is dropped while registered removes its entry ([`Registration::cancel`]).
 //!
 //! Deadlines: `lock_async_timeout` must complete with `TimedOut` even if nothing else
@@ -23,8 +30,10 @@ use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::Waker;
 use std::time::Instant;
 
+use core::ptr::NonNull;
+
 use super::wait::{Ticket, WAKERS};
-use crate::primitive::Ordering;
+use crate::primitive::{AtomicU32, Ordering};
 
 /// Shards of the waker table.
 const SHARDS: usize = 64;
@@ -54,14 +63,22 @@ fn shard(key: usize) -> MutexGuard<'static, Vec<Entry>> {
 pub(crate) struct Registration {
     id: u64,
     key: Option<usize>,
+    /// The waiter count of the counted wait word we counted ourselves in, if any (`wait`,
+    /// "Counted words"): kept from the first registration on the word until `cancel`.
+    counted: Option<NonNull<AtomicU32>>,
 }
+
+// SAFETY: `counted` points at an atomic counter in a stripe table of the lock the owning
+// future borrows; it is only used through atomic operations.
+unsafe impl Send for Registration {}
 
 impl Registration {
     /// A fresh identity.
     pub(crate) fn new() -> Self {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         // Relaxed: only uniqueness matters.
-        Registration { id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed), key: None }
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Registration { id, key: None, counted: None }
     }
 
     /// Registers `waker` to be woken when the use `ticket` names is over; `false` (and no
@@ -72,17 +89,30 @@ impl Registration {
         if self.key.is_some_and(|k| k != key) {
             self.cancel();
         }
+        if let Some(waiting) = ticket.waiting() {
+            // A counted word: count ourselves (once per word), then the heavy barrier before
+            // the check below, as a parking thread does (`wait::wait_counted`).
+            if self.counted.is_none() {
+                // Relaxed: ordered by the heavy barrier.
+                waiting.fetch_add(1, Ordering::Relaxed);
+                self.counted = Some(NonNull::from(waiting));
+            }
+            membarrier2::heavy();
+        }
         let mut entries = shard(key);
         loop {
-            // Acquire: pairs with the Release of `end_use` (seeing the use over).
+            // Acquire: pairs with the Release that ended the use (`end_use`,
+            // `end_counted_use`).
             let s = word.load(Ordering::Acquire);
             if ticket.over_in(s) {
                 drop(entries);
                 self.cancel();
                 return false;
             }
-            // Acquire: as above; the CAS only announces us to the owner's RMW.
-            if s & WAKERS != 0
+            // A counted word's owner reads our count, not a flag; a flagged word's owner
+            // reads `WAKERS` in its RMW. Acquire: as above; the CAS only announces us.
+            if ticket.waiting().is_some()
+                || s & WAKERS != 0
                 || word
                     .compare_exchange_weak(s, s | WAKERS, Ordering::Acquire, Ordering::Acquire)
                     .is_ok()
@@ -98,10 +128,15 @@ impl Registration {
         true
     }
 
-    /// Removes the registration, if any.
+    /// Removes the registration, if any (and our count on a counted word).
     pub(crate) fn cancel(&mut self) {
         if let Some(key) = self.key.take() {
             shard(key).retain(|e| e.id != self.id);
+        }
+        if let Some(waiting) = self.counted.take() {
+            // SAFETY: the counter lives as long as the lock the owning future borrows.
+            // Relaxed: a releaser that still reads our count only wakes needlessly.
+            unsafe { waiting.as_ref() }.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }
