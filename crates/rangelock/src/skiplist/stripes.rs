@@ -735,11 +735,26 @@ impl<const B: u32> Stripes<B> {
             others |= table.wide.load(Ordering::SeqCst) > in_wide;
             let (lo, hi) = (first.max(w << self.slot_bits), last.min(self.last_stripe(w)));
             let lo_slot: *const Slot = self.slot_at(table, lo);
-            // (An exclusive range: `RangeInclusive` iterates slower.)
-            for i in 0..(hi - lo + 1) as usize {
-                // SAFETY: stripes `lo..=hi` lie in window `w`, whose slots are consecutive
-                // in `table` (slot = stripe mod slots), so `lo_slot + i` is `lo + i`'s.
-                let slot = unsafe { &*lo_slot.add(i) };
+            let n = (hi - lo + 1) as usize;
+            // SAFETY: stripes `lo..=hi` lie in window `w`, whose slots are consecutive in
+            // `table` (slot = stripe mod slots), so `lo_slot + i` is `lo + i`'s, `i < n`.
+            let slots = unsafe { core::slice::from_raw_parts(lo_slot, n) };
+            // One pass without a branch per slot: are all words free, and does a count
+            // exceed our share (`count >> in_slots` is non-zero exactly when `count >
+            // in_slots`, for a share of 0 or 1)? Ranges spread over the domain nearly
+            // always find that, so only a taken slot costs the exact pass below.
+            let (mut all, mut over) = (FREE, 0);
+            for slot in slots {
+                all &= slot.word.load(Ordering::SeqCst);
+                over |= slot.counted.load(Ordering::SeqCst) >> in_slots;
+            }
+            others |= over != 0;
+            if all & FREE != 0 {
+                continue;
+            }
+            // Some slot is taken: find it and check its holder. (Later loads than the pass
+            // above, so they see every holder it saw, or that holder's release.)
+            for (i, slot) in slots.iter().enumerate() {
                 let word = slot.word.load(Ordering::SeqCst);
                 if word & FREE == 0 {
                     let stripe = lo + i as u64;
@@ -749,7 +764,6 @@ impl<const B: u32> Stripes<B> {
                         return Err(held);
                     }
                 }
-                others |= slot.counted.load(Ordering::SeqCst) > in_slots;
             }
         }
         Ok(others)
