@@ -309,16 +309,16 @@
 //! - Against static segments (`variants::Segments` with 1 KiB segments, exactly the `w1`
 //!   ranges) the uncontended instruction counts are alike (above; without a critical
 //!   section, `w1_loop 20000000 0 <variant> 1`: 15.7-16.7 ns per lock+unlock for this
-//!   lock, 16.5-17.0 for `segments`). With W1's 1 KiB memset inside the hold they are not:
-//!   `rangelock bench w1 --threads 1,2 --rounds 5 --duration-ms 500` measured 84.7 ns/op
-//!   for this lock, 62.5 for `segments` and 31.4 with no lock at 1 thread (0.74x), and
-//!   0.74x at 2 threads. The difference is the release: a segment is released with a
-//!   plain store (its waiters spin), ours with an RMW, which waits for the memset's stores
-//!   to drain while the lock is still held. A build whose stripe release was a plain store
-//!   (unsound here: a parked waiter could miss its wake-up) ran `RANGELOCK_W1_MEMSET=1
-//!   w1_loop 10000000 0 <variant> 1` at 55.1-60.5 ns/op against `segments`' 56.0-71.0,
-//!   where the real lock takes 89.9 against 50.8. So with waiters that park, W1 at 0.75x
-//!   `segments` is the floor of this design, not a cost of its bookkeeping. What the
+//!   lock, 16.5-17.0 for `segments`). With W1's 1 KiB memset inside the hold they were
+//!   not while the release was an RMW: `rangelock bench w1 --threads 1,2 --rounds 5
+//!   --duration-ms 500` measured 84.7 ns/op for this lock, 62.5 for `segments` and 31.4
+//!   with no lock at 1 thread (0.74x), and 0.74x at 2 threads. A segment is released with
+//!   a plain store (its waiters spin); the RMW waited for the memset's stores to drain
+//!   while the lock was still held. A plain store alone would lose wake-ups of parked
+//!   waiters; the counted wait words (`wait`, "Counted words") make it sound by moving the
+//!   cost to the waiter, which passes a process-wide barrier before it parks. With that
+//!   release the same suite measured 1.12x `segments` at 1 thread and 0.94x at 2 (and
+//!   `w2` 1.05x and 1.08x; `docs/BENCH.md`). What the
 //!   segment table cannot do is the rest: any range over the whole `u64` domain without
 //!   memory per unit, no false conflicts between disjoint ranges of one segment, one list
 //!   node (not one CAS per segment) for a long range, parking instead of spinning, and
@@ -331,7 +331,9 @@
 //! one it waited for (the generation in the wait word). Waiting is the same loop as outside
 //! loom (`wait`, without the spin phase and without deadlines) over a model of the parking
 //! lot, a loom mutex and condition variable, so a lost wake-up is a deadlock that loom
-//! reports. The pool shard locks are loom mutexes, and the models with three threads, too
+//! reports; the light and heavy barriers of counted wait words are SeqCst fences there
+//! (`membarrier2` under `cfg(loom)`), which loom models exactly, and dropping either (or
+//! the waiter's count) deadlocks `loom_stripe_release_wakes_a_counted_waiter`. The pool shard locks are loom mutexes, and the models with three threads, too
 //! large with the real epoch, reclaim through a deferred list that reuses nothing while the
 //! model runs.
 
