@@ -33,8 +33,9 @@
 //! - **Counted words** (stripe slots, `Ticket::counted`): the owner ends its use with a
 //!   *plain store*, the cheapest release there is. An RMW release waits for the critical
 //!   section's stores to drain from the store buffer; with W1's 1 KiB write inside the hold
-//!   that RMW was a third of the cost of lock+unlock (session 9 measured 90 ns per
-//!   operation with the swap and 55-60 ns with a plain store). A store cannot read a flag a
+//!   that RMW cost 8 ns of a 68 ns lock+unlock (`RANGELOCK_W1_MEMSET=1 w1_loop`, medians of
+//!   9 interleaved runs: 68.5 ns with the swap, 60.2 with the store, 50.9 for a segment
+//!   array, 37.9 with no lock). A store cannot read a flag a
 //!   waiter set in the word, so waiters announce themselves in a counter beside the word
 //!   (the slot's `waiting`), and the two sides meet in an *asymmetric* Dekker handshake:
 //!
