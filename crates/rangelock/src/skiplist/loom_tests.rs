@@ -364,18 +364,13 @@ fn loom_stripe_release_wakes_a_counted_waiter() {
             let lock = Arc::new(RangeLock::with_max_height(1));
             let units = Arc::new(Units::new(4));
             let g = lock.lock(held.clone()).unwrap();
-            let t = {
-                let (lock, units, wanted) = (Arc::clone(&lock), Arc::clone(&units), wanted.clone());
-                thread::spawn(move || {
-                    let g = lock.lock_mode(wanted.clone(), mode).unwrap();
-                    match mode {
-                        Mode::Exclusive => units.write(wanted),
-                        Mode::Shared => {
-                            let _ = units.read(wanted);
-                        }
-                    }
-                    drop(g);
-                })
+            let t = match mode {
+                Mode::Shared => spawn_reader(&lock, &units, wanted.clone()),
+                Mode::Exclusive => {
+                    let (lock, units, wanted) =
+                        (Arc::clone(&lock), Arc::clone(&units), wanted.clone());
+                    thread::spawn(move || write_held(&lock, &units, wanted))
+                }
             };
             units.write(held.clone());
             drop(g);
