@@ -192,7 +192,7 @@ pub(crate) fn end_counted_use(word: &AtomicU64, waiting: &AtomicU32, next: u64) 
 /// the light barrier, then wake the word's waiters if any counted itself.
 #[inline]
 pub(crate) fn counted_wake(word: &AtomicU64, waiting: &AtomicU32) {
-    // Pairs with the waiter's `membarrier2::heavy()` in `wait_slow` and
+    // Pairs with the waiter's `membarrier2::heavy()` in `wait_counted` and
     // `Registration::register`: a compiler fence where the heavy barrier is a real
     // process-wide barrier, a SeqCst fence where it is not (and under loom).
     membarrier2::light();
