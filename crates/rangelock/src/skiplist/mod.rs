@@ -273,8 +273,9 @@
 //! - Waiting spins 64 times, then parks in `parking_lot_core`'s global parking lot keyed by
 //!   the wait word's address (a node's or a slot's); the release of a word with parked
 //!   waiters wakes all of them (they re-check; most re-park or acquire). A waiter on a
-//!   slot first passes a process-wide barrier (`membarrier`: 0.2 µs with the other core
-//!   idle, 8 µs with it running one of our threads, on the 2-core VM), the price of the
+//!   slot first passes a process-wide barrier (`membarrier`, `examples/membarrier_cost`:
+//!   0.24 µs with the other core idle, 2-9 µs with it running one of our threads, on the
+//!   2-core VM), the price of the
 //!   holders' RMW-free release; it is paid only before sleeping.
 //! - What an uncontended acquisition and release cost, inside one stripe with nothing
 //!   else near (`valgrind --tool=callgrind target/release/examples/w1_loop N 0 <variant>

@@ -53,9 +53,9 @@
 //!   keeps its count for its whole wait (spurious wake-ups of later holders' releases are
 //!   harmless) and passes the heavy barrier again before every park: a holder that took the
 //!   slot after its previous barrier is ordered by the next one. The heavy barrier costs a
-//!   few microseconds (0.24 µs with the other core idle, 8 µs with it running a thread of
-//!   ours, on this 2-core VM), paid only by a thread about to sleep, which then pays a
-//!   wake-up of about 40 µs anyway. `membarrier2` falls back to `mprotect` (Linux x86
+//!   few microseconds (`examples/membarrier_cost`: 0.24-0.29 µs with the other core idle,
+//!   2-9 µs with it running a thread of ours, on this 2-core VM), paid only by a thread
+//!   about to sleep, which then pays a wake-up of about 40 µs anyway. `membarrier2` falls back to `mprotect` (Linux x86
 //!   without `membarrier`) or to real fences on both sides where neither exists; under loom
 //!   both barriers are SeqCst fences, which loom models exactly.
 //!
