@@ -71,6 +71,16 @@ fn spawn_reader(
     })
 }
 
+/// A thread that holds `range` exclusively (blocking) and writes it ([`write_held`]).
+fn spawn_writer(
+    lock: &Arc<RangeLock>,
+    units: &Arc<Units>,
+    range: Range<u64>,
+) -> thread::JoinHandle<()> {
+    let (lock, units) = (Arc::clone(lock), Arc::clone(units));
+    thread::spawn(move || write_held(&lock, &units, range))
+}
+
 /// Tries `range` once in `mode`; if granted, writes it (exclusive) or reads it (shared).
 fn try_use(lock: &RangeLock, units: &Units, range: Range<u64>, mode: Mode) {
     if let Ok(g) = lock.try_lock_mode(range.clone(), mode) {
@@ -102,10 +112,7 @@ fn loom_writers_overlap_insert_mark_unlink() {
     loom::model(|| {
         let lock = Arc::new(RangeLock::with_max_height(2));
         let units = Arc::new(Units::new(4));
-        let t = {
-            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
-            thread::spawn(move || write_held(&lock, &units, 0..2))
-        };
+        let t = spawn_writer(&lock, &units, 0..2);
         write_held(&lock, &units, 1..3);
         t.join().unwrap();
         // Both released and unlinked: everything locks again, and nothing stays linked.
@@ -260,10 +267,7 @@ fn loom_wide_list_writer_and_stripe_holder() {
     loom::model(|| {
         let lock = Arc::new(RangeLock::with_max_height(1));
         let units = Arc::new(Units::new(10));
-        let t = {
-            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
-            thread::spawn(move || write_held(&lock, &units, 0..10))
-        };
+        let t = spawn_writer(&lock, &units, 0..10);
         write_held(&lock, &units, 4..6);
         t.join().unwrap();
         assert_eq!(units.read(0..10), 12);
@@ -306,10 +310,7 @@ fn loom_downgrade_keeps_writers_out() {
         loom::model(move || {
             let lock = Arc::new(RangeLock::with_max_height(1));
             let units = Arc::new(Units::new(4));
-            let t = {
-                let (lock, units, other) = (Arc::clone(&lock), Arc::clone(&units), other.clone());
-                thread::spawn(move || write_held(&lock, &units, other))
-            };
+            let t = spawn_writer(&lock, &units, other.clone());
             let g = lock.lock(held.clone()).unwrap();
             units.write(held.clone());
             let r = g.downgrade();
@@ -366,11 +367,7 @@ fn loom_stripe_release_wakes_a_counted_waiter() {
             let g = lock.lock(held.clone()).unwrap();
             let t = match mode {
                 Mode::Shared => spawn_reader(&lock, &units, wanted.clone()),
-                Mode::Exclusive => {
-                    let (lock, units, wanted) =
-                        (Arc::clone(&lock), Arc::clone(&units), wanted.clone());
-                    thread::spawn(move || write_held(&lock, &units, wanted))
-                }
+                Mode::Exclusive => spawn_writer(&lock, &units, wanted.clone()),
             };
             units.write(held.clone());
             drop(g);
@@ -394,10 +391,7 @@ fn recycled_node_model(waiter: Mode, second: Range<u64>, second_mode: Mode) {
         units.write(1..3);
         let t = match waiter {
             Mode::Shared => spawn_reader(&lock, &units, 1..3),
-            Mode::Exclusive => {
-                let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
-                thread::spawn(move || write_held(&lock, &units, 1..3))
-            }
+            Mode::Exclusive => spawn_writer(&lock, &units, 1..3),
         };
         drop(g);
         let again = lock.lock_mode(second.clone(), second_mode).unwrap();
@@ -470,10 +464,7 @@ fn loom_two_stripe_claim_and_stripe_holder_blocking() {
     loom::model(|| {
         let lock = Arc::new(two_stripe_claims());
         let units = Arc::new(Units::new(4));
-        let t = {
-            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
-            thread::spawn(move || write_held(&lock, &units, 2..4))
-        };
+        let t = spawn_writer(&lock, &units, 2..4);
         write_held(&lock, &units, 1..3);
         t.join().unwrap();
         assert_eq!(units.read(0..4), 4);
@@ -489,10 +480,7 @@ fn loom_two_stripe_claim_and_list_writer() {
     loom::model(|| {
         let lock = Arc::new(two_stripe_claims());
         let units = Arc::new(Units::new(5));
-        let t = {
-            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
-            thread::spawn(move || write_held(&lock, &units, 0..5))
-        };
+        let t = spawn_writer(&lock, &units, 0..5);
         write_held(&lock, &units, 1..3);
         t.join().unwrap();
         assert_eq!(units.read(0..5), 7);
@@ -531,10 +519,7 @@ fn loom_coarse_claim_and_stripe_holder() {
     loom::model(|| {
         let lock = Arc::new(coarse_claims());
         let units = Arc::new(Units::new(5));
-        let t = {
-            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
-            thread::spawn(move || write_held(&lock, &units, 2..4))
-        };
+        let t = spawn_writer(&lock, &units, 2..4);
         write_held(&lock, &units, 1..5);
         t.join().unwrap();
         assert_eq!(units.read(0..5), 6);
@@ -550,10 +535,7 @@ fn loom_coarse_claim_and_list_writer() {
     loom::model(|| {
         let lock = Arc::new(coarse_claims());
         let units = Arc::new(Units::new(6));
-        let t = {
-            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
-            thread::spawn(move || write_held(&lock, &units, 2..6))
-        };
+        let t = spawn_writer(&lock, &units, 2..6);
         write_held(&lock, &units, 1..3);
         t.join().unwrap();
         assert_eq!(units.read(0..6), 6);

@@ -341,7 +341,12 @@ fn forgotten_guards_do_not_break_drop() {
 
 /// Takes `range` exclusively through the raw lock and says where its node went.
 fn raw_kind(raw: &SkipList, range: Range<u64>) -> (SkipToken, Kind) {
-    let token = raw.try_lock(range, Mode::Exclusive).expect("free range");
+    raw_kind_in(raw, range, Mode::Exclusive)
+}
+
+/// Takes a free `range` in `mode` on the raw lock: its token and how it holds.
+fn raw_kind_in(raw: &SkipList, range: Range<u64>, mode: Mode) -> (SkipToken, Kind) {
+    let token = raw.try_lock(range, mode).expect("free range");
     let kind = token.0;
     (token, kind)
 }
@@ -717,11 +722,7 @@ fn a_claim_that_meets_a_taken_slot_gives_back_the_slots_it_took() {
 #[test]
 fn readers_of_one_multi_stripe_range_share_its_slots() {
     let raw = sixteen_unit_stripes();
-    let shared = |range: Range<u64>| {
-        let token = raw.try_lock(range.clone(), Mode::Shared).expect("free for readers");
-        let kind = token.0;
-        (token, kind)
-    };
+    let shared = |range| raw_kind_in(&raw, range, Mode::Shared);
     let (a, ka) = shared(10..50);
     let (b, kb) = shared(10..50);
     assert!(matches!(ka, Kind::StripesShared(Claimed { len: 4, .. })) && ka == kb, "{ka:?}");
@@ -781,11 +782,7 @@ fn a_range_too_wide_for_a_claim_holds_its_coarse_slot_exactly() {
 #[test]
 fn coarse_readers_share_and_exclude_writers() {
     let raw = sixteen_unit_stripes();
-    let shared = |range: Range<u64>| {
-        let token = raw.try_lock(range.clone(), Mode::Shared).expect("free for readers");
-        let kind = token.0;
-        (token, kind)
-    };
+    let shared = |range| raw_kind_in(&raw, range, Mode::Shared);
     let (a, ka) = shared(0..250);
     let (b, kb) = shared(0..250); // joins the same coarse piece
     assert!(matches!(ka, Kind::CoarseShared(..)) && ka == kb, "{ka:?} {kb:?}");
