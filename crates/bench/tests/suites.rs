@@ -124,10 +124,12 @@ fn full_runs_add_the_background_holders_where_a_lock_can_hold_them() {
     assert_eq!(held, expected);
     // The coarse test lock cannot run beside the holders.
     let mixed = backgrounds(&Mixed::<TestSet>::default());
+    // The ceiling runs without them.
     let expected = BTreeSet::from([
         pair("test-list", "none"),
         pair("test-list", "reader+wide"),
         pair("test-whole", "none"),
+        pair("unlocked", "none"),
     ]);
     assert_eq!(mixed, expected);
 }
@@ -135,7 +137,8 @@ fn full_runs_add_the_background_holders_where_a_lock_can_hold_them() {
 #[test]
 fn mixed_quick_runs_every_lock_at_20_pct() {
     let records = run(&Mixed::<TestSet>::default());
-    assert_eq!(variants(&records), BTreeSet::from(["test-list", "test-whole"]));
+    assert_eq!(variants(&records), BTreeSet::from(["test-list", "test-whole", "unlocked"]));
+    assert_best_other_leaves_out_the_ceiling(&records);
     for r in &records {
         assert_eq!(r.params["exclusive_pct"], 20, "{r:?}");
         assert_eq!(r.params["background"], "none", "{r:?}");
@@ -162,10 +165,24 @@ fn mixed_full_runs_over_the_real_locks() {
     let with_bg = |v: &str| {
         records.iter().filter(|r| r.variant == v && r.params["background"] == "reader+wide").count()
     };
+    // The ceilings (no lock; a rangelock per thread) run without the background holders
+    // and are nobody's best other.
+    let ceilings = ["unlocked", mixed::UNSHARED_NAME];
     for name in &names {
-        assert_eq!(with_bg(name), 3 * 2, "{name}");
+        let expected = if ceilings.contains(name) { 0 } else { 3 * 2 };
+        assert_eq!(with_bg(name), expected, "{name}");
     }
-    assert_eq!(records.len(), names.len() * 3 * 2 * 2);
+    assert!(ceilings.iter().all(|c| names.contains(c)), "{names:?}");
+    assert_eq!(records.len(), (names.len() * 2 - ceilings.len()) * 3 * 2);
+    for r in &records {
+        let best = records
+            .iter()
+            .filter(|o| o.threads == r.threads && o.params == r.params)
+            .filter(|o| o.variant != r.variant && !ceilings.contains(&o.variant.as_str()))
+            .map(|o| o.ops_per_sec)
+            .fold(0.0, f64::max);
+        assert_eq!(r.ratio_vs_best_other, Some(r.ops_per_sec / best), "{r:?}");
+    }
 }
 
 #[test]

@@ -85,6 +85,21 @@ pub enum XAxis {
     Param(&'static str),
 }
 
+/// A variant that bounds a suite's others instead of competing with them (see
+/// [`Suite::ceilings`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ceiling {
+    /// The variant's report name.
+    pub name: &'static str,
+    /// What it leaves out, for the table's header (e.g. "the workload with no lock").
+    pub leaves_out: &'static str,
+}
+
+/// The ceiling of most lock suites: [`Unlocked`](crate::workload::Unlocked), the workload
+/// with no lock.
+pub const NO_LOCK: Ceiling =
+    Ceiling { name: crate::workload::Unlocked::NAME, leaves_out: "the workload with no lock" };
+
 /// What a suite's records report (see [`Suite::measure`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Measure {
@@ -132,11 +147,12 @@ pub trait Suite {
     fn oversubscribe(&self) -> bool {
         false
     }
-    /// The variant that runs the workload without what is measured (no lock at all): a
-    /// bound for every other variant, not a competitor, so it is left out of the other
-    /// rows' `ratio_vs_best_other` and named in the table's header.
-    fn ceiling(&self) -> Option<&'static str> {
-        None
+    /// The variants that bound the others rather than compete with them: the workload
+    /// without what is measured (no lock at all), or without a cost the measured variants
+    /// must pay (a lock per thread: no sharing). Each is left out of the other rows'
+    /// `ratio_vs_best_other` and named, with what it leaves out, in the table's header.
+    fn ceilings(&self) -> &'static [Ceiling] {
+        &[]
     }
     /// What the records report: throughput (the default), or extra fields such as byte
     /// counts ([`Measure::Extras`]).

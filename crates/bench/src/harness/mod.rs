@@ -83,7 +83,7 @@ mod runner;
 pub mod stats;
 mod threads;
 
-pub use case::{Case, Measure, Sample, Suite, XAxis, SKIPPED};
+pub use case::{Case, Ceiling, Measure, Sample, Suite, XAxis, NO_LOCK, SKIPPED};
 pub use error::BenchError;
 pub use options::{Options, DEFAULT_OUT, DEFAULT_THREADS, OVERSUBSCRIBED_THREADS};
 pub use record::Record;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-use super::case::{Case, Sample, Suite};
+use super::case::{Case, Ceiling, Sample, Suite};
 use super::error::BenchError;
 use super::options::Options;
 use super::progress::suite_bar;
@@ -67,7 +67,7 @@ pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, Bench
             None => records.push(summarise(suite.name(), case, samples, rounds, opts)),
         }
     }
-    fill_ratios(&mut records, suite.baseline(), suite.ceiling());
+    fill_ratios(&mut records, suite.baseline(), suite.ceilings());
 
     let mut table = report::table::render(suite, opts, &records);
     for line in &skipped {
@@ -146,8 +146,8 @@ fn median_extras(samples: &[Sample]) -> Map<String, Value> {
 }
 
 /// Fills the ratios of every record against the baseline and the best other variant of its
-/// (params, threads) group; the `ceiling` variant is nobody's best other.
-pub(crate) fn fill_ratios(records: &mut [Record], baseline: &str, ceiling: Option<&str>) {
+/// (params, threads) group; a `ceilings` variant is nobody's best other.
+pub(crate) fn fill_ratios(records: &mut [Record], baseline: &str, ceilings: &[Ceiling]) {
     let mut groups: HashMap<(String, usize), Vec<usize>> = HashMap::new();
     for (i, r) in records.iter().enumerate() {
         groups.entry(r.group_key()).or_default().push(i);
@@ -162,7 +162,7 @@ pub(crate) fn fill_ratios(records: &mut [Record], baseline: &str, ceiling: Optio
             let best_other = members
                 .iter()
                 .filter(|&&j| records[j].variant != records[i].variant)
-                .filter(|&&j| Some(records[j].variant.as_str()) != ceiling)
+                .filter(|&&j| !ceilings.iter().any(|c| c.name == records[j].variant))
                 .map(|&j| records[j].ops_per_sec)
                 .fold(None, |acc: Option<f64>, x| Some(acc.map_or(x, |a| a.max(x))));
             records[i].ratio_vs_baseline = base.and_then(|b| ratio(own, b));

@@ -55,8 +55,11 @@ impl Suite for EpvsOwnership {
         NoValidation::NAME
     }
 
-    fn ceiling(&self) -> Option<&'static str> {
-        Some(NoValidation::NAME)
+    fn ceilings(&self) -> &'static [crate::harness::Ceiling] {
+        &[crate::harness::Ceiling {
+            name: NoValidation::NAME,
+            leaves_out: "the key-value store with no ownership validation",
+        }]
     }
 
     fn cases(&self, opts: &Options) -> Vec<Case> {

@@ -17,6 +17,10 @@
 //! units, i.e. 2^22 segments of 2^18 units (256 Ki). A range locks every segment it
 //! touches: up to 5 for the longest ranges. Beside `rangelock` runs [`CLAIM1_NAME`], the
 //! same lock with claims of one stripe only (ranges over several stripes take the list).
+//! Two ceilings bound them (without background holders): `unlocked`, the loop with no
+//! lock, and [`UNSHARED_NAME`], each thread on a `rangelock` of its own — the lock's cost
+//! without the cost of sharing one lock between cores, which no shared lock can beat. (Both
+//! are sound here only because the critical sections touch per-thread buffers.)
 //!
 //! Parameter `background`: `none`, or (full runs only) `reader+wide`: a background thread
 //! holds one shared range of 1 Ki units and one exclusive range of 64 Mi units in the top
@@ -27,10 +31,10 @@ use std::marker::PhantomData;
 use rangelock::{variants::Segments, Lock, RangeLock};
 
 use super::common;
-use crate::harness::{Case, Options, Suite};
+use crate::harness::{Case, Ceiling, Options, Suite, NO_LOCK};
 use crate::variants::{Registered, VariantSet, VariantVisitor};
 use crate::workload::loops::{self, Background, Mixed as Shape, BACKGROUND_UNITS};
-use crate::workload::RangeTarget;
+use crate::workload::{RangeTarget, Unshared};
 
 /// Domain size in units: 2^40.
 pub const DOMAIN: u64 = 1 << 40;
@@ -54,8 +58,18 @@ pub const SEGMENTS_NAME: &str = "segments-256Ki";
 /// over two stripes or more take the skip list (or the reader table), as before
 /// multi-stripe claims.
 pub const CLAIM1_NAME: &str = "rangelock-claim1";
-/// The variant [`CLAIM1_NAME`] is run beside.
+/// The variant [`CLAIM1_NAME`] and [`UNSHARED_NAME`] are run beside.
 const CLAIM1_OF: &str = "rangelock";
+
+/// Report name of the unshared ceiling: each thread on a `rangelock` of its own, so the
+/// lock's cost without what sharing one lock costs (lines both cores write).
+pub const UNSHARED_NAME: &str = "rangelock-unshared";
+
+/// The suite's ceilings: no lock, and a lock per thread.
+const CEILINGS: [Ceiling; 2] = [
+    NO_LOCK,
+    Ceiling { name: UNSHARED_NAME, leaves_out: "rangelock with a lock per thread (no sharing)" },
+];
 
 /// `segments` configured for this suite's domain: 2^22 segments of 256 Ki units (16 MiB).
 pub fn segments() -> Lock<Segments> {
@@ -99,6 +113,10 @@ impl<S: VariantSet> Suite for Mixed<S> {
         true
     }
 
+    fn ceilings(&self) -> &'static [Ceiling] {
+        &CEILINGS
+    }
+
     fn cases(&self, opts: &Options) -> Vec<Case> {
         let pcts: &'static [u64] = if opts.quick { &QUICK_EXCLUSIVE_PCT } else { &EXCLUSIVE_PCT };
         let mut backgrounds = vec![None];
@@ -107,6 +125,7 @@ impl<S: VariantSet> Suite for Mixed<S> {
         }
         let mut b = Builder { opts, pcts, backgrounds, cases: Vec::new() };
         S::locks(&mut b);
+        S::ceiling(&mut b);
         b.cases
     }
 }
@@ -131,9 +150,14 @@ impl VariantVisitor for Builder<'_> {
         if name == CLAIM1_OF {
             // The product lock without multi-stripe claims, beside it in the same run.
             self.named_lock(CLAIM1_NAME, || RangeLock::builder().claim_stripes(1).build());
+            // The same lock, unshared: the bound sharing it leaves.
+            self.visit(UNSHARED_NAME, &|| Ok(Unshared::new(RangeLock::new)));
         }
         let Some(target) = common::target("mixed", name, make) else { return };
-        for background in &self.backgrounds {
+        // A ceiling beside background holders would bound nothing (an unshared lock's
+        // holders hold a lock of their own): ceilings run without them.
+        let ceiling = CEILINGS.iter().any(|c| c.name == name);
+        for background in self.backgrounds.iter().filter(|b| b.is_none() || !ceiling) {
             // The holders must leave the measured span free (a coarse lock would not).
             let measured = [SPAN - 1..SPAN, 0..1];
             if !common::background_fits("mixed", name, &*target, background.as_ref(), measured) {

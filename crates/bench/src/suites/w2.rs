@@ -41,8 +41,8 @@ impl<S: VariantSet> Suite for W2<S> {
         true
     }
 
-    fn ceiling(&self) -> Option<&'static str> {
-        Some(crate::workload::Unlocked::NAME)
+    fn ceilings(&self) -> &'static [crate::harness::Ceiling] {
+        &[crate::harness::NO_LOCK]
     }
 
     fn cases(&self, opts: &Options) -> Vec<Case> {

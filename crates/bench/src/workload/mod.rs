@@ -7,7 +7,7 @@ mod region;
 mod target;
 
 pub use region::SharedRegion;
-pub use target::{holds_disjoint, RangeTarget, Unlocked};
+pub use target::{holds_disjoint, RangeTarget, Unlocked, Unshared};
 
 use crate::harness::SplitMix64;
 

@@ -71,9 +71,10 @@ impl<R: RawRangeLock + 'static> RangeTarget for Lock<R> {
 ///
 /// It measures what a suite's loop and memory traffic cost by themselves, which bounds the
 /// throughput of every lock on the same workload (as `echo` bounds the server). Only sound
-/// where no two threads ever touch the same range: `w1`, `w2` and `held`, whose threads work
-/// on disjoint shares of the region (the background holder of `held` writes nothing). Never
-/// registered for `contended`, where unlocked threads would race on the region.
+/// where no two threads ever touch the same data: `w1`, `w2` and `held`, whose threads work
+/// on disjoint shares of the region (the background holder of `held` writes nothing), and
+/// `mixed`, whose critical sections touch per-thread buffers. Never registered for
+/// `contended`, where unlocked threads would race on the region.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Unlocked;
 
@@ -98,6 +99,56 @@ impl RangeTarget for Unlocked {
 
     #[inline]
     fn release<'a>(&'a self, _: &mut (), (): Self::Held<'a>) {}
+}
+
+/// Each worker thread on a lock of its own (made by `make` in [`local`](RangeTarget::local)):
+/// what the lock costs when nobody shares it, so that a suite can show what sharing one
+/// lock costs apart from what the lock costs.
+///
+/// A ceiling, not a lock of the workload: its threads exclude nobody. Only sound where no
+/// two threads touch the same data under the lock: `mixed`, whose critical sections touch
+/// per-thread buffers.
+pub struct Unshared<R: RawRangeLock> {
+    make: fn() -> Lock<R>,
+}
+
+impl<R: RawRangeLock> core::fmt::Debug for Unshared<R> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Unshared").field("lock", &R::NAME).finish()
+    }
+}
+
+impl<R: RawRangeLock> Unshared<R> {
+    /// Threads on locks of their own, each made by `make`.
+    pub fn new(make: fn() -> Lock<R>) -> Self {
+        Unshared { make }
+    }
+}
+
+impl<R: RawRangeLock + 'static> RangeTarget for Unshared<R> {
+    type Local = Lock<R>;
+    type Held<'a> = R::Token;
+
+    fn local(&self) -> Lock<R> {
+        (self.make)()
+    }
+
+    #[inline]
+    fn acquire(&self, local: &mut Lock<R>, range: Range<u64>, mode: Mode) -> R::Token {
+        local.raw().lock(range, mode)
+    }
+
+    #[inline]
+    fn try_acquire(&self, local: &mut Lock<R>, range: Range<u64>, mode: Mode) -> Option<R::Token> {
+        local.raw().try_lock(range, mode)
+    }
+
+    #[inline]
+    fn release(&self, local: &mut Lock<R>, held: R::Token) {
+        // SAFETY: `held` came from an acquisition on `local`'s lock (the trait's contract:
+        // released through the `local` it was acquired through), released once, here.
+        unsafe { local.raw().unlock(held) };
+    }
 }
 
 /// Whether one thread can hold all of `ranges` (pairwise disjoint) exclusively at once,
