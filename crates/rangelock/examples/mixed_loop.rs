@@ -11,6 +11,13 @@
 //! suite's `segments-256Ki`: 2^22 segments of 256 Ki units) or `none` (no lock: the loop
 //! alone). `RANGELOCK_CLAIM_STRIPES=n` sets `rangelock`'s `claim_stripes`,
 //! `RANGELOCK_NO_COARSE=1` turns its coarse claims off. `octaves` is `lo..hi` (e.g. `14..20` for the ranges that span stripes).
+//!
+//! `RANGELOCK_MIXED_OWN_SLOTS=1` (ranges inside one stripe only: octaves up to `0..14`)
+//! moves each range to a stripe whose slot in the default stripe table lies in its thread's
+//! share of the table (thread `t` of `n`: slots `t * 2048 / n ..`), still at a random
+//! window, so no two threads ever write one slot line: what is left of the shared lock's
+//! cost over `separate` is then not the slot lines (`docs/BENCH.md`, "`mixed` at 2
+//! threads: the lines both cores write").
 
 #[path = "common/no_lock.rs"]
 mod no_lock;
@@ -48,6 +55,8 @@ struct Shape {
     ops: u64,
     exclusive_pct: u64,
     octaves: Range<u64>,
+    /// `Some(threads)`: each thread's ranges use its own share of the stripe table's slots.
+    own_slots: Option<u64>,
 }
 
 /// `shape.ops` operations of thread `index` on `lock`.
@@ -60,7 +69,10 @@ fn run_thread<R: RawRangeLock>(lock: &Lock<R>, shape: &Shape, index: u64) {
     for _ in 0..shape.ops {
         let octave = shape.octaves.start + rng.below(width);
         let len = (1 << octave) + rng.below(1 << octave);
-        let start = rng.below(SPAN - len + 1);
+        let mut start = rng.below(SPAN - len + 1);
+        if let Some(threads) = shape.own_slots {
+            start = in_own_slots(start, index, threads);
+        }
         let mode =
             if rng.below(100) < shape.exclusive_pct { Mode::Exclusive } else { Mode::Shared };
         let g = lock.lock_mode(start..start + len, mode).unwrap();
@@ -73,6 +85,16 @@ fn run_thread<R: RawRangeLock>(lock: &Lock<R>, shape: &Shape, index: u64) {
         }
         drop(g);
     }
+}
+
+/// `start` moved to the stripe of the same window and offset whose slot (stripe modulo the
+/// default table) lies in thread `index`'s share of the table (`RANGELOCK_MIXED_OWN_SLOTS`).
+fn in_own_slots(start: u64, index: u64, threads: u64) -> u64 {
+    let (shift, slots) = (rangelock::DEFAULT_STRIPE_SHIFT, rangelock::DEFAULT_STRIPE_SLOTS as u64);
+    let share = slots / threads;
+    let stripe = start >> shift;
+    let slot = index * share + (stripe % slots) % share;
+    (((stripe - stripe % slots) + slot) << shift) | (start & ((1 << shift) - 1))
 }
 
 /// Runs the loop on `threads` threads sharing `lock` and prints ns/op.
@@ -116,7 +138,13 @@ fn main() {
         lo.parse().expect("octaves: lo")..hi.parse().expect("octaves: hi")
     });
     assert!(octaves.start < octaves.end && octaves.end <= 30, "octaves: a non-empty lo..hi");
-    let shape = Shape { ops, exclusive_pct, octaves };
+    let own_slots = std::env::var_os("RANGELOCK_MIXED_OWN_SLOTS").map(|_| threads);
+    assert!(
+        own_slots.is_none() || octaves.end <= u64::from(rangelock::DEFAULT_STRIPE_SHIFT),
+        "RANGELOCK_MIXED_OWN_SLOTS: ranges inside one stripe only (octaves up to 0..{})",
+        rangelock::DEFAULT_STRIPE_SHIFT
+    );
+    let shape = Shape { ops, exclusive_pct, octaves, own_slots };
     match variant.as_str() {
         "rangelock" => {
             let claim = std::env::var("RANGELOCK_CLAIM_STRIPES").ok();
