@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use rangelock_bench::harness::{
-    run_suite, BenchError, Case, Options, Record, Sample, Suite, XAxis,
+    machine, run_suite, BenchError, Case, Options, Record, Sample, Suite, XAxis,
 };
 use serde_json::{json, Map, Value};
 use support::TempDir;
@@ -130,6 +130,13 @@ fn fake_suite_runs_end_to_end_into_json_and_svg() {
         assert_eq!(r.p999_ns, None, "fewer than 1000 samples");
         assert_eq!(r.extra["bytes"], json!(20));
         assert_eq!(r.oversubscribed, r.threads > 2);
+        // The machine probe: on every record of two threads or more, and only there.
+        let xfer = r.extra.get(machine::LINE_TRANSFER_NS).and_then(Value::as_f64);
+        if r.threads >= 2 && machine::can_probe() {
+            assert!(xfer.is_some_and(|ns| ns > 0.0), "{r:?}");
+        } else {
+            assert_eq!(xfer, None, "{r:?}");
+        }
         if r.variant == "fast" {
             assert_eq!(r.ratio_vs_baseline, Some(2.0));
             assert_eq!(r.ratio_vs_best_other, Some(2.0));
@@ -143,6 +150,7 @@ fn fake_suite_runs_end_to_end_into_json_and_svg() {
     assert!(report.table.contains("params {\"size\":1}"));
     assert!(report.table.contains("2.00x"));
     assert!(report.table.contains("16*"));
+    assert_eq!(report.table.contains("xfer ns"), machine::can_probe());
     let svg = std::fs::read_to_string(&report.svg).unwrap();
     assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(200)]);
     assert!(svg.contains("fast") && svg.contains("slow") && svg.contains("size=2"));

@@ -74,6 +74,7 @@
 
 mod case;
 mod error;
+pub mod machine;
 mod options;
 mod progress;
 mod record;

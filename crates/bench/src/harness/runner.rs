@@ -5,8 +5,9 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-use super::case::{Case, Ceiling, Sample, Suite};
+use super::case::{Case, Ceiling, Measure, Sample, Suite};
 use super::error::BenchError;
+use super::machine;
 use super::options::Options;
 use super::progress::suite_bar;
 use super::record::Record;
@@ -39,6 +40,7 @@ pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, Bench
     let rounds = opts.rounds.max(1);
     let bar = suite_bar(suite.name(), (rounds * cases.len()) as u64);
     let mut samples: Vec<Vec<Sample>> = cases.iter().map(|_| Vec::with_capacity(rounds)).collect();
+    let probe = suite.measure() == Measure::Throughput && machine::can_probe();
     for round in 0..rounds {
         for (case, out) in cases.iter_mut().zip(&mut samples) {
             bar.set_message(format!(
@@ -48,7 +50,13 @@ pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, Bench
                 case.threads,
                 Value::Object(case.params.clone())
             ));
-            out.push((case.run)(opts.duration));
+            let mut sample = (case.run)(opts.duration);
+            if probe && case.threads >= 2 {
+                // What a line between two cores cost as the case ended (`machine`).
+                let ns = machine::line_transfer_ns(machine::PROBE_ROUND_TRIPS);
+                sample.extra.insert(machine::LINE_TRANSFER_NS.to_owned(), ns.into());
+            }
+            out.push(sample);
             bar.inc(1);
         }
     }

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::human;
 use crate::harness::case::{Measure, Suite};
+use crate::harness::machine::LINE_TRANSFER_NS;
 use crate::harness::options::Options;
 use crate::harness::record::Record;
 
@@ -43,6 +44,15 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
             ceiling.name, ceiling.leaves_out
         );
     }
+    let xfer = |r: &Record| r.extra.get(LINE_TRANSFER_NS).and_then(Value::as_f64);
+    let probed = records.iter().any(|r| xfer(r).is_some());
+    if probed {
+        let _ = writeln!(
+            s,
+            "   (xfer ns = one cache line moved between two cores, probed after each case of 2+ \
+             threads: what every shared line cost as it ran; see docs/BENCH.md)"
+        );
+    }
     let mut groups: Vec<(String, Vec<&Record>)> = Vec::new();
     for r in records {
         let key = Value::Object(r.params.clone()).to_string();
@@ -58,11 +68,15 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
             extras_block(&mut s, keys, &rows);
             continue;
         }
-        let _ = writeln!(
+        let _ = write!(
             s,
             "   {:<14} {:>4} {:>10} {:>10} {:>9} {:>9} {:>9} {:>8} {:>8}",
             "variant", "thr", "ops/s", "ns/op", "p50 ns", "p99 ns", "p999 ns", "vs base", "vs best"
         );
+        if probed {
+            let _ = write!(s, " {:>8}", "xfer ns");
+        }
+        s.push('\n');
         let mut last_threads = None;
         for r in rows {
             if last_threads.is_some_and(|t| t != r.threads) {
@@ -71,7 +85,7 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
             last_threads = Some(r.threads);
             let thr =
                 if r.oversubscribed { format!("{}*", r.threads) } else { r.threads.to_string() };
-            let _ = writeln!(
+            let _ = write!(
                 s,
                 "   {:<14} {:>4} {:>10} {:>10} {:>9} {:>9} {:>9} {:>8} {:>8}",
                 r.variant,
@@ -84,6 +98,11 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
                 ratio(r.ratio_vs_baseline),
                 ratio(r.ratio_vs_best_other),
             );
+            if probed {
+                let cell = xfer(r).map_or_else(|| "-".to_owned(), |ns| format!("{ns:.0}"));
+                let _ = write!(s, " {cell:>8}");
+            }
+            s.push('\n');
         }
     }
     s

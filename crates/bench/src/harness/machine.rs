@@ -1,0 +1,85 @@
+//! What the machine does to a measurement while it runs: the price of moving one cache
+//! line between two cores, probed after every case of two threads or more.
+//!
+//! On the 2-vCPU VM this project is measured on, that price is not a constant. Under
+//! sustained load the hypervisor places the two vCPUs far apart (the probe reads 25-60 ns
+//! one way when they are close, 215-330 ns when they are not), and flips back within
+//! seconds. Everything a shared lock does costs whatever its shared lines cost, so a
+//! 2-thread record means little without the price it ran at: `segments-256Ki` misses to
+//! memory either way, `rangelock`'s slot lines move between the cores, and one run can show
+//! either lock 2x ahead (`docs/BENCH.md`, "`mixed` at 2 threads: the lines both cores
+//! write"). Records of two threads or more carry the probe as the extra field
+//! [`LINE_TRANSFER_NS`] (median over rounds), and the table shows it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use crossbeam_utils::CachePadded;
+
+/// The extra field of a record that holds the probe: nanoseconds per one-way transfer of a
+/// cache line between two threads, right after the case ran (median over its rounds).
+pub const LINE_TRANSFER_NS: &str = "line_transfer_ns";
+
+/// Round trips per probe: under a millisecond at the slow price, enough for a stable
+/// median at the fast one.
+pub const PROBE_ROUND_TRIPS: u64 = 2_000;
+
+/// Spins before a waiting side yields its CPU: the probe's two threads may share one CPU
+/// (a busy machine, or one core), and pure spinning would then wait out a time slice per
+/// transfer.
+const SPINS_BEFORE_YIELD: u32 = 1 << 12;
+
+/// Whether probing means anything here: two threads can run at once.
+pub fn can_probe() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+}
+
+/// Bounces one cache line between this thread and a second one `round_trips` times (each
+/// side waits for the other's value, then writes its own) and returns nanoseconds per
+/// one-way transfer.
+pub fn line_transfer_ns(round_trips: u64) -> f64 {
+    let line = CachePadded::new(AtomicU64::new(0));
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        // The partner answers every even value with the next odd one.
+        s.spawn(|| {
+            for i in 0..round_trips {
+                wait_for(&line, 2 * i);
+                // Release: pairs with the Acquire load in `wait_for` on the other thread.
+                line.store(2 * i + 1, Ordering::Release);
+            }
+        });
+        for i in 0..round_trips {
+            wait_for(&line, 2 * i + 1);
+            // Release: as above.
+            line.store(2 * i + 2, Ordering::Release);
+        }
+    });
+    start.elapsed().as_nanos() as f64 / (2 * round_trips.max(1)) as f64
+}
+
+/// Spins (yielding now and then) until `line` holds `value`.
+fn wait_for(line: &AtomicU64, value: u64) {
+    let mut spins = 0u32;
+    // Acquire: pairs with the other thread's Release store of `value` (the value is the
+    // whole message; the ordering keeps the ping-pong a real round trip).
+    while line.load(Ordering::Acquire) != value {
+        spins += 1;
+        if spins % SPINS_BEFORE_YIELD == 0 {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_probe_completes_and_reports_a_positive_price() {
+        let ns = line_transfer_ns(100);
+        assert!(ns.is_finite() && ns > 0.0, "{ns}");
+    }
+}
