@@ -29,34 +29,80 @@ pub const PROBE_ROUND_TRIPS: u64 = 2_000;
 /// transfer.
 const SPINS_BEFORE_YIELD: u32 = 1 << 12;
 
-/// Whether probing means anything here: two threads can run at once.
+/// Whether probing means anything here: two CPUs this process may run on.
 pub fn can_probe() -> bool {
-    std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+    probe_cpus().is_some()
 }
 
-/// Bounces one cache line between this thread and a second one `round_trips` times (each
-/// side waits for the other's value, then writes its own) and returns nanoseconds per
-/// one-way transfer.
-pub fn line_transfer_ns(round_trips: u64) -> f64 {
+/// The first two CPUs of this process's affinity mask, if it has two.
+fn probe_cpus() -> Option<(usize, usize)> {
+    // SAFETY: `cpu_set_t` is plain data; all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable `cpu_set_t` of the size passed; pid 0 is the
+    // calling thread.
+    let rc = unsafe { libc::sched_getaffinity(0, core::mem::size_of_val(&set), &mut set) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: `set` was filled in above; every index is below `CPU_SETSIZE`.
+    let mut cpus =
+        (0..libc::CPU_SETSIZE as usize).filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) });
+    Some((cpus.next()?, cpus.next()?))
+}
+
+/// Pins the calling thread to `cpu`; false if the kernel refused.
+fn pin_to(cpu: usize) -> bool {
+    // SAFETY: as in `probe_cpus`.
+    let mut set: libc::cpu_set_t = unsafe { core::mem::zeroed() };
+    // SAFETY: `cpu` is below `CPU_SETSIZE` (it came from `probe_cpus`); `set` is ours.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is a valid `cpu_set_t` of the size passed; pid 0 is the calling thread.
+    unsafe { libc::sched_setaffinity(0, core::mem::size_of_val(&set), &set) == 0 }
+}
+
+/// Bounces one cache line between two threads pinned to two different CPUs `round_trips`
+/// times (each side waits for the other's value, then writes its own) and returns
+/// nanoseconds per one-way transfer, or `None` without two CPUs to pin to.
+///
+/// Pinned, because the scheduler may first run a new thread on its parent's CPU (waking
+/// an idle vCPU costs tens of microseconds here), and two threads taking turns on one CPU
+/// measure context switches, not the line. The caller's own thread is left unpinned: both
+/// sides run on threads of their own, after a warm-up of [`WARM_UP_ROUND_TRIPS`].
+pub fn line_transfer_ns(round_trips: u64) -> Option<f64> {
+    let (a, b) = probe_cpus()?;
     let line = CachePadded::new(AtomicU64::new(0));
-    let start = Instant::now();
+    let warm = WARM_UP_ROUND_TRIPS;
+    let total = warm + round_trips.max(1);
     std::thread::scope(|s| {
         // The partner answers every even value with the next odd one.
         s.spawn(|| {
-            for i in 0..round_trips {
+            pin_to(b);
+            for i in 0..total {
                 wait_for(&line, 2 * i);
                 // Release: pairs with the Acquire load in `wait_for` on the other thread.
                 line.store(2 * i + 1, Ordering::Release);
             }
         });
-        for i in 0..round_trips {
-            wait_for(&line, 2 * i + 1);
-            // Release: as above.
-            line.store(2 * i + 2, Ordering::Release);
-        }
-    });
-    start.elapsed().as_nanos() as f64 / (2 * round_trips.max(1)) as f64
+        s.spawn(|| {
+            pin_to(a);
+            let mut start = Instant::now();
+            for i in 0..total {
+                if i == warm {
+                    start = Instant::now();
+                }
+                wait_for(&line, 2 * i + 1);
+                // Release: as above.
+                line.store(2 * i + 2, Ordering::Release);
+            }
+            Some(start.elapsed().as_nanos() as f64 / (2 * (total - warm)) as f64)
+        })
+        .join()
+        .unwrap_or(None)
+    })
 }
+
+/// Round trips before the probe starts its clock: both threads running on their CPUs.
+pub const WARM_UP_ROUND_TRIPS: u64 = 200;
 
 /// Spins (yielding now and then) until `line` holds `value`.
 fn wait_for(line: &AtomicU64, value: u64) {
@@ -79,7 +125,9 @@ mod tests {
 
     #[test]
     fn a_probe_completes_and_reports_a_positive_price() {
-        let ns = line_transfer_ns(100);
-        assert!(ns.is_finite() && ns > 0.0, "{ns}");
+        match line_transfer_ns(100) {
+            Some(ns) => assert!(ns.is_finite() && ns > 0.0, "{ns}"),
+            None => assert!(!can_probe(), "two CPUs, yet no probe"),
+        }
     }
 }

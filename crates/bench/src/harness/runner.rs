@@ -53,8 +53,9 @@ pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, Bench
             let mut sample = (case.run)(opts.duration);
             if probe && case.threads >= 2 {
                 // What a line between two cores cost as the case ended (`machine`).
-                let ns = machine::line_transfer_ns(machine::PROBE_ROUND_TRIPS);
-                sample.extra.insert(machine::LINE_TRANSFER_NS.to_owned(), ns.into());
+                if let Some(ns) = machine::line_transfer_ns(machine::PROBE_ROUND_TRIPS) {
+                    sample.extra.insert(machine::LINE_TRANSFER_NS.to_owned(), ns.into());
+                }
             }
             out.push(sample);
             bar.inc(1);
