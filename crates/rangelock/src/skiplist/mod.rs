@@ -34,7 +34,8 @@
 //! visible. List writers and readers, after their own handshake store, check the slots of
 //! the stripes their range touches. Unlock is one plain store to the slot word (its waiters
 //! count themselves beside it: `wait`, "Counted words"). A range over 2 up
-//! to 8 stripes of one window ([`Builder::claim_stripes`]) claims each stripe's slot the
+//! to 8 stripes of one window ([`Builder::claim_stripes`]; up to 4 for a shared range,
+//! which pays two RMWs a slot) claims each stripe's slot the
 //! same way, with its piece of the range, in order and without waiting (on a taken slot
 //! it frees what it took and takes the list path), then reads every slot's count. A longer
 //! range of up to two *coarse stripes* (64 stripes, 1 Mi units) claims their slots in a
@@ -483,7 +484,10 @@ impl Builder {
     /// How many stripes (of one window) a range may touch and still hold on the stripe
     /// table, claiming the slot of each (one CAS per stripe; module docs) instead of
     /// linking a list node or announcing a reader: 1 to [`MAX_CLAIM_STRIPES`], default
-    /// [`DEFAULT_CLAIM_STRIPES`]. 1 claims only ranges inside one stripe.
+    /// [`DEFAULT_CLAIM_STRIPES`]. 1 claims only ranges inside one stripe. With coarse
+    /// claims on, a shared range claims at most 4 stripes this way (a reader joins and
+    /// leaves each slot with a CAS, so a coarse claim is cheaper for it sooner); wider
+    /// shared ranges take the coarse claim.
     pub fn claim_stripes(self, stripes: usize) -> Self {
         Builder { claim_stripes: stripes, ..self }
     }
@@ -511,17 +515,21 @@ impl Builder {
             "skip-list height must be in 1..={MAX_HEIGHT}, got {}",
             self.max_height
         );
+        let stripes = Stripes::new(
+            self.stripe_shift,
+            self.stripe_slots,
+            self.stripe_windows,
+            self.claim_stripes,
+        );
+        let coarse = self.coarse();
+        // Wide shared ranges claim coarse slots sooner than exclusive ones (`claim_of`).
+        let stripes = if coarse.len() == 0 { stripes } else { stripes.with_coarse_claims() };
         SkipList {
             list: List::new(self.max_height),
             intents: Intents::new(),
             readers: Readers::new(),
-            stripes: Stripes::new(
-                self.stripe_shift,
-                self.stripe_slots,
-                self.stripe_windows,
-                self.claim_stripes,
-            ),
-            coarse: self.coarse(),
+            stripes,
+            coarse,
             reclaim: Reclaim::new(),
         }
     }
@@ -728,7 +736,7 @@ impl SkipList {
     /// path stays small.
     #[inline(never)]
     fn claim_attempt(&self, range: &Range<u64>, mode: Mode, wait: Wait) -> Option<SkipToken> {
-        let Some(claim) = self.stripes.claim_of(range) else {
+        let Some(claim) = self.stripes.claim_of(range, mode) else {
             return self.coarse_attempt(range, mode, wait);
         };
         if !claim.claim(mode) {

@@ -746,6 +746,38 @@ fn readers_of_one_multi_stripe_range_share_its_slots() {
 }
 
 #[test]
+fn a_shared_range_over_more_stripes_than_the_shared_limit_takes_a_coarse_claim() {
+    // Claims of up to 8 stripes; readers' limit: 4 (with coarse claims on).
+    let raw = sixteen_unit_stripes();
+    assert_eq!(stripes::SHARED_CLAIM_STRIPES, 4);
+    let shared = |range| raw_kind_in(&raw, range, Mode::Shared);
+    let (four, k4) = shared(0..64); // stripes 0..=3
+    assert!(matches!(k4, Kind::StripesShared(Claimed { len: 4, .. })), "{k4:?}");
+    let (five, k5) = shared(256..336); // stripes 16..=20: five
+    assert!(matches!(k5, Kind::CoarseShared(256, 336)), "{k5:?}");
+    // Exclusive ranges keep the lock's limit: five stripes are a stripe claim.
+    let (x, kx) = raw_kind(&raw, 512..592);
+    assert!(matches!(kx, Kind::Stripes(Claimed { len: 5, .. })), "{kx:?}");
+    // The coarse reader excludes writers of its range and admits readers.
+    assert!(raw.try_lock(300..301, Mode::Exclusive).is_none());
+    let (r, _) = shared(300..301);
+    // SAFETY: this lock's tokens, released once.
+    unsafe {
+        for t in [r, x, five, four] {
+            raw.unlock(t);
+        }
+    }
+    // Without coarse claims, readers keep the lock's limit.
+    let plain = RangeLock::builder().stripes(4, 16).claim_stripes(8).coarse_claims(false);
+    let plain = plain.build_raw();
+    let (five, k5) = raw_kind_in(&plain, 256..336, Mode::Shared);
+    assert!(matches!(k5, Kind::StripesShared(Claimed { len: 5, .. })), "{k5:?}");
+    // SAFETY: as above.
+    unsafe { plain.unlock(five) };
+    let _all = raw.try_lock(0..u64::MAX, Mode::Exclusive).expect("everything released");
+}
+
+#[test]
 fn a_range_too_wide_for_a_claim_holds_its_coarse_slot_exactly() {
     // Coarse stripes of 64 x 16 = 1024 units, 2 slots a table.
     let raw = sixteen_unit_stripes();
