@@ -594,6 +594,7 @@ impl<const B: u32> Stripes<B> {
     }
 
     /// The overflow table, as window `window` sees it (its slots, and its `wide` count).
+    #[cfg_attr(loom, allow(clippy::modulo_one, reason = "OVERFLOW_WIDE is 1 under loom"))]
     fn overflow(&self, window: u64) -> Table<'_> {
         let wide = &self.overflow_wide[window as usize % OVERFLOW_WIDE];
         Table { slots: self.overflow.as_ptr(), wide, window: None }
