@@ -307,7 +307,19 @@
 //!   pool spin lock each way, and every 256th release an epoch bump.) The handshake fence
 //!   is a compiler fence on x86 (see `readers::handshake_fence`); elsewhere it is a real
 //!   fence. A list hold costs a node, an epoch guard and the skip-list insertion; a shared
-//!   hold in the reader table costs a node, 4 more RMWs and a guard.
+//!   hold in the reader table costs a node, 4 more RMWs and a guard. A claim of k stripes
+//!   costs k CASes and k stores exclusive, 2k CASes shared, so a shared range over more
+//!   than 4 stripes takes a coarse claim instead (a count RMW and a coarse CAS each way,
+//!   two of each across two windows or coarse stripes, whatever its length:
+//!   `stripes::SHARED_CLAIM_STRIPES`).
+//! - The lines a hold writes are the stripe table's, and threads on arbitrary ranges share
+//!   them: with positions spread over a huge domain nearly every window uses the one
+//!   overflow table, and about half the slot lines a thread writes were last written by
+//!   another core. On the 2-vCPU development VM one such move costs 21-27 ns or 190-215 ns
+//!   depending on where the hypervisor has placed the vCPUs, and that, not the lock's own
+//!   work, is the whole difference between one shared lock and a lock per thread at 2
+//!   threads (`docs/BENCH.md`, "`mixed` at 2 threads: the lines both cores write"). Threads
+//!   working on regions of their own write slot lines of their own.
 //! - Against static segments (`variants::Segments` with 1 KiB segments, exactly the `w1`
 //!   ranges) the uncontended instruction counts are alike (above; without a critical
 //!   section, `w1_loop 20000000 0 <variant> 1`: 15.7-16.7 ns per lock+unlock for this
