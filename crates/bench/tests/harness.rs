@@ -134,6 +134,11 @@ fn fake_suite_runs_end_to_end_into_json_and_svg() {
         let xfer = r.extra.get(machine::LINE_TRANSFER_NS).and_then(Value::as_f64);
         if r.threads >= 2 && machine::can_probe() {
             assert!(xfer.is_some_and(|ns| ns > 0.0), "{r:?}");
+            // With its range over the rounds around the median.
+            let get = |k| r.extra.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
+            let (min, max) =
+                (get(machine::LINE_TRANSFER_MIN_NS), get(machine::LINE_TRANSFER_MAX_NS));
+            assert!(xfer.is_some_and(|ns| min <= ns && ns <= max), "{r:?}");
         } else {
             assert_eq!(xfer, None, "{r:?}");
         }

@@ -9,7 +9,9 @@
 //! memory either way, `rangelock`'s slot lines move between the cores, and one run can show
 //! either lock 2x ahead (`docs/BENCH.md`, "`mixed` at 2 threads: the lines both cores
 //! write"). Records of two threads or more carry the probe as the extra field
-//! [`LINE_TRANSFER_NS`] (median over rounds), and the table shows it.
+//! [`LINE_TRANSFER_NS`] (median over rounds) with its range over the rounds
+//! ([`LINE_TRANSFER_MIN_NS`], [`LINE_TRANSFER_MAX_NS`]), and the table shows the median, or
+//! the range when the rounds ran at different placements.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -19,6 +21,12 @@ use crossbeam_utils::CachePadded;
 /// The extra field of a record that holds the probe: nanoseconds per one-way transfer of a
 /// cache line between two threads, right after the case ran (median over its rounds).
 pub const LINE_TRANSFER_NS: &str = "line_transfer_ns";
+
+/// The extra fields with the smallest and largest probe over a case's rounds: far apart
+/// when the rounds ran at different placements.
+pub const LINE_TRANSFER_MIN_NS: &str = "line_transfer_min_ns";
+/// See [`LINE_TRANSFER_MIN_NS`].
+pub const LINE_TRANSFER_MAX_NS: &str = "line_transfer_max_ns";
 
 /// Round trips per probe: under a millisecond at the slow price, enough for a stable
 /// median at the fast one.

@@ -102,6 +102,16 @@ fn summarise(
 ) -> Record {
     let mut rates: Vec<f64> = samples.iter().map(Sample::ops_per_sec).collect();
     let ops_per_sec = median(&mut rates).unwrap_or(0.0);
+    let mut extra = median_extras(&samples);
+    // The probe's spread too: rounds of one case may run at different vCPU placements.
+    let probes = samples.iter().filter_map(|s| s.extra.get(machine::LINE_TRANSFER_NS));
+    let probes: Vec<f64> = probes.filter_map(Value::as_f64).collect();
+    if let (Some(min), Some(max)) =
+        (probes.iter().copied().reduce(f64::min), probes.iter().copied().reduce(f64::max))
+    {
+        extra.insert(machine::LINE_TRANSFER_MIN_NS.to_owned(), min.into());
+        extra.insert(machine::LINE_TRANSFER_MAX_NS.to_owned(), max.into());
+    }
     let mut latencies: Vec<u64> =
         samples.iter().flat_map(|s| s.latencies_ns.iter().copied()).collect();
     let pct = Percentiles::of(&mut latencies);
@@ -121,7 +131,7 @@ fn summarise(
         duration_ms: u64::try_from(opts.duration.as_millis()).unwrap_or(u64::MAX),
         ratio_vs_baseline: None,
         ratio_vs_best_other: None,
-        extra: median_extras(&samples),
+        extra,
     }
 }
 

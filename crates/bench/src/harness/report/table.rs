@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::human;
 use crate::harness::case::{Measure, Suite};
-use crate::harness::machine::LINE_TRANSFER_NS;
+use crate::harness::machine::{LINE_TRANSFER_MAX_NS, LINE_TRANSFER_MIN_NS, LINE_TRANSFER_NS};
 use crate::harness::options::Options;
 use crate::harness::record::Record;
 
@@ -99,13 +99,23 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
                 ratio(r.ratio_vs_best_other),
             );
             if probed {
-                let cell = xfer(r).map_or_else(|| "-".to_owned(), |ns| format!("{ns:.0}"));
-                let _ = write!(s, " {cell:>8}");
+                let _ = write!(s, " {:>8}", xfer_cell(r));
             }
             s.push('\n');
         }
     }
     s
+}
+
+/// The `xfer ns` cell: the probe's median over rounds, or its range (`min-max`) when the
+/// largest is more than twice the smallest (rounds at different vCPU placements).
+fn xfer_cell(r: &Record) -> String {
+    let get = |k: &str| r.extra.get(k).and_then(Value::as_f64);
+    match (get(LINE_TRANSFER_NS), get(LINE_TRANSFER_MIN_NS), get(LINE_TRANSFER_MAX_NS)) {
+        (Some(_), Some(min), Some(max)) if max > 2.0 * min => format!("{min:.0}-{max:.0}"),
+        (Some(median), ..) => format!("{median:.0}"),
+        (None, ..) => "-".to_owned(),
+    }
 }
 
 /// A block of a [`Measure::Extras`] suite: the listed extra fields instead of ops/s.
@@ -142,5 +152,48 @@ fn ratio(x: Option<f64>) -> String {
         Some(v) if v >= 0.1 || v == 0.0 => format!("{v:.2}x"),
         Some(v) if v >= 0.001 => format!("{v:.3}x"),
         Some(v) => format!("{v:.0e}x"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Map;
+
+    use super::*;
+
+    fn with_probe(probe: &[(&str, f64)]) -> Record {
+        Record {
+            suite: "s".into(),
+            variant: "v".into(),
+            threads: 2,
+            oversubscribed: false,
+            params: Map::new(),
+            ops_per_sec: 1.0,
+            ns_per_op: Some(1e9),
+            p50_ns: None,
+            p99_ns: None,
+            p999_ns: None,
+            latency_samples: 0,
+            rounds: 3,
+            duration_ms: 5,
+            ratio_vs_baseline: None,
+            ratio_vs_best_other: None,
+            extra: probe.iter().map(|&(k, v)| (k.to_owned(), Value::from(v))).collect(),
+        }
+    }
+
+    #[test]
+    fn the_xfer_cell_shows_the_range_only_when_rounds_ran_at_different_prices() {
+        let probe = |median, min, max| {
+            with_probe(&[
+                (LINE_TRANSFER_NS, median),
+                (LINE_TRANSFER_MIN_NS, min),
+                (LINE_TRANSFER_MAX_NS, max),
+            ])
+        };
+        assert_eq!(xfer_cell(&probe(26.0, 24.0, 31.0)), "26");
+        assert_eq!(xfer_cell(&probe(188.0, 25.0, 201.0)), "25-201");
+        assert_eq!(xfer_cell(&with_probe(&[(LINE_TRANSFER_NS, 40.0)])), "40");
+        assert_eq!(xfer_cell(&with_probe(&[])), "-");
     }
 }
