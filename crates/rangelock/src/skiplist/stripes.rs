@@ -771,14 +771,15 @@ impl<const B: u32> Stripes<B> {
             let slots = unsafe { core::slice::from_raw_parts(lo_slot, n) };
             // One pass without a branch per slot: are all words free, and does a count
             // exceed our share (`count >> in_slots` is non-zero exactly when `count >
-            // in_slots`, for a share of 0 or 1)? Ranges spread over the domain nearly
+            // in_slots`, for a share of 0 or 1; the shift is taken once, of the counts'
+            // OR, as shifting commutes with OR)? Ranges spread over the domain nearly
             // always find that, so only a taken slot costs the exact pass below.
-            let (mut all, mut over) = (FREE, 0);
+            let (mut all, mut any) = (FREE, 0);
             for slot in slots {
                 all &= slot.word.load(Ordering::SeqCst);
-                over |= slot.counted.load(Ordering::SeqCst) >> in_slots;
+                any |= slot.counted.load(Ordering::SeqCst);
             }
-            others |= over != 0;
+            others |= any >> in_slots != 0;
             if all & FREE != 0 {
                 continue;
             }
