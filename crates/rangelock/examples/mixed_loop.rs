@@ -8,8 +8,11 @@
 //! 20), writes (exclusive) or reads (shared) 256 bytes of a per-thread buffer, and unlocks.
 //! `variant`: `rangelock` (default), `separate` (each thread on a `rangelock` of its own:
 //! what sharing one lock costs), `rangelock-list`, `kernel-tree`, `segments` (the
-//! suite's `segments-256Ki`: 2^22 segments of 256 Ki units) or `none` (no lock: the loop
-//! alone). `RANGELOCK_CLAIM_STRIPES=n` sets `rangelock`'s `claim_stripes`,
+//! suite's `segments-256Ki`: 2^22 segments of 256 Ki units), `none` (no lock: the loop
+//! alone), `floor` (no lock, but one atomic RMW per acquisition and a store per release, on
+//! a word of the thread's own: the suite's `rmw-floor`, the least any lock pays) or
+//! `floor2` (an RMW each way, as a reader count others may join pays).
+//! `RANGELOCK_CLAIM_STRIPES=n` sets `rangelock`'s `claim_stripes`,
 //! `RANGELOCK_NO_COARSE=1` turns its coarse claims off. `octaves` is `lo..hi` (e.g. `14..20` for the ranges that span stripes).
 //!
 //! `RANGELOCK_MIXED_OWN_SLOTS=1` (ranges inside one stripe only: octaves up to `0..14`)
@@ -19,9 +22,12 @@
 //! cost over `separate` is then not the slot lines (`docs/BENCH.md`, "`mixed` at 2
 //! threads: the lines both cores write").
 
+#[path = "common/floor.rs"]
+mod floor;
 #[path = "common/no_lock.rs"]
 mod no_lock;
 
+use floor::Floor;
 use no_lock::NoLock;
 
 use std::hint::black_box;
@@ -166,6 +172,8 @@ fn main() {
             run("segments-256Ki", &lock, &shape, threads)
         }
         "none" => run("none", &Lock::from_raw(NoLock), &shape, threads),
+        "floor" => run("floor", &Lock::from_raw(Floor::<1>), &shape, threads),
+        "floor2" => run("floor2", &Lock::from_raw(Floor::<2>), &shape, threads),
         other => panic!("unknown variant {other}"),
     }
 }

@@ -37,6 +37,26 @@ pub const PROBE_ROUND_TRIPS: u64 = 2_000;
 /// transfer.
 const SPINS_BEFORE_YIELD: u32 = 1 << 12;
 
+/// The processor's model name (Linux: the first `model name` of `/proc/cpuinfo`), or
+/// `None` where the system does not say.
+///
+/// Printed with every table: ratios against a memory-bound variant move with the machine.
+/// The same commit gave `rangelock` 2.26-2.51x `segments-256Ki` on `mixed` at 1 thread on
+/// an AMD EPYC VM and 1.40-1.55x on an Intel Xeon VM (`docs/BENCH.md`, "The machine is not
+/// a constant either").
+pub fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    model_name(&info)
+}
+
+/// The first `model name` line's value in the text of `/proc/cpuinfo`.
+fn model_name(cpuinfo: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        (key.trim() == "model name").then(|| value.trim().to_owned())
+    })
+}
+
 /// Whether probing means anything here: two CPUs this process may run on.
 pub fn can_probe() -> bool {
     probe_cpus().is_some()
@@ -137,5 +157,14 @@ mod tests {
             Some(ns) => assert!(ns.is_finite() && ns > 0.0, "{ns}"),
             None => assert!(!can_probe(), "two CPUs, yet no probe"),
         }
+    }
+
+    #[test]
+    fn the_model_name_is_the_first_processors() {
+        let info = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) \
+                    Processor @ 2.50GHz\nflags\t\t: fpu\n\nprocessor\t: 1\nmodel name\t: Other\n";
+        assert_eq!(model_name(info).as_deref(), Some("Intel(R) Xeon(R) Processor @ 2.50GHz"));
+        assert_eq!(model_name("processor\t: 0\nflags\t: fpu\n"), None);
+        assert_eq!(model_name("model name:"), Some(String::new()));
     }
 }

@@ -17,10 +17,13 @@
 //! units, i.e. 2^22 segments of 2^18 units (256 Ki). A range locks every segment it
 //! touches: up to 5 for the longest ranges. Beside `rangelock` runs [`CLAIM1_NAME`], the
 //! same lock with claims of one stripe only (ranges over several stripes take the list).
-//! Two ceilings bound them (without background holders): `unlocked`, the loop with no
-//! lock, and [`UNSHARED_NAME`], each thread on a `rangelock` of its own — the lock's cost
-//! without the cost of sharing one lock between cores, which no shared lock can beat. (Both
-//! are sound here only because the critical sections touch per-thread buffers.)
+//! Three ceilings bound them (without background holders): `unlocked`, the loop with no
+//! lock; `rmw-floor` ([`RmwFloor`]), the loop with the one atomic RMW per acquisition that
+//! no lock can do without, on a line of the thread's own — a floor under every lock's cost
+//! (so a ratio over `segments` that the floor does not reach, no lock reaches on that
+//! machine); and [`UNSHARED_NAME`], each thread on a `rangelock` of its own — the lock's
+//! cost without the cost of sharing one lock between cores, which no shared lock can beat.
+//! (All three are sound here only because the critical sections touch per-thread buffers.)
 //!
 //! Parameter `background`: `none`, or (full runs only) `reader+wide`: a background thread
 //! holds one shared range of 1 Ki units and one exclusive range of 64 Mi units in the top
@@ -34,7 +37,7 @@ use super::common;
 use crate::harness::{Case, Ceiling, Options, Suite, NO_LOCK};
 use crate::variants::{Registered, VariantSet, VariantVisitor};
 use crate::workload::loops::{self, Background, Mixed as Shape, BACKGROUND_UNITS};
-use crate::workload::{RangeTarget, Unshared};
+use crate::workload::{RangeTarget, RmwFloor, Unshared};
 
 /// Domain size in units: 2^40.
 pub const DOMAIN: u64 = 1 << 40;
@@ -65,9 +68,14 @@ const CLAIM1_OF: &str = "rangelock";
 /// lock's cost without what sharing one lock costs (lines both cores write).
 pub const UNSHARED_NAME: &str = "rangelock-unshared";
 
-/// The suite's ceilings: no lock, and a lock per thread.
-const CEILINGS: [Ceiling; 2] = [
+/// The suite's ceilings: no lock, the one RMW every lock pays, and a lock per thread.
+const CEILINGS: [Ceiling; 3] = [
     NO_LOCK,
+    Ceiling {
+        name: RmwFloor::NAME,
+        leaves_out: "no lock, one atomic RMW per acquisition on a line of the thread's own: the \
+                     least any lock pays (Attiya et al. 2011)",
+    },
     Ceiling { name: UNSHARED_NAME, leaves_out: "rangelock with a lock per thread (no sharing)" },
 ];
 
@@ -152,6 +160,8 @@ impl VariantVisitor for Builder<'_> {
             self.named_lock(CLAIM1_NAME, || RangeLock::builder().claim_stripes(1).build());
             // The same lock, unshared: the bound sharing it leaves.
             self.visit(UNSHARED_NAME, &|| Ok(Unshared::new(RangeLock::new)));
+            // The one RMW a lock cannot do without: the bound for every lock here.
+            self.visit(RmwFloor::NAME, &|| Ok(RmwFloor));
         }
         let Some(target) = common::target("mixed", name, make) else { return };
         // A ceiling beside background holders would bound nothing (an unshared lock's

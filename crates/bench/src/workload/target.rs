@@ -1,6 +1,7 @@
 //! [`RangeTarget`]: what a range-lock workload drives, for in-process locks and peers alike.
 
 use core::ops::Range;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use rangelock::{Lock, Mode, RangeGuard, RawRangeLock};
 
@@ -101,6 +102,67 @@ impl RangeTarget for Unlocked {
     fn release<'a>(&'a self, _: &mut (), (): Self::Held<'a>) {}
 }
 
+/// The least any lock pays per acquisition, without a lock: one atomic read-modify-write
+/// to acquire and a plain `Release` store to release, on a line of the thread's own.
+///
+/// A lock that excludes must, on some path of every acquisition, either run an atomic
+/// write-after-read (an RMW) or order a store before a later load with a full fence
+/// (Attiya, Guerraoui, Hendler, Kuznetsov, Michael and Vechev, "Laws of Order: Expensive
+/// Synchronization in Concurrent Algorithms Cannot Be Eliminated", POPL 2011); on x86 both
+/// are a `lock`-prefixed instruction or `mfence`, which waits for the store buffer to
+/// drain and keeps later loads from passing it. So this target is a floor under every
+/// lock's cost on the same workload at any thread count: it pays that one instruction and
+/// nothing else (no range is looked at, and no line is shared between threads, so it
+/// scales like `unlocked`). A ratio a lock must reach against another variant is
+/// unreachable on a machine where this floor does not reach it.
+///
+/// A ceiling, not a lock: its threads exclude nobody. Only sound where no two threads
+/// touch the same data under the lock: `mixed`, whose critical sections touch per-thread
+/// buffers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RmwFloor;
+
+impl RmwFloor {
+    /// The report name.
+    pub const NAME: &'static str = "rmw-floor";
+}
+
+impl RangeTarget for RmwFloor {
+    /// The thread's own word, on a line of its own.
+    type Local = Box<crossbeam_utils::CachePadded<AtomicU64>>;
+    type Held<'a> = ();
+
+    fn local(&self) -> Self::Local {
+        Box::default()
+    }
+
+    #[inline]
+    fn acquire<'a>(&'a self, local: &mut Self::Local, _: Range<u64>, _: Mode) -> Self::Held<'a> {
+        // AcqRel: a lock's acquiring RMW (the `lock`-prefixed instruction is the cost being
+        // measured; the ordering changes no instruction on x86). Nobody else reads the word.
+        local.fetch_add(1, Ordering::AcqRel);
+    }
+
+    #[inline]
+    fn try_acquire<'a>(
+        &'a self,
+        local: &mut Self::Local,
+        range: Range<u64>,
+        mode: Mode,
+    ) -> Option<Self::Held<'a>> {
+        self.acquire(local, range, mode);
+        Some(())
+    }
+
+    #[inline]
+    fn release<'a>(&'a self, local: &mut Self::Local, (): Self::Held<'a>) {
+        // Relaxed load, Release store: a lock's release is one plain store (what
+        // `rangelock`'s stripe holds pay); nobody else reads the word.
+        let now = local.load(Ordering::Relaxed);
+        local.store(now + 1, Ordering::Release);
+    }
+}
+
 /// Each worker thread on a lock of its own (made by `make` in [`local`](RangeTarget::local)):
 /// what the lock costs when nobody shares it, so that a suite can show what sharing one
 /// lock costs apart from what the lock costs.
@@ -178,4 +240,23 @@ pub fn holds_disjoint<T: RangeTarget>(
         target.release(&mut local, h);
     }
     ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rmw_floor_pays_one_rmw_and_one_store_on_the_threads_own_word() {
+        let floor = RmwFloor;
+        let (mut a, mut b) = (floor.local(), floor.local());
+        floor.acquire(&mut a, 0..1, Mode::Exclusive);
+        assert_eq!(a.load(Ordering::Relaxed), 1, "the acquiring RMW");
+        // It excludes nobody: another thread's acquisition of the same range goes through.
+        assert!(floor.try_acquire(&mut b, 0..1, Mode::Exclusive).is_some());
+        floor.release(&mut a, ());
+        assert_eq!(a.load(Ordering::Relaxed), 2, "the releasing store");
+        assert_eq!(b.load(Ordering::Relaxed), 1, "each thread on a word of its own");
+        assert!(!core::ptr::eq(&**a, &**b));
+    }
 }

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::human;
 use crate::harness::case::{Measure, Suite};
-use crate::harness::machine::{LINE_TRANSFER_MAX_NS, LINE_TRANSFER_MIN_NS, LINE_TRANSFER_NS};
+use crate::harness::machine::{self, LINE_TRANSFER_MAX_NS, LINE_TRANSFER_MIN_NS, LINE_TRANSFER_NS};
 use crate::harness::options::Options;
 use crate::harness::record::Record;
 
@@ -33,6 +33,9 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
         threads.join(","),
         suite.baseline()
     );
+    let cpus = std::thread::available_parallelism().map_or(0, usize::from);
+    let model = machine::cpu_model().unwrap_or_else(|| "model unknown".to_owned());
+    let _ = writeln!(s, "   machine: {model}, {cpus} CPUs available");
     let _ = writeln!(
         s,
         "   (* = oversubscribed: more threads than cores; robustness view, not scaling)"

@@ -1,0 +1,53 @@
+//! `Floor`, `mixed_loop`'s `floor` and `floor2` variants: no lock, but the atomic RMW (or
+//! two) that any lock pays per acquisition (the bench suite's `rmw-floor`, see
+//! `rangelock_bench::workload::RmwFloor` for why it is a floor), so a loop over it costs
+//! what the loop plus that instruction cost. Included by `mixed_loop` (`#[path]`).
+
+use std::ops::Range;
+use std::time::Instant;
+
+use rangelock::{Mode, RawRangeLock};
+
+/// The least a lock pays, without a lock (the bench suite's `rmw-floor`): one atomic RMW to
+/// acquire and a plain store to release (`RMWS == 1`), or an RMW each way (`RMWS == 2`,
+/// what a reader count that others may join pays), on a word of the thread's own.
+#[derive(Debug)]
+pub struct Floor<const RMWS: u32>;
+
+thread_local! {
+    /// The calling thread's word (a thread-local: no line shared between threads).
+    static WORD: std::sync::atomic::AtomicU64 = const { std::sync::atomic::AtomicU64::new(0) };
+}
+
+// SAFETY: not a lock at all, as `NoLock`: only the examples' ceilings use it.
+unsafe impl<const RMWS: u32> RawRangeLock for Floor<RMWS> {
+    type Token = ();
+    const NAME: &'static str = "floor";
+    #[inline]
+    fn try_lock(&self, _: Range<u64>, _: Mode) -> Option<()> {
+        // AcqRel: a lock's acquiring RMW (the instruction is what is measured).
+        WORD.with(|w| w.fetch_add(1, std::sync::atomic::Ordering::AcqRel));
+        Some(())
+    }
+    #[inline]
+    fn lock(&self, range: Range<u64>, mode: Mode) {
+        let _ = self.try_lock(range, mode);
+    }
+    #[inline]
+    fn lock_until(&self, range: Range<u64>, mode: Mode, _: Instant) -> Option<()> {
+        self.try_lock(range, mode)
+    }
+    #[inline]
+    unsafe fn unlock(&self, _: ()) {
+        use std::sync::atomic::Ordering;
+        WORD.with(|w| {
+            if RMWS == 2 {
+                // Release: a reader's leaving RMW.
+                w.fetch_sub(1, Ordering::Release);
+            } else {
+                // Release: a holder's releasing store.
+                w.store(w.load(Ordering::Relaxed) + 1, Ordering::Release);
+            }
+        });
+    }
+}
