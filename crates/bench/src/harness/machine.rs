@@ -42,7 +42,7 @@ const SPINS_BEFORE_YIELD: u32 = 1 << 12;
 ///
 /// Printed with every table: ratios against a memory-bound variant move with the machine.
 /// The same commit gave `rangelock` 2.26-2.51x `segments-256Ki` on `mixed` at 1 thread on
-/// an AMD EPYC VM and 1.40-1.55x on an Intel Xeon VM (`docs/BENCH.md`, "The machine is not
+/// an AMD EPYC VM and 1.27-1.84x on an Intel Xeon VM (`docs/BENCH.md`, "The machine is not
 /// a constant either").
 pub fn cpu_model() -> Option<String> {
     let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
