@@ -165,8 +165,8 @@ fn mixed_full_runs_over_the_real_locks() {
     let with_bg = |v: &str| {
         records.iter().filter(|r| r.variant == v && r.params["background"] == "reader+wide").count()
     };
-    // The ceilings (no lock; one RMW and no lock; a rangelock per thread) run without the background holders
-    // and are nobody's best other.
+    // The ceilings (no lock; one RMW and no lock; a rangelock per thread) run without the
+    // background holders and are nobody's best other.
     let ceilings = ["unlocked", "rmw-floor", mixed::UNSHARED_NAME];
     for name in &names {
         let expected = if ceilings.contains(name) { 0 } else { 3 * 2 };

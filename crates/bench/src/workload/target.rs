@@ -114,7 +114,10 @@ impl RangeTarget for Unlocked {
 /// lock's cost on the same workload at any thread count: it pays that one instruction and
 /// nothing else (no range is looked at, and no line is shared between threads, so it
 /// scales like `unlocked`). A ratio a lock must reach against another variant is
-/// unreachable on a machine where this floor does not reach it.
+/// unreachable on a machine where this floor does not reach it. It is a floor in what a
+/// lock must execute, not a timing law: where the processor overlaps one operation's loop
+/// with the next, one serializing instruction more can even run faster (`mixed` at 0 %
+/// exclusive on the Xeon VM, `docs/BENCH.md`).
 ///
 /// A ceiling, not a lock: its threads exclude nobody. Only sound where no two threads
 /// touch the same data under the lock: `mixed`, whose critical sections touch per-thread
