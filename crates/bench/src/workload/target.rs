@@ -131,12 +131,12 @@ impl RmwFloor {
 }
 
 impl RangeTarget for RmwFloor {
-    /// The thread's own word, on a line of its own.
-    type Local = Box<crossbeam_utils::CachePadded<AtomicU64>>;
+    /// The thread's own word, on a line of its own (kept by the worker thread).
+    type Local = crossbeam_utils::CachePadded<AtomicU64>;
     type Held<'a> = ();
 
     fn local(&self) -> Self::Local {
-        Box::default()
+        Self::Local::default()
     }
 
     #[inline]
@@ -260,6 +260,6 @@ mod tests {
         floor.release(&mut a, ());
         assert_eq!(a.load(Ordering::Relaxed), 2, "the releasing store");
         assert_eq!(b.load(Ordering::Relaxed), 1, "each thread on a word of its own");
-        assert!(!core::ptr::eq(&**a, &**b));
+        assert!(!core::ptr::eq(&*a, &*b));
     }
 }
