@@ -636,11 +636,12 @@ enum Kind {
     StripeShared(NonNull<stripes::Slot>),
     /// Shared, one of the readers of each of these slots of its few stripes: no node.
     StripesShared(stripes::Claimed),
-    /// Exclusive, `start..end` on the coarse table (its slots found again from the range
-    /// at release: resolutions never change) and counted as a list writer is.
-    Coarse(u64, u64),
-    /// Shared, `start..end` as one of the readers of its coarse slots, and counted.
-    CoarseShared(u64, u64),
+    /// Exclusive, on the coarse table: these one (or, `two`, two) coarse slots, and counted
+    /// as a list writer is. The range starts at `start`; its end is in the last slot's word
+    /// (`Stripes::claimed_range`), so the token stays as small as a stripe claim's.
+    Coarse { first: NonNull<stripes::Slot>, start: u64, two: bool },
+    /// Shared, one of the readers of these coarse slots (as for `Coarse`), and counted.
+    CoarseShared { first: NonNull<stripes::Slot>, start: u64, two: bool },
     /// Shared, this node announced in the reader table.
     Shared(NonNull<Node>),
 }
@@ -791,9 +792,10 @@ impl SkipList {
             };
             let claimed = claim.claimed();
             if free {
+                let (first, start, two) = (claimed.first, range.start, claimed.len == 2);
                 return Some(SkipToken(match mode {
-                    Mode::Exclusive => Kind::Coarse(range.start, range.end),
-                    Mode::Shared => Kind::CoarseShared(range.start, range.end),
+                    Mode::Exclusive => Kind::Coarse { first, start, two },
+                    Mode::Shared => Kind::CoarseShared { first, start, two },
                 }));
             }
             // SAFETY: the slots are ours, claimed (or joined) above.
@@ -803,15 +805,17 @@ impl SkipList {
         None
     }
 
-    /// Ends a coarse hold of `range` in `mode`: frees (or leaves) its coarse slots, found
-    /// again from the range, then uncounts it.
+    /// Ends a coarse hold in `mode` of the coarse slots `first` (and the next, if `two`)
+    /// and of the range starting at `start`: reads the range's end from its last slot,
+    /// frees (or leaves) the slots, then uncounts the range.
     #[inline(never)]
-    fn release_coarse(&self, range: Range<u64>, mode: Mode) {
-        let claim = self.coarse.span_of(&range, stripes::COARSE_CLAIM);
-        let Some(claim) = claim else { unreachable!("a coarse hold's range resolves as it did") };
-        // SAFETY: a coarse token's range was claimed (or joined) in `mode` on these slots
-        // (resolutions never change while the lock lives) and is released once, here.
-        unsafe { stripes::release_claimed(claim.claimed(), mode) };
+    fn release_coarse(&self, first: NonNull<stripes::Slot>, start: u64, two: bool, mode: Mode) {
+        let claimed = stripes::Claimed { first, len: 1 + usize::from(two) };
+        // SAFETY: a coarse token's slots were claimed (or joined) in `mode` by the hold of a
+        // range starting at `start`, which has not ended (the token is released once, here).
+        let range = unsafe { self.coarse.claimed_range(claimed, start) };
+        // SAFETY: as above: the slots are ours until this call.
+        unsafe { stripes::release_claimed(claimed, mode) };
         // Uncounted after the hold is gone (module docs of `stripes`).
         self.stripes.uncount(&range);
     }
@@ -1154,8 +1158,12 @@ unsafe impl RawRangeLock for SkipList {
             Kind::StripesShared(claimed) => unsafe {
                 stripes::release_claimed(claimed, Mode::Shared)
             },
-            Kind::Coarse(start, end) => self.release_coarse(start..end, Mode::Exclusive),
-            Kind::CoarseShared(start, end) => self.release_coarse(start..end, Mode::Shared),
+            Kind::Coarse { first, start, two } => {
+                self.release_coarse(first, start, two, Mode::Exclusive);
+            }
+            Kind::CoarseShared { first, start, two } => {
+                self.release_coarse(first, start, two, Mode::Shared);
+            }
             Kind::Shared(node) => self.release_shared(node),
         }
     }

@@ -736,6 +736,29 @@ impl<const B: u32> Stripes<B> {
         })
     }
 
+    /// The range held by the hold that claimed (or joined) `claimed` (from
+    /// [`span_of`](Self::span_of)) for a range starting at `start`: the end is the last
+    /// slot's holder offset, which is the hold's own while it lasts (a taken slot's holder
+    /// bits change only when its last holder frees it; readers who join or leave change its
+    /// count only). What a coarse token keeps instead of the range's end.
+    ///
+    /// # Safety
+    ///
+    /// `claimed` names slots of this table claimed (or joined) by a hold of a range
+    /// starting at `start` that has not ended.
+    #[inline]
+    pub(crate) unsafe fn claimed_range(&self, claimed: Claimed, start: u64) -> Range<u64> {
+        let last = (start >> self.shift) + claimed.len as u64 - 1;
+        // SAFETY: the claim's slots are consecutive in one table, which lives as long as the
+        // lock (the caller's contract); `len - 1 < len`.
+        let slot = unsafe { claimed.first.add(claimed.len - 1).as_ref() };
+        // Relaxed: the hold's own claim (or join) wrote this word earlier in the hold, so
+        // coherence gives that value or a later one, all with the same holder bits.
+        let word = slot.word.load(Ordering::Relaxed);
+        debug_assert!(word & FREE == 0, "a held coarse slot is taken");
+        start..(last << self.shift) + ((word >> Self::LAST_SHIFT) & Self::OFFSET_MASK) + 1
+    }
+
     /// Whether `range` may hold a coarse claim (module docs, "Coarse claims"): the stripe
     /// table is on and the range spans stripes of at most two windows (so it counts itself
     /// in slots or in its windows' `wide` counts, which `coarse_view` reads).

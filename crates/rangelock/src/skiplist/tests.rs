@@ -754,7 +754,7 @@ fn a_shared_range_over_more_stripes_than_the_shared_limit_takes_a_coarse_claim()
     let (four, k4) = shared(0..64); // stripes 0..=3
     assert!(matches!(k4, Kind::StripesShared(Claimed { len: 4, .. })), "{k4:?}");
     let (five, k5) = shared(256..336); // stripes 16..=20: five
-    assert!(matches!(k5, Kind::CoarseShared(256, 336)), "{k5:?}");
+    assert!(matches!(k5, Kind::CoarseShared { start: 256, two: false, .. }), "{k5:?}");
     // Exclusive ranges keep the lock's limit: five stripes are a stripe claim.
     let (x, kx) = raw_kind(&raw, 512..592);
     assert!(matches!(kx, Kind::Stripes(Claimed { len: 5, .. })), "{kx:?}");
@@ -782,7 +782,7 @@ fn a_range_too_wide_for_a_claim_holds_its_coarse_slot_exactly() {
     // Coarse stripes of 64 x 16 = 1024 units, 2 slots a table.
     let raw = sixteen_unit_stripes();
     let (wide, kind) = raw_kind(&raw, 0..129); // 9 stripes, windows 0 and 1
-    assert!(matches!(kind, Kind::Coarse(0, 129)), "{kind:?}");
+    assert!(matches!(kind, Kind::Coarse { start: 0, two: false, .. }), "{kind:?}");
     // Holders next to it: a stripe holder of window 1 (counted over, so it searches, and
     // reads the coarse piece exactly).
     let before = slow_checks();
@@ -817,7 +817,7 @@ fn coarse_readers_share_and_exclude_writers() {
     let shared = |range| raw_kind_in(&raw, range, Mode::Shared);
     let (a, ka) = shared(0..250);
     let (b, kb) = shared(0..250); // joins the same coarse piece
-    assert!(matches!(ka, Kind::CoarseShared(..)) && ka == kb, "{ka:?} {kb:?}");
+    assert!(matches!(ka, Kind::CoarseShared { .. }) && ka == kb, "{ka:?} {kb:?}");
     let (c, _) = shared(10..20); // a reader inside: fine slot
     assert!(raw.try_lock(249..250, Mode::Exclusive).is_none());
     assert!(raw.try_lock(0..1000, Mode::Exclusive).is_none());
@@ -831,7 +831,47 @@ fn coarse_readers_share_and_exclude_writers() {
         raw.unlock(b);
     }
     let (e, ke) = raw_kind(&raw, 0..250);
-    assert!(matches!(ke, Kind::Coarse(..)), "the last reader freed the coarse slot: {ke:?}");
+    assert!(matches!(ke, Kind::Coarse { .. }), "the last reader freed the coarse slot: {ke:?}");
     // SAFETY: as above.
     unsafe { raw.unlock(e) };
+}
+
+#[test]
+fn a_coarse_hold_over_two_coarse_stripes_keeps_its_exact_range_in_a_small_token() {
+    // The token keeps the first coarse slot and the start; the end comes back from the
+    // last slot's word at release.
+    assert_eq!(core::mem::size_of::<SkipToken>(), 24);
+    // Coarse stripes of 1024 units: 900..1100 (13 stripes, windows 3 and 4) takes both
+    // coarse slots of coarse stripes 0 and 1.
+    let raw = sixteen_unit_stripes();
+    for mode in [Mode::Exclusive, Mode::Shared] {
+        let (held, kind) = raw_kind_in(&raw, 900..1100, mode);
+        assert!(
+            matches!(
+                kind,
+                Kind::Coarse { start: 900, two: true, .. }
+                    | Kind::CoarseShared { start: 900, two: true, .. }
+            ),
+            "{kind:?}"
+        );
+        for taken in [900..901, 1023..1025, 1099..1100] {
+            assert!(raw.try_lock(taken.clone(), Mode::Exclusive).is_none(), "{taken:?}");
+        }
+        for free in [899..900, 1100..1101] {
+            let beside = raw.try_lock(free.clone(), Mode::Exclusive).expect("beside the hold");
+            // SAFETY: this lock's token, released once.
+            unsafe { raw.unlock(beside) };
+        }
+        // SAFETY: as above.
+        unsafe { raw.unlock(held) };
+        // Uncounted exactly: a stripe holder of either window is fast again.
+        for inside in [950..951, 1090..1091] {
+            let before = slow_checks();
+            let (again, _) = raw_kind(&raw, inside.clone());
+            assert_eq!(slow_checks(), before, "{inside:?} {mode:?}");
+            // SAFETY: as above.
+            unsafe { raw.unlock(again) };
+        }
+    }
+    let _all = raw.try_lock(0..u64::MAX, Mode::Exclusive).expect("everything released");
 }
