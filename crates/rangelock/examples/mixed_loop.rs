@@ -27,7 +27,7 @@ mod floor;
 #[path = "common/no_lock.rs"]
 mod no_lock;
 
-use floor::Floor;
+use floor::{Floor, SharedFloor};
 use no_lock::NoLock;
 
 use std::hint::black_box;
@@ -174,6 +174,11 @@ fn main() {
         "none" => run("none", &Lock::from_raw(NoLock), &shape, threads),
         "floor" => run("floor", &Lock::from_raw(Floor::<1>), &shape, threads),
         "floor2" => run("floor2", &Lock::from_raw(Floor::<2>), &shape, threads),
+        "shared-floor" => {
+            let slots = std::env::var("RANGELOCK_FLOOR_SLOTS").ok();
+            let slots = slots.map_or(rangelock::DEFAULT_STRIPE_SLOTS, |s| s.parse().unwrap());
+            run("shared-floor", &Lock::from_raw(SharedFloor::new(slots)), &shape, threads)
+        }
         other => panic!("unknown variant {other}"),
     }
 }
