@@ -10,8 +10,11 @@
 //! what sharing one lock costs), `rangelock-list`, `kernel-tree`, `segments` (the
 //! suite's `segments-256Ki`: 2^22 segments of 256 Ki units), `none` (no lock: the loop
 //! alone), `floor` (no lock, but one atomic RMW per acquisition and a store per release, on
-//! a word of the thread's own: the suite's `rmw-floor`, the least any lock pays) or
-//! `floor2` (an RMW each way, as a reader count others may join pays).
+//! a word of the thread's own: the suite's `rmw-floor`, the least any lock pays),
+//! `floor2` (an RMW each way, as a reader count others may join pays) or `shared-floor`
+//! (`floor`'s RMW and store on the slot of the range's first stripe in one table all threads
+//! share, `RANGELOCK_FLOOR_SLOTS` slots, 2048 by default: the suite's `shared-floor`, the
+//! least a lock whose threads meet in a table pays).
 //! `RANGELOCK_CLAIM_STRIPES=n` sets `rangelock`'s `claim_stripes`,
 //! `RANGELOCK_NO_COARSE=1` turns its coarse claims off. `octaves` is `lo..hi` (e.g. `14..20` for the ranges that span stripes).
 //!

@@ -17,13 +17,16 @@
 //! units, i.e. 2^22 segments of 2^18 units (256 Ki). A range locks every segment it
 //! touches: up to 5 for the longest ranges. Beside `rangelock` runs [`CLAIM1_NAME`], the
 //! same lock with claims of one stripe only (ranges over several stripes take the list).
-//! Three ceilings bound them (without background holders): `unlocked`, the loop with no
+//! Four ceilings bound them (without background holders): `unlocked`, the loop with no
 //! lock; `rmw-floor` ([`RmwFloor`]), the loop with the one atomic RMW per acquisition that
 //! no lock can do without, on a line of the thread's own — a floor under every lock's cost
 //! (so a ratio over `segments` that the floor does not reach, no lock reaches on that
-//! machine); and [`UNSHARED_NAME`], each thread on a `rangelock` of its own — the lock's
-//! cost without the cost of sharing one lock between cores, which no shared lock can beat.
-//! (All three are sound here only because the critical sections touch per-thread buffers.)
+//! machine); `shared-floor` ([`SharedFloor`]), the same RMW on a slot of one table all
+//! threads share, picked by the range's position — the floor of a lock whose threads meet
+//! in a table, which pays the line transfers sharing costs; and [`UNSHARED_NAME`], each
+//! thread on a `rangelock` of its own — the lock's cost without the cost of sharing one
+//! lock between cores, which no shared lock can beat. (All four are sound here only
+//! because the critical sections touch per-thread buffers.)
 //!
 //! Parameter `background`: `none`, or (full runs only) `reader+wide`: a background thread
 //! holds one shared range of 1 Ki units and one exclusive range of 64 Mi units in the top
@@ -37,7 +40,7 @@ use super::common;
 use crate::harness::{Case, Ceiling, Options, Suite, NO_LOCK};
 use crate::variants::{Registered, VariantSet, VariantVisitor};
 use crate::workload::loops::{self, Background, Mixed as Shape, BACKGROUND_UNITS};
-use crate::workload::{RangeTarget, RmwFloor, Unshared};
+use crate::workload::{RangeTarget, RmwFloor, SharedFloor, Unshared};
 
 /// Domain size in units: 2^40.
 pub const DOMAIN: u64 = 1 << 40;
@@ -68,13 +71,20 @@ const CLAIM1_OF: &str = "rangelock";
 /// lock's cost without what sharing one lock costs (lines both cores write).
 pub const UNSHARED_NAME: &str = "rangelock-unshared";
 
-/// The suite's ceilings: no lock, the one RMW every lock pays, and a lock per thread.
-const CEILINGS: [Ceiling; 3] = [
+/// The suite's ceilings: no lock, the one RMW every lock pays, that RMW on a table the
+/// threads share, and a lock per thread.
+const CEILINGS: [Ceiling; 4] = [
     NO_LOCK,
     Ceiling {
         name: RmwFloor::NAME,
         leaves_out: "no lock, one atomic RMW per acquisition on a line of the thread's own: the \
                      least any lock pays (Attiya et al. 2011)",
+    },
+    Ceiling {
+        name: SharedFloor::NAME,
+        leaves_out: "no lock, one atomic RMW per acquisition on the slot of the range's first \
+                     stripe in one 32 KiB table all threads share: the least a lock whose \
+                     threads meet in a table pays",
     },
     Ceiling { name: UNSHARED_NAME, leaves_out: "rangelock with a lock per thread (no sharing)" },
 ];
@@ -162,6 +172,8 @@ impl VariantVisitor for Builder<'_> {
             self.visit(UNSHARED_NAME, &|| Ok(Unshared::new(RangeLock::new)));
             // The one RMW a lock cannot do without: the bound for every lock here.
             self.visit(RmwFloor::NAME, &|| Ok(RmwFloor));
+            // That RMW where threads meet: the bound for a lock that shares a table.
+            self.visit(SharedFloor::NAME, &|| Ok(SharedFloor::new()));
         }
         let Some(target) = common::target("mixed", name, make) else { return };
         // A ceiling beside background holders would bound nothing (an unshared lock's

@@ -7,7 +7,7 @@ mod region;
 mod target;
 
 pub use region::SharedRegion;
-pub use target::{holds_disjoint, RangeTarget, RmwFloor, Unlocked, Unshared};
+pub use target::{holds_disjoint, RangeTarget, RmwFloor, SharedFloor, Unlocked, Unshared};
 
 use crate::harness::SplitMix64;
 

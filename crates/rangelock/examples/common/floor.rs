@@ -1,7 +1,9 @@
-//! `Floor`, `mixed_loop`'s `floor` and `floor2` variants: no lock, but the atomic RMW (or
-//! two) that any lock pays per acquisition (the bench suite's `rmw-floor`, see
-//! `rangelock_bench::workload::RmwFloor` for why it is a floor), so a loop over it costs
-//! what the loop plus that instruction cost. Included by `mixed_loop` (`#[path]`).
+//! `Floor` and `SharedFloor`, `mixed_loop`'s `floor`, `floor2` and `shared-floor`
+//! variants: no lock, but the atomic RMW (or two) that any lock pays per acquisition (the
+//! bench suite's `rmw-floor`, see `rangelock_bench::workload::RmwFloor` for why it is a
+//! floor), on a word of the thread's own or on a table all threads share, so a loop over it
+//! costs what the loop plus that instruction (and that sharing) cost. Included by
+//! `mixed_loop` (`#[path]`).
 
 use std::ops::Range;
 use std::time::Instant;
@@ -52,7 +54,8 @@ unsafe impl<const RMWS: u32> RawRangeLock for Floor<RMWS> {
     }
 }
 
-/// The least a lock *shared by threads* pays (`mixed_loop`'s `shared-floor`): [`Floor`]'s
+/// The least a lock *shared by threads* pays (`mixed_loop`'s `shared-floor`, the bench
+/// suite's `shared-floor` with a table size to choose): [`Floor`]'s
 /// RMW and store, but on the 16-byte slot of the range's first stripe (16 Ki units) in one
 /// table that every thread uses, `slots` slots (a power of two; 2048 by default, the 32 KiB
 /// of `rangelock`'s stripe table). Acquisitions that may conflict must meet in memory that
