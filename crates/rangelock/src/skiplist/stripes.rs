@@ -695,6 +695,7 @@ impl<const B: u32> Stripes<B> {
     /// pays two RMWs per stripe (it joins each slot with a CAS and leaves it with one,
     /// since others may join), where an exclusive holder pays one and a plain store, so for
     /// a reader the coarse claim (four RMWs whatever the length) wins sooner.
+    #[inline]
     pub(crate) fn claim_of(&self, range: &Range<u64>, mode: Mode) -> Option<StripeClaim<'_>> {
         let (first, last) = self.stripes(range);
         if first == last {
@@ -709,12 +710,14 @@ impl<const B: u32> Stripes<B> {
 
     /// The slots of the stripes `range` touches, if they are 1 up to `max` of one window,
     /// and the words a holder of `range` stores there (as in `claim_of`).
+    #[inline]
     pub(crate) fn span_of(&self, range: &Range<u64>, max: u64) -> Option<StripeClaim<'_>> {
         let (first, last) = self.stripes(range);
         self.span(range, first, last, max)
     }
 
     /// [`span_of`](Self::span_of) for the stripes `first..=last` of `range`.
+    #[inline]
     fn span(&self, range: &Range<u64>, first: u64, last: u64, max: u64) -> Option<StripeClaim<'_>> {
         if last - first >= max || self.window(last) != self.window(first) {
             return None;
