@@ -81,7 +81,7 @@ impl SharedFloor {
 
     #[inline]
     fn slot(&self, range: &Range<u64>) -> usize {
-        (range.start >> 14) as usize & (self.slots.len() - 1)
+        (range.start >> rangelock::DEFAULT_STRIPE_SHIFT) as usize & (self.slots.len() - 1)
     }
 }
 
