@@ -98,7 +98,9 @@ unsafe impl RawRangeLock for SharedFloor {
     }
     #[inline]
     fn lock(&self, range: Range<u64>, mode: Mode) -> usize {
-        self.try_lock(range, mode).unwrap_or_default()
+        // Never refuses: it excludes nobody.
+        let slot = self.try_lock(range, mode);
+        slot.unwrap_or_else(|| unreachable!("shared-floor always acquires"))
     }
     #[inline]
     fn lock_until(&self, range: Range<u64>, mode: Mode, _: Instant) -> Option<usize> {
