@@ -14,7 +14,9 @@
 //! `floor2` (an RMW each way, as a reader count others may join pays) or `shared-floor`
 //! (`floor`'s RMW and store on the slot of the range's first stripe in one table all threads
 //! share, `RANGELOCK_FLOOR_SLOTS` slots, 2048 by default: the suite's `shared-floor`, the
-//! least a lock whose threads meet in a table pays).
+//! least a lock whose threads meet in a table pays) or `claim-floor` (every RMW, store and
+//! load of `rangelock`'s stripe protocol on tables of its default geometry, and none of its
+//! decisions: the suite's `claim-floor`, the least that protocol pays).
 //! `RANGELOCK_CLAIM_STRIPES=n` sets `rangelock`'s `claim_stripes`,
 //! `RANGELOCK_NO_COARSE=1` turns its coarse claims off. `octaves` is `lo..hi` (e.g. `14..20` for the ranges that span stripes).
 //!
@@ -30,7 +32,7 @@ mod floor;
 #[path = "common/no_lock.rs"]
 mod no_lock;
 
-use floor::{Floor, SharedFloor};
+use floor::{ClaimFloor, Floor, SharedFloor};
 use no_lock::NoLock;
 
 use std::hint::black_box;
@@ -182,6 +184,7 @@ fn main() {
             let slots = slots.map_or(rangelock::DEFAULT_STRIPE_SLOTS, |s| s.parse().unwrap());
             run("shared-floor", &Lock::from_raw(SharedFloor::new(slots)), &shape, threads)
         }
+        "claim-floor" => run("claim-floor", &Lock::from_raw(ClaimFloor::new()), &shape, threads),
         other => panic!("unknown variant {other}"),
     }
 }

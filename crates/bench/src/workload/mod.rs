@@ -2,10 +2,12 @@
 //! the shared memory they write under the locks ([`SharedRegion`]) and the thread
 //! partitioning of ranges ([`partition`]).
 
+mod claim_floor;
 pub mod loops;
 mod region;
 mod target;
 
+pub use claim_floor::{ClaimFloor, ClaimHeld};
 pub use region::SharedRegion;
 pub use target::{holds_disjoint, RangeTarget, RmwFloor, SharedFloor, Unlocked, Unshared};
 

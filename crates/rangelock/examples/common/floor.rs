@@ -1,11 +1,13 @@
-//! `Floor` and `SharedFloor`, `mixed_loop`'s `floor`, `floor2` and `shared-floor`
-//! variants: no lock, but the atomic RMW (or two) that any lock pays per acquisition (the
-//! bench suite's `rmw-floor`, see `rangelock_bench::workload::RmwFloor` for why it is a
-//! floor), on a word of the thread's own or on a table all threads share, so a loop over it
-//! costs what the loop plus that instruction (and that sharing) cost. Included by
+//! `Floor`, `SharedFloor` and `ClaimFloor`, `mixed_loop`'s `floor`, `floor2`,
+//! `shared-floor` and `claim-floor` variants: no lock, but the atomic RMW (or two) that any
+//! lock pays per acquisition (the bench suite's `rmw-floor`, see
+//! `rangelock_bench::workload::RmwFloor` for why it is a floor), on a word of the thread's
+//! own or on a table all threads share, or every RMW and load of `rangelock`'s protocol, so
+//! a loop over it costs what the loop plus that memory traffic cost. Included by
 //! `mixed_loop` (`#[path]`).
 
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 use rangelock::{Mode, RawRangeLock};
@@ -112,5 +114,154 @@ unsafe impl RawRangeLock for SharedFloor {
         let w = &self.slots[i].0;
         // Release: a holder's releasing store.
         w.store(w.load(Ordering::Relaxed) + 1, Ordering::Release);
+    }
+}
+
+/// `mixed_loop`'s `claim-floor`: the memory traffic of `rangelock`'s stripe protocol with
+/// none of its decisions, as the bench suite's `claim-floor`
+/// (`rangelock_bench::workload::ClaimFloor`, whose docs say what it touches and why): each
+/// stripe's slot with an RMW, its count and its window's `wide` count loaded, for ranges of
+/// up to `DEFAULT_CLAIM_STRIPES` stripes (4 shared); for longer ones the windows' `wide`
+/// counts and one or two coarse slots with RMWs, and every stripe's slot loaded. Not a
+/// lock: slots are counters, nobody waits.
+#[derive(Debug)]
+pub struct ClaimFloor {
+    fine: Box<[ClaimSlot]>,
+    coarse: Box<[ClaimSlot]>,
+    wide: Box<[crossbeam_utils::CachePadded<AtomicU32>]>,
+}
+
+/// One slot of [`ClaimFloor`], laid out as `rangelock`'s stripe slot.
+#[derive(Debug, Default)]
+#[repr(align(16))]
+struct ClaimSlot {
+    word: AtomicU64,
+    counted: AtomicU32,
+    waiting: AtomicU32,
+}
+
+impl ClaimFloor {
+    const SHIFT: u32 = rangelock::DEFAULT_STRIPE_SHIFT;
+    const COARSE_SHIFT: u32 = Self::SHIFT + 6;
+    const SLOTS: u64 = rangelock::DEFAULT_STRIPE_SLOTS as u64;
+
+    /// The floor for `rangelock`'s default geometry.
+    pub fn new() -> Self {
+        let table = || (0..Self::SLOTS).map(|_| ClaimSlot::default()).collect();
+        let wide = (0..16).map(|_| Default::default()).collect();
+        ClaimFloor { fine: table(), coarse: table(), wide }
+    }
+
+    fn slot_by_slot(stripes: &RangeInclusive<u64>, mode: Mode) -> bool {
+        let max = if mode == Mode::Exclusive { rangelock::DEFAULT_CLAIM_STRIPES as u64 } else { 4 };
+        stripes.end() - stripes.start() < max
+    }
+
+    fn span(range: &Range<u64>, shift: u32) -> RangeInclusive<u64> {
+        (range.start >> shift)..=((range.end - 1) >> shift)
+    }
+
+    fn slot(table: &[ClaimSlot], s: u64) -> &ClaimSlot {
+        &table[(s & (Self::SLOTS - 1)) as usize]
+    }
+
+    fn wide(&self, stripe: u64) -> &AtomicU32 {
+        &self.wide[(stripe / Self::SLOTS) as usize % self.wide.len()]
+    }
+
+    fn windows(&self, stripes: &RangeInclusive<u64>) -> impl Iterator<Item = &AtomicU32> {
+        let (first, last) = (*stripes.start(), *stripes.end());
+        let two = first / Self::SLOTS != last / Self::SLOTS;
+        std::iter::once(self.wide(first)).chain(two.then(|| self.wide(last)))
+    }
+
+    fn take(slot: &ClaimSlot, mode: Mode) {
+        // SeqCst: the claim's RMW, as `rangelock`'s.
+        match mode {
+            Mode::Exclusive => drop(slot.word.swap(2, Ordering::SeqCst)),
+            Mode::Shared => drop(slot.word.fetch_add(16, Ordering::SeqCst)),
+        }
+    }
+
+    fn give(slot: &ClaimSlot, mode: Mode) {
+        match mode {
+            Mode::Exclusive => {
+                // Release: the holder's releasing store.
+                slot.word.store(1, Ordering::Release);
+                std::hint::black_box(slot.waiting.load(Ordering::Relaxed));
+            }
+            // Release: a reader's leaving RMW.
+            Mode::Shared => drop(slot.word.fetch_sub(16, Ordering::Release)),
+        }
+    }
+}
+
+/// What a [`ClaimFloor`] hold releases.
+#[derive(Debug)]
+pub struct ClaimToken {
+    range: Range<u64>,
+    mode: Mode,
+}
+
+// SAFETY: not a lock at all, as `NoLock`: only the examples' ceilings use it.
+unsafe impl RawRangeLock for ClaimFloor {
+    type Token = ClaimToken;
+    const NAME: &'static str = "claim-floor";
+    #[inline]
+    fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<ClaimToken> {
+        let stripes = Self::span(&range, Self::SHIFT);
+        let mut seen = 0;
+        if Self::slot_by_slot(&stripes, mode) {
+            for s in stripes.clone() {
+                let slot = Self::slot(&self.fine, s);
+                Self::take(slot, mode);
+                // SeqCst: the holder's handshake loads.
+                seen |= slot.counted.load(Ordering::SeqCst);
+            }
+            seen |= self.wide(*stripes.start()).load(Ordering::SeqCst);
+        } else {
+            for wide in self.windows(&stripes) {
+                // SeqCst: the counting RMW, before the claim.
+                wide.fetch_add(1, Ordering::SeqCst);
+            }
+            for c in Self::span(&range, Self::COARSE_SHIFT) {
+                Self::take(Self::slot(&self.coarse, c), mode);
+            }
+            for s in stripes {
+                let slot = Self::slot(&self.fine, s);
+                // SeqCst: the coarse holder's scan, after its claim.
+                seen |=
+                    slot.word.load(Ordering::SeqCst) as u32 | slot.counted.load(Ordering::SeqCst);
+            }
+        }
+        std::hint::black_box(seen);
+        Some(ClaimToken { range, mode })
+    }
+    #[inline]
+    fn lock(&self, range: Range<u64>, mode: Mode) -> ClaimToken {
+        // Never refuses: it excludes nobody.
+        let token = self.try_lock(range, mode);
+        token.unwrap_or_else(|| unreachable!("claim-floor always acquires"))
+    }
+    #[inline]
+    fn lock_until(&self, range: Range<u64>, mode: Mode, _: Instant) -> Option<ClaimToken> {
+        self.try_lock(range, mode)
+    }
+    #[inline]
+    unsafe fn unlock(&self, token: ClaimToken) {
+        let stripes = Self::span(&token.range, Self::SHIFT);
+        if Self::slot_by_slot(&stripes, token.mode) {
+            for s in stripes {
+                Self::give(Self::slot(&self.fine, s), token.mode);
+            }
+        } else {
+            for c in Self::span(&token.range, Self::COARSE_SHIFT) {
+                Self::give(Self::slot(&self.coarse, c), token.mode);
+            }
+            for wide in self.windows(&stripes) {
+                // Release: the uncount, after the hold is gone.
+                wide.fetch_sub(1, Ordering::Release);
+            }
+        }
     }
 }
