@@ -144,11 +144,12 @@ impl ClaimFloor {
     const SHIFT: u32 = rangelock::DEFAULT_STRIPE_SHIFT;
     const COARSE_SHIFT: u32 = Self::SHIFT + 6;
     const SLOTS: u64 = rangelock::DEFAULT_STRIPE_SLOTS as u64;
+    const WIDE: usize = 16;
 
     /// The floor for `rangelock`'s default geometry.
     pub fn new() -> Self {
         let table = || (0..Self::SLOTS).map(|_| ClaimSlot::default()).collect();
-        let wide = (0..16).map(|_| Default::default()).collect();
+        let wide = (0..Self::WIDE).map(|_| Default::default()).collect();
         ClaimFloor { fine: table(), coarse: table(), wide }
     }
 
@@ -166,7 +167,7 @@ impl ClaimFloor {
     }
 
     fn wide(&self, stripe: u64) -> &AtomicU32 {
-        &self.wide[(stripe / Self::SLOTS) as usize % self.wide.len()]
+        &self.wide[(stripe / Self::SLOTS) as usize % Self::WIDE]
     }
 
     fn windows(&self, stripes: &RangeInclusive<u64>) -> impl Iterator<Item = &AtomicU32> {
