@@ -1,7 +1,7 @@
 //! [`ClaimFloor`]: the memory traffic of `rangelock`'s stripe protocol with none of its
 //! decisions, the floor of that protocol on a workload (the `mixed` suite's `claim-floor`).
 
-use core::ops::{Range, RangeInclusive};
+use core::ops::Range;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
@@ -35,10 +35,19 @@ use super::RangeTarget;
 /// per-thread buffers.
 #[derive(Debug)]
 pub struct ClaimFloor {
-    fine: Box<[Slot]>,
-    coarse: Box<[Slot]>,
-    wide: Box<[CachePadded<AtomicU32>]>,
+    fine: Box<Table>,
+    coarse: Box<Table>,
+    wide: Box<[CachePadded<AtomicU32>; WIDE]>,
 }
+
+/// Slots per table (`rangelock`'s default); also stripes per window.
+const SLOTS: usize = rangelock::DEFAULT_STRIPE_SLOTS;
+/// `wide` counts, by window (`rangelock`'s overflow table's).
+const WIDE: usize = 16;
+
+/// A table of slots (a fixed size, so that a masked index needs no bounds check: the floor
+/// must not pay what `rangelock` does not).
+type Table = [Slot; SLOTS];
 
 /// One slot of [`ClaimFloor`], laid out as `rangelock`'s stripe slot: the holder word, the
 /// count of counted parties, the count of waiters.
@@ -50,10 +59,12 @@ struct Slot {
     waiting: AtomicU32,
 }
 
-/// A [`ClaimFloor`] hold: what its release touches.
+/// A [`ClaimFloor`] hold: the stripes its release touches, and how.
 #[derive(Debug)]
 pub struct ClaimHeld {
-    range: Range<u64>,
+    first: u64,
+    last: u64,
+    coarse: bool,
     mode: Mode,
 }
 
@@ -66,54 +77,38 @@ impl ClaimFloor {
     pub const SHARED_CLAIM: u64 = 4;
     /// Stripe width, log2 units (`rangelock`'s default).
     const SHIFT: u32 = rangelock::DEFAULT_STRIPE_SHIFT;
-    /// Coarse stripe width, log2 units: 64 stripes.
-    const COARSE_SHIFT: u32 = Self::SHIFT + 6;
-    /// Slots per table (`rangelock`'s default); also stripes per window.
-    const SLOTS: u64 = rangelock::DEFAULT_STRIPE_SLOTS as u64;
-    /// `wide` counts, by window (`rangelock`'s overflow table's).
-    const WIDE: usize = 16;
+    /// Stripes per coarse stripe, log2: 64.
+    const COARSE_LOG2: u32 = 6;
 
     /// The floor for `rangelock`'s default geometry.
     pub fn new() -> Self {
-        let table = || (0..Self::SLOTS).map(|_| Slot::default()).collect();
-        let wide = (0..Self::WIDE).map(|_| CachePadded::default()).collect();
-        ClaimFloor { fine: table(), coarse: table(), wide }
-    }
-
-    /// Whether a range over `stripes` in `mode` claims slot by slot (else coarse).
-    #[inline]
-    fn slot_by_slot(stripes: &RangeInclusive<u64>, mode: Mode) -> bool {
-        let max = match mode {
-            Mode::Exclusive => rangelock::DEFAULT_CLAIM_STRIPES as u64,
-            Mode::Shared => Self::SHARED_CLAIM,
+        let table = || -> Box<Table> {
+            let slots: Box<[Slot]> = (0..SLOTS).map(|_| Slot::default()).collect();
+            slots.try_into().unwrap_or_else(|_| unreachable!("SLOTS slots"))
         };
-        stripes.end() - stripes.start() < max
-    }
-
-    /// The stripes (or coarse stripes, at `shift`) `range` touches.
-    #[inline]
-    fn span(range: &Range<u64>, shift: u32) -> RangeInclusive<u64> {
-        (range.start >> shift)..=((range.end - 1) >> shift)
+        ClaimFloor { fine: table(), coarse: table(), wide: Box::default() }
     }
 
     /// The slot of stripe (or coarse stripe) `s` in `table`.
     #[inline]
-    fn slot(table: &[Slot], s: u64) -> &Slot {
-        &table[(s & (Self::SLOTS - 1)) as usize]
+    fn slot(table: &Table, s: u64) -> &Slot {
+        &table[s as usize & (SLOTS - 1)]
     }
 
     /// The `wide` count of the window of stripe `stripe`.
     #[inline]
     fn wide(&self, stripe: u64) -> &AtomicU32 {
-        &self.wide[(stripe / Self::SLOTS) as usize % Self::WIDE]
+        &self.wide[(stripe as usize / SLOTS) & (WIDE - 1)]
     }
 
-    /// The `wide` counts of the one or two windows of `stripes` (a coarse range spans at
-    /// most two).
-    fn windows(&self, stripes: &RangeInclusive<u64>) -> impl Iterator<Item = &AtomicU32> {
-        let (first, last) = (*stripes.start(), *stripes.end());
-        let two = first / Self::SLOTS != last / Self::SLOTS;
-        core::iter::once(self.wide(first)).chain(two.then(|| self.wide(last)))
+    /// Applies `f` to the `wide` counts of the one or two windows of stripes `first..=last`
+    /// (a coarse range spans at most two).
+    #[inline]
+    fn each_wide(&self, first: u64, last: u64, f: impl Fn(&AtomicU32)) {
+        f(self.wide(first));
+        if first as usize / SLOTS != last as usize / SLOTS {
+            f(self.wide(last));
+        }
     }
 
     /// Takes `slot` in `mode`: the claim's RMW.
@@ -157,33 +152,45 @@ impl RangeTarget for ClaimFloor {
 
     #[inline]
     fn acquire(&self, _: &mut (), range: Range<u64>, mode: Mode) -> ClaimHeld {
-        let stripes = Self::span(&range, Self::SHIFT);
-        let mut seen = 0;
-        if Self::slot_by_slot(&stripes, mode) {
-            for s in stripes.clone() {
+        let (first, last) = (range.start >> Self::SHIFT, (range.end - 1) >> Self::SHIFT);
+        let max = match mode {
+            Mode::Exclusive => rangelock::DEFAULT_CLAIM_STRIPES as u64,
+            Mode::Shared => Self::SHARED_CLAIM,
+        };
+        let coarse = last - first >= max;
+        // SeqCst (every load here): the handshake loads, after the claim.
+        let seen = if first == last {
+            // One stripe: its slot, its count, its window's count.
+            let slot = Self::slot(&self.fine, first);
+            Self::take(slot, mode);
+            slot.counted.load(Ordering::SeqCst) | self.wide(first).load(Ordering::SeqCst)
+        } else if !coarse {
+            let mut seen = 0;
+            for s in first..last + 1 {
                 let slot = Self::slot(&self.fine, s);
                 Self::take(slot, mode);
-                // SeqCst: the holder's handshake loads, after its claim.
                 seen |= slot.counted.load(Ordering::SeqCst);
             }
-            seen |= self.wide(*stripes.start()).load(Ordering::SeqCst);
+            seen | self.wide(first).load(Ordering::SeqCst)
         } else {
-            for wide in self.windows(&stripes) {
-                // SeqCst: the counting RMW, before the claim.
-                wide.fetch_add(1, Ordering::SeqCst);
-            }
-            for c in Self::span(&range, Self::COARSE_SHIFT) {
+            // SeqCst: the counting RMW, before the claim.
+            self.each_wide(first, last, |w| {
+                w.fetch_add(1, Ordering::SeqCst);
+            });
+            for c in first >> Self::COARSE_LOG2..(last >> Self::COARSE_LOG2) + 1 {
                 Self::take(Self::slot(&self.coarse, c), mode);
             }
-            for s in stripes {
+            // The coarse holder's scan of its stripes' slots.
+            let (mut words, mut counts) = (0, 0);
+            for s in first..last + 1 {
                 let slot = Self::slot(&self.fine, s);
-                // SeqCst: the coarse holder's scan of its stripes, after its claim.
-                seen |=
-                    slot.word.load(Ordering::SeqCst) as u32 | slot.counted.load(Ordering::SeqCst);
+                words |= slot.word.load(Ordering::SeqCst);
+                counts |= slot.counted.load(Ordering::SeqCst);
             }
-        }
+            counts | words as u32
+        };
         core::hint::black_box(seen);
-        ClaimHeld { range, mode }
+        ClaimHeld { first, last, coarse, mode }
     }
 
     #[inline]
@@ -193,19 +200,21 @@ impl RangeTarget for ClaimFloor {
 
     #[inline]
     fn release(&self, _: &mut (), held: ClaimHeld) {
-        let stripes = Self::span(&held.range, Self::SHIFT);
-        if Self::slot_by_slot(&stripes, held.mode) {
-            for s in stripes {
-                Self::give(Self::slot(&self.fine, s), held.mode);
+        let ClaimHeld { first, last, coarse, mode } = held;
+        if first == last {
+            Self::give(Self::slot(&self.fine, first), mode);
+        } else if !coarse {
+            for s in first..last + 1 {
+                Self::give(Self::slot(&self.fine, s), mode);
             }
         } else {
-            for c in Self::span(&held.range, Self::COARSE_SHIFT) {
-                Self::give(Self::slot(&self.coarse, c), held.mode);
+            for c in first >> Self::COARSE_LOG2..(last >> Self::COARSE_LOG2) + 1 {
+                Self::give(Self::slot(&self.coarse, c), mode);
             }
-            for wide in self.windows(&stripes) {
-                // Release: the uncount, after the hold is gone.
-                wide.fetch_sub(1, Ordering::Release);
-            }
+            // Release: the uncount, after the hold is gone.
+            self.each_wide(first, last, |w| {
+                w.fetch_sub(1, Ordering::Release);
+            });
         }
     }
 }
@@ -225,7 +234,7 @@ mod tests {
     fn the_claim_floor_touches_the_slots_rangelocks_protocol_touches() {
         let floor = ClaimFloor::new();
         let stripe = 1u64 << ClaimFloor::SHIFT;
-        let table = ClaimFloor::SLOTS as usize;
+        let table = SLOTS;
         // Exclusive over 3 stripes: slots 1..=3 taken (2), then released (1); no coarse
         // slot, no count.
         let held = floor.acquire(&mut (), stripe + 5..4 * stripe - 1, Mode::Exclusive);
@@ -247,14 +256,14 @@ mod tests {
         assert_eq!((words[table + 1], wide[0]), (0, 0), "left and uncounted");
         // Exclusive over 9 stripes across two windows and two coarse stripes: both
         // windows' counts, both coarse slots.
-        let edge = ClaimFloor::SLOTS * stripe;
+        let edge = SLOTS as u64 * stripe;
         let held = floor.acquire(&mut (), edge - 4 * stripe..edge + 5 * stripe, Mode::Exclusive);
         let (words, wide) = state(&floor);
-        let coarse = (edge >> ClaimFloor::COARSE_SHIFT) as usize;
+        let coarse = (edge >> (ClaimFloor::SHIFT + ClaimFloor::COARSE_LOG2)) as usize;
         assert_eq!((words[table + coarse - 1], words[table + coarse]), (2, 2));
         assert_eq!((wide[0], wide[1]), (1, 1));
         floor.release(&mut (), held);
-        assert_eq!(state(&floor).1, vec![0; ClaimFloor::WIDE]);
+        assert_eq!(state(&floor).1, vec![0; WIDE]);
         // It excludes nobody.
         let a = floor.try_acquire(&mut (), 0..1, Mode::Exclusive);
         assert!(a.is_some() && floor.try_acquire(&mut (), 0..1, Mode::Exclusive).is_some());

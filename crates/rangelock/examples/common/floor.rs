@@ -6,7 +6,7 @@
 //! a loop over it costs what the loop plus that memory traffic cost. Included by
 //! `mixed_loop` (`#[path]`).
 
-use std::ops::{Range, RangeInclusive};
+use std::ops::Range;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -118,7 +118,7 @@ unsafe impl RawRangeLock for SharedFloor {
 }
 
 /// `mixed_loop`'s `claim-floor`: the memory traffic of `rangelock`'s stripe protocol with
-/// none of its decisions, as the bench suite's `claim-floor`
+/// none of its decisions, the same code as the bench suite's `claim-floor`
 /// (`rangelock_bench::workload::ClaimFloor`, whose docs say what it touches and why): each
 /// stripe's slot with an RMW, its count and its window's `wide` count loaded, for ranges of
 /// up to `DEFAULT_CLAIM_STRIPES` stripes (4 shared); for longer ones the windows' `wide`
@@ -126,10 +126,17 @@ unsafe impl RawRangeLock for SharedFloor {
 /// lock: slots are counters, nobody waits.
 #[derive(Debug)]
 pub struct ClaimFloor {
-    fine: Box<[ClaimSlot]>,
-    coarse: Box<[ClaimSlot]>,
-    wide: Box<[crossbeam_utils::CachePadded<AtomicU32>]>,
+    fine: Box<ClaimTable>,
+    coarse: Box<ClaimTable>,
+    wide: Box<[crossbeam_utils::CachePadded<AtomicU32>; WIDE]>,
 }
+
+/// Slots per table; also stripes per window.
+const SLOTS: usize = rangelock::DEFAULT_STRIPE_SLOTS;
+/// `wide` counts, by window.
+const WIDE: usize = 16;
+/// A table of slots (a fixed size: a masked index needs no bounds check).
+type ClaimTable = [ClaimSlot; SLOTS];
 
 /// One slot of [`ClaimFloor`], laid out as `rangelock`'s stripe slot.
 #[derive(Debug, Default)]
@@ -140,42 +147,47 @@ struct ClaimSlot {
     waiting: AtomicU32,
 }
 
+/// A [`ClaimFloor`] hold: the stripes its release touches, and how.
+#[derive(Debug)]
+pub struct ClaimHeld {
+    first: u64,
+    last: u64,
+    coarse: bool,
+    mode: Mode,
+}
+
 impl ClaimFloor {
     const SHIFT: u32 = rangelock::DEFAULT_STRIPE_SHIFT;
-    const COARSE_SHIFT: u32 = Self::SHIFT + 6;
-    const SLOTS: u64 = rangelock::DEFAULT_STRIPE_SLOTS as u64;
-    const WIDE: usize = 16;
+    const COARSE_LOG2: u32 = 6;
 
     /// The floor for `rangelock`'s default geometry.
     pub fn new() -> Self {
-        let table = || (0..Self::SLOTS).map(|_| ClaimSlot::default()).collect();
-        let wide = (0..Self::WIDE).map(|_| Default::default()).collect();
-        ClaimFloor { fine: table(), coarse: table(), wide }
+        let table = || -> Box<ClaimTable> {
+            let slots: Box<[ClaimSlot]> = (0..SLOTS).map(|_| ClaimSlot::default()).collect();
+            slots.try_into().unwrap_or_else(|_| unreachable!("SLOTS slots"))
+        };
+        ClaimFloor { fine: table(), coarse: table(), wide: Box::default() }
     }
 
-    fn slot_by_slot(stripes: &RangeInclusive<u64>, mode: Mode) -> bool {
-        let max = if mode == Mode::Exclusive { rangelock::DEFAULT_CLAIM_STRIPES as u64 } else { 4 };
-        stripes.end() - stripes.start() < max
+    #[inline]
+    fn slot(table: &ClaimTable, s: u64) -> &ClaimSlot {
+        &table[s as usize & (SLOTS - 1)]
     }
 
-    fn span(range: &Range<u64>, shift: u32) -> RangeInclusive<u64> {
-        (range.start >> shift)..=((range.end - 1) >> shift)
-    }
-
-    fn slot(table: &[ClaimSlot], s: u64) -> &ClaimSlot {
-        &table[(s & (Self::SLOTS - 1)) as usize]
-    }
-
+    #[inline]
     fn wide(&self, stripe: u64) -> &AtomicU32 {
-        &self.wide[(stripe / Self::SLOTS) as usize % Self::WIDE]
+        &self.wide[(stripe as usize / SLOTS) & (WIDE - 1)]
     }
 
-    fn windows(&self, stripes: &RangeInclusive<u64>) -> impl Iterator<Item = &AtomicU32> {
-        let (first, last) = (*stripes.start(), *stripes.end());
-        let two = first / Self::SLOTS != last / Self::SLOTS;
-        std::iter::once(self.wide(first)).chain(two.then(|| self.wide(last)))
+    #[inline]
+    fn each_wide(&self, first: u64, last: u64, f: impl Fn(&AtomicU32)) {
+        f(self.wide(first));
+        if first as usize / SLOTS != last as usize / SLOTS {
+            f(self.wide(last));
+        }
     }
 
+    #[inline]
     fn take(slot: &ClaimSlot, mode: Mode) {
         // SeqCst: the claim's RMW, as `rangelock`'s.
         match mode {
@@ -184,6 +196,7 @@ impl ClaimFloor {
         }
     }
 
+    #[inline]
     fn give(slot: &ClaimSlot, mode: Mode) {
         match mode {
             Mode::Exclusive => {
@@ -197,72 +210,74 @@ impl ClaimFloor {
     }
 }
 
-/// What a [`ClaimFloor`] hold releases.
-#[derive(Debug)]
-pub struct ClaimToken {
-    range: Range<u64>,
-    mode: Mode,
-}
-
 // SAFETY: not a lock at all, as `NoLock`: only the examples' ceilings use it.
 unsafe impl RawRangeLock for ClaimFloor {
-    type Token = ClaimToken;
+    type Token = ClaimHeld;
     const NAME: &'static str = "claim-floor";
     #[inline]
-    fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<ClaimToken> {
-        let stripes = Self::span(&range, Self::SHIFT);
-        let mut seen = 0;
-        if Self::slot_by_slot(&stripes, mode) {
-            for s in stripes.clone() {
+    fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<ClaimHeld> {
+        let (first, last) = (range.start >> Self::SHIFT, (range.end - 1) >> Self::SHIFT);
+        let max = if mode == Mode::Exclusive { rangelock::DEFAULT_CLAIM_STRIPES as u64 } else { 4 };
+        let coarse = last - first >= max;
+        // SeqCst (every load here): the handshake loads, after the claim.
+        let seen = if first == last {
+            let slot = Self::slot(&self.fine, first);
+            Self::take(slot, mode);
+            slot.counted.load(Ordering::SeqCst) | self.wide(first).load(Ordering::SeqCst)
+        } else if !coarse {
+            let mut seen = 0;
+            for s in first..last + 1 {
                 let slot = Self::slot(&self.fine, s);
                 Self::take(slot, mode);
-                // SeqCst: the holder's handshake loads.
                 seen |= slot.counted.load(Ordering::SeqCst);
             }
-            seen |= self.wide(*stripes.start()).load(Ordering::SeqCst);
+            seen | self.wide(first).load(Ordering::SeqCst)
         } else {
-            for wide in self.windows(&stripes) {
-                // SeqCst: the counting RMW, before the claim.
-                wide.fetch_add(1, Ordering::SeqCst);
-            }
-            for c in Self::span(&range, Self::COARSE_SHIFT) {
+            // SeqCst: the counting RMW, before the claim.
+            self.each_wide(first, last, |w| {
+                w.fetch_add(1, Ordering::SeqCst);
+            });
+            for c in first >> Self::COARSE_LOG2..(last >> Self::COARSE_LOG2) + 1 {
                 Self::take(Self::slot(&self.coarse, c), mode);
             }
-            for s in stripes {
+            let (mut words, mut counts) = (0, 0);
+            for s in first..last + 1 {
                 let slot = Self::slot(&self.fine, s);
-                // SeqCst: the coarse holder's scan, after its claim.
-                seen |=
-                    slot.word.load(Ordering::SeqCst) as u32 | slot.counted.load(Ordering::SeqCst);
+                words |= slot.word.load(Ordering::SeqCst);
+                counts |= slot.counted.load(Ordering::SeqCst);
             }
-        }
+            counts | words as u32
+        };
         std::hint::black_box(seen);
-        Some(ClaimToken { range, mode })
+        Some(ClaimHeld { first, last, coarse, mode })
     }
     #[inline]
-    fn lock(&self, range: Range<u64>, mode: Mode) -> ClaimToken {
+    fn lock(&self, range: Range<u64>, mode: Mode) -> ClaimHeld {
         // Never refuses: it excludes nobody.
         let token = self.try_lock(range, mode);
         token.unwrap_or_else(|| unreachable!("claim-floor always acquires"))
     }
     #[inline]
-    fn lock_until(&self, range: Range<u64>, mode: Mode, _: Instant) -> Option<ClaimToken> {
+    fn lock_until(&self, range: Range<u64>, mode: Mode, _: Instant) -> Option<ClaimHeld> {
         self.try_lock(range, mode)
     }
     #[inline]
-    unsafe fn unlock(&self, token: ClaimToken) {
-        let stripes = Self::span(&token.range, Self::SHIFT);
-        if Self::slot_by_slot(&stripes, token.mode) {
-            for s in stripes {
-                Self::give(Self::slot(&self.fine, s), token.mode);
+    unsafe fn unlock(&self, held: ClaimHeld) {
+        let ClaimHeld { first, last, coarse, mode } = held;
+        if first == last {
+            Self::give(Self::slot(&self.fine, first), mode);
+        } else if !coarse {
+            for s in first..last + 1 {
+                Self::give(Self::slot(&self.fine, s), mode);
             }
         } else {
-            for c in Self::span(&token.range, Self::COARSE_SHIFT) {
-                Self::give(Self::slot(&self.coarse, c), token.mode);
+            for c in first >> Self::COARSE_LOG2..(last >> Self::COARSE_LOG2) + 1 {
+                Self::give(Self::slot(&self.coarse, c), mode);
             }
-            for wide in self.windows(&stripes) {
+            self.each_wide(first, last, |w| {
                 // Release: the uncount, after the hold is gone.
-                wide.fetch_sub(1, Ordering::Release);
-            }
+                w.fetch_sub(1, Ordering::Release);
+            });
         }
     }
 }
