@@ -1,5 +1,8 @@
 //! [`ClaimFloor`]: the memory traffic of `rangelock`'s stripe protocol with none of its
-//! decisions, the floor of that protocol on a workload (the `mixed` suite's `claim-floor`).
+//! decisions, the floor of that protocol on a workload (the `mixed` suite's `claim-floor`,
+//! as a `RangeTarget` in `target.rs`). This file depends on neither the bench's traits nor
+//! its other modules: `rangelock`'s `mixed_loop` example includes it (`#[path]`) for its
+//! own `claim-floor`, so both measure the same code.
 
 use core::ops::Range;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -7,13 +10,11 @@ use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 use rangelock::Mode;
 
-use super::RangeTarget;
-
 /// What an uncontended acquisition and release of `rangelock` write and read, and nothing
 /// else: the atomic RMWs, stores and loads its stripe protocol makes, on lines laid out as
 /// its default geometry lays them out, with no directory lookup, no range word built or
 /// read, no conflict ever acted on. So `rangelock` over `claim-floor` is what its own code
-/// costs, and `claim-floor` over [`SharedFloor`](super::SharedFloor) what its protocol's
+/// costs, and `claim-floor` over `SharedFloor` what its protocol's
 /// extra lines cost (`shared-floor` touches one slot whatever the range).
 ///
 /// - A range over up to `claim` stripes (`rangelock::DEFAULT_CLAIM_STRIPES` exclusive,
@@ -144,14 +145,10 @@ impl Default for ClaimFloor {
     }
 }
 
-impl RangeTarget for ClaimFloor {
-    type Local = ();
-    type Held<'a> = ClaimHeld;
-
-    fn local(&self) {}
-
+impl ClaimFloor {
+    /// Takes `range` in `mode`: the protocol's claims and loads for it. Never refuses.
     #[inline]
-    fn acquire(&self, _: &mut (), range: Range<u64>, mode: Mode) -> ClaimHeld {
+    pub fn hold(&self, range: Range<u64>, mode: Mode) -> ClaimHeld {
         let (first, last) = (range.start >> Self::SHIFT, (range.end - 1) >> Self::SHIFT);
         let max = match mode {
             Mode::Exclusive => rangelock::DEFAULT_CLAIM_STRIPES as u64,
@@ -193,13 +190,9 @@ impl RangeTarget for ClaimFloor {
         ClaimHeld { first, last, coarse, mode }
     }
 
+    /// Gives back what [`hold`](Self::hold) took.
     #[inline]
-    fn try_acquire(&self, local: &mut (), range: Range<u64>, mode: Mode) -> Option<ClaimHeld> {
-        Some(self.acquire(local, range, mode))
-    }
-
-    #[inline]
-    fn release(&self, _: &mut (), held: ClaimHeld) {
+    pub fn give_back(&self, held: ClaimHeld) {
         let ClaimHeld { first, last, coarse, mode } = held;
         if first == last {
             Self::give(Self::slot(&self.fine, first), mode);
@@ -222,6 +215,7 @@ impl RangeTarget for ClaimFloor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::RangeTarget;
 
     /// The slot words and counts of `floor`'s tables and `wide` counts, in one vector.
     fn state(floor: &ClaimFloor) -> (Vec<u64>, Vec<u32>) {
@@ -237,32 +231,32 @@ mod tests {
         let table = SLOTS;
         // Exclusive over 3 stripes: slots 1..=3 taken (2), then released (1); no coarse
         // slot, no count.
-        let held = floor.acquire(&mut (), stripe + 5..4 * stripe - 1, Mode::Exclusive);
+        let held = floor.hold(stripe + 5..4 * stripe - 1, Mode::Exclusive);
         let (words, wide) = state(&floor);
         assert_eq!(&words[..5], &[0, 2, 2, 2, 0]);
         assert!(words[table..].iter().all(|&w| w == 0) && wide.iter().all(|&w| w == 0));
-        floor.release(&mut (), held);
+        floor.give_back(held);
         assert_eq!(&state(&floor).0[..5], &[0, 1, 1, 1, 0]);
         // Shared over 5 stripes (more than a reader claims slot by slot): its window's wide
         // count and its coarse slot, no stripe slot.
         let before = state(&floor).0;
-        let held = floor.acquire(&mut (), 64 * stripe..69 * stripe, Mode::Shared);
+        let held = floor.hold(64 * stripe..69 * stripe, Mode::Shared);
         let (words, wide) = state(&floor);
         assert_eq!(words[..table], before[..table], "no stripe slot written");
         assert_eq!(words[table + 1], 16, "coarse stripe 1 joined");
         assert_eq!(wide[0], 1, "counted in window 0");
-        floor.release(&mut (), held);
+        floor.give_back(held);
         let (words, wide) = state(&floor);
         assert_eq!((words[table + 1], wide[0]), (0, 0), "left and uncounted");
         // Exclusive over 9 stripes across two windows and two coarse stripes: both
         // windows' counts, both coarse slots.
         let edge = SLOTS as u64 * stripe;
-        let held = floor.acquire(&mut (), edge - 4 * stripe..edge + 5 * stripe, Mode::Exclusive);
+        let held = floor.hold(edge - 4 * stripe..edge + 5 * stripe, Mode::Exclusive);
         let (words, wide) = state(&floor);
         let coarse = (edge >> (ClaimFloor::SHIFT + ClaimFloor::COARSE_LOG2)) as usize;
         assert_eq!((words[table + coarse - 1], words[table + coarse]), (2, 2));
         assert_eq!((wide[0], wide[1]), (1, 1));
-        floor.release(&mut (), held);
+        floor.give_back(held);
         assert_eq!(state(&floor).1, vec![0; WIDE]);
         // It excludes nobody.
         let a = floor.try_acquire(&mut (), 0..1, Mode::Exclusive);

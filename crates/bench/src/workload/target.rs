@@ -5,6 +5,8 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use rangelock::{Lock, Mode, RangeGuard, RawRangeLock};
 
+use super::{ClaimFloor, ClaimHeld};
+
 /// A range lock as the workloads see it: per-thread state (an fd for fcntl locks, nothing
 /// for in-process locks) and acquire/release of `u64` ranges.
 ///
@@ -250,6 +252,28 @@ impl RangeTarget for SharedFloor {
         // a ceiling minds).
         let now = slot.load(Ordering::Relaxed);
         slot.store(now + 1, Ordering::Release);
+    }
+}
+
+impl RangeTarget for ClaimFloor {
+    type Local = ();
+    type Held<'a> = ClaimHeld;
+
+    fn local(&self) {}
+
+    #[inline]
+    fn acquire(&self, _: &mut (), range: Range<u64>, mode: Mode) -> ClaimHeld {
+        self.hold(range, mode)
+    }
+
+    #[inline]
+    fn try_acquire(&self, _: &mut (), range: Range<u64>, mode: Mode) -> Option<ClaimHeld> {
+        Some(self.hold(range, mode))
+    }
+
+    #[inline]
+    fn release(&self, _: &mut (), held: ClaimHeld) {
+        self.give_back(held);
     }
 }
 

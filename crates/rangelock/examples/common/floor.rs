@@ -7,7 +7,6 @@
 //! `mixed_loop` (`#[path]`).
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Instant;
 
 use rangelock::{Mode, RawRangeLock};
@@ -117,167 +116,31 @@ unsafe impl RawRangeLock for SharedFloor {
     }
 }
 
-/// `mixed_loop`'s `claim-floor`: the memory traffic of `rangelock`'s stripe protocol with
-/// none of its decisions, the same code as the bench suite's `claim-floor`
-/// (`rangelock_bench::workload::ClaimFloor`, whose docs say what it touches and why): each
-/// stripe's slot with an RMW, its count and its window's `wide` count loaded, for ranges of
-/// up to `DEFAULT_CLAIM_STRIPES` stripes (4 shared); for longer ones the windows' `wide`
-/// counts and one or two coarse slots with RMWs, and every stripe's slot loaded. Not a
-/// lock: slots are counters, nobody waits.
-#[derive(Debug)]
-pub struct ClaimFloor {
-    fine: Box<ClaimTable>,
-    coarse: Box<ClaimTable>,
-    wide: Box<[crossbeam_utils::CachePadded<AtomicU32>; WIDE]>,
-}
+/// `mixed_loop`'s `claim-floor` is the bench suite's: the same file, so both measure the
+/// same code (its docs say what it touches and why).
+#[path = "../../../bench/src/workload/claim_floor.rs"]
+mod claim_floor;
 
-/// Slots per table; also stripes per window.
-const SLOTS: usize = rangelock::DEFAULT_STRIPE_SLOTS;
-/// `wide` counts, by window.
-const WIDE: usize = 16;
-/// A table of slots (a fixed size: a masked index needs no bounds check).
-type ClaimTable = [ClaimSlot; SLOTS];
-
-/// One slot of [`ClaimFloor`], laid out as `rangelock`'s stripe slot.
-#[derive(Debug, Default)]
-#[repr(align(16))]
-struct ClaimSlot {
-    word: AtomicU64,
-    counted: AtomicU32,
-    waiting: AtomicU32,
-}
-
-/// A [`ClaimFloor`] hold: the stripes its release touches, and how.
-#[derive(Debug)]
-pub struct ClaimHeld {
-    first: u64,
-    last: u64,
-    coarse: bool,
-    mode: Mode,
-}
-
-impl ClaimFloor {
-    const SHIFT: u32 = rangelock::DEFAULT_STRIPE_SHIFT;
-    const COARSE_LOG2: u32 = 6;
-
-    /// The floor for `rangelock`'s default geometry.
-    pub fn new() -> Self {
-        let table = || -> Box<ClaimTable> {
-            let slots: Box<[ClaimSlot]> = (0..SLOTS).map(|_| ClaimSlot::default()).collect();
-            slots.try_into().unwrap_or_else(|_| unreachable!("SLOTS slots"))
-        };
-        ClaimFloor { fine: table(), coarse: table(), wide: Box::default() }
-    }
-
-    #[inline]
-    fn slot(table: &ClaimTable, s: u64) -> &ClaimSlot {
-        &table[s as usize & (SLOTS - 1)]
-    }
-
-    #[inline]
-    fn wide(&self, stripe: u64) -> &AtomicU32 {
-        &self.wide[(stripe as usize / SLOTS) & (WIDE - 1)]
-    }
-
-    #[inline]
-    fn each_wide(&self, first: u64, last: u64, f: impl Fn(&AtomicU32)) {
-        f(self.wide(first));
-        if first as usize / SLOTS != last as usize / SLOTS {
-            f(self.wide(last));
-        }
-    }
-
-    #[inline]
-    fn take(slot: &ClaimSlot, mode: Mode) {
-        // SeqCst: the claim's RMW, as `rangelock`'s.
-        match mode {
-            Mode::Exclusive => drop(slot.word.swap(2, Ordering::SeqCst)),
-            Mode::Shared => drop(slot.word.fetch_add(16, Ordering::SeqCst)),
-        }
-    }
-
-    #[inline]
-    fn give(slot: &ClaimSlot, mode: Mode) {
-        match mode {
-            Mode::Exclusive => {
-                // Release: the holder's releasing store.
-                slot.word.store(1, Ordering::Release);
-                std::hint::black_box(slot.waiting.load(Ordering::Relaxed));
-            }
-            // Release: a reader's leaving RMW.
-            Mode::Shared => drop(slot.word.fetch_sub(16, Ordering::Release)),
-        }
-    }
-}
+pub use claim_floor::{ClaimFloor, ClaimHeld};
 
 // SAFETY: not a lock at all, as `NoLock`: only the examples' ceilings use it.
 unsafe impl RawRangeLock for ClaimFloor {
     type Token = ClaimHeld;
-    const NAME: &'static str = "claim-floor";
+    const NAME: &'static str = ClaimFloor::NAME;
     #[inline]
     fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<ClaimHeld> {
-        let (first, last) = (range.start >> Self::SHIFT, (range.end - 1) >> Self::SHIFT);
-        let max = if mode == Mode::Exclusive { rangelock::DEFAULT_CLAIM_STRIPES as u64 } else { 4 };
-        let coarse = last - first >= max;
-        // SeqCst (every load here): the handshake loads, after the claim.
-        let seen = if first == last {
-            let slot = Self::slot(&self.fine, first);
-            Self::take(slot, mode);
-            slot.counted.load(Ordering::SeqCst) | self.wide(first).load(Ordering::SeqCst)
-        } else if !coarse {
-            let mut seen = 0;
-            for s in first..last + 1 {
-                let slot = Self::slot(&self.fine, s);
-                Self::take(slot, mode);
-                seen |= slot.counted.load(Ordering::SeqCst);
-            }
-            seen | self.wide(first).load(Ordering::SeqCst)
-        } else {
-            // SeqCst: the counting RMW, before the claim.
-            self.each_wide(first, last, |w| {
-                w.fetch_add(1, Ordering::SeqCst);
-            });
-            for c in first >> Self::COARSE_LOG2..(last >> Self::COARSE_LOG2) + 1 {
-                Self::take(Self::slot(&self.coarse, c), mode);
-            }
-            let (mut words, mut counts) = (0, 0);
-            for s in first..last + 1 {
-                let slot = Self::slot(&self.fine, s);
-                words |= slot.word.load(Ordering::SeqCst);
-                counts |= slot.counted.load(Ordering::SeqCst);
-            }
-            counts | words as u32
-        };
-        std::hint::black_box(seen);
-        Some(ClaimHeld { first, last, coarse, mode })
+        Some(self.hold(range, mode))
     }
     #[inline]
     fn lock(&self, range: Range<u64>, mode: Mode) -> ClaimHeld {
-        // Never refuses: it excludes nobody.
-        let token = self.try_lock(range, mode);
-        token.unwrap_or_else(|| unreachable!("claim-floor always acquires"))
+        self.hold(range, mode)
     }
     #[inline]
     fn lock_until(&self, range: Range<u64>, mode: Mode, _: Instant) -> Option<ClaimHeld> {
-        self.try_lock(range, mode)
+        Some(self.hold(range, mode))
     }
     #[inline]
     unsafe fn unlock(&self, held: ClaimHeld) {
-        let ClaimHeld { first, last, coarse, mode } = held;
-        if first == last {
-            Self::give(Self::slot(&self.fine, first), mode);
-        } else if !coarse {
-            for s in first..last + 1 {
-                Self::give(Self::slot(&self.fine, s), mode);
-            }
-        } else {
-            for c in first >> Self::COARSE_LOG2..(last >> Self::COARSE_LOG2) + 1 {
-                Self::give(Self::slot(&self.coarse, c), mode);
-            }
-            self.each_wide(first, last, |w| {
-                // Release: the uncount, after the hold is gone.
-                w.fetch_sub(1, Ordering::Release);
-            });
-        }
+        self.give_back(held);
     }
 }
