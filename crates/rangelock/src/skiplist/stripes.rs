@@ -411,6 +411,20 @@ pub(crate) struct StripeClaim<'a> {
     tail: u64,
 }
 
+/// What a coarse holder's check found ([`Stripes::coarse_view`]). Two bits, not the
+/// [`Conflict`] (with its ticket) that `overlapping` returns: the holder retracts on any
+/// conflict and never waits for one, and a smaller result is cheaper to return.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum View {
+    /// No stripe holder in its way, and no other counted party over it.
+    Clear,
+    /// No stripe holder in its way, but another counted party may overlap it: search the
+    /// list and the reader table.
+    Counted,
+    /// A stripe holder in its way: retract.
+    Held,
+}
+
 /// The slots a multi-stripe hold claimed: what its token keeps, to release them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Claimed {
@@ -787,12 +801,13 @@ impl<const B: u32> Stripes<B> {
     /// A coarse holder's check, after counting `range` (a
     /// [`coarse_eligible`](Self::coarse_eligible) one), claiming its coarse slots and its
     /// handshake fence, in one pass over the slots of its stripes: a stripe holder in its
-    /// way (`Err`, as `overlapping` finds it), else whether a counted party *besides it*
-    /// may overlap it (`Ok(true)`): a count it reads above its own share, that is, its
-    /// stripes' slot counts (its own 1 each when it counts there: up to [`NARROW`]
-    /// stripes), its windows' `wide` counts (its own 1 each otherwise), the lock's `wide`
-    /// count (never its own).
-    pub(crate) fn coarse_view(&self, range: &Range<u64>, mode: Mode) -> Result<bool, Conflict> {
+    /// way ([`View::Held`], as `overlapping` finds it), else whether a counted party
+    /// *besides it* may overlap it ([`View::Counted`]): a count it reads above its own
+    /// share, that is, its stripes' slot counts (its own 1 each when it counts there: up to
+    /// [`NARROW`] stripes), its windows' `wide` counts (its own 1 each otherwise), the
+    /// lock's `wide` count (never its own).
+    #[inline]
+    pub(crate) fn coarse_view(&self, range: &Range<u64>, mode: Mode) -> View {
         debug_assert!(self.coarse_eligible(range));
         let (first, last) = self.stripes(range);
         let (in_slots, in_wide) = if last - first < NARROW { (1, 0) } else { (0, 1) };
@@ -829,15 +844,17 @@ impl<const B: u32> Stripes<B> {
                 let word = slot.word.load(Ordering::SeqCst);
                 if word & FREE == 0 {
                     let stripe = lo + i as u64;
-                    if let held @ Conflict::Held(_) =
-                        self.check_word(table, stripe, word, range, mode)
-                    {
-                        return Err(held);
+                    if is_held(&self.check_word(table, stripe, word, range, mode)) {
+                        return View::Held;
                     }
                 }
             }
         }
-        Ok(others)
+        if others {
+            View::Counted
+        } else {
+            View::Clear
+        }
     }
 
     /// The window of stripe `stripe` and its table (resolved, created if needed), or `None`
@@ -1056,6 +1073,7 @@ impl StripeClaim<'_> {
     /// not have us, gives back the ones taken (waking their waiters) and says no. Never
     /// waits, so a holder of some slots never blocks another holder: nobody waits for a
     /// stripe holder that waits.
+    #[inline]
     pub(crate) fn claim(&self, mode: Mode) -> bool {
         match mode {
             Mode::Exclusive => self.claim_each(claim_slot, Mode::Exclusive),
