@@ -738,7 +738,28 @@ impl SkipList {
         // overlap (handshake loads, after the fence).
         readers::handshake_fence();
         let slot = stripe.slot();
-        if !stripe.counted(&self.stripes) || self.stripe_is_free_slow(range, mode, wait, true) {
+        if stripe.counted(&self.stripes) {
+            return self.stripe_counted(range, slot, mode, wait);
+        }
+        Some(SkipToken(match mode {
+            Mode::Exclusive => Kind::Stripe(slot),
+            Mode::Shared => Kind::StripeShared(slot),
+        }))
+    }
+
+    /// A one-stripe hold of `slot` in `mode` whose counts were not all zero: the token if no
+    /// list node (and, for an exclusive holder, no reader) overlaps `range`, else it
+    /// retracts. Out of line: the common path keeps its registers.
+    #[cold]
+    #[inline(never)]
+    fn stripe_counted(
+        &self,
+        range: &Range<u64>,
+        slot: NonNull<stripes::Slot>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Option<SkipToken> {
+        if self.stripe_is_free_slow(range, mode, wait, true) {
             return Some(SkipToken(match mode {
                 Mode::Exclusive => Kind::Stripe(slot),
                 Mode::Shared => Kind::StripeShared(slot),
@@ -746,7 +767,7 @@ impl SkipList {
         }
         // Retract: whoever waits on the slot sees it free (or its count lower) and looks
         // again.
-        // SAFETY: `slot` is ours, claimed (or joined) above.
+        // SAFETY: `slot` is ours, claimed (or joined) by the caller.
         unsafe { slot.as_ref() }.release_in(mode);
         None
     }
@@ -837,6 +858,14 @@ impl SkipList {
         if let Some(token) = self.stripe_attempt(range, Mode::Shared, wait) {
             return Some(token);
         }
+        self.acquire_announced(range, wait)
+    }
+
+    /// A shared acquisition in the reader table. Out of line: the stripe path keeps its
+    /// registers.
+    #[cold]
+    #[inline(never)]
+    fn acquire_announced(&self, range: &Range<u64>, wait: Wait) -> Option<SkipToken> {
         self.acquire_shared(range, wait).map(|node| SkipToken(Kind::Shared(node)))
     }
 
