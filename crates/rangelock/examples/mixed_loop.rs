@@ -182,7 +182,7 @@ fn main() {
         "shared-floor" => {
             let slots = std::env::var("RANGELOCK_FLOOR_SLOTS").ok();
             let slots = slots.map_or(rangelock::DEFAULT_STRIPE_SLOTS, |s| s.parse().unwrap());
-            run("shared-floor", &Lock::from_raw(SharedFloor::new(slots)), &shape, threads)
+            run("shared-floor", &Lock::from_raw(SharedFloor::with_slots(slots)), &shape, threads)
         }
         "claim-floor" => run("claim-floor", &Lock::from_raw(ClaimFloor::new()), &shape, threads),
         other => panic!("unknown variant {other}"),

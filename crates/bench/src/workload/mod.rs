@@ -5,11 +5,13 @@
 mod claim_floor;
 pub mod loops;
 mod region;
+mod shared_floor;
 mod target;
 
 pub use claim_floor::{ClaimFloor, ClaimHeld};
 pub use region::SharedRegion;
-pub use target::{holds_disjoint, RangeTarget, RmwFloor, SharedFloor, Unlocked, Unshared};
+pub use shared_floor::SharedFloor;
+pub use target::{holds_disjoint, RangeTarget, RmwFloor, Unlocked, Unshared};
 
 use crate::harness::SplitMix64;
 

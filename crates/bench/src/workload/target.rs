@@ -5,7 +5,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use rangelock::{Lock, Mode, RangeGuard, RawRangeLock};
 
-use super::{ClaimFloor, ClaimHeld};
+use super::{ClaimFloor, ClaimHeld, SharedFloor};
 
 /// A range lock as the workloads see it: per-thread state (an fd for fcntl locks, nothing
 /// for in-process locks) and acquire/release of `u64` ranges.
@@ -168,90 +168,25 @@ impl RangeTarget for RmwFloor {
     }
 }
 
-/// The least a lock *shared by threads* pays on a workload of ranges at random positions,
-/// without a lock: [`RmwFloor`]'s RMW and store, but on the 16-byte slot of the range's
-/// first stripe (`rangelock`'s default 16 Ki units) in one table of 2048 slots (32 KiB,
-/// `rangelock`'s stripe table) that every thread uses.
-///
-/// Two threads whose ranges may overlap must meet in memory that both write and read (the
-/// Dekker handshake, or an RMW on a common word), and for ranges at random positions that
-/// memory is picked by position. A line a thread touches was then last written by the other
-/// core about as often as the two touch lines, half the time at two threads, whatever the
-/// table's size (one too large for the caches misses instead), so this target pays one RMW
-/// and about half a line transfer per acquisition, and nothing else: no range is looked at
-/// beyond its first stripe. A ratio it does not reach, no lock whose threads meet in a
-/// table reaches on that machine; [`RmwFloor`] is the bound for a lock that shares nothing.
-///
-/// A ceiling, not a lock: its slots are counters, nobody waits. Only sound where no two
-/// threads touch the same data under the lock: `mixed`, whose critical sections touch
-/// per-thread buffers.
-#[derive(Debug)]
-pub struct SharedFloor {
-    slots: Box<[SharedSlot]>,
-}
-
-/// One slot of [`SharedFloor`]: a word, padded as `rangelock`'s stripe slot (word, count,
-/// waiter count).
-#[derive(Debug, Default)]
-#[repr(align(16))]
-struct SharedSlot(AtomicU64);
-
-impl SharedFloor {
-    /// The report name.
-    pub const NAME: &'static str = "shared-floor";
-
-    /// The table: `rangelock`'s default stripe table's slots.
-    pub fn new() -> Self {
-        let slots = rangelock::DEFAULT_STRIPE_SLOTS;
-        SharedFloor { slots: (0..slots).map(|_| SharedSlot::default()).collect() }
-    }
-
-    /// The slot of `range`'s first stripe.
-    #[inline]
-    fn slot(&self, range: &Range<u64>) -> &AtomicU64 {
-        let stripe = range.start >> rangelock::DEFAULT_STRIPE_SHIFT;
-        &self.slots[stripe as usize & (self.slots.len() - 1)].0
-    }
-}
-
-impl Default for SharedFloor {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl RangeTarget for SharedFloor {
     type Local = ();
-    type Held<'a> = &'a AtomicU64;
+    type Held<'a> = usize;
 
     fn local(&self) {}
 
     #[inline]
-    fn acquire<'a>(&'a self, _: &mut (), range: Range<u64>, _: Mode) -> &'a AtomicU64 {
-        let slot = self.slot(&range);
-        // AcqRel: a lock's acquiring RMW, on the shared line (the instruction and the line's
-        // transfers are the cost being measured).
-        slot.fetch_add(1, Ordering::AcqRel);
-        slot
+    fn acquire(&self, _: &mut (), range: Range<u64>, _: Mode) -> usize {
+        self.hold(&range)
     }
 
     #[inline]
-    fn try_acquire<'a>(
-        &'a self,
-        local: &mut (),
-        range: Range<u64>,
-        mode: Mode,
-    ) -> Option<&'a AtomicU64> {
+    fn try_acquire(&self, local: &mut (), range: Range<u64>, mode: Mode) -> Option<usize> {
         Some(self.acquire(local, range, mode))
     }
 
     #[inline]
-    fn release<'a>(&'a self, _: &mut (), slot: &'a AtomicU64) {
-        // Relaxed load, Release store: a lock's release is one plain store on its slot (the
-        // line is already here; another thread's RMW in between is lost, which no reader of
-        // a ceiling minds).
-        let now = slot.load(Ordering::Relaxed);
-        slot.store(now + 1, Ordering::Release);
+    fn release(&self, _: &mut (), slot: usize) {
+        self.give_back(slot);
     }
 }
 
@@ -372,25 +307,5 @@ mod tests {
         assert_eq!(a.load(Ordering::Relaxed), 2, "the releasing store");
         assert_eq!(b.load(Ordering::Relaxed), 1, "each thread on a word of its own");
         assert!(!core::ptr::eq(&*a, &*b));
-    }
-
-    #[test]
-    fn the_shared_floor_pays_its_rmw_and_store_on_the_slot_of_the_ranges_first_stripe() {
-        let floor = SharedFloor::new();
-        let stripe = 1u64 << rangelock::DEFAULT_STRIPE_SHIFT;
-        let table = stripe * rangelock::DEFAULT_STRIPE_SLOTS as u64;
-        let held = floor.acquire(&mut (), 5..2 * stripe, Mode::Exclusive);
-        assert_eq!(held.load(Ordering::Relaxed), 1, "the acquiring RMW");
-        // It excludes nobody; a range starting in the same stripe, or in the stripe one
-        // table further, shares the slot (threads meet there); the next stripe does not.
-        let same = floor.try_acquire(&mut (), stripe - 1..stripe, Mode::Shared).unwrap();
-        let far = floor.acquire(&mut (), table + 7..table + 8, Mode::Exclusive);
-        let next = floor.acquire(&mut (), stripe..stripe + 1, Mode::Exclusive);
-        assert!(core::ptr::eq(held, same) && core::ptr::eq(held, far));
-        assert!(!core::ptr::eq(held, next));
-        assert_eq!(held.load(Ordering::Relaxed), 3);
-        floor.release(&mut (), held);
-        assert_eq!(held.load(Ordering::Relaxed), 4, "the releasing store");
-        assert_eq!(core::mem::align_of::<SharedSlot>(), 16, "rangelock's slot size");
     }
 }

@@ -55,64 +55,33 @@ unsafe impl<const RMWS: u32> RawRangeLock for Floor<RMWS> {
     }
 }
 
-/// The least a lock *shared by threads* pays (`mixed_loop`'s `shared-floor`, the bench
-/// suite's `shared-floor` with a table size to choose): [`Floor`]'s
-/// RMW and store, but on the 16-byte slot of the range's first stripe (16 Ki units) in one
-/// table that every thread uses, `slots` slots (a power of two; 2048 by default, the 32 KiB
-/// of `rangelock`'s stripe table). Acquisitions that may conflict must meet in memory that
-/// both write; with ranges at random positions, a slot a thread touches was last written by
-/// the other thread about half the time, whatever the table's size (a table too large to
-/// stay in cache misses instead). Not a lock: slots are counters, nobody waits.
-#[derive(Debug)]
-pub struct SharedFloor {
-    slots: Box<[SharedSlot]>,
-}
+/// `mixed_loop`'s `shared-floor` is the bench suite's: the same file, so both measure the
+/// same code (its docs say what it pays and why); `mixed_loop` may choose its table's size
+/// (`RANGELOCK_FLOOR_SLOTS`).
+#[path = "../../../bench/src/workload/shared_floor.rs"]
+mod shared_floor;
 
-/// One slot of [`SharedFloor`]: a word and the padding of `rangelock`'s stripe slot.
-#[derive(Debug, Default)]
-#[repr(align(16))]
-struct SharedSlot(std::sync::atomic::AtomicU64);
-
-impl SharedFloor {
-    /// A table of `slots` slots (a power of two).
-    pub fn new(slots: usize) -> Self {
-        assert!(slots.is_power_of_two(), "shared-floor slots: a power of two");
-        SharedFloor { slots: (0..slots).map(|_| SharedSlot::default()).collect() }
-    }
-
-    #[inline]
-    fn slot(&self, range: &Range<u64>) -> usize {
-        (range.start >> rangelock::DEFAULT_STRIPE_SHIFT) as usize & (self.slots.len() - 1)
-    }
-}
+pub use shared_floor::SharedFloor;
 
 // SAFETY: not a lock at all, as `NoLock`: only the examples' ceilings use it.
 unsafe impl RawRangeLock for SharedFloor {
     type Token = usize;
-    const NAME: &'static str = "shared-floor";
+    const NAME: &'static str = SharedFloor::NAME;
     #[inline]
     fn try_lock(&self, range: Range<u64>, _: Mode) -> Option<usize> {
-        let i = self.slot(&range);
-        // AcqRel: a lock's acquiring RMW (the instruction and its line are what is measured).
-        self.slots[i].0.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        Some(i)
+        Some(self.hold(&range))
     }
     #[inline]
-    fn lock(&self, range: Range<u64>, mode: Mode) -> usize {
-        // Never refuses: it excludes nobody.
-        let slot = self.try_lock(range, mode);
-        slot.unwrap_or_else(|| unreachable!("shared-floor always acquires"))
+    fn lock(&self, range: Range<u64>, _: Mode) -> usize {
+        self.hold(&range)
     }
     #[inline]
-    fn lock_until(&self, range: Range<u64>, mode: Mode, _: Instant) -> Option<usize> {
-        self.try_lock(range, mode)
+    fn lock_until(&self, range: Range<u64>, _: Mode, _: Instant) -> Option<usize> {
+        Some(self.hold(&range))
     }
     #[inline]
-    unsafe fn unlock(&self, i: usize) {
-        use std::sync::atomic::Ordering;
-        let w = &self.slots[i].0;
-        // Release: a holder's releasing store.
-        w.store(w.load(Ordering::Relaxed) + 1, Ordering::Release);
+    unsafe fn unlock(&self, slot: usize) {
+        self.give_back(slot);
     }
 }
 
