@@ -655,6 +655,17 @@ enum Kind {
     Shared(NonNull<Node>),
 }
 
+impl Kind {
+    /// A one-stripe hold of `slot` in `mode`.
+    #[inline]
+    fn stripe(slot: NonNull<stripes::Slot>, mode: Mode) -> Kind {
+        match mode {
+            Mode::Exclusive => Kind::Stripe(slot),
+            Mode::Shared => Kind::StripeShared(slot),
+        }
+    }
+}
+
 // SAFETY: the token only names a node or slot of its lock; releasing from another thread is
 // part of the protocol (any thread may mark a node or free a slot).
 unsafe impl Send for SkipToken {}
@@ -742,10 +753,7 @@ impl SkipList {
         if stripe.counted(&self.stripes) {
             return self.stripe_counted(range, slot, mode, wait);
         }
-        Some(SkipToken(match mode {
-            Mode::Exclusive => Kind::Stripe(slot),
-            Mode::Shared => Kind::StripeShared(slot),
-        }))
+        Some(SkipToken(Kind::stripe(slot, mode)))
     }
 
     /// A one-stripe hold of `slot` in `mode` whose counts were not all zero: the token if no
@@ -761,10 +769,7 @@ impl SkipList {
         wait: Wait,
     ) -> Option<SkipToken> {
         if self.stripe_is_free_slow(range, mode, wait, true) {
-            return Some(SkipToken(match mode {
-                Mode::Exclusive => Kind::Stripe(slot),
-                Mode::Shared => Kind::StripeShared(slot),
-            }));
+            return Some(SkipToken(Kind::stripe(slot, mode)));
         }
         // Retract: whoever waits on the slot sees it free (or its count lower) and looks
         // again.
@@ -1210,7 +1215,7 @@ unsafe impl RawRangeLock for SkipList {
 
 /// [`unlock`](RawRangeLock::unlock) of an exclusive multi-stripe hold: out of line, but
 /// apart from `release_other`, whose other kinds make it save every callee-saved register
-/// and dispatch through a jump table (15 instructions a release of 2-9 stripes, and an
+/// and dispatch through a jump table (17 instructions an operation over 2-9 stripes, and an
 /// indirect branch).
 ///
 /// # Safety
