@@ -16,7 +16,10 @@
 //! share, `RANGELOCK_FLOOR_SLOTS` slots, 2048 by default: the suite's `shared-floor`, the
 //! least a lock whose threads meet in a table pays) or `claim-floor` (every RMW, store and
 //! load of `rangelock`'s stripe protocol on tables of its default geometry, and none of its
-//! decisions: the suite's `claim-floor`, the least that protocol pays).
+//! decisions: the suite's `claim-floor`, the least that protocol pays) or `announce-floor`
+//! (`claim-floor` for writers, with readers that announce on a line of their own thread and
+//! load their stripes' slots: the suite's `announce-floor`, the least a protocol whose
+//! readers write no shared line pays).
 //! `RANGELOCK_CLAIM_STRIPES=n` sets `rangelock`'s `claim_stripes`,
 //! `RANGELOCK_NO_COARSE=1` turns its coarse claims off. `octaves` is `lo..hi` (e.g. `14..20` for the ranges that span stripes).
 //!
@@ -32,7 +35,7 @@ mod floor;
 #[path = "common/no_lock.rs"]
 mod no_lock;
 
-use floor::{ClaimFloor, Floor, SharedFloor};
+use floor::{AnnounceFloor, ClaimFloor, Floor, SharedFloor};
 use no_lock::NoLock;
 
 use std::hint::black_box;
@@ -185,6 +188,9 @@ fn main() {
             run("shared-floor", &Lock::from_raw(SharedFloor::with_slots(slots)), &shape, threads)
         }
         "claim-floor" => run("claim-floor", &Lock::from_raw(ClaimFloor::new()), &shape, threads),
+        "announce-floor" => {
+            run("announce-floor", &Lock::from_raw(AnnounceFloor::new()), &shape, threads)
+        }
         other => panic!("unknown variant {other}"),
     }
 }

@@ -17,7 +17,7 @@
 //! units, i.e. 2^22 segments of 2^18 units (256 Ki). A range locks every segment it
 //! touches: up to 5 for the longest ranges. Beside `rangelock` runs [`CLAIM1_NAME`], the
 //! same lock with claims of one stripe only (ranges over several stripes take the list).
-//! Five ceilings bound them (without background holders): `unlocked`, the loop with no
+//! Six ceilings bound them (without background holders): `unlocked`, the loop with no
 //! lock; `rmw-floor` ([`RmwFloor`]), the loop with the one atomic RMW per acquisition that
 //! no lock can do without, on a line of the thread's own — a floor under every lock's cost
 //! (so a ratio over `segments` that the floor does not reach, no lock reaches on that
@@ -26,10 +26,13 @@
 //! in a table, which pays the line transfers sharing costs; `claim-floor`
 //! ([`ClaimFloor`]), the RMWs, stores and loads of `rangelock`'s stripe protocol with none
 //! of its decisions — the floor of that protocol, so `rangelock` under it is the cost of
-//! its code and `claim-floor` under `shared-floor` the cost of its protocol's lines; and
-//! [`UNSHARED_NAME`], each thread on a `rangelock` of its own — the lock's cost without the
-//! cost of sharing one lock between cores, which no shared lock can beat. (All five are
-//! sound here only because the critical sections touch per-thread buffers.)
+//! its code and `claim-floor` under `shared-floor` the cost of its protocol's lines;
+//! `announce-floor` ([`AnnounceFloor`]), the same for writers with readers that announce on
+//! a line of their own thread instead of joining stripe slots — the floor of a protocol
+//! whose readers write no shared line; and [`UNSHARED_NAME`], each thread on a `rangelock`
+//! of its own — the lock's cost without the cost of sharing one lock between cores, which
+//! no shared lock can beat. (All six are sound here only because the critical sections
+//! touch per-thread buffers.)
 //!
 //! Parameter `background`: `none`, or (full runs only) `reader+wide`: a background thread
 //! holds one shared range of 1 Ki units and one exclusive range of 64 Mi units in the top
@@ -43,7 +46,7 @@ use super::common;
 use crate::harness::{Case, Ceiling, Options, Suite, NO_LOCK};
 use crate::variants::{Registered, VariantSet, VariantVisitor};
 use crate::workload::loops::{self, Background, Mixed as Shape, BACKGROUND_UNITS};
-use crate::workload::{ClaimFloor, RangeTarget, RmwFloor, SharedFloor, Unshared};
+use crate::workload::{AnnounceFloor, ClaimFloor, RangeTarget, RmwFloor, SharedFloor, Unshared};
 
 /// Domain size in units: 2^40.
 pub const DOMAIN: u64 = 1 << 40;
@@ -75,8 +78,9 @@ const CLAIM1_OF: &str = "rangelock";
 pub const UNSHARED_NAME: &str = "rangelock-unshared";
 
 /// The suite's ceilings: no lock, the one RMW every lock pays, that RMW on a table the
-/// threads share, the memory traffic of `rangelock`'s protocol, and a lock per thread.
-const CEILINGS: [Ceiling; 5] = [
+/// threads share, the memory traffic of `rangelock`'s protocol and of one whose readers
+/// write no shared line, and a lock per thread.
+const CEILINGS: [Ceiling; 6] = [
     NO_LOCK,
     Ceiling {
         name: RmwFloor::NAME,
@@ -95,6 +99,13 @@ const CEILINGS: [Ceiling; 5] = [
                      tables (slot by slot up to 8 stripes, 4 shared; else counts, coarse slots \
                      and a scan of the stripes' slots), with none of its decisions: the least \
                      that protocol pays",
+    },
+    Ceiling {
+        name: AnnounceFloor::NAME,
+        leaves_out: "no lock, claim-floor's traffic for writers plus a load of every reader's \
+                     seat, and for readers a store on a line of their own thread and loads of \
+                     their stripes' slots: the least a protocol whose readers write no shared \
+                     line pays",
     },
     Ceiling { name: UNSHARED_NAME, leaves_out: "rangelock with a lock per thread (no sharing)" },
 ];
@@ -186,6 +197,8 @@ impl VariantVisitor for Builder<'_> {
             self.visit(SharedFloor::NAME, &|| Ok(SharedFloor::new()));
             // Everything rangelock's protocol writes and reads, and nothing it decides.
             self.visit(ClaimFloor::NAME, &|| Ok(ClaimFloor::new()));
+            // The same for writers, with readers that write no line another thread writes.
+            self.visit(AnnounceFloor::NAME, &|| Ok(AnnounceFloor::new()));
         }
         let Some(target) = common::target("mixed", name, make) else { return };
         // A ceiling beside background holders would bound nothing (an unshared lock's

@@ -190,6 +190,24 @@ impl ClaimFloor {
         ClaimHeld { first, last, coarse, mode }
     }
 
+    /// The loads of a party that claims nothing over `range` but must see every holder
+    /// there (`AnnounceFloor`'s reader): each stripe's slot word and count, and the `wide`
+    /// counts of its first and last windows (where coarse holders and wide list writers
+    /// count). Returns what it saw.
+    #[inline]
+    pub(super) fn peek(&self, range: &Range<u64>) -> u64 {
+        let (first, last) = (range.start >> Self::SHIFT, (range.end - 1) >> Self::SHIFT);
+        let mut seen = 0;
+        // SeqCst (every load here): the handshake loads, after the announcement.
+        for s in first..last + 1 {
+            let slot = Self::slot(&self.fine, s);
+            seen |=
+                slot.word.load(Ordering::SeqCst) | u64::from(slot.counted.load(Ordering::SeqCst));
+        }
+        let wide = self.wide(first).load(Ordering::SeqCst) | self.wide(last).load(Ordering::SeqCst);
+        seen | u64::from(wide)
+    }
+
     /// Gives back what [`hold`](Self::hold) took.
     #[inline]
     pub fn give_back(&self, held: ClaimHeld) {

@@ -2,12 +2,14 @@
 //! the shared memory they write under the locks ([`SharedRegion`]) and the thread
 //! partitioning of ranges ([`partition`]).
 
+mod announce_floor;
 mod claim_floor;
 pub mod loops;
 mod region;
 mod shared_floor;
 mod target;
 
+pub use announce_floor::{AnnounceFloor, AnnounceHeld, SeatOf};
 pub use claim_floor::{ClaimFloor, ClaimHeld};
 pub use region::SharedRegion;
 pub use shared_floor::SharedFloor;

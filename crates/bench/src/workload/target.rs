@@ -5,7 +5,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use rangelock::{Lock, Mode, RangeGuard, RawRangeLock};
 
-use super::{ClaimFloor, ClaimHeld, SharedFloor};
+use super::{AnnounceFloor, AnnounceHeld, ClaimFloor, ClaimHeld, SeatOf, SharedFloor};
 
 /// A range lock as the workloads see it: per-thread state (an fd for fcntl locks, nothing
 /// for in-process locks) and acquire/release of `u64` ranges.
@@ -208,6 +208,36 @@ impl RangeTarget for ClaimFloor {
 
     #[inline]
     fn release(&self, _: &mut (), held: ClaimHeld) {
+        self.give_back(held);
+    }
+}
+
+impl RangeTarget for AnnounceFloor {
+    /// The thread's seat, given back when the thread is done.
+    type Local = SeatOf;
+    type Held<'a> = AnnounceHeld;
+
+    fn local(&self) -> SeatOf {
+        self.seat()
+    }
+
+    #[inline]
+    fn acquire(&self, seat: &mut SeatOf, range: Range<u64>, mode: Mode) -> AnnounceHeld {
+        self.hold(seat.get(), range, mode)
+    }
+
+    #[inline]
+    fn try_acquire(
+        &self,
+        seat: &mut SeatOf,
+        range: Range<u64>,
+        mode: Mode,
+    ) -> Option<AnnounceHeld> {
+        Some(self.hold(seat.get(), range, mode))
+    }
+
+    #[inline]
+    fn release(&self, _: &mut SeatOf, held: AnnounceHeld) {
         self.give_back(held);
     }
 }

@@ -1,10 +1,10 @@
-//! `Floor`, `SharedFloor` and `ClaimFloor`, `mixed_loop`'s `floor`, `floor2`,
-//! `shared-floor` and `claim-floor` variants: no lock, but the atomic RMW (or two) that any
-//! lock pays per acquisition (the bench suite's `rmw-floor`, see
-//! `rangelock_bench::workload::RmwFloor` for why it is a floor), on a word of the thread's
-//! own or on a table all threads share, or every RMW and load of `rangelock`'s protocol, so
-//! a loop over it costs what the loop plus that memory traffic cost. Included by
-//! `mixed_loop` (`#[path]`).
+//! `Floor`, `SharedFloor`, `ClaimFloor` and `AnnounceFloor`, `mixed_loop`'s `floor`,
+//! `floor2`, `shared-floor`, `claim-floor` and `announce-floor` variants: no lock, but the
+//! atomic RMW (or two) that any lock pays per acquisition (the bench suite's `rmw-floor`,
+//! see `rangelock_bench::workload::RmwFloor` for why it is a floor), on a word of the
+//! thread's own or on a table all threads share, or every RMW and load of `rangelock`'s
+//! protocol (or of one whose readers write no shared line), so a loop over it costs what the
+//! loop plus that memory traffic cost. Included by `mixed_loop` (`#[path]`).
 
 use std::ops::Range;
 use std::time::Instant;
@@ -110,6 +110,49 @@ unsafe impl RawRangeLock for ClaimFloor {
     }
     #[inline]
     unsafe fn unlock(&self, held: ClaimHeld) {
+        self.give_back(held);
+    }
+}
+
+/// `mixed_loop`'s `announce-floor` is the bench suite's: the same file (beside
+/// `claim_floor`, whose tables it uses), so both measure the same code.
+#[path = "../../../bench/src/workload/announce_floor.rs"]
+mod announce_floor;
+
+pub use announce_floor::{AnnounceFloor, AnnounceHeld, SeatOf};
+
+thread_local! {
+    /// The calling thread's seat at the one `AnnounceFloor` a run of the example makes
+    /// (taken at its first acquisition, given back when the thread ends).
+    static SEAT: std::cell::OnceCell<SeatOf> = const { std::cell::OnceCell::new() };
+}
+
+impl AnnounceFloor {
+    /// The calling thread's seat.
+    #[inline]
+    fn my_seat(&self) -> usize {
+        SEAT.with(|seat| seat.get_or_init(|| self.seat()).get())
+    }
+}
+
+// SAFETY: not a lock at all, as `NoLock`: only the examples' ceilings use it.
+unsafe impl RawRangeLock for AnnounceFloor {
+    type Token = AnnounceHeld;
+    const NAME: &'static str = AnnounceFloor::NAME;
+    #[inline]
+    fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<AnnounceHeld> {
+        Some(self.hold(self.my_seat(), range, mode))
+    }
+    #[inline]
+    fn lock(&self, range: Range<u64>, mode: Mode) -> AnnounceHeld {
+        self.hold(self.my_seat(), range, mode)
+    }
+    #[inline]
+    fn lock_until(&self, range: Range<u64>, mode: Mode, _: Instant) -> Option<AnnounceHeld> {
+        Some(self.hold(self.my_seat(), range, mode))
+    }
+    #[inline]
+    unsafe fn unlock(&self, held: AnnounceHeld) {
         self.give_back(held);
     }
 }
