@@ -137,6 +137,12 @@
 //! that both cover a whole stripe share that stripe's slot: their pieces are equal), and
 //! leaves the ones it joined if one refuses it.
 //!
+//! So a reader pays two RMWs a stripe (join, leave) on lines that writers and other readers
+//! write too. A protocol whose readers announce on a line of their own thread instead, and
+//! whose writers load every such line, writes no shared line for readers but a load per
+//! reading thread for every writer; `docs/BENCH.md` ("A reader protocol that writes no
+//! shared line") measures both protocols' floors on the `mixed` suite.
+//!
 //! # Windows
 //!
 //! One direct-mapped table aliases: ranges held anywhere in the domain occupy (or count
