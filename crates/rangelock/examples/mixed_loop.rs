@@ -35,7 +35,7 @@ mod floor;
 #[path = "common/no_lock.rs"]
 mod no_lock;
 
-use floor::{AnnounceFloor, ClaimFloor, Floor, SharedFloor};
+use floor::{AnnounceFloor, AsLock, ClaimFloor, Floor, SharedFloor};
 use no_lock::NoLock;
 
 use std::hint::black_box;
@@ -180,16 +180,23 @@ fn main() {
             run("segments-256Ki", &lock, &shape, threads)
         }
         "none" => run("none", &Lock::from_raw(NoLock), &shape, threads),
-        "floor" => run("floor", &Lock::from_raw(Floor::<1>), &shape, threads),
-        "floor2" => run("floor2", &Lock::from_raw(Floor::<2>), &shape, threads),
+        "floor" => run("floor", &Lock::from_raw(AsLock(Floor::<1>)), &shape, threads),
+        "floor2" => run("floor2", &Lock::from_raw(AsLock(Floor::<2>)), &shape, threads),
         "shared-floor" => {
             let slots = std::env::var("RANGELOCK_FLOOR_SLOTS").ok();
             let slots = slots.map_or(rangelock::DEFAULT_STRIPE_SLOTS, |s| s.parse().unwrap());
-            run("shared-floor", &Lock::from_raw(SharedFloor::with_slots(slots)), &shape, threads)
+            run(
+                "shared-floor",
+                &Lock::from_raw(AsLock(SharedFloor::with_slots(slots))),
+                &shape,
+                threads,
+            )
         }
-        "claim-floor" => run("claim-floor", &Lock::from_raw(ClaimFloor::new()), &shape, threads),
+        "claim-floor" => {
+            run("claim-floor", &Lock::from_raw(AsLock(ClaimFloor::new())), &shape, threads)
+        }
         "announce-floor" => {
-            run("announce-floor", &Lock::from_raw(AnnounceFloor::new()), &shape, threads)
+            run("announce-floor", &Lock::from_raw(AsLock(AnnounceFloor::new())), &shape, threads)
         }
         other => panic!("unknown variant {other}"),
     }

@@ -4,12 +4,53 @@
 //! see `rangelock_bench::workload::RmwFloor` for why it is a floor), on a word of the
 //! thread's own or on a table all threads share, or every RMW and load of `rangelock`'s
 //! protocol (or of one whose readers write no shared line), so a loop over it costs what the
-//! loop plus that memory traffic cost. Included by `mixed_loop` (`#[path]`).
+//! loop plus that memory traffic cost. Each is a [`Ceiling`]; [`AsLock`] makes any of them a
+//! `RawRangeLock` for the loop. Included by `mixed_loop` (`#[path]`).
 
 use std::ops::Range;
 use std::time::Instant;
 
 use rangelock::{Mode, RawRangeLock};
+
+/// What a ceiling does per operation: take a range (never refusing: it excludes nobody) and
+/// give back what it took.
+pub trait Ceiling: Send + Sync {
+    /// The name `mixed_loop` reports.
+    const NAME: &'static str;
+    /// What a take hands to its give-back.
+    type Held: Send;
+    /// The acquisition's memory traffic.
+    fn take(&self, range: Range<u64>, mode: Mode) -> Self::Held;
+    /// The release's memory traffic.
+    fn give(&self, held: Self::Held);
+}
+
+/// A [`Ceiling`] as a `RawRangeLock`, for `Lock::from_raw`: every acquisition succeeds.
+#[derive(Debug)]
+pub struct AsLock<C>(pub C);
+
+// SAFETY: not a lock at all, as `NoLock`: only the examples' ceilings use it, on loops whose
+// critical sections touch per-thread buffers.
+unsafe impl<C: Ceiling> RawRangeLock for AsLock<C> {
+    type Token = C::Held;
+    const NAME: &'static str = C::NAME;
+    #[inline]
+    fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<C::Held> {
+        Some(self.0.take(range, mode))
+    }
+    #[inline]
+    fn lock(&self, range: Range<u64>, mode: Mode) -> C::Held {
+        self.0.take(range, mode)
+    }
+    #[inline]
+    fn lock_until(&self, range: Range<u64>, mode: Mode, _: Instant) -> Option<C::Held> {
+        Some(self.0.take(range, mode))
+    }
+    #[inline]
+    unsafe fn unlock(&self, held: C::Held) {
+        self.0.give(held);
+    }
+}
 
 /// The least a lock pays, without a lock (the bench suite's `rmw-floor`): one atomic RMW to
 /// acquire and a plain store to release (`RMWS == 1`), or an RMW each way (`RMWS == 2`,
@@ -22,26 +63,16 @@ thread_local! {
     static WORD: std::sync::atomic::AtomicU64 = const { std::sync::atomic::AtomicU64::new(0) };
 }
 
-// SAFETY: not a lock at all, as `NoLock`: only the examples' ceilings use it.
-unsafe impl<const RMWS: u32> RawRangeLock for Floor<RMWS> {
-    type Token = ();
+impl<const RMWS: u32> Ceiling for Floor<RMWS> {
     const NAME: &'static str = "floor";
+    type Held = ();
     #[inline]
-    fn try_lock(&self, _: Range<u64>, _: Mode) -> Option<()> {
+    fn take(&self, _: Range<u64>, _: Mode) {
         // AcqRel: a lock's acquiring RMW (the instruction is what is measured).
         WORD.with(|w| w.fetch_add(1, std::sync::atomic::Ordering::AcqRel));
-        Some(())
     }
     #[inline]
-    fn lock(&self, range: Range<u64>, mode: Mode) {
-        let _ = self.try_lock(range, mode);
-    }
-    #[inline]
-    fn lock_until(&self, range: Range<u64>, mode: Mode, _: Instant) -> Option<()> {
-        self.try_lock(range, mode)
-    }
-    #[inline]
-    unsafe fn unlock(&self, _: ()) {
+    fn give(&self, (): ()) {
         use std::sync::atomic::Ordering;
         WORD.with(|w| {
             if RMWS == 2 {
@@ -63,24 +94,15 @@ mod shared_floor;
 
 pub use shared_floor::SharedFloor;
 
-// SAFETY: not a lock at all, as `NoLock`: only the examples' ceilings use it.
-unsafe impl RawRangeLock for SharedFloor {
-    type Token = usize;
+impl Ceiling for SharedFloor {
     const NAME: &'static str = SharedFloor::NAME;
+    type Held = usize;
     #[inline]
-    fn try_lock(&self, range: Range<u64>, _: Mode) -> Option<usize> {
-        Some(self.hold(&range))
-    }
-    #[inline]
-    fn lock(&self, range: Range<u64>, _: Mode) -> usize {
+    fn take(&self, range: Range<u64>, _: Mode) -> usize {
         self.hold(&range)
     }
     #[inline]
-    fn lock_until(&self, range: Range<u64>, _: Mode, _: Instant) -> Option<usize> {
-        Some(self.hold(&range))
-    }
-    #[inline]
-    unsafe fn unlock(&self, slot: usize) {
+    fn give(&self, slot: usize) {
         self.give_back(slot);
     }
 }
@@ -92,24 +114,15 @@ mod claim_floor;
 
 pub use claim_floor::{ClaimFloor, ClaimHeld};
 
-// SAFETY: not a lock at all, as `NoLock`: only the examples' ceilings use it.
-unsafe impl RawRangeLock for ClaimFloor {
-    type Token = ClaimHeld;
+impl Ceiling for ClaimFloor {
     const NAME: &'static str = ClaimFloor::NAME;
+    type Held = ClaimHeld;
     #[inline]
-    fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<ClaimHeld> {
-        Some(self.hold(range, mode))
-    }
-    #[inline]
-    fn lock(&self, range: Range<u64>, mode: Mode) -> ClaimHeld {
+    fn take(&self, range: Range<u64>, mode: Mode) -> ClaimHeld {
         self.hold(range, mode)
     }
     #[inline]
-    fn lock_until(&self, range: Range<u64>, mode: Mode, _: Instant) -> Option<ClaimHeld> {
-        Some(self.hold(range, mode))
-    }
-    #[inline]
-    unsafe fn unlock(&self, held: ClaimHeld) {
+    fn give(&self, held: ClaimHeld) {
         self.give_back(held);
     }
 }
@@ -127,32 +140,16 @@ thread_local! {
     static SEAT: std::cell::OnceCell<SeatOf> = const { std::cell::OnceCell::new() };
 }
 
-impl AnnounceFloor {
-    /// The calling thread's seat.
-    #[inline]
-    fn my_seat(&self) -> usize {
-        SEAT.with(|seat| seat.get_or_init(|| self.seat()).get())
-    }
-}
-
-// SAFETY: not a lock at all, as `NoLock`: only the examples' ceilings use it.
-unsafe impl RawRangeLock for AnnounceFloor {
-    type Token = AnnounceHeld;
+impl Ceiling for AnnounceFloor {
     const NAME: &'static str = AnnounceFloor::NAME;
+    type Held = AnnounceHeld;
     #[inline]
-    fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<AnnounceHeld> {
-        Some(self.hold(self.my_seat(), range, mode))
+    fn take(&self, range: Range<u64>, mode: Mode) -> AnnounceHeld {
+        let seat = SEAT.with(|seat| seat.get_or_init(|| self.seat()).get());
+        self.hold(seat, range, mode)
     }
     #[inline]
-    fn lock(&self, range: Range<u64>, mode: Mode) -> AnnounceHeld {
-        self.hold(self.my_seat(), range, mode)
-    }
-    #[inline]
-    fn lock_until(&self, range: Range<u64>, mode: Mode, _: Instant) -> Option<AnnounceHeld> {
-        Some(self.hold(self.my_seat(), range, mode))
-    }
-    #[inline]
-    unsafe fn unlock(&self, held: AnnounceHeld) {
+    fn give(&self, held: AnnounceHeld) {
         self.give_back(held);
     }
 }
