@@ -37,7 +37,8 @@ pub fn lock_help() -> String {
         (
             "N".to_owned(),
             "the command's own exit code (128+S if signal S killed it), when the \
-                          lock was held until it ended",
+                          lock was held until it ended; 128+S when a process sent rangelock \
+                          signal S (TERM, INT, HUP, QUIT) while the command ran",
         ),
         (
             LOCK_UNAVAILABLE.to_string(),
@@ -76,7 +77,15 @@ pub fn lock_help() -> String {
         "\nUnlike flock(1), the lock is a lease: if this process is stopped or starved for \
          longer than the server's lease (`serve --lease-ms`), the server ends the session and \
          gives the range to others. rangelock then signals the command (--on-lost, default \
-         TERM), waits for it and exits 75.",
+         TERM), waits for it and exits 75.\n\n\
+         While the command runs, the range stays held until it exits, whatever the signals. \
+         TERM, INT, HUP or QUIT sent to rangelock by a process (kill, a supervisor) is passed \
+         on to the command; the same signal again, 1 s or more later, sends it KILL. The \
+         command stays \
+         in rangelock's process group, as with flock(1), so a terminal's Ctrl-C, Ctrl-\\ or \
+         hang-up reaches it directly, once, and is not passed on. Only the command is \
+         signalled, not processes it started. KILL or STOP of rangelock itself cannot be \
+         caught: KILL releases the range while the command may still run.",
     );
     s
 }
@@ -156,6 +165,7 @@ mod tests {
             assert!(h.contains(&format!("{code:>3}  ")), "{code} missing from\n{h}");
         }
         assert!(h.contains("flock(1)") && h.contains("lease"));
+        assert!(h.contains("the same signal again, 1 s or more later, sends it KILL"), "{h}");
     }
 
     #[test]

@@ -17,13 +17,22 @@
 //! client while the command runs — the main thread only waits for the child — so the
 //! keepalive thread is never held up by this process's own work.
 //!
+//! # Signals do not end the lock before the command
+//!
+//! Once the lock is held, SIGTERM, SIGINT, SIGHUP and SIGQUIT no longer end this process:
+//! a process's signal is passed on to the command (the same one again, 1 s or more later,
+//! sends SIGKILL), a terminal's is left to the terminal, which gave it to the command too,
+//! and the range is released only after the command has exited (see the `signals` module
+//! for the rule).
+//!
 //! # Exit status
 //!
 //! See [`exit`]: the command's code (128 + signal if a signal killed it) when the lock was
-//! kept until it ended; 1 (`--conflict-exit-code`) when the lock cannot be had; 69 when the
-//! server cannot be reached; 70 for other errors; 75 when the lock was lost; 77 when the
-//! server refused the authentication token or the range is outside what the token may
-//! lock; 126/127 when the command cannot be executed / is not found.
+//! kept until it ended, or 128 + N if a process sent this one signal N meanwhile; 1
+//! (`--conflict-exit-code`) when the lock cannot be had; 69 when the server cannot be
+//! reached; 70 for other errors; 75 when the lock was lost; 77 when the server refused the
+//! authentication token or the range is outside what the token may lock; 126/127 when the
+//! command cannot be executed / is not found.
 
 use std::os::unix::process::ExitStatusExt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -75,7 +84,8 @@ pub struct LockArgs {
     conflict_exit_code: i32,
     /// Signal sent to the command if the lock is lost while it runs (the server ended the
     /// session, e.g. its lease lapsed): a name (`TERM`, `SIGKILL`, `INT`, `HUP`, `USR1`…),
-    /// a number, or `none`.
+    /// a number, or `none`. (Signals sent to rangelock itself are another matter: the lock
+    /// is held until the command exits; see below.)
     #[arg(long, value_name = "SIGNAL", default_value = "TERM", value_parser = parse_signal)]
     on_lost: OnLost,
     /// The command and its arguments.
@@ -252,6 +262,14 @@ pub fn run(args: LockArgs) -> Result<i32, Failure> {
         None => lock_server(&args, mode, wait)?,
     };
     let (prog, rest) = args.command.split_first().expect("clap requires a command");
+    // From here on a signal no longer ends this process while the range is held.
+    let mut catcher = crate::signals::Catcher::install()
+        .map_err(|e| Failure::new(exit::SOFTWARE, e).context("catching signals"))?;
+    if let Some(sig) = catcher.before_start() {
+        eprintln!("rangelock: got {} before {prog} started; not starting it", signal_name(sig));
+        held.release(&what, prog)?;
+        return Ok(128 + sig);
+    }
     let spawned = std::process::Command::new(prog).args(rest).envs(held.env()).spawn();
     let mut child = match spawned {
         Ok(c) => c,
@@ -263,6 +281,12 @@ pub fn run(args: LockArgs) -> Result<i32, Failure> {
 
     let state = Arc::new(Mutex::new(ChildState::default()));
     let pid = child.id();
+    let forwarded = {
+        let state = state.clone();
+        catcher
+            .forward(move |sig| signal_unreaped(&state, pid, sig), prog.clone(), pid)
+            .map_err(|e| Failure::new(exit::SOFTWARE, e).context("starting the signal thread"))?
+    };
     {
         let (watch, state, on_lost, prog) =
             (held.watcher(), state.clone(), args.on_lost, prog.clone());
@@ -311,7 +335,26 @@ pub fn run(args: LockArgs) -> Result<i32, Failure> {
         return Ok(exit::LOCK_LOST);
     }
     held.release(&what, prog)?;
-    Ok(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+    // A signal a process sent us, passed on to the command, is our exit's reason.
+    let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+    Ok(forwarded.first().map_or(code, |sig| 128 + sig))
+}
+
+/// Sends child `pid` signal `sig` (0: none, only asks) unless it has exited (`None`).
+fn signal_unreaped(
+    state: &Mutex<ChildState>,
+    pid: u32,
+    sig: libc::c_int,
+) -> Option<std::io::Result<()>> {
+    let st = state.lock().unwrap_or_else(PoisonError::into_inner);
+    if st.exited {
+        return None;
+    }
+    // SAFETY: kill(2) has no memory effects. `pid` is our child and is not reaped: the
+    // main thread reaps it only after setting `exited` under this lock, which we hold and
+    // saw clear.
+    let r = unsafe { libc::kill(pid as libc::pid_t, sig) };
+    Some(if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) })
 }
 
 /// A failed connect: the client's message names the endpoint already.

@@ -9,6 +9,7 @@ mod lock;
 mod lock_cluster;
 mod logging;
 mod serve;
+mod signals;
 mod stat;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};

@@ -127,4 +127,5 @@ fn help_documents_the_exit_codes_and_the_lease() {
         assert!(help.contains(row), "{row:?} missing from\n{help}");
     }
     assert!(help.contains("Unlike flock(1)") && help.contains("--on-lost"), "{help}");
+    assert!(help.contains("passed on to the command"), "{help}");
 }
