@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use rangelock_client::{ConnectOptions, TlsOptions};
 
+use crate::exit::{self, Failure};
+
 /// The environment variable that may carry the authentication token (a file given with
 /// `--token-file` wins). Not `RANGELOCK_TOKEN`: that is the fencing token `lock` hands
 /// to its command.
@@ -37,8 +39,13 @@ pub(crate) struct ConnectArgs {
 }
 
 impl ConnectArgs {
-    /// The client options these arguments ask for.
-    pub(crate) fn options(&self) -> anyhow::Result<ConnectOptions> {
+    /// The client options these arguments ask for; a file that cannot be read or holds
+    /// no token (no certificate, no key) is [`exit::NOINPUT`].
+    pub(crate) fn options(&self) -> Result<ConnectOptions, Failure> {
+        self.read().map_err(|e| Failure::new(exit::NOINPUT, e))
+    }
+
+    fn read(&self) -> anyhow::Result<ConnectOptions> {
         let mut options = ConnectOptions::new();
         let token = match &self.token_file {
             Some(path) => {

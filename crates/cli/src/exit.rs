@@ -14,8 +14,12 @@ pub const LOCK_UNAVAILABLE: i32 = 1;
 pub const FAILURE: i32 = 1;
 /// The command line is wrong (clap's own code).
 pub const USAGE: i32 = 2;
+/// `EX_NOINPUT`: a file named by `--token-file`, `--tls-ca`, `--tls-cert` or `--tls-key`
+/// cannot be read, or holds no token (no certificate, no key).
+pub const NOINPUT: i32 = 66;
 /// `EX_UNAVAILABLE`: the server cannot be reached, or the connection or handshake failed
-/// before the command ran.
+/// before the command ran (a TLS handshake too: an unknown CA, a name the certificate
+/// does not carry, TLS on one side only).
 pub const UNAVAILABLE: i32 = 69;
 /// `EX_SOFTWARE`: any other error (the server answered with an unexpected error,
 /// releasing the lock failed, …).
@@ -47,9 +51,14 @@ pub fn lock_help() -> String {
         ),
         (USAGE.to_string(), "usage error"),
         (
+            NOINPUT.to_string(),
+            "cannot read --token-file, --tls-ca, --tls-cert or --tls-key, or \
+                               it holds no token, certificate or key",
+        ),
+        (
             UNAVAILABLE.to_string(),
-            "cannot reach the server (connection or handshake failed) \
-                                   before the command ran",
+            "cannot reach the server (connection, handshake or TLS handshake \
+                                   failed) before the command ran",
         ),
         (SOFTWARE.to_string(), "any other error (unexpected server error, releasing failed)"),
         (
@@ -129,7 +138,8 @@ impl Failure {
     }
 }
 
-/// The exit code of a client error: [`UNAVAILABLE`] for the connection, [`NOPERM`] for an
+/// The exit code of a client error: [`UNAVAILABLE`] for the connection (TLS included; the
+/// files were read before, see [`NOINPUT`]), [`NOPERM`] for an
 /// authentication refusal or `FORBIDDEN`, else [`SOFTWARE`].
 pub fn client_code(e: &ClientError) -> i32 {
     match e {
@@ -140,6 +150,8 @@ pub fn client_code(e: &ClientError) -> i32 {
         | ClientError::Io(_)
         | ClientError::Handshake(_)
         | ClientError::UnsupportedVersion { .. }
+        | ClientError::Tls(_)
+        | ClientError::TlsRequired
         | ClientError::ConnectionLost => UNAVAILABLE,
         _ => SOFTWARE,
     }
@@ -155,6 +167,7 @@ mod tests {
         for code in [
             LOCK_UNAVAILABLE,
             USAGE,
+            NOINPUT,
             UNAVAILABLE,
             SOFTWARE,
             LOCK_LOST,
@@ -171,6 +184,8 @@ mod tests {
     #[test]
     fn connection_failures_are_unavailable_and_the_rest_software() {
         assert_eq!(client_code(&ClientError::ConnectionLost), UNAVAILABLE);
+        assert_eq!(client_code(&ClientError::Tls("unknown issuer".into())), UNAVAILABLE);
+        assert_eq!(client_code(&ClientError::TlsRequired), UNAVAILABLE);
         assert_eq!(
             client_code(&ClientError::Server(rangelock_client::Status::ShuttingDown)),
             SOFTWARE

@@ -29,10 +29,11 @@
 //!
 //! See [`exit`]: the command's code (128 + signal if a signal killed it) when the lock was
 //! kept until it ended, or 128 + N if a process sent this one signal N meanwhile; 1
-//! (`--conflict-exit-code`) when the lock cannot be had; 69 when the server cannot be
-//! reached; 70 for other errors; 75 when the lock was lost; 77 when the server refused the
-//! authentication token or the range is outside what the token may lock; 126/127 when the
-//! command cannot be executed / is not found.
+//! (`--conflict-exit-code`) when the lock cannot be had; 66 when a `--token-file` or
+//! `--tls-*` file cannot be read; 69 when the server cannot be reached (TLS handshakes
+//! included); 70 for other errors; 75 when the lock was lost; 77 when the server refused
+//! the authentication token or the range is outside what the token may lock; 126/127 when
+//! the command cannot be executed / is not found.
 
 use std::os::unix::process::ExitStatusExt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -227,7 +228,7 @@ impl Held for ServerLock {
 /// Locks on the single server `--server`.
 fn lock_server(args: &LockArgs, mode: Mode, wait: Wait) -> Result<Box<dyn Held>, Failure> {
     let LockArgs { range, server, connect, .. } = args;
-    let options = connect.options().map_err(|e| Failure::new(exit::FAILURE, e))?;
+    let options = connect.options()?;
     let what = format!("{}..{}", range.start, range.end);
     let client = Client::connect_with(server, &options).map_err(|e| connect_failure(e, server))?;
     let guard = match client.lock(range.clone(), mode, wait) {
@@ -256,7 +257,7 @@ pub fn run(args: LockArgs) -> Result<i32, Failure> {
         Some(nodes) => {
             let name = &args.cluster_name;
             let code = args.conflict_exit_code;
-            let options = args.connect.options().map_err(|e| Failure::new(exit::FAILURE, e))?;
+            let options = args.connect.options()?;
             crate::lock_cluster::lock(&args.range, nodes, name, mode, wait, code, options)?
         }
         None => lock_server(&args, mode, wait)?,

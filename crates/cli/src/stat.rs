@@ -1,7 +1,8 @@
 //! `rangelock stat`: a server's counters, holders and waiters.
 //!
-//! `sessions open` leaves out `stat`'s own session. Exit status: 0, or 69 when the server
-//! cannot be reached (connection or handshake failed, connection lost), 77 when it refused
+//! `sessions open` leaves out `stat`'s own session. Exit status: 0, or 66 when a
+//! `--token-file` or `--tls-*` file cannot be read, 69 when the server cannot be reached
+//! (connection, handshake or TLS handshake failed, connection lost), 77 when it refused
 //! the authentication token, 70 for other errors (see [`crate::exit`]).
 
 use rangelock_client::{Client, ConnectOptions, Endpoint, EntryState, Mode};
@@ -32,7 +33,7 @@ pub struct StatArgs {
 
 /// Prints the counters and the list.
 pub fn run(args: StatArgs) -> Result<(), Failure> {
-    let options = args.connect.options().map_err(|e| Failure::new(exit::FAILURE, e))?;
+    let options = args.connect.options()?;
     if let Some(given) = &args.cluster {
         return run_cluster(given, &args.cluster_name, args.max, options);
     }

@@ -224,9 +224,17 @@ fn lock_and_stat_authenticate_and_say_clearly_when_they_cannot() {
              session's token may lock\n"
         )
     );
-    let (code, _, err) = lock("0..10", &["--token-file", blank], None);
-    assert_eq!(code, Some(1), "{err}");
+    // A token file it cannot use: EX_NOINPUT, not 1 (the code of a lock not had).
+    let (code, out, err) = lock("0..10", &["--token-file", blank], None);
+    assert_eq!((code, out.as_str()), (Some(66), ""), "{err}");
     assert!(err.contains(&format!("the token file {blank} is empty")), "{err}");
+    let missing = dir.join("missing.token");
+    let missing = missing.to_str().unwrap();
+    let (code, out, err) = lock("0..10", &["--token-file", missing], None);
+    assert_eq!((code, out.as_str()), (Some(66), ""), "{err}");
+    assert!(err.contains(&format!("cannot read the token file {missing}")), "{err}");
+    let (code, _, err) = cli(&["stat", "--server", &addr, "--token-file", missing], None);
+    assert_eq!(code, Some(66), "{err}");
 
     // stat likewise.
     let (code, out, err) = cli(&["stat", "--server", &addr, "--token-file", full], None);

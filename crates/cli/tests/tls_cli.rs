@@ -59,10 +59,22 @@ fn lock_and_stat_over_tls() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("grants"), "{}", stdout(&out));
 
-    // Without TLS: told it is required.
+    // Without TLS: told it is required; a server it cannot use is 69, as documented.
     let out = lock_cmd(&server.addr, "0..100", &[], &["true"]).output().unwrap();
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(69), "{}", stderr(&out));
     assert!(stderr(&out).contains("requires TLS"), "{}", stderr(&out));
+    // A CA that did not sign the server's certificate.
+    let other = TempPki::generate().unwrap();
+    let out = lock_cmd(&server.addr, "0..100", &["--tls-ca", &s(&other.ca())], &["true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(69), "{}", stderr(&out));
+    assert!(stderr(&out).contains("TLS: handshake"), "{}", stderr(&out));
+    let out = Command::new(BIN)
+        .args(["stat", "--server", &server.addr, "--tls-ca", &s(&other.ca())])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(69), "{}", stderr(&out));
     // A name the certificate does not carry.
     let out = lock_cmd(
         &server.addr,
@@ -72,9 +84,14 @@ fn lock_and_stat_over_tls() {
     )
     .output()
     .unwrap();
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(69), "{}", stderr(&out));
     assert!(stderr(&out).contains("name mismatch"), "{}", stderr(&out));
     server.terminate();
+    // --tls-ca against a plain server.
+    let plain = ServerProc::start(&[]);
+    let out = lock_cmd(&plain.addr, "0..100", &["--tls-ca", &ca], &["true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(69), "{}", stderr(&out));
+    assert!(stderr(&out).contains("does not speak TLS"), "{}", stderr(&out));
 }
 
 #[test]
@@ -146,9 +163,19 @@ fn bad_tls_files_are_clear_errors() {
     let server = ServerProc::start(&[]);
     let out =
         lock_cmd(&server.addr, "0..1", &["--tls-ca", &s(&missing)], &["true"]).output().unwrap();
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(66), "EX_NOINPUT: {}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("cannot read the CA file") && err.contains(&s(&missing)), "{err}");
+    let out = Command::new(BIN)
+        .args(["stat", "--server", &server.addr, "--tls-ca", &s(&missing)])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(66), "{}", stderr(&out));
+    // A client key file that holds no key.
+    let (ca, cert) = (s(&pki.ca()), s(&pki.client_cert()));
+    let args = ["--tls-ca", &ca, "--tls-cert", &cert, "--tls-key", &ca];
+    let out = lock_cmd(&server.addr, "0..1", &args, &["true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(66), "{}", stderr(&out));
     server.terminate();
 }
 
