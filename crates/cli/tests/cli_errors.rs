@@ -119,7 +119,8 @@ fn help_documents_the_exit_codes_and_the_lease() {
     let help = String::from_utf8(out.stdout).unwrap();
     for row in [
         "  1  lock not available",
-        " 69  cannot reach the server",
+        " 66  cannot read --token-file, --tls-ca, --tls-cert or --tls-key",
+        " 69  cannot reach the server (connection, handshake or TLS handshake failed)",
         " 75  the lock was lost",
         "126  the command was found but is not executable",
         "127  the command was not found",
@@ -128,4 +129,23 @@ fn help_documents_the_exit_codes_and_the_lease() {
     }
     assert!(help.contains("Unlike flock(1)") && help.contains("--on-lost"), "{help}");
     assert!(help.contains("passed on to the command"), "{help}");
+}
+
+#[test]
+fn the_first_line_of_help_names_every_subcommand() {
+    let out = std::process::Command::new(BIN).arg("--help").output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    let first = help.lines().next().unwrap();
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() >= 5, "{help}");
+    for c in commands {
+        assert!(first.split(' ').any(|w| w == c), "{c} missing from the first line {first:?}");
+    }
 }
