@@ -16,7 +16,8 @@
 //!
 //! A [`SocketSink`] has one buffer of encoded frames under a mutex, and a `writer_busy`
 //! flag. Bytes leave the buffer only from its front and only (a) under the mutex, by a
-//! non-blocking write when `writer_busy` is clear, or (b) by the writer task, which takes
+//! non-blocking write when `writer_busy` is clear (a flush, or a queue that would pass the
+//! output bound, see below), or (b) by the writer task, which takes
 //! the whole buffer under the mutex and sets `writer_busy` while it writes outside it.
 //! Hence writes never interleave and frames reach the socket whole and in buffer order.
 //! A flush that finds `writer_busy` leaves its bytes in the buffer: the writer re-checks
@@ -39,18 +40,34 @@
 //! loop's); the writer then writes what is left and returns, and dropping the write half
 //! shuts the socket's write side down.
 //!
-//! Bound: a session's unwritten bytes (`buf` plus what the writer is writing) may not
-//! pass its limit (`ServerConfig::max_output_bytes`). A frame that would pass it marks the
-//! sink broken, drops the buffer and signals [`SocketSink::overflowed`]; the session then
-//! ends as on a disconnect. (Counting frames alone did not bound memory: one `STATS`
-//! answer can be 40 KB.)
+//! Bound: a session's unwritten bytes — `buf`, plus what the writer task took and the
+//! socket has not accepted yet (`in_flight`, counted down as the socket takes it) — may
+//! not pass its limit (`ServerConfig::max_output_bytes`). Bytes the kernel has accepted
+//! do not count (on Linux TCP that is up to the server's send buffer plus the client's
+//! receive buffer: megabytes). The limit is judged only on what the socket will not
+//! take: when a new frame would pass it, [`queue`] first writes the buffer as a flush
+//! would (if the writer task is not writing), because an engine flushes only at the end
+//! of its batch, and the combiner's batch may hold many answers the socket has never
+//! been offered. So every engine counts the same bytes, and an answer that a reading
+//! client takes at once never ends its session. If the new frame still does not fit, the
+//! sink is marked broken, drops the buffer and signals [`SocketSink::overflowed`]; the
+//! session then ends as on a disconnect. Every answer fits in an empty buffer: the
+//! server refuses a limit below its largest fixed-size answer, and cuts a `STATS` list to
+//! fit (`ServerConfig::largest_fixed_answer`, `ServerConfig::stats_entries_cap`). Memory
+//! per session stays within the limit (and a TLS session's one batch of sealed records,
+//! see the `tls` module). (Counting frames alone did not bound memory: one `STATS` answer
+//! can be 40 KB.)
 //!
 //! # Trade-offs
 //!
 //! The combiner now pays the `write` system calls of the responses it produces (serially,
 //! on one thread) instead of a cross-thread hand-off per response; one `write` per
 //! session per batch bounds that cost. A slow reader cannot stall the combiner: its
-//! write returns `WouldBlock` and the writer task takes over.
+//! write returns `WouldBlock` and the writer task takes over. A frame that would pass the
+//! output bound is written at once, where it is queued: inside the engine's critical
+//! section (the table mutex of tree-mutex), which only a session near its limit costs.
+//! The writer task takes its mutex once per partial write to count `in_flight` down; it
+//! runs only for sessions whose socket was full.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -200,8 +217,19 @@ struct Out {
     broken: bool,
     /// Every handle is gone: the writer finishes and returns.
     ended: bool,
-    /// Bytes the writer task took from `buf` and is writing.
+    /// Bytes the writer task took from `buf` that the socket has not accepted yet.
     in_flight: usize,
+}
+
+/// What a non-blocking write of a sink's buffer did ([`SocketSink::send_locked`]); the
+/// caller reports it once it has released the buffer's mutex.
+#[derive(Debug, Clone, Copy, Default)]
+#[must_use]
+struct Sent {
+    /// Frames fully written.
+    frames: u64,
+    /// The writer task must take over (a short write, or bytes the transport holds back).
+    wake_writer: bool,
 }
 
 /// A session's response buffer and socket; see the module docs.
@@ -215,7 +243,7 @@ pub(crate) struct SocketSink<W> {
     written: AtomicU64,
     /// Notified after frames were written.
     pub(crate) progress: Notify,
-    /// Largest `buf` + `in_flight`, in bytes; see [`SocketSink::overflowed`].
+    /// Largest `buf` + `in_flight`, in bytes (see the module docs).
     max_bytes: usize,
     /// Notified (once) when the output limit is passed.
     overflow: Notify,
@@ -235,9 +263,10 @@ impl<W: DirectWrite> SocketSink<W> {
         })
     }
 
-    /// Completes once the session's unwritten responses passed its output limit (a client
-    /// that sends requests, such as `STATS`, faster than it reads the answers). From then
-    /// on the sink drops every frame; the session must end (releasing its locks).
+    /// Completes once the session's unwritten responses would pass its output limit (a
+    /// client that sends requests, such as `STATS`, faster than it reads the answers).
+    /// From then on the sink drops every frame; the session must end (releasing its
+    /// locks).
     pub(crate) async fn overflowed(&self) {
         self.overflow.notified().await
     }
@@ -260,6 +289,67 @@ impl<W: DirectWrite> SocketSink<W> {
         }
     }
 
+    /// Reports a [`Sent`], outside the buffer's mutex.
+    fn report(&self, sent: Sent) {
+        self.count_written(sent.frames);
+        if sent.wake_writer {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Under the buffer's mutex: writes as much of `buf` as the socket takes without
+    /// blocking, unless the writer task is writing (it owns the front of the stream then;
+    /// it re-checks the buffer before it clears `writer_busy`).
+    fn send_locked(&self, o: &mut Out) -> Sent {
+        if o.writer_busy || o.broken || o.buf.is_empty() {
+            return Sent::default();
+        }
+        let mut off = 0;
+        let complete = loop {
+            match self.wr.try_write(&o.buf[off..]) {
+                Ok(0) => break false,
+                Ok(n) => {
+                    off += n;
+                    if off == o.buf.len() {
+                        break true;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Full socket (or readiness not known to the reactor yet): the writer
+                // task waits for it. A real error shows there too.
+                Err(_) => break false,
+            }
+        };
+        if complete {
+            o.buf.clear();
+            // Every byte is taken; a transport that held some back (TLS records that did
+            // not fit) leaves them to the writer task, as a short write does.
+            let held_back = self.wr.try_flush().is_err();
+            Sent { frames: std::mem::take(&mut o.frames), wake_writer: held_back }
+        } else {
+            o.buf.drain(..off);
+            Sent { frames: 0, wake_writer: true }
+        }
+    }
+
+    /// Writes a chunk the writer task took from `buf`, waiting for the socket as needed,
+    /// and counts `in_flight` down as the socket takes it; then sends what the transport
+    /// holds back.
+    async fn write_chunk(&self, mut chunk: &[u8]) -> io::Result<()> {
+        while !chunk.is_empty() {
+            match self.wr.try_write(chunk) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    chunk = &chunk[n..];
+                    self.lock().in_flight = chunk.len();
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wr.writable().await?,
+                Err(e) => return Err(e),
+            }
+        }
+        flush(&self.wr).await
+    }
+
     /// The writer task: writes what flushes left behind, until every handle is gone.
     pub(crate) async fn run_writer(self: Arc<Self>) {
         let mut chunk = Vec::new();
@@ -274,6 +364,7 @@ impl<W: DirectWrite> SocketSink<W> {
                 } else {
                     o.writer_busy = true;
                     std::mem::swap(&mut chunk, &mut o.buf);
+                    o.in_flight = chunk.len();
                     (Some(std::mem::take(&mut o.frames)), false)
                 }
             };
@@ -290,8 +381,7 @@ impl<W: DirectWrite> SocketSink<W> {
                 self.wake.notified().await;
                 continue;
             };
-            self.lock().in_flight = chunk.len();
-            let res = write_all(&self.wr, &chunk).await;
+            let res = self.write_chunk(&chunk).await;
             chunk.clear();
             let mut o = self.lock();
             o.writer_busy = false;
@@ -319,59 +409,37 @@ impl<W: DirectWrite> ReplyTo for SocketSink<W> {
         }
         r.encode(&mut o.buf);
         o.frames += 1;
+        let mut sent = Sent::default();
         if o.buf.len() + o.in_flight > self.max_bytes {
-            // The peer does not read what it asks for. Keeping the bytes would let one
-            // session grow the server without bound; drop them and end the session.
-            o.broken = true;
-            o.buf = Vec::new();
-            o.frames = 0;
-            drop(o);
-            self.overflow.notify_one();
-            self.wake.notify_one();
-            return false;
+            // Judge only what the socket will not take: offer it the buffer first (this
+            // batch's answers may never have been offered; see the module docs).
+            sent = self.send_locked(&mut o);
+            if o.buf.len() + o.in_flight > self.max_bytes {
+                // The peer does not read what it asks for. Keeping the bytes would let
+                // one session grow the server without bound; drop them and end the
+                // session.
+                o.broken = true;
+                o.buf = Vec::new();
+                o.frames = 0;
+                drop(o);
+                self.count_written(sent.frames);
+                self.overflow.notify_one();
+                self.wake.notify_one();
+                return false;
+            }
         }
-        !std::mem::replace(&mut o.dirty, true)
+        let owed = !std::mem::replace(&mut o.dirty, true);
+        drop(o);
+        self.report(sent);
+        owed
     }
 
     fn flush(&self) {
         let mut o = self.lock();
         o.dirty = false;
-        if o.writer_busy || o.broken || o.buf.is_empty() {
-            // The writer re-checks the buffer before it clears `writer_busy`.
-            return;
-        }
-        let mut off = 0;
-        let complete = loop {
-            match self.wr.try_write(&o.buf[off..]) {
-                Ok(0) => break false,
-                Ok(n) => {
-                    off += n;
-                    if off == o.buf.len() {
-                        break true;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // Full socket (or readiness not known to the reactor yet): the writer
-                // task waits for it. A real error shows there too.
-                Err(_) => break false,
-            }
-        };
-        if complete {
-            o.buf.clear();
-            let frames = std::mem::take(&mut o.frames);
-            // Every byte is taken; a transport that held some back (TLS records that did
-            // not fit) leaves them to the writer task, as a short write does.
-            let held_back = self.wr.try_flush().is_err();
-            drop(o);
-            self.count_written(frames);
-            if held_back {
-                self.wake.notify_one();
-            }
-        } else {
-            o.buf.drain(..off);
-            drop(o);
-            self.wake.notify_one();
-        }
+        let sent = self.send_locked(&mut o);
+        drop(o);
+        self.report(sent);
     }
 }
 
@@ -507,6 +575,130 @@ mod tests {
         let st = t.state();
         assert!(st.held.is_empty());
         assert_eq!(ids(&st.sent), [1, 2, 3]);
+    }
+
+    /// A socket with room for a given number of bytes ("the kernel's buffers"); a write
+    /// beyond it would block.
+    #[derive(Debug, Default)]
+    struct Room {
+        state: Mutex<RoomState>,
+        more: Notify,
+    }
+
+    #[derive(Debug, Default)]
+    struct RoomState {
+        room: usize,
+        taken: Vec<u8>,
+    }
+
+    impl Room {
+        fn with(room: usize) -> Arc<Room> {
+            let r = Arc::new(Room::default());
+            r.state.lock().unwrap().room = room;
+            r
+        }
+
+        fn open(&self, bytes: usize) {
+            self.state.lock().unwrap().room += bytes;
+            self.more.notify_waiters();
+        }
+
+        fn taken(&self) -> usize {
+            self.state.lock().unwrap().taken.len()
+        }
+    }
+
+    impl DirectWrite for Arc<Room> {
+        fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+            let mut st = self.state.lock().unwrap();
+            if st.room == 0 {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let n = st.room.min(buf.len());
+            st.room -= n;
+            st.taken.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+
+        async fn writable(&self) -> io::Result<()> {
+            loop {
+                let more = self.more.notified();
+                if self.state.lock().unwrap().room > 0 {
+                    return Ok(());
+                }
+                more.await;
+            }
+        }
+    }
+
+    const FRAME: usize = 22;
+
+    /// Answers queued in one batch (no flush between them) count against the limit only
+    /// for what the socket does not take: the combiner flushes at the end of its batch,
+    /// the other engines after each command, and both must count the same.
+    #[test]
+    fn answers_the_socket_takes_do_not_count_even_before_the_batch_is_flushed() {
+        let room = Room::with(1 << 20);
+        let sink = SocketSink::new(room.clone(), 5 * FRAME);
+        for id in 0..100 {
+            sink.queue(&frame(id));
+            assert!(!sink.lock().broken, "closed at frame {id}, the socket took every byte");
+        }
+        sink.flush();
+        assert_eq!(ids(&room.state.lock().unwrap().taken), (0..100).collect::<Vec<_>>());
+        assert_eq!(sink.written(), 100);
+    }
+
+    /// With a full socket the limit is exact: the frames that fit are kept, the next one
+    /// ends the session.
+    #[test]
+    fn with_a_full_socket_the_frame_that_passes_the_limit_ends_the_session() {
+        let room = Room::with(0);
+        let sink = SocketSink::new(room.clone(), 3 * FRAME);
+        for id in 0..3 {
+            sink.queue(&frame(id));
+        }
+        assert!(!sink.lock().broken, "three frames fit exactly");
+        sink.queue(&frame(3));
+        assert!(sink.lock().broken, "the fourth passes the limit");
+        assert!(sink.lock().buf.is_empty(), "its bytes are dropped");
+    }
+
+    /// What the writer task holds counts only until the socket takes it: a client that
+    /// reads the start of a large backlog makes room for new answers at once.
+    #[tokio::test]
+    async fn the_writers_bytes_count_down_as_the_socket_takes_them() {
+        let room = Room::with(0);
+        let sink = SocketSink::new(room.clone(), 3 * FRAME);
+        let writer = tokio::spawn(sink.clone().run_writer());
+        let handle = SinkHandle(sink.clone());
+        for id in 0..3 {
+            handle.queue(&frame(id));
+        }
+        handle.flush(); // the socket is full: the writer task takes the three frames
+        wait_for(|| sink.lock().in_flight == 3 * FRAME).await;
+        room.open(2 * FRAME); // the client reads two frames' worth
+        wait_for(|| room.taken() == 2 * FRAME && sink.lock().in_flight == FRAME).await;
+        // One frame is still unread: two more fit.
+        handle.queue(&frame(3));
+        handle.queue(&frame(4));
+        assert!(!sink.lock().broken, "{FRAME} bytes in flight and two new frames fit");
+        handle.queue(&frame(5));
+        assert!(sink.lock().broken, "a third passes the limit");
+        drop(handle);
+        room.open(1 << 20); // the writer finishes its chunk, then sees the sink broken
+        tokio::time::timeout(Duration::from_secs(10), writer).await.unwrap().unwrap();
+    }
+
+    /// Waits (yielding; the test runtime has one thread) until `cond` holds.
+    async fn wait_for(mut cond: impl FnMut() -> bool) {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while !cond() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("condition within 10 s");
     }
 
     use std::time::Duration;

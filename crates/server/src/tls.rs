@@ -56,7 +56,7 @@
 //! Nothing taken is stranded: `try_write` may return `Ok(n)` with records still queued
 //! in rustls (the socket filled up in step 3). The `SocketSink` asks `try_flush` after
 //! the last `try_write` of a flush and, if anything is held back, wakes its writer task
-//! as for a short write; the writer's `write_all` ends with a `try_flush` loop that waits
+//! as for a short write; the writer's `write_chunk` ends with a `try_flush` loop that waits
 //! for writability, and the writer flushes before it sleeps and before it ends (so the
 //! end of a session sends what is queued, then `close_notify`). Order: the sink lets one
 //! party at a time feed plaintext, in buffer order (its mutex, or `writer_busy`); rustls
