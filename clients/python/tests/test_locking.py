@@ -164,8 +164,11 @@ def test_stats(server):
             (a.session, g.id, 0, 4096, P.Mode.EXCLUSIVE, True, g.token),
             (b.session, s.id, 10_000, 20_000, P.Mode.SHARED, True, s.token),
         ]
-        assert len(a.stats(max_entries=1).entries) == 1
-        assert a.stats(max_entries=0).entries == []
+        assert st.omitted == 0
+        one = a.stats(max_entries=1)
+        assert (len(one.entries), one.omitted) == (1, 1)
+        none = a.stats(max_entries=0)
+        assert (none.entries, none.omitted) == ([], 2)
         g.unlock()
         s.unlock()
         assert a.stats().counters.releases == 2

@@ -114,12 +114,18 @@ STATS_BODY = P.Stats(
     P.Counters(2, 3, 1, 0, 7, 5, 1, 0, 0, 0, 1),
     [P.StatsEntry(1, 1, 0, 4096, P.Mode.EXCLUSIVE, True, 7)],
 )
+TRUNCATED = P.Stats(
+    P.Counters(1, 2, 3, 1, 3, 0, 0, 0, 0, 0, 0),
+    [P.StatsEntry(2, 5, 0, 16, P.Mode.SHARED, True, 1)],
+    omitted=3,
+)
 RESPONSES = [
     ("resp-lock-granted", P.Response(P.Op.LOCK, 1, S.OK, 42)),
     ("resp-lock-pending", P.Response(P.Op.LOCK, 2, S.PENDING, 0)),
     ("resp-unlock-already-released", P.Response(P.Op.UNLOCK, 4, S.ALREADY_RELEASED, 0)),
     ("resp-unknown-op", P.Response(P.Op.UNKNOWN, 9, S.UNKNOWN_OP, 0)),
     ("resp-stats", P.Response(P.Op.STATS, 8, S.OK, 0, stats=STATS_BODY)),
+    ("resp-stats-truncated", P.Response(P.Op.STATS, 23, S.OK, 3, stats=TRUNCATED)),
     ("resp-reclaim-ok", P.Response(P.Op.RECLAIM, 10, S.OK, 0x00000007_00000003)),
     ("resp-map-not-clustered", P.Response(P.Op.MAP, 11, S.NOT_CLUSTERED, 0)),
     ("resp-lock-not-owner",

@@ -26,7 +26,9 @@ pub struct StatArgs {
     /// The cluster's name, when --cluster gives etcd endpoints.
     #[arg(long, default_value = "default", requires = "cluster")]
     cluster_name: String,
-    /// List at most this many holders and waiters.
+    /// List at most this many holders and waiters. The server may list fewer (its
+    /// --max-stats-entries, and what fits in its --max-output-bytes); the last line then
+    /// says how many it left out.
     #[arg(long, default_value_t = 100)]
     max: u32,
 }
@@ -43,7 +45,7 @@ pub fn run(args: StatArgs) -> Result<(), Failure> {
         .stats(args.max)
         .map_err(|e| Failure::client(e).context(format!("asking {} for stats", args.server)))?;
     println!("server            {}", args.server);
-    print_stats(&st);
+    print_stats(&st, args.max);
     Ok(())
 }
 
@@ -87,13 +89,14 @@ fn run_cluster(
         for (node, st) in all {
             println!();
             println!("node              {} ({})", node.id, node.addr);
-            print_stats(&st);
+            print_stats(&st, max);
         }
         Ok(())
     })
 }
 
-fn print_stats(st: &rangelock_client::StatsBody) {
+/// The counters, then the list; `asked` is the `--max` the list was asked with.
+fn print_stats(st: &rangelock_client::StatsBody, asked: u32) {
     let c = st.counters;
     // The server counts this very connection; leave it out.
     println!("sessions open     {} (not counting this one)", c.sessions_open.saturating_sub(1));
@@ -131,9 +134,16 @@ fn print_stats(st: &rangelock_client::StatsBody) {
                 e.end
             );
         }
-        let total = c.holders + c.waiters;
-        if total > st.entries.len() as u64 {
-            println!("… {} more", total - st.entries.len() as u64);
-        }
+    }
+    // The server says how many entries it left out: beyond --max, or beyond its own
+    // limits (then fewer than --max are listed).
+    if st.omitted > 0 && asked > 0 {
+        let why = if (st.entries.len() as u64) < u64::from(asked) {
+            " (the server lists at most this many: its --max-stats-entries, cut to fit its \
+             --max-output-bytes)"
+        } else {
+            ""
+        };
+        println!("… {} more{why}", st.omitted);
     }
 }

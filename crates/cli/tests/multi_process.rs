@@ -3,7 +3,9 @@
 //! * `rangelock lock` processes increment a counter file under the lock: no update is lost;
 //! * the command's exit code passes through; a conflict exits 1 without running it;
 //! * `kill -9` of a client holding a lock releases it and grants its waiter;
-//! * `rangelock stat` reports holders and waiters; SIGTERM stops the server cleanly.
+//! * `rangelock stat` reports holders and waiters; SIGTERM stops the server cleanly;
+//! * `rangelock stat` lists what fits in the server's output limit and says how many more
+//!   there are.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -130,4 +132,41 @@ fn unix_socket_end_to_end() {
     assert!(server.terminate().success());
     assert!(!Path::new(&path).exists());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 30: with `--max-stats-entries 100000` and 30 000 holders, `rangelock stat --max
+/// 100000` lost its connection (exit 69): the answer (1.26 MB) passed the 1 MiB output
+/// limit. Now the server lists the 24 963 entries that fit and says 5037 were left out.
+#[test]
+fn stat_lists_what_fits_in_the_output_limit_and_says_how_many_more() {
+    use rangelock_client::{Client, Endpoint, Mode, Wait};
+    let server = ServerProc::start(&["--max-stats-entries", "100000", "--max-locks", "30000"]);
+    let c = Client::connect(&Endpoint::from(server.socket_addr())).unwrap();
+    let held: Vec<_> = (0..30_000u64)
+        .map(|i| c.lock(2 * i..2 * i + 1, Mode::Exclusive, Wait::Try).unwrap())
+        .collect();
+    let out = Command::new(BIN)
+        .args(["stat", "--server", &server.addr, "--max", "100000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stat_field(&s, "holders"), 30_000);
+    assert_eq!(s.lines().filter(|l| l.starts_with("held ")).count(), 24_963);
+    let last = s.lines().last().unwrap();
+    assert!(last.starts_with("… 5037 more (the server lists at most this many"), "{last}");
+    // Fewer asked for than the server would send: no word about its limits.
+    let s = stat_max(&server.addr, 10);
+    assert_eq!(s.lines().last().unwrap(), "… 29990 more");
+    drop(held);
+    drop(c);
+}
+
+fn stat_max(addr: &str, max: u32) -> String {
+    let out = Command::new(BIN)
+        .args(["stat", "--server", addr, "--max", &max.to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
 }

@@ -138,3 +138,38 @@ fn serve_announces_its_shm_slot_file_removes_it_on_stop_and_refuses_it_with_poll
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("push grants"), "says why: {err}");
 }
+
+/// Limits under which some answer could never be sent are refused before anything is
+/// bound, naming the limit and the size it needs (issue 30: `--max-output-bytes 21` made
+/// every session die at its first answer).
+#[test]
+fn serve_refuses_limits_that_make_an_answer_impossible() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--max-output-bytes", "21"], "max_output_bytes 21 is below 114"),
+        (
+            &["--max-output-bytes", "4125", "--shm-slots", "1"],
+            "max_output_bytes 4125 is below 4126",
+        ),
+        (&["--max-stats-entries", "399455"], "max_stats_entries 399455 is above 399454"),
+        (&["--max-stats-entries", "1000000"], "16 MiB"),
+    ];
+    for (args, want) in cases {
+        let out = Command::new(BIN)
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}: nothing was bound");
+    }
+    let log = serve_log(&["--max-output-bytes", "114", "--max-stats-entries", "399454"], |a| {
+        let c = rangelock_client::Client::connect(&a.parse().unwrap()).unwrap();
+        let st = c.stats(1000).unwrap();
+        assert_eq!((st.entries.len(), st.omitted), (0, 0));
+        c.ping().unwrap();
+    });
+    assert!(log.contains("listening"), "{log}");
+}

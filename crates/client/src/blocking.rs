@@ -201,7 +201,9 @@ impl Client {
         self.core.flush()
     }
 
-    /// Counters and up to `max_entries` holders/waiters.
+    /// Counters and up to `max_entries` holders/waiters. The server may list fewer (its
+    /// limit, or what fits in its output limit); [`StatsBody::omitted`] counts the ones left
+    /// out.
     pub fn stats(&self, max_entries: u32) -> Result<StatsBody, ClientError> {
         let r = self.core.call(Request::Stats { max_entries })?;
         match (r.status, r.stats) {

@@ -478,7 +478,9 @@ impl AsyncClient {
         self.lock(range, Mode::Shared, Wait::Forever).await
     }
 
-    /// Counters and up to `max_entries` holders/waiters.
+    /// Counters and up to `max_entries` holders/waiters. The server may list fewer (its
+    /// limit, or what fits in its output limit); [`StatsBody::omitted`] counts the ones left
+    /// out.
     pub async fn stats(&self, max_entries: u32) -> Result<StatsBody, ClientError> {
         let r = self.core.call(Request::Stats { max_entries }).await?;
         match (r.status, r.stats) {

@@ -42,6 +42,7 @@
 //!   [`Mode`]) and `thiserror` alone, for users with blocking I/O only (like the blocking
 //!   client's reader); [`FrameError`] and [`DEFAULT_MAX_FRAME`] stay available.
 
+mod answer_size;
 mod codec;
 mod error;
 mod frame;
@@ -56,6 +57,10 @@ mod stats;
 mod status;
 pub mod token;
 
+pub use answer_size::{
+    max_map_answer, stats_entries_within, ANSWER_LEN, MAX_NOT_OWNER_ANSWER, MAX_SHM_ATTACH_ANSWER,
+    MAX_STATS_ENTRIES, STATS_ANSWER_BASE,
+};
 pub use error::DecodeError;
 #[cfg(feature = "tokio")]
 pub use frame::read_frame;

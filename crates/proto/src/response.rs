@@ -1,7 +1,8 @@
 //! Responses: `len u32 | op|0x80 u8 | id u64 | status u8 | value u64 | body`.
 //!
 //! `value` is the fencing token for a granted `LOCK`/`POLL` or an accepted `RECLAIM`, the
-//! status's documented value for some errors, and 0 otherwise. Four responses have a
+//! status's documented value for some errors, the number of entries a successful `STATS`
+//! left out, and 0 otherwise. Four responses have a
 //! body: a `STATS` response with status `OK` ([`StatsBody`]), a `MAP` response with status
 //! `OK` ([`ClusterMap`]), any `NOT_OWNER` response except a notice ([`OwnerHint`]) and an
 //! `SHM_ATTACH` response with status `OK` ([`ShmAttached`]).
@@ -34,7 +35,8 @@ pub struct ResponseFrame {
     /// Outcome.
     pub status: Status,
     /// Fencing token of a grant or reclaim, the documented value of some statuses (a
-    /// notice's partition), else 0.
+    /// notice's partition), the entries left out of a successful `STATS` (the same as
+    /// `stats.omitted`), else 0.
     pub value: u64,
     /// Present only for a successful `STATS`.
     pub stats: Option<StatsBody>,
@@ -56,6 +58,12 @@ impl ResponseFrame {
     /// the node knows (0 if none), `hint` who and where it is.
     pub fn not_owner(op: u8, id: u64, epoch: u64, hint: OwnerHint) -> Self {
         ResponseFrame { owner: Some(hint), ..ResponseFrame::new(op, id, Status::NotOwner, epoch) }
+    }
+
+    /// The successful answer to `STATS` request `id`; its `value` is `body.omitted`.
+    pub fn stats(id: u64, body: StatsBody) -> Self {
+        let r = ResponseFrame::new(op::STATS, id, Status::Ok, body.omitted);
+        ResponseFrame { stats: Some(body), ..r }
     }
 
     /// The successful answer to `MAP` request `id`.
@@ -138,7 +146,8 @@ impl ResponseFrame {
         } else if status == Status::NotOwner {
             r.owner = Some(OwnerHint::decode(&mut c)?);
         } else if status == Status::Ok && op_byte == op::STATS {
-            r.stats = Some(StatsBody::decode(&mut c)?);
+            let body = StatsBody::decode(&mut c)?;
+            r.stats = Some(StatsBody { omitted: value, ..body });
         } else if status == Status::Ok && op_byte == op::MAP {
             r.map = Some(ClusterMap::decode(&mut c)?);
         } else if status == Status::Ok && op_byte == op::SHM_ATTACH {

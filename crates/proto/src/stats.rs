@@ -3,6 +3,11 @@
 //! Layout: eleven `u64` counters in the order of the fields of [`Counters`], then
 //! `count u32`, then `count` entries of 42 bytes:
 //! `session u64 | id u64 | start u64 | end u64 | mode u8 | state u8 | token u64`.
+//!
+//! The list may be cut short: at the client's `max_entries`, at the server's limit, or to
+//! keep the answer within the server's output bound and the frame limit (see the
+//! `answer_size` module). The answer's `value` (not the body) says how many entries were
+//! left out; [`StatsBody::omitted`] carries it.
 
 use super::codec::{Cursor, Put};
 use super::error::DecodeError;
@@ -67,13 +72,18 @@ pub struct StatsEntry {
 /// Size of one [`StatsEntry`] on the wire.
 pub const STATS_ENTRY_LEN: usize = 42;
 
-/// Counters plus a (possibly truncated) list of holders and waiters.
+/// Counters plus a (possibly cut short) list of holders and waiters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StatsBody {
     /// Counters.
     pub counters: Counters,
     /// Holders and waiters, in arrival order (at most what was asked for).
     pub entries: Vec<StatsEntry>,
+    /// Holders and waiters the server had but left out of `entries` (0: the list is
+    /// complete). On the wire it is the answer's `value`, not part of the body:
+    /// [`ResponseFrame::stats`](crate::ResponseFrame::stats) sets it there, and
+    /// [`ResponseFrame::decode`](crate::ResponseFrame::decode) copies it here.
+    pub omitted: u64,
 }
 
 impl StatsBody {
@@ -143,6 +153,6 @@ impl StatsBody {
             let token = c.u64()?;
             entries.push(StatsEntry { session, id, start, end, mode, state, token });
         }
-        Ok(StatsBody { counters, entries })
+        Ok(StatsBody { counters, entries, omitted: 0 })
     }
 }

@@ -98,23 +98,23 @@ fn stats_body() -> impl Strategy<Value = StatsBody> {
         state: if held { EntryState::Held } else { EntryState::Waiting },
         token: if held { v[4] } else { 0 },
     });
-    (any::<[u64; 11]>(), proptest::collection::vec(entry, 0..4)).prop_map(|(c, entries)| {
-        StatsBody {
-            counters: Counters {
-                sessions_open: c[0],
-                sessions_total: c[1],
-                holders: c[2],
-                waiters: c[3],
-                grants: c[4],
-                releases: c[5],
-                released_by_close: c[6],
-                would_block: c[7],
-                timeouts: c[8],
-                cancels: c[9],
-                errors: c[10],
-            },
-            entries,
-        }
+    let body = (any::<[u64; 11]>(), proptest::collection::vec(entry, 0..4), any::<u64>());
+    body.prop_map(|(c, entries, omitted)| StatsBody {
+        counters: Counters {
+            sessions_open: c[0],
+            sessions_total: c[1],
+            holders: c[2],
+            waiters: c[3],
+            grants: c[4],
+            releases: c[5],
+            released_by_close: c[6],
+            would_block: c[7],
+            timeouts: c[8],
+            cancels: c[9],
+            errors: c[10],
+        },
+        entries,
+        omitted,
     })
 }
 
@@ -129,9 +129,7 @@ fn response() -> impl Strategy<Value = ResponseFrame> {
             if st == Status::NotOwner {
                 hint().prop_map(move |h| ResponseFrame::not_owner(op, id, value, h)).boxed()
             } else if st == Status::Ok && op == op::STATS {
-                stats_body()
-                    .prop_map(move |b| ResponseFrame { stats: Some(b), ..r.clone() })
-                    .boxed()
+                stats_body().prop_map(move |b| ResponseFrame::stats(id, b)).boxed()
             } else if st == Status::Ok && op == op::MAP {
                 cluster_map().prop_map(move |m| ResponseFrame::map(id, m)).boxed()
             } else if st == Status::Ok && op == op::SHM_ATTACH {
@@ -146,10 +144,7 @@ fn response() -> impl Strategy<Value = ResponseFrame> {
             }
         });
     let map = (any::<u64>(), cluster_map()).prop_map(|(id, m)| ResponseFrame::map(id, m));
-    let stats = (any::<u64>(), stats_body()).prop_map(|(id, b)| ResponseFrame {
-        stats: Some(b),
-        ..ResponseFrame::new(op::STATS, id, Status::Ok, 0)
-    });
+    let stats = (any::<u64>(), stats_body()).prop_map(|(id, b)| ResponseFrame::stats(id, b));
     let not_owner =
         (prop_oneof![Just(op::LOCK), Just(op::RECLAIM)], any::<u64>(), any::<u64>(), hint())
             .prop_map(|(op, id, epoch, h)| ResponseFrame::not_owner(op, id, epoch, h));

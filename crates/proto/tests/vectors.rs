@@ -70,6 +70,28 @@ fn expected() -> Vec<(&'static str, Msg)> {
             state: EntryState::Held,
             token: 7,
         }],
+        omitted: 0,
+    };
+    // Cut short: 3 holders and 1 waiter, one listed, 3 left out (the answer's value).
+    let truncated = StatsBody {
+        counters: Counters {
+            sessions_open: 1,
+            sessions_total: 2,
+            holders: 3,
+            waiters: 1,
+            grants: 3,
+            ..Counters::default()
+        },
+        entries: vec![StatsEntry {
+            session: 2,
+            id: 5,
+            start: 0,
+            end: 16,
+            mode: Mode::Shared,
+            state: EntryState::Held,
+            token: 1,
+        }],
+        omitted: 3,
     };
     vec![
         ("client-hello", Msg::ClientHello(ClientHello::new(VERSION))),
@@ -173,19 +195,8 @@ fn expected() -> Vec<(&'static str, Msg)> {
             "resp-unknown-op",
             Msg::Response(ResponseFrame::new(op::UNKNOWN, 9, Status::UnknownOp, 0)),
         ),
-        (
-            "resp-stats",
-            Msg::Response(ResponseFrame {
-                op: op::STATS,
-                id: 8,
-                status: Status::Ok,
-                value: 0,
-                stats: Some(stats),
-                map: None,
-                owner: None,
-                shm: None,
-            }),
-        ),
+        ("resp-stats", Msg::Response(ResponseFrame::stats(8, stats))),
+        ("resp-stats-truncated", Msg::Response(ResponseFrame::stats(23, truncated))),
         // Cluster messages (§7).
         (
             "reclaim",

@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use crate::auth::AuthTable;
 use crate::ownership::Ownership;
-use crate::protocol::{GrantMode, DEFAULT_MAX_FRAME};
+use crate::protocol::{
+    max_map_answer, stats_entries_within, GrantMode, DEFAULT_MAX_FRAME, MAX_NOT_OWNER_ANSWER,
+    MAX_SHM_ATTACH_ANSWER, MAX_STATS_ENTRIES, STATS_ANSWER_BASE,
+};
 use crate::tls::TlsSettings;
 
 pub use crate::protocol::DEFAULT_PORT;
@@ -100,10 +103,14 @@ pub struct ServerConfig {
     pub max_frame: u32,
     /// Live locks (held + waiting) per session.
     pub max_locks_per_session: usize,
-    /// Entries in a `STATS` reply.
+    /// Entries in a `STATS` reply; at most [`MAX_STATS_ENTRIES`] (what one response frame
+    /// can carry). A reply also stops at what fits in `max_output_bytes`
+    /// ([`ServerConfig::stats_entries_cap`]); its `value` counts the entries left out.
     pub max_stats_entries: u32,
-    /// Response bytes of one session waiting to be written (the client sends faster than it
-    /// reads); a session over this is closed and its locks released, as on disconnect.
+    /// Response bytes of one session the socket has not taken (the client does not read
+    /// them); a session that would pass this is closed and its locks released, as on
+    /// disconnect. Bytes the kernel has accepted do not count. At least
+    /// [`ServerConfig::largest_fixed_answer`], so that every answer fits.
     pub max_output_bytes: usize,
     /// Worker threads of the handler runtime (ignored by `tree-single`); 0 (the default)
     /// picks [`ServerConfig::auto_handler_threads`].
@@ -203,6 +210,32 @@ pub enum ConfigError {
         /// Smallest allowed.
         min: u32,
     },
+    /// `max_output_bytes` is below an answer the server must send whole: a session would
+    /// be closed at that answer, however promptly its client reads.
+    #[error(
+        "max_output_bytes {got} is below {min}, the size of the largest answer the server \
+         must send whole ({what}): a session would be closed at such an answer, however \
+         promptly it reads"
+    )]
+    MaxOutputBytes {
+        /// Configured.
+        got: usize,
+        /// Smallest allowed: [`ServerConfig::largest_fixed_answer`].
+        min: usize,
+        /// Which answer that is.
+        what: &'static str,
+    },
+    /// `max_stats_entries` is above what one response frame can carry.
+    #[error(
+        "max_stats_entries {got} is above {max}, the most entries a STATS answer can carry \
+         in one response frame (16 MiB)"
+    )]
+    MaxStatsEntries {
+        /// Configured.
+        got: u32,
+        /// Largest allowed: [`MAX_STATS_ENTRIES`].
+        max: u32,
+    },
 }
 
 impl ServerConfig {
@@ -218,7 +251,6 @@ impl ServerConfig {
         for (v, name) in [
             (self.max_locks_per_session, "max_locks_per_session"),
             (self.listen_backlog as usize, "listen_backlog"),
-            (self.max_output_bytes, "max_output_bytes"),
         ] {
             if v == 0 {
                 return Err(ConfigError::Zero(name));
@@ -237,7 +269,40 @@ impl ServerConfig {
         if self.max_frame < min {
             return Err(ConfigError::MaxFrame { got: self.max_frame, min });
         }
+        let (min, what) = self.largest_fixed_answer();
+        if self.max_output_bytes < min {
+            return Err(ConfigError::MaxOutputBytes { got: self.max_output_bytes, min, what });
+        }
+        if self.max_stats_entries > MAX_STATS_ENTRIES {
+            let (got, max) = (self.max_stats_entries, MAX_STATS_ENTRIES);
+            return Err(ConfigError::MaxStatsEntries { got, max });
+        }
         Ok(())
+    }
+
+    /// The size in bytes (length prefix included) of the largest answer this
+    /// configuration may have to send whole, and which answer it is. A `STATS` list is
+    /// cut to fit instead ([`ServerConfig::stats_entries_cap`]), so what counts is its
+    /// counters: a `STATS` answer without entries (114 bytes); with shared-memory slots an
+    /// `SHM_ATTACH` answer with the longest path (4 126); on a cluster node the largest
+    /// `MAP` answer of its partition count (1024 nodes whose names are 255 bytes each:
+    /// 525 028 bytes for 64 partitions). `max_output_bytes` may not be below it.
+    pub fn largest_fixed_answer(&self) -> (usize, &'static str) {
+        if let Some(own) = &self.cluster {
+            let map = max_map_answer(own.partitioning().count());
+            debug_assert!(map > MAX_NOT_OWNER_ANSWER.max(MAX_SHM_ATTACH_ANSWER));
+            return (map, "a MAP answer of 1024 nodes with 255-byte names");
+        }
+        if self.shm_slots > 0 {
+            return (MAX_SHM_ATTACH_ANSWER, "an SHM_ATTACH answer with a 4096-byte path");
+        }
+        (STATS_ANSWER_BASE, "a STATS answer without entries")
+    }
+
+    /// The most entries a `STATS` answer carries: `max_stats_entries`, or fewer if the
+    /// answer would not fit in `max_output_bytes` (42 bytes per entry after 114 bytes).
+    pub fn stats_entries_cap(&self) -> u32 {
+        self.max_stats_entries.min(stats_entries_within(self.max_output_bytes))
     }
 
     /// Handler threads for `handler_threads == 0`: one per core, but for the combiner
@@ -263,5 +328,79 @@ impl ServerConfig {
     /// The default configuration on `127.0.0.1` port 0 (a free port), for tests.
     pub fn ephemeral() -> Self {
         ServerConfig { tcp: Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))), ..Self::default() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ownership::Ownership;
+    use crate::protocol::Partitioning;
+
+    fn with(f: impl FnOnce(&mut ServerConfig)) -> Result<(), ConfigError> {
+        let mut c = ServerConfig::ephemeral();
+        f(&mut c);
+        c.validate()
+    }
+
+    /// An output limit below an answer the server must send whole would close every
+    /// session at that answer: refused, at each configuration's largest such answer.
+    #[test]
+    fn the_output_limit_holds_the_largest_fixed_answer() {
+        let cluster = Ownership::new(Partitioning::new(64).unwrap(), "n1");
+        type Setup = Box<dyn Fn(&mut ServerConfig)>;
+        let cases: [(Setup, usize); 3] = [
+            (Box::new(|_| {}), 114),
+            (Box::new(|c| c.shm_slots = 4), 4126),
+            (Box::new(move |c| c.cluster = Some(cluster.clone())), 525_028),
+        ];
+        for (setup, min) in cases {
+            let at = |bytes| {
+                with(|c| {
+                    setup(c);
+                    c.max_output_bytes = bytes;
+                })
+            };
+            assert_eq!(at(min), Ok(()));
+            let Err(e) = at(min - 1) else { panic!("{} bytes accepted, {min} needed", min - 1) };
+            assert!(
+                matches!(e, ConfigError::MaxOutputBytes { got, min: m, .. } if got == min - 1 && m == min)
+            );
+            assert!(
+                e.to_string().starts_with(&format!("max_output_bytes {} is below {min}", min - 1)),
+                "{e}"
+            );
+            assert!(at(0).is_err() && at(21).is_err());
+        }
+    }
+
+    /// No STATS answer can carry more than one frame's worth of entries.
+    #[test]
+    fn stats_entries_fit_in_a_frame() {
+        let at = |n| with(|c| c.max_stats_entries = n);
+        assert_eq!(at(399_454), Ok(()));
+        let e = at(399_455).unwrap_err();
+        assert_eq!(e, ConfigError::MaxStatsEntries { got: 399_455, max: 399_454 });
+        assert!(e.to_string().contains("16 MiB"), "{e}");
+        assert!(at(u32::MAX).is_err());
+    }
+
+    /// An answer's list stops at what fits in the output limit.
+    #[test]
+    fn the_stats_cap_is_cut_to_the_output_limit() {
+        let cap = |entries, bytes| {
+            let c = ServerConfig {
+                max_stats_entries: entries,
+                max_output_bytes: bytes,
+                ..ServerConfig::ephemeral()
+            };
+            c.stats_entries_cap()
+        };
+        assert_eq!(cap(1000, DEFAULT_MAX_OUTPUT_BYTES), 1000);
+        assert_eq!(cap(100_000, DEFAULT_MAX_OUTPUT_BYTES), 24_963);
+        assert_eq!(cap(100_000, 114), 0);
+        assert_eq!(cap(100_000, 114 + 41), 0);
+        assert_eq!(cap(100_000, 114 + 42), 1);
+        assert_eq!(cap(399_454, usize::MAX), 399_454);
     }
 }

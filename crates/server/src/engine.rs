@@ -57,7 +57,7 @@ impl Engine {
     ) -> std::io::Result<(Engine, Option<JoinHandle<()>>)> {
         let limits = TableLimits {
             max_locks_per_session: config.max_locks_per_session,
-            max_stats_entries: config.max_stats_entries,
+            max_stats_entries: config.stats_entries_cap(),
         };
         if config.engine == EngineKind::RangeLock {
             let e = RangeLockEngine::new(config.grant, limits, handler_errors, clock);

@@ -552,9 +552,10 @@ impl RangeLockEngine {
         }
         all.sort_unstable_by_key(|(seq, _)| *seq);
         let max = max_entries.min(self.limits.max_stats_entries) as usize;
+        let omitted = all.len().saturating_sub(max) as u64;
         let entries = all.into_iter().take(max).map(|(_, e)| e).collect();
-        let mut r = ResponseFrame::new(op::STATS, id, Status::Ok, 0);
-        r.stats = Some(StatsBody { counters: self.snapshot().counters, entries });
+        let counters = self.snapshot().counters;
+        let r = ResponseFrame::stats(id, StatsBody { counters, entries, omitted });
         if let Some(s) = self.session(session) {
             lock(&s).reply(r);
         }

@@ -473,7 +473,7 @@ impl Handler<'_> {
                 reply::send_now(&self.tx, r);
             }
             Request::Stats { max_entries } => {
-                let max_entries = max_entries.min(self.shared.config.max_stats_entries);
+                let max_entries = max_entries.min(self.shared.config.stats_entries_cap());
                 engine.submit(Command::Stats { session, id, max_entries })
             }
         }

@@ -706,7 +706,8 @@ class Client:
 
     def stats(self, max_entries: int = 1000) -> P.Stats:
         """The server's counters and up to ``max_entries`` holders and waiters (the
-        server caps it too, ``--max-stats-entries``)."""
+        server caps it too: ``--max-stats-entries``, and what fits in its output limit);
+        ``Stats.omitted`` counts the entries it left out."""
         if not 0 <= max_entries <= 0xFFFF_FFFF:
             raise ValueError(f"max_entries must fit a u32, not {max_entries}")
         core = self._c

@@ -427,10 +427,14 @@ class StatsEntry:
 @dataclass(frozen=True)
 class Stats:
     """A STATS answer: counters and (at most the asked number of) holders and waiters, in
-    arrival order."""
+    arrival order. The server may cut the list short (at ``max_entries``, at its
+    ``--max-stats-entries``, or to keep the answer within its output and frame limits);
+    ``omitted`` says how many entries it left out (0: the list is complete). On the wire
+    ``omitted`` is the answer's ``value``, not part of the body."""
 
     counters: Counters
     entries: List[StatsEntry] = field(default_factory=list)
+    omitted: int = 0
 
     def encode(self) -> bytes:
         c = self.counters
@@ -457,7 +461,8 @@ class Stats:
         return b"".join(out)
 
     @classmethod
-    def decode(cls, body: bytes) -> "Stats":
+    def decode(cls, body: bytes, omitted: int = 0) -> "Stats":
+        """Decodes a STATS body; ``omitted`` is the answer's ``value``."""
         if len(body) < _COUNTERS.size + 4:
             raise ProtocolError("STATS body truncated")
         counters = Counters(*_COUNTERS.unpack_from(body))
@@ -475,7 +480,7 @@ class Stats:
             if mode > 1 or state > 1:
                 raise ProtocolError(f"STATS entry: bad mode {mode} or state {state}")
             entries.append(StatsEntry(session, id, start, end, Mode(mode), state == 0, token))
-        return cls(counters, entries)
+        return cls(counters, entries, omitted)
 
 
 @dataclass(frozen=True)
@@ -571,7 +576,7 @@ def decode_response(frame: bytes) -> Response:
     if status == Status.NOT_OWNER:
         return Response(op, id, status, value, owner=OwnerHint.decode(body))
     if status == Status.OK and op == Op.STATS:
-        return Response(op, id, status, value, stats=Stats.decode(body))
+        return Response(op, id, status, value, stats=Stats.decode(body, omitted=value))
     if status == Status.OK and op in (Op.MAP, Op.SHM_ATTACH):
         return Response(op, id, status, value, body=body)
     if body:

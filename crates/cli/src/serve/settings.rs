@@ -66,11 +66,17 @@ pub(crate) struct ServeSettings {
     /// Live locks (held + queued) allowed per session.
     #[arg(long)]
     pub max_locks: Option<usize>,
-    /// Largest number of holder/waiter entries in one STATS answer.
+    /// Largest number of holder/waiter entries in one STATS answer: at most 399454 (what
+    /// one 16 MiB response frame carries). An answer also stops at what fits in
+    /// --max-output-bytes (24963 entries in 1 MiB) and says how many entries it left out.
     #[arg(long)]
     pub max_stats_entries: Option<u32>,
-    /// Bytes of answers a session may leave unread; a session over it is closed and its
-    /// locks released, as on disconnect.
+    /// Bytes of answers a session may leave unread: answers its socket has not taken
+    /// (bytes the kernel already accepted, up to a few MB per TCP connection, do not
+    /// count). A session that would pass it is closed and its locks released, as on
+    /// disconnect. At least the largest answer the server must send whole: 114 (a STATS
+    /// answer without entries), 4126 with --shm-slots, on a cluster node the largest MAP
+    /// answer (525028 with 64 partitions).
     #[arg(long)]
     pub max_output_bytes: Option<usize>,
     /// Handler threads (ignored by tree-single); 0 picks one per core, leaving one core to
@@ -449,6 +455,38 @@ mod tests {
 
     fn parse(text: &str) -> Result<ServeSettings, String> {
         toml::from_str(text).map_err(|e| locate(text, &e))
+    }
+
+    /// The numbers the help of the output limits and `docs/rangelock.example.toml` state
+    /// are the server's.
+    #[test]
+    fn the_limits_in_the_help_are_the_servers() {
+        use rangelock_server::protocol::{
+            max_map_answer, stats_entries_within, MAX_SHM_ATTACH_ANSWER, MAX_STATS_ENTRIES,
+            STATS_ANSWER_BASE,
+        };
+        let cmd = <ServeSettings as clap::Args>::augment_args(clap::Command::new("serve"));
+        let help = |id: &str| {
+            let arg = cmd.get_arguments().find(|a| a.get_id() == id).unwrap();
+            arg.get_help().unwrap().to_string()
+        };
+        let example = include_str!("../../../../docs/rangelock.example.toml");
+        let stats = help("max_stats_entries");
+        let output = help("max_output_bytes");
+        let in_stats = [
+            MAX_STATS_ENTRIES as usize,
+            stats_entries_within(rangelock_server::DEFAULT_MAX_OUTPUT_BYTES) as usize,
+        ];
+        let in_output = [STATS_ANSWER_BASE, MAX_SHM_ATTACH_ANSWER, max_map_answer(64)];
+        for n in in_stats {
+            assert!(stats.contains(&n.to_string()), "{n} in: {stats}");
+        }
+        for n in in_output {
+            assert!(output.contains(&n.to_string()), "{n} in: {output}");
+        }
+        for n in in_output.into_iter().chain([MAX_STATS_ENTRIES as usize]) {
+            assert!(example.contains(&n.to_string()), "{n} in the example file");
+        }
     }
 
     #[test]

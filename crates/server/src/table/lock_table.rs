@@ -439,6 +439,7 @@ impl LockTable {
         let mut all: Vec<(u64, Handle)> =
             self.tree.handles().map(|h| (self.tree.interval(h).2, h)).collect();
         all.sort_unstable_by_key(|(seq, _)| *seq);
+        let omitted = all.len().saturating_sub(max) as u64;
         let entries = all
             .into_iter()
             .take(max)
@@ -457,8 +458,7 @@ impl LockTable {
             })
             .collect();
         let counters = self.counters();
-        let mut r = ResponseFrame::new(op::STATS, id, Status::Ok, 0);
-        r.stats = Some(StatsBody { counters, entries });
+        let r = ResponseFrame::stats(id, StatsBody { counters, entries, omitted });
         self.reply(session, r);
     }
 
