@@ -5,7 +5,8 @@
 //! equal exactly what the requests so far say, the histogram counts equal the grants and
 //! the releases, and the gauges are back to 0 at the end. Also: a lease expiry is counted
 //! with the locks it released, other paths answer 404,
-//! garbage on the metrics port disturbs nothing, a server without `metrics` opens no
+//! garbage on the metrics port disturbs nothing, idle connections neither block a scrape
+//! nor stay open past the header timeout, a server without `metrics` opens no
 //! metrics port, and the endpoint stops with the server.
 //!
 //! Every wait is a poll of the scrape (or of the client) with a deadline, never a sleep.
@@ -403,6 +404,44 @@ async fn other_requests_get_404_and_garbage_disturbs_nothing() {
     let again = client.lock_exclusive(0..8).await.unwrap();
     assert_eq!(again.token(), 2, "the lock session goes on");
     drop(again);
+    server.shutdown();
+}
+
+/// A peer holding 100 idle connections (no request, or half a request head) does not
+/// silence the endpoint: a scrape is answered at once (the oldest idle connection gives
+/// way to it; 64 idle connections used to make every new one close unanswered), and the
+/// server closes each idle connection after its 1 s header timeout (it used to keep them
+/// 10 s), well within the 5 s this test allows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_give_way_to_a_scrape_and_are_closed_after_a_second() {
+    let _serial = LISTENERS.lock().await;
+    let server = Server::start(metrics_config(EngineKind::Combiner, GrantMode::Push)).unwrap();
+    let m = server.metrics_addr().unwrap();
+    let mut idle = Vec::new();
+    for i in 0..100 {
+        let mut s = tokio::net::TcpStream::connect(m).await.unwrap();
+        if i % 2 == 1 {
+            s.write_all(b"GET /metr").await.unwrap();
+        }
+        idle.push((Instant::now(), s));
+    }
+    for round in 0..3 {
+        let r = http(m, "GET /metrics HTTP/1.1").await;
+        assert_eq!(r.status, 200, "scrape {round}: {r:?}");
+        assert!(r.body.contains("rangelock_grants_total"), "scrape {round}");
+    }
+    for (i, (opened, mut s)) in idle.into_iter().enumerate() {
+        let mut buf = [0u8; 256];
+        let read = tokio::time::timeout(DEADLINE, s.read(&mut buf)).await;
+        match read {
+            // Closed (a reset if the server had not read all that was sent).
+            Ok(Ok(0) | Err(_)) => {}
+            Ok(Ok(n)) => panic!("idle connection {i} answered: {:?}", &buf[..n]),
+            Err(_) => panic!("idle connection {i} still open after {DEADLINE:?}"),
+        }
+        let after = opened.elapsed();
+        assert!(after < Duration::from_secs(5), "idle connection {i} closed after {after:?}");
+    }
     server.shutdown();
 }
 

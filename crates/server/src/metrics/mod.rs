@@ -4,7 +4,9 @@
 //! --metrics ADDR`), the server listens on that address too and answers `GET /metrics`
 //! with the OpenMetrics text exposition (`prometheus-client` encodes it; Prometheus
 //! scrapes it as is); any other request gets 404. The listener runs in the server's
-//! runtime and stops with the server. [`Server::metrics_addr`](crate::Server::metrics_addr)
+//! runtime and stops with the server. It serves one request per connection and at most 64
+//! connections; a connection that has not sent its request head within 1 s is closed, and
+//! the oldest such one gives way to a new connection (see the `http` module). [`Server::metrics_addr`](crate::Server::metrics_addr)
 //! gives the bound address.
 //!
 //! # What is exposed
