@@ -3,7 +3,8 @@
 //! of large STATS answers that overflows the socket so the writer task's fallback runs),
 //! client certificates, and every refusal — unknown CA, expired certificate, name
 //! mismatch, missing or foreign client certificate, a plain-text client on the TLS
-//! listener, a TLS client on a plain one, garbage — each a clear error while a
+//! listener (status 4 before any other refusal of its hello), a TLS client on a plain
+//! one, garbage — each a clear error while a
 //! well-behaved session on the same server keeps its lock. Also a stress run of TLS
 //! clients under the holders' checker, and the startup errors of bad certificate files.
 
@@ -21,7 +22,8 @@ use rangelock_client::{
     AsyncClient, Client, ClientError, ConnectOptions, Endpoint, LockGuard, Mode, TlsOptions, Wait,
 };
 use rangelock_server::protocol::{
-    op, ClientHello, Request, RequestFrame, ResponseFrame, ServerHello, Status, SERVER_HELLO_LEN,
+    op, ClientHello, HelloStatus, Request, RequestFrame, ResponseFrame, ServerHello, Status,
+    SERVER_HELLO_LEN,
 };
 use rangelock_server::{Server, ServerConfig, TlsSettings};
 use rcgen::{
@@ -404,6 +406,60 @@ fn a_plain_text_client_on_the_tls_listener_is_told_tls_is_required() {
     Client::connect(&unix).unwrap().ping().unwrap();
     let e = Client::connect_with(&unix, &options).unwrap_err();
     assert!(tls_message(e).contains("Unix socket"));
+    witness.check();
+    server.shutdown();
+}
+
+/// On a TLS listener "TLS required" (status 4) wins over every other refusal of a
+/// plain-text hello (`docs/PROTOCOL.md` §1.2): a foreign version, unknown flags, a bad
+/// token length, a missing or unknown token (with an auth file) all get 4, and so does a
+/// good token, unchecked. A wrong magic after the `R` is answered by closing.
+#[test]
+fn a_plain_text_hello_gets_tls_required_before_any_other_refusal() {
+    use std::io::{Read, Write};
+    let pki = Pki::new();
+    let secret = "ops-secret-0123456789";
+    let toml = format!("[[token]]\nname = \"ops\"\nsecret = \"{secret}\"\n");
+    let auth = rangelock_server::AuthTable::from_toml(Path::new("auth.toml"), &toml).unwrap();
+    let config = ServerConfig { auth: Some(Arc::new(auth)), ..ServerConfig::ephemeral() };
+    let (server, ep, options) = standard(&pki, config);
+    let witness = Witness::new(&ep, &options.token(secret));
+    let addr = server.tcp_addr().unwrap();
+    let head = |version: u16, flags: u16| {
+        let mut h = b"RLCK".to_vec();
+        h.extend(version.to_le_bytes());
+        h.extend(flags.to_le_bytes());
+        h
+    };
+    let with_token = |len: u16, token: &[u8]| {
+        let mut h = head(3, 1);
+        h.extend(len.to_le_bytes());
+        h.extend(token);
+        h
+    };
+    let cases = [
+        ("version 2", head(2, 0)),
+        ("unknown flag bits", head(3, 0x8002)),
+        ("no token", head(3, 0)),
+        ("token_len 0", with_token(0, b"")),
+        ("token_len 1025", with_token(1025, b"")),
+        ("an unknown token", with_token(5, b"wrong")),
+        ("the right token", with_token(secret.len() as u16, secret.as_bytes())),
+    ];
+    for (what, hello) in cases {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.write_all(&hello).unwrap();
+        let mut reply = Vec::new();
+        s.read_to_end(&mut reply).unwrap();
+        assert_eq!(reply.len(), SERVER_HELLO_LEN, "{what}: {reply:?}");
+        let h = ServerHello::decode(&reply).unwrap();
+        assert_eq!((h.status, h.session), (HelloStatus::TlsRequired, 0), "{what}");
+    }
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"RXCK\x03\x00\x00\x00").unwrap();
+    let mut reply = Vec::new();
+    let _ = s.read_to_end(&mut reply);
+    assert!(reply.is_empty(), "a wrong magic is not answered: {reply:?}");
     witness.check();
     server.shutdown();
 }
