@@ -1,29 +1,55 @@
-//! The async acquisitions of `RangeLock`: wake-ups, cancellation (a dropped future leaves
-//! nothing behind and wakes whoever it blocked), timeouts, and a stress run of many tasks on
-//! few threads, with random cancellation, mixed with blocking threads, through the
+//! The async acquisitions of `RangeLock`: wake-ups, deadlines (they wake the waker of the
+//! latest poll, and a dropped timed future keeps no waker), cancellation (a dropped future
+//! leaves nothing behind and wakes whoever it blocked), timeouts, and a stress run of many
+//! tasks on few threads, with random cancellation, mixed with blocking threads, through the
 //! exclusivity checker.
 #![cfg(not(loom))]
 
 mod support;
 
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use rangelock::{LockError, Mode, RangeLock};
 use support::{Call, Checker, Rng};
 
-/// A waker that counts its wake-ups.
+/// A waker that counts its wake-ups. Its clones are counted too: every clone of the
+/// `Waker` is a strong reference to the `Count` (`Count::clones`).
 #[derive(Default)]
-struct Count(AtomicUsize);
+struct Count(AtomicUsize, Mutex<()>, Condvar);
 
 impl Wake for Count {
     fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
+        self.wake_by_ref();
     }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let _guard = self.1.lock().unwrap();
+        self.0.fetch_add(1, Ordering::SeqCst);
+        self.2.notify_all();
+    }
+}
+
+impl Count {
+    fn wakes(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// Whether a wake-up came within `limit` (an upper bound on the wait for the event).
+    fn wait_for_wake(&self, limit: Duration) -> bool {
+        let guard = self.1.lock().unwrap();
+        let (_guard, _) = self.2.wait_timeout_while(guard, limit, |()| self.wakes() == 0).unwrap();
+        self.wakes() > 0
+    }
+}
+
+/// The clones of `count`'s waker alive, besides the test's own `Waker` and `Arc`.
+fn clones(count: &Arc<Count>) -> usize {
+    Arc::strong_count(count) - 2
 }
 
 fn counting() -> (Arc<Count>, Waker) {
@@ -111,6 +137,153 @@ fn a_timeout_resolves_without_another_wake_up() {
     });
     drop(held);
     drop(lock.try_lock(0..u64::MAX).expect("nothing left behind"));
+}
+
+/// An upper bound on waits for events that should come within milliseconds: generous, for
+/// a loaded 2-core machine.
+const EVENT_BOUND: Duration = Duration::from_secs(10);
+
+#[test]
+fn the_deadline_wakes_the_waker_of_the_latest_poll() {
+    let lock = RangeLock::new();
+    let held = lock.lock(0..10).unwrap();
+    for mode in [Mode::Exclusive, Mode::Shared] {
+        let (first, first_waker) = counting();
+        let (latest, latest_waker) = counting();
+        let start = Instant::now();
+        let timeout = Duration::from_millis(30);
+        let mut fut = Box::pin(lock.lock_mode_async_until(5..6, mode, start + timeout));
+        assert!(fut.as_mut().poll(&mut Context::from_waker(&first_waker)).is_pending());
+        // Polled again under another waker (`select!`, `join`, a task moved elsewhere).
+        assert!(fut.as_mut().poll(&mut Context::from_waker(&latest_waker)).is_pending());
+        assert_eq!(clones(&first), 0, "{mode:?}: the re-poll let go of the first waker");
+        assert!(
+            latest.wait_for_wake(EVENT_BOUND),
+            "{mode:?}: the deadline did not wake the latest waker ({} wake-ups of the first)",
+            first.wakes()
+        );
+        assert!(start.elapsed() >= timeout, "{mode:?}: woken before the deadline");
+        let polled = fut.as_mut().poll(&mut Context::from_waker(&latest_waker));
+        assert!(matches!(polled, Poll::Ready(Err(LockError::TimedOut))), "{mode:?}: {polled:?}");
+        assert_eq!(first.wakes(), 0, "{mode:?}: the first waker is not woken");
+        assert_eq!((clones(&first), clones(&latest)), (0, 0), "{mode:?}: resolved, holds none");
+    }
+    drop(held);
+}
+
+#[test]
+fn dropping_a_timed_future_releases_every_waker_clone_at_once() {
+    let lock = RangeLock::new();
+    let stripe = 1u64 << rangelock::DEFAULT_STRIPE_SHIFT;
+    // A stripe holder, a list holder, a reader: each kind of wait word.
+    for (held_range, held_mode, want, mode) in [
+        (0..10, Mode::Exclusive, 5..6, Mode::Exclusive),
+        (stripe - 5..stripe + 5, Mode::Exclusive, stripe..stripe + 1, Mode::Shared),
+        (100..200, Mode::Shared, 150..160, Mode::Exclusive),
+    ] {
+        let held = lock.lock_mode(held_range.clone(), held_mode).unwrap();
+        let (first, first_waker) = counting();
+        let (latest, latest_waker) = counting();
+        let hour = Duration::from_secs(3600);
+        let mut fut = Box::pin(lock.lock_mode_async_until(want, mode, Instant::now() + hour));
+        assert!(fut.as_mut().poll(&mut Context::from_waker(&first_waker)).is_pending());
+        assert!(clones(&first) > 0, "{held_range:?}: registered");
+        assert!(fut.as_mut().poll(&mut Context::from_waker(&latest_waker)).is_pending());
+        assert_eq!(clones(&first), 0, "{held_range:?}: the re-poll let go of the first waker");
+        assert!(clones(&latest) > 0, "{held_range:?}: registered");
+        drop(fut);
+        assert_eq!(
+            (clones(&first), clones(&latest)),
+            (0, 0),
+            "{held_range:?}: the dropped future's wakers are still referenced"
+        );
+        assert_eq!((first.wakes(), latest.wakes()), (0, 0));
+        drop(held);
+    }
+}
+
+#[test]
+fn a_timed_future_that_acquires_keeps_no_waker() {
+    let lock = RangeLock::new();
+    let held = lock.lock(0..10).unwrap();
+    let (count, waker) = counting();
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = Box::pin(lock.lock_async_timeout(5..6, Duration::from_secs(3600)));
+    assert!(fut.as_mut().poll(&mut cx).is_pending());
+    drop(held);
+    let Poll::Ready(Ok(guard)) = fut.as_mut().poll(&mut cx) else { panic!("not granted") };
+    assert_eq!(clones(&count), 0, "the granted future's waker is still referenced");
+    drop((guard, fut));
+}
+
+/// A runtime of two workers: tasks may run on either.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+/// Polls `fut` once, in the calling task: it must be pending.
+async fn poll_once<F: Future + Unpin>(fut: &mut F) {
+    std::future::poll_fn(|cx| {
+        assert!(Pin::new(&mut *fut).poll(cx).is_pending(), "the range is held");
+        Poll::Ready(())
+    })
+    .await;
+}
+
+#[test]
+fn a_timed_future_moved_to_another_task_times_out_at_its_deadline() {
+    let lock: &'static RangeLock = Box::leak(Box::new(RangeLock::new()));
+    // Held until the end of the test, by the test's thread.
+    let held = lock.lock(0..10).unwrap();
+    runtime().block_on(async {
+        let timeout = Duration::from_millis(30);
+        let start = Instant::now();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        // Polled first in one task...
+        tokio::spawn(async move {
+            let mut fut = Box::pin(lock.lock_async_timeout(5..6, timeout));
+            poll_once(&mut fut).await;
+            tx.send(fut).unwrap_or_else(|_| panic!("the receiver waits"));
+        });
+        // ...then awaited by another.
+        let awaited = tokio::spawn(async move { rx.await.unwrap().await.map(drop) });
+        let result = tokio::time::timeout(EVENT_BOUND, awaited).await;
+        let result = result.expect("the deadline did not wake the task that awaits the future");
+        assert_eq!(result.unwrap(), Err(LockError::TimedOut));
+        assert!(start.elapsed() >= timeout);
+    });
+    drop(held);
+}
+
+/// The deadlock of a task that holds a range and hands a timed future to another task: a
+/// writer queued behind the held range (`10..30`, pending behind `12..13`) blocks the
+/// future's range (`20..21`); the holder waits for the other task before it releases. Only
+/// the deadline can end the other task's wait, so it must wake that task.
+#[test]
+fn a_holder_that_hands_a_timed_future_to_another_task_is_not_deadlocked() {
+    let lock: &'static RangeLock = Box::leak(Box::new(RangeLock::new()));
+    runtime().block_on(async {
+        let holder = tokio::spawn(async move {
+            let held = lock.lock(12..13).unwrap();
+            // A writer of 10..30 links its pending node and waits for `held`.
+            let writer = std::thread::spawn(move || drop(lock.lock(10..30).unwrap()));
+            let begin = Instant::now();
+            while let Ok(probe) = lock.try_lock(20..21) {
+                drop(probe);
+                assert!(begin.elapsed() < EVENT_BOUND, "the writer never queued");
+                tokio::task::yield_now().await;
+            }
+            let mut fut = Box::pin(lock.lock_async_timeout(20..21, Duration::from_millis(30)));
+            poll_once(&mut fut).await;
+            let other = tokio::spawn(async move { fut.await.map(drop) });
+            let result = other.await.unwrap();
+            drop(held);
+            writer.join().unwrap();
+            result
+        });
+        let result = tokio::time::timeout(EVENT_BOUND, holder).await;
+        assert_eq!(result.expect("deadlocked").unwrap(), Err(LockError::TimedOut));
+    });
 }
 
 /// Many tasks on two threads, plus two blocking threads, on one lock: random ranges and

@@ -13,11 +13,13 @@
 //! blocking call does: a linked (pending) list node is unlinked and released, which wakes
 //! whoever backed off from it; a private node goes back to the pool; a reader's node (never
 //! announced while the future waits: it retracts first) is retired; the counts are undone
-//! and the waker registration removed. A future dropped after it completed holds nothing.
+//! and the waker registration and the deadline's alarm removed, so no clone of any waker
+//! it was polled with outlives it. A future dropped after it completed holds nothing.
 //!
 //! **Executors.** The futures depend on no runtime: any executor that polls on wake works.
 //! Deadlines (the `_timeout` forms) are kept by one lazily started thread that wakes the
-//! task at its deadline.
+//! waker of the future's latest poll at its deadline (`wakers`, "Deadlines"), so a timed
+//! future may be polled under different wakers (`select!`, `join`) and moved between tasks.
 
 use core::fmt;
 use core::future::Future;
@@ -29,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use super::node::Node;
 use super::wait::Wait;
-use super::wakers::{self, Registration};
+use super::wakers::{Alarm, Registration};
 use super::{Attempt, Kind, Listed, RangeLock, SkipList, SkipToken};
 use crate::error::LockError;
 use crate::lock::{deadline_after, Lock, RangeGuard};
@@ -95,8 +97,9 @@ pub struct LockFuture<'a> {
     deadline: Option<Instant>,
     state: State,
     registration: Registration,
-    /// Whether the timer will wake us at the deadline.
-    timer_armed: bool,
+    /// The timer's alarm for the deadline, from the first `Pending` until the future
+    /// resolves or is dropped.
+    alarm: Option<Alarm>,
 }
 
 /// Where an async acquisition is.
@@ -125,7 +128,7 @@ impl<'a> LockFuture<'a> {
             deadline,
             state: State::Start,
             registration: Registration::new(),
-            timer_armed: false,
+            alarm: None,
         }
     }
 
@@ -136,6 +139,7 @@ impl<'a> LockFuture<'a> {
     ) -> Poll<Result<RangeGuard<'a, SkipList>, LockError>> {
         self.state = State::Done;
         self.registration.cancel();
+        self.alarm = None;
         Poll::Ready(
             result.map(|token| RangeGuard::new(self.lock, self.range.clone(), self.mode, token)),
         )
@@ -150,6 +154,8 @@ impl<'a> LockFuture<'a> {
             State::Start | State::Done => {}
         }
         self.registration.cancel();
+        // Lets go of the waker at once (module docs of `wakers`, "Deadlines").
+        self.alarm = None;
     }
 
     fn expired(&self) -> bool {
@@ -236,9 +242,18 @@ impl<'a> Future for LockFuture<'a> {
             if !this.registration.register(&ticket, cx.waker()) {
                 continue; // over meanwhile: take another step
             }
-            if let (Some(deadline), false) = (this.deadline, this.timer_armed) {
-                wakers::wake_at(deadline, cx.waker());
-                this.timer_armed = true;
+            // The deadline wakes the waker of the latest poll, which may be another task's.
+            match (&this.alarm, this.deadline) {
+                (Some(alarm), _) => {
+                    if !alarm.rearm(cx.waker()) {
+                        // Fired meanwhile (so the deadline has passed), maybe waking a
+                        // waker of an earlier poll: nobody would wake this one.
+                        this.abandon();
+                        return Poll::Ready(Err(LockError::TimedOut));
+                    }
+                }
+                (None, Some(deadline)) => this.alarm = Some(Alarm::new(deadline, cx.waker())),
+                (None, None) => {}
             }
             return Poll::Pending;
         }

@@ -21,12 +21,33 @@
 //!
 //! A future that is dropped while registered removes its entry ([`Registration::cancel`]).
 //!
-//! Deadlines: `lock_async_timeout` must complete with `TimedOut` even if nothing else
+//! **Deadlines.** `lock_async_timeout` must complete with `TimedOut` even if nothing else
 //! wakes it. With no runtime to ask, one lazily started thread (`rangelock-timer`) sleeps
-//! until the earliest registered deadline and wakes its waker.
+//! until the earliest deadline in its map (a `BTreeMap` keyed by deadline and a unique
+//! number, under one mutex) and wakes the waker of each alarm due. A future arms an
+//! [`Alarm`] at its first `Pending`: a slot, shared by the future and the map, that holds
+//! one waker. Two rules follow from what executors do with futures:
+//!
+//! - *The deadline wakes the latest waker.* A future may be polled under another waker
+//!   than before (`select!`, `join`, a future moved to another task, task migration); only
+//!   the latest poll's waker is sure to lead to another poll. Every `Pending` puts its
+//!   waker in the slot ([`Alarm::rearm`]: a lock of the slot's own mutex, which only this
+//!   future and the timer take, and no clone if the waker would wake the same task). The
+//!   timer takes the waker out of the slot when it fires, so a `rearm` that finds the slot
+//!   empty knows that the deadline has passed and that its waker will not be woken: the
+//!   future times out then and there instead of returning `Pending`.
+//! - *A future that resolves or is dropped keeps no waker.* Dropping the alarm empties the
+//!   slot (its waker, and with it the task, is released at once) and removes the alarm
+//!   from the map, so a dropped future leaves nothing in the timer, whatever its deadline.
+//!   (A heap of wakers, which cannot remove an entry, kept each cancelled task alive until
+//!   its deadline.) A pending timed future costs the slot and its map entry, about 80
+//!   bytes.
+//!   The timer takes each due alarm out of the map before it takes and wakes the waker,
+//!   outside the map's lock; a drop that races with it finds the slot empty or empties it
+//!   first, and either way the waker is woken at most once and never after the drop.
 
-use std::collections::BinaryHeap;
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::Waker;
 use std::time::Instant;
 
@@ -160,90 +181,136 @@ pub(crate) fn wake_all(key: usize) {
     woken.into_iter().for_each(Waker::wake);
 }
 
+/// A future's deadline at the timer: the slot of the one waker the timer will wake, shared
+/// by the future and the timer's map (module docs, "Deadlines").
+#[derive(Debug)]
+pub(crate) struct Alarm(Arc<Slot>);
+
+/// What an [`Alarm`] shares with the timer.
+#[derive(Debug)]
+struct Slot {
+    /// The alarm's key in the timer's map: its deadline and a unique tie-break.
+    key: (Instant, u64),
+    /// The waker of the latest poll; `None` once the timer has fired or the future let go.
+    waker: Mutex<Option<Waker>>,
+}
+
+impl Slot {
+    fn waker(&self) -> MutexGuard<'_, Option<Waker>> {
+        // A panic while holding it cannot leave an `Option` inconsistent.
+        self.waker.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// Pending deadlines, earliest first.
 struct Timer {
-    heap: Mutex<BinaryHeap<Due>>,
+    alarms: Mutex<BTreeMap<(Instant, u64), Arc<Slot>>>,
     changed: Condvar,
 }
 
-/// A waker due at `at`; `seq` breaks ties. The heap is a max-heap, so the order is reversed:
-/// the earliest deadline is the greatest.
-struct Due {
-    at: Instant,
-    seq: u64,
-    waker: Waker,
-}
-
-impl Due {
-    fn key(&self) -> core::cmp::Reverse<(Instant, u64)> {
-        core::cmp::Reverse((self.at, self.seq))
-    }
-}
-
-impl PartialEq for Due {
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
-    }
-}
-impl Eq for Due {}
-impl PartialOrd for Due {
-    fn partial_cmp(&self, other: &Self) -> Option<core::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Due {
-    fn cmp(&self, other: &Self) -> core::cmp::Ordering {
-        self.key().cmp(&other.key())
-    }
-}
-
-/// Wakes `waker` at `deadline` (or soon after), from the timer thread.
-pub(crate) fn wake_at(deadline: Instant, waker: &Waker) {
-    static TIMER: OnceLock<&'static Timer> = OnceLock::new();
-    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let timer = *TIMER.get_or_init(|| {
-        let timer: &'static Timer = Box::leak(Box::new(Timer {
-            heap: Mutex::new(BinaryHeap::new()),
-            changed: Condvar::new(),
-        }));
-        std::thread::Builder::new()
-            .name("rangelock-timer".into())
-            .spawn(move || timer.run())
-            .expect("the rangelock timer thread starts");
-        timer
-    });
-    // Relaxed: only uniqueness (a tie-break) matters.
-    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut heap = timer.heap.lock().unwrap_or_else(PoisonError::into_inner);
-    heap.push(Due { at: deadline, seq, waker: waker.clone() });
-    drop(heap);
-    timer.changed.notify_one();
-}
-
 impl Timer {
+    /// The timer, started on first use.
+    fn get() -> &'static Timer {
+        static TIMER: OnceLock<&'static Timer> = OnceLock::new();
+        TIMER.get_or_init(|| {
+            let timer: &'static Timer = Box::leak(Box::new(Timer {
+                alarms: Mutex::new(BTreeMap::new()),
+                changed: Condvar::new(),
+            }));
+            std::thread::Builder::new()
+                .name("rangelock-timer".into())
+                .spawn(move || timer.run())
+                .expect("the rangelock timer thread starts");
+            timer
+        })
+    }
+
+    fn alarms(&self) -> MutexGuard<'_, BTreeMap<(Instant, u64), Arc<Slot>>> {
+        // A panic while holding it cannot leave the map inconsistent (single operations).
+        self.alarms.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn run(&self) {
-        let mut heap = self.heap.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut alarms = self.alarms();
         loop {
             let now = Instant::now();
             let mut due = Vec::new();
-            while heap.peek().is_some_and(|d| d.at <= now) {
-                if let Some(d) = heap.pop() {
-                    due.push(d.waker);
+            while let Some(entry) = alarms.first_entry() {
+                if entry.key().0 > now {
+                    break;
                 }
+                due.push(entry.remove());
             }
             if !due.is_empty() {
-                drop(heap);
-                due.into_iter().for_each(Waker::wake);
-                heap = self.heap.lock().unwrap_or_else(PoisonError::into_inner);
+                drop(alarms);
+                // Outside the map's lock: a waker may run its task inline. Taken out of its
+                // slot, so the future sees that the timer fired (`Alarm::rearm`).
+                for slot in due {
+                    let waker = slot.waker().take();
+                    if let Some(waker) = waker {
+                        waker.wake();
+                    }
+                }
+                alarms = self.alarms();
                 continue;
             }
-            heap = match heap.peek().map(|d| d.at) {
+            alarms = match alarms.first_key_value().map(|(&(at, _), _)| at) {
                 Some(at) => {
                     let wait = at.saturating_duration_since(now);
-                    self.changed.wait_timeout(heap, wait).unwrap_or_else(PoisonError::into_inner).0
+                    self.changed
+                        .wait_timeout(alarms, wait)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
                 }
-                None => self.changed.wait(heap).unwrap_or_else(PoisonError::into_inner),
+                None => self.changed.wait(alarms).unwrap_or_else(PoisonError::into_inner),
             };
         }
+    }
+}
+
+impl Alarm {
+    /// Arms the timer: it wakes `waker` (or the waker of a later [`rearm`](Self::rearm)) at
+    /// `deadline` or soon after, unless the alarm is dropped first.
+    pub(crate) fn new(deadline: Instant, waker: &Waker) -> Alarm {
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        // Relaxed: only uniqueness (a tie-break) matters.
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let key = (deadline, seq);
+        let slot = Arc::new(Slot { key, waker: Mutex::new(Some(waker.clone())) });
+        let timer = Timer::get();
+        let earliest = {
+            let mut alarms = timer.alarms();
+            alarms.insert(key, Arc::clone(&slot));
+            alarms.first_key_value().is_some_and(|(&first, _)| first == key)
+        };
+        if earliest {
+            // The timer may be sleeping until a later deadline.
+            timer.changed.notify_one();
+        }
+        Alarm(slot)
+    }
+
+    /// Makes `waker` the one the deadline wakes (the future was polled again, perhaps in
+    /// another task). `false` if the timer has fired already: the deadline has passed.
+    pub(crate) fn rearm(&self, waker: &Waker) -> bool {
+        match &mut *self.0.waker() {
+            // `clone_from` clones only if `waker` would not wake the same task.
+            Some(armed) => {
+                armed.clone_from(waker);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Drop for Alarm {
+    /// Lets go of the waker at once and takes the alarm out of the timer's map.
+    fn drop(&mut self) {
+        let waker = self.0.waker().take();
+        // Dropped outside the slot's lock (a waker's drop may run arbitrary code).
+        drop(waker);
+        let removed = Timer::get().alarms().remove(&self.0.key);
+        drop(removed);
     }
 }
