@@ -43,7 +43,9 @@
 //! [`Lock::lock_many_timeout`] are its non-blocking and timed forms. It works with every
 //! variant and cannot deadlock against other requests, although taking ranges one by one
 //! with blocking calls can, in whatever order (a waiting writer may block later requests):
-//! it waits only while it holds none of its ranges, and retries (see [`Lock::lock_many`]).
+//! it waits only while it holds none of its ranges, and retries; on [`RangeLock`] a request
+//! that failed twice then takes its ranges in order as list writers, which bounds its wait
+//! (see [`Lock::lock_many`]).
 //!
 //! ```
 //! use rangelock::{Mode, RangeLock};

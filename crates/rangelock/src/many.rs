@@ -13,6 +13,12 @@ use crate::lock::{deadline_after, Lock, RangeGuard};
 use crate::range::{check_range, overlaps, Mode};
 use crate::raw::RawRangeLock;
 
+/// Failed attempts after which a request takes the fair path, where the variant has one
+/// ([`RawRangeLock::ORDERED`]; docs of [`Lock::lock_many`], "Costs and fairness"). 1, 2
+/// and 3 all bounded the waits of `examples/many_starvation` to tens of milliseconds; each
+/// failed attempt costs a wait for its anchor first.
+const ORDERED_AFTER: u32 = 2;
+
 /// How long the acquisition of a request may wait.
 #[derive(Clone, Copy, Debug)]
 enum Wait {
@@ -43,7 +49,7 @@ impl<R: RawRangeLock> Lock<R> {
     /// # Protocol
     ///
     /// The request is validated, sorted by start, and acquired by a loop that **waits only
-    /// while it holds nothing**:
+    /// while it holds nothing** (until the fair path, below):
     ///
     /// 1. Wait for one range, the *anchor* (at first the lowest), with a blocking (or
     ///    timed) acquisition, holding no other range of the request.
@@ -53,18 +59,30 @@ impl<R: RawRangeLock> Lock<R> {
     ///    made the attempt fail. A timed request passes its one deadline to every wait and
     ///    checks it before each restart, so restarts never extend it.
     ///
-    /// This is the "smart and polite" algorithm that `std::lock` implementations use for
-    /// mutexes (wait for the one that failed, yield before waiting), applied to ranges.
+    /// 4. **Fair path.** After two failed attempts, a blocking or timed request on a
+    ///    variant that has an ordered acquisition ([`RawRangeLock::ORDERED`]: only
+    ///    [`RangeLock`](crate::RangeLock)) takes its ranges one by one in ascending order,
+    ///    each as a list writer (pending, then held; shared ranges are held exclusively and
+    ///    downgraded once all are held), waiting for each while it holds the lower ones
+    ///    (`rangelock::skiplist`'s `ordered` module docs).
+    ///
+    /// Steps 1 to 3 are the "smart and polite" algorithm that `std::lock` implementations
+    /// use for mutexes (wait for the one that failed, yield before waiting), applied to
+    /// ranges.
     ///
     /// # Why it cannot deadlock
     ///
-    /// The request's ranges are held only from the end of step 1 to the end of step 2, and
-    /// that stretch contains no wait: each `try_lock` returns at once. So every range the
-    /// call holds is, after finitely many of its own steps, either released or handed to
-    /// the caller, whatever other threads do. While it waits (step 1) it holds nothing, so
-    /// it is a single-range waiter like any other, and every variant grants a single-range
-    /// waiter once the conflicting holders release. A cycle of waits needs a thread that
-    /// waits while holding what another waiter needs, and `lock_many` never does that.
+    /// In steps 1 to 3 the request's ranges are held only from the end of step 1 to the
+    /// end of step 2, and that stretch contains no wait: each `try_lock` returns at once.
+    /// So every range the call holds is, after finitely many of its own steps, either
+    /// released or handed to the caller, whatever other threads do. While it waits, in
+    /// step 1, it holds nothing, so it is a single-range waiter like any other, and every
+    /// variant grants a single-range waiter once the conflicting holders release. A cycle
+    /// of waits needs a thread that waits while holding what another waiter needs, and
+    /// steps 1 to 3 never do that. The fair path does, but only in a way no cycle can
+    /// close: it holds list nodes only, and past its first range it waits only for linked
+    /// nodes, never for a waiter that holds nothing; a cycle of such waits would need the
+    /// ranges the requests wait for to start ever later, all the way round.
     ///
     /// *Why sorting is not enough.* Taking the sorted ranges with blocking calls is the
     /// classic lock ordering for mutexes, but in a range lock a *waiting* request can block
@@ -81,19 +99,29 @@ impl<R: RawRangeLock> Lock<R> {
     ///   earlier *waiters* too). With every mode exclusive: A holds `12..13`, B waits for
     ///   it on `10..20`, and A's request for `15..16` queues behind B.
     ///
-    /// So even "block while everything held is exclusive" deadlocks; `lock_many` never
-    /// blocks while holding.
+    /// So even "block while everything held is exclusive" deadlocks when a hold may be a
+    /// stripe slot, or when waiters count. `lock_many` blocks while holding only on the
+    /// fair path, where every hold is a skip-list node, which no writer can link over.
     ///
-    /// # Costs
+    /// # Costs and fairness
     ///
     /// A failed attempt throws away every range acquired so far, and the request gives up
-    /// its place in the variant's wait order at each restart. The protocol is deadlock-free
-    /// but not starvation-free: two requests whose sets cross can in principle keep
-    /// failing each other's attempts (each restart waits for the range that failed, so this
-    /// takes unlucky timing every round), and a large request can lose to a steady stream
-    /// of single-range lockers, any of which makes an attempt fail by holding one of its
-    /// ranges at that moment. [`lock_many_timeout`](Self::lock_many_timeout) bounds the
-    /// wait.
+    /// its place in the variant's wait order at each restart. Steps 1 to 3 alone are
+    /// deadlock-free but not starvation-free: two requests whose sets cross can keep
+    /// failing each other's attempts, and a request loses to a steady stream of
+    /// single-range lockers, any of which makes an attempt fail by holding one of its
+    /// ranges at that moment (beside async tasks that re-lock as soon as they release,
+    /// blocking requests waited seconds: `examples/many_starvation`).
+    ///
+    /// On [`RangeLock`](crate::RangeLock) the fair path bounds the wait: a blocking
+    /// request waits for at most two single-range acquisitions (its failed attempts'
+    /// anchors), then for each of its ranges as a single list writer does, for the nodes
+    /// linked and the stripe holders and readers visible before it, and at its first range
+    /// for the older intents (`rangelock::skiplist`, "Trade-offs"). Whoever comes to one
+    /// of its ranges later waits behind it. The price, on the fair path only: a list node
+    /// per range, and readers of its shared ranges kept out until it holds them all. The
+    /// other variants have no fair path, and [`lock_many_timeout`](Self::lock_many_timeout)
+    /// is what bounds their wait.
     ///
     /// # Variants with false conflicts
     ///
@@ -211,7 +239,11 @@ impl<R: RawRangeLock> Lock<R> {
             return Ok(ManyGuard { guards: Vec::new() });
         }
         let mut anchor = 0;
+        let mut failed_attempts = 0;
         loop {
+            if R::ORDERED && failed_attempts == ORDERED_AFTER {
+                return self.acquire_ordered(request, wait);
+            }
             // Nothing of the request is held here: this is the only place that waits.
             let (range, mode) = request[anchor].clone();
             let first = match wait {
@@ -230,12 +262,36 @@ impl<R: RawRangeLock> Lock<R> {
                         }
                         Wait::Forever | Wait::Until(_) => {}
                     }
+                    failed_attempts += 1;
                     // Polite: let the holder that made us fail run before we queue for it.
                     thread::yield_now();
                     anchor = failed;
                 }
             }
         }
+    }
+
+    /// The fair path ([`RawRangeLock::lock_ordered`]) for the sorted `request`, which may
+    /// wait (`wait` is not `Never`).
+    #[cold]
+    fn acquire_ordered(
+        &self,
+        request: Vec<(Range<u64>, Mode)>,
+        wait: Wait,
+    ) -> Result<ManyGuard<'_, R>, LockError> {
+        let deadline = match wait {
+            Wait::Until(deadline) => Some(deadline),
+            Wait::Forever => None,
+            Wait::Never => unreachable!("a try never fails an attempt and goes on"),
+        };
+        let tokens = self.raw().lock_ordered(&request, deadline).ok_or(LockError::TimedOut)?;
+        debug_assert_eq!(tokens.len(), request.len());
+        let guards = tokens
+            .into_iter()
+            .zip(request)
+            .map(|(token, (range, mode))| RangeGuard::new(self, range, mode, token))
+            .collect();
+        Ok(ManyGuard { guards })
     }
 
     /// With `request[anchor]` held as `first`, tries every other range of the sorted

@@ -23,7 +23,8 @@ use crate::range::Mode;
 /// [`Mode::compatible`]) may succeed. A successful acquisition must also *happen before*
 /// nothing and *happen after* the unlock of every conflicting holder it waited for: the
 /// unlock has Release semantics and the acquisition Acquire semantics, so data written
-/// under a range is visible to the next holder of an overlapping range.
+/// under a range is visible to the next holder of an overlapping range. The same holds for
+/// each token [`lock_ordered`](Self::lock_ordered) returns, with its range and mode.
 pub unsafe trait RawRangeLock: Send + Sync {
     /// Identifies one held range; handed back to [`unlock`](Self::unlock).
     type Token: Send;
@@ -39,6 +40,30 @@ pub unsafe trait RawRangeLock: Send + Sync {
 
     /// Acquires `range` in `mode`, giving up at `deadline`.
     fn lock_until(&self, range: Range<u64>, mode: Mode, deadline: Instant) -> Option<Self::Token>;
+
+    /// Whether the variant has [`lock_ordered`](Self::lock_ordered), the fair path of
+    /// [`Lock::lock_many`](crate::Lock::lock_many). `false` unless the variant says so.
+    const ORDERED: bool = false;
+
+    /// Acquires every range of `request` in its mode, all or nothing, taking them one by
+    /// one in the order given and waiting for each while holding the ones before it;
+    /// `None` (with nothing held) if `deadline` passes first. The tokens come back in
+    /// request order.
+    ///
+    /// `request` is sorted by start, its ranges valid and pairwise disjoint. A variant
+    /// implements this (and sets [`ORDERED`](Self::ORDERED)) only if such waits cannot
+    /// deadlock with each other nor with single-range waiters that hold nothing; [`Lock`]
+    /// calls it only when `ORDERED` is set. The default panics.
+    ///
+    /// [`Lock`]: crate::Lock
+    fn lock_ordered(
+        &self,
+        request: &[(Range<u64>, Mode)],
+        deadline: Option<Instant>,
+    ) -> Option<Vec<Self::Token>> {
+        let _ = (request, deadline);
+        unimplemented!("{} has no ordered acquisition (ORDERED is false)", Self::NAME)
+    }
 
     /// Releases a range acquired from this lock.
     ///

@@ -17,7 +17,9 @@
 //!
 //! The bound: once a writer's intent is published, a list writer that checks intents after
 //! that (every insertion attempt does) waits for it; only writers already past their check
-//! (at most one per thread) can still link ahead of it. Intents never wait for younger
+//! (at most one per thread) can still link ahead of it, and `lock_many` requests on their
+//! fair path past their first range (`ordered`), which check no intent: they hold nodes
+//! that the intent's writer may be waiting for. Intents never wait for younger
 //! intents, so waits between intents form no cycle. The table has [`INTENTS`] entries; a
 //! writer that finds it full waits unordered as before (the bound then holds only for the
 //! writers that got an entry).

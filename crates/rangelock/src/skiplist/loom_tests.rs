@@ -556,3 +556,30 @@ fn loom_coarse_reader_and_stripe_writer() {
         assert_eq!(units.read(0..5), 2);
     });
 }
+
+/// An ordered request (`lock_many`'s fair path, `ordered`: 1..2 exclusive, then 3..4
+/// shared) against a writer of 0..4 over both its ranges (starts differ: nodes of equal
+/// starts are ordered by address, which varies between executions). The writer may meet
+/// the request's first node, publish its intent and wait for that node; the request, past
+/// its first range, must then not wait for the intent (loom reports the deadlock if it
+/// does). Never both inside, and the request's shared range is downgraded with no writer in
+/// between.
+#[test]
+fn loom_ordered_request_and_wide_writer() {
+    loom::model(|| {
+        let lock = Arc::new(deferred(RangeLock::builder().max_height(1)));
+        let units = Arc::new(Units::new(4));
+        let t = spawn_writer(&lock, &units, 0..4);
+        let request = [(1..2, Mode::Exclusive), (3..4, Mode::Shared)];
+        let tokens = lock.raw().lock_ordered(&request, None).expect("no deadline");
+        units.write(1..2);
+        let _ = units.read(3..4);
+        for token in tokens {
+            // SAFETY: acquired from this lock just above, released once, here.
+            unsafe { lock.raw().unlock(token) };
+        }
+        t.join().unwrap();
+        assert_eq!(units.read(0..4), 5);
+        let _all = lock.try_lock(0..4).expect("a range stayed locked");
+    });
+}

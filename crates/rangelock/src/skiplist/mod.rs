@@ -174,8 +174,9 @@
 //!   a writer of `10..30` pending behind the stripe hold of `12..13`, whose thread then
 //!   asks for `20..21`); acquiring in a global order does not help when the writer's range
 //!   spans both. Do not block on a second range while holding one: use
-//!   [`lock_many`](crate::Lock::lock_many) (which never blocks while holding), `try_lock*`
-//!   or a timeout. There is no upgrade: locking exclusively a range that overlaps one's own
+//!   [`lock_many`](crate::Lock::lock_many) (which waits while holding only list nodes
+//!   taken in ascending order, where no cycle can close: `ordered`), `try_lock*` or a
+//!   timeout. There is no upgrade: locking exclusively a range that overlaps one's own
 //!   shared hold waits forever (`try_lock` fails, a timeout expires); downgrade exists.
 //! - Before it links, a list writer is ordered by its *intent* (`intents`): at its first
 //!   wait it publishes its range under an arrival number, and list writers that arrive
@@ -186,6 +187,8 @@
 //!   40 rounds against 3 threads locking parts of its range, 150 to 1271 with the check
 //!   removed). The intent table has 16 entries; a writer that finds it full waits
 //!   unordered. Intents extend the deadlock rule above to writers that have not linked yet.
+//!   A `lock_many` request on its fair path (`ordered`) waits for intents only at its
+//!   first range: past it, their writers may be waiting for a node it holds.
 //! - Every list writer reads the reader count of every line of the announcement table (8
 //!   cache lines of 7 slots and a count per segment) and scans the slots of the lines in
 //!   use; with no reader that is 8 loads of lines that stay cached. Stripe holders do not
@@ -365,6 +368,7 @@ mod future;
 mod intents;
 mod list;
 mod node;
+mod ordered;
 mod pool_lock;
 mod readers;
 mod reclaim;
@@ -603,6 +607,9 @@ struct Listed {
     linked: bool,
     /// The intent published while it could not link (`intents`).
     intent: intents::Own,
+    /// The acquisition holds list nodes of lower ranges of its request (`ordered`): it
+    /// waits for no intent, only for linked nodes.
+    ordered: bool,
 }
 
 /// What one non-waiting step of an acquisition found.
@@ -730,7 +737,7 @@ impl SkipList {
         if let Some(token) = self.stripe_attempt(range, Mode::Exclusive, wait) {
             return Some(token);
         }
-        self.acquire_listed(self.list_node(range), range, wait)
+        self.acquire_listed(self.list_node(range), range, wait, false)
     }
 
     /// The stripe fast path in `mode`: the token if `range` lies in one stripe whose slot is
@@ -910,17 +917,19 @@ impl SkipList {
 
     /// The list path of an exclusive acquisition: count the range in the stripe table,
     /// link the (private, initialized) node, then wait out overlapping stripe holders and
-    /// drain overlapping readers.
+    /// drain overlapping readers. `ordered`: the caller holds list nodes of lower ranges
+    /// (`ordered`), so the insertion waits for no intent.
     fn acquire_listed(
         &self,
         node: NonNull<Node>,
         range: &Range<u64>,
         wait: Wait,
+        ordered: bool,
     ) -> Option<SkipToken> {
         // Counted before the link (part of the handshake with stripe holders: see
         // `stripes`), uncounted only after the unlink (`release_exclusive`).
         self.stripes.count(range);
-        let mut listed = Listed::default();
+        let mut listed = Listed { ordered, ..Listed::default() };
         loop {
             // Every wait (a conflict, or a full epoch table) is bounded by `wait`.
             let Some(guard) = self.reclaim.pin_for(wait) else {
@@ -945,8 +954,9 @@ impl SkipList {
 
     /// One step of the list path that never waits: link `node` (unless linked), then look
     /// for a stripe holder and an announced reader in its way. Before linking, an older
-    /// writer's intent that overlaps is waited for like a linked node, and the first wait
-    /// publishes our own intent (`intents`). Stripes before readers: a stripe
+    /// writer's intent that overlaps is waited for like a linked node (unless the step is
+    /// `ordered`), and the first wait publishes our own intent (`intents`). Stripes
+    /// before readers: a stripe
     /// holder that downgrades announces its reader before it frees its slot, so a step that
     /// finds the slot free finds the reader (module docs, "Downgrade").
     fn listed_attempt(
@@ -959,7 +969,12 @@ impl SkipList {
         if !listed.linked {
             // The first wait of any kind publishes our intent: from then on we respect only
             // older intents, and younger writers respect ours.
-            let ticket = match self.intents.older_overlapping(range, listed.intent) {
+            let older = match listed.ordered {
+                // Its writer may be waiting for a node we hold (`ordered`).
+                true => None,
+                false => self.intents.older_overlapping(range, listed.intent),
+            };
+            let ticket = match older {
                 Some(ticket) => ticket,
                 None => match self.list.insert(node, guard) {
                     Conflict::None => {
@@ -1187,6 +1202,16 @@ unsafe impl RawRangeLock for SkipList {
     #[inline]
     fn lock_until(&self, range: Range<u64>, mode: Mode, deadline: Instant) -> Option<SkipToken> {
         self.acquire(range, mode, Wait::Until(Some(deadline)))
+    }
+
+    const ORDERED: bool = true;
+
+    fn lock_ordered(
+        &self,
+        request: &[(Range<u64>, Mode)],
+        deadline: Option<Instant>,
+    ) -> Option<Vec<SkipToken>> {
+        self.acquire_ordered(request, Wait::Until(deadline))
     }
 
     #[inline]
