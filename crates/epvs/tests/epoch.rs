@@ -4,7 +4,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use epvs::epoch::{Announce, EpochError, LightEpoch};
 
@@ -122,6 +122,25 @@ macro_rules! epoch_tests {
                     assert_eq!(runs.load(Ordering::SeqCst), 0);
                 }
                 assert_eq!(runs.load(Ordering::SeqCst), 2);
+            }
+
+            /// `try_protect` with no time to wait fails at once on a full table, without
+            /// sleeping first (the range lock's `try_lock` pins this way). A sleep is at
+            /// least 50 µs (the first wait of `protect`), so the fastest of 20 calls shows it.
+            #[test]
+            fn try_protect_without_time_does_not_sleep() {
+                let epoch = make(1);
+                let _held = epoch.protect();
+                let fastest = (0..20)
+                    .map(|_| {
+                        let begin = Instant::now();
+                        let err = epoch.try_protect(Duration::ZERO).unwrap_err();
+                        assert_eq!(err, EpochError::TableFull { slots: 1 });
+                        begin.elapsed()
+                    })
+                    .min()
+                    .unwrap();
+                assert!(fastest < Duration::from_micros(50), "slept: {fastest:?}");
             }
 
             /// A full table makes `try_protect` fail with a clear error and `protect` wait until a

@@ -119,7 +119,7 @@ impl LightEpoch {
             p.slot().store(e, Ordering::Release);
             p.announced = e;
             if self.drain.has_pending() {
-                self.drain_slow();
+                self.drain_implicit();
             }
         }
     }
@@ -162,7 +162,7 @@ impl LightEpoch {
         // `SlotTable::min_announced`.
         p.slot().store(IDLE, Ordering::Release);
         if self.drain.has_pending() {
-            self.drain_slow();
+            self.drain_implicit();
         }
         true
     }

@@ -88,7 +88,7 @@ impl LightEpoch {
         // `SlotTable::min_announced`.
         p.slot().store(IDLE, Ordering::Release);
         if self.drain.has_pending() {
-            self.drain_slow();
+            self.drain_implicit();
         }
     }
 
