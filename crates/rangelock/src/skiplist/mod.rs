@@ -143,11 +143,23 @@
 //! writer. Readers can, in turn, wait behind a stream of writers: the policy prefers
 //! writers.
 //!
-//! *Progress.* `try_lock*` never waits for another thread: it fails on the first conflict
-//! (a writer that already linked its node unlinks it again), takes a node from a pool shard
-//! only if the shard's lock is free at once (else another shard, else the allocator), and
-//! pins the epoch only if a slot of its table is free at once (else it fails). (Its
-//! retirements may take the epoch's drain mutex, held by others for one `Vec` operation.)
+//! *Progress.* `try_lock*` never waits for another thread's range: it fails on the first
+//! conflict (a writer that already linked its node unlinks it again), takes a node from a
+//! pool shard only if the shard's lock is free at once (else another shard, else the
+//! allocator), and pins the epoch only if a slot of its table is free at once (else it
+//! fails, without sleeping). It can still wait for a lock that another thread holds for one
+//! short step, and sleep in the kernel if that thread is preempted there: the epoch's drain
+//! list, a mutex that `bump_with` takes when one of the try's retirements completes a batch
+//! (one in 256 retirements of its shard; the drains of its guard releases skip the list
+//! while another thread holds it: `epvs::epoch`, "When actions run"); the allocator's
+//! locks, when it allocates (a node when the pools are empty, a batch buffer and the
+//! epoch's action at a completed batch); and the pool shard spin locks, which yield.
+//! `examples/try_sleeps` counts the try calls during which their thread slept: with 16
+//! threads on the 2-core development machine, 0.9 to 3.7 in a million (three 5 s runs),
+//! in the drain list's push and in glibc's `malloc`/`free` (`perf record -e
+//! sched:sched_switch --call-graph dwarf`). A try that linked its node and then fails
+//! unlinks it like a release, which pins the epoch and so may wait for a slot of a full
+//! table (below, "Trade-offs").
 //! A timed acquisition passes its deadline to every wait (the parking lot's, and the
 //! epoch's for a full table), so it returns within one non-waiting step of its deadline,
 //! plus whatever time the OS does not run the thread (on a loaded 2-core machine, tens of
@@ -250,10 +262,11 @@
 //!   2-core machine we saw a few thousand to ~50k nodes of ~180 bytes at millions of
 //!   operations per second). Guards are never held while waiting or while holding a range.
 //! - Each lock owns a `LightEpoch` (its slot table is sized from the core count, some KB per
-//!   lock). `try_lock*` never waits for a range, but like every operation it may wait in
-//!   `LightEpoch::protect` if more threads than the table has slots are inside lock
-//!   operations at the same instant, and it takes the (sharded, per-thread) pool spin locks for
-//!   one `Vec` push or pop.
+//!   lock). Every operation but a try's acquisition may wait in `LightEpoch::protect` if
+//!   more threads than the table has slots are inside lock operations at the same instant
+//!   (a try's acquisition fails instead; its release of a node it linked does not), and
+//!   every operation takes the (sharded, per-thread) pool spin locks for one `Vec` push or
+//!   pop.
 //! - Heights are geometric with p = 1/4 (4/3 levels per node on average), so `h` levels
 //!   index about `4^(h-1)` nodes at logarithmic cost, and a search skips the empty top
 //!   levels (a null head link), so a short list costs the levels of its tallest node, not
