@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use rangelock_bench::harness::{
-    machine, run_suite, BenchError, Case, Options, Record, Sample, Suite, XAxis,
+    machine, run_suite, BenchError, Case, Options, Record, Sample, Span, Suite, XAxis,
 };
 use serde_json::{json, Map, Value};
 use support::TempDir;
@@ -32,6 +32,7 @@ impl Suite for Fake {
         self.x
     }
     fn cases(&self, opts: &Options) -> Vec<Case> {
+        let span = opts.span();
         let mut cases = Vec::new();
         for size in [1u64, 2] {
             for (threads, over) in opts.threads_for(true) {
@@ -45,7 +46,8 @@ impl Suite for Fake {
                         threads,
                         params,
                         oversubscribed: over,
-                        run: Box::new(move |_d: Duration| {
+                        run: Box::new(move |given: Span| {
+                            assert_eq!(given, span, "each case gets the options' span");
                             calls.set(calls.get() + 1);
                             round += 1;
                             // Rounds give 1000, 2000, 3000 (x factor) ops in 1 s: median 2000.
@@ -80,7 +82,10 @@ fn fake_suite_runs_end_to_end_into_json_and_svg() {
     let dir = TempDir::new("fake");
     let calls = Rc::new(Cell::new(0));
     let suite = Fake { x: XAxis::Threads, calls: calls.clone() };
-    let report = run_suite(&suite, &opts(&dir)).unwrap();
+    // A floor of operations reaches the cases and the table header, not the records.
+    let opts = Options { min_ops: 2, ..opts(&dir) };
+    assert_eq!(opts.span(), Span::new(Duration::from_millis(1), 2));
+    let report = run_suite(&suite, &opts).unwrap();
     // 2 sizes x 4 thread counts x 2 variants, 3 rounds each.
     assert_eq!(calls.get(), 16 * 3);
     assert_eq!(report.records.len(), 16);
@@ -125,6 +130,7 @@ fn fake_suite_runs_end_to_end_into_json_and_svg() {
         assert_eq!(r.ops_per_sec, 2000.0 * factor * size, "median over rounds: {r:?}");
         assert_eq!(r.ns_per_op, Some(1e9 / r.ops_per_sec));
         assert_eq!(r.latency_samples, 300);
+        assert_eq!(r.duration_ms, 1, "the duration, not what a floor added");
         assert_eq!(r.p50_ns, Some(50 * factor as u64));
         assert_eq!(r.p99_ns, Some(99 * factor as u64));
         assert_eq!(r.p999_ns, None, "fewer than 1000 samples");
@@ -152,6 +158,7 @@ fn fake_suite_runs_end_to_end_into_json_and_svg() {
     }
 
     assert!(report.table.contains("fake"));
+    assert!(report.table.contains(" duration=1ms min_ops=2 quick="), "{}", report.table);
     assert!(report.table.contains("params {\"size\":1}"));
     assert!(report.table.contains("2.00x"));
     assert!(report.table.contains("16*"));
@@ -199,6 +206,7 @@ fn param_axis_plots_and_missing_baseline_gives_null_ratios() {
     let dir = TempDir::new("lonely");
     let report = run_suite(&Lonely, &opts(&dir)).unwrap();
     assert_eq!(report.records.len(), 6);
+    assert!(!report.table.contains("min_ops"), "no floor, none named: {}", report.table);
     for r in &report.records {
         assert_eq!(r.ratio_vs_baseline, None);
         assert_eq!(r.ratio_vs_best_other, None);

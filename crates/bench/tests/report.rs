@@ -63,6 +63,8 @@ fn a_quick_run_produces_a_report_with_every_suite() {
         oversubscribe: false,
         rounds: 1,
         duration: Duration::from_millis(3),
+        // ... and until every thread completed an operation, however busy the machine.
+        min_ops: 1,
         out: dir.0.clone(),
         ..Options::quick()
     };

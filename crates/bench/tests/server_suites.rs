@@ -26,6 +26,8 @@ fn run(suite: &dyn Suite, threads: Vec<usize>) -> Vec<Record> {
         oversubscribe: false,
         rounds: 1,
         duration: Duration::from_millis(5),
+        // ... and until every thread completed an operation, however busy the machine.
+        min_ops: 1,
         out: dir.0.clone(),
         ..Options::quick()
     };

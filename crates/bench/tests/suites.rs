@@ -5,19 +5,24 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use rangelock_bench::harness::{run_suite, Options, Record, Suite};
+use rangelock_bench::harness::{run_suite, Options, Record, Span, Suite};
 use rangelock_bench::suites::mixed::{self, Mixed};
 use rangelock_bench::suites::{contended::Contended, height::Height, held::Held, w1::W1, w2::W2};
 use rangelock_bench::variants::Registered;
 use support::{TempDir, TestSet};
 
-/// One 5 ms round at 1 and 2 threads, written to `dir`, on top of `base` (quick or full).
+/// A tiny measurement: 5 ms, and until every thread completed an operation, so a thread the
+/// scheduler left off the CPU for those 5 ms (a busy machine) cannot leave a record at 0.
+const TINY: Span = Span::new(Duration::from_millis(5), 1);
+
+/// One [`TINY`] round at 1 and 2 threads, written to `dir`, on top of `base` (quick or full).
 fn tiny(dir: &TempDir, base: Options) -> Options {
     Options {
         threads: vec![1, 2],
         oversubscribe: false,
         rounds: 1,
-        duration: Duration::from_millis(5),
+        duration: TINY.duration,
+        min_ops: TINY.min_ops,
         out: dir.0.clone(),
         ..base
     }
@@ -206,14 +211,13 @@ fn held_with_background_holders_runs_and_releases_them() {
         let region = SharedRegion::new(layout.region_bytes()).unwrap();
         let bg = Background::at(layout.base + 64 * 1024);
         assert!(bg.start() >= layout.base + 64 * 1024 && bg.wide.end - bg.wide.start == 1 << 26);
-        let d = Duration::from_millis(5);
         let sample = loops::with_background(lock, Some(&bg), || {
             // The holders are in place while the workload runs.
             let mut local = lock.local();
             assert!(lock
                 .try_acquire(&mut local, bg.wide.start..bg.wide.start + 1, rangelock::Mode::Shared)
                 .is_none());
-            loops::held(lock, &region, layout, 16, 2, d, Duration::from_secs(60))
+            loops::held(lock, &region, layout, 16, 2, TINY, Duration::from_secs(60))
         });
         assert!(sample.ops > 0);
         // ... and gone afterwards.
@@ -269,13 +273,12 @@ fn held_gives_up_on_a_slow_setup_and_releases_what_it_took() {
     let lock = Lock::<ListUnderMutex>::default();
     let layout = Layout { ranges: 64, base: 1 << 30 };
     let region = SharedRegion::new(layout.region_bytes()).unwrap();
-    let d = Duration::from_millis(2);
-    let sample = loops::held(&lock, &region, layout, 1000, 2, d, Duration::ZERO);
+    let sample = loops::held(&lock, &region, layout, 1000, 2, TINY, Duration::ZERO);
     assert!(sample.skip_reason().unwrap().contains("holding 2000 ranges"), "{sample:?}");
     assert_eq!(sample.ops, 0);
     let all = lock.try_lock(0..u64::MAX).expect("nothing is left held after giving up");
     drop(all);
-    let sample = loops::held(&lock, &region, layout, 1000, 2, d, Duration::from_secs(3600));
+    let sample = loops::held(&lock, &region, layout, 1000, 2, TINY, Duration::from_secs(3600));
     assert_eq!(sample.skip_reason(), None);
     assert!(sample.ops > 0);
     drop(lock.try_lock(0..u64::MAX).expect("held ranges are released after measuring"));
@@ -291,9 +294,9 @@ fn w1_and_w2_with_more_threads_than_ranges_still_stop() {
     let lock = Lock::<ListUnderMutex>::default();
     let layout = Layout { ranges: 1, base: 0 };
     let region = SharedRegion::new(layout.region_bytes()).unwrap();
-    let s = loops::w1(&lock, &region, layout, 3, Duration::from_millis(2));
+    let s = loops::w1(&lock, &region, layout, 3, TINY);
     assert!(s.ops > 0);
-    let s = loops::w2(&lock, &region, layout, 16, 3, Duration::from_millis(2));
+    let s = loops::w2(&lock, &region, layout, 16, 3, TINY);
     assert!(s.ops > 0);
 }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::options::Options;
+use super::span::Span;
 
 /// One measurement's outcome.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -61,8 +62,9 @@ pub struct Case {
     pub params: Map<String, Value>,
     /// Marks robustness rows run with more threads than cores (never a scaling claim).
     pub oversubscribed: bool,
-    /// One measurement of about the given duration.
-    pub run: Box<dyn FnMut(Duration) -> Sample>,
+    /// One measurement over the given span: its duration, and its floor of operations per
+    /// worker thread, which [`run_threads`](super::run_threads) keeps.
+    pub run: Box<dyn FnMut(Span) -> Sample>,
 }
 
 impl fmt::Debug for Case {

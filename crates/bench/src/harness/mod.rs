@@ -1,13 +1,16 @@
 //! The benchmark harness: suites, cases, measurement and reports.
 //!
 //! A [`Suite`] turns [`Options`] into [`Case`]s: one (variant, threads, params) point each,
-//! with a closure that performs one measurement of about [`Options::duration`] and returns
-//! a [`Sample`]. [`run_suite`] runs the cases *interleaved*: in each of
-//! [`Options::rounds`] rounds every case is measured once, in registration order, so slow
-//! drifts of the machine (frequency, other tenants, page cache) spread over all variants
-//! alike instead of biasing whichever ran last. Per case it keeps the **median** over
-//! rounds of the throughput (and of every `extra` field) and pools the latency samples of
-//! all rounds for the percentiles.
+//! with a closure that performs one measurement over a [`Span`] and returns a [`Sample`].
+//! A span is [`Options::duration`], and, when [`Options::min_ops`] is set (tiny test runs
+//! on a busy machine), as much longer as it takes every worker thread to complete that many
+//! operations; the rate is operations over the elapsed time either way.
+//!
+//! [`run_suite`] runs the cases *interleaved*: in each of [`Options::rounds`] rounds every
+//! case is measured once, in registration order, so slow drifts of the machine (frequency,
+//! other tenants, page cache) spread over all variants alike instead of biasing whichever
+//! ran last. Per case it keeps the **median** over rounds of the throughput (and of every
+//! `extra` field) and pools the latency samples of all rounds for the percentiles.
 //!
 //! The report ([`report`]) is a table on stdout with ratios against the suite's baseline
 //! variant and against the best *other* variant of the same (params, threads) group,
@@ -37,8 +40,8 @@
 //!                     threads,
 //!                     params: serde_json::Map::new(),
 //!                     oversubscribed,
-//!                     run: Box::new(move |duration| {
-//!                         run_threads(threads, duration, |_, ctl| {
+//!                     run: Box::new(move |span| {
+//!                         run_threads(threads, span, |_, ctl| {
 //!                             let mut ops = 0;
 //!                             while ctl.running() {
 //!                                 counter.fetch_add(1, Ordering::Relaxed);
@@ -57,6 +60,7 @@
 //! let opts = Options {
 //!     rounds: 1,
 //!     duration: std::time::Duration::from_millis(2),
+//!     min_ops: 1, // every thread completes an operation, however busy the machine
 //!     out: out.clone(),
 //!     ..Options::quick()
 //! };
@@ -81,6 +85,7 @@ mod record;
 pub mod report;
 mod rng;
 mod runner;
+mod span;
 pub mod stats;
 mod threads;
 
@@ -90,4 +95,5 @@ pub use options::{Options, DEFAULT_OUT, DEFAULT_THREADS, OVERSUBSCRIBED_THREADS}
 pub use record::Record;
 pub use rng::SplitMix64;
 pub use runner::{run_suite, SuiteReport};
+pub use span::Span;
 pub use threads::{run_threads, run_threads_with, LatencySampler, ThreadCtl, ThreadResult};

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::span::Span;
+
 /// How to run a suite.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
@@ -17,6 +19,10 @@ pub struct Options {
     pub rounds: usize,
     /// Duration of one measurement (default 1 s, quick 200 ms).
     pub duration: Duration,
+    /// Operations every worker thread completes before a measurement may end, however long
+    /// that takes past [`Options::duration`] (default 0: the duration alone). For tiny runs
+    /// on a busy machine, where a thread may get no CPU within the duration; see [`Span`].
+    pub min_ops: u64,
     /// Whether suites that ask for it also run the oversubscribed counts `[8, 16]` (default
     /// true; the CLI clears it when `--threads` is given, so an explicit list is taken as is).
     pub oversubscribe: bool,
@@ -38,6 +44,7 @@ impl Options {
             out: PathBuf::from(DEFAULT_OUT),
             rounds: 5,
             duration: Duration::from_secs(1),
+            min_ops: 0,
             oversubscribe: true,
         }
     }
@@ -45,6 +52,11 @@ impl Options {
     /// The defaults of a quick run.
     pub fn quick() -> Self {
         Options { quick: true, rounds: 3, duration: Duration::from_millis(200), ..Options::full() }
+    }
+
+    /// The span of one measurement: [`Options::duration`] and [`Options::min_ops`].
+    pub fn span(&self) -> Span {
+        Span::new(self.duration, self.min_ops)
     }
 
     /// The thread counts of a suite: [`Options::threads`], followed by the oversubscribed

@@ -50,7 +50,7 @@ pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, Bench
                 case.threads,
                 Value::Object(case.params.clone())
             ));
-            let mut sample = (case.run)(opts.duration);
+            let mut sample = (case.run)(opts.span());
             if probe && case.threads >= 2 {
                 // What a line between two cores cost as the case ended (`machine`).
                 if let Some(ns) = machine::line_transfer_ns(machine::PROBE_ROUND_TRIPS) {

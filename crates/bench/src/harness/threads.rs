@@ -1,30 +1,112 @@
 //! Running a measured body on several threads started together.
 //!
 //! All workers and the timing thread meet at a barrier; the timing thread then reads the
-//! clock, sleeps for the measurement duration, raises the stop flag and joins the workers.
-//! The sample's `elapsed` runs from the barrier to the last join, so operations a worker
-//! finishes after the flag went up are still inside the timed window.
+//! clock, sleeps for the measurement's [`Span::duration`], waits until every worker has
+//! completed its [`Span::min_ops`] (at once when that is 0), raises every worker's stop
+//! flag and joins the workers. The sample's `elapsed` runs from the barrier to the last
+//! join, so operations a worker finishes after the flag went up, and the wait for a worker
+//! that got no CPU before the deadline, are inside the timed window.
+//!
+//! Each worker has a [`ThreadCtl`] of its own, on a cache line of its own. Its state is
+//! *running*, *owing* or *stopped*. [`ThreadCtl::running`] is one load and a compare while
+//! running, as it was before there was a floor; the other states take the cold path. A
+//! worker with a floor starts owing: its polls count down there, and the poll that meets
+//! the floor switches it to running and wakes the timing thread (`unpark`). A worker that
+//! ends while still owing (its loop had nothing to do, or it panicked) settles the same
+//! way on its way out, so the timing thread never waits for a worker that left. Only the
+//! worker leaves *owing*, and the timing thread writes *stopped* only after it read
+//! *running*, so neither overwrites the other.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Barrier;
-use std::time::{Duration, Instant};
+use std::thread::Thread;
+use std::time::Instant;
+
+use crossbeam_utils::CachePadded;
 
 use super::case::Sample;
+use super::span::Span;
 
-/// What a worker sees of the measurement: whether to keep going.
+/// [`ThreadCtl`] state: keep going (the fast path of [`ThreadCtl::running`]).
+const RUNNING: u8 = 0;
+/// [`ThreadCtl`] state: the worker has not completed its [`Span::min_ops`] yet.
+const OWING: u8 = 1;
+/// [`ThreadCtl`] state: the measurement is over.
+const STOPPED: u8 = 2;
+
+/// What a worker sees of the measurement: whether to keep going. One per worker.
 #[derive(Debug)]
 pub struct ThreadCtl {
-    stop: AtomicBool,
+    /// [`RUNNING`], [`OWING`] or [`STOPPED`].
+    state: AtomicU8,
+    /// Polls left before the floor is met, while [`OWING`]; only the worker touches it.
+    owed: AtomicU64,
+    /// The timing thread, woken when the floor is met.
+    timer: Thread,
 }
 
 impl ThreadCtl {
-    /// Whether the measurement is still running; poll it between operations.
+    fn new(min_ops: u64, timer: Thread) -> Self {
+        let state = if min_ops == 0 { RUNNING } else { OWING };
+        // The poll that follows the `min_ops`-th operation is the `min_ops + 1`-th.
+        ThreadCtl { state: AtomicU8::new(state), owed: AtomicU64::new(min_ops + 1), timer }
+    }
+
+    /// Whether the measurement is still running; poll it between operations (or batches
+    /// of them; each poll after the first counts as one operation toward
+    /// [`Span::min_ops`]).
     #[inline]
     pub fn running(&self) -> bool {
-        // Relaxed: the flag carries no data; workers only need to see it eventually, and
-        // their results travel back through the thread join, which synchronises.
-        !self.stop.load(Ordering::Relaxed)
+        // Relaxed: the state carries no data; the worker only needs to see `STOPPED`
+        // eventually, and its results travel back through the thread join, which
+        // synchronises. See the module docs for why no write is lost.
+        let state = self.state.load(Ordering::Relaxed);
+        state == RUNNING || self.running_slow(state)
+    }
+
+    /// A poll while owing (counts it) or stopped.
+    #[cold]
+    #[inline(never)]
+    fn running_slow(&self, state: u8) -> bool {
+        if state == STOPPED {
+            return false;
+        }
+        // Relaxed: only this worker reads or writes `owed`.
+        let owed = self.owed.load(Ordering::Relaxed).saturating_sub(1);
+        self.owed.store(owed, Ordering::Relaxed);
+        if owed == 0 {
+            self.settle();
+        }
+        true
+    }
+
+    /// The worker met its floor, or leaves without: running from now on, and the timing
+    /// thread may stop it.
+    fn settle(&self) {
+        // Relaxed: the timing thread acts on this store only after reading it (coherence
+        // of this one location orders its `STOPPED` after it), and `unpark` happens before
+        // the `park` it ends returns, so the timing thread sees it when woken.
+        self.state.store(RUNNING, Ordering::Relaxed);
+        self.timer.unpark();
+    }
+
+    /// Called by the worker as it ends, however it ends: settles a floor not met.
+    fn leave(&self) {
+        // Relaxed: the worker's own write, or the timing thread's `STOPPED` (which is
+        // never `OWING`).
+        if self.state.load(Ordering::Relaxed) == OWING {
+            self.settle();
+        }
+    }
+}
+
+/// Settles the worker's floor when it ends, by return or by panic.
+struct Leave<'a>(&'a ThreadCtl);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.leave();
     }
 }
 
@@ -37,17 +119,18 @@ pub struct ThreadResult {
     pub latencies_ns: Vec<u64>,
 }
 
-/// Runs `body` on `threads` threads started together, stops them after `duration` and
-/// sums their results.
+/// Runs `body` on `threads` threads started together, stops them when `span` is over
+/// (its duration has passed and every worker completed its `min_ops`; a bare
+/// [`Duration`](std::time::Duration) is the duration alone) and sums their results.
 ///
 /// # Panics
 ///
 /// If `threads` is 0 or a worker panics.
-pub fn run_threads<F>(threads: usize, duration: Duration, body: F) -> Sample
+pub fn run_threads<F>(threads: usize, span: impl Into<Span>, body: F) -> Sample
 where
     F: Fn(usize, &ThreadCtl) -> ThreadResult + Sync,
 {
-    run_threads_with(threads, duration, |_| (), |index, (), ctl| body(index, ctl))
+    run_threads_with(threads, span, |_| (), |index, (), ctl| body(index, ctl))
 }
 
 /// Like [`run_threads`], but first runs `setup(index)` on each worker, untimed, and hands
@@ -56,19 +139,27 @@ where
 /// # Panics
 ///
 /// If `threads` is 0 or a worker panics.
-pub fn run_threads_with<S, P, F>(threads: usize, duration: Duration, setup: P, body: F) -> Sample
+pub fn run_threads_with<S, P, F>(threads: usize, span: impl Into<Span>, setup: P, body: F) -> Sample
 where
     P: Fn(usize) -> S + Sync,
     F: Fn(usize, S, &ThreadCtl) -> ThreadResult + Sync,
 {
     assert!(threads > 0, "run_threads needs at least one thread");
-    let ctl = ThreadCtl { stop: AtomicBool::new(false) };
+    let span = span.into();
+    let timer = std::thread::current();
+    let ctls: Vec<CachePadded<ThreadCtl>> = (0..threads)
+        .map(|_| CachePadded::new(ThreadCtl::new(span.min_ops, timer.clone())))
+        .collect();
     let barrier = Barrier::new(threads + 1);
     let (results, elapsed) = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|index| {
-                let (ctl, barrier, setup, body) = (&ctl, &barrier, &setup, &body);
+        let handles: Vec<_> = ctls
+            .iter()
+            .enumerate()
+            .map(|(index, ctl)| {
+                let (ctl, barrier, setup, body): (&ThreadCtl, _, _, _) =
+                    (ctl, &barrier, &setup, &body);
                 scope.spawn(move || {
+                    let _leave = Leave(ctl);
                     // A panicking setup still meets the barrier, so the timing thread is not
                     // left waiting; the panic resurfaces when the worker is joined.
                     let state = std::panic::catch_unwind(AssertUnwindSafe(|| setup(index)));
@@ -82,9 +173,17 @@ where
             .collect();
         barrier.wait();
         let start = Instant::now();
-        std::thread::sleep(duration);
-        // Relaxed: see `ThreadCtl::running`.
-        ctl.stop.store(true, Ordering::Relaxed);
+        std::thread::sleep(span.duration);
+        for ctl in &ctls {
+            // Relaxed: see `ThreadCtl::settle`; a spurious wake-up only loops.
+            while ctl.state.load(Ordering::Relaxed) == OWING {
+                std::thread::park();
+            }
+        }
+        for ctl in &ctls {
+            // Relaxed: see `ThreadCtl::running`.
+            ctl.state.store(STOPPED, Ordering::Relaxed);
+        }
         let results: Vec<ThreadResult> = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
@@ -144,6 +243,7 @@ impl LatencySampler {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
 
     #[test]
     fn every_thread_runs_and_results_are_summed() {
@@ -187,6 +287,83 @@ mod tests {
         let panic = result.unwrap_err();
         let msg = panic.downcast_ref::<String>().map(String::as_str).unwrap_or("");
         assert!(msg.contains("setup of worker 1 fails"), "{msg}");
+    }
+
+    /// A worker that gets no CPU until the others have run for long (here: until worker 0
+    /// has polled 100 000 times, far past a zero duration) still completes its floor, and
+    /// the round waits for it instead of stopping on the duration alone.
+    #[test]
+    fn a_late_worker_still_completes_its_floor() {
+        const LATE_AFTER: u64 = 100_000;
+        let polls0 = AtomicU64::new(0);
+        let ops = [AtomicU64::new(0), AtomicU64::new(0)];
+        let sample = run_threads(2, Span::new(Duration::ZERO, 3), |index, ctl| {
+            // Relaxed: counters; the results are read after the join.
+            if index == 1 {
+                while polls0.load(Ordering::Relaxed) < LATE_AFTER {
+                    std::thread::yield_now();
+                }
+            }
+            let mut n = 0;
+            while ctl.running() {
+                if index == 0 {
+                    polls0.fetch_add(1, Ordering::Relaxed);
+                }
+                n += 1;
+            }
+            ops[index].store(n, Ordering::Relaxed);
+            ThreadResult { ops: n, latencies_ns: Vec::new() }
+        });
+        let ops = ops.map(AtomicU64::into_inner);
+        assert!(ops[1] >= 3, "the late worker completed {} operations", ops[1]);
+        assert!(ops[0] >= LATE_AFTER, "worker 0 ran while worker 1 owed: {ops:?}");
+        assert_eq!(sample.ops, ops[0] + ops[1]);
+    }
+
+    /// A worker that ends without meeting its floor (nothing to do, or a panic) does not
+    /// hold the round: the others stop and the panic resurfaces.
+    #[test]
+    fn a_worker_that_leaves_owing_does_not_hold_the_round() {
+        let span = Span::new(Duration::from_millis(1), 1_000);
+        let sample = run_threads(3, span, |index, ctl| {
+            let mut ops = 0;
+            while index > 0 && ctl.running() {
+                ops += 1;
+            }
+            ThreadResult { ops, latencies_ns: Vec::new() }
+        });
+        assert!(sample.ops >= 2 * 1_000, "{sample:?}");
+        let result = std::panic::catch_unwind(|| {
+            run_threads(2, span, |index, ctl| {
+                assert!(index == 0, "worker {index} fails owing");
+                while ctl.running() {}
+                ThreadResult::default()
+            })
+        });
+        let panic = result.unwrap_err();
+        let msg = panic.downcast_ref::<String>().map(String::as_str).unwrap_or("");
+        assert!(msg.contains("worker 1 fails owing"), "{msg}");
+    }
+
+    /// The floor counts polls after the first: one worker, a zero duration and a floor of
+    /// 5 complete at least 5 operations; without a floor, the duration alone ends the round.
+    #[test]
+    fn the_floor_counts_polls_after_the_first() {
+        let body = |_, ctl: &ThreadCtl| {
+            let mut ops = 0;
+            while ctl.running() {
+                ops += 1;
+            }
+            ThreadResult { ops, latencies_ns: Vec::new() }
+        };
+        assert!(run_threads(1, Span::new(Duration::ZERO, 5), body).ops >= 5);
+        let ctl = ThreadCtl::new(2, std::thread::current());
+        assert!(ctl.running() && ctl.running(), "polls 1 and 2 owe");
+        assert!(ctl.running(), "poll 3 follows the second operation and settles");
+        // Relaxed: one thread.
+        assert_eq!(ctl.state.load(Ordering::Relaxed), RUNNING);
+        let free = ThreadCtl::new(0, std::thread::current());
+        assert_eq!(free.state.load(Ordering::Relaxed), RUNNING, "no floor, no slow path");
     }
 
     #[test]

@@ -34,7 +34,7 @@ use serde_json::Value;
 
 use super::common;
 use crate::harness::{
-    run_threads_with, Case, LatencySampler, Options, Sample, SplitMix64, Suite, ThreadResult,
+    run_threads_with, Case, LatencySampler, Options, Sample, Span, SplitMix64, Suite, ThreadResult,
 };
 use crate::workload::{RangeTarget, SharedRegion};
 
@@ -146,7 +146,7 @@ struct Worker {
     rng: SplitMix64,
 }
 
-/// Runs the aliasing transactions of `threads` workers over `target` for `duration`.
+/// Runs the aliasing transactions of `threads` workers over `target` for `span`.
 ///
 /// # Panics
 ///
@@ -156,13 +156,13 @@ pub fn transactions<T: RangeTarget>(
     target: &T,
     area: &SharedRegion,
     threads: usize,
-    duration: std::time::Duration,
+    span: Span,
 ) -> Sample {
     assert!(area.len() >= AREA, "the aliasing area is {AREA} bytes");
     let failed = AtomicU64::new(0);
     let mut sample = run_threads_with(
         threads,
-        duration,
+        span,
         |index| Worker {
             // Both buffers are written once here so their pages are faulted in before timing.
             payload: vec![0xa5; BLOB],

@@ -39,7 +39,7 @@ use serde_json::Value;
 
 use super::common;
 use crate::harness::{
-    run_threads_with, Case, LatencySampler, Options, Sample, SplitMix64, Suite, ThreadResult,
+    run_threads_with, Case, LatencySampler, Options, Sample, Span, SplitMix64, Suite, ThreadResult,
 };
 
 /// Partitions of the benchmark clusters.
@@ -161,7 +161,7 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
 }
 
-fn run_cycles(variant: Variant, clients: usize, duration: Duration) -> Sample {
+fn run_cycles(variant: Variant, clients: usize, span: Span) -> Sample {
     let (server, cluster) = match variant {
         Variant::Single => match Server::start(ServerConfig::ephemeral()) {
             Ok(s) => (Some(s), None),
@@ -178,7 +178,7 @@ fn run_cycles(variant: Variant, clients: usize, duration: Duration) -> Sample {
     let failure = std::sync::Mutex::new(None::<String>);
     let sample = run_threads_with(
         clients,
-        duration,
+        span,
         |_| {
             let rt = runtime();
             let conn = rt.block_on(async {

@@ -140,9 +140,9 @@ impl Workload {
             threads,
             params,
             oversubscribed,
-            run: Box::new(move |duration| {
+            run: Box::new(move |span| {
                 let arr = A::new(&cfg);
-                let mut sample = run_threads(threads, duration, |index, ctl| {
+                let mut sample = run_threads(threads, span, |index, ctl| {
                     let mut session = arr.session();
                     let mut rng = Rng::for_thread(index);
                     let (mut ops, mut sum) = (0u64, 0u64);

@@ -25,7 +25,7 @@ use super::epvs_common::params;
 use crate::faster::checkpoint::{
     verify, CheckpointedKv, CprKv, EpvsKv, Fault, KvWorker, COARSE_OPS_PER_REGION,
 };
-use crate::harness::{run_threads, Case, Options, Sample, SplitMix64, Suite, ThreadResult};
+use crate::harness::{run_threads, Case, Options, Sample, Span, SplitMix64, Suite, ThreadResult};
 
 /// Records of the store.
 const KEYS: usize = 1 << 18;
@@ -77,7 +77,7 @@ fn case<K: CheckpointedKv>(ops_per_region: u32, threads: usize, over: bool) -> C
             ("checkpoint_interval_ms", Value::from(CHECKPOINT_INTERVAL.as_millis() as u64)),
         ]),
         oversubscribed: over,
-        run: Box::new(move |duration| measure::<K>(ops_per_region, threads, duration)),
+        run: Box::new(move |span| measure::<K>(ops_per_region, threads, span)),
     }
 }
 
@@ -86,7 +86,7 @@ fn case<K: CheckpointedKv>(ops_per_region: u32, threads: usize, over: bool) -> C
 pub(crate) fn measure<K: CheckpointedKv>(
     ops_per_region: u32,
     threads: usize,
-    duration: Duration,
+    span: Span,
 ) -> Sample {
     let kv = K::new(KEYS, threads, Fault::None);
     let stop = AtomicBool::new(false);
@@ -104,7 +104,7 @@ pub(crate) fn measure<K: CheckpointedKv>(
             }
         });
         let regions = if ops_per_region == 1 { FINE_BATCH } else { 1 };
-        let sample = run_threads(threads, duration, |index, ctl| {
+        let sample = run_threads(threads, span, |index, ctl| {
             let mut worker = kv.worker(index);
             let mut rng = SplitMix64::new(0xc0ff_ee00 ^ index as u64);
             let (mut ops, mut sum) = (0u64, 0u64);

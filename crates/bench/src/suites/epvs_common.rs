@@ -33,7 +33,8 @@ pub(crate) fn threshold(p: f64) -> u64 {
     }
 }
 
-/// Smoke test for a suite: every quick-mode case runs briefly, counts operations, and the
+/// Smoke test for a suite: every quick-mode case runs briefly (5 ms, and until every thread
+/// completed an operation), counts operations, and the
 /// case list names each variant in `expected` for every (params, threads) group.
 #[cfg(test)]
 pub(crate) fn smoke(suite: &dyn crate::harness::Suite, expected: &[&str]) {
@@ -42,6 +43,8 @@ pub(crate) fn smoke(suite: &dyn crate::harness::Suite, expected: &[&str]) {
     let opts = Options {
         rounds: 1,
         duration: std::time::Duration::from_millis(5),
+        // Every thread completes an operation, however busy the machine (see `Span`).
+        min_ops: 1,
         oversubscribe: false,
         ..Options::quick()
     };
@@ -51,7 +54,7 @@ pub(crate) fn smoke(suite: &dyn crate::harness::Suite, expected: &[&str]) {
     for case in &mut cases {
         let key = format!("{} t={}", Value::Object(case.params.clone()), case.threads);
         groups.entry(key).or_default().push(case.variant.clone());
-        let sample = (case.run)(opts.duration);
+        let sample = (case.run)(opts.span());
         assert!(sample.ops > 0, "{}: {} made no progress", suite.name(), case.variant);
     }
     for (key, variants) in groups {

@@ -80,8 +80,8 @@ pub(crate) fn case<P: Protector + 'static>(
         threads,
         params: params([("p_change", Value::from(p)), ("work_bytes", Value::from(WORK_BYTES))]),
         oversubscribed: over,
-        run: Box::new(move |duration| {
-            run_threads(threads, duration, |thread, ctl| {
+        run: Box::new(move |span| {
+            run_threads(threads, span, |thread, ctl| {
                 let mut local = local_bytes(thread);
                 let ops = protect_loop(&protector, ctl, thread, p, || hash_work(&mut local, 1));
                 ThreadResult { ops, latencies_ns: Vec::new() }

@@ -79,8 +79,8 @@ impl Cfg {
                 ("work_bytes", Value::from(WORK_BYTES)),
             ]),
             oversubscribed: over,
-            run: Box::new(move |duration| {
-                hash_work_sample(std::slice::from_ref(&protector), threads, duration, 0.0)
+            run: Box::new(move |span| {
+                hash_work_sample(std::slice::from_ref(&protector), threads, span, 0.0)
             }),
         }
     }

@@ -92,8 +92,8 @@ impl Cfg {
             threads,
             params: params([("op", Value::from(op.name()))]),
             oversubscribed: over,
-            run: Box::new(move |duration| {
-                run_threads(threads, duration, |thread, ctl| {
+            run: Box::new(move |span| {
+                run_threads(threads, span, |thread, ctl| {
                     let ops = match op {
                         Op::ProtectRelease => protect_loop(&p, ctl, thread, 0.0, || 0),
                         // Relaxed: the protection is what is measured; the value never changes.

@@ -26,7 +26,7 @@ use super::epvs_common::params;
 use crate::faster::ownership::{
     Cluster, EpvsValidation, NoValidation, Outcome, RwLockValidation, Validation, BUCKETS,
 };
-use crate::harness::{run_threads, Case, Options, SplitMix64, Suite, ThreadResult};
+use crate::harness::{run_threads, Case, Options, Span, SplitMix64, Suite, ThreadResult};
 
 /// Shards of the store.
 const SHARDS: usize = 4;
@@ -87,20 +87,20 @@ fn case<V: Validation>(rate: u64, threads: usize, over: bool) -> Case {
             ("read_pct", Value::from(50)),
         ]),
         oversubscribed: over,
-        run: Box::new(move |duration| measure::<V>(rate, threads, duration)),
+        run: Box::new(move |span| measure::<V>(rate, threads, span)),
     }
 }
 
 /// One measurement on a fresh cluster; panics if a validating variant executed an
 /// operation on a non-owner.
-fn measure<V: Validation>(rate: u64, threads: usize, duration: Duration) -> crate::harness::Sample {
+fn measure<V: Validation>(rate: u64, threads: usize, span: Span) -> crate::harness::Sample {
     let cluster = Cluster::<V>::new(SHARDS, KEYS);
     let stop = AtomicBool::new(false);
     let mut sample = std::thread::scope(|s| {
         if rate > 0 {
             s.spawn(|| transfer_loop(&cluster, rate, &stop));
         }
-        let sample = run_threads(threads, duration, |index, ctl| {
+        let sample = run_threads(threads, span, |index, ctl| {
             let mut client = cluster.client();
             let mut rng = SplitMix64::new(0x5eed ^ index as u64);
             let (mut ops, mut sum) = (0u64, 0u64);

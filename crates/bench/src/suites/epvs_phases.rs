@@ -68,13 +68,8 @@ impl Suite for EpvsPhases {
                         ("work_bytes", Value::from(WORK_BYTES)),
                     ]),
                     oversubscribed: over,
-                    run: Box::new(move |duration| {
-                        hash_work_sample(
-                            std::slice::from_ref(&protector),
-                            threads,
-                            duration,
-                            P_CHANGE,
-                        )
+                    run: Box::new(move |span| {
+                        hash_work_sample(std::slice::from_ref(&protector), threads, span, P_CHANGE)
                     }),
                 });
             }

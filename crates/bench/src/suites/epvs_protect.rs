@@ -8,7 +8,7 @@ use epvs::epoch::{EpochGuard, LightEpoch};
 
 use super::epvs_common::{hash_work, threshold, WORK_BYTES};
 use crate::arrays::Rng;
-use crate::harness::{run_threads, Sample, ThreadCtl, ThreadResult};
+use crate::harness::{run_threads, Sample, Span, ThreadCtl, ThreadResult};
 use crate::peers::bravo::{Bravo, VisibleReaders};
 
 /// Operations between checks of the stop flag.
@@ -210,10 +210,10 @@ fn protect_loop_with<P: Protector, const CHANGES: bool>(
 pub(crate) fn hash_work_sample<P: Protector>(
     protectors: &[P],
     threads: usize,
-    duration: std::time::Duration,
+    span: Span,
     p_change: f64,
 ) -> Sample {
-    run_threads(threads, duration, |thread, ctl| {
+    run_threads(threads, span, |thread, ctl| {
         let mine = &protectors[thread % protectors.len()];
         let mut local = local_bytes(thread);
         let ops = protect_loop(mine, ctl, thread, p_change, || hash_work(&mut local, 1));

@@ -82,9 +82,9 @@ impl Cfg {
                 ("work_bytes", Value::from(WORK_BYTES)),
             ]),
             oversubscribed: over,
-            run: Box::new(move |duration| {
+            run: Box::new(move |span| {
                 let used = if shared { &instances[..1] } else { &instances[..] };
-                hash_work_sample(used, threads, duration, P_CHANGE)
+                hash_work_sample(used, threads, span, P_CHANGE)
             }),
         }
     }

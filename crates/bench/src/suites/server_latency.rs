@@ -22,13 +22,12 @@
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use serde_json::Value;
 
 use super::common;
 use crate::harness::{
-    run_threads, run_threads_with, Case, LatencySampler, Options, Sample, Suite, ThreadCtl,
+    run_threads, run_threads_with, Case, LatencySampler, Options, Sample, Span, Suite, ThreadCtl,
     ThreadResult,
 };
 use crate::peers::dslr_shm::{AtomicWords, ShmWords};
@@ -107,11 +106,11 @@ impl Suite for ServerLatency {
     }
 }
 
-fn run(op: Op, d: Duration) -> Sample {
+fn run(op: Op, span: Span) -> Sample {
     let mut sample = match op {
-        Op::Echo => run_echo(d),
-        Op::Timer => run_threads(1, d, |_, ctl| timed(ctl, MIN_SHM_OPS, || ())),
-        Op::ShmRead | Op::ShmCas | Op::ShmFaa => run_shm(op, d),
+        Op::Echo => run_echo(span),
+        Op::Timer => run_threads(1, span, |_, ctl| timed(ctl, MIN_SHM_OPS, || ())),
+        Op::ShmRead | Op::ShmCas | Op::ShmFaa => run_shm(op, span),
     };
     if sample.skip_reason().is_none() {
         if let Some((name, p50, p99)) = op.seed() {
@@ -142,7 +141,7 @@ fn timed(ctl: &ThreadCtl, min_ops: u64, mut f: impl FnMut()) -> ThreadResult {
     ThreadResult { ops, latencies_ns: sampler.into_latencies() }
 }
 
-fn run_echo(d: Duration) -> Sample {
+fn run_echo(span: Span) -> Sample {
     let server = match echo::start_server() {
         Ok(s) => s,
         Err(e) => return Sample::skipped(format!("cannot start rangelockd: {e}")),
@@ -150,7 +149,7 @@ fn run_echo(d: Duration) -> Sample {
     let failed = AtomicU64::new(0);
     let sample = run_threads_with(
         1,
-        d,
+        span,
         // Connects and pings once, untimed (the first round trip sets up the session).
         |_| echo::connect(&server).and_then(|c| c.ping().map(|()| c)),
         |_, client, ctl| match client {
@@ -179,13 +178,13 @@ fn run_echo(d: Duration) -> Sample {
 /// incrementing it. `peer_moved_pct` is the share of measured operations that found a
 /// value the peer wrote since the client's previous operation: those took the line from
 /// the other core (when it is low, the peer was mostly off the CPU).
-fn run_shm(op: Op, d: Duration) -> Sample {
+fn run_shm(op: Op, span: Span) -> Sample {
     let words = match ShmWords::new(1) {
         Ok(w) => w,
         Err(e) => return Sample::skipped(format!("cannot map a word: {e}")),
     };
     let moved = AtomicU64::new(0);
-    let mut sample = run_threads(2, d, |i, ctl| {
+    let mut sample = run_threads(2, span, |i, ctl| {
         let word = words.word(0);
         if i == 1 {
             while ctl.running() {

@@ -38,7 +38,6 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use rangelock::Mode;
 use rangelock_client::{Client, ConnectOptions, Endpoint, TlsOptions, Wait};
@@ -47,7 +46,7 @@ use serde_json::Value;
 
 use super::common;
 use crate::harness::{
-    run_threads_with, Case, LatencySampler, Options, Sample, SplitMix64, Suite, ThreadCtl,
+    run_threads_with, Case, LatencySampler, Options, Sample, Span, SplitMix64, Suite, ThreadCtl,
     ThreadResult, DEFAULT_THREADS,
 };
 use crate::peers::citron_shm::{self, CitronClient, CitronLayout};
@@ -329,7 +328,7 @@ pub(crate) fn measure<F>(
     variant: Variant,
     redis_server: &str,
     clients: usize,
-    duration: Duration,
+    span: Span,
     cpu_key: &str,
     pipelined: bool,
     ops_per_lock: u64,
@@ -358,7 +357,7 @@ where
     let slot_answers = AtomicU64::new(0);
     let mut sample = run_threads_with(
         clients,
-        duration,
+        span,
         |_| backend.connect(variant, pipelined),
         |i, conn, ctl| match conn {
             Ok(mut conn) => {
@@ -481,9 +480,9 @@ impl Suite for ServerMicro {
     }
 }
 
-fn run_micro(variant: Variant, redis: &str, clients: usize, pct: u64, d: Duration) -> Sample {
+fn run_micro(variant: Variant, redis: &str, clients: usize, pct: u64, span: Span) -> Sample {
     let key = "server_cpu_ns_per_request";
-    let mut s = measure(variant, redis, clients, d, key, false, 2, |i, conn, ctl| {
+    let mut s = measure(variant, redis, clients, span, key, false, 2, |i, conn, ctl| {
         let mut rng = SplitMix64::new(0x5EED_0000 + i as u64);
         let mut sampler = LatencySampler::new(SAMPLE_EVERY);
         let mut cycles = 0u64;

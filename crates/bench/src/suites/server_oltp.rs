@@ -46,7 +46,9 @@ use rangelock::Mode;
 
 use super::common;
 use super::server_micro::{measure, Variant, UNITS};
-use crate::harness::{Case, LatencySampler, Options, Sample, SplitMix64, Suite, ThreadResult};
+use crate::harness::{
+    Case, LatencySampler, Options, Sample, Span, SplitMix64, Suite, ThreadResult,
+};
 use crate::peers::dslr_shm::SEGMENT_UNITS;
 
 /// Data files.
@@ -145,9 +147,9 @@ fn log_range(rng: &mut SplitMix64) -> std::ops::Range<u64> {
     start..start + LOG_UNITS
 }
 
-fn run_oltp(variant: Variant, redis: &str, clients: usize, d: Duration) -> Sample {
+fn run_oltp(variant: Variant, redis: &str, clients: usize, span: Span) -> Sample {
     let reads = AtomicU64::new(0);
-    measure(variant, redis, clients, d, "server_cpu_ns_per_op", true, 1, |i, conn, ctl| {
+    measure(variant, redis, clients, span, "server_cpu_ns_per_op", true, 1, |i, conn, ctl| {
         let mut rng = SplitMix64::new(0x0_17B0_0000 + i as u64);
         let mut sampler = LatencySampler::new(1);
         let mut ops = 0u64;

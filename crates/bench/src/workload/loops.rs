@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rangelock::Mode;
 
 use super::{partition, RangeTarget, SharedRegion, RANGE_BYTES};
-use crate::harness::{run_threads_with, LatencySampler, Sample, SplitMix64, ThreadResult};
+use crate::harness::{run_threads_with, LatencySampler, Sample, Span, SplitMix64, ThreadResult};
 
 /// One operation in this many is timed for the latency percentiles.
 pub const SAMPLE_EVERY: u32 = 16;
@@ -48,11 +48,11 @@ pub fn w1<T: RangeTarget>(
     region: &SharedRegion,
     layout: Layout,
     threads: usize,
-    duration: Duration,
+    span: Span,
 ) -> Sample {
     run_threads_with(
         threads,
-        duration,
+        span,
         |index| (target.local(), partition(layout.ranges, threads, index)),
         |index, (mut local, queue), ctl| {
             let mut sampler = LatencySampler::new(SAMPLE_EVERY);
@@ -85,11 +85,11 @@ pub fn w2<T: RangeTarget>(
     layout: Layout,
     batch: usize,
     threads: usize,
-    duration: Duration,
+    span: Span,
 ) -> Sample {
     run_threads_with(
         threads,
-        duration,
+        span,
         |index| (target.local(), partition(layout.ranges, threads, index)),
         |index, (mut local, queue), ctl| {
             let mut sampler = LatencySampler::new(SAMPLE_EVERY);
@@ -140,11 +140,11 @@ pub fn contended<T: RangeTarget>(
     region: &SharedRegion,
     shape: Contended,
     threads: usize,
-    duration: Duration,
+    span: Span,
 ) -> Sample {
     run_threads_with(
         threads,
-        duration,
+        span,
         |index| (target.local(), SplitMix64::new(0xc0ffee ^ index as u64)),
         |index, (mut local, mut rng), ctl| {
             let mut sampler = LatencySampler::new(SAMPLE_EVERY);
@@ -203,7 +203,7 @@ pub fn held<T: RangeTarget>(
     layout: Layout,
     per_thread: u64,
     threads: usize,
-    duration: Duration,
+    span: Span,
     budget: Duration,
 ) -> Sample {
     let total = per_thread * threads as u64;
@@ -222,7 +222,7 @@ pub fn held<T: RangeTarget>(
         }
         kept.push(target.acquire(&mut bg, range, Mode::Exclusive));
     }
-    let sample = w1(target, region, layout, threads, duration);
+    let sample = w1(target, region, layout, threads, span);
     for h in kept {
         target.release(&mut bg, h);
     }
@@ -330,16 +330,11 @@ pub const MIXED_BUFFER_BYTES: usize = 256;
 /// in its critical section writes (exclusive) or reads (shared) its own
 /// [`MIXED_BUFFER_BYTES`]-byte buffer: the domain is far too large to back with memory, so
 /// the lock guards nothing shared here and the section is a fixed, small amount of work.
-pub fn mixed<T: RangeTarget>(
-    target: &T,
-    shape: Mixed,
-    threads: usize,
-    duration: Duration,
-) -> Sample {
+pub fn mixed<T: RangeTarget>(target: &T, shape: Mixed, threads: usize, span: Span) -> Sample {
     assert!(shape.len_log2 < 63 && shape.span > 1 << shape.len_log2, "ranges fit in the span");
     run_threads_with(
         threads,
-        duration,
+        span,
         |index| (target.local(), SplitMix64::new(0x0d15_ea5e ^ index as u64)),
         |index, (mut local, mut rng), ctl| {
             let mut sampler = LatencySampler::new(SAMPLE_EVERY);

@@ -24,9 +24,14 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
         seen.into_iter().map(|(t, o)| if o { format!("{t}*") } else { t.to_string() }).collect()
     };
     let _ = writeln!(s, "\n== {} : {}", suite.name(), suite.about());
+    // A floor of operations (tiny test runs) is named; full runs have none.
+    let min_ops = match opts.min_ops {
+        0 => String::new(),
+        n => format!(" min_ops={n}"),
+    };
     let _ = writeln!(
         s,
-        "   rounds={} (median) duration={}ms quick={} threads={} baseline={}",
+        "   rounds={} (median) duration={}ms{min_ops} quick={} threads={} baseline={}",
         opts.rounds.max(1),
         opts.duration.as_millis(),
         opts.quick,
