@@ -1,5 +1,5 @@
-//! `rangelock bench <suite> [--quick] [--threads 1,2,4] [--out DIR] [--rounds N] [--duration-ms N]`,
-//! and `rangelock bench report [--out DIR] [--from DIR]`.
+//! `rangelock bench <suite> [--quick] [--threads 1,2,4] [--out DIR] [--rounds N] [--duration-ms N]
+//! [--min-ops N]`, and `rangelock bench report [--out DIR] [--from DIR]`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -31,6 +31,11 @@ pub struct BenchArgs {
     /// Duration of one measurement in milliseconds (default 1000, quick 200).
     #[arg(long = "duration-ms", value_parser = positive)]
     pub duration_ms: Option<usize>,
+    /// A measurement also lasts until every thread has completed N operations (default 0:
+    /// the duration alone); for tiny runs on a busy machine. The rate is still operations
+    /// over the elapsed time.
+    #[arg(long = "min-ops")]
+    pub min_ops: Option<u64>,
     /// `report` only: read the suites' JSON from DIR instead of running them (the report
     /// goes to --out if given, else to DIR).
     #[arg(long)]
@@ -60,6 +65,9 @@ impl BenchArgs {
         }
         if let Some(ms) = self.duration_ms {
             opts.duration = Duration::from_millis(ms as u64);
+        }
+        if let Some(n) = self.min_ops {
+            opts.min_ops = n;
         }
         opts
     }

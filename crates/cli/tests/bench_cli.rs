@@ -31,6 +31,9 @@ fn bench_w1_quick_writes_json_and_svg() {
             "1",
             "--threads",
             "1,2",
+            // ... and until every thread completed an operation, however busy the machine.
+            "--min-ops",
+            "1",
         ])
         .arg("--out")
         .arg(&out)
@@ -44,6 +47,7 @@ fn bench_w1_quick_writes_json_and_svg() {
     );
     assert!(stdout.contains("== w1"), "{stdout}");
     assert!(stdout.contains("params {"), "the parameters are printed: {stdout}");
+    assert!(stdout.contains(" duration=20ms min_ops=1 "), "the floor is named: {stdout}");
 
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("w1.json")).unwrap()).unwrap();
@@ -114,13 +118,19 @@ fn bad_input_is_a_clear_error() {
     let o = rangelock().args(["bench", "w1", "--threads", "1,0"]).output().unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("at least 1"));
+
+    let o = rangelock().args(["bench", "w1", "--min-ops", "x"]).output().unwrap();
+    assert!(!o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("--min-ops"), "{stderr}");
 }
 
 #[test]
 fn bench_report_from_existing_json_writes_html_and_markdown() {
     let out = temp_out("report");
     let o = rangelock()
-        .args(["bench", "w1", "--quick", "--duration-ms", "5", "--rounds", "1", "--threads", "1"])
+        .args(["bench", "w1", "--quick", "--duration-ms", "5", "--min-ops", "1", "--rounds", "1"])
+        .args(["--threads", "1"])
         .arg("--out")
         .arg(&out)
         .output()
