@@ -76,6 +76,7 @@
 //! suite records (the range-lock suites time one operation in 16 to keep the clock off
 //! the hot path), so they describe sampled operations, not every operation.
 
+mod budget;
 mod case;
 mod error;
 pub mod machine;
@@ -89,6 +90,7 @@ mod span;
 pub mod stats;
 mod threads;
 
+pub use budget::Budget;
 pub use case::{Case, Ceiling, Measure, Sample, Suite, XAxis, NO_LOCK, SKIPPED};
 pub use error::BenchError;
 pub use options::{Options, DEFAULT_OUT, DEFAULT_THREADS, OVERSUBSCRIBED_THREADS};

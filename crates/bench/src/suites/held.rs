@@ -23,9 +23,10 @@ pub const QUICK_HELD: [u64; 2] = [16, 1000];
 /// Largest K run for external peers: the kernel keeps a file's locks in one list it scans on
 /// every request, so setting up 16 x 100 000 locks alone would take hours.
 pub const PEER_MAX_HELD: u64 = 1000;
-/// Time allowed for setting up the held ranges of one measurement: the larger of this and
-/// 5 measurement durations. A lock whose insertions cost O(held) (one list under a mutex)
-/// would need hours for 16 x 100 000 ranges; such cases are skipped with a note.
+/// CPU time allowed for setting up the held ranges of one measurement (see
+/// [`Budget`](crate::harness::Budget)): the larger of this and 5 measurement durations. A
+/// lock whose insertions cost O(held) (one list under a mutex) would need hours for
+/// 16 x 100 000 ranges; such cases are skipped with a note.
 pub const MIN_SETUP_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// First lock unit of the W1 area: the power of two at or above the held area of the largest

@@ -14,8 +14,8 @@
 //!    (lazily allocated tables, epoch registration, pooled nodes);
 //! 4. holds K ranges at once, highest first, with `try_lock` (a variant that cannot hold
 //!    them all is skipped with a note: segments wider than the stride, or ranges past the
-//!    segments' domain; so is one that needs longer than 1 s in a quick run, 60 s in a
-//!    full one, to take them):
+//!    segments' domain; so is one that needs more than 1 s of CPU time in a quick run, 60 s
+//!    in a full one, to take them, see [`Budget`]):
 //!    `held_bytes` is the heap growth, `bytes_per_range` = `held_bytes / K`;
 //! 5. `released_bytes`: what of that growth remains after releasing them (pooled nodes).
 //!
@@ -26,20 +26,20 @@
 //! rounds repeat its numbers.
 
 use std::marker::PhantomData;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rangelock::{variants::Segments, Lock, RawRangeLock};
 
 use super::common;
 use super::mixed::{self, SEGMENTS_NAME};
 use crate::alloc;
-use crate::harness::{Case, Measure, Options, Sample, Suite, XAxis};
+use crate::harness::{Budget, Case, Measure, Options, Sample, Suite, XAxis};
 use crate::variants::{Registered, VariantSet, VariantVisitor};
 use crate::workload::RangeTarget;
 
 /// Held ranges per measurement.
 pub const HELD: [u64; 3] = [1, 1000, 100_000];
-/// Time allowed for taking the K ranges of one measurement in a quick run; a lock whose
+/// CPU time allowed for taking the K ranges of one measurement in a quick run; a lock whose
 /// insertions cost O(held) (`global-mutex` scans a vector: seconds for 100 000) is skipped
 /// with a note beyond it.
 pub const QUICK_SETUP_BUDGET: Duration = Duration::from_secs(1);
@@ -160,8 +160,8 @@ impl VariantVisitor for Builder {
 }
 
 /// One measurement of a fresh lock from `make` holding `k` ranges laid out by `spacing`
-/// (steps in the module docs), on the calling thread; a lock that needs longer than
-/// `budget` to take the ranges is given up on (skipped).
+/// (steps in the module docs), on the calling thread; a lock that needs more than `budget`
+/// of the thread's CPU time to take the ranges is given up on (skipped).
 pub fn measure<R: RawRangeLock>(
     make: fn() -> Lock<R>,
     spacing: Spacing,
@@ -182,14 +182,14 @@ pub fn measure<R: RawRangeLock>(
 
     let mut held = Vec::with_capacity(usize::try_from(k).expect("fits in memory"));
     let before = alloc::net_bytes();
-    let started = Instant::now();
+    let spent = Budget::start(budget);
     for i in (0..k).rev() {
-        if i % 1024 == 0 && started.elapsed() > budget {
+        if i % 1024 == 0 && spent.exceeded() {
             let n = held.len();
             drop(held);
             return Sample::skipped(format!(
-                "holding {k} ranges took over {budget:?} after {n} (insertion cost grows with \
-                 the held count)"
+                "holding {k} ranges took over {budget:?} of CPU time after {n} (insertion cost \
+                 grows with the held count)"
             ));
         }
         match lock.try_lock(spacing.range(i)) {

@@ -2,12 +2,14 @@
 
 use core::hint::black_box;
 use core::ops::Range;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rangelock::Mode;
 
 use super::{partition, RangeTarget, SharedRegion, RANGE_BYTES};
-use crate::harness::{run_threads_with, LatencySampler, Sample, Span, SplitMix64, ThreadResult};
+use crate::harness::{
+    run_threads_with, Budget, LatencySampler, Sample, Span, SplitMix64, ThreadResult,
+};
 
 /// One operation in this many is timed for the latency percentiles.
 pub const SAMPLE_EVERY: u32 = 16;
@@ -195,8 +197,9 @@ pub fn held_ranges_descending(total: u64) -> impl Iterator<Item = Range<u64>> {
 
 /// Held: a background holder keeps `per_thread * threads` one-unit ranges ([`held_range`],
 /// below the W1 area, acquired highest first) while the threads run [`w1`]. Setting up and
-/// tearing down the held ranges is not timed; a setup slower than `budget` (a lock whose
-/// insertions cost O(held)) is abandoned and the sample marked [`Sample::skipped`].
+/// tearing down the held ranges is not timed; a setup that takes more than `budget` of the
+/// thread's CPU time (a lock whose insertions cost O(held); see [`Budget`]) is abandoned
+/// and the sample marked [`Sample::skipped`].
 pub fn held<T: RangeTarget>(
     target: &T,
     region: &SharedRegion,
@@ -210,14 +213,15 @@ pub fn held<T: RangeTarget>(
     assert!(total * HELD_STRIDE <= layout.base, "held ranges must stay below the W1 area");
     let mut bg = target.local();
     let mut kept = Vec::with_capacity(usize::try_from(total).expect("fits"));
-    let started = Instant::now();
+    let spent = Budget::start(budget);
     for (n, range) in held_ranges_descending(total).enumerate() {
-        if n % 1024 == 1023 && started.elapsed() > budget {
+        if n % 1024 == 1023 && spent.exceeded() {
             for h in kept {
                 target.release(&mut bg, h);
             }
             return Sample::skipped(format!(
-                "holding {total} ranges took over {budget:?} after {n} (setup cost grows with the held count)"
+                "holding {total} ranges took over {budget:?} of CPU time after {n} (setup cost \
+                 grows with the held count)"
             ));
         }
         kept.push(target.acquire(&mut bg, range, Mode::Exclusive));
