@@ -20,9 +20,21 @@ use rangelock_bench::peers::citron_shm::{CitronClient, CitronLayout, Fault, ShmW
 /// Runs `threads` clients for `iterations` lock/unlock cycles each on a fresh tree of
 /// `units` units; returns the number of violations seen.
 fn violations(units: u64, threads: usize, iterations: u64, fault: Option<Fault>) -> u64 {
+    run(units, threads, iterations, fault, false)
+}
+
+/// As [`violations`]; with `until_caught`, each client yields its CPU inside every hold (see
+/// [`Checker::yielding`]) and stops early once the checker has seen a violation.
+fn run(
+    units: u64,
+    threads: usize,
+    iterations: u64,
+    fault: Option<Fault>,
+    until_caught: bool,
+) -> u64 {
     let layout = CitronLayout::new(units);
     let words = ShmWords::new(layout.words()).unwrap();
-    let checker = Checker::new(units);
+    let checker = if until_caught { Checker::new(units).yielding() } else { Checker::new(units) };
     std::thread::scope(|s| {
         for t in 0..threads {
             let (checker, words) = (&checker, &words);
@@ -33,7 +45,10 @@ fn violations(units: u64, threads: usize, iterations: u64, fault: Option<Fault>)
                     client = client.with_fault(fault);
                 }
                 let mut rng = SplitMix64::new(id);
-                for _ in 0..iterations {
+                for i in 0..iterations {
+                    if until_caught && i % 64 == 0 && checker.violations() > 0 {
+                        break;
+                    }
                     // Lengths on a log scale: bits of one leaf up to a quarter of the space.
                     let max = 1 << rng.below(u64::from(layout.units.ilog2()) - 1);
                     let len = 1 + rng.below(max);
@@ -67,10 +82,22 @@ fn citron_like_excludes_with_many_clients_per_word() {
     assert_eq!(violations(256, 16, 1000, None), 0, "holders overlapped");
 }
 
-/// Runs the broken protocol until the checker sees a violation (bounded).
+/// Cycles each client of [`catches`] runs at most: a generous bound on the wait for the
+/// first violation (as many as the 20 tries of 4000 cycles that bounded it before the
+/// clients yielded inside their holds).
+const CATCH_ITERATIONS: u64 = 80_000;
+
+/// Runs the broken protocol on 4 clients over a 256-unit tree (4 leaves under the root:
+/// holds collide often) until the checker sees a violation. Each client
+/// yields its CPU inside its holds, so the others run while it holds, however the
+/// scheduler deals out the CPUs: without it, a busy machine (or one CPU) runs a few
+/// thousand short cycles of each client in a time slice, one client after another, and
+/// nothing overlaps.
 fn catches(fault: Fault) {
-    let found = (0..20).map(|_| violations(1024, 4, 4000, Some(fault))).find(|&v| v > 0);
-    assert!(found.is_some(), "the checker never caught {fault:?}");
+    let found = run(256, 4, CATCH_ITERATIONS, Some(fault), true);
+    assert!(found > 0, "the checker never caught {fault:?}");
+    // The same run over the sound protocol: what the yields caught is the fault's.
+    assert_eq!(run(256, 4, 1000, None, true), 0, "holders overlapped in the sound tree");
 }
 
 #[test]
