@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -25,12 +26,13 @@ const SIGNALS: [(i32, &str); 4] = [
 
 /// The command, run as `sh -c SCRIPT sh DIR`: it notes each of the four signals it gets
 /// (`got TERM`) in `DIR/marker`, says `ready`, runs until the test writes to and closes
-/// `DIR/fifo` (a `cat` it waits for, again after each trapped signal), then says `end`.
+/// `DIR/fifo` (a `cat` it waits for, again after each trapped signal, until the `cat` is
+/// gone however it ended), then says `end`.
 const SCRIPT: &str = r#"m="$1/marker"
 for s in TERM INT HUP QUIT; do trap "echo got $s >> \"$m\"" $s; done
 cat "$1/fifo" > /dev/null &
 echo ready >> "$m"
-while :; do wait $!; r=$?; [ $r -le 128 ] && break; done
+while kill -0 $! 2>/dev/null; do wait $!; done
 echo end >> "$m""#;
 
 /// How the test reaches the lock service: one server or a cluster node.
@@ -132,9 +134,16 @@ impl Holder {
 }
 
 impl Drop for Holder {
+    /// Also ends the command, which a failed test may leave running without its CLI: a
+    /// non-blocking open of the fifo (it fails if no `cat` reads it) and a close end its
+    /// `cat`.
     fn drop(&mut self) {
         let _ = self.cli.kill();
         let _ = self.cli.wait();
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(self.dir.join("fifo"));
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
