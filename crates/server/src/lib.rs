@@ -38,6 +38,7 @@ pub mod auth;
 mod config;
 mod end_log;
 mod engine;
+mod lapse;
 mod listen;
 pub mod metrics;
 pub mod ownership;

@@ -28,6 +28,7 @@
 //!    socket down once the table and the read loop have dropped their sink handles.
 
 use std::collections::HashMap;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,11 +41,13 @@ use crate::auth::Principal;
 use crate::config::ServerConfig;
 use crate::end_log::EndLog;
 use crate::engine::Engine;
+use crate::lapse::{self, Verdict};
 use crate::metrics::{ErrorCounts, ServerMetrics};
 use crate::ownership::Admission;
 use crate::protocol::{
     op, read_frame, ClientHelloHead, DecodeError, FrameError, HelloStatus, Request, RequestFrame,
-    ResponseFrame, ServerHello, Status, Wait, CLIENT_HELLO_LEN, MAX_TOKEN_LEN, VERSION,
+    ResponseFrame, ServerHello, Status, Wait, ALL_PARTITIONS, CLIENT_HELLO_LEN, MAX_TOKEN_LEN,
+    VERSION,
 };
 use crate::reply::{self, DirectWrite, ReplySink, SinkHandle, SocketSink};
 use crate::shm::{ShmArea, ShmSink};
@@ -68,6 +71,8 @@ pub(crate) trait Transport: Send + 'static {
     type Write: DirectWrite;
     /// Splits the connection.
     fn into_halves(self) -> (Self::Read, Self::Write);
+    /// The socket under the read half (to look for unread input: the `lapse` module).
+    fn socket_fd(read: &Self::Read) -> RawFd;
 }
 
 impl Transport for tokio::net::TcpStream {
@@ -76,6 +81,9 @@ impl Transport for tokio::net::TcpStream {
     fn into_halves(self) -> (Self::Read, Self::Write) {
         self.into_split()
     }
+    fn socket_fd(read: &Self::Read) -> RawFd {
+        AsRef::<tokio::net::TcpStream>::as_ref(read).as_raw_fd()
+    }
 }
 
 impl Transport for tokio::net::UnixStream {
@@ -83,6 +91,9 @@ impl Transport for tokio::net::UnixStream {
     type Write = tokio::net::unix::OwnedWriteHalf;
     fn into_halves(self) -> (Self::Read, Self::Write) {
         self.into_split()
+    }
+    fn socket_fd(read: &Self::Read) -> RawFd {
+        AsRef::<tokio::net::UnixStream>::as_ref(read).as_raw_fd()
     }
 }
 
@@ -116,6 +127,7 @@ pub(crate) async fn run<S: Transport>(
     let (rd, wr) = stream.into_halves();
     // Buffered: a frame is a length prefix and a body, and a pipelining client sends
     // several per write; unbuffered, each would cost two `recv` calls.
+    let fd = S::socket_fd(&rd);
     let mut rd = tokio::io::BufReader::with_capacity(READ_BUFFER, rd);
     let lease = shared.config.lease;
     let hello = match tokio::time::timeout(lease, read_hello(&mut rd)).await {
@@ -216,15 +228,44 @@ pub(crate) async fn run<S: Transport>(
                 _ = sink.overflowed() => break OUTPUT_OVER_LIMIT,
             }
         }
-        let res = tokio::select! {
-            r = tokio::time::timeout(lease, read_frame(&mut rd, &mut buf, shared.config.max_frame)) => r,
-            _ = shutdown.changed() => break "server shutdown",
-            _ = sink.overflowed() => break OUTPUT_OVER_LIMIT,
+        // The next frame, within the lease. A lease timer that runs out is judged before
+        // the session ends (the `lapse` module): the read goes on meanwhile.
+        let res = {
+            let read = read_frame(&mut rd, &mut buf, shared.config.max_frame);
+            tokio::pin!(read);
+            let mut deadline = tokio::time::Instant::now() + lease;
+            loop {
+                tokio::select! {
+                    r = &mut read => break Ok(r),
+                    _ = shutdown.changed() => break Err(Ended::Shutdown),
+                    _ = sink.overflowed() => break Err(Ended::OutputOverLimit),
+                    () = tokio::time::sleep_until(deadline) => {
+                        match lapse::judge(fd, shared.config.cluster.as_deref(), lease) {
+                            Verdict::Alive(again) => {
+                                deadline = tokio::time::Instant::now() + again
+                            }
+                            Verdict::Lapsed => break Err(Ended::Lapsed),
+                            Verdict::Fenced => {
+                                tracing::info!(%peer, session, "lease ran out while the node \
+                                    was fenced: its locks were given up; telling the client");
+                                let notice = ResponseFrame::notice(Status::Fenced, ALL_PARTITIONS);
+                                reply::send_now(&handler.tx, notice);
+                                break Err(Ended::Lapsed);
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        let res = match res {
+            Ok(r) => r,
+            Err(Ended::Shutdown) => break "server shutdown",
+            Err(Ended::OutputOverLimit) => break OUTPUT_OVER_LIMIT,
+            Err(Ended::Lapsed) => break "lease expired",
         };
         match res {
-            Err(_) => break "lease expired",
-            Ok(Err(FrameError::Closed)) => break "closed by client",
-            Ok(Err(e @ (FrameError::TooLarge { .. } | FrameError::TooShort(_)))) => {
+            Err(FrameError::Closed) => break "closed by client",
+            Err(e @ (FrameError::TooLarge { .. } | FrameError::TooShort(_))) => {
                 let status = match e {
                     FrameError::TooLarge { .. } => Status::FrameTooLarge,
                     _ => Status::Malformed,
@@ -232,8 +273,8 @@ pub(crate) async fn run<S: Transport>(
                 handler.error(0, 0, status);
                 break "bad framing";
             }
-            Ok(Err(FrameError::Io(_))) => break "i/o error",
-            Ok(Ok(())) => {
+            Err(FrameError::Io(_)) => break "i/o error",
+            Ok(()) => {
                 read += 1;
                 handler.frame(&buf)
             }
@@ -258,6 +299,14 @@ pub(crate) async fn run<S: Transport>(
     if tokio::time::timeout(lease.max(Duration::from_millis(100)), writer).await.is_err() {
         abort.abort();
     }
+}
+
+/// Why the wait for a session's next frame ended without one.
+enum Ended {
+    Shutdown,
+    OutputOverLimit,
+    /// The lease lapsed ([`lapse::judge`]).
+    Lapsed,
 }
 
 /// What a client hello read off the wire held ([`read_hello`]).

@@ -363,6 +363,9 @@ impl Transport for TlsTransport {
         };
         (read, TlsWrite { io })
     }
+    fn socket_fd(read: &TlsRead) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&read.io.tcp)
+    }
 }
 
 /// The rustls connection under its lock and the socket beside it; see the module docs.
