@@ -99,7 +99,33 @@ struct PendingMap {
     loss: Option<ConnectionLoss>,
     /// When the last keepalive the server answered was sent (at first: the handshake).
     last_keepalive: Instant,
+    /// When the last keepalive was sent (at first: the handshake).
+    last_sent: Instant,
+    /// Gaps of half a lease or more between keepalives sent after `last_keepalive`
+    /// (when each ended, how long): this process was stopped or starved.
+    quiet: Vec<(Instant, Duration)>,
     waiters: HashMap<u64, oneshot::Sender<ResponseFrame>>,
+}
+
+impl PendingMap {
+    /// A keepalive goes out now.
+    fn sent_keepalive(&mut self, lease: Duration) {
+        let now = Instant::now();
+        let gap = now.saturating_duration_since(self.last_sent);
+        if gap >= lease / 2 {
+            self.quiet.push((now, gap));
+        }
+        self.last_sent = now;
+    }
+
+    /// The server answered the keepalive sent at `sent`: it had the session then.
+    fn answered(&mut self, sent: Instant) {
+        if sent > self.last_keepalive {
+            self.last_keepalive = sent;
+        }
+        let alive = self.last_keepalive;
+        self.quiet.retain(|&(ended, _)| ended > alive);
+    }
 }
 
 #[derive(Debug)]
@@ -112,10 +138,13 @@ struct Pending {
 
 impl Pending {
     fn new(lease: Duration) -> Pending {
+        let now = Instant::now();
         let map = PendingMap {
             closed: false,
             loss: None,
-            last_keepalive: Instant::now(),
+            last_keepalive: now,
+            last_sent: now,
+            quiet: Vec::new(),
             waiters: HashMap::new(),
         };
         Pending { map: Mutex::new(map), lost: tokio::sync::Notify::new(), lease }
@@ -131,8 +160,16 @@ impl Pending {
         {
             let mut p = self.lock();
             if p.loss.is_none() {
-                let silent_for = p.last_keepalive.elapsed();
-                p.loss = Some(ConnectionLoss { cause, silent_for, lease: self.lease });
+                let alive_at = p.last_keepalive;
+                let since_sent = p.last_sent.elapsed();
+                let quiet_for = p.quiet.iter().map(|q| q.1).fold(since_sent, Duration::max);
+                p.loss = Some(ConnectionLoss {
+                    cause,
+                    silent_for: alive_at.elapsed(),
+                    lease: self.lease,
+                    alive_at,
+                    quiet_for,
+                });
             }
             p.closed = true;
             p.waiters.clear();
@@ -643,6 +680,7 @@ async fn keepalive_loop(core: Weak<Core>, pending: Arc<Pending>, lease: Duration
         tokio::select! {
             _ = tick.tick() => {
                 let Some(core) = core.upgrade() else { return };
+                pending.lock().sent_keepalive(lease);
                 if awaited.is_some() {
                     // Still waiting for an earlier answer: keep the lease alive anyway.
                     core.send_and_forget(Request::Keepalive);
@@ -659,7 +697,7 @@ async fn keepalive_loop(core: Weak<Core>, pending: Arc<Pending>, lease: Duration
             answer = keepalive_answer(&mut awaited), if awaited.is_some() => {
                 let Ok(_) = answer else { return }; // the connection is gone
                 let (sent, _) = awaited.take().expect("guarded");
-                pending.lock().last_keepalive = sent;
+                pending.lock().answered(sent);
             }
             () = sleep_until_or_never(deadline), if deadline.is_some() => {
                 let (sent, mut rx) = awaited.take().expect("guarded");
@@ -671,7 +709,7 @@ async fn keepalive_loop(core: Weak<Core>, pending: Arc<Pending>, lease: Duration
                 tokio::time::sleep((lease / 10).clamp(Duration::from_millis(10), Duration::from_millis(100))).await;
                 match rx.try_recv() {
                     Ok(_) => {
-                        pending.lock().last_keepalive = sent;
+                        pending.lock().answered(sent);
                         continue;
                     }
                     Err(oneshot::error::TryRecvError::Closed) => return, // the connection is gone

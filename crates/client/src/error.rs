@@ -1,6 +1,6 @@
 //! Client errors, and how a connection was lost.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rangelock_proto::{DecodeError, Status};
 
@@ -205,19 +205,33 @@ pub struct ConnectionLoss {
     /// What the client saw.
     pub cause: LossCause,
     /// How long before the loss was noticed the client had sent the last keepalive the
-    /// server answered (or the handshake). The keepalive thread sends one every third of
-    /// the lease, so at least a [`lease`](Self::lease) means the process was stopped or
-    /// starved that long — long enough for the server to end the session.
+    /// server answered (or the handshake): [`alive_at`](Self::alive_at) until the loss.
     pub silent_for: Duration,
     /// The server's lease.
     pub lease: Duration,
+    /// When the last keepalive the server answered was sent (or the handshake): the
+    /// session, and every lock in it, was still there at that instant. A server that ends
+    /// the session because its lease lapsed does so no earlier than a lease after it.
+    pub alive_at: Instant,
+    /// The longest time this client went without sending a keepalive, after
+    /// [`alive_at`](Self::alive_at) and up to the loss. Its keepalive task sends one every
+    /// third of the lease, so half a lease or more means this process was stopped or
+    /// starved; the server answering nothing is not counted. (The blocking client waits
+    /// for each keepalive's answer before the next; for it this is
+    /// [`silent_for`](Self::silent_for).)
+    pub quiet_for: Duration,
 }
 
 impl ConnectionLoss {
     /// Whether the session most likely ended because its lease lapsed: the server closed
-    /// the connection, and this client had been silent for at least a lease.
+    /// the connection, no keepalive of this client was answered for a lease, and this
+    /// client itself went quiet for half a lease or more (it was stopped or starved). A
+    /// server that closes the connection after it was itself stopped (its clients'
+    /// keepalives unanswered meanwhile), or that is killed, ended no lapsed session.
     pub fn lease_lapsed(&self) -> bool {
-        self.cause == LossCause::ClosedByServer && self.silent_for >= self.lease
+        self.cause == LossCause::ClosedByServer
+            && self.silent_for >= self.lease
+            && self.quiet_for >= self.lease / 2
     }
 }
 
@@ -320,11 +334,17 @@ mod tests {
             cause: LossCause::ClosedByServer,
             silent_for: Duration::from_secs(2),
             lease,
+            alive_at: Instant::now(),
+            quiet_for: Duration::from_secs(2),
         };
         assert!(lapsed.lease_lapsed());
         assert!(lapsed.to_string().contains("lease lapsed"), "{lapsed}");
         let closed = ConnectionLoss { silent_for: Duration::from_millis(50), ..lapsed.clone() };
         assert!(!closed.lease_lapsed());
         assert_eq!(closed.to_string(), "the server closed the connection");
+        // Unanswered for two seconds, but this client kept sending: the server stopped
+        // (and then closed the connection, or died). No lapse of ours.
+        let server_stopped = ConnectionLoss { quiet_for: Duration::from_millis(100), ..lapsed };
+        assert!(!server_stopped.lease_lapsed());
     }
 }

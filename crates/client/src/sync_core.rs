@@ -331,10 +331,16 @@ impl SyncCore {
     fn mark_lost(&self, st: &mut State, cause: LossCause) {
         if !st.closed {
             st.closed = true;
+            let alive_at = st.last_keepalive.unwrap_or_else(Instant::now);
+            let silent_for = alive_at.elapsed();
             st.loss = Some(ConnectionLoss {
                 cause,
-                silent_for: st.last_keepalive.map_or(Duration::ZERO, |t| t.elapsed()),
+                silent_for,
                 lease: Duration::from_millis(self.hello.lease_ms.into()),
+                alive_at,
+                // The keepalive thread waits for each answer: it cannot tell its own
+                // silence from the server's.
+                quiet_for: silent_for,
             });
         }
         self.lost.notify_all();

@@ -112,8 +112,8 @@ fn a_refused_reclaim_loses_the_guard_loudly_and_releases_its_other_pieces() {
         assert_eq!(rival.raw(reclaim).await.unwrap().status, Status::Ok);
         c.publish(2, MOVED);
         let reason = tokio::time::timeout(LIMIT, g.lost()).await.expect("lost in time");
-        let expected = LostReason { partition: 0, cause: LostCause::ReclaimRefused };
-        assert_eq!(reason, expected);
+        assert_eq!((reason.partition, reason.cause), (0, LostCause::ReclaimRefused));
+        let expected = reason;
         assert!(g.is_lost());
         assert!(matches!(g.check(), Err(ClusterError::Lost(r)) if r == expected));
         eventually(LIMIT, "the callback ran", || async { calls.load(Ordering::SeqCst) > 0 }).await;
@@ -155,7 +155,7 @@ fn a_reclaim_at_an_owner_that_is_already_serving_is_refused() {
     c.publish(2, owners);
     rt.block_on(async {
         let reason = tokio::time::timeout(LIMIT, g.lost()).await.expect("lost in time");
-        assert_eq!(reason, LostReason { partition: 0, cause: LostCause::ReclaimRefused });
+        assert_eq!((reason.partition, reason.cause), (0, LostCause::ReclaimRefused));
         assert!(matches!(g.unlock().await, Err(ClusterError::Lost(_))));
     });
 }
@@ -171,7 +171,7 @@ fn a_guard_whose_partition_finds_no_new_owner_in_the_window_is_lost() {
     c.nodes[0].own.give_up(2, GiveUp::Moved); // and nobody claims it
     rt.block_on(async {
         let reason = tokio::time::timeout(LIMIT, g.lost()).await.expect("lost in time");
-        assert_eq!(reason, LostReason { partition: 2, cause: LostCause::WindowMissed });
+        assert_eq!((reason.partition, reason.cause), (2, LostCause::WindowMissed));
         assert!(reason.to_string().contains("reclaim window"), "{reason}");
     });
 }
@@ -296,7 +296,7 @@ fn a_lapsed_session_is_not_reclaimed_at_a_later_owner() {
     c.publish(2, MOVED);
     rt.block_on(async {
         let reason = tokio::time::timeout(LIMIT, g.lost()).await.expect("lost in time");
-        assert_eq!(reason, LostReason { partition: 0, cause: LostCause::SessionLapsed });
+        assert_eq!((reason.partition, reason.cause), (0, LostCause::SessionLapsed));
     });
     let st = rt.block_on(c.stats(1));
     assert!(held(&st).iter().all(|(start, ..)| *start != 0), "b reinstalled the lapsed lock");

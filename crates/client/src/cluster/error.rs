@@ -1,5 +1,7 @@
 //! [`ClusterError`], and why a guard was lost ([`LostReason`]).
 
+use std::time::Instant;
+
 use rangelock_proto::Status;
 
 use crate::error::ClientError;
@@ -64,6 +66,14 @@ pub struct LostReason {
     pub partition: u32,
     /// How it failed.
     pub cause: LostCause,
+    /// No node granted the piece's range to another holder before this instant, so
+    /// whatever this process did with the guard before it was covered by the lock.
+    ///
+    /// For [`LostCause::SessionLapsed`]: the send time of the last keepalive the node
+    /// answered plus the node's lease (the node ends a session no earlier). Otherwise:
+    /// when the client found the piece's node gone or told that it gave the partition up
+    /// (a new owner grants new locks only after its grace period, which starts later).
+    pub safe_until: Instant,
 }
 
 impl core::fmt::Display for LostReason {

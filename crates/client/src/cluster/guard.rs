@@ -162,9 +162,10 @@ async fn unlock_all(locks: Vec<(u32, AsyncLockGuard)>) -> Result<(), ClusterErro
             Ok((_, Ok(()))) => continue,
             Ok((partition, Err((ClientError::ConnectionLost, loss)))) => {
                 match loss.filter(|l| l.lease_lapsed()) {
-                    Some(_) => ClusterError::Lost(LostReason {
+                    Some(l) => ClusterError::Lost(LostReason {
                         partition,
                         cause: LostCause::SessionLapsed,
+                        safe_until: l.alive_at + l.lease,
                     }),
                     None => continue,
                 }

@@ -62,15 +62,17 @@ pub(super) fn node_lost(
 ) {
     let guards = shared.registry.guards_on(serial);
     shared.registry.drop_conn(serial);
-    if loss.is_some_and(crate::ConnectionLoss::lease_lapsed) {
+    if let Some(lapsed) = loss.filter(|l| l.lease_lapsed()) {
         // The node ended the session because this client was silent for a lease: it
         // released the locks, and may have granted them to others since. Reclaiming them
         // (at a later owner, after a move or failover) would resurrect a lock whose
         // token was superseded: the guard is lost, now.
+        let safe_until = lapsed.alive_at + lapsed.lease;
         for guard in guards {
             for piece in guard.detach(serial, |_| true) {
                 if let Some((partition, ..)) = guard.wanted(piece) {
-                    guard.lose(LostReason { partition, cause: LostCause::SessionLapsed });
+                    let cause = LostCause::SessionLapsed;
+                    guard.lose(LostReason { partition, cause, safe_until });
                 }
             }
         }
@@ -130,7 +132,9 @@ async fn run(
         if elapsed >= window {
             for it in &items {
                 if let Some((partition, ..)) = it.guard.wanted(it.piece) {
-                    it.guard.lose(LostReason { partition, cause: LostCause::WindowMissed });
+                    let safe_until = it.guard.detached_at(it.piece);
+                    let cause = LostCause::WindowMissed;
+                    it.guard.lose(LostReason { partition, cause, safe_until });
                 }
             }
             return;
@@ -174,7 +178,9 @@ async fn run(
                     done[k] = true;
                 }
                 Outcome::Refused => {
-                    it.guard.lose(LostReason { partition, cause: LostCause::ReclaimRefused });
+                    let safe_until = it.guard.detached_at(it.piece);
+                    let cause = LostCause::ReclaimRefused;
+                    it.guard.lose(LostReason { partition, cause, safe_until });
                     done[k] = true;
                 }
                 Outcome::Redirected(hint) => it.hint = hint,

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::ops::Range;
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
 use rangelock_proto::Mode;
 use tokio::sync::Notify;
@@ -32,6 +33,8 @@ struct Slot {
     /// Where the piece lives now; `None` while it is being reclaimed (or after the guard
     /// ended).
     at: Option<Held>,
+    /// When it was last detached from its node (to be reclaimed).
+    detached_at: Option<Instant>,
 }
 
 #[derive(Default)]
@@ -103,7 +106,8 @@ impl GuardState {
         let Some(mut inner) = self.live() else { return Err(lock) };
         inner.conns.insert(serial);
         let (range, token) = (lock.range(), lock.token());
-        inner.slots.push(Slot { partition, range, token, at: Some(Held { serial, lock }) });
+        let at = Some(Held { serial, lock });
+        inner.slots.push(Slot { partition, range, token, at, detached_at: None });
         Ok(())
     }
 
@@ -118,6 +122,7 @@ impl GuardState {
                 let held = slot.at.take().expect("checked");
                 // The node no longer has it: no UNLOCK to send.
                 held.lock.forget();
+                slot.detached_at = Some(Instant::now());
                 taken.push(i);
             }
         }
@@ -130,6 +135,12 @@ impl GuardState {
         let inner = self.live()?;
         let slot = inner.slots.get(i)?;
         slot.at.is_none().then(|| (slot.partition, slot.range.clone(), slot.token))
+    }
+
+    /// When piece `i` was last detached from its node (now, if it never was).
+    pub(super) fn detached_at(&self, i: usize) -> Instant {
+        let inner = self.lock();
+        inner.slots.get(i).and_then(|s| s.detached_at).unwrap_or_else(Instant::now)
     }
 
     /// Piece `i` was reclaimed on connection `serial`; gives the lock back if it is no
