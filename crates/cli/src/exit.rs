@@ -28,7 +28,10 @@ pub const SOFTWARE: i32 = 70;
 /// not know), or the range is outside what the token may lock.
 pub const NOPERM: i32 = 77;
 /// `EX_TEMPFAIL`: the lock was lost while the command ran (the server ended the session,
-/// e.g. because its lease lapsed); the command was signalled (`--on-lost`).
+/// e.g. because its lease lapsed): another client may have held the range before the
+/// command ended. The command was signalled (`--on-lost`) if it still ran. A loss found
+/// after the command ended, before anyone else could have been granted the range, is only
+/// a warning: the command's status stands.
 pub const LOCK_LOST: i32 = 75;
 /// The command was found but could not be executed.
 pub const CANNOT_EXECUTE: i32 = 126;
@@ -63,8 +66,9 @@ pub fn lock_help() -> String {
         (SOFTWARE.to_string(), "any other error (unexpected server error, releasing failed)"),
         (
             LOCK_LOST.to_string(),
-            "the lock was lost while the command ran; the command was \
-                                 signalled (--on-lost)",
+            "the lock was lost while the command ran: another client may have \
+                                 held the range before the command ended (the command was \
+                                 signalled, --on-lost, if it still ran)",
         ),
         (
             NOPERM.to_string(),
@@ -86,12 +90,13 @@ pub fn lock_help() -> String {
         "\nUnlike flock(1), the lock is a lease: if this process is stopped or starved for \
          longer than the server's lease (`serve --lease-ms`), the server ends the session and \
          gives the range to others. rangelock then signals the command (--on-lost, default \
-         TERM), waits for it and exits 75.\n\n\
+         TERM), waits for it and exits 75. A loss found only after the command ended, when \
+         no one else can have been granted the range yet, is a warning on stderr: the \
+         command's status stands.\n\n\
          While the command runs, the range stays held until it exits, whatever the signals. \
          TERM, INT, HUP or QUIT sent to rangelock by a process (kill, a supervisor) is passed \
          on to the command; the same signal again, 1 s or more later, sends it KILL. The \
-         command stays \
-         in rangelock's process group, as with flock(1), so a terminal's Ctrl-C, Ctrl-\\ or \
+         command stays in rangelock's process group, as with flock(1), so a terminal's Ctrl-C, Ctrl-\\ or \
          hang-up reaches it directly, once, and is not passed on. Only the command is \
          signalled, not processes it started. KILL or STOP of rangelock itself cannot be \
          caught: KILL releases the range while the command may still run.",

@@ -208,10 +208,25 @@ impl Held for ServerLock {
     }
 
     fn release(self: Box<Self>, what: &str, prog: &str) -> Result<(), Failure> {
+        let ended = std::time::Instant::now();
         match self.guard.unlock() {
             Ok(()) => Ok(()),
             Err(ClientError::ConnectionLost) => {
                 let loss = self.client.wait_lost_timeout(Duration::ZERO);
+                // The session held the lock when the server answered the keepalive sent
+                // at `alive_at`; one that lapsed was ended a lease after that at the
+                // earliest. A command that ended before ran under the lock.
+                let safe_until = |l: &rangelock_client::ConnectionLoss| match l.lease_lapsed() {
+                    true => l.alive_at + l.lease,
+                    false => l.alive_at,
+                };
+                if let Some(l) = loss.as_ref().filter(|l| ended <= safe_until(l)) {
+                    eprintln!(
+                        "rangelock: warning: lock {what} lost after {prog} ended ({l}); no one \
+                         else can have held it while {prog} ran"
+                    );
+                    return Ok(());
+                }
                 let why = loss.map_or_else(|| "connection lost".to_owned(), |l| l.to_string());
                 Err(Failure::new(
                     exit::LOCK_LOST,

@@ -6,6 +6,7 @@
 
 use std::ops::Range;
 use std::sync::mpsc;
+use std::time::Instant;
 
 use anyhow::anyhow;
 use rangelock_client::cluster::{ClusterClient, ClusterError, ClusterGuard, ClusterOptions};
@@ -49,13 +50,22 @@ impl Held for ClusterLock {
     }
 
     fn release(self: Box<Self>, what: &str, prog: &str) -> Result<(), Failure> {
+        let ended = Instant::now();
         let ClusterLock { rt, guard, .. } = *self;
         match rt.block_on(guard.unlock()) {
             Ok(()) => Ok(()),
-            Err(ClusterError::Lost(r)) => Err(Failure::new(
-                exit::LOCK_LOST,
-                anyhow!("lock {what} lost as {prog} ended: {r:?}"),
-            )),
+            // Lost, but no node can have granted the range to anyone else before the
+            // command ended: it ran under the lock, and its status stands.
+            Err(ClusterError::Lost(r)) if ended <= r.safe_until => {
+                eprintln!(
+                    "rangelock: warning: lock {what} lost after {prog} ended ({r}); no one else \
+                     can have held it while {prog} ran"
+                );
+                Ok(())
+            }
+            Err(ClusterError::Lost(r)) => {
+                Err(Failure::new(exit::LOCK_LOST, anyhow!("lock {what} lost as {prog} ended: {r}")))
+            }
             Err(e) => Err(Failure::new(exit::SOFTWARE, e).context(format!("releasing {what}"))),
         }
     }
@@ -103,7 +113,7 @@ pub(crate) fn lock(
     };
     let (tx, rx) = mpsc::channel();
     guard.on_lost(move |r| {
-        let _ = tx.send(format!("{r:?}"));
+        let _ = tx.send(r.to_string());
     });
     Ok(Box::new(ClusterLock { rt, _client: client, guard, lost: std::sync::Mutex::new(Some(rx)) }))
 }
