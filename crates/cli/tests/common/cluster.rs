@@ -143,7 +143,8 @@ pub fn log_tail(path: &Path, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-fn all_threads_stopped(pid: u32) -> bool {
+/// Whether every thread of process `pid` is stopped (or it is gone).
+pub fn all_threads_stopped(pid: u32) -> bool {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return true };
     tasks.flatten().all(|t| {
         let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
@@ -152,18 +153,39 @@ fn all_threads_stopped(pid: u32) -> bool {
     })
 }
 
-/// The flags of a cluster node with short timings.
+/// The flags of a cluster node.
 #[derive(Clone, Debug)]
 pub struct NodeOpts {
     pub partitions: u32,
     pub etcd_ttl_s: u64,
     pub lease_ms: u64,
     pub grace_ms: u64,
+    /// Whether the node gets `--etcd-ttl`, `--lease-ms` and `--grace-ms`; without them it
+    /// runs with its defaults, which the fields then name ([`NodeOpts::defaults`]).
+    pub timing_flags: bool,
 }
 
 impl NodeOpts {
+    /// Short timings: etcd TTL 1 s, lease 1 s, grace 1.5 s.
     pub fn fast(partitions: u32) -> NodeOpts {
-        NodeOpts { partitions, etcd_ttl_s: 1, lease_ms: 1000, grace_ms: 1500 }
+        NodeOpts::timed(partitions, 1, 1000, 1500)
+    }
+
+    /// These timings, passed as flags.
+    pub fn timed(partitions: u32, etcd_ttl_s: u64, lease_ms: u64, grace_ms: u64) -> NodeOpts {
+        NodeOpts { partitions, etcd_ttl_s, lease_ms, grace_ms, timing_flags: true }
+    }
+
+    /// No timing flag: the node's defaults (etcd TTL 5 s, lease 10 s, grace = lease).
+    pub fn defaults(partitions: u32) -> NodeOpts {
+        let lease_ms = rangelock_server::ServerConfig::default().lease.as_millis() as u64;
+        NodeOpts {
+            partitions,
+            etcd_ttl_s: rangelock_cluster::DEFAULT_ETCD_TTL.as_secs(),
+            lease_ms,
+            grace_ms: lease_ms,
+            timing_flags: false,
+        }
     }
 }
 
@@ -236,10 +258,12 @@ fn node_command(etcd: &str, id: &str, o: &NodeOpts, addr: &str) -> Command {
     let mut cmd = Command::new(BIN);
     cmd.args(["serve", "--addr", addr, "--cluster", etcd, "--node-id", id])
         .args(["--partitions", &o.partitions.to_string()])
-        .args(["--etcd-ttl", &o.etcd_ttl_s.to_string()])
-        .args(["--lease-ms", &o.lease_ms.to_string()])
-        .args(["--grace-ms", &o.grace_ms.to_string()])
         .env("RUST_LOG", "info");
+    if o.timing_flags {
+        cmd.args(["--etcd-ttl", &o.etcd_ttl_s.to_string()])
+            .args(["--lease-ms", &o.lease_ms.to_string()])
+            .args(["--grace-ms", &o.grace_ms.to_string()]);
+    }
     cmd
 }
 
@@ -258,9 +282,22 @@ pub fn start_store(dir: &Path) -> (Proc, String) {
 }
 
 /// Runs `rangelock ARGS…` to completion (bounded by `limit`): exit status, stdout, stderr.
+/// Its cache directory (the nodes read from etcd) is one of this test process, not the
+/// user's.
 pub fn run_cli(args: &[&str], limit: Duration) -> (Option<i32>, String, String) {
+    let cache = std::env::temp_dir().join(format!("rangelock-cli-cache-{}", std::process::id()));
+    run_cli_cached(args, &cache, limit)
+}
+
+/// [`run_cli`] with `$XDG_CACHE_HOME` at `cache`.
+pub fn run_cli_cached(
+    args: &[&str],
+    cache: &Path,
+    limit: Duration,
+) -> (Option<i32>, String, String) {
     let mut child = Command::new(BIN)
         .args(args)
+        .env("XDG_CACHE_HOME", cache)
         .env("RUST_LOG", "error")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
