@@ -318,6 +318,53 @@ pub fn fence_window(ttl: Duration, margin: Duration) -> Duration {
     ttl.saturating_sub(margin)
 }
 
+/// How long a watch may stay silent before it is started again: a connection that died
+/// without a word (a vanished etcd host) would otherwise never say so.
+const WATCH_IDLE: Duration = Duration::from_secs(60);
+
+/// Wakes the manager (`wake`) when the cluster changes in a way a round acts on: an owner
+/// key deleted (the partition can be claimed: its owner's lease expired, it moved, its
+/// owner left), a node registered or gone, a move asked. It only hastens the rounds,
+/// which run every `tick` anyway: a watch that fails is started again a tick later (and
+/// the manager woken, as events may have been missed).
+async fn watch_cluster(
+    etcd: Etcd,
+    cluster: String,
+    wake: Arc<tokio::sync::Notify>,
+    tick: Duration,
+) {
+    let prefix = keys::prefix(&cluster);
+    let acts_on = |e: &crate::etcd::WatchEvent| {
+        let Some(rest) = e.key.strip_prefix(prefix.as_bytes()) else { return false };
+        rest.starts_with(b"nodes/")
+            || rest.starts_with(b"owner/") && e.kind == crate::etcd::EventKind::Delete
+            || rest.starts_with(b"move/") && e.kind == crate::etcd::EventKind::Put
+    };
+    loop {
+        match etcd.watch_prefix(prefix.as_bytes()).await {
+            Ok(mut watch) => {
+                wake.notify_one();
+                loop {
+                    match tokio::time::timeout(WATCH_IDLE, watch.next()).await {
+                        Ok(Ok(events)) => {
+                            if events.iter().any(acts_on) {
+                                wake.notify_one();
+                            }
+                        }
+                        Ok(Err(e)) => {
+                            tracing::debug!(error = %e, "etcd watch ended");
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "cannot watch the cluster in etcd"),
+        }
+        tokio::time::sleep(tick).await;
+    }
+}
+
 /// Reads the cluster's config, creating it if this is the first node.
 async fn ensure_config(etcd: &Etcd, config: &NodeConfig) -> Result<Partitioning, NodeError> {
     let key = keys::config(&config.cluster);
@@ -384,6 +431,13 @@ impl Manager {
     async fn run(&mut self, mut stop: oneshot::Receiver<Stop>) {
         let mut interval = tokio::time::interval(self.tick);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let watch = tokio::spawn(watch_cluster(
+            self.etcd.clone(),
+            self.config.cluster.clone(),
+            wake.clone(),
+            self.tick,
+        ));
         let how = loop {
             // A grace period ends on time, not at the next round.
             let grace_left = self
@@ -392,6 +446,9 @@ impl Manager {
             tokio::select! {
                 how = &mut stop => break how.unwrap_or(Stop::Leave),
                 _ = interval.tick() => {}
+                // The cluster changed (a partition became claimable, a node came or went,
+                // a move was asked): a round now rather than at the next tick.
+                () = wake.notified() => {}
                 _ = tokio::time::sleep(grace_left.unwrap_or(Duration::MAX)), if grace_left.is_some() => {
                     self.end_graces().await;
                     continue;
@@ -415,6 +472,7 @@ impl Manager {
                 Err(e) => tracing::warn!(error = %e, "cannot read the cluster from etcd"),
             }
         };
+        watch.abort();
         match how {
             Stop::Leave => self.leave().await,
             Stop::Crash => tracing::warn!(node = %self.config.node_id, "crashed (on purpose)"),

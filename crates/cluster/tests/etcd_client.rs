@@ -316,3 +316,36 @@ async fn failover_skips_dead_endpoints() {
     assert!(matches!(e, EtcdError::Unreachable { .. }), "{e:?}");
     assert!(message.contains(&a.endpoint()) && message.contains(&b.endpoint()), "{message}");
 }
+
+#[tokio::test]
+async fn a_watch_sees_puts_and_deletes_under_its_prefix_and_ends_with_etcd() {
+    use rangelock_cluster::etcd::{EventKind, WatchEvent};
+    let local = local_etcd!("a_watch_sees_puts_and_deletes");
+    let etcd = client(&local).await;
+    let mut watch = etcd.watch_prefix(b"w/").await.unwrap();
+    let (lease, _) = etcd.grant_lease(Duration::from_secs(60), None).await.unwrap();
+    etcd.put(b"w/1", b"a", Some(lease)).await.unwrap();
+    etcd.put(b"elsewhere", b"b", None).await.unwrap();
+    etcd.delete(b"w/1").await.unwrap();
+    etcd.put(b"w/2", b"c", Some(lease)).await.unwrap();
+    etcd.revoke(lease).await.unwrap(); // deletes w/2
+    let ev = |kind, key: &[u8]| WatchEvent { kind, key: key.to_vec() };
+    let mut seen = Vec::new();
+    while seen.len() < 4 {
+        let next = tokio::time::timeout(TIMEOUT, watch.next()).await.expect("events in time");
+        seen.extend(next.unwrap());
+    }
+    assert_eq!(
+        seen,
+        [
+            ev(EventKind::Put, b"w/1"),
+            ev(EventKind::Delete, b"w/1"),
+            ev(EventKind::Put, b"w/2"),
+            ev(EventKind::Delete, b"w/2"),
+        ]
+    );
+    // etcd goes away: the watch ends with an error (it never hangs on a closed stream).
+    local.kill().unwrap();
+    let end = tokio::time::timeout(TIMEOUT, watch.next()).await.expect("ends in time");
+    assert!(end.is_err(), "{end:?}");
+}

@@ -7,8 +7,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::error::{cause, GRPC_NOT_FOUND};
+use super::kv::prefix_range;
 use super::kv::KeyValue;
 use super::txn::{get_request, prefix_request, put_request, Txn, TxnResponse};
+use super::watch::{Watch, WatchCreate, WatchRequest};
 use super::wire::{self, B64, I64};
 use super::{EtcdError, LeaseId, Revision};
 
@@ -167,6 +169,43 @@ impl Etcd {
     pub async fn txn(&self, txn: Txn) -> Result<TxnResponse, EtcdError> {
         let resp: wire::TxnResponse = self.call("/v3/kv/txn", &txn.to_wire()).await?;
         Ok(resp.into())
+    }
+
+    /// Watches every key starting with `prefix`, from now on ([`Watch`]). Getting the
+    /// stream started is bounded by the request timeout; the stream itself has no
+    /// deadline (nothing arrives while nothing happens). It goes to the current endpoint.
+    pub async fn watch_prefix(&self, prefix: &[u8]) -> Result<Watch, EtcdError> {
+        let inner = &*self.inner;
+        let (key, end) = prefix_range(prefix);
+        let req =
+            WatchRequest { create_request: WatchCreate { key: B64(key), range_end: B64(end) } };
+        let body = serde_json::to_vec(&req).map_err(|e| EtcdError::Decode(e.to_string()))?;
+        let endpoint = inner.endpoints[inner.current.load(Relaxed)].clone();
+        let path = "/v3/watch";
+        let send = inner
+            .http
+            .post(format!("{endpoint}{path}"))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send();
+        let response = match tokio::time::timeout(inner.request_timeout, send).await {
+            Err(_) => {
+                return Err(EtcdError::Timeout { endpoint, path, after: inner.request_timeout })
+            }
+            Ok(Err(e)) if e.is_connect() => {
+                return Err(EtcdError::Unreachable { endpoints: endpoint, reason: cause(&e) })
+            }
+            Ok(Err(e)) => return Err(EtcdError::Transport { endpoint, path, reason: cause(&e) }),
+            Ok(Ok(r)) => r,
+        };
+        let status = response.status().as_u16();
+        if !(200..300).contains(&status) {
+            let body = response.bytes().await.unwrap_or_default();
+            return Err(wire::decode::<serde::de::IgnoredAny>(status, &body)
+                .err()
+                .unwrap_or(EtcdError::Http { status, body: String::new() }));
+        }
+        Ok(Watch { response, endpoint, pending: Vec::new() })
     }
 
     /// The names of the cluster's members.

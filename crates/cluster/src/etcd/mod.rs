@@ -16,7 +16,8 @@
 //!   not know gets a plain-text `404 Not Found`;
 //! - `LeaseKeepAlive` is a bidirectional stream: the body is one request, the answer
 //!   a newline-delimited stream of `{"result":..}` (or `{"error":{..}}`) that ends
-//!   when the request body does.
+//!   when the request body does. `Watch` is one too, but its answer stays open: a
+//!   [`Watch`] reads its messages as they come.
 //!
 //! # The client
 //!
@@ -67,6 +68,7 @@ mod error;
 mod kv;
 mod local;
 mod txn;
+mod watch;
 mod wire;
 
 pub use client::Etcd;
@@ -74,6 +76,7 @@ pub use error::EtcdError;
 pub use kv::KeyValue;
 pub use local::{etcd_binary, local_etcd_or_skip, LocalEtcd, LocalEtcdError};
 pub use txn::{CmpOp, Compare, Txn, TxnOp, TxnOpResponse, TxnResponse};
+pub use watch::{EventKind, Watch, WatchEvent};
 
 /// An etcd lease ID (etcd's `int64`; 0 means "no lease").
 pub type LeaseId = i64;
