@@ -130,3 +130,17 @@ fn duplicate_ids_other_partition_counts_and_bad_moves_are_refused() {
     drop(a);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 30, item 8: CLUSTER.md §5 starts every node with the same `--partitions`
+/// (whichever node registers first creates the cluster with its own count).
+#[test]
+fn the_walk_through_starts_every_node_with_the_same_partition_count() {
+    const DOC: &str = include_str!("../../../docs/CLUSTER.md");
+    let counts: Vec<Option<&str>> = DOC
+        .lines()
+        .filter(|l| l.starts_with("$R serve --cluster "))
+        .map(|l| l.split(" --partitions ").nth(1).and_then(|r| r.split_whitespace().next()))
+        .collect();
+    assert!(counts.len() >= 3, "the walk-through starts three nodes: {counts:?}");
+    assert!(counts.iter().all(|c| c.is_some() && *c == counts[0]), "{counts:?}");
+}

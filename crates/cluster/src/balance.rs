@@ -89,7 +89,11 @@ mod tests {
     fn snap(p: usize, nodes: &[&str], owners: &[Option<&str>]) -> Snapshot {
         let mut s = Snapshot {
             revision: 1,
-            config: Some(crate::keys::ConfigValue { partitions: p as u32 }),
+            config: Some(crate::keys::ConfigValue {
+                partitions: p as u32,
+                created_by: None,
+                defaulted: false,
+            }),
             nodes: nodes
                 .iter()
                 .map(|id| NodeEntry { id: id.to_string(), addr: format!("{id}:1"), lease: 1 })

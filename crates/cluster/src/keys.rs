@@ -56,10 +56,16 @@ pub fn moving(cluster: &str, p: u32) -> Vec<u8> {
 }
 
 /// The value of `config`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConfigValue {
     /// P, a power of two.
     pub partitions: u32,
+    /// The node that created the cluster (absent in clusters created before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+    /// Whether that node had no `--partitions`, so P is the default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub defaulted: bool,
 }
 
 /// The value of `nodes/<id>`.
@@ -182,7 +188,7 @@ impl Snapshot {
                 snap.config = serde_json::from_slice(&kv.value).ok();
             }
         }
-        let count = snap.config.map_or(0, |c| c.partitions) as usize;
+        let count = snap.config.as_ref().map_or(0, |c| c.partitions) as usize;
         snap.owners = vec![None; count];
         snap.held = vec![false; count];
         snap.moves = vec![None; count];

@@ -134,12 +134,27 @@ pub enum NodeError {
     )]
     DuplicateId(String),
     /// The cluster exists with another partition count.
-    #[error("the cluster has {have} partitions; --partitions {asked} cannot change it")]
+    #[error(
+        "the cluster has {have} partitions{}; --partitions {asked} cannot change it (start \
+         every node of a cluster with the same --partitions, or without it: a node without \
+         it takes the cluster's)",
+        match (defaulted, created_by) {
+            (true, Some(by)) => format!(
+                ", the default: its first node, {by:?}, started without --partitions"
+            ),
+            (true, None) => ", the default: its first node started without --partitions".into(),
+            (false, _) => String::new(),
+        }
+    )]
     PartitionsMismatch {
         /// Stored in etcd.
         have: u32,
         /// Asked for.
         asked: u32,
+        /// The node that created the cluster, if known.
+        created_by: Option<String>,
+        /// `have` is the default: the first node was started without `--partitions`.
+        defaulted: bool,
     },
     /// A bad partition count.
     #[error("partitions: {0}")]
@@ -370,7 +385,12 @@ async fn ensure_config(etcd: &Etcd, config: &NodeConfig) -> Result<Partitioning,
     let key = keys::config(&config.cluster);
     let want = config.partitions.unwrap_or(DEFAULT_PARTITIONS);
     Partitioning::new(want)?;
-    let value = serde_json::to_vec(&ConfigValue { partitions: want }).expect("serializable");
+    let created = ConfigValue {
+        partitions: want,
+        created_by: Some(config.node_id.clone()),
+        defaulted: config.partitions.is_none(),
+    };
+    let value = serde_json::to_vec(&created).expect("serializable");
     let txn = Txn {
         compare: vec![Compare::CreateRevision(key.clone(), CmpOp::Equal, 0)],
         success: vec![TxnOp::Put { key: key.clone(), value, lease: None }],
@@ -388,8 +408,15 @@ async fn ensure_config(etcd: &Etcd, config: &NodeConfig) -> Result<Partitioning,
         })?;
     if let Some(asked) = config.partitions {
         if asked != have.partitions {
-            return Err(NodeError::PartitionsMismatch { have: have.partitions, asked });
+            return Err(NodeError::PartitionsMismatch {
+                have: have.partitions,
+                asked,
+                created_by: have.created_by,
+                defaulted: have.defaulted,
+            });
         }
+    } else {
+        tracing::info!(cluster = %config.cluster, partitions = have.partitions, "joining the cluster with its partition count");
     }
     Ok(Partitioning::new(have.partitions)?)
 }

@@ -108,7 +108,7 @@ fn nodes_share_the_partitions_and_a_move_goes_through_grace() {
         other => panic!("{other:?}"),
     }
     match Node::start(config(&etcd, "c", 8)) {
-        Err(NodeError::PartitionsMismatch { have: 4, asked: 8 }) => {}
+        Err(NodeError::PartitionsMismatch { have: 4, asked: 8, .. }) => {}
         other => panic!("{other:?}"),
     }
     // The MAP names both nodes.
@@ -323,4 +323,37 @@ fn a_planned_move_hands_held_and_queued_locks_over_and_ends_grace_when_all_are_b
     assert!(n.value > x.value);
     b.shutdown();
     a.shutdown();
+}
+
+/// Issue 30, item 8: a node started without `--partitions` takes the cluster's count;
+/// one with another count is refused, and the error says where the cluster's count came
+/// from (the default, set by a first node without `--partitions`) and what to do.
+#[test]
+fn a_node_without_a_partition_count_takes_the_clusters_and_another_count_is_refused_clearly() {
+    let Some(etcd) = local_etcd_or_skip("a_node_without_a_partition_count") else { return };
+    let plain = |cluster: &str, id: &str, partitions: Option<u32>| {
+        let mut c = config(&etcd, id, 1);
+        c.cluster = cluster.into();
+        c.partitions = partitions;
+        c
+    };
+    // The first node names the count; a node without one takes it.
+    let a = Node::start(plain("explicit", "a", Some(8))).unwrap();
+    let b = Node::start(plain("explicit", "b", None)).unwrap();
+    assert_eq!(b.ownership().partitioning().count(), 8);
+    // The first node has none: the cluster gets the default, and says so to a node that
+    // asks for another count.
+    let c = Node::start(plain("defaulted", "c", None)).unwrap();
+    assert_eq!(c.ownership().partitioning().count(), rangelock_cluster::DEFAULT_PARTITIONS);
+    let e = Node::start(plain("defaulted", "d", Some(8))).unwrap_err();
+    let msg = e.to_string();
+    println!("{msg}");
+    assert!(
+        matches!(e, NodeError::PartitionsMismatch { have: 64, asked: 8, defaulted: true, .. }),
+        "{e:?}"
+    );
+    assert!(msg.contains("the cluster has 64 partitions, the default"), "{msg}");
+    assert!(msg.contains("\"c\", started without --partitions"), "{msg}");
+    assert!(msg.contains("start every node of a cluster with the same --partitions"), "{msg}");
+    drop((a, b, c));
 }

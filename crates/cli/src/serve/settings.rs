@@ -130,8 +130,9 @@ pub(crate) struct ServeSettings {
     /// The address clients reach this node at [default: the TCP address it listens on].
     #[arg(long, value_name = "HOST:PORT")]
     pub advertise: Option<String>,
-    /// Partitions of a new cluster (a power of two, at most 4096); an existing cluster
-    /// keeps its own [default: 64 for a new cluster].
+    /// Partitions of a new cluster (a power of two, at most 4096). A node without it
+    /// takes an existing cluster's count; with another count it refuses to start
+    /// [default: 64 for a new cluster].
     #[arg(long)]
     pub partitions: Option<u32>,
     /// The node's etcd lease in seconds: a node that cannot refresh it stops granting
