@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::cluster::{poll, run_cli, settled, wait_for, NodeOpts, NodeProc, Proc};
+use common::cluster::{poll, run_cli, run_cli_cached, settled, wait_for, NodeOpts, NodeProc, Proc};
 use common::tempdir;
 use rangelock_cluster::etcd::local_etcd_or_skip;
 use rangelock_server::protocol::{token, Partitioning};
@@ -111,5 +111,48 @@ fn lock_and_stat_through_a_cluster() {
     assert!(err.contains("not both"), "{err}");
     holder.kill();
     drop((a, b));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 30, item 8: with etcd down, `lock --cluster ETCD` uses the nodes it read from
+/// etcd last time (kept per cluster name and endpoints in `$XDG_CACHE_HOME/rangelock`):
+/// the nodes grant until their fences close. Without such a record it still exits 69.
+#[test]
+fn with_etcd_down_lock_uses_the_nodes_read_last_time() {
+    let Some(etcd) = local_etcd_or_skip("with_etcd_down_lock_uses_the_nodes_read_last_time") else {
+        return;
+    };
+    let ep = etcd.endpoint();
+    let dir = tempdir("cluster-etcd-down");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    // An etcd TTL of 10 s: the node's fence stays open at least 6.8 s after etcd dies.
+    let a = NodeProc::start(&ep, "a", &NodeOpts::timed(2, 10, 10_000, 10_000), &dir);
+    wait_for(&rt, &ep, "a owns every partition", Duration::from_secs(20), |s| settled(s, &["a"]));
+    let (cache, empty) = (dir.join("cache"), dir.join("empty-cache"));
+    let lock = |cache: &std::path::Path, range: &str| {
+        run_cli_cached(
+            &["lock", "--cluster", &ep, range, "--", "sh", "-c", "echo $RANGELOCK_TOKEN"],
+            cache,
+            Duration::from_secs(20),
+        )
+    };
+    let (code, _, err) = lock(&cache, "0..10");
+    assert_eq!(code, Some(0), "{err}");
+    let kept = std::fs::read_dir(cache.join("rangelock")).unwrap().count();
+    assert_eq!(kept, 1, "one record for the cluster");
+
+    etcd.kill().unwrap();
+    let (code, out, err) = lock(&cache, "10..20");
+    println!("etcd down: exit {code:?}, stderr: {err}");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.trim().parse::<u64>().is_ok(), "{out}");
+    assert!(
+        err.contains("warning") && err.contains("using the nodes of cluster \"default\""),
+        "{err}"
+    );
+    // Without a record of the nodes, an unreachable etcd is still an unreachable cluster.
+    let (code, _, err) = lock(&empty, "20..30");
+    assert_eq!(code, Some(69), "{err}");
+    drop(a);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,12 +5,14 @@
 
 mod fencing_store;
 mod move_partition;
+mod node_cache;
 mod status;
 mod worker;
 
 use std::time::Duration;
 
-use rangelock_cluster::etcd::Etcd;
+use rangelock_cluster::admin::{self, AdminError};
+use rangelock_cluster::etcd::{Etcd, EtcdError};
 
 /// Arguments every cluster command that talks to etcd shares.
 #[derive(Debug, clap::Args)]
@@ -65,14 +67,40 @@ async fn connect(a: &EtcdArgs) -> anyhow::Result<Etcd> {
 /// The node addresses to reach a cluster through, from what `--cluster` was given:
 /// etcd endpoints (`http://…`: the live nodes are read from etcd, cluster `name`) or the
 /// addresses of one or more nodes (`host:port`, used as they are).
+///
+/// The nodes read from etcd are kept on disk ([`node_cache`]); when etcd cannot be
+/// reached, the nodes kept last time are used instead, with a warning.
 pub(crate) async fn seeds(given: &[String], name: &str) -> anyhow::Result<Vec<String>> {
     if !is_etcd(given).map_err(anyhow::Error::msg)? {
         return Ok(given.to_vec());
     }
-    let etcd = Etcd::connect(given, Duration::from_secs(2)).await?;
-    let snap = rangelock_cluster::admin::snapshot(&etcd, name).await?;
+    let cache = node_cache::NodeCache::new(given, name);
+    let read = async {
+        let etcd = Etcd::connect(given, Duration::from_secs(2)).await?;
+        admin::snapshot(&etcd, name).await
+    };
+    let snap = match read.await {
+        Ok(snap) => snap,
+        Err(AdminError::Etcd(
+            e @ (EtcdError::Unreachable { .. }
+            | EtcdError::Timeout { .. }
+            | EtcdError::Transport { .. }),
+        )) => {
+            let Some((nodes, age)) = cache.load() else { return Err(e.into()) };
+            let path = cache.path().map(|p| p.display().to_string()).unwrap_or_default();
+            eprintln!(
+                "rangelock: warning: {e}; using the nodes of cluster {name:?} read from etcd \
+                 {:.0?} ago ({path})",
+                age
+            );
+            return Ok(nodes);
+        }
+        Err(e) => return Err(e.into()),
+    };
     anyhow::ensure!(!snap.nodes.is_empty(), "cluster {name:?} has no live node");
-    Ok(snap.nodes.into_iter().map(|n| n.addr).collect())
+    let nodes: Vec<String> = snap.nodes.into_iter().map(|n| n.addr).collect();
+    cache.store(&nodes);
+    Ok(nodes)
 }
 
 /// Whether `--cluster` names etcd endpoints (`http://…`) rather than node addresses; an
