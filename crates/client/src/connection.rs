@@ -101,20 +101,29 @@ struct PendingMap {
     last_keepalive: Instant,
     /// When the last keepalive was sent (at first: the handshake).
     last_sent: Instant,
-    /// Gaps of half a lease or more between keepalives sent after `last_keepalive`
-    /// (when each ended, how long): this process was stopped or starved.
+    /// The gaps between keepalives sent after `last_keepalive` (when each ended, how
+    /// long): a few, as a keepalive goes out every third of a lease and the connection
+    /// is given up after a lease without an answer.
     quiet: Vec<(Instant, Duration)>,
     waiters: HashMap<u64, oneshot::Sender<ResponseFrame>>,
 }
 
 impl PendingMap {
-    /// A keepalive goes out now.
-    fn sent_keepalive(&mut self, lease: Duration) {
-        let now = Instant::now();
-        let gap = now.saturating_duration_since(self.last_sent);
-        if gap >= lease / 2 {
-            self.quiet.push((now, gap));
+    fn new(now: Instant) -> PendingMap {
+        PendingMap {
+            closed: false,
+            loss: None,
+            last_keepalive: now,
+            last_sent: now,
+            quiet: Vec::new(),
+            waiters: HashMap::new(),
         }
+    }
+
+    /// A keepalive goes out `now`.
+    fn sent_keepalive(&mut self, now: Instant) {
+        let gap = now.saturating_duration_since(self.last_sent);
+        self.quiet.push((now, gap));
         self.last_sent = now;
     }
 
@@ -125,6 +134,15 @@ impl PendingMap {
         }
         let alive = self.last_keepalive;
         self.quiet.retain(|&(ended, _)| ended > alive);
+    }
+
+    /// How the connection, found lost `now`, was lost.
+    fn loss(&self, cause: LossCause, lease: Duration, now: Instant) -> ConnectionLoss {
+        let alive_at = self.last_keepalive;
+        let since_sent = now.saturating_duration_since(self.last_sent);
+        let quiet_for = self.quiet.iter().map(|q| q.1).fold(since_sent, Duration::max);
+        let silent_for = now.saturating_duration_since(alive_at);
+        ConnectionLoss { cause, silent_for, lease, alive_at, quiet_for }
     }
 }
 
@@ -138,15 +156,7 @@ struct Pending {
 
 impl Pending {
     fn new(lease: Duration) -> Pending {
-        let now = Instant::now();
-        let map = PendingMap {
-            closed: false,
-            loss: None,
-            last_keepalive: now,
-            last_sent: now,
-            quiet: Vec::new(),
-            waiters: HashMap::new(),
-        };
+        let map = PendingMap::new(Instant::now());
         Pending { map: Mutex::new(map), lost: tokio::sync::Notify::new(), lease }
     }
 
@@ -160,16 +170,7 @@ impl Pending {
         {
             let mut p = self.lock();
             if p.loss.is_none() {
-                let alive_at = p.last_keepalive;
-                let since_sent = p.last_sent.elapsed();
-                let quiet_for = p.quiet.iter().map(|q| q.1).fold(since_sent, Duration::max);
-                p.loss = Some(ConnectionLoss {
-                    cause,
-                    silent_for: alive_at.elapsed(),
-                    lease: self.lease,
-                    alive_at,
-                    quiet_for,
-                });
+                p.loss = Some(p.loss(cause, self.lease, Instant::now()));
             }
             p.closed = true;
             p.waiters.clear();
@@ -680,7 +681,7 @@ async fn keepalive_loop(core: Weak<Core>, pending: Arc<Pending>, lease: Duration
         tokio::select! {
             _ = tick.tick() => {
                 let Some(core) = core.upgrade() else { return };
-                pending.lock().sent_keepalive(lease);
+                pending.lock().sent_keepalive(Instant::now());
                 if awaited.is_some() {
                     // Still waiting for an earlier answer: keep the lease alive anyway.
                     core.send_and_forget(Request::Keepalive);
@@ -737,5 +738,54 @@ async fn sleep_until_or_never(deadline: Option<tokio::time::Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server that stops answering (paused) and then closes the connection has not
+    /// lapsed a session whose client kept sending; a client that stopped sending for half
+    /// a lease or more (itself stopped) has.
+    #[test]
+    fn a_lapse_is_the_clients_only_when_it_went_quiet() {
+        let lease = Duration::from_millis(900);
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        // Keepalives every 300 ms; the one sent at 300 ms is answered, then nothing is.
+        let mut p = PendingMap::new(t0);
+        for ms in [300, 600, 900, 1200, 1500] {
+            p.sent_keepalive(at(ms));
+        }
+        p.answered(at(300));
+        let loss = p.loss(LossCause::ClosedByServer, lease, at(1550));
+        assert_eq!((loss.alive_at, loss.silent_for), (at(300), Duration::from_millis(1250)));
+        assert_eq!(loss.quiet_for, Duration::from_millis(300));
+        assert!(!loss.lease_lapsed(), "the server was the silent one: {loss:?}");
+        // This client stopped from 600 ms to 1700 ms: no keepalive went out.
+        let mut p = PendingMap::new(t0);
+        for ms in [300, 600, 1700] {
+            p.sent_keepalive(at(ms));
+        }
+        p.answered(at(300));
+        let loss = p.loss(LossCause::ClosedByServer, lease, at(1710));
+        assert_eq!(loss.quiet_for, Duration::from_millis(1100));
+        assert!(loss.lease_lapsed(), "{loss:?}");
+        // Still stopped when the close is found: the open gap counts.
+        let mut p = PendingMap::new(t0);
+        p.sent_keepalive(at(300));
+        p.answered(at(300));
+        assert!(p.loss(LossCause::ClosedByServer, lease, at(1500)).lease_lapsed());
+        // A quiet gap before a keepalive the server answered is forgiven: the session
+        // was alive after it.
+        let mut p = PendingMap::new(t0);
+        for ms in [300, 1400, 1700, 2000, 2300] {
+            p.sent_keepalive(at(ms));
+        }
+        p.answered(at(1400));
+        let loss = p.loss(LossCause::ClosedByServer, lease, at(2350));
+        assert_eq!(loss.quiet_for, Duration::from_millis(300));
+        assert!(!loss.lease_lapsed(), "{loss:?}");
     }
 }
