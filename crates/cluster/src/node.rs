@@ -416,7 +416,12 @@ async fn ensure_config(etcd: &Etcd, config: &NodeConfig) -> Result<Partitioning,
             });
         }
     } else {
-        tracing::info!(cluster = %config.cluster, partitions = have.partitions, "joining the cluster with its partition count");
+        let partitions = have.partitions;
+        tracing::info!(
+            cluster = %config.cluster,
+            partitions,
+            "joining the cluster with its partition count"
+        );
     }
     Ok(Partitioning::new(have.partitions)?)
 }

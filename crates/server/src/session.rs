@@ -11,12 +11,14 @@
 //!    ([`HelloStatus::AuthRequired`]) or with one the table does not know
 //!    ([`HelloStatus::AuthFailed`]), logged at WARN (rate-limited, never the token); else
 //!    register the session with the engine (`Open`) and answer [`ServerHello`].
-//! 2. Loop: read a frame within the lease (any frame renews it). A frame that does not
-//!    decode gets an error response addressed by its op and id and the loop goes on; a
-//!    `LOCK` or `RECLAIM` outside the ranges of the session's token gets `FORBIDDEN`
-//!    before anything else sees it, and the loop goes on; a frame whose length prefix is
-//!    over the limit or under the header size gets one error response (id 0) and the
-//!    connection closes — the byte stream can no longer be split into frames.
+//! 2. Loop: read a frame within the lease (any frame renews it; when the lease timer
+//!    runs out, the `lapse` module judges whether the client really fell silent). A
+//!    frame that does not decode gets an error response addressed by its op and id and
+//!    the loop goes on; a `LOCK` or `RECLAIM` outside the ranges of the session's token
+//!    gets `FORBIDDEN` before anything else sees it, and the loop goes on; a frame whose
+//!    length prefix is over the limit or under the header size gets one error response
+//!    (id 0) and the connection closes — the byte stream can no longer be split into
+//!    frames.
 //!    Every request gets exactly one response, so `requests read - responses written`
 //!    counts queued responses plus waiting locks; when it exceeds
 //!    `max_locks_per_session + MAX_BACKLOG` (a client that sends without reading) the
@@ -125,9 +127,9 @@ pub(crate) async fn run<S: Transport>(
     _alive: mpsc::Sender<()>,
 ) {
     let (rd, wr) = stream.into_halves();
+    let fd = S::socket_fd(&rd);
     // Buffered: a frame is a length prefix and a body, and a pipelining client sends
     // several per write; unbuffered, each would cost two `recv` calls.
-    let fd = S::socket_fd(&rd);
     let mut rd = tokio::io::BufReader::with_capacity(READ_BUFFER, rd);
     let lease = shared.config.lease;
     let hello = match tokio::time::timeout(lease, read_hello(&mut rd)).await {

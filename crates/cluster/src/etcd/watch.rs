@@ -140,10 +140,12 @@ mod tests {
     fn messages_parse_into_events() {
         let created = br#"{"result":{"header":{"revision":"1"},"created":true}}"#;
         assert_eq!(parse_message(created).unwrap(), vec![]);
-        let put = br#"{"result":{"header":{"revision":"2"},"events":[{"kv":{"key":"L3cvYQ==","create_revision":"2","mod_revision":"2","version":"1","value":"eA==","lease":"7"}}]}}"#;
+        let put = br#"{"result":{"header":{"revision":"2"},"events":[{"kv":{"key":"L3cvYQ==",
+            "create_revision":"2","mod_revision":"2","version":"1","value":"eA==","lease":"7"}}]}}"#;
         let ev = parse_message(put).unwrap();
         assert_eq!(ev, vec![WatchEvent { kind: EventKind::Put, key: b"/w/a".to_vec() }]);
-        let del = br#"{"result":{"header":{"revision":"3"},"events":[{"type":"DELETE","kv":{"key":"L3cvYQ==","mod_revision":"3"}}]}}"#;
+        let del = br#"{"result":{"header":{"revision":"3"},"events":[{"type":"DELETE",
+            "kv":{"key":"L3cvYQ==","mod_revision":"3"}}]}}"#;
         let ev = parse_message(del).unwrap();
         assert_eq!(ev, vec![WatchEvent { kind: EventKind::Delete, key: b"/w/a".to_vec() }]);
         let cancelled = br#"{"result":{"canceled":true,"cancel_reason":"compacted"}}"#;
