@@ -116,8 +116,8 @@ fn an_ordered_request_waits_holding_lower_ranges_without_deadlock() {
             let request = [(12..13, S), (15..16, S)];
             let tokens = lock.raw().lock_ordered(&request, None).expect("no deadline");
             done_tx.send("A").unwrap();
-            // Both held shared: readers join, writers wait.
-            assert!(lock.try_lock_shared(12..16).is_ok());
+            // Held: writers wait. (Whether readers join is `shared_ranges_end_shared`'s: B,
+            // a writer queued over both ranges, turns new readers away here.)
             assert_eq!(lock.try_lock(15..16).unwrap_err(), LockError::WouldBlock);
             for token in tokens {
                 // SAFETY: acquired from this lock just above, released once, here.
@@ -152,4 +152,24 @@ fn an_ordered_request_waits_holding_lower_ranges_without_deadlock() {
     assert_eq!(order, ["A", "B"]);
     a.join().unwrap();
     b.join().unwrap();
+}
+
+/// An ordered request's shared ranges end shared (downgraded once all are held): readers
+/// join them, writers wait; its exclusive ranges turn both away.
+#[test]
+fn shared_ranges_end_shared() {
+    let lock = RangeLock::new();
+    let request = [(12..13, S), (15..16, X), (20..30, S)];
+    let tokens = lock.raw().lock_ordered(&request, None).expect("no deadline");
+    assert!(lock.try_lock_shared(12..13).is_ok());
+    assert!(lock.try_lock_shared(20..30).is_ok());
+    assert_eq!(lock.try_lock(12..13).unwrap_err(), LockError::WouldBlock);
+    assert_eq!(lock.try_lock(25..26).unwrap_err(), LockError::WouldBlock);
+    assert_eq!(lock.try_lock_shared(15..16).unwrap_err(), LockError::WouldBlock);
+    assert!(lock.try_lock(13..15).is_ok());
+    for token in tokens {
+        // SAFETY: acquired from this lock just above, released once, here.
+        unsafe { lock.raw().unlock(token) };
+    }
+    assert!(lock.try_lock(0..100).is_ok());
 }
