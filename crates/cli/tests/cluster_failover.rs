@@ -18,10 +18,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::cluster::{owned_by, poll, settled, snapshot, wait_for, NodeOpts, NodeProc};
+use common::cluster::{
+    holds, owned_by, poll, settled, snapshot, stats, wait_for, NodeOpts, NodeProc,
+};
 use common::tempdir;
-use rangelock_client::cluster::{token, ClusterClient, ClusterGuard, ClusterOptions, GuardPiece};
-use rangelock_client::{Client, EntryState, Mode, StatsBody, Wait};
+use rangelock_client::cluster::{token, ClusterClient, ClusterGuard, ClusterOptions};
+use rangelock_client::{EntryState, Mode, Wait};
 use rangelock_cluster::etcd::local_etcd_or_skip;
 use rangelock_server::protocol::Partitioning;
 
@@ -69,22 +71,6 @@ where
     });
     let held = held_rx.recv_timeout(Duration::from_secs(10)).expect("the holder locks");
     (held, resume_tx, holder)
-}
-
-/// `STATS` of the node at `addr` (`None` if it does not answer).
-fn stats(addr: &str) -> Option<StatsBody> {
-    let c = Client::connect(&addr.parse().unwrap()).ok()?;
-    c.stats(1000).ok()
-}
-
-/// Whether the node at `addr` holds `piece` (same range, same token).
-fn holds(s: &StatsBody, piece: &GuardPiece) -> bool {
-    s.entries.iter().any(|e| {
-        e.state == EntryState::Held
-            && e.start == piece.range.start
-            && e.end == piece.range.end
-            && e.token == piece.token
-    })
 }
 
 /// Events with their time, for the printed timeline.

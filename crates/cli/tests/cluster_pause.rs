@@ -28,32 +28,16 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::cluster::{owned_by, poll, settled, wait_for, NodeOpts, NodeProc, Proc};
+use common::cluster::{holds, owned_by, poll, settled, stats, wait_for, NodeOpts, NodeProc, Proc};
 use common::{tempdir, wait_bounded, BIN};
-use rangelock_client::cluster::{ClusterClient, ClusterOptions, GuardPiece};
-use rangelock_client::{Client, EntryState, Mode, StatsBody, Wait};
+use rangelock_client::cluster::{ClusterClient, ClusterOptions};
+use rangelock_client::{Client, EntryState, Mode, Wait};
 use rangelock_cluster::etcd::local_etcd_or_skip;
 use rangelock_cluster::fencing::{FencingClient, FencingStore, Write};
 use rangelock_server::protocol::Partitioning;
 
 fn opts() -> NodeOpts {
     NodeOpts::timed(2, 2, 2000, 2000)
-}
-
-/// `STATS` of the node at `addr` (`None` if it does not answer).
-fn stats(addr: &str) -> Option<StatsBody> {
-    let c = Client::connect(&addr.parse().unwrap()).ok()?;
-    c.stats(1000).ok()
-}
-
-/// Whether `s` shows `piece` held (same range, same token).
-fn holds(s: &StatsBody, piece: &GuardPiece) -> bool {
-    s.entries.iter().any(|e| {
-        e.state == EntryState::Held
-            && e.start == piece.range.start
-            && e.end == piece.range.end
-            && e.token == piece.token
-    })
 }
 
 /// `rangelock lock --cluster NODES RANGE -- sh -c '...'`: the command waits for `file`,

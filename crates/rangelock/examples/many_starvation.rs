@@ -15,24 +15,15 @@
 //! to 3 alone) the same runs gave 153-219 ms, 8.8-9.3 ms, 0; 7.4-8.5 s, 0.6-1.2 s, 34-45;
 //! and 1.7-4.6 s, 0.3-2.6 s, 3-8.
 
+#[path = "common/rng.rs"]
+mod rng;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rangelock::{Mode, RangeLock};
-
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n
-    }
-}
+use rng::Rng;
 
 fn arg(i: usize, default: u64) -> u64 {
     std::env::args().nth(i).map_or(default, |a| a.parse().expect("a number"))

@@ -34,9 +34,12 @@
 mod floor;
 #[path = "common/no_lock.rs"]
 mod no_lock;
+#[path = "common/rng.rs"]
+mod rng;
 
 use floor::{AnnounceFloor, AsLock, ClaimFloor, Floor, SharedFloor};
 use no_lock::NoLock;
+use rng::Rng;
 
 use std::hint::black_box;
 use std::ops::Range;
@@ -44,24 +47,6 @@ use std::time::Instant;
 
 use rangelock::variants::{KernelTree, Segments};
 use rangelock::{Lock, Mode, RangeLock, RawRangeLock};
-
-/// The bench's generator (SplitMix64), so the ranges are the suite's.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (multiply-shift).
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
-}
 
 /// The loop's parameters.
 #[derive(Clone)]

@@ -14,22 +14,13 @@
 //! this example, then `perf script` and the stacks with `prev_state=S` under `measured`
 //! (`rangelock::skiplist`'s module docs, "Progress", give what it found).
 
+#[path = "common/rng.rs"]
+mod rng;
+
 use std::time::{Duration, Instant};
 
 use rangelock::{ManyGuard, Mode, RangeGuard, RangeLock, SkipList};
-
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n
-    }
-}
+use rng::Rng;
 
 /// What a granted try holds until it is released.
 #[allow(dead_code)] // held only to be dropped

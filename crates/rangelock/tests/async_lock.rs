@@ -8,6 +8,7 @@
 mod support;
 
 use std::future::Future;
+use std::ops::Range;
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -57,16 +58,22 @@ fn counting() -> (Arc<Count>, Waker) {
     (count.clone(), Waker::from(count))
 }
 
-#[test]
-fn a_release_wakes_the_waiting_task_and_its_next_poll_holds() {
-    let lock = RangeLock::new();
+/// A held range and a request that waits for it, one of each kind of wait word: a stripe
+/// holder, a list holder, a reader.
+fn wait_kinds() -> [(Range<u64>, Mode, Range<u64>, Mode); 3] {
     let stripe = 1u64 << rangelock::DEFAULT_STRIPE_SHIFT;
-    // A stripe holder, a list holder, a reader: the task waits on each kind of wait word.
-    for (held_range, held_mode, want, mode) in [
+    [
         (0..10, Mode::Exclusive, 5..6, Mode::Exclusive),
         (stripe - 5..stripe + 5, Mode::Exclusive, stripe..stripe + 1, Mode::Shared),
         (100..200, Mode::Shared, 150..160, Mode::Exclusive),
-    ] {
+    ]
+}
+
+#[test]
+fn a_release_wakes_the_waiting_task_and_its_next_poll_holds() {
+    let lock = RangeLock::new();
+    // The task waits on each kind of wait word.
+    for (held_range, held_mode, want, mode) in wait_kinds() {
         let held = lock.lock_mode(held_range.clone(), held_mode).unwrap();
         let (count, waker) = counting();
         let mut cx = Context::from_waker(&waker);
@@ -174,13 +181,7 @@ fn the_deadline_wakes_the_waker_of_the_latest_poll() {
 #[test]
 fn dropping_a_timed_future_releases_every_waker_clone_at_once() {
     let lock = RangeLock::new();
-    let stripe = 1u64 << rangelock::DEFAULT_STRIPE_SHIFT;
-    // A stripe holder, a list holder, a reader: each kind of wait word.
-    for (held_range, held_mode, want, mode) in [
-        (0..10, Mode::Exclusive, 5..6, Mode::Exclusive),
-        (stripe - 5..stripe + 5, Mode::Exclusive, stripe..stripe + 1, Mode::Shared),
-        (100..200, Mode::Shared, 150..160, Mode::Exclusive),
-    ] {
+    for (held_range, held_mode, want, mode) in wait_kinds() {
         let held = lock.lock_mode(held_range.clone(), held_mode).unwrap();
         let (first, first_waker) = counting();
         let (latest, latest_waker) = counting();

@@ -8,6 +8,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use rangelock_client::cluster::GuardPiece;
+use rangelock_client::{Client, EntryState, StatsBody};
 use rangelock_cluster::admin;
 use rangelock_cluster::etcd::Etcd;
 use rangelock_cluster::keys::Snapshot;
@@ -385,4 +387,20 @@ pub fn poll(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "timed out after {limit:?} waiting for: {what}");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// `STATS` of the node at `addr` (`None` if it does not answer).
+pub fn stats(addr: &str) -> Option<StatsBody> {
+    let c = Client::connect(&addr.parse().unwrap()).ok()?;
+    c.stats(1000).ok()
+}
+
+/// Whether `s` shows `piece` held (same range, same token).
+pub fn holds(s: &StatsBody, piece: &GuardPiece) -> bool {
+    s.entries.iter().any(|e| {
+        e.state == EntryState::Held
+            && e.start == piece.range.start
+            && e.end == piece.range.end
+            && e.token == piece.token
+    })
 }
