@@ -9,11 +9,13 @@
 //! tasks). Prints the waits of the `lock_many` calls and of the tasks' acquisitions: the
 //! worst, the p99, the median, and how many took over 1 s.
 //!
-//! On the 2-core development machine, 10 s runs, 3 each (`lock_many`'s worst wait, p99,
-//! waits over 1 s): `16 0 10 8` 12-32 ms, 5.4-5.5 ms, 0; `16 32 10 8` 143-228 ms, 29-48
-//! ms, 0; `2 64 10 8` 59-96 ms, 20-36 ms, 0. Without the fair path (`lock_many`'s steps 1
-//! to 3 alone) the same runs gave 153-219 ms, 8.8-9.3 ms, 0; 7.4-8.5 s, 0.6-1.2 s, 34-45;
-//! and 1.7-4.6 s, 0.3-2.6 s, 3-8.
+//! On the 2-core development machine while other builds kept both cores busy, 10 s runs,
+//! 3 each (`lock_many`'s worst wait, p99, waits over 1 s): `16 0 10 8` 12-32 ms,
+//! 5.4-5.5 ms, 0; `16 32 10 8` 143-228 ms, 29-48 ms, 0; `2 64 10 8` 59-96 ms, 20-36 ms,
+//! 0. Without the fair path (`lock_many`'s steps 1 to 3 alone) the same runs gave
+//! 153-219 ms, 8.8-9.3 ms, 0; 7.4-8.5 s, 0.6-1.2 s, 34-45; and 1.7-4.6 s, 0.3-2.6 s, 3-8.
+//! On the idle machine, one run each with the fair path: 5.7 ms, 0.9 ms, 0; 61.6 ms,
+//! 16.3 ms, 0; 15.3 ms, 6.3 ms, 0.
 
 #[path = "common/rng.rs"]
 mod rng;
@@ -49,6 +51,10 @@ fn request(rng: &mut Rng, domain: u64) -> Vec<(std::ops::Range<u64>, Mode)> {
 fn summary(what: &str, mut waits: Vec<Duration>) {
     waits.sort();
     let n = waits.len();
+    if n == 0 {
+        println!("{what}: no calls");
+        return;
+    }
     let at = |q: f64| waits.get(((n as f64 * q) as usize).min(n.saturating_sub(1))).copied();
     let ms = |d: Option<Duration>| d.map_or(f64::NAN, |d| d.as_secs_f64() * 1e3);
     let over = waits.iter().filter(|w| **w > Duration::from_secs(1)).count();
