@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use common::{signal, tempdir, wait_bounded, BIN};
+use common::{rangelock, signal, tempdir, wait_bounded};
 use rangelock_client::{Client, ConnectOptions, Endpoint, Mode, Wait};
 
 /// May lock anything; stored in the auth file as itself.
@@ -36,7 +36,7 @@ fn write(dir: &Path, name: &str, text: &str, mode: u32) -> PathBuf {
 /// Runs `rangelock ARGS…` (bounded by [`LIMIT`]) with `$RANGELOCK_AUTH_TOKEN` set to
 /// `env_token` (or unset): exit code, stdout, stderr.
 fn cli(args: &[&str], env_token: Option<&str>) -> (Option<i32>, String, String) {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = rangelock();
     cmd.args(args).env("RUST_LOG", "error").env_remove("RANGELOCK_AUTH_TOKEN");
     if let Some(t) = env_token {
         cmd.env("RANGELOCK_AUTH_TOKEN", t);
@@ -70,7 +70,7 @@ struct Served {
 
 impl Served {
     fn start(args: &[&str]) -> Served {
-        let mut child = Command::new(BIN)
+        let mut child = rangelock()
             .args(["serve", "--addr", "127.0.0.1:0"])
             .args(args)
             .env("RUST_LOG", "debug")
@@ -290,7 +290,7 @@ fn lock_and_stat_through_a_cluster_whose_nodes_have_an_auth_file() {
     let ep = etcd.endpoint();
     let dir = tempdir("auth-cluster");
     let auth = auth_file(&dir);
-    let mut cmd = Command::new(BIN);
+    let mut cmd = rangelock();
     cmd.args(["serve", "--addr", "127.0.0.1:0", "--cluster", &ep, "--node-id", "a"])
         .args(["--partitions", "4", "--etcd-ttl", "1", "--lease-ms", "1000"])
         .arg("--auth-file")

@@ -7,7 +7,7 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Output;
 
-use common::{dead_addr, lock_cmd, tempdir, ServerProc, BIN};
+use common::{dead_addr, lock_cmd, rangelock, tempdir, ServerProc};
 use rangelock_client::{Client, Endpoint};
 
 fn stderr(out: &Output) -> String {
@@ -30,8 +30,7 @@ fn an_unreachable_server_exits_69_with_one_line_naming_the_address() {
     let (code, err) = run_failing(&mut lock_cmd(&addr, "0..10", &[], &["true"]));
     assert_eq!(code, Some(69));
     assert_eq!(err.trim(), format!("rangelock: cannot connect to {addr}: connection refused"));
-    let (code, err) =
-        run_failing(std::process::Command::new(BIN).args(["stat", "--server", &addr]));
+    let (code, err) = run_failing(rangelock().args(["stat", "--server", &addr]));
     assert_eq!(code, Some(69));
     assert!(err.contains(&format!("cannot connect to {addr}")), "{err}");
 }
@@ -105,7 +104,7 @@ fn stat_does_not_count_its_own_session() {
     let ep: Endpoint = server.addr.parse().unwrap();
     let other = Client::connect(&ep).unwrap();
     other.ping().unwrap(); // the server has opened its session
-    let out = std::process::Command::new(BIN).args(["stat", "--server", &server.addr]).output();
+    let out = rangelock().args(["stat", "--server", &server.addr]).output();
     let out = out.unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let s = String::from_utf8(out.stdout).unwrap();
@@ -115,7 +114,7 @@ fn stat_does_not_count_its_own_session() {
 
 #[test]
 fn help_documents_the_exit_codes_and_the_lease() {
-    let out = std::process::Command::new(BIN).args(["lock", "--help"]).output().unwrap();
+    let out = rangelock().args(["lock", "--help"]).output().unwrap();
     let help = String::from_utf8(out.stdout).unwrap();
     for row in [
         "  1  lock not available",
@@ -133,7 +132,7 @@ fn help_documents_the_exit_codes_and_the_lease() {
 
 #[test]
 fn the_first_line_of_help_names_every_subcommand() {
-    let out = std::process::Command::new(BIN).arg("--help").output().unwrap();
+    let out = rangelock().arg("--help").output().unwrap();
     let help = String::from_utf8(out.stdout).unwrap();
     let first = help.lines().next().unwrap();
     let commands: Vec<&str> = help

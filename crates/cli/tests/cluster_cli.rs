@@ -59,7 +59,7 @@ fn lock_and_stat_through_a_cluster() {
     assert!(out.trim().parse::<u64>().is_ok(), "{out}");
     // A holder in the background; a conflicting --nonblock gets exit 1, and stat --cluster
     // shows the map and the holder.
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rangelock"));
+    let mut cmd = common::rangelock();
     cmd.args(["lock", "--cluster", &a.addr, "0..10", "--", "sleep", "30"]);
     let mut holder =
         Proc::spawn("holder", &mut cmd, dir.join("holder.log"), std::process::Stdio::null());

@@ -34,14 +34,14 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::cluster::{
     log_tail, run_cli, settled, snapshot, start_store, wait_for, NodeOpts, NodeProc, Proc,
 };
-use common::{tempdir, BIN};
+use common::{rangelock, tempdir};
 use rangelock_bench::harness::SplitMix64;
 use rangelock_client::cluster::{ClusterClient, ClusterOptions};
 use rangelock_client::{Mode, Wait};
@@ -264,7 +264,7 @@ fn nemesis(name: &str, faults_for: Duration, seed: u64) {
     let worker_secs = (faults_for + QUIET).as_secs_f64();
     let workers: Vec<Proc> = (0..WORKERS)
         .map(|i| {
-            let mut cmd = Command::new(BIN);
+            let mut cmd = rangelock();
             cmd.args(["cluster", "worker", "--seeds", &seeds.join(","), "--store", &store_addr])
                 .args(["--writer", &format!("w{i}"), "--ops", "100000000"])
                 .args(["--seconds", &worker_secs.to_string()])

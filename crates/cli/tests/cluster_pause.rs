@@ -25,11 +25,11 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::cluster::{holds, owned_by, poll, settled, stats, wait_for, NodeOpts, NodeProc, Proc};
-use common::{tempdir, wait_bounded, BIN};
+use common::{rangelock, tempdir, wait_bounded};
 use rangelock_client::cluster::{ClusterClient, ClusterOptions};
 use rangelock_client::{Client, EntryState, Mode, Wait};
 use rangelock_cluster::etcd::local_etcd_or_skip;
@@ -45,7 +45,7 @@ fn opts() -> NodeOpts {
 fn cli_holder(nodes: &str, range: &str, file: &Path, code: i32, dir: &Path, name: &str) -> Proc {
     let f = file.display();
     let script = format!("while [ ! -e '{f}' ]; do sleep 0.02; done; : > '{f}.done'; exit {code}");
-    let mut cmd = Command::new(BIN);
+    let mut cmd = rangelock();
     cmd.args(["lock", "--cluster", nodes, range, "--", "sh", "-c", &script])
         .env("RUST_LOG", "info");
     Proc::spawn(name, &mut cmd, dir.join(format!("{name}.log")), Stdio::null())

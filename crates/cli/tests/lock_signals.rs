@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::cluster::{run_cli, settled, wait_for, NodeOpts, NodeProc};
-use common::{signal, tempdir, wait_bounded, ServerProc, BIN};
+use common::{rangelock, signal, tempdir, wait_bounded, ServerProc};
 use rangelock_cluster::etcd::local_etcd_or_skip;
 
 /// The four signals, with their names for sh's `trap` and the CLI's messages.
@@ -52,7 +52,7 @@ impl Target<'_> {
 
     /// `rangelock lock [--server A | --cluster A] 0..100 -- CMD…`.
     fn lock(&self, cmd: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
+        let mut c = rangelock();
         c.arg("lock").args(self.flag()).args(["0..100", "--"]).args(cmd).env("RUST_LOG", "error");
         c
     }

@@ -9,14 +9,14 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 mod common;
 
-use common::{lock_cmd, signal, tempdir, ServerProc, BIN};
+use common::{lock_cmd, rangelock, signal, tempdir, ServerProc, BIN};
 
 fn stat(addr: &str) -> String {
-    let out = Command::new(BIN).args(["stat", "--server", addr]).output().unwrap();
+    let out = rangelock().args(["stat", "--server", addr]).output().unwrap();
     assert!(out.status.success());
     String::from_utf8(out.stdout).unwrap()
 }
@@ -117,7 +117,7 @@ fn kill_9_of_a_holder_releases_its_lock_and_grants_the_waiter() {
 fn unix_socket_end_to_end() {
     let dir = tempdir("unix");
     let path = dir.join("sock");
-    let mut child = Command::new(BIN)
+    let mut child = rangelock()
         .args(["serve", "--unix", path.to_str().unwrap(), "--engine", "tree-single"])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
@@ -145,10 +145,8 @@ fn stat_lists_what_fits_in_the_output_limit_and_says_how_many_more() {
     let held: Vec<_> = (0..30_000u64)
         .map(|i| c.lock(2 * i..2 * i + 1, Mode::Exclusive, Wait::Try).unwrap())
         .collect();
-    let out = Command::new(BIN)
-        .args(["stat", "--server", &server.addr, "--max", "100000"])
-        .output()
-        .unwrap();
+    let out =
+        rangelock().args(["stat", "--server", &server.addr, "--max", "100000"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let s = String::from_utf8(out.stdout).unwrap();
     assert_eq!(stat_field(&s, "holders"), 30_000);
@@ -163,10 +161,8 @@ fn stat_lists_what_fits_in_the_output_limit_and_says_how_many_more() {
 }
 
 fn stat_max(addr: &str, max: u32) -> String {
-    let out = Command::new(BIN)
-        .args(["stat", "--server", addr, "--max", &max.to_string()])
-        .output()
-        .unwrap();
+    let out =
+        rangelock().args(["stat", "--server", addr, "--max", &max.to_string()]).output().unwrap();
     assert!(out.status.success());
     String::from_utf8(out.stdout).unwrap()
 }

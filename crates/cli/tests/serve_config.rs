@@ -9,10 +9,10 @@ mod common;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStderr, Command, Output, Stdio};
+use std::process::{Child, ChildStderr, Output, Stdio};
 use std::time::Duration;
 
-use common::{dead_addr, signal, tempdir, BIN};
+use common::{dead_addr, rangelock, signal, tempdir};
 use rangelock_client::{Client, Endpoint, GrantMode};
 
 const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/rangelock.example.toml");
@@ -27,7 +27,7 @@ struct Serve {
 impl Serve {
     /// Starts it (with `RUST_LOG` as given) and waits for its `listening on` line.
     fn start(args: &[&str], rust_log: &str) -> Serve {
-        let mut child = Command::new(BIN)
+        let mut child = rangelock()
             .arg("serve")
             .args(args)
             .env("RUST_LOG", rust_log)
@@ -67,7 +67,7 @@ impl Drop for Serve {
 
 /// `rangelock serve ARGS` run to its end.
 fn serve(args: &[&str]) -> Output {
-    Command::new(BIN).arg("serve").args(args).env("RUST_LOG", "info").output().unwrap()
+    rangelock().arg("serve").args(args).env("RUST_LOG", "info").output().unwrap()
 }
 
 /// `rangelock serve ARGS --print-config`: its stdout, which it must print with exit 0.

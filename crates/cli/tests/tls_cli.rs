@@ -5,9 +5,9 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::{lock_cmd, ServerProc, BIN};
+use common::{lock_cmd, rangelock, ServerProc};
 use rangelock_bench::tls_pki::TempPki;
 
 fn s(p: &std::path::Path) -> String {
@@ -52,10 +52,8 @@ fn lock_and_stat_over_tls() {
     .output()
     .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let out = Command::new(BIN)
-        .args(["stat", "--server", &server.addr, "--tls-ca", &ca])
-        .output()
-        .unwrap();
+    let out =
+        rangelock().args(["stat", "--server", &server.addr, "--tls-ca", &ca]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("grants"), "{}", stdout(&out));
 
@@ -70,7 +68,7 @@ fn lock_and_stat_over_tls() {
         .unwrap();
     assert_eq!(out.status.code(), Some(69), "{}", stderr(&out));
     assert!(stderr(&out).contains("TLS: handshake"), "{}", stderr(&out));
-    let out = Command::new(BIN)
+    let out = rangelock()
         .args(["stat", "--server", &server.addr, "--tls-ca", &s(&other.ca())])
         .output()
         .unwrap();
@@ -132,7 +130,7 @@ fn client_certificates_through_the_binary() {
 fn bad_tls_files_are_clear_errors() {
     let pki = TempPki::generate().unwrap();
     let missing = pki.dir().join("missing.pem");
-    let out = Command::new(BIN)
+    let out = rangelock()
         .args(["serve", "--addr", "127.0.0.1:0", "--tls-cert", &s(&missing)])
         .args(["--tls-key", &s(&pki.server_key())])
         .output()
@@ -145,7 +143,7 @@ fn bad_tls_files_are_clear_errors() {
     );
     assert!(stdout(&out).is_empty(), "never listened: {}", stdout(&out));
     // A key that is not the certificate's.
-    let out = Command::new(BIN)
+    let out = rangelock()
         .args(["serve", "--addr", "127.0.0.1:0", "--tls-cert", &s(&pki.server_cert())])
         .args(["--tls-key", &s(&pki.client_key())])
         .output()
@@ -153,7 +151,7 @@ fn bad_tls_files_are_clear_errors() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("does not hold the private key"), "{}", stderr(&out));
     // --tls-cert alone is a usage error.
-    let out = Command::new(BIN)
+    let out = rangelock()
         .args(["serve", "--addr", "127.0.0.1:0", "--tls-cert", &s(&pki.server_cert())])
         .output()
         .unwrap();
@@ -166,7 +164,7 @@ fn bad_tls_files_are_clear_errors() {
     assert_eq!(out.status.code(), Some(66), "EX_NOINPUT: {}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("cannot read the CA file") && err.contains(&s(&missing)), "{err}");
-    let out = Command::new(BIN)
+    let out = rangelock()
         .args(["stat", "--server", &server.addr, "--tls-ca", &s(&missing)])
         .output()
         .unwrap();
@@ -195,7 +193,7 @@ fn tls_settings_from_the_config_file() {
     server.terminate();
     // A key without its certificate is refused before anything is bound.
     std::fs::write(&config, format!("tls_key = {:?}\n", s(&pki.server_key()))).unwrap();
-    let out = Command::new(BIN).args(["serve", "--config", &s(&config)]).output().unwrap();
+    let out = rangelock().args(["serve", "--config", &s(&config)]).output().unwrap();
     assert!(!out.status.success());
     assert!(stderr(&out).contains("needs `tls_cert`"), "{}", stderr(&out));
 }

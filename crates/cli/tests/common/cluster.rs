@@ -14,7 +14,7 @@ use rangelock_cluster::admin;
 use rangelock_cluster::etcd::Etcd;
 use rangelock_cluster::keys::Snapshot;
 
-use super::{signal, BIN};
+use super::{rangelock, signal};
 
 /// A child process of the test: SIGCONT (in case it is stopped) + SIGKILL and reaped on
 /// drop.
@@ -257,7 +257,7 @@ impl NodeProc {
 }
 
 fn node_command(etcd: &str, id: &str, o: &NodeOpts, addr: &str) -> Command {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = rangelock();
     cmd.args(["serve", "--addr", addr, "--cluster", etcd, "--node-id", id])
         .args(["--partitions", &o.partitions.to_string()])
         .env("RUST_LOG", "info");
@@ -276,7 +276,7 @@ fn start_node(etcd: &str, id: &str, o: &NodeOpts, dir: &Path, addr: &str) -> (Pr
 
 /// A `rangelock cluster fencing-store` process.
 pub fn start_store(dir: &Path) -> (Proc, String) {
-    let mut cmd = Command::new(BIN);
+    let mut cmd = rangelock();
     cmd.args(["cluster", "fencing-store", "--listen", "127.0.0.1:0", "--file"])
         .arg(dir.join("store.data"))
         .env("RUST_LOG", "info");
@@ -284,11 +284,8 @@ pub fn start_store(dir: &Path) -> (Proc, String) {
 }
 
 /// Runs `rangelock ARGS…` to completion (bounded by `limit`): exit status, stdout, stderr.
-/// Its cache directory (the nodes read from etcd) is one of this test process, not the
-/// user's.
 pub fn run_cli(args: &[&str], limit: Duration) -> (Option<i32>, String, String) {
-    let cache = std::env::temp_dir().join(format!("rangelock-cli-cache-{}", std::process::id()));
-    run_cli_cached(args, &cache, limit)
+    run_cli_cached(args, Path::new(super::CACHE), limit)
 }
 
 /// [`run_cli`] with `$XDG_CACHE_HOME` at `cache`.
@@ -297,7 +294,7 @@ pub fn run_cli_cached(
     cache: &Path,
     limit: Duration,
 ) -> (Option<i32>, String, String) {
-    let mut child = Command::new(BIN)
+    let mut child = rangelock()
         .args(args)
         .env("XDG_CACHE_HOME", cache)
         .env("RUST_LOG", "error")

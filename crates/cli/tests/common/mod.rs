@@ -11,6 +11,17 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_rangelock");
 
+/// The `$XDG_CACHE_HOME` of every `rangelock` a test runs (where `lock` and `stat` keep
+/// the nodes they read from etcd): the target's, never the user's.
+pub const CACHE: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/cache");
+
+/// `rangelock`, with its cache in [`CACHE`].
+pub fn rangelock() -> Command {
+    let mut c = Command::new(BIN);
+    c.env("XDG_CACHE_HOME", CACHE);
+    c
+}
+
 /// A `rangelock serve` child, killed and reaped when dropped.
 pub struct ServerProc {
     pub child: Child,
@@ -19,7 +30,7 @@ pub struct ServerProc {
 
 impl ServerProc {
     pub fn start(extra: &[&str]) -> ServerProc {
-        let mut child = Command::new(BIN)
+        let mut child = rangelock()
             .args(["serve", "--addr", "127.0.0.1:0"])
             .args(extra)
             .env("RUST_LOG", "warn")
@@ -81,7 +92,7 @@ pub fn signal(pid: u32, sig: i32) -> bool {
 
 /// `rangelock lock RANGE --server ADDR EXTRA… -- CMD…`.
 pub fn lock_cmd(addr: &str, range: &str, extra: &[&str], cmd: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
+    let mut c = rangelock();
     c.args(["lock", range, "--server", addr]).args(extra).arg("--").args(cmd);
     c
 }
