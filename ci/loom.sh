@@ -14,7 +14,11 @@ for crate in epvs:epvs rangelock:rangelock rangelock-bravo:bravo; do
     echo "--- loom: $package"
     # The loom build has code of its own (cfg(loom) constants, models): lint it too.
     cargo clippy --release -p "$package" --lib --tests -- -D warnings
-    cargo test --release -p "$package" --lib --tests -- --test-threads=2 loom
+    # A model that deadlocks can hang the harness (loom's panic under captured output)
+    # instead of failing: a bound turns that into a failure (exit 124) naming the crate.
+    timeout "${LOOM_TIMEOUT:-1500}" \
+      cargo test --release -p "$package" --lib --tests -- --test-threads=2 loom ||
+      { echo "--- loom: $package failed or ran past ${LOOM_TIMEOUT:-1500} s" >&2; exit 1; }
   else
     echo "--- loom: no models in crates/$dir" >&2
     exit 1

@@ -154,6 +154,7 @@ fn kind(e: &ClusterError) -> String {
         ClusterError::Server(s) => format!("server: {s}"),
         ClusterError::Client(c) => format!("client: {}", client_kind(c)),
         ClusterError::BadMap(_) => "bad_map".into(),
+        _ => "other".into(),
     }
 }
 

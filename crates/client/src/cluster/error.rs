@@ -8,6 +8,7 @@ use crate::error::ClientError;
 
 /// Why a cluster operation failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClusterError {
     /// No node could be reached, or none gave a usable answer; the message says what each
     /// one said.
@@ -61,6 +62,7 @@ pub enum ClusterError {
 
 /// Why a guard was lost: which piece failed, and how.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LostReason {
     /// The partition of the piece that could not be reclaimed.
     pub partition: u32,
@@ -84,6 +86,7 @@ impl core::fmt::Display for LostReason {
 
 /// How a piece of a guard failed to be reclaimed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LostCause {
     /// The partition's new owner refused the `RECLAIM`: another holder already reclaimed
     /// a conflicting lock, the owner is serving new locks (no grace period), or the token
