@@ -290,6 +290,12 @@ pub(crate) fn unnest(way: u32, level: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether this thread holds a sticky slot of instance `id`.
+#[inline]
+pub(crate) fn holds(id: u64) -> bool {
+    with_way(id, |_, _| ()).is_some()
+}
+
 /// How many uses this thread has of its sticky slot of instance `id` (0 if none).
 pub(crate) fn uses(id: u64) -> usize {
     with_way(id, |cache, way| (cache.uses[way].get() & !ORPHAN) as usize).unwrap_or(0)

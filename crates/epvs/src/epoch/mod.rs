@@ -174,6 +174,18 @@ pub struct LightEpoch {
     id: u64,
     /// `Announce::Asymmetric`: sticky slots, plain-store announces, heavy scans.
     asymmetric: bool,
+    /// Set (1) by the owner (EPVS's adaptive mode) while every thread that announces with
+    /// a plain store also fences before the loads the scan must order: scans then need no
+    /// process-wide barrier. See [`set_light_scans`](Self::set_light_scans).
+    light_scans: AtomicU64,
+    /// Process-wide barriers issued by scans, and how long the last one took (ns).
+    heavy: HeavyStats,
+}
+
+/// What the process-wide barriers of an asymmetric instance cost.
+struct HeavyStats {
+    count: AtomicU64,
+    last_ns: AtomicU64,
 }
 
 /// Threads waiting for a slot of a full table.
@@ -221,6 +233,15 @@ impl LightEpoch {
         Self::with_options(Self::default_slots(), Announce::Asymmetric)
     }
 
+    /// Models only: an asymmetric instance whose sticky announces are plain stores with no
+    /// barrier at all (see `SlotTable::model_plain`).
+    #[cfg(all(loom, test))]
+    pub(crate) fn asymmetric_plain_for_model() -> Self {
+        let mut epoch = Self::with_options(4, Announce::Asymmetric);
+        Arc::get_mut(&mut epoch.table).expect("a fresh table").model_plain = true;
+        epoch
+    }
+
     /// An instance whose table has `slots` slots, announcing as `announce` says.
     ///
     /// # Panics
@@ -232,6 +253,8 @@ impl LightEpoch {
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             asymmetric: announce == Announce::Asymmetric,
             current: CachePadded::new(AtomicU64::new(1)),
+            light_scans: AtomicU64::new(0),
+            heavy: HeavyStats { count: AtomicU64::new(0), last_ns: AtomicU64::new(0) },
             table: Arc::new(SlotTable::new(slots)),
             drain: DrainList::new(),
             full: FullTable {
@@ -350,7 +373,7 @@ impl LightEpoch {
         let slot = unsafe { slot.as_ref() };
         // Acquire: as in `try_protect_once`.
         let e = self.current.load(Ordering::Acquire);
-        SlotTable::announce_sticky(slot, e);
+        self.table.announce_sticky(slot, e);
         Protection::sticky(slot, e, way)
     }
 
@@ -436,8 +459,52 @@ impl LightEpoch {
         // Acquire: as in `current`; a stale (smaller) value only makes the result smaller,
         // i.e. more conservative.
         let current = self.current.load(Ordering::Acquire);
-        let min = self.table.min_announced(self.asymmetric).map_or(current, |m| m.min(current));
+        let heavy = self.needs_heavy();
+        #[cfg(not(loom))]
+        let started = heavy.then(Instant::now);
+        let min = self.table.min_announced(heavy).map_or(current, |m| m.min(current));
+        #[cfg(not(loom))]
+        if let Some(started) = started {
+            // Relaxed: statistics for the owner's mode decision, nothing is ordered by them.
+            let ns = started.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+            self.heavy.last_ns.store(ns, Ordering::Relaxed);
+            self.heavy.count.fetch_add(1, Ordering::Relaxed);
+        }
         min - 1
+    }
+
+    /// Whether a scan needs the process-wide barrier: only in asymmetric mode, only while
+    /// the owner has not declared every plain announce fenced (`set_light_scans`), and only
+    /// if a thread other than the caller holds a sticky slot (every other announce is a
+    /// fenced claim; see `SlotTable::others_sticky`). A version change on an instance
+    /// nobody else uses costs no system call.
+    #[inline]
+    fn needs_heavy(&self) -> bool {
+        // SeqCst: the owner stores it before the bump whose action this scan may run, and
+        // the scan read that bump's epoch (Acquire) first; see `set_light_scans`.
+        self.asymmetric
+            && self.light_scans.load(Ordering::SeqCst) == 0
+            && self.table.others_sticky(usize::from(local::holds(self.id)))
+    }
+
+    /// Declares (`true`) that until further notice every thread protected in a sticky slot
+    /// issues a SeqCst fence between its announce and the loads a scan must order, so scans
+    /// may use a plain fence instead of the process-wide barrier; `false` withdraws it.
+    ///
+    /// For an owner that runs its own announce protocol on top (EPVS's adaptive mode): it
+    /// must call this before the bump whose action relies on it, and only when no region
+    /// that announced without fencing can still hold back that action.
+    pub(crate) fn set_light_scans(&self, light: bool) {
+        // SeqCst: ordered before the owner's next bump; pairs with the load in
+        // `needs_heavy`.
+        self.light_scans.store(u64::from(light), Ordering::SeqCst);
+    }
+
+    /// How many process-wide barriers scans have issued, and the last one's duration.
+    pub(crate) fn heavy_barriers(&self) -> (u64, Duration) {
+        // Relaxed: statistics.
+        let count = self.heavy.count.load(Ordering::Relaxed);
+        (count, Duration::from_nanos(self.heavy.last_ns.load(Ordering::Relaxed)))
     }
 
     /// Increments the global epoch and returns the new value.
@@ -461,8 +528,21 @@ impl LightEpoch {
         // increment before the drain's slot scan (pairs with the SeqCst claim in
         // `SlotTable::try_claim` through the fence in `min_announced`).
         let prior = self.current.fetch_add(1, Ordering::SeqCst);
-        self.drain.push(prior, Box::new(action));
-        self.drain_slow(Wait::Yes);
+        let safe = self.safe_epoch();
+        if safe >= prior {
+            // Ready now (nothing protected at `prior` or earlier): run it here, without
+            // queueing it (no allocation, no drain-list lock), and whatever else is ready.
+            action();
+            if self.drain.has_pending() {
+                self.drain.run_ready(safe, Wait::Yes);
+            }
+        } else {
+            // Queued, then scanned again: a region that ends between the scan above and
+            // the push may miss the push (its pending check is Relaxed), so this scan,
+            // after the push, must see it gone.
+            self.drain.push(prior, Box::new(action));
+            self.drain_slow(Wait::Yes);
+        }
         prior + 1
     }
 
@@ -486,7 +566,7 @@ impl LightEpoch {
     fn drain_slow(&self, wait: Wait) {
         // Not under loom: its loads may return a stale value forever, which would turn
         // this shortcut into a livelock of the model (hardware makes stores visible).
-        if self.asymmetric && !cfg!(loom) {
+        if !cfg!(loom) && self.needs_heavy() {
             // The process-wide barrier costs a system call: skip it when even an unfenced
             // scan shows that no queued action can run. Skipping is always safe, and a
             // stale (smaller) announcement seen here only delays the action to a later

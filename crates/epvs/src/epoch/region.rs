@@ -17,7 +17,7 @@
 //! Where the thread has no sticky slot of the instance (fenced mode, a full table, all ways
 //! busy), EPVS records its regions itself and protects them with transient slots.
 
-use super::{local, LightEpoch, Protection, SlotTable};
+use super::{local, LightEpoch, Protection};
 use crate::primitive::Ordering;
 
 use super::table::IDLE;
@@ -98,7 +98,7 @@ impl LightEpoch {
     pub(crate) fn resume(&self, p: &mut Protection<'_>) {
         // Acquire: as in `LightEpoch::try_protect_once`.
         let e = self.current.load(Ordering::Acquire);
-        SlotTable::announce_sticky(p.slot(), e);
+        self.table.announce_sticky(p.slot(), e);
         p.set_announced(e);
     }
 }
