@@ -6,6 +6,8 @@
 //! - `epvs-fenced`: the same on a fenced epoch;
 //! - `lightepoch-asym` / `lightepoch-fenced`: `LightEpoch::protect` + drop;
 //! - `epvs-refresh`: `EpvsGuard::refresh` of a held guard;
+//! - `change` / `change-fenced`: `Epvs::enter` + leave, then a version change with an empty
+//!   critical section (`epvs-freq` at p = 1, one thread), on the default or a fenced epoch;
 //! - `array` / `array-none`: the `epvs-array` 0 %-push mix (random read or write of a
 //!   1 Mi-element array) through `ResizableArray`, or on plain atomics with no protection;
 //! - `array-asym` / `array-fenced` / `array-epvs`: the plain-atomics mix, each operation
@@ -59,6 +61,17 @@ fn lightepoch_loop(ops: u64, e: &LightEpoch) -> u64 {
 fn refresh_loop(ops: u64, e: &Epvs) -> u64 {
     let mut g = e.enter();
     (0..ops).map(|_| black_box(g.refresh()).version()).sum()
+}
+
+#[inline(never)]
+fn change_loop(ops: u64, e: &Epvs) -> u64 {
+    let mut sum = 0;
+    for _ in 0..ops {
+        sum += black_box(e.enter().version());
+        // Alone, nothing else is installed: every change is accepted.
+        let _ = black_box(e.advance_version(|| {}, None));
+    }
+    sum
 }
 
 #[inline(never)]
@@ -125,6 +138,8 @@ fn main() {
         "lightepoch-asym" => lightepoch_loop(ops, &LightEpoch::asymmetric()),
         "lightepoch-fenced" => lightepoch_loop(ops, &LightEpoch::new()),
         "epvs-refresh" => refresh_loop(ops, &Epvs::new()),
+        "change" => change_loop(ops, &Epvs::new()),
+        "change-fenced" => change_loop(ops, &Epvs::with_epoch(LightEpoch::new())),
         "array" => array_loop(ops),
         "array-none" => array_none_loop(ops),
         "array-asym" => array_epoch_loop(ops, &LightEpoch::asymmetric()),

@@ -4,8 +4,11 @@
 //! protected region, and after each operation triggers an exclusive change with
 //! probability `p` (1e-6 … 1). Variants:
 //! - `epvs`: enter/leave per operation, a change is a version advance (critical section
-//!   in mutual exclusion with every protected region); `Epvs::new()`, i.e. the asymmetric
-//!   epoch (plain-store enter, a process-wide barrier per change);
+//!   in mutual exclusion with every protected region); `Epvs::new()`, whose announce mode
+//!   adapts to the change rate;
+//! - `epvs-asym`: the same pinned to the asymmetric mode
+//!   (`Epvs::with_epoch(LightEpoch::asymmetric())`: plain-store enter, a process-wide
+//!   barrier per change when another thread uses the instance);
 //! - `epvs-fenced`: the same on a fenced epoch (`Epvs::with_epoch(LightEpoch::new())`: a
 //!   locked CAS per enter, a fence per change), the choice for frequent changes;
 //! - `latch-free`: no protection, a change is an atomic increment nobody waits for (the
@@ -56,6 +59,8 @@ impl Suite for EpvsFreq {
         for &p in ps {
             for (threads, over) in opts.threads_for(false) {
                 cases.push(case("epvs", EpvsEnter::default(), p, threads, over));
+                let asym = EpvsEnter(Epvs::with_epoch(LightEpoch::asymmetric()));
+                cases.push(case("epvs-asym", asym, p, threads, over));
                 let fenced = EpvsEnter(Epvs::with_epoch(LightEpoch::new()));
                 cases.push(case("epvs-fenced", fenced, p, threads, over));
                 cases.push(case("latch-free", LatchFree::default(), p, threads, over));
@@ -98,7 +103,7 @@ mod tests {
     fn epvs_freq_smoke() {
         super::super::epvs_common::smoke(
             &EpvsFreq,
-            &["epvs", "epvs-fenced", "latch-free", "latched", "bravo"],
+            &["epvs", "epvs-asym", "epvs-fenced", "latch-free", "latched", "bravo"],
         );
     }
 }

@@ -24,6 +24,26 @@ const PARK_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(1);
 /// Bound on the drain rounds `Drop for Epvs` runs to complete in-flight transitions.
 const DROP_DRAIN_ROUNDS: usize = 64;
 
+/// The state word's bit for the adaptive announce mode (a reserved bit of [`State`],
+/// never visible outside `Core`): set while regions that announce with a plain store must
+/// also fence before they load the state, so that a step's scan needs no process-wide
+/// barrier. See "Adaptive announce mode" in the module docs.
+const FENCED: u64 = 1 << 9;
+/// The state word's intermediate flag.
+const INTERMEDIATE: u64 = State::rest(0).with_intermediate().to_bits();
+/// In the fenced mode, a thread checks the change rate every this many region entries.
+#[cfg(not(loom))]
+const SAMPLE_ENTRIES: u32 = 8192;
+/// ... and returns the instance to the asymmetric mode if fewer versions than this passed
+/// meanwhile (changes rarer than about one per 4 096 of its operations).
+#[cfg(not(loom))]
+const RARE_CHANGES: u64 = 2;
+/// The asymmetric mode switches to fenced when a change that paid a process-wide barrier
+/// comes within this many barrier costs of the previous one (BRAVO inhibits its fast
+/// path for 9x the revocation cost).
+#[cfg(not(loom))]
+const INHIBIT_FACTOR: u64 = 8;
+
 /// Source of [`Core::id`]s (a plain std atomic: ids need no loom modelling).
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
@@ -63,6 +83,17 @@ struct Core {
     /// it after every state change that clears the intermediate flag.
     park: Mutex<()>,
     unpark: Condvar,
+    /// Threads in `park_while`'s parking loop: `wake` skips the lock and the condition
+    /// variable (whose `notify_all` is a system call) while it is 0.
+    parked: AtomicU64,
+    /// [`Epvs::new`]: the announce mode follows the change rate (the `FENCED` bit).
+    adaptive: bool,
+    /// When the last step that paid a process-wide barrier completed, in ns since
+    /// `created` (0: none yet). Written only by `complete_step`, one at a time.
+    #[cfg(not(loom))]
+    last_heavy_step: std::sync::atomic::AtomicU64,
+    #[cfg(not(loom))]
+    created: std::time::Instant,
 }
 
 /// What entering produced, before it becomes an [`EpvsGuard`].
@@ -101,32 +132,58 @@ impl Default for Epvs {
 }
 
 impl Epvs {
-    /// A new instance at `REST(0)` with its own epoch table (sized from the core count), in
-    /// [`Announce::Asymmetric`](crate::epoch::Announce::Asymmetric) mode: `enter` is two
-    /// plain stores, and each version change pays process-wide barriers (`membarrier`,
-    /// microseconds, interrupting the other cores).
+    /// A new instance at `REST(0)` with its own epoch table (sized from the core count),
+    /// whose announce mode adapts to the change rate: while changes are rare, `enter` is
+    /// plain stores and a change with other threads present pays a process-wide barrier
+    /// (`membarrier`, microseconds); while they are frequent, `enter` adds a fence and
+    /// changes pay none. See "Adaptive announce mode" in the [module docs](crate::version).
     ///
-    /// That is the right default for EPVS's purpose, rare version changes. Where changes
-    /// are frequent, use `Epvs::with_epoch(LightEpoch::new())` (fenced: a locked CAS per
-    /// `enter`, a fence per change). Measured crossover (`bench epvs-freq`, 2 cores, 64-byte
-    /// hash per operation): at a change probability of 1e-4 per operation the asymmetric
-    /// instance is 1.4x faster at 1 thread and 0.9x at 2; at 1e-2 and 2 threads the fenced
-    /// one is 6.9x faster.
+    /// Pin a mode with [`with_epoch`](Epvs::with_epoch) when the rate is known:
+    /// `LightEpoch::asymmetric()` for changes known to be rare (no sampling at all),
+    /// `LightEpoch::new()` for a fenced instance on transient slots.
     pub fn new() -> Epvs {
-        Epvs::with_epoch(LightEpoch::asymmetric())
+        Epvs::build(LightEpoch::asymmetric(), true, false)
     }
 
-    /// A new instance at `REST(0)` on the given (fresh, unshared) epoch framework.
+    /// A new instance at `REST(0)` on the given (fresh, unshared) epoch framework, whose
+    /// announce mode it keeps: `LightEpoch::asymmetric()` pins the asymmetric mode,
+    /// `LightEpoch::new()` the fenced one.
     pub fn with_epoch(epoch: LightEpoch) -> Epvs {
+        Epvs::build(epoch, false, false)
+    }
+
+    /// An adaptive instance that starts in the fenced announce mode and stays there (no
+    /// rate sampling under loom), for the models.
+    /// Its sticky announces are plain stores with no barrier even in the model, so only
+    /// the mode's own fence orders them.
+    #[cfg(all(loom, test))]
+    pub(crate) fn fenced_adaptive() -> Epvs {
+        Epvs::build(LightEpoch::asymmetric_plain_for_model(), true, true)
+    }
+
+    /// Models only: whether the instance is in the fenced announce mode.
+    #[cfg(all(loom, test))]
+    pub(crate) fn in_fenced_mode(&self) -> bool {
+        self.core.state.load(SeqCst) & FENCED != 0
+    }
+
+    fn build(epoch: LightEpoch, adaptive: bool, fenced: bool) -> Epvs {
+        let mode = if fenced { FENCED } else { 0 };
         Epvs {
             core: Arc::new(Core {
                 // Relaxed: only uniqueness matters.
                 id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
                 epoch,
-                state: AtomicU64::new(State::rest(0).to_bits()),
+                state: AtomicU64::new(State::rest(0).to_bits() | mode),
                 slot: Mutex::new(None),
                 park: Mutex::new(()),
                 unpark: Condvar::new(),
+                parked: AtomicU64::new(0),
+                adaptive,
+                #[cfg(not(loom))]
+                last_heavy_step: std::sync::atomic::AtomicU64::new(0),
+                #[cfg(not(loom))]
+                created: std::time::Instant::now(),
             }),
         }
     }
@@ -141,6 +198,26 @@ impl Epvs {
     /// [`EpvsGuard::state`].
     pub fn state(&self) -> State {
         self.core.load()
+    }
+
+    /// How regions announce themselves right now: [`Announce::Fenced`] while an adaptive
+    /// instance ([`Epvs::new`]) is in its fenced mode (changes are frequent) and for a
+    /// fenced epoch, else [`Announce::Asymmetric`]. For monitoring and tests; it may change
+    /// right after the call.
+    pub fn announce(&self) -> Announce {
+        if self.core.epoch.announce() == Announce::Fenced
+            || self.core.state.load(SeqCst) & FENCED != 0
+        {
+            Announce::Fenced
+        } else {
+            Announce::Asymmetric
+        }
+    }
+
+    /// How many process-wide barriers the instance's scans have issued.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn heavy_barriers(&self) -> u64 {
+        self.core.epoch.heavy_barriers().0
     }
 
     /// Enters a protected region; the region runs entirely within the returned guard's
@@ -559,8 +636,90 @@ impl Core {
         // the SeqCst epoch bump): either the bump's drain sees our announcement, or this
         // load sees the flag. It also acquires the critical section's writes published by
         // the store in `complete_step`.
-        // Only `State::to_bits` values are ever stored in the word.
-        State::from_bits_trusted(self.state.load(SeqCst))
+        let raw = self.state.load(SeqCst);
+        if raw & FENCED != 0 {
+            return self.load_fenced();
+        }
+        // Only `State::to_bits` values, plus `FENCED`, are ever stored in the word.
+        State::from_bits_trusted(raw)
+    }
+
+    /// [`load`](Self::load) in the fenced announce mode: a region that announced with a
+    /// plain store fences before the load it runs on.
+    #[cold]
+    #[inline(never)]
+    fn load_fenced(&self) -> State {
+        // SeqCst: orders this thread's announce (a plain store in its sticky slot) before
+        // the state load below, as the fenced claim does; pairs with the SeqCst fence that
+        // starts every scan (`SlotTable::min_announced` without the process-wide barrier,
+        // which a step from a `FENCED` state skips).
+        fence(SeqCst);
+        let raw = self.state.load(SeqCst);
+        #[cfg(not(loom))]
+        self.sample(raw);
+        State::from_bits_trusted(raw & !FENCED)
+    }
+
+    /// Every [`SAMPLE_ENTRIES`] fenced loads on this thread: if fewer than
+    /// [`RARE_CHANGES`] versions passed since this thread's previous sample, changes are
+    /// rare again, and the instance goes back to the asymmetric mode (clearing `FENCED` is
+    /// safe at any moment outside a step: a step reads the bit with its set-intermediate
+    /// CAS, and one from an asymmetric state pays the process-wide barrier).
+    #[cfg(not(loom))]
+    fn sample(&self, raw: u64) {
+        use std::cell::Cell;
+        std::thread_local! {
+            /// (instance id, loads since the last sample, version at the last sample).
+            static SAMPLE: Cell<(u64, u32, u64)> = const { Cell::new((0, 0, 0)) };
+        }
+        let version = State::from_bits_trusted(raw & !FENCED).version();
+        let rare = SAMPLE.with(|c| {
+            let (id, n, at) = c.get();
+            if id != self.id {
+                c.set((self.id, 1, version));
+                return false;
+            }
+            if n < SAMPLE_ENTRIES {
+                c.set((id, n + 1, at));
+                return false;
+            }
+            c.set((id, 0, version));
+            version.wrapping_sub(at) < RARE_CHANGES
+        });
+        if rare && raw & (FENCED | INTERMEDIATE) == FENCED {
+            // SeqCst: a state change like any other; fails harmlessly if a step began.
+            let _ = self.state.compare_exchange(raw, raw & !FENCED, SeqCst, SeqCst);
+        }
+    }
+
+    /// The mode bit of the state a step completes at. A step from a fenced state stays
+    /// fenced (the samplers in `load_fenced` end it); one that paid a process-wide barrier
+    /// within [`INHIBIT_FACTOR`] barrier costs of the previous such step switches to the
+    /// fenced mode (BRAVO's inhibition window, sized by the measured barrier).
+    fn next_mode(&self, fenced: bool, heavy_before: u64) -> u64 {
+        if !self.adaptive {
+            return 0;
+        }
+        if fenced {
+            return FENCED;
+        }
+        #[cfg(not(loom))]
+        {
+            let (count, cost) = self.epoch.heavy_barriers();
+            if count == heavy_before {
+                return 0; // no barrier paid (nobody else holds a sticky slot): stay
+            }
+            let now = self.created.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+            // Relaxed: only `complete_step` uses it, one step at a time.
+            let prev = self.last_heavy_step.swap(now.max(1), std::sync::atomic::Ordering::Relaxed);
+            let window = (cost.as_nanos() as u64).saturating_mul(INHIBIT_FACTOR);
+            if prev != 0 && now.saturating_sub(prev) < window {
+                return FENCED;
+            }
+        }
+        #[cfg(loom)]
+        let _ = heavy_before;
+        0
     }
 
     fn lock_slot(&self) -> MutexGuard<'_, Option<Installed>> {
@@ -572,7 +731,8 @@ impl Core {
         let Some(installed) = slot.as_ref() else {
             return Step::Idle;
         };
-        let from = this.load();
+        let mut raw = this.state.load(SeqCst);
+        let from = State::from_bits_trusted(raw & !FENCED);
         if from.is_intermediate() {
             return Step::InFlight;
         }
@@ -585,19 +745,31 @@ impl Core {
             return Step::NotReady;
         };
         validate_step(installed, from, to);
-        // SeqCst store + SeqCst fence: the flag is ordered before the epoch bump and its
-        // scan of the announcements below; pairs with the epoch's fenced announce and the
-        // SeqCst state load in `enter` (store-buffering pair, see `load`). The fence makes
-        // the argument independent of how the epoch orders its own bump.
-        this.state.store(from.with_intermediate().to_bits(), SeqCst);
-        fence(SeqCst);
+        // SeqCst: the flag is ordered before the epoch bump and before the scan of the
+        // announcements that decides when the action runs (every such scan starts with a
+        // SeqCst fence or the process-wide barrier, `SlotTable::min_announced`); pairs with
+        // the epoch's fenced announce and the SeqCst state load in `enter`
+        // (store-buffering pair, see `load`).
+        // A CAS: outside steps a sampler may clear `FENCED` (nothing else changes the word
+        // with the slot held), and the bit this step reads decides its scans.
+        while let Err(now) = this.state.compare_exchange(raw, raw | INTERMEDIATE, SeqCst, SeqCst) {
+            debug_assert_eq!(now & !FENCED, raw & !FENCED, "the state changed under the slot");
+            raw = now;
+        }
+        // From a fenced state every region that can hold this step back fenced its announce
+        // (`load_fenced`): the step's scans skip the process-wide barrier. Set before the
+        // bump, as `set_light_scans` requires.
+        let fenced = raw & FENCED != 0;
+        this.epoch.set_light_scans(fenced);
+        let heavy_before = this.epoch.heavy_barriers().0;
         let machine = Arc::clone(&installed.machine);
         let finishes = to.is_rest();
         drop(slot);
         let weak: Weak<Core> = Arc::downgrade(this);
         this.epoch.bump_with(move || {
             if let Some(core) = weak.upgrade() {
-                Core::complete_step(&core, &*machine, from, to, finishes);
+                let mode = core.next_mode(fenced, heavy_before);
+                Core::complete_step(&core, &*machine, from, to, finishes, mode);
             }
         });
         Step::Started { from, to }
@@ -611,6 +783,7 @@ impl Core {
         from: State,
         to: State,
         finishes: bool,
+        mode: u64,
     ) {
         let id = this.id;
         let outcome = {
@@ -622,7 +795,7 @@ impl Core {
             let finished = if finishes { slot.take() } else { None };
             // SeqCst (Release would do): publishes the critical section's writes to
             // regions entering in `to`; pairs with the SeqCst load in `load`.
-            this.state.store(to.to_bits(), SeqCst);
+            this.state.store(to.to_bits() | mode, SeqCst);
             finished
         };
         drop(finished);
@@ -666,9 +839,13 @@ impl Core {
             loom::thread::yield_now();
             #[cfg(not(loom))]
             {
-                // The state is checked with `park` held and `wake` takes `park` after changing
-                // it, so a wake-up between the check and the wait cannot be lost; the timeout
-                // bounds the wait anyway and makes this thread help drain again.
+                // Counted before the state is checked, and `wake` reads the count after
+                // storing the new state (both SeqCst: the store-buffering pair), so either
+                // the check below sees the new state or `wake` sees this thread and takes
+                // `park`. The state is checked with `park` held and `wake` notifies with it
+                // held, so a wake-up between the check and the wait cannot be lost; the
+                // timeout bounds the wait anyway and makes this thread help drain again.
+                self.parked.fetch_add(1, SeqCst);
                 let park = self.park.lock().unwrap_or_else(PoisonError::into_inner);
                 if cond(self.load()) {
                     let (park, _) = self
@@ -679,14 +856,19 @@ impl Core {
                 } else {
                     drop(park);
                 }
+                self.parked.fetch_sub(1, SeqCst);
             }
         }
     }
 
-    /// Wakes every thread parked in `park_while` (after a state change). Transitions are
-    /// rare, so taking the lock unconditionally costs nothing that matters and keeps the
-    /// hand-off a plain condition-variable protocol.
+    /// Wakes every thread parked in `park_while` (after a state change), if any is: with
+    /// none, a change costs no lock and no system call.
     fn wake(&self) {
+        // SeqCst: after the SeqCst store of the new state; pairs with the increment in
+        // `park_while` (see there).
+        if self.parked.load(SeqCst) == 0 {
+            return;
+        }
         let park = self.park.lock().unwrap_or_else(PoisonError::into_inner);
         self.unpark.notify_all();
         drop(park);

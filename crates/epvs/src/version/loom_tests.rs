@@ -216,3 +216,34 @@ fn loom_nested_region_and_waiting_refresh() {
         assert_eq!(epvs.wait_for_version(2), State::rest(2));
     });
 }
+
+/// (f) The adaptive mode's fenced announce. On an instance in the fenced mode whose sticky
+/// announces are plain stores, with no barrier even in the model, a step scans after a
+/// plain fence only (it skips the process-wide barrier). The region's own fence between
+/// its announce and its state load is what keeps the critical section out of it: without
+/// the fence in `Core::load_fenced`, this model fails.
+#[test]
+fn loom_fenced_mode_excludes_regions_without_the_heavy_barrier() {
+    check_waiting(|| {
+        let epvs = Arc::new(Epvs::fenced_adaptive());
+        let data = Arc::new(Shared(UnsafeCell::new(0)));
+        let reader = {
+            let (epvs, data) = (Arc::clone(&epvs), Arc::clone(&data));
+            thread::spawn(move || {
+                let guard = epvs.enter();
+                let v = guard.version();
+                assert_eq!(data.read(), v);
+                thread::yield_now();
+                assert_eq!(data.read(), v, "a region observed the next version's data");
+            })
+        };
+        let d = Arc::clone(&data);
+        epvs.advance_version(move || d.write(1), Some(1)).unwrap();
+        reader.join().unwrap();
+        assert_eq!(epvs.wait_for_version(1), State::rest(1));
+        assert!(epvs.in_fenced_mode(), "the mode stays fenced");
+        let guard = epvs.enter();
+        assert_eq!(data.read(), 1);
+        drop(guard);
+    });
+}

@@ -116,6 +116,63 @@
 //! the step out of its state waits for it), and the section sees every write made by
 //! the regions it waited for. Critical sections are mutually exclusive by invariant 2.
 //!
+//! # Adaptive announce mode
+//!
+//! [`Epvs::new`] runs on an asymmetric epoch: a region announces with a plain store, and a
+//! step's scan pays the process-wide barrier (`membarrier`, microseconds, an interrupt
+//! on every other core). That is right while changes are rare and wrong while they are
+//! frequent, so the instance picks per step. The state word carries an internal
+//! `FENCED` bit (a reserved bit of [`State`], masked from every state a caller sees):
+//!
+//! * **Regions**: a region that loads a state with `FENCED` issues a SeqCst fence and
+//!   loads the state again, and runs in that second value. Its plain announce is then
+//!   ordered before its state load like a fenced claim's.
+//! * **Steps**: a step reads `FENCED` with the CAS that sets the intermediate flag. From
+//!   a fenced state every region that can hold the step back has fenced, so the step's
+//!   scans use a plain SeqCst fence (`LightEpoch::set_light_scans`). From an asymmetric
+//!   state they pay the barrier as before. A region that accepted an asymmetric state
+//!   is waited out by the step leaving it, which paid the barrier. So when the bit is set
+//!   (only as the new state of a step), no asymmetric region is left.
+//! * **Into fenced**: a step that paid the barrier within 8x the barrier's measured cost
+//!   of the previous such step completes in the fenced mode. This is BRAVO's inhibition
+//!   window, sized by what the last barrier cost.
+//! * **Back to asymmetric**: in the fenced mode, every thread samples the version once
+//!   per 8 192 of its fenced state loads. If fewer than 2 versions passed, it clears
+//!   `FENCED` with a CAS on a non-intermediate state. That is safe at any moment outside
+//!   a step: regions that then announce plainly are covered by the next step, which
+//!   reads the cleared bit and pays the barrier.
+//! * **Nobody else there**: with one thread, no step pays the barrier at all. The scan
+//!   skips it when no other thread holds a sticky slot (`SlotTable::others_sticky`),
+//!   because every other announce is then a fenced claim. So the mode never leaves
+//!   asymmetric.
+//!
+//! Pin a mode with [`Epvs::with_epoch`]. Use `LightEpoch::asymmetric()` where changes are
+//! known to be rare and the last nanosecond of `enter` matters (no sampling, no switch).
+//! Use `LightEpoch::new()` for a fenced instance whose regions never use sticky slots.
+//!
+//! # What a version change costs
+//!
+//! Measured with `cargo run --release -p epvs --example protect_loop -- change` (enter,
+//! leave, `advance_version` with an empty section, one thread), and the same under
+//! `valgrind --tool=callgrind` (instructions per change, process start included):
+//!
+//! | step | time per change | instructions |
+//! |---|---|---|
+//! | before: queue a boxed action, scan all 64 slots twice, `membarrier`, run, wake | 764 ns | 3 293 |
+//! | scan only slots ever used; no `membarrier` while no other thread holds a sticky slot | 328 ns | |
+//! | run a ready action in `bump_with` without queueing it (no box, no drain-list lock) | 270 ns | 892 |
+//! | wake only when a thread is parked (`notify_all` is a `futex` system call) | 139 ns | 856 |
+//!
+//! What remains of the 856 instructions: `Arc` of the machine and its `Mutex<Option<F>>`
+//! (malloc and free, about a third), the slot mutex (taken twice), the state CAS, the
+//! epoch bump and the scan's fence (three locked instructions), the callback scopes.
+//! With two threads, a step that must wait for the other thread's region completes when
+//! that region ends: the region's release runs the step (one cache-line transfer each
+//! way), and the advancing thread spins briefly on the state before it parks. From an
+//! asymmetric state the step also pays the process-wide barrier: about 3 µs per change
+//! at two threads here (`epvs-asym` in `bench epvs-freq`, p = 1), which is why the mode
+//! adapts.
+//!
 //! # Re-entrancy rules
 //!
 //! * **Nested `enter` on the same thread** (already inside this instance): supported. It
@@ -174,8 +231,16 @@
 //! read-before-install mutant fails this model). Under `cfg(loom)` waiters yield and
 //! re-drain instead of parking (loom models neither wait timeouts nor the eventual
 //! visibility of a store to a spinning thread; a loom-only SeqCst fence after a region
-//! ends stands for the latter). Stress tests and a proptest against a sequential model
-//! are in `tests.rs`.
+//! ends stands for the latter).
+//!
+//! The fenced mode has its own model. The instance's sticky announces are plain stores
+//! with no barrier even in the model, and the step scans after a plain fence. The model
+//! fails if the fence in `load_fenced` is removed. Two things loom cannot check, because
+//! it cannot express a process-wide barrier: that a step from an asymmetric state may
+//! skip the barrier when no other thread holds a sticky slot, and the sampler's switch
+//! back. Both rest on the SeqCst arguments written at `SlotTable::others_sticky` and
+//! `Core::sample`. Stress tests and a proptest against a sequential model are in
+//! `tests.rs`.
 //!
 //! # Panics in critical sections
 //!
@@ -187,13 +252,12 @@
 //!
 //! * Protected regions are nearly free at rest (four plain stores to thread-owned memory
 //!   and a load of the state: 3 ns per enter and leave, 0.4 ns per refresh in `bench
-//!   epvs-ops`), but every version change
-//!   pays a process-wide barrier (`membarrier`, a few microseconds; see the epoch
-//!   module's "Asymmetric mode"): for frequent changes (beyond about one per thousand
-//!   operations) build the instance on a fenced epoch instead
-//!   (`Epvs::with_epoch(LightEpoch::new())`). Every region waits while a critical
-//!   section is pending, and a transition waits for the slowest region to leave: a
-//!   thread that stays protected for long stalls every version change (refresh often).
+//!   epvs-ops`). A version change with other threads present costs either a
+//!   process-wide barrier (asymmetric mode) or a fence per region (fenced mode); the
+//!   adaptive mode above picks between them (see "Adaptive announce mode"). Every
+//!   region waits while a critical section is pending, and a transition waits for the
+//!   slowest region to leave: a thread that stays protected for long stalls every
+//!   version change (refresh often).
 //! * Transitions are asynchronous and run on whichever thread drains the epoch, so
 //!   critical sections and machines are `Send + 'static` (capture `Arc`s of the data,
 //!   never the `Epvs` itself, or the instance keeps itself alive through its epoch).

@@ -2,7 +2,7 @@
 //! `loom_tests.rs`).
 
 use super::*;
-use crate::epoch::LightEpoch;
+use crate::epoch::{Announce, LightEpoch};
 use proptest::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
@@ -535,6 +535,95 @@ fn stress_regions_never_see_a_transition() {
     });
     assert_eq!(epvs.state(), State::rest(TRANSITIONS));
     assert_eq!(pair.0.load(Relaxed), TRANSITIONS);
+}
+
+/// Alone, a change pays no process-wide barrier and the mode stays asymmetric; with a
+/// second thread in regions, back-to-back changes switch the default instance to the
+/// fenced mode, and once they stop the region thread's samples switch it back.
+#[test]
+fn adaptive_mode_follows_the_change_rate() {
+    let epvs = Epvs::new();
+    assert_eq!(epvs.announce(), Announce::Asymmetric);
+    for _ in 0..1000 {
+        drop(epvs.enter());
+        advance_blocking(&epvs, || {});
+    }
+    assert_eq!((epvs.heavy_barriers(), epvs.announce()), (0, Announce::Asymmetric));
+
+    let done = AtomicBool::new(false);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(Relaxed) {
+                drop(std::hint::black_box(epvs.enter()));
+            }
+        });
+        let mut changes = 0u64;
+        while epvs.announce() != Announce::Fenced {
+            advance_blocking(&epvs, || {});
+            changes += 1;
+            assert!(std::time::Instant::now() < deadline, "still asymmetric after {changes}");
+        }
+        assert!(epvs.heavy_barriers() > 0);
+        // No more changes: the region thread's samples find them rare.
+        while epvs.announce() != Announce::Asymmetric {
+            thread::yield_now();
+            assert!(std::time::Instant::now() < deadline, "still fenced without changes");
+        }
+        done.store(true, Relaxed);
+    });
+}
+
+/// The exclusion check of `stress_regions_never_see_a_transition` while the default
+/// instance switches modes both ways: bursts of changes (fenced), then a pause until the
+/// readers' samples switch it back (asymmetric).
+#[test]
+fn stress_regions_never_see_a_transition_across_mode_switches() {
+    const READERS: usize = 2;
+    const BURSTS: u64 = 6;
+    const PER_BURST: u64 = 40;
+    let epvs = Epvs::new();
+    let pair = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+    let done = AtomicBool::new(false);
+    let switches = AtomicU64::new(0);
+    thread::scope(|s| {
+        for _ in 0..READERS {
+            s.spawn(|| {
+                while !done.load(Relaxed) {
+                    let guard = epvs.enter();
+                    let v = guard.version();
+                    for _ in 0..4 {
+                        assert_eq!(pair.0.load(Relaxed), v);
+                        assert_eq!(pair.1.load(Relaxed), v);
+                    }
+                    drop(guard);
+                }
+            });
+        }
+        s.spawn(|| {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            for _ in 0..BURSTS {
+                for _ in 0..PER_BURST {
+                    let p = Arc::clone(&pair);
+                    advance_blocking(&epvs, move || {
+                        let v = p.0.load(Relaxed) + 1;
+                        p.0.store(v, Relaxed);
+                        p.1.store(v, Relaxed);
+                    });
+                }
+                if epvs.announce() == Announce::Fenced {
+                    switches.fetch_add(1, Relaxed);
+                }
+                while epvs.announce() != Announce::Asymmetric {
+                    thread::yield_now();
+                    assert!(std::time::Instant::now() < deadline, "never switched back");
+                }
+            }
+            done.store(true, Relaxed);
+        });
+    });
+    assert_eq!(epvs.state(), State::rest(BURSTS * PER_BURST));
+    assert!(switches.load(Relaxed) > 0, "no burst switched the mode to fenced");
 }
 
 /// Many threads race to advance to the same target: each version's section runs once and
