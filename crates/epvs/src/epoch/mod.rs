@@ -546,6 +546,26 @@ impl LightEpoch {
         prior + 1
     }
 
+    /// [`bump_with`](Self::bump_with) for an owner that runs the action itself when it is
+    /// ready at once: increments the epoch from `p` to `p + 1` and returns `p` and whether
+    /// `p` is already safe. If it is not, the caller must hand the action to
+    /// [`defer`](Self::defer) with `p`.
+    pub(crate) fn bump_ready(&self) -> (u64, bool) {
+        // SeqCst: as in `bump_with`.
+        let prior = self.current.fetch_add(1, Ordering::SeqCst);
+        (prior, self.safe_epoch() >= prior)
+    }
+
+    /// Queues `action` to run once `prior` (from [`bump_ready`](Self::bump_ready)) is safe,
+    /// then drains (the scan after the push, as in `bump_with`).
+    pub(crate) fn defer<F>(&self, prior: u64, action: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.drain.push(prior, Box::new(action));
+        self.drain_slow(Wait::Yes);
+    }
+
     /// Runs the queued actions whose epoch is safe now.
     pub fn drain(&self) {
         if self.drain.has_pending() {

@@ -765,13 +765,21 @@ impl Core {
         let machine = Arc::clone(&installed.machine);
         let finishes = to.is_rest();
         drop(slot);
-        let weak: Weak<Core> = Arc::downgrade(this);
-        this.epoch.bump_with(move || {
-            if let Some(core) = weak.upgrade() {
-                let mode = core.next_mode(fenced, heavy_before);
-                Core::complete_step(&core, &*machine, from, to, finishes, mode);
-            }
-        });
+        let (prior, ready) = this.epoch.bump_ready();
+        if ready {
+            // Nothing protected at the old epoch: the step completes here, with no action
+            // queued (no allocation, no weak reference).
+            let mode = this.next_mode(fenced, heavy_before);
+            Core::complete_step(this, &*machine, from, to, finishes, mode);
+        } else {
+            let weak: Weak<Core> = Arc::downgrade(this);
+            this.epoch.defer(prior, move || {
+                if let Some(core) = weak.upgrade() {
+                    let mode = core.next_mode(fenced, heavy_before);
+                    Core::complete_step(&core, &*machine, from, to, finishes, mode);
+                }
+            });
+        }
         Step::Started { from, to }
     }
 
