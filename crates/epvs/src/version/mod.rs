@@ -154,7 +154,7 @@
 //!
 //! Measured with `cargo run --release -p epvs --example protect_loop -- change` (enter,
 //! leave, `advance_version` with an empty section, one thread), and the same under
-//! `valgrind --tool=callgrind` (instructions per change, process start included):
+//! `valgrind --tool=callgrind` (instructions per change):
 //!
 //! | step | time per change | instructions |
 //! |---|---|---|
