@@ -6,6 +6,8 @@
 //! - `epvs-fenced`: the same on a fenced epoch;
 //! - `lightepoch-asym` / `lightepoch-fenced`: `LightEpoch::protect` + drop;
 //! - `epvs-refresh`: `EpvsGuard::refresh` of a held guard;
+//! - `instances-K`: `Epvs::enter` + leave over K instances in random order (one region at
+//!   a time), as a sharded store enters the shard of a random key;
 //! - `change` / `change-fenced`: `Epvs::enter` + leave, then a version change with an empty
 //!   critical section (`epvs-freq` at p = 1, one thread), on the default or a fenced epoch;
 //! - `array` / `array-none`: the `epvs-array` 0 %-push mix (random read or write of a
@@ -61,6 +63,12 @@ fn lightepoch_loop(ops: u64, e: &LightEpoch) -> u64 {
 fn refresh_loop(ops: u64, e: &Epvs) -> u64 {
     let mut g = e.enter();
     (0..ops).map(|_| black_box(g.refresh()).version()).sum()
+}
+
+#[inline(never)]
+fn instances_loop(ops: u64, es: &[Epvs]) -> u64 {
+    let mut rng = Rng(1);
+    (0..ops).map(|_| black_box(es[rng.pick(es.len()).0].enter().version())).sum()
 }
 
 #[inline(never)]
@@ -145,6 +153,11 @@ fn main() {
         "array-asym" => array_epoch_loop(ops, &LightEpoch::asymmetric()),
         "array-fenced" => array_epoch_loop(ops, &LightEpoch::new()),
         "array-epvs" => array_epvs_loop(ops, &Epvs::new()),
+        other if other.starts_with("instances-") => {
+            let k: usize = other["instances-".len()..].parse().expect("instances-K: K a number");
+            let es: Vec<Epvs> = (0..k).map(|_| Epvs::new()).collect();
+            instances_loop(ops, &es)
+        }
         other => {
             eprintln!("unknown case {other:?}; see the example's docs");
             std::process::exit(2);

@@ -2,7 +2,8 @@
 //!
 //! Two operations, each at 1 and 2 threads:
 //! - `protect-release`: enter and leave a protected region (`epvs` enter+leave,
-//!   `epvs-pinned` refresh of a held guard, `crossbeam-pin` pin+unpin, `lightepoch`
+//!   `epvs-pinned` refresh of a held guard, `epvs-K-instances` enter+leave of one of K
+//!   = 4 or 16 instances at random, `crossbeam-pin` pin+unpin, `lightepoch`
 //!   protect+drop, `rwlock-parking-lot` and `bravo` read lock+unlock);
 //! - `protected-read`: the same, reading one shared `u64` inside the region (the
 //!   reader-side cost a user of each scheme pays).
@@ -19,7 +20,7 @@ use super::epvs_common::params;
 use super::epvs_protect::{
     protect_loop, BravoLock, CrossbeamPin, Epoch, EpochPinned, Latched, Protector,
 };
-use super::epvs_version::{EpvsEnter, EpvsPinned};
+use super::epvs_version::{EpvsEnter, EpvsInstances, EpvsPinned};
 use crate::harness::{run_threads, Case, Options, Suite, ThreadResult};
 
 /// The `epvs-ops` suite.
@@ -65,6 +66,8 @@ impl Suite for EpvsOps {
                 let c = Cfg { op, threads, over };
                 cases.push(c.case("epvs", EpvsEnter::default()));
                 cases.push(c.case("epvs-pinned", EpvsPinned::default()));
+                cases.push(c.case("epvs-4-instances", EpvsInstances::new(4)));
+                cases.push(c.case("epvs-16-instances", EpvsInstances::new(16)));
                 cases.push(c.case("crossbeam-pin", CrossbeamPin));
                 cases.push(c.case("lightepoch", Epoch::default()));
                 cases.push(c.case("lightepoch-pinned", EpochPinned::default()));
@@ -116,7 +119,16 @@ mod tests {
     fn epvs_ops_smoke() {
         super::super::epvs_common::smoke(
             &EpvsOps,
-            &["epvs", "epvs-pinned", "crossbeam-pin", "lightepoch", "rwlock-parking-lot", "bravo"],
+            &[
+                "epvs",
+                "epvs-pinned",
+                "epvs-4-instances",
+                "epvs-16-instances",
+                "crossbeam-pin",
+                "lightepoch",
+                "rwlock-parking-lot",
+                "bravo",
+            ],
         );
     }
 }

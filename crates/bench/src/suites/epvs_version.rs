@@ -1,5 +1,6 @@
-//! The EPVS protectors of the `epvs-*` suites: `epvs` (enter/leave per operation) and
-//! `epvs-pinned` (a held guard refreshed per operation), on [`epvs::version::Epvs`].
+//! The EPVS protectors of the `epvs-*` suites: `epvs` (enter/leave per operation),
+//! `epvs-pinned` (a held guard refreshed per operation) and `epvs-K-instances` (enter/leave
+//! of one of K instances per operation), on [`epvs::version::Epvs`].
 
 use epvs::version::{AdvanceError, Epvs, EpvsGuard};
 
@@ -22,6 +23,40 @@ impl Protector for EpvsEnter {
     }
     fn change(&self, _: &mut ()) {
         advance(&self.0);
+    }
+}
+
+/// `epvs-K-instances`: enter/leave per operation of one of K instances, picked at random
+/// (a sharded store entering the shard of a random key); a change advances the picked one.
+#[derive(Debug)]
+pub(crate) struct EpvsInstances(pub(crate) Vec<Epvs>);
+
+impl EpvsInstances {
+    /// `k` default instances.
+    pub(crate) fn new(k: usize) -> Self {
+        EpvsInstances((0..k).map(|_| Epvs::new()).collect())
+    }
+}
+
+impl Protector for EpvsInstances {
+    /// A per-thread xorshift state picking the instance.
+    type Local<'a> = u64;
+    fn local(&self) -> u64 {
+        0x9e37_79b9_7f4a_7c15
+    }
+    #[inline]
+    fn protected<R>(&self, x: &mut u64, f: impl FnOnce() -> R) -> R {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        let e = &self.0[(((*x >> 32) * self.0.len() as u64) >> 32) as usize];
+        let g = e.enter();
+        let r = f();
+        drop(g);
+        r
+    }
+    fn change(&self, x: &mut u64) {
+        advance(&self.0[(*x % self.0.len() as u64) as usize]);
     }
 }
 

@@ -12,7 +12,7 @@ use crate::primitive::{AtomicU64, Ordering};
 
 /// The low bits of a slot's address that [`Protection`] keeps its way in: `way + 1` for a
 /// sticky slot, 0 for a transient one.
-const WAY_TAG: usize = 0b111;
+const WAY_TAG: usize = 0b1_1111;
 const _: () = assert!(
     core::mem::align_of::<CachePadded<AtomicU64>>() > WAY_TAG && local::WAYS < WAY_TAG,
     "slots must be aligned enough to keep a way in their address's low bits"

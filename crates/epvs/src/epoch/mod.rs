@@ -47,7 +47,7 @@
 //! cost of ordering an announce before the region's loads from every reader to the rare
 //! reclaimer, as RCU implementations do:
 //!
-//! - each thread keeps a *sticky* slot per instance (cached for up to four instances at
+//! - each thread keeps a *sticky* slot per instance (cached for up to sixteen instances at
 //!   once in thread-local storage, claimed once with a CAS `FREE → IDLE`); `protect` is a
 //!   plain store `IDLE → e` followed by `membarrier2::light()` (a compiler barrier on
 //!   Linux), and a release is a Release store `e → IDLE`;
@@ -68,7 +68,8 @@
 //! still alive in another thread-local at that point gives its slot back itself). The
 //! cache holds an `Arc` of the slot table, so a thread may outlive an instance it used:
 //! dropping an instance lets go of the dropping thread's entry, and each other thread
-//! keeps at most four such tables (a few KiB each) until it evicts them or exits.
+//! keeps at most sixteen such tables (128 bytes per slot: 8 KiB each on 2 cores) until it
+//! evicts them or exits.
 //! Because the heavy barrier is a system call, a drain in this mode first scans without it
 //! and skips the barrier when that scan already shows that nothing can run.
 //!

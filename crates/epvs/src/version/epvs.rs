@@ -214,6 +214,12 @@ impl Epvs {
         }
     }
 
+    /// Whether this thread's region in the instance lives in its sticky slot.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn in_sticky_region(&self) -> bool {
+        self.core.epoch.region_uses() > 0
+    }
+
     /// How many process-wide barriers the instance's scans have issued.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn heavy_barriers(&self) -> u64 {

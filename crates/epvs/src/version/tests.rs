@@ -574,6 +574,29 @@ fn adaptive_mode_follows_the_change_rate() {
     });
 }
 
+/// A thread keeps a sticky slot in each of up to 16 instances, in turn and all at once
+/// (four ways made the fifth instance fall back to transient slots or evict another), and
+/// each instance's transitions still run.
+#[test]
+fn up_to_sixteen_instances_per_thread_each_keep_a_sticky_slot() {
+    for k in [1, 4, 8, 16] {
+        let all: Vec<Epvs> = (0..k).map(|_| Epvs::new()).collect();
+        for (i, e) in all.iter().enumerate() {
+            let guard = e.enter();
+            assert!(e.in_sticky_region(), "instance {i} of {k}, entered in turn");
+            drop(guard);
+        }
+        let guards: Vec<EpvsGuard<'_>> = all.iter().map(Epvs::enter).collect();
+        for (i, e) in all.iter().enumerate() {
+            assert!(e.in_sticky_region(), "instance {i} of {k}, all entered at once");
+        }
+        drop(guards);
+        for e in &all {
+            assert_eq!(advance_blocking(e, || {}), 1);
+        }
+    }
+}
+
 /// The exclusion check of `stress_regions_never_see_a_transition` while the default
 /// instance switches modes both ways: bursts of changes (fenced), then a pause until the
 /// readers' samples switch it back (asymmetric).
