@@ -8,6 +8,8 @@
 //!
 //! - [`NoValidation`] (`no-validation`): no check at all (the seed's baseline; unsafe
 //!   under transfers, which is what the non-owner counter shows);
+//! - [`CheckOnly`] (`check-only`): the check with no synchronisation (a floor, not a
+//!   validation);
 //! - [`RwLockValidation`] (`rwlock-validation`): the set under a `parking_lot::RwLock`,
 //!   read-locked for the check and the operation, write-locked to change ownership;
 //! - [`EpvsValidation`] (`epvs-validation`): the set read inside an EPVS protected region
@@ -147,6 +149,35 @@ impl Validation for NoValidation {
     }
     fn acquire(&self, _: u16) {}
     fn relinquish(&self, _: u16) {}
+}
+
+/// `check-only`: the ownership check with no synchronisation against changes at all (an
+/// atomic bitset read Relaxed): the floor every validating variant pays for the check
+/// itself. Not a validation (a check can pass just before the bucket leaves), so the
+/// suite counts its non-owner operations instead of failing on them.
+#[derive(Debug)]
+pub struct CheckOnly(Box<[AtomicU64]>);
+
+impl Validation for CheckOnly {
+    const NAME: &'static str = "check-only";
+    const VALIDATES: bool = false;
+    fn new(owned: BucketSet) -> Self {
+        CheckOnly(owned.words.iter().map(|&w| AtomicU64::new(w)).collect())
+    }
+    #[inline]
+    fn run<R>(&self, bucket: u16, op: impl FnOnce() -> R) -> Option<R> {
+        // Relaxed: this variant orders nothing on purpose (see the type docs).
+        let word = self.0[usize::from(bucket >> 6)].load(Relaxed);
+        (word >> (bucket & 63) & 1 == 1).then(op)
+    }
+    fn acquire(&self, bucket: u16) {
+        // Relaxed: as in `run`.
+        self.0[usize::from(bucket >> 6)].fetch_or(1 << (bucket & 63), Relaxed);
+    }
+    fn relinquish(&self, bucket: u16) {
+        // Relaxed: as in `run`.
+        self.0[usize::from(bucket >> 6)].fetch_and(!(1 << (bucket & 63)), Relaxed);
+    }
 }
 
 /// `rwlock-validation`: the set under a reader-writer lock.

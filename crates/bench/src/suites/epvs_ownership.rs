@@ -6,6 +6,7 @@
 //! uniform key, reads it or writes it (50:50, YCSB-A-like), and sends the operation to the
 //! shard its (private, possibly stale) route says owns the key's bucket; the shard checks
 //! its bucket set and executes. Variants: `no-validation` (the baseline and ceiling),
+//! `check-only` (the check without synchronisation: the floor of any validation),
 //! `rwlock-validation`, `epvs-validation`.
 //!
 //! Two groups: `transfers_per_sec = 0` (Fig. 15: no ownership change), and a run in which
@@ -24,7 +25,8 @@ use serde_json::Value;
 
 use super::epvs_common::params;
 use crate::faster::ownership::{
-    Cluster, EpvsValidation, NoValidation, Outcome, RwLockValidation, Validation, BUCKETS,
+    CheckOnly, Cluster, EpvsValidation, NoValidation, Outcome, RwLockValidation, Validation,
+    BUCKETS,
 };
 use crate::harness::{run_threads, Case, Options, Span, SplitMix64, Suite, ThreadResult};
 
@@ -56,10 +58,17 @@ impl Suite for EpvsOwnership {
     }
 
     fn ceilings(&self) -> &'static [crate::harness::Ceiling] {
-        &[crate::harness::Ceiling {
-            name: NoValidation::NAME,
-            leaves_out: "the key-value store with no ownership validation",
-        }]
+        &[
+            crate::harness::Ceiling {
+                name: NoValidation::NAME,
+                leaves_out: "the key-value store with no ownership validation",
+            },
+            crate::harness::Ceiling {
+                name: CheckOnly::NAME,
+                leaves_out: "the ownership check with no synchronisation: the floor of any \
+                             validation",
+            },
+        ]
     }
 
     fn cases(&self, opts: &Options) -> Vec<Case> {
@@ -67,6 +76,7 @@ impl Suite for EpvsOwnership {
         for rate in [0, TRANSFER_RATE] {
             for (threads, over) in opts.threads_for(false) {
                 cases.push(case::<NoValidation>(rate, threads, over));
+                cases.push(case::<CheckOnly>(rate, threads, over));
                 cases.push(case::<RwLockValidation>(rate, threads, over));
                 cases.push(case::<EpvsValidation>(rate, threads, over));
             }

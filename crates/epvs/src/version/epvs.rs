@@ -31,18 +31,14 @@ const DROP_DRAIN_ROUNDS: usize = 64;
 const FENCED: u64 = 1 << 9;
 /// The state word's intermediate flag.
 const INTERMEDIATE: u64 = State::rest(0).with_intermediate().to_bits();
-/// In the fenced mode, a thread checks the change rate every this many region entries.
+/// The mode is fenced while consecutive changes come within this many times the last
+/// measured process-wide barrier of each other (BRAVO inhibits its fast path for 9x the
+/// revocation cost). The barrier's cost to the caller understates its cost to the
+/// interrupted cores: at two threads here, fenced regions beat asymmetric ones at one
+/// change per 10 000 operations (interval about 50 µs, barrier about 3 µs), and lose at
+/// one per 100 000 (350 µs).
 #[cfg(not(loom))]
-const SAMPLE_ENTRIES: u32 = 8192;
-/// ... and returns the instance to the asymmetric mode if fewer versions than this passed
-/// meanwhile (changes rarer than about one per 4 096 of its operations).
-#[cfg(not(loom))]
-const RARE_CHANGES: u64 = 2;
-/// The asymmetric mode switches to fenced when a change that paid a process-wide barrier
-/// comes within this many barrier costs of the previous one (BRAVO inhibits its fast
-/// path for 9x the revocation cost).
-#[cfg(not(loom))]
-const INHIBIT_FACTOR: u64 = 8;
+const INHIBIT_FACTOR: u64 = 32;
 
 /// Source of [`Core::id`]s (a plain std atomic: ids need no loom modelling).
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -88,10 +84,10 @@ struct Core {
     parked: AtomicU64,
     /// [`Epvs::new`]: the announce mode follows the change rate (the `FENCED` bit).
     adaptive: bool,
-    /// When the last step that paid a process-wide barrier completed, in ns since
-    /// `created` (0: none yet). Written only by `complete_step`, one at a time.
+    /// When the last step whose time was taken completed, in ns since `created` (0: none
+    /// yet). Written only by `complete_step`, one at a time.
     #[cfg(not(loom))]
-    last_heavy_step: std::sync::atomic::AtomicU64,
+    last_step: std::sync::atomic::AtomicU64,
     #[cfg(not(loom))]
     created: std::time::Instant,
 }
@@ -181,7 +177,7 @@ impl Epvs {
                 parked: AtomicU64::new(0),
                 adaptive,
                 #[cfg(not(loom))]
-                last_heavy_step: std::sync::atomic::AtomicU64::new(0),
+                last_step: std::sync::atomic::AtomicU64::new(0),
                 #[cfg(not(loom))]
                 created: std::time::Instant::now(),
             }),
@@ -660,72 +656,43 @@ impl Core {
         // starts every scan (`SlotTable::min_announced` without the process-wide barrier,
         // which a step from a `FENCED` state skips).
         fence(SeqCst);
-        let raw = self.state.load(SeqCst);
-        #[cfg(not(loom))]
-        self.sample(raw);
-        State::from_bits_trusted(raw & !FENCED)
+        State::from_bits_trusted(self.state.load(SeqCst) & !FENCED)
     }
 
-    /// Every [`SAMPLE_ENTRIES`] fenced loads on this thread: if fewer than
-    /// [`RARE_CHANGES`] versions passed since this thread's previous sample, changes are
-    /// rare again, and the instance goes back to the asymmetric mode (clearing `FENCED` is
-    /// safe at any moment outside a step: a step reads the bit with its set-intermediate
-    /// CAS, and one from an asymmetric state pays the process-wide barrier).
-    #[cfg(not(loom))]
-    fn sample(&self, raw: u64) {
-        use std::cell::Cell;
-        std::thread_local! {
-            /// (instance id, loads since the last sample, version at the last sample).
-            static SAMPLE: Cell<(u64, u32, u64)> = const { Cell::new((0, 0, 0)) };
-        }
-        let version = State::from_bits_trusted(raw & !FENCED).version();
-        let rare = SAMPLE.with(|c| {
-            let (id, n, at) = c.get();
-            if id != self.id {
-                c.set((self.id, 1, version));
-                return false;
-            }
-            if n < SAMPLE_ENTRIES {
-                c.set((id, n + 1, at));
-                return false;
-            }
-            c.set((id, 0, version));
-            version.wrapping_sub(at) < RARE_CHANGES
-        });
-        if rare && raw & (FENCED | INTERMEDIATE) == FENCED {
-            // SeqCst: a state change like any other; fails harmlessly if a step began.
-            let _ = self.state.compare_exchange(raw, raw & !FENCED, SeqCst, SeqCst);
-        }
-    }
-
-    /// The mode bit of the state a step completes at. A step from a fenced state stays
-    /// fenced (the samplers in `load_fenced` end it); one that paid a process-wide barrier
-    /// within [`INHIBIT_FACTOR`] barrier costs of the previous such step switches to the
-    /// fenced mode (BRAVO's inhibition window, sized by the measured barrier).
+    /// The mode bit of the state a step completes at: fenced while consecutive changes
+    /// come within [`INHIBIT_FACTOR`] times the last measured process-wide barrier of each
+    /// other (BRAVO's inhibition window, sized by what the barrier cost), asymmetric
+    /// otherwise. A step from an asymmetric state that paid no barrier (nobody else holds
+    /// a sticky slot) stays asymmetric without reading the clock.
     fn next_mode(&self, fenced: bool, heavy_before: u64) -> u64 {
         if !self.adaptive {
             return 0;
         }
-        if fenced {
-            return FENCED;
-        }
         #[cfg(not(loom))]
         {
             let (count, cost) = self.epoch.heavy_barriers();
-            if count == heavy_before {
-                return 0; // no barrier paid (nobody else holds a sticky slot): stay
+            if !fenced && count == heavy_before {
+                return 0;
             }
             let now = self.created.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
             // Relaxed: only `complete_step` uses it, one step at a time.
-            let prev = self.last_heavy_step.swap(now.max(1), std::sync::atomic::Ordering::Relaxed);
+            let prev = self.last_step.swap(now.max(1), std::sync::atomic::Ordering::Relaxed);
             let window = (cost.as_nanos() as u64).saturating_mul(INHIBIT_FACTOR);
             if prev != 0 && now.saturating_sub(prev) < window {
                 return FENCED;
             }
+            0
         }
         #[cfg(loom)]
-        let _ = heavy_before;
-        0
+        {
+            // Models pin the mode they start in.
+            let _ = heavy_before;
+            if fenced {
+                FENCED
+            } else {
+                0
+            }
+        }
     }
 
     fn lock_slot(&self) -> MutexGuard<'_, Option<Installed>> {
@@ -737,7 +704,7 @@ impl Core {
         let Some(installed) = slot.as_ref() else {
             return Step::Idle;
         };
-        let mut raw = this.state.load(SeqCst);
+        let raw = this.state.load(SeqCst);
         let from = State::from_bits_trusted(raw & !FENCED);
         if from.is_intermediate() {
             return Step::InFlight;
@@ -755,13 +722,9 @@ impl Core {
         // announcements that decides when the action runs (every such scan starts with a
         // SeqCst fence or the process-wide barrier, `SlotTable::min_announced`); pairs with
         // the epoch's fenced announce and the SeqCst state load in `enter`
-        // (store-buffering pair, see `load`).
-        // A CAS: outside steps a sampler may clear `FENCED` (nothing else changes the word
-        // with the slot held), and the bit this step reads decides its scans.
-        while let Err(now) = this.state.compare_exchange(raw, raw | INTERMEDIATE, SeqCst, SeqCst) {
-            debug_assert_eq!(now & !FENCED, raw & !FENCED, "the state changed under the slot");
-            raw = now;
-        }
+        // (store-buffering pair, see `load`). The word, `FENCED` included, changes only with
+        // the slot held (invariant 1), so `raw` is still its value.
+        this.state.store(raw | INTERMEDIATE, SeqCst);
         // From a fenced state every region that can hold this step back fenced its announce
         // (`load_fenced`): the step's scans skip the process-wide barrier. Set before the
         // bump, as `set_light_scans` requires.

@@ -127,27 +127,28 @@
 //! * **Regions**: a region that loads a state with `FENCED` issues a SeqCst fence and
 //!   loads the state again, and runs in that second value. Its plain announce is then
 //!   ordered before its state load like a fenced claim's.
-//! * **Steps**: a step reads `FENCED` with the CAS that sets the intermediate flag. From
+//! * **Steps**: a step reads `FENCED` with the state it sets the intermediate flag on. From
 //!   a fenced state every region that can hold the step back has fenced, so the step's
 //!   scans use a plain SeqCst fence (`LightEpoch::set_light_scans`). From an asymmetric
 //!   state they pay the barrier as before. A region that accepted an asymmetric state
 //!   is waited out by the step leaving it, which paid the barrier. So when the bit is set
 //!   (only as the new state of a step), no asymmetric region is left.
-//! * **Into fenced**: a step that paid the barrier within 8x the barrier's measured cost
-//!   of the previous such step completes in the fenced mode. This is BRAVO's inhibition
-//!   window, sized by what the last barrier cost.
-//! * **Back to asymmetric**: in the fenced mode, every thread samples the version once
-//!   per 8 192 of its fenced state loads. If fewer than 2 versions passed, it clears
-//!   `FENCED` with a CAS on a non-intermediate state. That is safe at any moment outside
-//!   a step: regions that then announce plainly are covered by the next step, which
-//!   reads the cleared bit and pays the barrier.
+//! * **Which mode**: a step completes in the fenced mode when the previous change came
+//!   within 32x the last measured barrier (BRAVO's inhibition window, sized by what the
+//!   barrier cost), else in the asymmetric one; the bit changes only as part of a step's
+//!   new state. The factor is large because the barrier's cost to the caller understates
+//!   its cost to the interrupted cores: at two threads here the fenced regions beat the
+//!   asymmetric ones at one change per 10 000 operations (a change every 50 µs or so,
+//!   barrier 3 µs) and lose at one per 100 000. An instance whose changes stop while it
+//!   is fenced stays fenced (a fence per region entry, as the pinned fenced mode pays)
+//!   until its next change finds the previous one long gone.
 //! * **Nobody else there**: with one thread, no step pays the barrier at all. The scan
 //!   skips it when no other thread holds a sticky slot (`SlotTable::others_sticky`),
 //!   because every other announce is then a fenced claim. So the mode never leaves
 //!   asymmetric.
 //!
 //! Pin a mode with [`Epvs::with_epoch`]. Use `LightEpoch::asymmetric()` where changes are
-//! known to be rare and the last nanosecond of `enter` matters (no sampling, no switch).
+//! known to be rare and a burst of them must never leave regions fenced.
 //! Use `LightEpoch::new()` for a fenced instance whose regions never use sticky slots.
 //!
 //! # What a version change costs
@@ -239,9 +240,10 @@
 //! with no barrier even in the model, and the step scans after a plain fence. The model
 //! fails if the fence in `load_fenced` is removed. Two things loom cannot check, because
 //! it cannot express a process-wide barrier: that a step from an asymmetric state may
-//! skip the barrier when no other thread holds a sticky slot, and the sampler's switch
-//! back. Both rest on the SeqCst arguments written at `SlotTable::others_sticky` and
-//! `Core::sample`. Stress tests and a proptest against a sequential model are in
+//! skip the barrier when no other thread holds a sticky slot, and the switch between the
+//! modes. The first rests on the SeqCst argument at `SlotTable::others_sticky`; the second
+//! on "Adaptive announce mode" above (the bit changes only in a step's new state, which
+//! every region that saw the old one has left). Stress tests and a proptest against a sequential model are in
 //! `tests.rs`.
 //!
 //! # Panics in critical sections

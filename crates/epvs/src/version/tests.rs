@@ -539,7 +539,7 @@ fn stress_regions_never_see_a_transition() {
 
 /// Alone, a change pays no process-wide barrier and the mode stays asymmetric; with a
 /// second thread in regions, back-to-back changes switch the default instance to the
-/// fenced mode, and once they stop the region thread's samples switch it back.
+/// fenced mode, and a change long after the previous one switches it back.
 #[test]
 fn adaptive_mode_follows_the_change_rate() {
     let epvs = Epvs::new();
@@ -551,27 +551,108 @@ fn adaptive_mode_follows_the_change_rate() {
     assert_eq!((epvs.heavy_barriers(), epvs.announce()), (0, Announce::Asymmetric));
 
     let done = AtomicBool::new(false);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let entries = AtomicU64::new(0);
     thread::scope(|s| {
-        s.spawn(|| {
-            while !done.load(Relaxed) {
-                drop(std::hint::black_box(epvs.enter()));
-            }
-        });
-        let mut changes = 0u64;
+        s.spawn(|| region_loop(&epvs, &entries, &done));
         while epvs.announce() != Announce::Fenced {
             advance_blocking(&epvs, || {});
-            changes += 1;
-            assert!(std::time::Instant::now() < deadline, "still asymmetric after {changes}");
         }
         assert!(epvs.heavy_barriers() > 0);
-        // No more changes: the region thread's samples find them rare.
-        while epvs.announce() != Announce::Asymmetric {
-            thread::yield_now();
-            assert!(std::time::Instant::now() < deadline, "still fenced without changes");
-        }
+        switch_back(&epvs, &entries);
         done.store(true, Relaxed);
     });
+}
+
+/// Enters and leaves `epvs` until `done`, counting in `entries`.
+fn region_loop(epvs: &Epvs, entries: &AtomicU64, done: &AtomicBool) {
+    while !done.load(Relaxed) {
+        drop(std::hint::black_box(epvs.enter()));
+        entries.fetch_add(1, Relaxed);
+    }
+}
+
+/// Lets the region threads counting in `entries` run 2^20 more entries (far longer than
+/// the inhibition window), then makes one change, until a change leaves the instance
+/// asymmetric. Waits on the other threads' progress, not on a clock.
+fn switch_back(epvs: &Epvs, entries: &AtomicU64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while epvs.announce() != Announce::Asymmetric {
+        let from = entries.load(Relaxed);
+        while entries.load(Relaxed) < from + (1 << 20) {
+            thread::yield_now();
+        }
+        advance_blocking(epvs, || {});
+        assert!(std::time::Instant::now() < deadline, "a late change left it fenced");
+    }
+}
+
+/// The exclusion check of `stress_regions_never_see_a_transition` while the default
+/// instance switches modes both ways: bursts of changes (fenced), then a change long
+/// after the burst (asymmetric).
+#[test]
+fn stress_regions_never_see_a_transition_across_mode_switches() {
+    const READERS: usize = 2;
+    const BURSTS: u64 = 6;
+    const PER_BURST: u64 = 40;
+    let epvs = Epvs::new();
+    let pair = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+    let done = AtomicBool::new(false);
+    let entries = AtomicU64::new(0);
+    let switches = AtomicU64::new(0);
+    let changes = AtomicU64::new(0);
+    thread::scope(|s| {
+        for _ in 0..READERS {
+            s.spawn(|| {
+                while !done.load(Relaxed) {
+                    let guard = epvs.enter();
+                    let v = guard.version();
+                    for _ in 0..4 {
+                        assert_eq!(pair.0.load(Relaxed), v);
+                        assert_eq!(pair.1.load(Relaxed), v);
+                    }
+                    drop(guard);
+                    entries.fetch_add(1, Relaxed);
+                }
+            });
+        }
+        s.spawn(|| {
+            let change = || {
+                let p = Arc::clone(&pair);
+                advance_blocking(&epvs, move || {
+                    let v = p.0.load(Relaxed) + 1;
+                    p.0.store(v, Relaxed);
+                    p.1.store(v, Relaxed);
+                });
+                changes.fetch_add(1, Relaxed);
+            };
+            for _ in 0..BURSTS {
+                for _ in 0..PER_BURST {
+                    change();
+                }
+                if epvs.announce() == Announce::Fenced {
+                    switches.fetch_add(1, Relaxed);
+                }
+                switch_back_with(&epvs, &entries, change);
+            }
+            done.store(true, Relaxed);
+        });
+    });
+    assert_eq!(epvs.state(), State::rest(changes.load(Relaxed)));
+    assert_eq!(pair.0.load(Relaxed), changes.load(Relaxed));
+    assert!(switches.load(Relaxed) > 0, "no burst switched the mode to fenced");
+}
+
+/// [`switch_back`] with `change` as the change.
+fn switch_back_with(epvs: &Epvs, entries: &AtomicU64, change: impl Fn()) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while epvs.announce() != Announce::Asymmetric {
+        let from = entries.load(Relaxed);
+        while entries.load(Relaxed) < from + (1 << 20) {
+            thread::yield_now();
+        }
+        change();
+        assert!(std::time::Instant::now() < deadline, "a late change left it fenced");
+    }
 }
 
 /// A thread keeps a sticky slot in each of up to 16 instances, in turn and all at once
@@ -595,58 +676,6 @@ fn up_to_sixteen_instances_per_thread_each_keep_a_sticky_slot() {
             assert_eq!(advance_blocking(e, || {}), 1);
         }
     }
-}
-
-/// The exclusion check of `stress_regions_never_see_a_transition` while the default
-/// instance switches modes both ways: bursts of changes (fenced), then a pause until the
-/// readers' samples switch it back (asymmetric).
-#[test]
-fn stress_regions_never_see_a_transition_across_mode_switches() {
-    const READERS: usize = 2;
-    const BURSTS: u64 = 6;
-    const PER_BURST: u64 = 40;
-    let epvs = Epvs::new();
-    let pair = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
-    let done = AtomicBool::new(false);
-    let switches = AtomicU64::new(0);
-    thread::scope(|s| {
-        for _ in 0..READERS {
-            s.spawn(|| {
-                while !done.load(Relaxed) {
-                    let guard = epvs.enter();
-                    let v = guard.version();
-                    for _ in 0..4 {
-                        assert_eq!(pair.0.load(Relaxed), v);
-                        assert_eq!(pair.1.load(Relaxed), v);
-                    }
-                    drop(guard);
-                }
-            });
-        }
-        s.spawn(|| {
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-            for _ in 0..BURSTS {
-                for _ in 0..PER_BURST {
-                    let p = Arc::clone(&pair);
-                    advance_blocking(&epvs, move || {
-                        let v = p.0.load(Relaxed) + 1;
-                        p.0.store(v, Relaxed);
-                        p.1.store(v, Relaxed);
-                    });
-                }
-                if epvs.announce() == Announce::Fenced {
-                    switches.fetch_add(1, Relaxed);
-                }
-                while epvs.announce() != Announce::Asymmetric {
-                    thread::yield_now();
-                    assert!(std::time::Instant::now() < deadline, "never switched back");
-                }
-            }
-            done.store(true, Relaxed);
-        });
-    });
-    assert_eq!(epvs.state(), State::rest(BURSTS * PER_BURST));
-    assert!(switches.load(Relaxed) > 0, "no burst switched the mode to fenced");
 }
 
 /// Many threads race to advance to the same target: each version's section runs once and
