@@ -134,8 +134,8 @@
 //!   is waited out by the step leaving it, which paid the barrier. So when the bit is set
 //!   (only as the new state of a step), no asymmetric region is left.
 //! * **Which mode**: a step completes in the fenced mode when the previous change came
-//!   within 32x the last measured barrier (BRAVO's inhibition window, sized by what the
-//!   barrier cost), else in the asymmetric one; the bit changes only as part of a step's
+//!   within 32x the last measured barrier, and at most 150 µs (BRAVO's inhibition
+//!   window, sized by what the barrier cost), else in the asymmetric one; the bit changes only as part of a step's
 //!   new state. The factor is large because the barrier's cost to the caller understates
 //!   its cost to the interrupted cores: at two threads here the fenced regions beat the
 //!   asymmetric ones at one change per 10 000 operations (a change every 50 µs or so,
@@ -164,11 +164,12 @@
 //! | run a ready action in `bump_with` without queueing it (no box, no drain-list lock) | 270 ns | 892 |
 //! | wake only when a thread is parked (`notify_all` is a `futex` system call) | 139 ns | 856 |
 //! | a step that is ready at once completes in place (no queued action, no `Weak`) | 125 ns | 831 |
+//! | callback scopes in a thread-local cell, not a `RefCell<Vec>` | 109 ns | 701 |
 //!
 //! (Instructions: the run's total over 100 000 changes; process start adds about 3 per
-//! change.) What remains of the 831: `Arc` of the machine and its `Mutex<Option<F>>`
-//! (malloc and free, about a third), the slot mutex (taken twice), the state CAS, the
-//! epoch bump and the scan's fence (three locked instructions), the callback scopes.
+//! change.) What remains of the 701: `Arc` of the machine and its `Mutex<Option<F>>`
+//! (malloc and free, about a third), the slot mutex (taken twice), the state store, the
+//! epoch bump and the scan's fence (three locked instructions).
 //! With two threads, a step that must wait for the other thread's region completes when
 //! that region ends: the region's release runs the step (one cache-line transfer each
 //! way), and the advancing thread spins briefly on the state before it parks. From an

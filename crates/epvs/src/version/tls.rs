@@ -65,14 +65,19 @@ struct Ctx {
 
 #[cfg(not(loom))]
 std::thread_local! {
+    /// The instance whose callback runs on this thread, when it is the only one (0: none);
+    /// further nested callbacks go to `CTX`.
+    static CALLBACK: Cell<u64> = const { Cell::new(0) };
     static FIRST: First = const { First::new() };
-    /// Number of entries in `CTX` (entered instances + callback scopes); 0 on the fast path.
+    /// Number of entries in `CTX` and `CALLBACK` (entered instances + callback scopes); 0
+    /// on the fast path.
     static SLOW: Cell<usize> = const { Cell::new(0) };
     static CTX: RefCell<Ctx> = RefCell::new(Ctx::default());
 }
 
 #[cfg(loom)]
 loom::thread_local! {
+    static CALLBACK: Cell<u64> = Cell::new(0);
     static FIRST: First = First::new();
     static SLOW: Cell<usize> = Cell::new(0);
     static CTX: RefCell<Ctx> = RefCell::new(Ctx::default());
@@ -156,8 +161,7 @@ pub(super) fn set_first(id: u64) {
 
 #[cold]
 fn begin_enter_slow(id: u64) -> Begin {
-    let in_callback = with(|c| c.callbacks.contains(&id)).unwrap_or(false);
-    if in_callback {
+    if callback_of(id) {
         return Begin::InCallback;
     }
     if let nested @ Begin::Nested(..) = begin_first(id) {
@@ -268,23 +272,52 @@ pub(super) fn depth(id: u64) -> usize {
 }
 
 pub(super) fn in_callback(id: u64) -> bool {
-    slow_count() != 0 && with(|c| c.callbacks.contains(&id)).unwrap_or(false)
+    slow_count() != 0 && callback_of(id)
 }
 
-/// Marks this thread as running a machine callback of instance `id` until dropped.
-pub(super) struct CallbackScope(u64);
+/// Whether a callback of instance `id` runs on this thread (in [`CALLBACK`] or `CTX`).
+fn callback_of(id: u64) -> bool {
+    CALLBACK.try_with(|c| c.get() == id).unwrap_or(false)
+        || with(|c| c.callbacks.contains(&id)).unwrap_or(false)
+}
+
+/// Marks this thread as running a machine callback of instance `id` until dropped. The
+/// first scope on a thread lives in [`CALLBACK`] (two cell writes, where the general
+/// bookkeeping's `RefCell<Vec>` cost a version change about a tenth of its time); nested
+/// ones in `CTX`.
+pub(super) struct CallbackScope {
+    id: u64,
+    /// Recorded in [`CALLBACK`].
+    first: bool,
+}
 
 impl CallbackScope {
     pub(super) fn new(id: u64) -> CallbackScope {
-        with(|c| c.callbacks.push(id));
+        let first = CALLBACK
+            .try_with(|c| {
+                let free = c.get() == 0;
+                if free {
+                    c.set(id);
+                }
+                free
+            })
+            .unwrap_or(false);
+        if !first {
+            with(|c| c.callbacks.push(id));
+        }
         add_slow(1);
-        CallbackScope(id)
+        CallbackScope { id, first }
     }
 }
 
 impl Drop for CallbackScope {
     fn drop(&mut self) {
-        let id = self.0;
+        let id = self.id;
+        if self.first {
+            let _ = CALLBACK.try_with(|c| c.set(0));
+            add_slow(-1);
+            return;
+        }
         let removed = with(|c| match c.callbacks.iter().rposition(|&x| x == id) {
             Some(i) => {
                 c.callbacks.remove(i);
