@@ -30,7 +30,7 @@
 //!
 //! Protection is cheap and version changes are not: a transition waits for every
 //! protected region to leave (an epoch drain) and blocks new regions while its critical
-//! section runs. Alone, a change costs about 140 ns. With other threads, the default
+//! section runs. Alone, a change costs about 110 ns. With other threads, the default
 //! instance switches to a fenced announce while changes are frequent, so it does not fall
 //! below a latch by the cost of process-wide barriers (the `epvs-freq` benchmark suite
 //! shows where). Each [`Epvs`] owns its own [`LightEpoch`], trading

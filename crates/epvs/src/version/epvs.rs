@@ -664,10 +664,9 @@ impl Core {
         State::from_bits_trusted(self.state.load(SeqCst) & !FENCED)
     }
 
-    /// The mode bit of the state a step completes at: fenced while consecutive changes
-    /// come within [`INHIBIT_FACTOR`] times the last measured process-wide barrier of each
-    /// other (BRAVO's inhibition window, sized by what the barrier cost), asymmetric
-    /// otherwise. A step from an asymmetric state that paid no barrier (nobody else holds
+    /// The mode bit of the state a step completes at: fenced while the mean gap between
+    /// changes is below [`INHIBIT_FACTOR`] times the last measured process-wide barrier
+    /// (BRAVO's inhibition window, sized by what the barrier cost), asymmetric otherwise. A step from an asymmetric state that paid no barrier (nobody else holds
     /// a sticky slot) stays asymmetric without reading the clock.
     fn next_mode(&self, fenced: bool, heavy_before: u64) -> u64 {
         if !self.adaptive {

@@ -133,23 +133,24 @@
 //!   state they pay the barrier as before. A region that accepted an asymmetric state
 //!   is waited out by the step leaving it, which paid the barrier. So when the bit is set
 //!   (only as the new state of a step), no asymmetric region is left.
-//! * **Which mode**: a step completes in the fenced mode when the previous change came
-//!   within 32x the last measured barrier, and at most 150 µs (BRAVO's inhibition
-//!   window, sized by what the barrier cost), else in the asymmetric one; the bit changes only as part of a step's
-//!   new state. The factor is large because the barrier's cost to the caller understates
-//!   its cost to the interrupted cores: at two threads here the fenced regions beat the
-//!   asymmetric ones at one change per 10 000 operations (a change every 50 µs or so,
-//!   barrier 3 µs) and lose at one per 100 000. An instance whose changes stop while it
-//!   is fenced stays fenced (a fence per region entry, as the pinned fenced mode pays)
-//!   until its next change finds the previous one long gone.
+//! * **Which mode**: a step completes in the fenced mode when the mean gap between
+//!   changes (an exponential average over about four, so that one short gap among rare
+//!   changes does not switch) is below 32x the last measured barrier and 150 µs (BRAVO's
+//!   inhibition window, sized by what the barrier cost), else in the asymmetric one. The
+//!   bit changes only as part of a step's new state. The factor is large because the
+//!   barrier's cost to the caller understates its cost to the interrupted cores: at two
+//!   threads here the fenced regions beat the asymmetric ones at one change per 10 000
+//!   operations (a change every 50 µs or so, barrier 3 µs) and lose at one per 100 000.
+//!   An instance whose changes stop while it is fenced stays fenced (a fence per region
+//!   entry, as the pinned fenced mode pays) until later changes lengthen the mean gap.
 //! * **Nobody else there**: with one thread, no step pays the barrier at all. The scan
 //!   skips it when no other thread holds a sticky slot (`SlotTable::others_sticky`),
 //!   because every other announce is then a fenced claim. So the mode never leaves
 //!   asymmetric.
 //!
 //! Pin a mode with [`Epvs::with_epoch`]. Use `LightEpoch::asymmetric()` where changes are
-//! known to be rare and a burst of them must never leave regions fenced.
-//! Use `LightEpoch::new()` for a fenced instance whose regions never use sticky slots.
+//! known to be rare and a burst of them must never leave regions fenced. Use
+//! `LightEpoch::new()` for a fenced instance whose regions never use sticky slots.
 //!
 //! # What a version change costs
 //!
