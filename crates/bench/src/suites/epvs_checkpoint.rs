@@ -2,8 +2,9 @@
 //! load (seed 2 §5.2, Fig. 16).
 //!
 //! [`crate::faster::checkpoint`]: 2^18 `u64` records; workers run 50:50 read/update
-//! (`fetch_add` of an odd delta) on uniform keys, in protected regions of one operation
-//! (`granularity: fine`) or 16 384 operations (`coarse`); a checkpointer thread takes a
+//! (`fetch_add` of an odd delta) on uniform keys, with a refresh point every operation
+//! (`granularity: fine`) or every 16 384 operations (`coarse`): a `cpr-epoch` worker
+//! adopts the global phase there, an `epvs` worker refreshes the region it keeps; a checkpointer thread takes a
 //! checkpoint, sleeps `CHECKPOINT_INTERVAL`, and repeats (at least one per measurement).
 //! The flush preserves and sums every record (the seed writes to `/dev/null`; our sink is
 //! the checksum). Variants: `cpr-epoch` (the baseline: FASTER's CPR phases
