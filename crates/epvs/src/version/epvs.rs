@@ -43,7 +43,7 @@ const INHIBIT_FACTOR: u64 = 32;
 /// descheduled (hundreds of µs) must not keep regions fenced when changes come every
 /// few hundred µs, where the asymmetric mode is 1.3x faster at two threads here.
 #[cfg(not(loom))]
-const MAX_WINDOW_NS: u64 = 150_000;
+const MAX_WINDOW_NS: u64 = 100_000;
 
 /// Source of [`Core::id`]s (a plain std atomic: ids need no loom modelling).
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);

@@ -135,7 +135,7 @@
 //!   (only as the new state of a step), no asymmetric region is left.
 //! * **Which mode**: a step completes in the fenced mode when the mean gap between
 //!   changes (an exponential average over about four, so that one short gap among rare
-//!   changes does not switch) is below 32x the last measured barrier and 150 µs (BRAVO's
+//!   changes does not switch) is below 32x the last measured barrier and 100 µs (BRAVO's
 //!   inhibition window, sized by what the barrier cost), else in the asymmetric one. The
 //!   bit changes only as part of a step's new state. The factor is large because the
 //!   barrier's cost to the caller understates its cost to the interrupted cores: at two
