@@ -143,8 +143,14 @@ impl VariantSet for TestSet {
 pub struct TempDir(pub PathBuf);
 
 impl TempDir {
+    /// A fresh directory of its own: tests that run one suite at once (concurrently, in
+    /// one process) must not remove each other's reports.
     pub fn new(tag: &str) -> Self {
-        let p = std::env::temp_dir().join(format!("rangelock-bench-{tag}-{}", std::process::id()));
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        // Relaxed: only uniqueness matters.
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("rangelock-bench-{tag}-{}-{n}", std::process::id());
+        let p = std::env::temp_dir().join(name);
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).unwrap();
         TempDir(p)
