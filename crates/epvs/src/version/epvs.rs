@@ -140,7 +140,7 @@ impl Epvs {
     /// changes pay none. See "Adaptive announce mode" in the [module docs](crate::version).
     ///
     /// Pin a mode with [`with_epoch`](Epvs::with_epoch) when the rate is known:
-    /// `LightEpoch::asymmetric()` for changes known to be rare (no sampling at all),
+    /// `LightEpoch::asymmetric()` for changes known to be rare (never fenced),
     /// `LightEpoch::new()` for a fenced instance on transient slots.
     pub fn new() -> Epvs {
         Epvs::build(LightEpoch::asymmetric(), true, false)
@@ -153,19 +153,12 @@ impl Epvs {
         Epvs::build(epoch, false, false)
     }
 
-    /// An adaptive instance that starts in the fenced announce mode and stays there (no
-    /// rate sampling under loom), for the models.
-    /// Its sticky announces are plain stores with no barrier even in the model, so only
-    /// the mode's own fence orders them.
+    /// An adaptive instance that starts in the fenced announce mode and stays there (models
+    /// pin the mode), for the models. Its sticky announces are plain stores with no barrier
+    /// even in the model, so only the mode's own fence orders them.
     #[cfg(all(loom, test))]
     pub(crate) fn fenced_adaptive() -> Epvs {
         Epvs::build(LightEpoch::asymmetric_plain_for_model(), true, true)
-    }
-
-    /// Models only: whether the instance is in the fenced announce mode.
-    #[cfg(all(loom, test))]
-    pub(crate) fn in_fenced_mode(&self) -> bool {
-        self.core.state.load(SeqCst) & FENCED != 0
     }
 
     fn build(epoch: LightEpoch, adaptive: bool, fenced: bool) -> Epvs {
@@ -664,10 +657,11 @@ impl Core {
         State::from_bits_trusted(self.state.load(SeqCst) & !FENCED)
     }
 
-    /// The mode bit of the state a step completes at: fenced while the mean gap between
-    /// changes is below [`INHIBIT_FACTOR`] times the last measured process-wide barrier
-    /// (BRAVO's inhibition window, sized by what the barrier cost), asymmetric otherwise. A step from an asymmetric state that paid no barrier (nobody else holds
-    /// a sticky slot) stays asymmetric without reading the clock.
+    /// The mode bit of the state a step completes at: fenced if the previous timed step
+    /// completed within [`INHIBIT_FACTOR`] times the last measured process-wide barrier
+    /// (at most [`MAX_WINDOW_NS`]; BRAVO's inhibition window, sized by what the barrier
+    /// cost), asymmetric otherwise. A step from an asymmetric state that paid no barrier
+    /// (nobody else holds a sticky slot) stays asymmetric without reading the clock.
     fn next_mode(&self, fenced: bool, heavy_before: u64) -> u64 {
         if !self.adaptive {
             return 0;

@@ -4,6 +4,7 @@
 //! any access of a protected region that is concurrent with a critical section.
 
 use super::*;
+use crate::epoch::Announce;
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicUsize};
 use loom::sync::Arc;
@@ -241,7 +242,7 @@ fn loom_fenced_mode_excludes_regions_without_the_heavy_barrier() {
         epvs.advance_version(move || d.write(1), Some(1)).unwrap();
         reader.join().unwrap();
         assert_eq!(epvs.wait_for_version(1), State::rest(1));
-        assert!(epvs.in_fenced_mode(), "the mode stays fenced");
+        assert_eq!(epvs.announce(), Announce::Fenced, "the mode stays fenced");
         let guard = epvs.enter();
         assert_eq!(data.read(), 1);
         drop(guard);

@@ -133,16 +133,15 @@
 //!   state they pay the barrier as before. A region that accepted an asymmetric state
 //!   is waited out by the step leaving it, which paid the barrier. So when the bit is set
 //!   (only as the new state of a step), no asymmetric region is left.
-//! * **Which mode**: a step completes in the fenced mode when the mean gap between
-//!   changes (an exponential average over about four, so that one short gap among rare
-//!   changes does not switch) is below 32x the last measured barrier and 100 µs (BRAVO's
+//! * **Which mode**: a step completes in the fenced mode when the previous timed step
+//!   completed within 32x the last measured barrier and at most 100 µs (BRAVO's
 //!   inhibition window, sized by what the barrier cost), else in the asymmetric one. The
 //!   bit changes only as part of a step's new state. The factor is large because the
 //!   barrier's cost to the caller understates its cost to the interrupted cores: at two
 //!   threads here the fenced regions beat the asymmetric ones at one change per 10 000
 //!   operations (a change every 50 µs or so, barrier 3 µs) and lose at one per 100 000.
 //!   An instance whose changes stop while it is fenced stays fenced (a fence per region
-//!   entry, as the pinned fenced mode pays) until later changes lengthen the mean gap.
+//!   entry, as the pinned fenced mode pays) until a change comes after a longer gap.
 //! * **Nobody else there**: with one thread, no step pays the barrier at all. The scan
 //!   skips it when no other thread holds a sticky slot (`SlotTable::others_sticky`),
 //!   because every other announce is then a fenced claim. So the mode never leaves
@@ -245,8 +244,8 @@
 //! skip the barrier when no other thread holds a sticky slot, and the switch between the
 //! modes. The first rests on the SeqCst argument at `SlotTable::others_sticky`; the second
 //! on "Adaptive announce mode" above (the bit changes only in a step's new state, which
-//! every region that saw the old one has left). Stress tests and a proptest against a sequential model are in
-//! `tests.rs`.
+//! every region that saw the old one has left). Stress tests and a proptest against a
+//! sequential model are in `tests.rs`.
 //!
 //! # Panics in critical sections
 //!
