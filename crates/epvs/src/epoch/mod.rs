@@ -524,25 +524,14 @@ impl LightEpoch {
     where
         F: FnOnce() + Send + 'static,
     {
-        // SeqCst: the caller's unlinking stores are ordered before the increment (Release
-        // half: pairs with the Acquire loads of `current` in protect/refresh) and the
-        // increment before the drain's slot scan (pairs with the SeqCst claim in
-        // `SlotTable::try_claim` through the fence in `min_announced`).
-        let prior = self.current.fetch_add(1, Ordering::SeqCst);
-        let safe = self.safe_epoch();
-        if safe >= prior {
-            // Ready now (nothing protected at `prior` or earlier): run it here, without
-            // queueing it (no allocation, no drain-list lock), and whatever else is ready.
+        let (prior, ready) = self.bump_ready();
+        if ready {
+            // Nothing protected at `prior` or earlier: run it here, without queueing it (no
+            // allocation, no drain-list lock), and whatever else is ready.
             action();
-            if self.drain.has_pending() {
-                self.drain.run_ready(safe, Wait::Yes);
-            }
+            self.drain();
         } else {
-            // Queued, then scanned again: a region that ends between the scan above and
-            // the push may miss the push (its pending check is Relaxed), so this scan,
-            // after the push, must see it gone.
-            self.drain.push(prior, Box::new(action));
-            self.drain_slow(Wait::Yes);
+            self.defer(prior, action);
         }
         prior + 1
     }
@@ -552,13 +541,18 @@ impl LightEpoch {
     /// `p` is already safe. If it is not, the caller must hand the action to
     /// [`defer`](Self::defer) with `p`.
     pub(crate) fn bump_ready(&self) -> (u64, bool) {
-        // SeqCst: as in `bump_with`.
+        // SeqCst: the caller's unlinking stores are ordered before the increment (Release
+        // half: pairs with the Acquire loads of `current` in protect/refresh) and the
+        // increment before the scan (pairs with the SeqCst claim in `SlotTable::try_claim`
+        // through the fence in `min_announced`).
         let prior = self.current.fetch_add(1, Ordering::SeqCst);
         (prior, self.safe_epoch() >= prior)
     }
 
     /// Queues `action` to run once `prior` (from [`bump_ready`](Self::bump_ready)) is safe,
-    /// then drains (the scan after the push, as in `bump_with`).
+    /// then scans again: a region that ends between `bump_ready`'s scan and the push may
+    /// miss the push (its pending check is Relaxed), so the scan after the push must see
+    /// it gone.
     pub(crate) fn defer<F>(&self, prior: u64, action: F)
     where
         F: FnOnce() + Send + 'static,

@@ -87,15 +87,15 @@ impl SlotTable {
         for _ in 0..len {
             let slot = &self.slots[i];
             // Relaxed pre-check: skip slots that are visibly taken without an RMW on them.
-            if slot.load(Ordering::Relaxed) == FREE
-                && self.mark_used(i)
+            if slot.load(Ordering::Relaxed) == FREE {
+                self.mark_used(i);
                 // SeqCst: the announce must be ordered before this thread's later protected
                 // loads (the store-load pattern FASTER gets wrong); pairs with the fence in
                 // `min_announced`, which the reclaimer runs after bumping the epoch.
-                && slot.compare_exchange(FREE, epoch, Ordering::SeqCst, Ordering::Relaxed).is_ok()
-            {
-                announce_fence();
-                return Some(i);
+                if slot.compare_exchange(FREE, epoch, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+                    announce_fence();
+                    return Some(i);
+                }
             }
             i = if i + 1 == len { 0 } else { i + 1 };
         }
@@ -117,23 +117,23 @@ impl SlotTable {
         let start = start_of(hint, len);
         for i in (start..len).chain(0..start) {
             let slot = &self.slots[i];
-            // Relaxed: IDLE announces nothing (a scan treats it like FREE), so the claim
-            // orders nothing; exclusivity comes from the CAS alone.
-            if slot.load(Ordering::Relaxed) == FREE
-                && self.mark_used(i)
-                && slot.compare_exchange(FREE, IDLE, Ordering::Relaxed, Ordering::Relaxed).is_ok()
-            {
-                return Some(i);
+            if slot.load(Ordering::Relaxed) == FREE {
+                self.mark_used(i);
+                // Relaxed: IDLE announces nothing (a scan treats it like FREE), so the claim
+                // orders nothing; exclusivity comes from the CAS alone.
+                if slot.compare_exchange(FREE, IDLE, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+                    return Some(i);
+                }
             }
         }
         self.sticky.fetch_sub(1, Ordering::Relaxed);
         None
     }
 
-    /// Marks slot `index` as ever used (see "Scanning only what was ever used"); always
-    /// `true`, for use in a claim's condition.
+    /// Marks slot `index` as ever used (see "Scanning only what was ever used"), before
+    /// its claim.
     #[inline(always)]
-    fn mark_used(&self, index: usize) -> bool {
+    fn mark_used(&self, index: usize) {
         let (word, bit) = (&self.used[index / 64], 1u64 << (index % 64));
         // Relaxed pre-check: the bit is set once per slot, and a bit read set was set by
         // an RMW that the claim's fence orders after, as the type docs argue.
@@ -142,7 +142,6 @@ impl SlotTable {
             // SeqCst loads of `used` in `scan`.
             word.fetch_or(bit, Ordering::SeqCst);
         }
-        true
     }
 
     /// Whether a thread other than the caller may hold a sticky slot: more sticky slots
