@@ -4,10 +4,10 @@
 //! [`crate::faster::checkpoint`]: 2^18 `u64` records; workers run 50:50 read/update
 //! (`fetch_add` of an odd delta) on uniform keys, with a refresh point every operation
 //! (`granularity: fine`) or every 16 384 operations (`coarse`): a `cpr-epoch` worker
-//! adopts the global phase there, an `epvs` worker refreshes the region it keeps; a checkpointer thread takes a
-//! checkpoint, sleeps `CHECKPOINT_INTERVAL`, and repeats (at least one per measurement).
-//! The flush preserves and sums every record (the seed writes to `/dev/null`; our sink is
-//! the checksum). Variants: `cpr-epoch` (the baseline: FASTER's CPR phases
+//! adopts the global phase there, an `epvs` worker refreshes the region it keeps; a
+//! checkpointer thread takes a checkpoint, sleeps `CHECKPOINT_INTERVAL`, and repeats (at
+//! least one per measurement). The flush preserves and sums every record (the seed
+//! writes to `/dev/null`; our sink is the checksum). Variants: `cpr-epoch` (the baseline: FASTER's CPR phases
 //! `REST/PREPARE/IN_PROGRESS/WAIT_FLUSH` with per-thread markers adopted at each thread's
 //! refresh points, no mutual exclusion) and `epvs` (the two-state machine of Fig. 10).
 //!

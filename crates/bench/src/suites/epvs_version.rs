@@ -5,6 +5,7 @@
 use epvs::version::{AdvanceError, Epvs, EpvsGuard};
 
 use super::epvs_protect::Protector;
+use crate::arrays::Rng;
 
 /// `epvs`: enter/leave per operation; a change is a version advance whose (empty)
 /// critical section runs in mutual exclusion with every protected region.
@@ -39,24 +40,20 @@ impl EpvsInstances {
 }
 
 impl Protector for EpvsInstances {
-    /// A per-thread xorshift state picking the instance.
-    type Local<'a> = u64;
-    fn local(&self) -> u64 {
-        0x9e37_79b9_7f4a_7c15
+    /// The generator picking the instance.
+    type Local<'a> = Rng;
+    fn local(&self) -> Rng {
+        Rng::for_thread(0)
     }
     #[inline]
-    fn protected<R>(&self, x: &mut u64, f: impl FnOnce() -> R) -> R {
-        *x ^= *x << 13;
-        *x ^= *x >> 7;
-        *x ^= *x << 17;
-        let e = &self.0[(((*x >> 32) * self.0.len() as u64) >> 32) as usize];
-        let g = e.enter();
+    fn protected<R>(&self, rng: &mut Rng, f: impl FnOnce() -> R) -> R {
+        let g = self.0[rng.below(self.0.len())].enter();
         let r = f();
         drop(g);
         r
     }
-    fn change(&self, x: &mut u64) {
-        advance(&self.0[(*x % self.0.len() as u64) as usize]);
+    fn change(&self, rng: &mut Rng) {
+        advance(&self.0[rng.below(self.0.len())]);
     }
 }
 
