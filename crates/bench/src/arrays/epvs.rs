@@ -7,13 +7,13 @@
 //!   run and refreshes it every [`ArrayConfig::pin_refresh_every`] operations (resizes wait
 //!   for that refresh; the array's `*_with` operations refresh on their own while they
 //!   wait for a resize);
-//! - `epvs-2phase`: [`TwoPhaseArray`], one region per operation; reads and pushes go on
-//!   while the array copies, writes into the old part wait.
+//! - `epvs-2phase`: [`TwoPhaseArray`], one region per operation; reads, writes and
+//!   pushes go on while the array copies (a write into a chunk not yet copied copies it).
 //!
 //! A non-zero [`ArrayConfig::resize_delay`] (the seed's slow resize, Fig. 13) is slept in
 //! the arrays' copy hook: inside the resize critical section for `epvs` and `epvs-pinned`
-//! (every operation waits), by the thread finishing the copy for `epvs-2phase` (reads and
-//! pushes go on meanwhile).
+//! (every operation waits), by the thread finishing the copy for `epvs-2phase` (the
+//! other threads go on meanwhile, until their pushes fill the new run's upper half).
 
 use epvs::array::{ResizableArray, TwoPhaseArray};
 use epvs::epoch::{Announce, LightEpoch};

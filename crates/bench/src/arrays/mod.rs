@@ -15,7 +15,7 @@
 //! | `bravo` | [`BravoArray`] | the same with [`Bravo`](crate::peers::bravo::Bravo) |
 //! | `epvs` | [`EpvsSimpleArray`] | `epvs::array::ResizableArray`: enter/leave per operation, resize = version change |
 //! | `epvs-pinned` | [`EpvsPinnedArray`] | the same array, one region per thread refreshed every N operations |
-//! | `epvs-2phase` | [`EpvsTwoPhaseArray`] | `epvs::array::TwoPhaseArray`: reads and pushes continue while copying |
+//! | `epvs-2phase` | [`EpvsTwoPhaseArray`] | `epvs::array::TwoPhaseArray`: reads, writes and pushes continue while copying |
 //!
 //! Element reads and writes are `Relaxed` atomics in every variant: the workload needs no
 //! ordering between elements, and atomics make concurrent writes to one index defined.

@@ -5,8 +5,9 @@
 //!   critical section that swaps in a copy twice as large. Everything else pauses while
 //!   the copy runs.
 //! * [`TwoPhaseArray`] — the two-phase scheme (Figs. 4–6): growing is a state machine
-//!   with a semi-stable [`COPYING`] phase in which reads and pushes continue; only writes
-//!   into the old run wait (and help copy).
+//!   with a semi-stable [`COPYING`] phase in which reads, writes and pushes continue. The
+//!   old run is copied in chunks; a write into a chunk copies it first (or waits the
+//!   moment another thread takes to copy it) and then goes to the new run.
 //!
 //! Elements are `u64` in `AtomicU64` slots (no `unsafe` element access). Each operation
 //! comes in two forms: `op(..)` enters and leaves a region per call; `op_with(guard, ..)`
@@ -25,11 +26,18 @@
 //! old run can be freed inside the critical section that replaces it. In the two-phase
 //! array, the `REST -> COPYING` section runs only after every push that stored into the
 //! old run has left its region, and every position handed out afterwards lies past the
-//! old run; writes into the old run are refused while copying, and so is a push whose
-//! position falls inside the run being copied (it reserved the position before an earlier
-//! resize and waited, unprotected, through it). Those wait for the rest state and store
-//! into the new run, so copying cannot overwrite them. (The seed's Fig. 6 assumes the
-//! first case only; `concurrent_pushers` caught the second as a lost push.)
+//! old run. In `COPYING` nobody writes the old run: each chunk of it is claimed by one
+//! copier (a compare-and-swap on the chunk's state), and a write into its range, or a push
+//! whose position falls inside it (reserved before an earlier resize, then waiting
+//! unprotected through it), stores into the new run only after loading the chunk's
+//! `COPIED` state with Acquire, which the copier stored with Release after copying: the
+//! copy happens before the write, so it cannot overwrite it. Reads take the new run for
+//! copied chunks, the old run otherwise. The seed's Figs. 4–6 let writes into the old run
+//! wait for the rest state instead, which stalls every writer for the length of a slow
+//! resize (Fig. 13). The loom model `loom_writes_and_reads_during_the_chunked_copy` fails
+//! if either ordering is weakened or the chunk check is skipped. (The seed's Fig. 6 also
+//! assumes positions inside the old run are never pushed while copying;
+//! `concurrent_pushers` caught that as a lost push.)
 
 mod error;
 mod resizable;

@@ -2,10 +2,10 @@
 
 use super::slots::Slots;
 use super::{CopyHook, OutOfBounds};
+use crate::primitive::AtomicUsize;
 use crate::version::{Epvs, EpvsGuard};
 use std::cell::UnsafeCell;
 use std::fmt;
-use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 

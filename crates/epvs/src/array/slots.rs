@@ -1,7 +1,7 @@
 //! [`Slots`]: a fixed-size run of `AtomicU64` elements, the storage of both arrays.
 
+use crate::primitive::AtomicU64;
 use std::ops::Deref;
-use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 
 /// A fixed-size, zero-initialised run of `AtomicU64` slots.

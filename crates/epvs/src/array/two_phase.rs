@@ -2,28 +2,42 @@
 
 use super::slots::Slots;
 use super::{CopyHook, OutOfBounds};
+use crate::primitive::{self as prim, AtomicU64, AtomicUsize};
 use crate::version::{Epvs, EpvsGuard, State, StateMachine};
 use std::cell::UnsafeCell;
 use std::fmt;
-use std::sync::atomic::AtomicUsize;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use std::sync::Arc;
 
 /// The phase in which both runs are visible and the old one is being copied.
 pub const COPYING: u8 = 1;
 
 /// Elements copied per claimed chunk.
+#[cfg(not(loom))]
 const CHUNK: usize = 1024;
+/// Elements copied per claimed chunk (one in the models, so two chunks fit in two slots).
+#[cfg(loom)]
+const CHUNK: usize = 1;
+
+/// A chunk of the old run nobody has started to copy.
+const UNCLAIMED: usize = 0;
+/// A chunk a thread is copying.
+const CLAIMED: usize = 1;
+/// A chunk whose elements are in the new run: its reads and writes go there.
+const COPIED: usize = 2;
 
 /// A growable array of `u64` that keeps working while it grows (seed paper Figs. 4–6).
 ///
 /// Growing is a two-step state machine `REST(v) -> COPYING(v) -> REST(v + 1)`. The first
-/// critical section only allocates the new run; in `COPYING` the old run is immutable
-/// and readable, pushes go to the new run's upper half (which is never copied into),
-/// and threads that must wait (writes into the old half, pushes past the new run) help
-/// copy in chunks instead. The thread that copies the last chunk steps the machine; the
-/// second critical section swings the runs and frees the old one. The thread that
-/// triggered the resize helps too, so the resize finishes without further calls.
+/// critical section only allocates the new run; in `COPYING` both runs are visible and the
+/// old one is copied chunk by chunk by whoever comes along: the thread that triggered the
+/// resize, pushes, and writes into a chunk nobody has copied yet (which copy that chunk
+/// first). Each chunk of the old run is either not yet copied (reads go to the old run,
+/// which no one writes in `COPYING`) or copied (reads and writes go to the new run); a
+/// write waits only while another thread is copying its chunk. Pushes go to the new run's
+/// upper half and wait only when it is full. The thread that copies the last chunk steps
+/// the machine; the second critical section swings the runs and frees the old one, so the
+/// resize finishes without further calls.
 ///
 /// Every operation has a `*_with` variant that runs inside a region the caller holds.
 pub struct TwoPhaseArray {
@@ -36,13 +50,13 @@ struct Inner {
     /// The current run. Replaced only by the `COPYING -> REST` critical section; written
     /// by regions only at `REST`; read by regions in any phase.
     list: UnsafeCell<Slots>,
-    /// The run being filled during `COPYING` (`None` at `REST`). Set and taken only by
-    /// critical sections.
-    new_list: UnsafeCell<Option<Slots>>,
+    /// The run being filled and its chunks' states, during `COPYING` (`None` at `REST`).
+    /// Set and taken only by critical sections.
+    growth: UnsafeCell<Option<Growth>>,
     count: AtomicUsize,
     /// Length of the old run being copied (set when `COPYING` begins).
     copy_len: AtomicUsize,
-    /// Start of the next chunk to copy (claimed with `fetch_add`).
+    /// The next chunk `help_copy` tries to claim (a hint: claims are by chunk state).
     copy_next: AtomicUsize,
     /// Number of elements copied so far in this `COPYING` phase.
     copied: AtomicUsize,
@@ -51,7 +65,14 @@ struct Inner {
     copy_hook: Option<CopyHook>,
 }
 
-// SAFETY: `list` and `new_list` are replaced only inside critical sections of the owning
+/// The new run of a resize and how far the old one has been copied into it.
+struct Growth {
+    new: Slots,
+    /// One of `UNCLAIMED`, `CLAIMED`, `COPIED` per `CHUNK` elements of the old run.
+    chunks: Box<[AtomicUsize]>,
+}
+
+// SAFETY: `list` and `growth` are replaced only inside critical sections of the owning
 // array's `Epvs` and otherwise only read (shared) inside its protected regions; EPVS
 // runs critical sections in mutual exclusion with all regions and orders them with the
 // regions before and after. Element access goes through atomics.
@@ -59,14 +80,32 @@ unsafe impl Sync for Inner {}
 // SAFETY: as above.
 unsafe impl Send for Inner {}
 
-/// The runs a region sees: `(list, new_list)`.
-type Runs<'g> = (&'g Slots, Option<&'g Slots>);
+/// The runs a region sees: the current run and, in `COPYING`, the growth.
+type Runs<'g> = (&'g Slots, Option<&'g Growth>);
 
 impl Inner {
+    #[inline]
     fn runs<'g>(&'g self, _region: &'g EpvsGuard<'_>) -> Runs<'g> {
         // SAFETY: inside a protected region no critical section runs, so neither cell is
         // written while the borrows (tied to the region) live.
-        unsafe { (&*self.list.get(), (*self.new_list.get()).as_ref()) }
+        unsafe { (&*self.list.get(), (*self.growth.get()).as_ref()) }
+    }
+}
+
+impl Growth {
+    /// The slot that holds `index` now, for reading (`old` is the run being copied).
+    #[inline]
+    fn readable<'a>(&'a self, old: &'a Slots, index: usize) -> Option<&'a AtomicU64> {
+        if index >= old.len() {
+            return self.new.get(index);
+        }
+        // Acquire: pairs with the Release in `TwoPhaseArray::copy_chunk`, so a copied
+        // chunk's new slots hold at least the copied values.
+        if self.chunks[index / CHUNK].load(Acquire) == COPIED {
+            self.new.get(index)
+        } else {
+            old.get(index) // nobody writes the old run in COPYING
+        }
     }
 }
 
@@ -88,16 +127,20 @@ impl StateMachine for Grow {
 
     fn on_entering_state(&self, _from: State, to: State) {
         // SAFETY: a critical section: no region and no other critical section is active.
-        let (list, new_list) =
-            unsafe { (&mut *self.inner.list.get(), &mut *self.inner.new_list.get()) };
+        let (list, growth) =
+            unsafe { (&mut *self.inner.list.get(), &mut *self.inner.growth.get()) };
         if to.phase() == COPYING {
-            *new_list = Some(Slots::new((list.len() * 2).max(8)));
+            let chunks = list.len().div_ceil(CHUNK);
+            *growth = Some(Growth {
+                new: Slots::new((list.len() * 2).max(8)),
+                chunks: (0..chunks).map(|_| AtomicUsize::new(UNCLAIMED)).collect(),
+            });
             // Relaxed: published to regions and `next_step` by the transition itself.
             self.inner.copy_len.store(list.len(), Relaxed);
             self.inner.copy_next.store(0, Relaxed);
             self.inner.copied.store(0, Relaxed);
-        } else if let Some(new) = new_list.take() {
-            *list = new; // frees the old run: no region can still see it
+        } else if let Some(growth) = growth.take() {
+            *list = growth.new; // frees the old run: no region can still see it
         }
     }
 }
@@ -146,7 +189,7 @@ impl TwoPhaseArray {
             epvs,
             inner: Arc::new(Inner {
                 list: UnsafeCell::new(Slots::new(capacity)),
-                new_list: UnsafeCell::new(None),
+                growth: UnsafeCell::new(None),
                 count: AtomicUsize::new(0),
                 copy_len: AtomicUsize::new(0),
                 copy_next: AtomicUsize::new(0),
@@ -183,8 +226,8 @@ impl TwoPhaseArray {
     /// The current storage size (of the new run while growing).
     pub fn capacity(&self) -> usize {
         let g = self.enter();
-        let (list, new) = self.inner.runs(&g);
-        new.unwrap_or(list).len()
+        let (list, growth) = self.inner.runs(&g);
+        growth.map_or(list, |g| &g.new).len()
     }
 
     #[inline]
@@ -210,10 +253,10 @@ impl TwoPhaseArray {
         if index >= self.len() {
             return None;
         }
-        let (list, new) = self.inner.runs(guard);
-        // In COPYING the old run is immutable and authoritative for its range; the new
-        // run's upper half holds pushes made in COPYING.
-        let slot = list.get(index).or_else(|| new.and_then(|n| n.get(index)));
+        let slot = match self.inner.runs(guard) {
+            (list, None) => list.get(index),
+            (list, Some(growth)) => growth.readable(list, index),
+        };
         Some(slot.map_or(0, |s| s.load(Relaxed)))
     }
 
@@ -238,8 +281,9 @@ impl TwoPhaseArray {
         }
     }
 
-    /// [`write`](TwoPhaseArray::write) inside the caller's region. Writes into the old
-    /// run wait (helping to copy, refreshing `guard`) until the array is at rest.
+    /// [`write`](TwoPhaseArray::write) inside the caller's region. While the array grows,
+    /// a write into a chunk nobody has copied copies it first; a write into a chunk
+    /// another thread is copying waits (helping to copy, refreshing `guard`).
     ///
     /// # Panics
     ///
@@ -265,18 +309,13 @@ impl TwoPhaseArray {
     }
 
     /// Writes `value` at `index` (below `len()`) if the region's state lets it: `false`
-    /// if the position lies in the old run while it is copied, or past the storage (its
-    /// pusher is resizing).
+    /// if another thread is copying the position's chunk, or if the position lies past
+    /// the storage (its pusher is resizing).
     #[inline]
     fn try_write_in(&self, guard: &EpvsGuard<'_>, index: usize, value: u64) -> bool {
-        let copying = guard.state().phase() == COPYING;
-        let (list, new) = self.inner.runs(guard);
-        let slot = match new {
-            // The old run is being copied: only the upper half of the new run is
-            // writable.
-            Some(new) if copying && index >= list.len() => new.get(index),
-            _ if !copying => list.get(index),
-            _ => None,
+        let slot = match self.inner.runs(guard) {
+            (list, None) => list.get(index),
+            (list, Some(growth)) => self.writable(list, growth, index),
         };
         match slot {
             Some(slot) => {
@@ -303,21 +342,18 @@ impl TwoPhaseArray {
         let pos = self.inner.count.fetch_add(1, Relaxed);
         loop {
             let state = guard.state();
-            let (list, new) = self.inner.runs(guard);
-            if state.phase() == COPYING {
+            let (list, growth) = self.inner.runs(guard);
+            if let Some(growth) = growth {
                 // Positions handed out since COPYING began lie past the old run (seed
                 // Fig. 6, line 52) and go to the new run. But a push that reserved its
                 // position earlier and then waited, unprotected, through whole resizes
                 // (refresh leaves the region while a transition runs) can find it inside
-                // the run being copied: storing into the new run would race with the copy
-                // of that chunk and lose the value, so it waits for the rest state like a
-                // write into the old run.
+                // the run being copied: it stores like a write, after its chunk's copy
+                // (storing before it would lose the value).
                 self.help_copy(guard);
-                if pos >= list.len() {
-                    if let Some(slot) = new.and_then(|n| n.get(pos)) {
-                        slot.store(value, Relaxed);
-                        return pos;
-                    }
+                if let Some(slot) = self.writable(list, growth, pos) {
+                    slot.store(value, Relaxed);
+                    return pos;
                 }
             } else if let Some(slot) = list.get(pos) {
                 slot.store(value, Relaxed);
@@ -331,35 +367,82 @@ impl TwoPhaseArray {
         }
     }
 
+    /// The slot a region in `COPYING` may write `index` into: in the new run, once the
+    /// old run's chunk holding `index` is copied (copying it here if nobody has claimed
+    /// it); `None` while another thread copies that chunk, or past the new run.
+    #[inline]
+    fn writable<'g>(
+        &self,
+        old: &'g Slots,
+        growth: &'g Growth,
+        index: usize,
+    ) -> Option<&'g AtomicU64> {
+        if index < old.len() {
+            let chunk = index / CHUNK;
+            // Acquire: pairs with the Release in `copy_chunk`: the chunk's copy happens
+            // before this write, so the copy cannot overwrite it.
+            let copied =
+                growth.chunks[chunk].load(Acquire) == COPIED || self.copy_chunk(old, growth, chunk);
+            if !copied {
+                return None;
+            }
+        }
+        growth.new.get(index)
+    }
+
     /// Copies unclaimed chunks of the old run into the new one (in `COPYING`); the thread
     /// that completes the copy steps the machine.
     #[cold]
     fn help_copy(&self, guard: &EpvsGuard<'_>) {
-        let (list, Some(new)) = self.inner.runs(guard) else {
+        let (old, Some(growth)) = self.inner.runs(guard) else {
             return;
         };
-        let len = list.len();
+        let chunks = growth.chunks.len();
         // Relaxed: a hint that spares finished copies the contended `fetch_add`.
-        if self.inner.copy_next.load(Relaxed) >= len {
+        if self.inner.copy_next.load(Relaxed) >= chunks {
             return;
         }
         loop {
-            let start = self.inner.copy_next.fetch_add(CHUNK, Relaxed);
-            if start >= len {
+            let chunk = self.inner.copy_next.fetch_add(1, Relaxed);
+            if chunk >= chunks {
                 return;
             }
-            let end = (start + CHUNK).min(len);
-            new.copy_from(list, start, end);
-            // Relaxed: the copies reach the next critical section through the epoch (it
-            // waits for this region to end), not through this counter.
-            if self.inner.copied.fetch_add(end - start, Relaxed) + (end - start) == len {
-                if let Some(hook) = &self.inner.copy_hook {
-                    hook();
-                }
-                // Starts `COPYING -> REST`; runs once this and every region leave.
-                self.epvs.try_step();
-            }
+            self.copy_chunk(old, growth, chunk); // claimed by a write if not by us
         }
+    }
+
+    /// Claims and copies `chunk` of `old` into the new run; `false` if another thread
+    /// claimed it first. The thread whose copy completes the old run runs the copy hook
+    /// and steps the machine.
+    #[cold]
+    fn copy_chunk(&self, old: &Slots, growth: &Growth, chunk: usize) -> bool {
+        let state = &growth.chunks[chunk];
+        // Relaxed: the claim only makes the copier unique; the old run it reads was
+        // published by the transition into COPYING and is not written after it.
+        match state.compare_exchange(UNCLAIMED, CLAIMED, Relaxed, Relaxed) {
+            Ok(_) => {}
+            Err(CLAIMED) => {
+                prim::yield_now(); // its copier is at work: let it run
+                return false;
+            }
+            Err(_) => return false,
+        }
+        let start = chunk * CHUNK;
+        let end = (start + CHUNK).min(old.len());
+        growth.new.copy_from(old, start, end);
+        // Release: the copied values happen before every read and write of this chunk in
+        // the new run; pairs with the Acquire loads in `writable` and `Growth::readable`.
+        state.store(COPIED, Release);
+        // Relaxed: the copies reach the next critical section through the epoch (it
+        // waits for this region to end), not through this counter.
+        if self.inner.copied.fetch_add(end - start, Relaxed) + (end - start) == old.len() {
+            if let Some(hook) = &self.inner.copy_hook {
+                hook();
+            }
+            // Starts `COPYING -> REST`; runs once this and every region leave.
+            self.epvs.try_step();
+        }
+        true
     }
 }
 
@@ -420,6 +503,50 @@ mod tests {
         assert_eq!(a.capacity(), 8);
         a.write(0, 9).unwrap();
         assert_eq!(a.read(0), Some(9));
+    }
+
+    /// The seed's slow resize (Fig. 13): while the thread that copied the last chunk is
+    /// still busy (its hook blocks), another thread's writes into the old run's range go
+    /// to the new run and complete, and read back; the array is still in `COPYING`. (They
+    /// used to wait for the rest state, so one slow resize stalled every writer.)
+    #[test]
+    fn writes_proceed_while_the_copy_finishes() {
+        use std::sync::mpsc;
+        use std::time::Duration;
+        let (in_hook, hooked) = mpsc::channel::<()>();
+        let (release, released) = mpsc::channel::<()>();
+        let released = std::sync::Mutex::new(released);
+        let a = TwoPhaseArray::with_copy_hook(4096, move || {
+            in_hook.send(()).unwrap();
+            released.lock().unwrap().recv().unwrap();
+        });
+        for i in 0..4096 {
+            a.push(i);
+        }
+        thread::scope(|s| {
+            let pusher = s.spawn(|| a.push(4096));
+            hooked.recv().unwrap();
+            let (done, wrote) = mpsc::channel();
+            let a = &a;
+            s.spawn(move || {
+                for i in (0..4096).step_by(100) {
+                    a.write(i, i as u64 + 1).unwrap();
+                    assert_eq!(a.read(i), Some(i as u64 + 1));
+                }
+                done.send(a.epvs().state()).unwrap();
+            });
+            let state = wrote.recv_timeout(Duration::from_secs(30));
+            release.send(()).unwrap();
+            let state = state.expect("writes waited for the slow resize to end");
+            assert_eq!(state, State::new(0, COPYING));
+            assert_eq!(pusher.join().unwrap(), 4096);
+        });
+        assert_eq!(a.epvs().state(), State::rest(1));
+        for i in 0..4096 {
+            let want = if i % 100 == 0 { i as u64 + 1 } else { i as u64 };
+            assert_eq!(a.read(i), Some(want), "index {i}");
+        }
+        assert_eq!(a.read(4096), Some(4096));
     }
 
     /// Writers own disjoint index sets and keep rewriting them with increasing values,
@@ -518,5 +645,41 @@ mod tests {
             weak = Arc::downgrade(&a.inner);
         }
         assert!(weak.upgrade().is_none());
+    }
+}
+
+/// loom models of the chunked copy (run by `ci/loom.sh`; names contain `loom`).
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::thread;
+
+    /// A write racing with a resize's copy is never lost and never overwritten by it, and
+    /// reads of copied chunks see the copied values: a full two-element array (two
+    /// one-element chunks in the models) grows on one thread while another writes one
+    /// chunk and reads the other.
+    #[test]
+    fn loom_writes_and_reads_during_the_chunked_copy() {
+        let mut builder = loom::model::Builder::new();
+        // Waits (a write whose chunk another thread copies) spin through refreshes.
+        builder.max_branches = 20_000;
+        builder.check(|| {
+            let a = Arc::new(TwoPhaseArray::with_capacity(2));
+            a.push(10);
+            a.push(11);
+            let writer = {
+                let a = Arc::clone(&a);
+                thread::spawn(move || {
+                    a.write(0, 7).unwrap();
+                    assert_eq!(a.read(1), Some(11), "a copied chunk read before its copy");
+                    assert_eq!(a.read(0), Some(7), "a write lost to the copy");
+                })
+            };
+            assert_eq!(a.push(12), 2);
+            writer.join().unwrap();
+            // The last step may still be deferred to the epoch's drain.
+            assert_eq!(a.epvs().wait_for_version(1), State::rest(1));
+            assert_eq!([a.read(0), a.read(1), a.read(2)], [Some(7), Some(11), Some(12)]);
+        });
     }
 }
