@@ -318,13 +318,28 @@ impl Epvs {
     /// nesting, a transition in flight, a busy record or callback.
     #[inline(always)]
     fn enter_first(&self) -> Option<Region<'_>> {
-        match self.enter_fresh_sticky() {
-            Some((protection, state, way)) => {
-                let track = Track::Sticky(way);
-                Some(Region { protection: Some(protection), state, level: 1, track })
+        if tls::first_is_free() {
+            let epoch = &self.core.epoch;
+            match epoch.enter_region() {
+                Entered::Fresh { protection, way } => {
+                    let state = self.core.load();
+                    if state.is_intermediate() {
+                        epoch.release_sticky(protection);
+                        return None;
+                    }
+                    let track = Track::Sticky(way);
+                    return Some(Region { protection: Some(protection), state, level: 1, track });
+                }
+                // Nested in this thread's region of the instance, kept in its sticky slot:
+                // what `enter_general` returns in this case, without its detour (a nested
+                // guard cost several times a fresh region through it).
+                Entered::Nested { way, level } => {
+                    return Some(self.nested(Track::Sticky(way), level as usize));
+                }
+                Entered::Unavailable => {}
             }
-            None => self.enter_first_transient(),
         }
+        self.enter_first_transient()
     }
 
     /// Fenced mode's [`enter_first`](Epvs::enter_first): a transient slot, and the fast
@@ -1071,16 +1086,26 @@ fn refresh_sticky<'a>(core: &Core, mut p: Protection<'a>) -> (Protection<'a>, St
 
 /// Ends a guard of `core`'s region at nesting `level` holding `protection`. Takes the
 /// guard's parts by value (all in registers: a protection is two words), and inlines only
-/// the common case, an outermost guard in a sticky slot with no nested guard alive: a
-/// larger drop is not inlined, and an out-of-line drop (or a slow path borrowing the
-/// guard) keeps the whole guard in memory.
+/// the common cases, an outermost guard in a sticky slot with no nested guard alive and
+/// the innermost nested guard of such a region: a larger drop is not inlined, and an
+/// out-of-line drop (or a slow path borrowing the guard) keeps the whole guard in memory.
 #[inline(always)]
 fn end_region(core: &Core, protection: Option<Protection<'_>>, level: usize, track: Track) {
-    if let (Track::Sticky(_), Some(p)) = (track, protection) {
-        if core.epoch.try_release_sticky_fast(p) {
-            prim::eventually_visible();
-            return;
+    match (track, protection) {
+        (Track::Sticky(_), Some(p)) => {
+            if core.epoch.try_release_sticky_fast(p) {
+                prim::eventually_visible();
+                return;
+            }
         }
+        // A nested guard of a sticky region: one count in the thread's cache.
+        (Track::Sticky(way), None) => {
+            if core.epoch.unnest(way, level as u32) {
+                prim::eventually_visible();
+                return;
+            }
+        }
+        _ => {}
     }
     end_region_slow(core, protection, level, track);
 }
