@@ -55,8 +55,10 @@ pub struct Verdict {
     pub line: String,
 }
 
-/// The verdict of `claim` over `records` (`None`: the suite was not run).
-pub fn verdict(claim: &Claim, records: Option<&[Record]>) -> Verdict {
+/// The verdict of `claim` over `records`, the figure's records (`None`: the suite was not
+/// run). Its measured reasons ([`Claim::because`]) are taken over `all` the suite's
+/// records: a ceiling may lie outside the figure (e.g. the same array without the delay).
+pub fn verdict(claim: &Claim, records: Option<&[Record]>, all: &[Record]) -> Verdict {
     let Some(records) = records else {
         return Verdict {
             outcome: Outcome::NotRun,
@@ -64,7 +66,8 @@ pub fn verdict(claim: &Claim, records: Option<&[Record]>) -> Verdict {
         };
     };
     if claim.checks.is_empty() {
-        return Verdict { outcome: Outcome::Stated, line: claim.why.to_owned() };
+        let line = format!("{}{}", claim.why, measured(claim, all));
+        return Verdict { outcome: Outcome::Stated, line };
     }
     let mut parts = Vec::new();
     let mut worst: Option<Outcome> = None;
@@ -78,9 +81,38 @@ pub fn verdict(claim: &Claim, records: Option<&[Record]>) -> Verdict {
     let outcome = worst.unwrap_or(Outcome::NoData);
     let mut line = format!("{}: {}", outcome.label(), parts.join("; "));
     if matches!(outcome, Outcome::Direction | Outcome::Differs) && !claim.why.is_empty() {
-        line.push_str(&format!(". Why: {}", claim.why));
+        line.push_str(&format!(". Why: {}{}", claim.why, measured(claim, all)));
     }
     Verdict { outcome, line }
+}
+
+/// The claim's measured reasons ([`Claim::because`]) over the same records:
+/// `. Measured: c / d = 1.10x at 2 thr (the seed's ratio needs >= 2.00x)` (no "needs"
+/// for an [`Expect::Reference`]), or nothing.
+fn measured(claim: &Claim, records: &[Record]) -> String {
+    if claim.because.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = claim
+        .because
+        .iter()
+        .map(|check| {
+            let ratios = ratios(check, records);
+            if ratios.is_empty() {
+                return format!("{} = no matching records", check.label);
+            }
+            let values: Vec<String> =
+                ratios.iter().map(|(r, at)| format!("{} at {at}", fmt(*r))).collect();
+            let needs = match check.expect {
+                Expect::AtLeast { seed, .. } => format!(">= {}", fmt(seed)),
+                Expect::AtMost { seed, .. } => format!("<= {}", fmt(seed)),
+                Expect::Within { lo, hi, .. } => format!("{}..{}", fmt(lo), fmt(hi)),
+                Expect::Reference => return format!("{} = {}", check.label, values.join(", ")),
+            };
+            format!("{} = {} (the seed's ratio needs {needs})", check.label, values.join(", "))
+        })
+        .collect();
+    format!(". Measured: {}", parts.join("; "))
 }
 
 /// One check: its outcome and `label = 1.30x at 2 thr (seed 4x)`.
@@ -94,6 +126,7 @@ fn evaluate(check: &Check, records: &[Record]) -> (Outcome, String) {
     let seed = match check.expect {
         Expect::AtLeast { seed, .. } | Expect::AtMost { seed, .. } => fmt(seed),
         Expect::Within { seed, lo, hi } => format!("{}, band {}..{}", fmt(seed), fmt(lo), fmt(hi)),
+        Expect::Reference => "none".to_owned(),
     };
     (outcome, format!("{} = {} (seed {seed})", check.label, values.join(", ")))
 }
@@ -105,6 +138,7 @@ fn judge(expect: Expect, r: f64) -> Outcome {
         Expect::AtMost { seed, .. } if r <= seed => Outcome::Reproduced,
         Expect::AtMost { direction, .. } if r <= direction => Outcome::Direction,
         Expect::Within { lo, hi, .. } if (lo..=hi).contains(&r) => Outcome::Reproduced,
+        Expect::Reference => Outcome::Reproduced,
         _ => Outcome::Differs,
     }
 }
@@ -254,6 +288,7 @@ mod tests {
             claim: "a beats b 4x",
             show: &[],
             checks,
+            because: &[],
             why: "2 cores",
         }
     }
@@ -270,17 +305,40 @@ mod tests {
             rec("a", 2, 0, 1.0),
             rec("b", 2, 0, 9.0),
         ];
-        let v = verdict(&claim(&[CHECK]), Some(&records));
+        let v = verdict(&claim(&[CHECK]), Some(&records), &records);
         assert_eq!(v.outcome, Outcome::Direction, "{v:?}");
         assert!(v.line.contains("a / b = 1.50x at 2 thr (seed 4.00x)"), "{}", v.line);
         assert!(v.line.ends_with("Why: 2 cores"), "{}", v.line);
         let flipped = [rec("a", 2, 20, 1.0), rec("b", 2, 20, 2.0)];
-        assert_eq!(verdict(&claim(&[CHECK]), Some(&flipped)).outcome, Outcome::Differs);
+        assert_eq!(verdict(&claim(&[CHECK]), Some(&flipped), &flipped).outcome, Outcome::Differs);
         let strong = [rec("a", 2, 20, 9.0), rec("b", 2, 20, 2.0)];
-        assert_eq!(verdict(&claim(&[CHECK]), Some(&strong)).outcome, Outcome::Reproduced);
-        assert_eq!(verdict(&claim(&[CHECK]), Some(&[])).outcome, Outcome::NoData);
-        assert_eq!(verdict(&claim(&[CHECK]), None).outcome, Outcome::NotRun);
-        assert_eq!(verdict(&claim(&[]), Some(&strong)).outcome, Outcome::Stated);
+        assert_eq!(verdict(&claim(&[CHECK]), Some(&strong), &strong).outcome, Outcome::Reproduced);
+        assert_eq!(verdict(&claim(&[CHECK]), Some(&[]), &[]).outcome, Outcome::NoData);
+        assert_eq!(verdict(&claim(&[CHECK]), None, &[]).outcome, Outcome::NotRun);
+        assert_eq!(verdict(&claim(&[]), Some(&strong), &strong).outcome, Outcome::Stated);
+    }
+
+    /// A measured reason is printed with its ratio from the same records, after the why.
+    #[test]
+    fn measured_reasons_follow_the_why() {
+        const CEILING: Check = Check {
+            label: "c / b",
+            num: Sel { variant: Some("c"), params: &[("pct", "20")] },
+            ..CHECK
+        };
+        let with_reason = Claim { because: &[CEILING], ..claim(&[CHECK]) };
+        let records = [rec("a", 2, 20, 3.0), rec("b", 2, 20, 2.0), rec("c", 2, 20, 2.4)];
+        let v = verdict(&with_reason, Some(&records), &records);
+        assert!(
+            v.line.ends_with(
+                "Why: 2 cores. Measured: c / b = 1.20x at 2 thr (the seed's ratio needs >= 4.00x)"
+            ),
+            "{}",
+            v.line
+        );
+        let strong = [rec("a", 2, 20, 9.0), rec("b", 2, 20, 2.0), rec("c", 2, 20, 9.0)];
+        let v = verdict(&with_reason, Some(&strong), &strong);
+        assert!(!v.line.contains("Measured"), "a reproduced claim needs no reason: {}", v.line);
     }
 
     #[test]

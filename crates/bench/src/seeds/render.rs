@@ -72,6 +72,7 @@ impl Document {
                 claim: "(no entry in the claim registry)",
                 show: &[],
                 checks: &[],
+                because: &[],
                 why: "no claim registered for this suite",
             };
             figures.push(figure(suite, &claim));
@@ -270,7 +271,8 @@ fn figure(suite: &SuiteData, claim: &Claim) -> Figure {
         let sel = claims::Sel { variant: None, params: claim.show };
         records.iter().filter(|r| check::matches(&sel, r)).cloned().collect()
     });
-    let mut verdict = check::verdict(claim, shown.as_deref());
+    let all = suite.records.as_deref().unwrap_or(&[]);
+    let mut verdict = check::verdict(claim, shown.as_deref(), all);
     if verdict.outcome == Outcome::NotRun {
         if let Some(note) = &suite.note {
             verdict.line = format!("not run: {note}");
