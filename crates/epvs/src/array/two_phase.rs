@@ -94,7 +94,9 @@ impl Inner {
 
 impl Growth {
     /// The slot that holds `index` now, for reading (`old` is the run being copied).
-    #[inline]
+    /// Out of line: a resize is rare, and the rest-state read stays a few instructions.
+    #[cold]
+    #[inline(never)]
     fn readable<'a>(&'a self, old: &'a Slots, index: usize) -> Option<&'a AtomicU64> {
         if index >= old.len() {
             return self.new.get(index);
@@ -369,8 +371,10 @@ impl TwoPhaseArray {
 
     /// The slot a region in `COPYING` may write `index` into: in the new run, once the
     /// old run's chunk holding `index` is copied (copying it here if nobody has claimed
-    /// it); `None` while another thread copies that chunk, or past the new run.
-    #[inline]
+    /// it); `None` while another thread copies that chunk, or past the new run. Out of
+    /// line, as `Growth::readable`.
+    #[cold]
+    #[inline(never)]
     fn writable<'g>(
         &self,
         old: &'g Slots,
