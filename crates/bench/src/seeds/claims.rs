@@ -611,7 +611,7 @@ pub const CLAIMS: &[Claim] = &[
         why: "sharing costs EPVS its changes (p = 1e-4): a change of the shared instance waits \
               for the other thread's region and interrupts it, while with 8 instances nobody \
               else is inside the changed one; BRAVO keeps most of its speed shared between 2 \
-              cores, unlike the reader-writer latch (measured)",
+              cores (measured)",
     },
     // ---- Seed 3: server-sided range locking ---------------------------------------------------
     Claim {
