@@ -1092,18 +1092,14 @@ fn refresh_sticky<'a>(core: &Core, mut p: Protection<'a>) -> (Protection<'a>, St
 #[inline(always)]
 fn end_region(core: &Core, protection: Option<Protection<'_>>, level: usize, track: Track) {
     match (track, protection) {
-        (Track::Sticky(_), Some(p)) => {
-            if core.epoch.try_release_sticky_fast(p) {
-                prim::eventually_visible();
-                return;
-            }
+        (Track::Sticky(_), Some(p)) if core.epoch.try_release_sticky_fast(p) => {
+            prim::eventually_visible();
+            return;
         }
         // A nested guard of a sticky region: one count in the thread's cache.
-        (Track::Sticky(way), None) => {
-            if core.epoch.unnest(way, level as u32) {
-                prim::eventually_visible();
-                return;
-            }
+        (Track::Sticky(way), None) if core.epoch.unnest(way, level as u32) => {
+            prim::eventually_visible();
+            return;
         }
         _ => {}
     }
