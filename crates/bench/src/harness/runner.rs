@@ -82,6 +82,11 @@ pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, Bench
     for line in &skipped {
         table.push_str(&format!("   skipped: {line}\n"));
     }
+    for line in ceiling_breaches(&records, suite.ceilings()) {
+        // Loud: in the table, and on stderr for a run whose stdout goes to a file.
+        table.push_str(&format!("   WARNING: {line}\n"));
+        eprintln!("warning: {}: {line}", suite.name());
+    }
     print!("{table}");
     std::fs::create_dir_all(&opts.out)
         .map_err(|source| BenchError::Io { path: opts.out.clone(), source })?;
@@ -192,4 +197,84 @@ pub(crate) fn fill_ratios(records: &mut [Record], baseline: &str, ceilings: &[Ce
 
 fn ratio(num: f64, den: f64) -> Option<f64> {
     (den > 0.0 && num.is_finite()).then(|| num / den)
+}
+
+/// How far a variant may run above a ceiling of its group before the harness warns: a
+/// ceiling decides nothing, so more than this is the machine's doing (a busy core, a run
+/// too short to settle), not the variant's.
+const CEILING_SLACK: f64 = 1.10;
+
+/// One line per record, within the cores, that ran more than [`CEILING_SLACK`] times a
+/// ceiling of its (params, threads) group. Oversubscribed rows are left out: who runs
+/// when is up to the scheduler there, and the ratios say so.
+pub(crate) fn ceiling_breaches(records: &[Record], ceilings: &[Ceiling]) -> Vec<String> {
+    let is_ceiling = |r: &Record| ceilings.iter().any(|c| c.name == r.variant);
+    let mut lines = Vec::new();
+    for r in records.iter().filter(|r| !r.oversubscribed && !is_ceiling(r)) {
+        for top in records.iter().filter(|t| is_ceiling(t) && t.group_key() == r.group_key()) {
+            if top.ops_per_sec > 0.0 && r.ops_per_sec > top.ops_per_sec * CEILING_SLACK {
+                lines.push(format!(
+                    "{} ran {:.2}x its ceiling {} at {} thr {}: a ceiling decides nothing, so \
+                     this measurement is off (a busy machine or too short a run: raise \
+                     --duration-ms / --rounds, or run on an idle machine)",
+                    r.variant,
+                    r.ops_per_sec / top.ops_per_sec,
+                    top.variant,
+                    r.threads,
+                    Value::Object(r.params.clone()),
+                ));
+            }
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod ceiling_tests {
+    use super::*;
+
+    fn rec(variant: &str, threads: usize, ops: f64) -> Record {
+        Record {
+            suite: "s".into(),
+            variant: variant.into(),
+            threads,
+            oversubscribed: threads > 2,
+            params: Map::new(),
+            ops_per_sec: ops,
+            ns_per_op: None,
+            p50_ns: None,
+            p99_ns: None,
+            p999_ns: None,
+            latency_samples: 0,
+            rounds: 1,
+            duration_ms: 1,
+            ratio_vs_baseline: None,
+            ratio_vs_best_other: None,
+            extra: Map::new(),
+        }
+    }
+
+    const UNLOCKED: Ceiling = Ceiling { name: "unlocked", leaves_out: "the lock" };
+
+    /// A variant well above its group's ceiling is named once, with the ratio; noise
+    /// within the slack, other groups and oversubscribed rows are not.
+    #[test]
+    fn a_beaten_ceiling_is_reported() {
+        let records = [
+            rec("unlocked", 1, 100.0),
+            rec("rangelock", 1, 105.0),
+            rec("unlocked", 2, 100.0),
+            rec("rangelock", 2, 217.0),
+            rec("unlocked", 16, 100.0),
+            rec("rangelock", 16, 300.0),
+        ];
+        let lines = ceiling_breaches(&records, &[UNLOCKED]);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with("rangelock ran 2.17x its ceiling unlocked at 2 thr"),
+            "{}",
+            lines[0]
+        );
+        assert!(ceiling_breaches(&records, &[]).is_empty(), "no ceiling, nothing to beat");
+    }
 }
