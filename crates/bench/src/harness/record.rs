@@ -54,6 +54,30 @@ impl Record {
     pub fn group_key(&self) -> (String, usize) {
         (Value::Object(self.params.clone()).to_string(), self.threads)
     }
+
+    /// A record of suite `s` with only a variant, a thread count (oversubscribed above 2)
+    /// and a rate, for the tests of what reads records.
+    #[cfg(test)]
+    pub(crate) fn for_test(variant: &str, threads: usize, ops_per_sec: f64) -> Record {
+        Record {
+            suite: "s".into(),
+            variant: variant.into(),
+            threads,
+            oversubscribed: threads > 2,
+            params: Map::new(),
+            ops_per_sec,
+            ns_per_op: None,
+            p50_ns: None,
+            p99_ns: None,
+            p999_ns: None,
+            latency_samples: 0,
+            rounds: 1,
+            duration_ms: 1,
+            ratio_vs_baseline: None,
+            ratio_vs_best_other: None,
+            extra: Map::new(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -64,24 +88,7 @@ mod tests {
     fn a_record_without_ops_round_trips_with_nulls() {
         let mut extra = Map::new();
         extra.insert("held".to_owned(), Value::from(3));
-        let r = Record {
-            suite: "s".into(),
-            variant: "v".into(),
-            threads: 2,
-            oversubscribed: false,
-            params: Map::new(),
-            ops_per_sec: 0.0,
-            ns_per_op: None,
-            p50_ns: None,
-            p99_ns: None,
-            p999_ns: None,
-            latency_samples: 0,
-            rounds: 1,
-            duration_ms: 5,
-            ratio_vs_baseline: None,
-            ratio_vs_best_other: None,
-            extra,
-        };
+        let r = Record { duration_ms: 5, extra, ..Record::for_test("v", 2, 0.0) };
         let text = serde_json::to_string(&r).unwrap();
         assert!(text.contains("\"ns_per_op\":null") && text.contains("\"held\":3"), "{text}");
         assert_eq!(serde_json::from_str::<Record>(&text).unwrap(), r);

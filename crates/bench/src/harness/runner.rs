@@ -234,24 +234,7 @@ mod ceiling_tests {
     use super::*;
 
     fn rec(variant: &str, threads: usize, ops: f64) -> Record {
-        Record {
-            suite: "s".into(),
-            variant: variant.into(),
-            threads,
-            oversubscribed: threads > 2,
-            params: Map::new(),
-            ops_per_sec: ops,
-            ns_per_op: None,
-            p50_ns: None,
-            p99_ns: None,
-            p999_ns: None,
-            latency_samples: 0,
-            rounds: 1,
-            duration_ms: 1,
-            ratio_vs_baseline: None,
-            ratio_vs_best_other: None,
-            extra: Map::new(),
-        }
+        Record::for_test(variant, threads, ops)
     }
 
     const UNLOCKED: Ceiling = Ceiling { name: "unlocked", leaves_out: "the lock" };

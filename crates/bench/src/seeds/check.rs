@@ -246,29 +246,11 @@ pub fn value_is(v: &Value, want: &str) -> bool {
 mod tests {
     use super::*;
     use crate::seeds::claims::Seed;
-    use serde_json::Map;
 
     fn rec(variant: &str, threads: usize, pct: u64, ops: f64) -> Record {
-        let mut params = Map::new();
-        params.insert("pct".into(), pct.into());
-        Record {
-            suite: "s".into(),
-            variant: variant.into(),
-            threads,
-            oversubscribed: threads > 2,
-            params,
-            ops_per_sec: ops,
-            ns_per_op: None,
-            p50_ns: None,
-            p99_ns: None,
-            p999_ns: None,
-            latency_samples: 0,
-            rounds: 1,
-            duration_ms: 1,
-            ratio_vs_baseline: None,
-            ratio_vs_best_other: None,
-            extra: Map::new(),
-        }
+        let mut r = Record::for_test(variant, threads, ops);
+        r.params.insert("pct".into(), pct.into());
+        r
     }
 
     const CHECK: Check = Check {
