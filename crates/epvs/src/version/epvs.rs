@@ -107,6 +107,13 @@ struct Region<'a> {
     track: Track,
 }
 
+/// What [`Epvs::enter_sticky`] entered: a new region (its protection, state and way), or a
+/// nested use of the thread's region (its way and level).
+enum StickyEntry<'a> {
+    Fresh(Protection<'a>, State, u32),
+    Nested { way: u32, level: u32 },
+}
+
 /// Where a region's guards are accounted for on this thread.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Track {
@@ -285,61 +292,62 @@ impl Epvs {
         f(&self.enter())
     }
 
-    /// A new region in the thread's sticky slot, with its state and way, if the fast record
-    /// is free and no transition is in flight; `None` (having undone whatever it took) in
-    /// every other case. Its result is only ever this case, which lets `with_region`'s
-    /// leave skip every check of the others.
+    /// The fast paths' entry into the thread's sticky slot, if the fast record is free and
+    /// no transition is in flight: a new region, or a nested use of the thread's region
+    /// here. `None` (having undone whatever it took) in every other case.
     #[inline(always)]
-    fn enter_fresh_sticky(&self) -> Option<(Protection<'_>, State, u32)> {
+    fn enter_sticky(&self) -> Option<StickyEntry<'_>> {
         if !tls::first_is_free() {
             return None;
         }
         let epoch = &self.core.epoch;
-        let (protection, way) = match epoch.enter_region() {
-            Entered::Fresh { protection, way } => (protection, way),
-            Entered::Nested { way, level } => {
-                let undone = epoch.unnest(way, level);
-                debug_assert!(undone);
-                return None;
+        match epoch.enter_region() {
+            Entered::Fresh { protection, way } => {
+                let state = self.core.load();
+                if state.is_intermediate() {
+                    epoch.release_sticky(protection);
+                    return None;
+                }
+                Some(StickyEntry::Fresh(protection, state, way))
             }
-            Entered::Unavailable => return None,
-        };
-        let state = self.core.load();
-        if state.is_intermediate() {
-            epoch.release_sticky(protection);
-            return None;
+            Entered::Nested { way, level } => Some(StickyEntry::Nested { way, level }),
+            Entered::Unavailable => None,
         }
-        Some((protection, state, way))
+    }
+
+    /// A new region in the thread's sticky slot, with its state and way, as
+    /// [`enter_sticky`](Epvs::enter_sticky) but undoing a nested use. Its result is only
+    /// ever this case, which lets `with_region`'s leave skip every check of the others.
+    #[inline(always)]
+    fn enter_fresh_sticky(&self) -> Option<(Protection<'_>, State, u32)> {
+        match self.enter_sticky()? {
+            StickyEntry::Fresh(protection, state, way) => Some((protection, state, way)),
+            StickyEntry::Nested { way, level } => {
+                let undone = self.core.epoch.unnest(way, level);
+                debug_assert!(undone);
+                None
+            }
+        }
     }
 
     /// The fast path of `enter` and `try_enter`: a new region in the thread's sticky slot
-    /// (asymmetric mode), or on a transient slot kept in the thread's fast record (fenced
-    /// mode). `None` (holding nothing) in every other case, which `enter_general` handles:
-    /// nesting, a transition in flight, a busy record or callback.
+    /// (asymmetric mode) or a guard nested in it, or a new region on a transient slot kept
+    /// in the thread's fast record (fenced mode). `None` (holding nothing) in every other
+    /// case, which `enter_general` handles: nesting in a recorded region, a transition in
+    /// flight, a busy record or callback.
     #[inline(always)]
     fn enter_first(&self) -> Option<Region<'_>> {
-        if tls::first_is_free() {
-            let epoch = &self.core.epoch;
-            match epoch.enter_region() {
-                Entered::Fresh { protection, way } => {
-                    let state = self.core.load();
-                    if state.is_intermediate() {
-                        epoch.release_sticky(protection);
-                        return None;
-                    }
-                    let track = Track::Sticky(way);
-                    return Some(Region { protection: Some(protection), state, level: 1, track });
-                }
-                // Nested in this thread's region of the instance, kept in its sticky slot:
-                // what `enter_general` returns in this case, without its detour (a nested
-                // guard cost several times a fresh region through it).
-                Entered::Nested { way, level } => {
-                    return Some(self.nested(Track::Sticky(way), level as usize));
-                }
-                Entered::Unavailable => {}
+        match self.enter_sticky() {
+            Some(StickyEntry::Fresh(protection, state, way)) => {
+                let track = Track::Sticky(way);
+                Some(Region { protection: Some(protection), state, level: 1, track })
             }
+            // What `enter_general` returns in this case, without its detour.
+            Some(StickyEntry::Nested { way, level }) => {
+                Some(self.nested(Track::Sticky(way), level as usize))
+            }
+            None => self.enter_first_transient(),
         }
-        self.enter_first_transient()
     }
 
     /// Fenced mode's [`enter_first`](Epvs::enter_first): a transient slot, and the fast
