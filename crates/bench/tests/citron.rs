@@ -5,6 +5,9 @@
 //! asserted inside the critical section, so a broken lock fails the test instead of
 //! leaving other threads waiting on a range a panicked thread held.
 //!
+//! `citron-redis` (the same tree with its words in Redis, tickets taken in one atomic
+//! batch) runs under the same checker against a private `redis-server`.
+//!
 //! The negative controls run the same checker on the deliberately broken protocols
 //! (`Fault`): without "notify ancestors" and without the leaf bitmaps it must count
 //! violations, or the checker could not fail.
@@ -15,7 +18,9 @@ use exclusivity::Checker;
 
 use rangelock::Mode;
 use rangelock_bench::harness::SplitMix64;
+use rangelock_bench::peers::citron_redis::CitronRedis;
 use rangelock_bench::peers::citron_shm::{CitronClient, CitronLayout, Fault, ShmWords};
+use rangelock_bench::peers::redis::RedisServer;
 
 /// Runs `threads` clients for `iterations` lock/unlock cycles each on a fresh tree of
 /// `units` units; returns the number of violations seen.
@@ -108,4 +113,98 @@ fn checker_catches_a_tree_without_ancestor_notification() {
 #[test]
 fn checker_catches_exclusive_leaf_parts_without_bits() {
     catches(Fault::NoLeafBits);
+}
+
+/// A random range of `layout`'s space on a log scale of lengths (bits of one leaf up to a
+/// quarter of the space), and a mode.
+fn random_request(rng: &mut SplitMix64, layout: CitronLayout) -> (std::ops::Range<u64>, Mode) {
+    let max = 1 << rng.below(u64::from(layout.units.ilog2()) - 1);
+    let len = 1 + rng.below(max);
+    let start = rng.below(layout.units - len + 1);
+    let mode = if rng.below(2) == 0 { Mode::Exclusive } else { Mode::Shared };
+    (start..start + len, mode)
+}
+
+/// Runs 6 `citron-redis` clients (half of them with pipelined releases, read by their
+/// next lock's batch) for up to `iterations` cycles each on a tree of `units` units in a
+/// fresh `redis-server`; returns the violations seen (stopping early once there is one).
+fn redis_violations(
+    server: &RedisServer,
+    units: u64,
+    iterations: u64,
+    fault: Option<Fault>,
+) -> u64 {
+    let layout = CitronLayout::new(units);
+    let checker = Checker::new(layout.units).yielding();
+    std::thread::scope(|s| {
+        for t in 0..6u64 {
+            let (checker, server) = (&checker, server);
+            s.spawn(move || {
+                let id = t + 1;
+                let mut client = CitronRedis::connect(server.addr(), layout).unwrap();
+                if let Some(fault) = fault {
+                    client = client.with_fault(fault);
+                }
+                client.set_pipelined_releases(t % 2 == 0);
+                let mut rng = SplitMix64::new(id);
+                for _ in 0..iterations {
+                    if checker.violations() > 0 {
+                        break;
+                    }
+                    let (range, mode) = random_request(&mut rng, layout);
+                    let held = client.lock(range.clone(), mode).unwrap();
+                    checker.hold(id, &range, mode);
+                    client.unlock(held).unwrap();
+                }
+            });
+        }
+    });
+    checker.violations()
+}
+
+#[test]
+fn citron_redis_excludes() {
+    let Some(server) = RedisServer::start_or_skip("citron_redis_excludes") else { return };
+    // 1024 units: ranges hit every level.
+    assert_eq!(redis_violations(&server, 1024, 400, None), 0, "holders overlapped");
+}
+
+#[test]
+fn checker_catches_citron_redis_without_leaf_bits() {
+    let Some(server) = RedisServer::start_or_skip("citron_redis_fault") else { return };
+    let found = redis_violations(&server, 256, 20_000, Some(Fault::NoLeafBits));
+    assert!(found > 0, "the checker never caught citron-redis without leaf bits");
+}
+
+#[test]
+fn citron_redis_round_trips_and_idle_words() {
+    let Some(server) = RedisServer::start_or_skip("citron_redis_round_trips") else { return };
+    let layout = CitronLayout::new(1 << 16);
+    let mut client = CitronRedis::connect(server.addr(), layout).unwrap();
+    let mut round_trips = |range: std::ops::Range<u64>, mode| {
+        let before = client.round_trips();
+        let held = client.lock(range, mode).unwrap();
+        let locked = client.round_trips();
+        client.unlock(held).unwrap();
+        (locked - before, client.round_trips() - locked)
+    };
+    // Uncontended: all tickets in one batch; exclusive leaf bits one more; an unlock one.
+    assert_eq!(round_trips(0..1 << 16, Mode::Exclusive), (1, 1), "the root");
+    assert_eq!(round_trips(100..2000, Mode::Shared), (1, 1), "two nodes, shared");
+    assert_eq!(round_trips(3..5, Mode::Exclusive), (2, 1), "bits of one leaf");
+    assert_eq!(round_trips(60..70, Mode::Exclusive), (2, 1), "bits of two leaves");
+    // Every word idle again after random requests: tickets all done, bits all clear.
+    let mut rng = SplitMix64::new(9);
+    for _ in 0..300 {
+        let (range, mode) = random_request(&mut rng, layout);
+        let held = client.lock(range, mode).unwrap();
+        client.unlock(held).unwrap();
+    }
+    // A second client sees the root free for an exclusive hold at once: nothing was left
+    // taken below it.
+    let mut other = CitronRedis::connect(server.addr(), layout).unwrap();
+    let before = other.round_trips();
+    let held = other.lock(0..1 << 16, Mode::Exclusive).unwrap();
+    assert_eq!(other.round_trips() - before, 1, "the root waited: a ticket was left taken");
+    other.unlock(held).unwrap();
 }

@@ -10,8 +10,9 @@ use std::time::Duration;
 use exclusivity::Checker;
 use rangelock::Mode;
 use rangelock_bench::harness::{run_suite, Options, Record, SplitMix64, Suite};
-use rangelock_bench::peers::dslr_redis::{RedisServer, RedisWords};
+use rangelock_bench::peers::dslr_redis::RedisWords;
 use rangelock_bench::peers::dslr_shm::{DslrClient, DslrLayout, ShmWords, TicketWords};
+use rangelock_bench::peers::redis::RedisServer;
 use rangelock_bench::suites::server_latency::ServerLatency;
 use rangelock_bench::suites::server_micro::ServerMicro;
 use rangelock_bench::suites::server_oltp::ServerOltp;
@@ -170,14 +171,32 @@ fn dslr_shm_excludes_with_default_layout() {
 }
 
 #[test]
-fn dslr_redis_excludes_when_redis_is_installed() {
-    if !RedisServer::available("redis-server") {
-        eprintln!("skipping: redis-server not installed (bash ci/install-peers.sh)");
-        return;
-    }
-    let server = RedisServer::start("redis-server").unwrap();
+fn dslr_redis_excludes() {
+    let Some(server) = RedisServer::start_or_skip("dslr_redis_excludes") else { return };
     let layout = DslrLayout { units: 128, segment_units: 16, count_max: 5 };
     exclusivity(layout, 3, 200, || RedisWords::connect(server.addr(), layout.segments()).unwrap());
+}
+
+#[test]
+fn dslr_redis_compare_exchange_is_exact_above_2_pow_53() {
+    let Some(server) = RedisServer::start_or_skip("dslr_redis_cas") else { return };
+    let mut words = RedisWords::connect(server.addr(), 1).unwrap();
+    let big = (1u64 << 60) + 1;
+    assert_eq!(words.fetch_add(0, big).unwrap(), 0);
+    // A double cannot tell 2^60 from 2^60 + 1: a CAS comparing numbers would succeed.
+    assert!(!words.compare_exchange(0, big - 1, 7).unwrap(), "CAS matched a different word");
+    assert!(words.compare_exchange(0, big, 7).unwrap());
+    assert_eq!(words.load(0).unwrap(), 7);
+    // A missing key reads 0 and compares as 0.
+    let mut fresh = RedisWords::connect(server.addr(), 2).unwrap();
+    assert!(fresh.compare_exchange(1, 0, 3).unwrap());
+    // One round trip per command, none for a queued release until it is read.
+    let before = fresh.round_trips();
+    fresh.release_add(1, 1).unwrap();
+    fresh.flush().unwrap();
+    assert_eq!(fresh.round_trips(), before);
+    assert_eq!(fresh.load(1).unwrap(), 4);
+    assert_eq!(fresh.round_trips(), before + 1);
 }
 
 /// The cluster suites in quick mode: every variant runs and reports, and the failover

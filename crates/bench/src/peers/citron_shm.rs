@@ -124,7 +124,7 @@ pub const MAX_HEIGHT: u32 = 15;
 
 /// Ticket classes of a node word, in field order (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Class {
+pub(super) enum Class {
     OccShared = 0,
     OccExclusive = 1,
     RegShared = 2,
@@ -146,17 +146,17 @@ impl Class {
         }
     }
 
-    fn taken_shift(self) -> u32 {
+    pub(super) fn taken_shift(self) -> u32 {
         self as u32 * 16
     }
 
-    fn done_shift(self) -> u32 {
+    pub(super) fn done_shift(self) -> u32 {
         self as u32 * 16 + 8
     }
 
     /// The classes a ticket of `self` waits for (bit `c` for class `c`): conflicting modes,
     /// at least one side an occupant.
-    fn waits_for(self) -> u8 {
+    pub(super) fn waits_for(self) -> u8 {
         const OS: u8 = 1 << Class::OccShared as u8;
         const OX: u8 = 1 << Class::OccExclusive as u8;
         const RS: u8 = 1 << Class::RegShared as u8;
@@ -188,7 +188,7 @@ impl NodeWord {
 
     /// Whether a ticket of `class` whose FAA returned `self` may enter when the word reads
     /// `now`: every earlier ticket of a class it waits for was released.
-    fn may_enter(self, waits_for: u8, now: NodeWord) -> bool {
+    pub(super) fn may_enter(self, waits_for: u8, now: NodeWord) -> bool {
         [Class::OccShared, Class::OccExclusive, Class::RegShared, Class::RegExclusive]
             .into_iter()
             .filter(|c| waits_for & (1 << *c as u8) != 0)
@@ -342,11 +342,46 @@ impl CitronLayout {
         }
         [Some(self.target(range.clone())), None]
     }
+
+    /// The steps of `range` in `mode`, in pre-order (with `fault`: a broken protocol's).
+    pub(super) fn plan(&self, range: &Range<u64>, mode: Mode, fault: Option<Fault>) -> Plan {
+        let first = Step::Bits { word: 0, mask: 0 };
+        let mut plan = Plan { steps: [first; MAX_STEPS], len: 0 };
+        let notify = fault != Some(Fault::NoAncestorNotify);
+        let mut registered = 0;
+        for target in self.targets(range).into_iter().flatten() {
+            let node = target.node();
+            if notify {
+                for level in (node.level + 1..=self.height).rev() {
+                    let word = self.node_word(node.ancestor(level));
+                    let step = Step::Ticket { word, class: Class::register(mode) };
+                    // The two targets share their ancestors from the common one up.
+                    if !plan.steps()[..registered].contains(&step) {
+                        plan.push(step);
+                    }
+                }
+            }
+            let word = self.node_word(node);
+            match (target, mode) {
+                (Target::Bits { leaf, mask }, Mode::Exclusive) => {
+                    if notify {
+                        plan.push(Step::Ticket { word, class: Class::RegExclusive });
+                    }
+                    if fault != Some(Fault::NoLeafBits) {
+                        plan.push(Step::Bits { word: self.bitmap_word(leaf), mask });
+                    }
+                }
+                _ => plan.push(Step::Ticket { word, class: Class::occupy(mode) }),
+            }
+            registered = plan.len;
+        }
+        plan
+    }
 }
 
 /// One step of a request: a ticket on a node word, or bits of a leaf.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Step {
+pub(super) enum Step {
     /// A ticket of `class` on node word `word`.
     Ticket { word: usize, class: Class },
     /// Bits `mask` of bitmap word `word`.
@@ -358,7 +393,7 @@ enum Step {
 const MAX_STEPS: usize = 2 * (MAX_HEIGHT as usize + 2) + 2;
 
 /// A request's steps in pre-order, on the stack.
-struct Plan {
+pub(super) struct Plan {
     steps: [Step; MAX_STEPS],
     len: usize,
 }
@@ -369,7 +404,7 @@ impl Plan {
         self.len += 1;
     }
 
-    fn steps(&self) -> &[Step] {
+    pub(super) fn steps(&self) -> &[Step] {
         &self.steps[..self.len]
     }
 }
@@ -393,8 +428,8 @@ pub enum Fault {
 #[derive(Debug)]
 #[must_use = "a citron-like range stays locked until passed to CitronClient::unlock"]
 pub struct CitronHeld {
-    range: Range<u64>,
-    mode: Mode,
+    pub(super) range: Range<u64>,
+    pub(super) mode: Mode,
 }
 
 /// One client of a `citron-like` tree over the words `W` (one per client: its view of the
@@ -421,38 +456,7 @@ impl<W: AtomicWords> CitronClient<W> {
 
     /// The steps of `range` in `mode`, in pre-order.
     fn plan(&self, range: &Range<u64>, mode: Mode) -> Plan {
-        let first = Step::Bits { word: 0, mask: 0 };
-        let mut plan = Plan { steps: [first; MAX_STEPS], len: 0 };
-        let notify = self.fault != Some(Fault::NoAncestorNotify);
-        let layout = &self.layout;
-        let mut registered = 0;
-        for target in self.layout.targets(range).into_iter().flatten() {
-            let node = target.node();
-            if notify {
-                for level in (node.level + 1..=layout.height).rev() {
-                    let word = layout.node_word(node.ancestor(level));
-                    let step = Step::Ticket { word, class: Class::register(mode) };
-                    // The two targets share their ancestors from the common one up.
-                    if !plan.steps()[..registered].contains(&step) {
-                        plan.push(step);
-                    }
-                }
-            }
-            let word = layout.node_word(node);
-            match (target, mode) {
-                (Target::Bits { leaf, mask }, Mode::Exclusive) => {
-                    if notify {
-                        plan.push(Step::Ticket { word, class: Class::RegExclusive });
-                    }
-                    if self.fault != Some(Fault::NoLeafBits) {
-                        plan.push(Step::Bits { word: layout.bitmap_word(leaf), mask });
-                    }
-                }
-                _ => plan.push(Step::Ticket { word, class: Class::occupy(mode) }),
-            }
-            registered = plan.len;
-        }
-        plan
+        self.layout.plan(range, mode, self.fault)
     }
 
     /// Locks `range` in `mode`, waiting as long as it takes.

@@ -292,6 +292,11 @@ impl<W: TicketWords> DslrClient<W> {
         Ok(())
     }
 
+    /// The words this client works on.
+    pub fn words(&self) -> &W {
+        &self.words
+    }
+
     /// Sends releases the transport still queues (see [`TicketWords::flush`]).
     pub fn flush(&mut self) -> Result<(), W::Error> {
         self.words.flush()

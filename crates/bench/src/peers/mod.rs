@@ -5,7 +5,9 @@ pub use bravo;
 mod fcntl_ofd;
 
 pub use fcntl_ofd::{FcntlOfd, OfdFd};
+pub mod citron_redis;
 pub mod citron_shm;
 pub mod dslr_redis;
 pub mod dslr_shm;
 pub mod echo;
+pub mod redis;

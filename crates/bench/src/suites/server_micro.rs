@@ -1,9 +1,26 @@
-//! `server-micro`: the seed 3 §5.2.2 micro-benchmark — clients lock a random range of a
-//! 2^16-unit space, shared or exclusive, and unlock it, against `rangelockd` (every engine;
-//! `combiner-shm-poll`: the combiner with clients that read their answers from
-//! shared-memory slots, the seed's "combiner polling with RDMA"; `combiner-auth` and
-//! `combiner-tls-auth`: the combiner with authentication, over plain TCP and over TLS)
-//! and the peers `echo`, `dslr-shm`, `citron-like` and `dslr-redis`.
+//! `server-micro`: the micro-benchmark of *Server-sided range locking is better than
+//! client-sided locking* (§5.2.2) — clients lock a random range of a 2^16-unit space,
+//! shared or exclusive, and unlock it. The paper's question is server-sided against
+//! client-sided locking **over the same network**, so the variants are:
+//!
+//! - **server-sided**: `rangelockd` with every engine (`combiner`, `tree-single`, …);
+//!   `combiner-shm-poll`, the combiner with clients that read their answers from
+//!   shared-memory slots (the paper's "combiner polling with RDMA"); `combiner-auth` and
+//!   `combiner-tls-auth`, the combiner with authentication, over plain TCP and over TLS;
+//! - **client-sided over the network**: `dslr-redis` and `citron-redis`, DSLR and the
+//!   Citron-like tree with their words in a `redis-server` over the same loopback TCP, each
+//!   remote operation (or batch, where the paper batches) one round trip, as each RDMA
+//!   operation is in the paper;
+//! - **ceiling**: `echo`, pings over the same transport;
+//! - **local-memory references**: `dslr-shm` and `citron-like`, the same client-sided locks
+//!   on a shared mapping of this host, with no round trip at all. They show what the
+//!   algorithms cost without a network; they are not the paper's comparator.
+//!
+//! **Round trips** (`round_trips_per_lock`, `round_trips_per_unlock`): network round trips
+//! a client waited for per acquisition (polling included) and per release, averaged over
+//! the measurement. A `rangelockd` request is one (a waiting `LOCK` too: the grant is
+//! pushed); the Redis peers count their connection's (see [`crate::peers::redis`]); the
+//! local-memory references have none and record none.
 //!
 //! `combiner-auth` runs the combiner with an auth table of one token (whose ranges cover
 //! the benchmark's unit space, so every `LOCK` passes the range check); its clients send
@@ -37,7 +54,7 @@ use std::io;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rangelock::Mode;
 use rangelock_client::{Client, ConnectOptions, Endpoint, TlsOptions, Wait};
@@ -49,10 +66,12 @@ use crate::harness::{
     run_threads_with, Case, LatencySampler, Options, Sample, Span, SplitMix64, Suite, ThreadCtl,
     ThreadResult, DEFAULT_THREADS,
 };
+use crate::peers::citron_redis::{self, CitronRedis};
 use crate::peers::citron_shm::{self, CitronClient, CitronLayout};
-use crate::peers::dslr_redis::{self, RedisServer, RedisWords};
+use crate::peers::dslr_redis::RedisWords;
 use crate::peers::dslr_shm::{DslrClient, DslrLayout, ShmWords, SEGMENT_UNITS};
 use crate::peers::echo;
+use crate::peers::redis::{self, RedisServer};
 use crate::tls_pki::TempPki;
 
 /// Units of the lock space (seed 3).
@@ -64,6 +83,13 @@ pub const SAMPLE_EVERY: u32 = 16;
 /// Shared-memory slots of the `combiner-shm-poll` server: one per client of the largest
 /// run (64 clients of `server-micro`, 49 of `server-oltp`), with room to spare.
 const SHM_SLOTS: u32 = 128;
+
+/// The extra field of a record with the round trips per acquisition: network round trips
+/// a client waited for per lock, polling included (none for a local-memory peer).
+pub const ROUND_TRIPS_PER_LOCK: &str = "round_trips_per_lock";
+/// The extra field with the round trips per release (0 when unlocks are pipelined: their
+/// answers arrive with the next request's).
+pub const ROUND_TRIPS_PER_UNLOCK: &str = "round_trips_per_unlock";
 
 /// The token of `combiner-auth` and `combiner-tls-auth`.
 const BENCH_TOKEN: &str = "rangelock-bench-token";
@@ -99,6 +125,8 @@ pub(crate) enum Variant {
     DslrRedis,
     /// The Citron-like tree over shared memory.
     CitronShm,
+    /// The Citron-like tree over Redis.
+    CitronRedis,
 }
 
 impl Variant {
@@ -113,20 +141,29 @@ impl Variant {
             Variant::DslrShm => ShmWords::NAME,
             Variant::DslrRedis => RedisWords::NAME,
             Variant::CitronShm => citron_shm::NAME,
+            Variant::CitronRedis => citron_redis::NAME,
         }
     }
 
+    /// Whether this is a client-sided lock in local shared memory: no round trips at all,
+    /// a reference, not the server-sided range-locking study's comparator (whose
+    /// client-sided locks pay a network round trip per remote operation).
+    pub(crate) fn is_local_memory(self) -> bool {
+        matches!(self, Variant::DslrShm | Variant::CitronShm)
+    }
+
     /// The variants to run: every engine and `combiner-shm-poll`, then `extra` peers, then
-    /// `dslr-redis` when `redis_server` runs (else a note on stderr with the install hint);
+    /// `dslr-redis` and `citron-redis` when `redis_server` runs (else a note on stderr with
+    /// the install hint);
     /// only those `RANGELOCK_BENCH_ONLY` names when it is set (`common::selected`).
     pub(crate) fn list(suite: &str, extra: &[Variant], redis_server: &str) -> Vec<Variant> {
         let mut v: Vec<Variant> = EngineKind::ALL.into_iter().map(Variant::Engine).collect();
         v.push(Variant::CombinerShmPoll);
         v.extend_from_slice(extra);
         if RedisServer::available(redis_server) {
-            v.push(Variant::DslrRedis);
+            v.extend([Variant::DslrRedis, Variant::CitronRedis]);
         } else {
-            eprintln!("{suite}: skipping dslr-redis: {}", dslr_redis::INSTALL_HINT);
+            eprintln!("{suite}: skipping dslr-redis and citron-redis: {}", redis::INSTALL_HINT);
         }
         v.retain(|variant| common::selected(variant.name()));
         v
@@ -143,8 +180,17 @@ pub(crate) enum Backend {
     Citron(ShmWords),
 }
 
-/// One client's connection.
-pub(crate) enum Conn {
+/// One client's connection, and the round trips it made.
+pub(crate) struct Conn {
+    link: Link,
+    /// Lock + unlock cycles done.
+    cycles: u64,
+    /// Round trips of those locks and of those unlocks (`None` for a local-memory peer).
+    round_trips: Option<(u64, u64)>,
+}
+
+/// One client's link to its lock.
+pub(crate) enum Link {
     /// A `rangelockd` client.
     Lock {
         /// The connection.
@@ -156,6 +202,7 @@ pub(crate) enum Conn {
     Shm(DslrClient<ShmWords>),
     Redis(DslrClient<RedisWords>),
     Citron(CitronClient<ShmWords>),
+    CitronRedis(CitronRedis),
 }
 
 fn layout() -> DslrLayout {
@@ -198,7 +245,9 @@ impl Backend {
             }
             Variant::Echo => Backend::Rangelockd(echo::start_server()?),
             Variant::DslrShm => Backend::Shm(ShmWords::new(layout().segments())?),
-            Variant::DslrRedis => Backend::Redis(RedisServer::start(redis_server)?),
+            Variant::DslrRedis | Variant::CitronRedis => {
+                Backend::Redis(RedisServer::start(redis_server)?)
+            }
             Variant::CitronShm => Backend::Citron(ShmWords::new(CitronLayout::new(UNITS).words())?),
         })
     }
@@ -210,9 +259,15 @@ impl Backend {
     ///
     /// [`LockGuard::unlock_pipelined`]: rangelock_client::LockGuard::unlock_pipelined
     pub(crate) fn connect(&self, variant: Variant, pipelined: bool) -> io::Result<Conn> {
+        let link = self.link(variant, pipelined)?;
+        let round_trips = (!variant.is_local_memory()).then_some((0, 0));
+        Ok(Conn { link, cycles: 0, round_trips })
+    }
+
+    fn link(&self, variant: Variant, pipelined: bool) -> io::Result<Link> {
         Ok(match (self, variant) {
             (Backend::Rangelockd(s), Variant::Echo) => {
-                Conn::Echo(echo::connect(s).map_err(io::Error::other)?)
+                Link::Echo(echo::connect(s).map_err(io::Error::other)?)
             }
             (Backend::Rangelockd(s), _) => {
                 let addr = s.tcp_addr().ok_or_else(|| io::Error::other("no TCP listener"))?;
@@ -220,22 +275,27 @@ impl Backend {
                 if variant == Variant::CombinerShmPoll {
                     client.attach_shm().map_err(io::Error::other)?;
                 }
-                Conn::Lock { client, pipelined }
+                Link::Lock { client, pipelined }
             }
             (Backend::RangelockdWith(s, options), _) => {
                 let addr = s.tcp_addr().ok_or_else(|| io::Error::other("no TCP listener"))?;
                 let client = Client::connect_with(&Endpoint::from(addr), options)
                     .map_err(io::Error::other)?;
-                Conn::Lock { client, pipelined }
+                Link::Lock { client, pipelined }
             }
-            (Backend::Shm(w), _) => Conn::Shm(DslrClient::new(w.clone(), layout())),
+            (Backend::Shm(w), _) => Link::Shm(DslrClient::new(w.clone(), layout())),
             (Backend::Citron(w), _) => {
-                Conn::Citron(CitronClient::new(w.clone(), CitronLayout::new(UNITS)))
+                Link::Citron(CitronClient::new(w.clone(), CitronLayout::new(UNITS)))
+            }
+            (Backend::Redis(r), Variant::CitronRedis) => {
+                let mut client = CitronRedis::connect(r.addr(), CitronLayout::new(UNITS))?;
+                client.set_pipelined_releases(pipelined);
+                Link::CitronRedis(client)
             }
             (Backend::Redis(r), _) => {
                 let mut words = RedisWords::connect(r.addr(), layout().segments())?;
                 words.set_pipelined_releases(pipelined);
-                Conn::Redis(DslrClient::new(words, layout()))
+                Link::Redis(DslrClient::new(words, layout()))
             }
         })
     }
@@ -259,35 +319,58 @@ impl Backend {
 }
 
 impl Conn {
-    /// One lock + unlock cycle of `range` in `mode` (`echo`: two pings).
+    /// One lock + unlock cycle of `range` in `mode` (`echo`: two pings), counting its
+    /// round trips: a `rangelockd` request and its answer are one (a waiting `LOCK` too: the
+    /// grant is pushed), a pipelined unlock none (its answer comes with the next request's);
+    /// the Redis peers count their connection's.
     #[inline]
     pub(crate) fn cycle(&mut self, range: Range<u64>, mode: Mode) -> Result<(), String> {
-        match self {
-            Conn::Lock { client, pipelined } => {
+        self.cycles += 1;
+        let (lock, unlock) = match &mut self.link {
+            Link::Lock { client, pipelined } => {
                 let mode = match mode {
                     Mode::Shared => rangelock_client::Mode::Shared,
                     Mode::Exclusive => rangelock_client::Mode::Exclusive,
                 };
                 let g = client.lock(range, mode, Wait::Forever).map_err(|e| e.to_string())?;
                 if *pipelined { g.unlock_pipelined() } else { g.unlock() }
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| e.to_string())?;
+                (1, u64::from(!*pipelined))
             }
-            Conn::Echo(c) => echo::cycle(c).map_err(|e| e.to_string()),
-            Conn::Shm(c) => {
+            Link::Echo(c) => {
+                echo::cycle(c).map_err(|e| e.to_string())?;
+                (1, 1)
+            }
+            Link::Shm(c) => {
                 let Ok(held) = c.lock(range, mode);
                 let Ok(()) = c.unlock(held);
-                Ok(())
+                (0, 0)
             }
-            Conn::Redis(c) => {
+            Link::Redis(c) => {
+                let before = c.words().round_trips();
                 let held = c.lock(range, mode).map_err(|e| e.to_string())?;
-                c.unlock(held).map_err(|e| e.to_string())
+                let locked = c.words().round_trips();
+                c.unlock(held).map_err(|e| e.to_string())?;
+                (locked - before, c.words().round_trips() - locked)
             }
-            Conn::Citron(c) => {
+            Link::Citron(c) => {
                 let held = c.lock(range, mode);
                 c.unlock(held);
-                Ok(())
+                (0, 0)
             }
+            Link::CitronRedis(c) => {
+                let before = c.round_trips();
+                let held = c.lock(range, mode).map_err(|e| e.to_string())?;
+                let locked = c.round_trips();
+                c.unlock(held).map_err(|e| e.to_string())?;
+                (locked - before, c.round_trips() - locked)
+            }
+        };
+        if let Some((l, u)) = &mut self.round_trips {
+            *l += lock;
+            *u += unlock;
         }
+        Ok(())
     }
 }
 
@@ -309,9 +392,7 @@ pub(crate) fn server_threads_cpu_ns() -> Option<u64> {
         let ns = std::fs::read_to_string(dir.join("schedstat"))
             .ok()
             .and_then(|s| s.split_ascii_whitespace().next()?.parse::<u64>().ok())
-            .or_else(|| {
-                dslr_redis::proc_stat_cpu_ns(&std::fs::read_to_string(dir.join("stat")).ok()?)
-            });
+            .or_else(|| redis::proc_stat_cpu_ns(&std::fs::read_to_string(dir.join("stat")).ok()?));
         total += ns.unwrap_or(0);
     }
     Some(total)
@@ -337,10 +418,13 @@ pub(crate) fn measure<F>(
 where
     F: Fn(usize, &mut Conn, &ThreadCtl) -> Result<ThreadResult, String> + Sync,
 {
-    if variant == Variant::CitronShm && clients > citron_shm::MAX_CLIENTS {
+    if matches!(variant, Variant::CitronShm | Variant::CitronRedis)
+        && clients > citron_shm::MAX_CLIENTS
+    {
         // Its 8-bit ticket counters would alias (see `citron_shm`).
         return Sample::skipped(format!(
-            "citron-like serves at most {} clients",
+            "{} serves at most {} clients",
+            variant.name(),
             citron_shm::MAX_CLIENTS
         ));
     }
@@ -350,11 +434,13 @@ where
     };
     let failure: Mutex<Option<String>> = Mutex::new(None);
     let fail = |e: String| {
-        failure.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(e);
+        failure.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert(e);
         ThreadResult::default()
     };
     let cpu0 = backend.cpu_ns();
     let slot_answers = AtomicU64::new(0);
+    // (cycles, lock round trips, unlock round trips) of every client.
+    let round_trips = Mutex::new((0u64, 0u64, 0u64));
     let mut sample = run_threads_with(
         clients,
         span,
@@ -362,9 +448,13 @@ where
         |i, conn, ctl| match conn {
             Ok(mut conn) => {
                 let r = body(i, &mut conn, ctl);
-                if let Conn::Lock { client, .. } = &conn {
+                if let Link::Lock { client, .. } = &conn.link {
                     // Relaxed: a sum read after the threads are joined.
                     slot_answers.fetch_add(client.shm_hits(), Ordering::Relaxed);
+                }
+                if let Some((lock, unlock)) = conn.round_trips {
+                    let mut sum = round_trips.lock().unwrap_or_else(PoisonError::into_inner);
+                    *sum = (sum.0 + conn.cycles, sum.1 + lock, sum.2 + unlock);
                 }
                 r.unwrap_or_else(fail)
             }
@@ -376,9 +466,16 @@ where
         let share = slot_answers.into_inner() as f64 / locks as f64;
         sample.extra.insert("shm_slot_answer_share".into(), Value::from(share));
     }
+    let (cycles, lock_rts, unlock_rts) =
+        round_trips.into_inner().unwrap_or_else(PoisonError::into_inner);
+    if cycles > 0 && !variant.is_local_memory() {
+        let per = |n: u64| Value::from(n as f64 / cycles as f64);
+        sample.extra.insert(ROUND_TRIPS_PER_LOCK.into(), per(lock_rts));
+        sample.extra.insert(ROUND_TRIPS_PER_UNLOCK.into(), per(unlock_rts));
+    }
     let cpu1 = backend.cpu_ns();
     backend.stop();
-    if let Some(e) = failure.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
+    if let Some(e) = failure.into_inner().unwrap_or_else(PoisonError::into_inner) {
         return Sample::skipped(format!("{} failed: {e}", variant.name()));
     }
     if let (Some(a), Some(b)) = (cpu0, cpu1) {
@@ -433,10 +530,12 @@ impl Suite for ServerMicro {
     }
 
     fn about(&self) -> &'static str {
-        "seed 3 micro-benchmark: each client locks a random range (1..=1024 of 2^16 units) \
-         and unlocks it over its own connection; ops = requests (2 per cycle); engines, \
-         combiner-shm-poll, combiner-auth and combiner-tls-auth vs echo (ceiling), \
-         dslr-shm, citron-like, dslr-redis"
+        "micro-benchmark of 'Server-sided range locking is better than client-sided \
+         locking': each client locks a random range (1..=1024 of 2^16 units) and unlocks it \
+         over its own connection; ops = requests (2 per cycle). Server-sided: the rangelockd \
+         engines, combiner-shm-poll, combiner-auth, combiner-tls-auth; client-sided over the \
+         same loopback network: dslr-redis, citron-redis; ceiling: echo; local-memory \
+         references (no network): dslr-shm, citron-like"
     }
 
     fn baseline(&self) -> &'static str {

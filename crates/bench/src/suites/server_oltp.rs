@@ -1,6 +1,8 @@
-//! `server-oltp`: the seed 3 §5.2.3 Filebench-OLTP-like mix against `rangelockd` (every
-//! engine, and `combiner-shm-poll`: clients read their grants from shared-memory slots)
-//! and the peers `dslr-shm`, `citron-like` and `dslr-redis`.
+//! `server-oltp`: the Filebench-OLTP-like mix of *Server-sided range locking is better
+//! than client-sided locking* (§5.2.3) against `rangelockd` (every engine, and
+//! `combiner-shm-poll`: clients read their grants from shared-memory slots), the
+//! client-sided peers over the same loopback network `dslr-redis` and `citron-redis`, and
+//! the local-memory references `dslr-shm` and `citron-like` (see [`super::server_micro`]).
 //!
 //! The 2^16 units are split into 9 equal files (7281 units each): 8 data files and one log
 //! file. 49 clients, each a thread with its own connection (see [`super::server_micro`]):
@@ -21,8 +23,8 @@
 //! answer; the client's next call reads the answer and reports a failure. That is the
 //! `rangelockd` client's `LockGuard::unlock_pipelined` (the server handles a
 //! connection's frames in order, so the next `LOCK` comes after the `UNLOCK`) and
-//! `dslr-redis`'s pipelined releases (its release `INCRBY`s in one write, their replies
-//! read by the next command). Lock steps are never pipelined (a DSLR client must enter
+//! `dslr-redis`'s and `citron-redis`'s pipelined releases (their release commands in one
+//! write, their replies read by the next command). Lock steps are never pipelined (a DSLR client must enter
 //! segment `k` before taking a ticket on `k + 1`). `dslr-shm`'s releases are plain atomic
 //! adds either way. Not used: coalescing the unlock into the *next* lock's write
 //! (`LockGuard::unlock_and_lock`, or leaving Redis releases queued), which only a
@@ -36,8 +38,9 @@
 //! `RANGELOCK_BENCH_ONLY=combiner,dslr-redis` (comma-separated names) runs only those
 //! variants, for profiling one system at a time (`perf stat`).
 //!
-//! `server_cpu_ns_per_op` is the server's CPU time per cycle, measured as in
-//! `server-micro` (none for `dslr-shm` and `citron-like`).
+//! `server_cpu_ns_per_op` is the server's CPU time per cycle and the round trips per lock
+//! and per unlock are counted, both as in `server-micro` (none for `dslr-shm` and
+//! `citron-like`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -97,9 +100,10 @@ impl Suite for ServerOltp {
     }
 
     fn about(&self) -> &'static str {
-        "seed 3 Filebench-OLTP mix over 2^16 units (8 data files + 1 log): 39 readers of \
+        "Filebench-OLTP mix of 'Server-sided range locking is better than client-sided \
+         locking' over 2^16 units (8 data files + 1 log): 39 readers of \
          2^6 units, 9 writers (100 writes per 1000 reads), 1 log writer (2^11 units per 3200 \
-         reads); ops = lock+unlock cycles of all roles"
+         reads); ops = lock+unlock cycles of all roles; same variants as server-micro"
     }
 
     fn baseline(&self) -> &'static str {
