@@ -219,6 +219,7 @@ fn metric(m: Metric, r: &Record) -> Option<f64> {
         Metric::OpsPerSec => Some(r.ops_per_sec).filter(|x| *x > 0.0),
         Metric::P50 => r.p50_ns.map(|x| x as f64),
         Metric::P99 => r.p99_ns.map(|x| x as f64),
+        Metric::Extra(key) => r.extra.get(key).and_then(Value::as_f64),
     }
 }
 

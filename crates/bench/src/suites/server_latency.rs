@@ -1,11 +1,18 @@
-//! `server-latency`: seed 3 Table 5 (§5.2.1) — the latency of the operations the server
-//! suites are built from, p50 and p99, on this host. The seed measured eRPC (an 8-byte
-//! request, a 4-byte answer), an RDMA read and an RDMA atomic (CAS or FAA, 8 bytes) between
-//! two machines; the one-host analogs here are:
+//! `server-latency`: Table 5 (§5.2.1) of *Server-sided range locking is better than
+//! client-sided locking* — the latency of the operations the server suites are built from,
+//! p50 and p99, on this host. The study measured eRPC (an 8-byte request, a 4-byte answer),
+//! an RDMA read and an RDMA atomic (CAS or FAA, 8 bytes) between two machines; the analogs
+//! over the same loopback network here are:
 //!
 //! - `echo`: one request/response round trip over the server's transport — a `KEEPALIVE`
 //!   frame to an in-process `rangelockd` over TCP loopback, answered by the session handler
 //!   (the `echo` peer of `server-micro`; one ping, not its two-ping cycle);
+//! - `redis-get`, `redis-cas`, `redis-faa`: one round trip to a private `redis-server` for
+//!   a `GET`, the compare-and-swap script and an `INCRBY` of one word: the remote operations
+//!   of the client-sided peers `dslr-redis` and `citron-redis` (skipped without Redis);
+//!
+//! and, as local-memory references (no network; not the study's comparator):
+//!
 //! - `shm-read`: an 8-byte load from a shared mapping (the `dslr-shm` / `citron-like`
 //!   kind) whose word a **peer thread** keeps incrementing, so the line is usually in the
 //!   other core's cache and the load pays a cache-line transfer (the analog of reaching
@@ -30,8 +37,10 @@ use crate::harness::{
     run_threads, run_threads_with, Case, LatencySampler, Options, Sample, Span, Suite, ThreadCtl,
     ThreadResult,
 };
-use crate::peers::dslr_shm::{AtomicWords, ShmWords};
+use crate::peers::dslr_redis::RedisWords;
+use crate::peers::dslr_shm::{AtomicWords, ShmWords, TicketWords};
 use crate::peers::echo;
+use crate::peers::redis::{RedisServer, INSTALL_HINT};
 
 /// Fewest timed operations of one shared-memory (or timer) measurement (about a
 /// millisecond).
@@ -43,6 +52,9 @@ const MIN_ECHO_OPS: u64 = 100;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Op {
     Echo,
+    RedisGet,
+    RedisCas,
+    RedisFaa,
     ShmRead,
     ShmCas,
     ShmFaa,
@@ -50,11 +62,23 @@ enum Op {
 }
 
 impl Op {
-    const ALL: [Op; 5] = [Op::Echo, Op::ShmRead, Op::ShmCas, Op::ShmFaa, Op::Timer];
+    const ALL: [Op; 8] = [
+        Op::Echo,
+        Op::RedisGet,
+        Op::RedisCas,
+        Op::RedisFaa,
+        Op::ShmRead,
+        Op::ShmCas,
+        Op::ShmFaa,
+        Op::Timer,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Op::Echo => echo::NAME,
+            Op::RedisGet => "redis-get",
+            Op::RedisCas => "redis-cas",
+            Op::RedisFaa => "redis-faa",
             Op::ShmRead => "shm-read",
             Op::ShmCas => "shm-cas",
             Op::ShmFaa => "shm-faa",
@@ -66,8 +90,10 @@ impl Op {
     fn seed(self) -> Option<(&'static str, f64, f64)> {
         match self {
             Op::Echo => Some(("eRPC", 3.52, 4.18)),
-            Op::ShmRead => Some(("RDMA read", 2.74, 2.86)),
-            Op::ShmCas | Op::ShmFaa => Some(("RDMA atomic", 2.79, 3.29)),
+            Op::RedisGet | Op::ShmRead => Some(("RDMA read", 2.74, 2.86)),
+            Op::RedisCas | Op::RedisFaa | Op::ShmCas | Op::ShmFaa => {
+                Some(("RDMA atomic", 2.79, 3.29))
+            }
             Op::Timer => None,
         }
     }
@@ -83,9 +109,11 @@ impl Suite for ServerLatency {
     }
 
     fn about(&self) -> &'static str {
-        "seed 3 Table 5: p50/p99 of one echo round trip over rangelockd's transport (eRPC), \
-         an 8-byte shared-memory read (RDMA read) and CAS/FAA (RDMA atomic) on a word a peer \
-         thread keeps writing; timer = the clock's own cost; one client, every op timed"
+        "Table 5 of 'Server-sided range locking is better than client-sided locking': p50/p99 \
+         of one echo round trip over rangelockd's transport (eRPC), a Redis GET (RDMA read) \
+         and CAS script / INCRBY (RDMA atomic) over the same loopback; local-memory \
+         references: an 8-byte shared-memory read and CAS/FAA on a word a peer thread keeps \
+         writing; timer = the clock's own cost; one client, every op timed"
     }
 
     fn baseline(&self) -> &'static str {
@@ -110,6 +138,7 @@ fn run(op: Op, span: Span) -> Sample {
     let mut sample = match op {
         Op::Echo => run_echo(span),
         Op::Timer => run_threads(1, span, |_, ctl| timed(ctl, MIN_SHM_OPS, || ())),
+        Op::RedisGet | Op::RedisCas | Op::RedisFaa => run_redis(op, span),
         Op::ShmRead | Op::ShmCas | Op::ShmFaa => run_shm(op, span),
     };
     if sample.skip_reason().is_none() {
@@ -174,6 +203,51 @@ fn run_echo(span: Span) -> Sample {
     }
 }
 
+/// One client times `op` on one word of a private `redis-server` (no other client).
+fn run_redis(op: Op, span: Span) -> Sample {
+    let server = match RedisServer::start("redis-server") {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Sample::skipped(INSTALL_HINT.to_owned())
+        }
+        Err(e) => return Sample::skipped(format!("cannot start redis-server: {e}")),
+    };
+    let failed = AtomicU64::new(0);
+    let sample = run_threads_with(
+        1,
+        span,
+        |_| RedisWords::connect(server.addr(), 1),
+        |_, words, ctl| {
+            let Ok(mut words) = words else {
+                // Relaxed: a count read after the join.
+                failed.fetch_add(1, Ordering::Relaxed);
+                return ThreadResult::default();
+            };
+            let mut value = 0u64;
+            timed(ctl, MIN_ECHO_OPS, || {
+                let ok = match op {
+                    Op::RedisGet => words.load(0).map(|v| value = v).is_ok(),
+                    Op::RedisCas => words
+                        .compare_exchange(0, value, value + 1)
+                        .map(|swapped| value += u64::from(swapped))
+                        .is_ok(),
+                    Op::RedisFaa => words.fetch_add(0, 1).map(|v| value = v + 1).is_ok(),
+                    _ => unreachable!("not a Redis operation"),
+                };
+                if !ok {
+                    // Relaxed: as above.
+                    failed.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        },
+    );
+    // Relaxed: the workers were joined.
+    match failed.load(Ordering::Relaxed) {
+        0 => sample,
+        n => Sample::skipped(format!("{n} Redis round trips failed")),
+    }
+}
+
 /// Thread 0 measures `op` on word 0 of a fresh mapping; thread 1 is the peer that keeps
 /// incrementing it. `peer_moved_pct` is the share of measured operations that found a
 /// value the peer wrote since the client's previous operation: those took the line from
@@ -226,7 +300,7 @@ fn run_shm(op: Op, span: Span) -> Sample {
                 moves += u64::from(v != expect);
                 expect = v + 1;
             }),
-            Op::Echo | Op::Timer => unreachable!("not a shared-memory operation"),
+            _ => unreachable!("not a shared-memory operation"),
         };
         // Relaxed: read after the join.
         moved.store(moves, Ordering::Relaxed);

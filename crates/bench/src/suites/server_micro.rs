@@ -170,6 +170,15 @@ impl Variant {
     }
 }
 
+/// The names of the local-memory references of the server suites (see
+/// [`Variant::is_local_memory`]).
+pub fn local_memory_variants() -> impl Iterator<Item = &'static str> {
+    [Variant::DslrShm, Variant::CitronShm].into_iter().map(|v| {
+        debug_assert!(v.is_local_memory());
+        v.name()
+    })
+}
+
 /// The running server (or mapping) of one measurement.
 pub(crate) enum Backend {
     Rangelockd(Server),
