@@ -10,6 +10,7 @@
 
 pub mod check;
 pub mod claims;
+pub mod missing;
 mod render;
 
 use std::collections::BTreeMap;
