@@ -83,9 +83,10 @@ impl Suite for ServerLatency {
     }
 
     fn about(&self) -> &'static str {
-        "seed 3 Table 5: p50/p99 of one echo round trip over rangelockd's transport (eRPC), \
-         an 8-byte shared-memory read (RDMA read) and CAS/FAA (RDMA atomic) on a word a peer \
-         thread keeps writing; timer = the clock's own cost; one client, every op timed"
+        "Server-sided Range Locking Table 5: p50/p99 of one echo round trip over rangelockd's \
+         transport (eRPC), an 8-byte shared-memory read (RDMA read) and CAS/FAA (RDMA atomic) \
+         on a word a peer thread keeps writing; timer = the clock's own cost; one client, every \
+         op timed"
     }
 
     fn baseline(&self) -> &'static str {
