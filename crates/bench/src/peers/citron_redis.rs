@@ -1,6 +1,6 @@
 //! `citron-redis`: the tree of [`super::citron_shm`] (same layout, same node words, same
 //! ticket classes and leaf bitmaps, same plan of steps) with every tree word a Redis key,
-//! over loopback: the client-sided lock the server-sided range-locking study compares with,
+//! over loopback: the client-sided lock *Server-sided Range Locking* compares with,
 //! paying a network round trip where the study's Citron pays an RDMA one.
 //!
 //! # The operations

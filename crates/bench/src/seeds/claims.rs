@@ -14,11 +14,13 @@
 /// A seed paper (or the project itself).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Seed {
-    /// Concurrent Range Locking (thesis): W1, W2, height, LeanStore aliasing.
+    /// *Concurrent Range Locking* (Nguyen): W1, W2, height, LeanStore aliasing.
     RangeThesis,
-    /// EPVS: Epoch-Protected Version Scheme (journal paper), §6.
+    /// The EPVS paper (*Performant almost-latch-free data structures using epoch protection
+    /// in more depth*, Li et al.), §6.
     Epvs,
-    /// Server-sided range locking (master thesis), chapter 5.
+    /// *Server-sided range locking is better than client-sided locking* (Dezalos), chapter 5;
+    /// "Server-sided Range Locking" for short.
     ServerThesis,
     /// No seed figure: suites of this project's own.
     Project,
@@ -28,12 +30,20 @@ impl Seed {
     /// Every seed, in report order.
     pub const ALL: [Seed; 4] = [Seed::RangeThesis, Seed::Epvs, Seed::ServerThesis, Seed::Project];
 
-    /// The section title.
+    /// The section title: the work's short name, its title and authors (the names the
+    /// user-facing text uses: "Concurrent Range Locking", "the EPVS paper", "Server-sided
+    /// Range Locking").
     pub fn title(self) -> &'static str {
         match self {
-            Seed::RangeThesis => "Seed 1: Concurrent Range Locking (thesis, §5)",
-            Seed::Epvs => "Seed 2: EPVS, the Epoch-Protected Version Scheme (§6)",
-            Seed::ServerThesis => "Seed 3: Server-sided range locking (thesis, ch. 5)",
+            Seed::RangeThesis => "Concurrent Range Locking (T.-D. Nguyen, TU Munich), §5",
+            Seed::Epvs => {
+                "The EPVS paper: Performant almost-latch-free data structures using epoch \
+                 protection in more depth (Li, Chandramouli, Madden, VLDB Journal 2024), §6"
+            }
+            Seed::ServerThesis => {
+                "Server-sided Range Locking: Server-sided range locking is better than \
+                 client-sided locking (J. Dezalos, EPFL), ch. 5"
+            }
             Seed::Project => "Project suites (no seed figure)",
         }
     }
@@ -220,7 +230,7 @@ const X20: &[(&str, &str)] = &[("exclusive_pct", "20")];
 const X100: &[(&str, &str)] = &[("exclusive_pct", "100")];
 
 /// The client-sided locks in local shared memory (no network): shown only as labelled
-/// references, never as the server-sided range-locking study's comparator (test
+/// references, never as the Server-sided Range Locking comparator (test
 /// `server_claims_compare_over_the_network`).
 pub const LOCAL_MEMORY: &[&str] = &["dslr-shm", "citron-like", "shm-read", "shm-cas", "shm-faa"];
 
@@ -271,7 +281,7 @@ const TWO_CORES: &str = "2 cores: the seed's gaps open with 16-48 threads; at 1-
 
 /// Every claim, in report order within each seed.
 pub const CLAIMS: &[Claim] = &[
-    // ---- Seed 1: Concurrent Range Locking thesis -------------------------------------------
+    // ---- Concurrent Range Locking ----------------------------------------------------------
     Claim {
         suite: "height",
         figure: "Fig. 5.1",
@@ -347,7 +357,7 @@ pub const CLAIMS: &[Claim] = &[
               instructions per transaction measured once with callgrind, see docs/BENCH.md \
               (aliasing); cycles and L1 misses not measured",
     },
-    // ---- Seed 2: EPVS --------------------------------------------------------------------
+    // ---- The EPVS paper -------------------------------------------------------------------
     Claim {
         suite: "epvs-array",
         figure: "Fig. 11",
@@ -673,7 +683,7 @@ pub const CLAIMS: &[Claim] = &[
               else is inside the changed one; BRAVO keeps most of its speed shared between 2 \
               cores (measured)",
     },
-    // ---- Seed 3: server-sided range locking ---------------------------------------------------
+    // ---- Server-sided Range Locking ----------------------------------------------------------
     Claim {
         suite: "server-latency",
         figure: "Table 5",
@@ -854,7 +864,7 @@ pub const CLAIMS: &[Claim] = &[
         figure: "-",
         seed: Seed::Project,
         claim: "server-micro's cycle through the etcd-backed cluster (1-3 nodes) against one \
-                server; bar: cluster-1 >= 0.8x single (issue 11).",
+                server; bar: cluster-1 >= 0.8x single.",
         show: &[],
         checks: &[ops("cluster-1 / single", v("cluster-1"), v("single"), Expect::AtLeast {
             seed: 0.8,
@@ -868,7 +878,7 @@ pub const CLAIMS: &[Claim] = &[
         figure: "-",
         seed: Seed::Project,
         claim: "A node crashes holding 32 locks: the first new grant on its partitions within \
-                TTL + grace + 1 s, every lock reclaimed (issue 11).",
+                TTL + grace + 1 s, every lock reclaimed.",
         show: &[],
         checks: &[],
         because: &[],

@@ -88,10 +88,8 @@ mod tests {
             .collect();
         assert_eq!(missing_comparators(&records), []);
         // Without Redis: both client-sided network peers are missing, once per figure.
-        let (name, rs) = suite(
-            "server-micro",
-            &["combiner", "combiner-shm-poll", "dslr-shm", "citron-like"],
-        );
+        let (name, rs) =
+            suite("server-micro", &["combiner", "combiner-shm-poll", "dslr-shm", "citron-like"]);
         records.insert(name, rs);
         let missing = missing_comparators(&records);
         assert!(missing.iter().all(|m| m.suite == "server-micro"), "{missing:?}");

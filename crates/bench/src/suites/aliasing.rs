@@ -62,9 +62,9 @@ impl Suite for Aliasing {
     }
 
     fn about(&self) -> &'static str {
-        "LeanStore aliasing area (thesis 5.4): try-lock a free 1 MiB stretch of a shared 64 MiB \
-         area (page units, extent-aligned candidates), memcpy the blob in, read it back, release, \
-         verify; ops = transactions"
+        "LeanStore aliasing area (Concurrent Range Locking §5.4): try-lock a free 1 MiB stretch \
+         of a shared 64 MiB area (page units, extent-aligned candidates), memcpy the blob in, \
+         read it back, release, verify; ops = transactions"
     }
 
     fn baseline(&self) -> &'static str {

@@ -51,7 +51,7 @@ impl Suite for EpvsArray {
 
     fn about(&self) -> &'static str {
         "resizable u64 array, push p% / read & write (1-p)/2 each, resize delay 0 or 10 ms; \
-         a 128-slot-table group (seed 2 Figs. 11-14)"
+         a 128-slot-table group (EPVS paper Figs. 11-14)"
     }
 
     fn baseline(&self) -> &'static str {

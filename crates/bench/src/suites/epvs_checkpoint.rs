@@ -46,7 +46,7 @@ impl Suite for EpvsCheckpoint {
 
     fn about(&self) -> &'static str {
         "in-place KV, 50:50 read/update, uniform keys, a consistent-cut checkpoint every \
-         10 ms, 1 or 16384 ops per protected region; EPVS vs CPR markers (seed 2 Fig. 16)"
+         10 ms, 1 or 16384 ops per protected region; EPVS vs CPR markers (EPVS paper Fig. 16)"
     }
 
     fn baseline(&self) -> &'static str {

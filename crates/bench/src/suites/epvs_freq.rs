@@ -42,7 +42,7 @@ impl Suite for EpvsFreq {
 
     fn about(&self) -> &'static str {
         "version change with probability p per op (op = hash 64 local bytes, protected) \
-         (seed 2 Fig. 17)"
+         (EPVS paper Fig. 17)"
     }
 
     fn baseline(&self) -> &'static str {

@@ -35,7 +35,7 @@ impl Suite for EpvsNesting {
 
     fn about(&self) -> &'static str {
         "1 vs 4 nested protections (of one instance or of four) around a hash of 64 local \
-         bytes, no version changes; EPVS vs BRAVO (seed 2 Fig. 20)"
+         bytes, no version changes; EPVS vs BRAVO (EPVS paper Fig. 20)"
     }
 
     fn baseline(&self) -> &'static str {

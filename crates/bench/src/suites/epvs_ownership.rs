@@ -50,7 +50,7 @@ impl Suite for EpvsOwnership {
 
     fn about(&self) -> &'static str {
         "sharded KV, every op validated against the shard's bucket set; 50:50 read/update, \
-         uniform keys; without and with ownership transfers (seed 2 Fig. 15)"
+         uniform keys; without and with ownership transfers (EPVS paper Fig. 15)"
     }
 
     fn baseline(&self) -> &'static str {

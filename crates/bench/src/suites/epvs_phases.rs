@@ -47,7 +47,7 @@ impl Suite for EpvsPhases {
 
     fn about(&self) -> &'static str {
         "version change (p 1e-4 per op) doing 4096 hash iterations split over 1/2/4/8 \
-         phases of a state machine (seed 2 Fig. 19)"
+         phases of a state machine (EPVS paper Fig. 19)"
     }
 
     fn baseline(&self) -> &'static str {

@@ -36,7 +36,7 @@ impl Suite for EpvsSharing {
 
     fn about(&self) -> &'static str {
         "8 instances, thread t on instance t % 8 vs all on one; hash 64 local bytes \
-         protected, change p 1e-4; EPVS, BRAVO, RwLock (seed 2 Fig. 21)"
+         protected, change p 1e-4; EPVS, BRAVO, RwLock (EPVS paper Fig. 21)"
     }
 
     fn baseline(&self) -> &'static str {

@@ -35,7 +35,7 @@ impl Suite for EpvsTable {
 
     fn about(&self) -> &'static str {
         "table size 16..1024 slots: protect/refresh cost vs threads, p_change 1e-4 \
-         (seed 2 Fig. 18)"
+         (EPVS paper Fig. 18)"
     }
 
     fn baseline(&self) -> &'static str {

@@ -34,7 +34,7 @@ impl<S: VariantSet> Suite for Height<S> {
     }
 
     fn about(&self) -> &'static str {
-        "W2 (batches of 16 disjoint 1 KiB ranges) at skip-list maximum heights 4..=16 (thesis 5.3.2)"
+        "W2 (batches of 16 disjoint 1 KiB ranges) at skip-list maximum heights 4..=16 (Concurrent Range Locking §5.3.2)"
     }
 
     fn baseline(&self) -> &'static str {

@@ -109,11 +109,11 @@ impl Suite for ServerLatency {
     }
 
     fn about(&self) -> &'static str {
-        "Table 5 of 'Server-sided range locking is better than client-sided locking': p50/p99 \
-         of one echo round trip over rangelockd's transport (eRPC), a Redis GET (RDMA read) \
-         and CAS script / INCRBY (RDMA atomic) over the same loopback; local-memory \
-         references: an 8-byte shared-memory read and CAS/FAA on a word a peer thread keeps \
-         writing; timer = the clock's own cost; one client, every op timed"
+        "Server-sided Range Locking Table 5: p50/p99 of one echo round trip over rangelockd's \
+         transport (eRPC), a Redis GET (RDMA read) and CAS script / INCRBY (RDMA atomic) over \
+         the same loopback; local-memory references: an 8-byte shared-memory read and CAS/FAA \
+         on a word a peer thread keeps writing; timer = the clock's own cost; one client, \
+         every op timed"
     }
 
     fn baseline(&self) -> &'static str {

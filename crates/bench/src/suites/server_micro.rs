@@ -146,7 +146,7 @@ impl Variant {
     }
 
     /// Whether this is a client-sided lock in local shared memory: no round trips at all,
-    /// a reference, not the server-sided range-locking study's comparator (whose
+    /// a reference, not Server-sided Range Locking's comparator (whose
     /// client-sided locks pay a network round trip per remote operation).
     pub(crate) fn is_local_memory(self) -> bool {
         matches!(self, Variant::DslrShm | Variant::CitronShm)
@@ -539,12 +539,12 @@ impl Suite for ServerMicro {
     }
 
     fn about(&self) -> &'static str {
-        "micro-benchmark of 'Server-sided range locking is better than client-sided \
-         locking': each client locks a random range (1..=1024 of 2^16 units) and unlocks it \
-         over its own connection; ops = requests (2 per cycle). Server-sided: the rangelockd \
-         engines, combiner-shm-poll, combiner-auth, combiner-tls-auth; client-sided over the \
-         same loopback network: dslr-redis, citron-redis; ceiling: echo; local-memory \
-         references (no network): dslr-shm, citron-like"
+        "Server-sided Range Locking micro-benchmark: each client locks a random range \
+         (1..=1024 of 2^16 units) and unlocks it over its own connection; ops = requests (2 \
+         per cycle). Server-sided: the rangelockd engines, combiner-shm-poll, combiner-auth, \
+         combiner-tls-auth; client-sided over the same loopback network: dslr-redis, \
+         citron-redis; ceiling: echo; local-memory references (no network): dslr-shm, \
+         citron-like"
     }
 
     fn baseline(&self) -> &'static str {

@@ -100,10 +100,10 @@ impl Suite for ServerOltp {
     }
 
     fn about(&self) -> &'static str {
-        "Filebench-OLTP mix of 'Server-sided range locking is better than client-sided \
-         locking' over 2^16 units (8 data files + 1 log): 39 readers of \
-         2^6 units, 9 writers (100 writes per 1000 reads), 1 log writer (2^11 units per 3200 \
-         reads); ops = lock+unlock cycles of all roles; same variants as server-micro"
+        "Server-sided Range Locking Filebench-OLTP mix over 2^16 units (8 data files + 1 \
+         log): 39 readers of 2^6 units, 9 writers (100 writes per 1000 reads), 1 log writer \
+         (2^11 units per 3200 reads); ops = lock+unlock cycles of all roles; same variants \
+         as server-micro"
     }
 
     fn baseline(&self) -> &'static str {

@@ -26,8 +26,8 @@ impl<S: VariantSet> Suite for W1<S> {
     }
 
     fn about(&self) -> &'static str {
-        "W1 (thesis 5.3.1): lock one 1 KiB range exclusively, memset it in a shared mmap, unlock; \
-         disjoint ranges, shuffled, partitioned over threads"
+        "W1 (Concurrent Range Locking §5.3.1): lock one 1 KiB range exclusively, memset it in a \
+         shared mmap, unlock; disjoint ranges, shuffled, partitioned over threads"
     }
 
     fn baseline(&self) -> &'static str {

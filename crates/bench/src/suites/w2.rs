@@ -29,8 +29,8 @@ impl<S: VariantSet> Suite for W2<S> {
     }
 
     fn about(&self) -> &'static str {
-        "W2 (thesis 5.3.1): lock a batch of 16 disjoint 1 KiB ranges, memset each, unlock all; \
-         ops count ranges, latencies are per batch"
+        "W2 (Concurrent Range Locking §5.3.1): lock a batch of 16 disjoint 1 KiB ranges, memset \
+         each, unlock all; ops count ranges, latencies are per batch"
     }
 
     fn baseline(&self) -> &'static str {
