@@ -82,6 +82,10 @@ impl Suite for ServerLatency {
         "server-latency"
     }
 
+    fn x_axis(&self) -> crate::harness::XAxis {
+        crate::harness::XAxis::Clients
+    }
+
     fn about(&self) -> &'static str {
         "seed 3 Table 5: p50/p99 of one echo round trip over rangelockd's transport (eRPC), \
          an 8-byte shared-memory read (RDMA read) and CAS/FAA (RDMA atomic) on a word a peer \

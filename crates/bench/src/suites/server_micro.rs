@@ -432,6 +432,10 @@ impl Suite for ServerMicro {
         "server-micro"
     }
 
+    fn x_axis(&self) -> crate::harness::XAxis {
+        crate::harness::XAxis::Clients
+    }
+
     fn about(&self) -> &'static str {
         "seed 3 micro-benchmark: each client locks a random range (1..=1024 of 2^16 units) \
          and unlocks it over its own connection; ops = requests (2 per cycle); engines, \

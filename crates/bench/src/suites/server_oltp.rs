@@ -96,6 +96,10 @@ impl Suite for ServerOltp {
         "server-oltp"
     }
 
+    fn x_axis(&self) -> crate::harness::XAxis {
+        crate::harness::XAxis::Clients
+    }
+
     fn about(&self) -> &'static str {
         "seed 3 Filebench-OLTP mix over 2^16 units (8 data files + 1 log): 39 readers of \
          2^6 units, 9 writers (100 writes per 1000 reads), 1 log writer (2^11 units per 3200 \
