@@ -104,14 +104,14 @@ impl Document {
         cores.dedup();
         let cores = match cores.as_slice() {
             [] => "The records do not say how many cores their machine had".to_owned(),
-            [n] => format!("The records' machine has {n} cores"),
+            [n] => format!("The records' machine has {n} cores (see Machine below)"),
             several => {
                 let list: Vec<String> = several.iter().map(usize::to_string).collect();
-                format!("The records' machines have {} cores", list.join(" or "))
+                format!("The records' machines have {} cores (see below)", list.join(" or "))
             }
         };
         format!(
-            "{cores} (see Machine below): rows marked `*` oversubscribe them (robustness, not \
+            "{cores}: rows marked `*` oversubscribe them (robustness, not \
              scaling). A verdict divides our medians the way the seed's claim does, at the most \
              threads that fit the cores (at the most clients for the server suites), and says \
              whether the seed's ratio is reached (reproduced), only its direction (direction \
