@@ -107,8 +107,11 @@ fn fake_suite_runs_end_to_end_into_json_and_svg() {
             "bytes",
             "duration_ms",
             "latency_samples",
+            "machine",
             "ns_per_op",
             "ops_per_sec",
+            "ops_per_sec_max",
+            "ops_per_sec_min",
             "oversubscribed",
             "p50_ns",
             "p999_ns",
@@ -123,6 +126,13 @@ fn fake_suite_runs_end_to_end_into_json_and_svg() {
         ]
     );
     assert_eq!(obj["suite"], "fake");
+    // The run's machine block, and the rounds' spread around the median.
+    assert!(obj["machine"]["cores"].as_u64().is_some_and(|n| n >= 1), "{obj:?}");
+    assert!(obj["machine"]["commit"].as_str().is_some_and(|c| !c.is_empty()), "{obj:?}");
+    for r in &parsed {
+        let (min, max) = (r.ops_per_sec_min.unwrap(), r.ops_per_sec_max.unwrap());
+        assert!(min <= r.ops_per_sec && r.ops_per_sec <= max, "{r:?}");
+    }
 
     for r in &parsed {
         let factor = if r.variant == "fast" { 2.0 } else { 1.0 };
@@ -165,7 +175,7 @@ fn fake_suite_runs_end_to_end_into_json_and_svg() {
     assert_eq!(report.table.contains("xfer ns"), machine::can_probe());
     let svg = std::fs::read_to_string(&report.svg).unwrap();
     assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(200)]);
-    assert!(svg.contains("fast") && svg.contains("slow") && svg.contains("size=2"));
+    assert!(svg.contains("fast") && svg.contains("slow") && svg.contains("size 2"));
 }
 
 #[test]

@@ -83,6 +83,9 @@ impl fmt::Debug for Case {
 pub enum XAxis {
     /// Worker threads.
     Threads,
+    /// Client threads, each with its own connection to a server (the server suites): the
+    /// records' `threads` counted as clients.
+    Clients,
     /// The named numeric entry of [`Case::params`].
     Param(&'static str),
 }
@@ -123,11 +126,14 @@ impl Measure {
         }
     }
 
-    /// The plot's y-axis label: `ops/s`, or the first listed extra field.
-    pub fn y_label(self) -> &'static str {
+    /// The plot's y-axis label: `ops/s`, or the first listed extra field in words with its
+    /// unit (`first_grant_ms` as `first grant (ms)`).
+    pub fn y_label(self) -> String {
         match self {
-            Measure::Throughput => "ops/s",
-            Measure::Extras(keys) => keys.first().copied().unwrap_or("value"),
+            Measure::Throughput => "ops/s".to_owned(),
+            Measure::Extras(keys) => {
+                keys.first().map_or_else(|| "value".to_owned(), |k| super::report::field_label(k))
+            }
         }
     }
 }

@@ -9,8 +9,10 @@
 //! [`run_suite`] runs the cases *interleaved*: in each of [`Options::rounds`] rounds every
 //! case is measured once, in registration order, so slow drifts of the machine (frequency,
 //! other tenants, page cache) spread over all variants alike instead of biasing whichever
-//! ran last. Per case it keeps the **median** over rounds of the throughput (and of every
-//! `extra` field) and pools the latency samples of all rounds for the percentiles.
+//! ran last. Per case it keeps the **median** over rounds of the throughput (with its
+//! smallest and largest round, and the median of every `extra` field), pools the latency
+//! samples of all rounds for the percentiles, and stamps every record with what the run
+//! ran on and was built from ([`RunInfo`]).
 //!
 //! The report ([`report`]) is a table on stdout with ratios against the suite's baseline
 //! variant and against the best *other* variant of the same (params, threads) group,
@@ -85,6 +87,7 @@ mod progress;
 mod record;
 pub mod report;
 mod rng;
+mod run_info;
 mod runner;
 mod span;
 pub mod stats;
@@ -96,6 +99,7 @@ pub use error::BenchError;
 pub use options::{Options, DEFAULT_OUT, DEFAULT_THREADS, OVERSUBSCRIBED_THREADS};
 pub use record::Record;
 pub use rng::SplitMix64;
+pub use run_info::{utc_date, RunInfo, BUILD_COMMIT, BUILD_RUSTC};
 pub use runner::{run_suite, SuiteReport};
 pub use span::Span;
 pub use threads::{run_threads, run_threads_with, LatencySampler, ThreadCtl, ThreadResult};

@@ -3,12 +3,16 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::run_info::RunInfo;
+
 /// One case's result, as written to `<out>/<suite>.json` (an array of these).
 ///
 /// Field names are part of the report format: `suite`, `variant`, `threads`,
-/// `oversubscribed`, `params`, `ops_per_sec`, `ns_per_op`, `p50_ns`, `p99_ns`, `p999_ns`,
-/// `latency_samples`, `rounds`, `duration_ms`, `ratio_vs_baseline`, `ratio_vs_best_other`,
-/// followed by the case's extra fields at the top level.
+/// `oversubscribed`, `params`, `ops_per_sec`, `ops_per_sec_min`, `ops_per_sec_max`,
+/// `ns_per_op`, `p50_ns`, `p99_ns`, `p999_ns`, `latency_samples`, `rounds`, `duration_ms`,
+/// `ratio_vs_baseline`, `ratio_vs_best_other`, `machine`, followed by the case's extra
+/// fields at the top level. The fields added later (`ops_per_sec_min`, `ops_per_sec_max`,
+/// `machine`) default to `None`, so older JSON still loads.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// Suite name.
@@ -23,6 +27,12 @@ pub struct Record {
     pub params: Map<String, Value>,
     /// Median over rounds of operations per second (all threads together).
     pub ops_per_sec: f64,
+    /// Smallest ops/s of one round (`None` in records older than the field).
+    #[serde(default)]
+    pub ops_per_sec_min: Option<f64>,
+    /// Largest ops/s of one round (`None` in records older than the field).
+    #[serde(default)]
+    pub ops_per_sec_max: Option<f64>,
     /// `1e9 / ops_per_sec`: inverse aggregate throughput, not a per-thread latency; null
     /// when nothing completed.
     pub ns_per_op: Option<f64>,
@@ -44,6 +54,9 @@ pub struct Record {
     /// `ops_per_sec / best other variant's ops_per_sec` in the same group; null when the
     /// group has no other variant.
     pub ratio_vs_best_other: Option<f64>,
+    /// What the run ran on and was built from (`None` in records older than the field).
+    #[serde(default)]
+    pub machine: Option<RunInfo>,
     /// Extra numeric fields of the suite (median over rounds).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -66,6 +79,8 @@ impl Record {
             oversubscribed: threads > 2,
             params: Map::new(),
             ops_per_sec,
+            ops_per_sec_min: None,
+            ops_per_sec_max: None,
             ns_per_op: None,
             p50_ns: None,
             p99_ns: None,
@@ -75,6 +90,7 @@ impl Record {
             duration_ms: 1,
             ratio_vs_baseline: None,
             ratio_vs_best_other: None,
+            machine: None,
             extra: Map::new(),
         }
     }
@@ -92,5 +108,26 @@ mod tests {
         let text = serde_json::to_string(&r).unwrap();
         assert!(text.contains("\"ns_per_op\":null") && text.contains("\"held\":3"), "{text}");
         assert_eq!(serde_json::from_str::<Record>(&text).unwrap(), r);
+    }
+
+    /// JSON written before the spread and the machine block existed still loads, with
+    /// `None` for them (and nothing of theirs among the extra fields).
+    #[test]
+    fn an_older_record_loads_without_spread_or_machine() {
+        let mut r = Record::for_test("v", 1, 5.0);
+        r.ops_per_sec_min = Some(4.0);
+        r.ops_per_sec_max = Some(6.0);
+        r.machine = Some(crate::harness::RunInfo::current());
+        let mut value = serde_json::to_value(&r).unwrap();
+        let object = value.as_object_mut().unwrap();
+        assert!(object["machine"]["cores"].as_u64().is_some(), "{object:?}");
+        for k in ["ops_per_sec_min", "ops_per_sec_max", "machine"] {
+            object.remove(k);
+        }
+        let old: Record = serde_json::from_value(value).unwrap();
+        assert_eq!(
+            old,
+            Record { ops_per_sec_min: None, ops_per_sec_max: None, machine: None, ..r }
+        );
     }
 }

@@ -12,6 +12,7 @@ use super::options::Options;
 use super::progress::suite_bar;
 use super::record::Record;
 use super::report;
+use super::run_info::RunInfo;
 use super::stats::{median, Percentiles};
 
 /// What one suite run produced.
@@ -63,6 +64,7 @@ pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, Bench
     }
     bar.finish_and_clear();
 
+    let run_info = RunInfo::current();
     let mut records = Vec::with_capacity(cases.len());
     let mut skipped = Vec::new();
     for (case, samples) in cases.iter().zip(samples) {
@@ -73,7 +75,11 @@ pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, Bench
                 case.threads,
                 Value::Object(case.params.clone())
             )),
-            None => records.push(summarise(suite.name(), case, samples, rounds, opts)),
+            None => {
+                let mut record = summarise(suite.name(), case, samples, rounds, opts);
+                record.machine = Some(run_info.clone());
+                records.push(record);
+            }
         }
     }
     fill_ratios(&mut records, suite.baseline(), suite.ceilings());
@@ -106,6 +112,8 @@ fn summarise(
     opts: &Options,
 ) -> Record {
     let mut rates: Vec<f64> = samples.iter().map(Sample::ops_per_sec).collect();
+    let ops_per_sec_min = rates.iter().copied().reduce(f64::min);
+    let ops_per_sec_max = rates.iter().copied().reduce(f64::max);
     let ops_per_sec = median(&mut rates).unwrap_or(0.0);
     let mut extra = median_extras(&samples);
     // The probe's spread too: rounds of one case may run at different vCPU placements.
@@ -127,6 +135,8 @@ fn summarise(
         oversubscribed: case.oversubscribed,
         params: case.params.clone(),
         ops_per_sec,
+        ops_per_sec_min,
+        ops_per_sec_max,
         ns_per_op: (ops_per_sec > 0.0).then(|| 1e9 / ops_per_sec),
         p50_ns: pct.p50,
         p99_ns: pct.p99,
@@ -136,6 +146,7 @@ fn summarise(
         duration_ms: u64::try_from(opts.duration.as_millis()).unwrap_or(u64::MAX),
         ratio_vs_baseline: None,
         ratio_vs_best_other: None,
+        machine: None,
         extra,
     }
 }

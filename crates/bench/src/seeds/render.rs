@@ -7,15 +7,14 @@
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
-use std::path::Path;
 
 use html_escape::{encode_double_quoted_attribute as attr, encode_text as text};
 use serde_json::Value;
 
 use super::check::{self, Outcome, Verdict};
 use super::claims::{self, Claim, Seed};
-use crate::harness::report::{human, svg};
-use crate::harness::{Measure, Record, XAxis};
+use crate::harness::report::{rate_with_range, svg, value_with_unit};
+use crate::harness::{Measure, Record, RunInfo, XAxis};
 
 /// One suite's input to the report.
 pub(super) struct SuiteData {
@@ -35,6 +34,9 @@ struct Figure {
     figure: String,
     suite: String,
     anchor: String,
+    /// What the suite measures, in words, for the heading of a figure without a seed
+    /// figure (`None` for a seed's figure: its heading is the figure).
+    quantity: Option<String>,
     claim: String,
     about: Option<String>,
     verdict: Verdict,
@@ -46,17 +48,30 @@ struct Figure {
     plot: Option<(String, String)>,
 }
 
-/// The whole report, ready to print.
+/// One distinct machine block of the records and the suites whose records carry it.
+struct MachineBlock {
+    /// The block with its `date` cleared: runs a day apart on one machine and commit are
+    /// one block (a full run may pass midnight).
+    info: RunInfo,
+    /// The distinct dates, sorted.
+    dates: Vec<String>,
+    suites: Vec<String>,
+}
+
+/// The whole report, ready to print. Nothing in it depends on the machine, the time or
+/// the directories of the rendering: only on the records (and the notes of suites that
+/// did not run), so a report regenerated from a run's JSON is the run's, byte for byte.
 pub(super) struct Document {
-    from: String,
-    cores: usize,
+    machines: Vec<MachineBlock>,
+    /// Suites with records but no machine block (JSON older than the block).
+    unknown_machine: Vec<String>,
     figures: Vec<Figure>,
     /// (file name, SVG) of every plot.
     pub plots: Vec<(String, String)>,
 }
 
 impl Document {
-    pub fn build(suites: &[SuiteData], from: &Path) -> Document {
+    pub fn build(suites: &[SuiteData]) -> Document {
         // Registry order (seed, then figure as listed), then suites without an entry.
         let mut figures = Vec::new();
         for claim in claims::CLAIMS {
@@ -79,28 +94,81 @@ impl Document {
         }
         figures.sort_by_key(|f| f.seed); // stable: keeps registry order within a seed
         let plots = figures.iter().filter_map(|f| f.plot.clone()).collect();
-        Document {
-            from: from.display().to_string(),
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            figures,
-            plots,
-        }
+        let (machines, unknown_machine) = machine_blocks(suites);
+        Document { machines, unknown_machine, figures, plots }
     }
 
     fn intro(&self) -> String {
+        let mut cores: Vec<usize> = self.machines.iter().map(|m| m.info.cores).collect();
+        cores.sort_unstable();
+        cores.dedup();
+        let cores = match cores.as_slice() {
+            [] => "The records do not say how many cores their machine had".to_owned(),
+            [n] => format!("The records' machine has {n} cores (see Machine below)"),
+            several => {
+                let list: Vec<String> = several.iter().map(usize::to_string).collect();
+                format!("The records' machines have {} cores (see below)", list.join(" or "))
+            }
+        };
         format!(
-            "Records from `{}`. This machine has {} cores: rows marked `*` oversubscribe them \
-             (robustness, not scaling). A verdict divides our medians the way the seed's claim \
-             does, at the most threads that fit the cores (at the most clients for the server \
-             suites), and says whether the seed's ratio is reached (reproduced), only its \
-             direction (direction reproduced), or neither (differs), and why.",
-            self.from, self.cores
+            "{cores}: rows marked `*` oversubscribe them (robustness, not \
+             scaling). A verdict divides our medians the way the seed's claim does, at the most \
+             threads that fit the cores (at the most clients for the server suites), and says \
+             whether the seed's ratio is reached (reproduced), only its direction (direction \
+             reproduced), or neither (differs), and why. Rates are medians over rounds, with \
+             the slowest and fastest round in brackets."
         )
+    }
+
+    /// The machine blocks as (heading, `key: value` lines) pairs.
+    fn machine_sections(&self) -> Vec<(String, Vec<(String, String)>)> {
+        let several = self.machines.len() > 1;
+        let mut out = Vec::new();
+        for (i, m) in self.machines.iter().enumerate() {
+            let heading = if several { format!("Machine {}", i + 1) } else { "Machine".to_owned() };
+            let mut lines: Vec<(String, String)> = m
+                .info
+                .lines()
+                .into_iter()
+                .filter(|(k, _)| *k != "date")
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect();
+            let dates = match m.dates.as_slice() {
+                [one] => one.clone(),
+                [first, .., last] => format!("{first} to {last}"),
+                [] => "unknown".to_owned(),
+            };
+            lines.push(("date (UTC)".to_owned(), dates));
+            if several || !self.unknown_machine.is_empty() {
+                lines.push(("suites".to_owned(), m.suites.join(", ")));
+            }
+            out.push((heading, lines));
+        }
+        if !self.unknown_machine.is_empty() {
+            out.push((
+                "Machine unknown".to_owned(),
+                vec![(
+                    "suites".to_owned(),
+                    format!(
+                        "{} (records written before they carried a machine block)",
+                        self.unknown_machine.join(", ")
+                    ),
+                )],
+            ));
+        }
+        out
     }
 
     pub fn markdown(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "# rangelock: the seeds, figure by figure\n\n{}\n", self.intro());
+        for (heading, lines) in self.machine_sections() {
+            let _ = writeln!(s, "## {heading}\n");
+            for (k, v) in lines {
+                let _ = writeln!(s, "- **{k}:** {}", md(&v));
+            }
+            s.push('\n');
+        }
         let _ = writeln!(s, "## Summary\n\n| seed | figure | suite | verdict |\n|---|---|---|---|");
         for f in &self.figures {
             let _ = writeln!(
@@ -120,13 +188,11 @@ impl Document {
             }
             let _ = writeln!(s, "\n## {}\n\n_Seed setup: {}._", seed.title(), seed.setup());
             for f in figs {
-                let _ = writeln!(
-                    s,
-                    "\n<a id=\"{}\"></a>\n### {} — `{}`\n",
-                    f.anchor,
-                    md(&f.figure),
-                    f.suite
-                );
+                let heading = match &f.quantity {
+                    None => format!("{} — `{}`", md(&f.figure), f.suite),
+                    Some(q) => format!("`{}` — {}", f.suite, md(q)),
+                };
+                let _ = writeln!(s, "\n<a id=\"{}\"></a>\n### {heading}\n", f.anchor);
                 let _ = writeln!(s, "- **Seed:** {}", md(&f.claim));
                 let _ = writeln!(s, "- **Ours:** {}", md(&f.verdict.line));
                 if let Some(about) = &f.about {
@@ -149,7 +215,8 @@ impl Document {
                     }
                 }
                 if let Some((file, _)) = &f.plot {
-                    let _ = writeln!(s, "\n![{} {}]({file})", f.suite, md(&f.figure));
+                    let alt = f.quantity.clone().unwrap_or_else(|| f.figure.clone());
+                    let _ = writeln!(s, "\n![{} {}]({file})", f.suite, md(&alt));
                 }
             }
         }
@@ -164,7 +231,7 @@ impl Document {
              body{font-family:sans-serif;max-width:1060px;margin:2em auto;padding:0 1em;color:#222}\n\
              table{border-collapse:collapse;margin:.6em 0;font-size:13px}\n\
              th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}\n\
-             th:first-child,td:first-child,.summary td,.summary th{text-align:left}\n\
+             th:first-child,td:first-child,.summary td,.summary th,.machine td{text-align:left}\n\
              .badge{padding:1px 6px;border-radius:3px;font-size:12px;white-space:nowrap}\n\
              .ok{background:#c8efc8}.partly{background:#f6e7a8}.differs{background:#f4c2c2}\n\
              .none{background:#e4e4e4}\nsection{border-top:1px solid #999;margin-top:1.5em}\n\
@@ -172,6 +239,13 @@ impl Document {
              </style>\n</head>\n<body>\n<h1>rangelock: the seeds, figure by figure</h1>\n",
         );
         let _ = writeln!(s, "<p>{}</p>", text(&self.intro().replace('`', "")));
+        for (heading, lines) in self.machine_sections() {
+            let _ = writeln!(s, "<h2>{}</h2>\n<table class=\"machine\">", text(&heading));
+            for (k, v) in lines {
+                let _ = writeln!(s, "<tr><th>{}</th><td>{}</td></tr>", text(&k), text(&v));
+            }
+            s.push_str("</table>\n");
+        }
         s.push_str("<h2>Summary</h2>\n<table class=\"summary\">\n<tr><th>seed</th><th>figure</th><th>suite</th><th>verdict</th></tr>\n");
         for f in &self.figures {
             let _ = writeln!(
@@ -206,8 +280,17 @@ impl Document {
                     attr(&f.figure),
                     f.verdict.outcome.class()
                 );
-                let _ =
-                    writeln!(s, "<h3>{} — <code>{}</code></h3>", text(&f.figure), text(&f.suite));
+                let _ = match &f.quantity {
+                    None => writeln!(
+                        s,
+                        "<h3>{} — <code>{}</code></h3>",
+                        text(&f.figure),
+                        text(&f.suite)
+                    ),
+                    Some(q) => {
+                        writeln!(s, "<h3><code>{}</code> — {}</h3>", text(&f.suite), text(q))
+                    }
+                };
                 let _ =
                     writeln!(s, "<p class=\"claim\"><strong>Seed:</strong> {}</p>", text(&f.claim));
                 let _ = writeln!(
@@ -289,17 +372,23 @@ fn figure(suite: &SuiteData, claim: &Claim) -> Figure {
             .filter(|(k, _)| !varying.contains(&k.as_str()))
             .map(|(k, v)| (k.clone(), plain(v)))
             .collect();
-        let extras: BTreeSet<&str> = shown
+        let found: BTreeSet<&str> = shown
             .iter()
             .flat_map(|r| r.extra.keys().map(String::as_str))
             .filter(|k| *k != crate::harness::SKIPPED)
             .collect();
+        // A measure's own fields first, in its order, then the others by name.
+        let mut extras: Vec<&str> = match suite.measure {
+            Measure::Extras(keys) => keys.iter().copied().filter(|k| found.contains(k)).collect(),
+            Measure::Throughput => Vec::new(),
+        };
+        extras.extend(found.iter().copied().filter(|k| !extras.contains(k)).collect::<Vec<_>>());
         columns = ["variant", "threads"].map(str::to_owned).to_vec();
         columns.extend(varying.iter().map(|k| (*k).to_owned()));
         // A suite that measures no throughput shows only its extra fields.
         let timed = suite.measure == Measure::Throughput;
         if timed {
-            columns.extend(["ops/s", "p50 ns", "p99 ns", "vs base"].map(str::to_owned));
+            columns.extend(["ops/s (min–max)", "p50 ns", "p99 ns", "vs base"].map(str::to_owned));
         }
         columns.extend(extras.iter().map(|k| (*k).to_owned()));
         for r in shown {
@@ -307,12 +396,14 @@ fn figure(suite: &SuiteData, claim: &Claim) -> Figure {
             let mut row = vec![r.variant.clone(), format!("{}{star}", r.threads)];
             row.extend(varying.iter().map(|k| r.params.get(*k).map_or("-".to_owned(), plain)));
             if timed {
-                row.push(human(r.ops_per_sec));
+                row.push(rate_with_range(r));
                 row.push(r.p50_ns.map_or("-".to_owned(), |x| x.to_string()));
                 row.push(r.p99_ns.map_or("-".to_owned(), |x| x.to_string()));
                 row.push(r.ratio_vs_baseline.map_or("-".to_owned(), |x| format!("{x:.2}x")));
             }
-            row.extend(extras.iter().map(|k| r.extra.get(*k).map_or("-".to_owned(), number)));
+            row.extend(
+                extras.iter().map(|k| r.extra.get(*k).map_or("-".to_owned(), |v| number(k, v))),
+            );
             rows.push(row);
         }
         settings = Some(format!(
@@ -332,6 +423,7 @@ fn figure(suite: &SuiteData, claim: &Claim) -> Figure {
         figure: claim.figure.to_owned(),
         suite: suite.name.clone(),
         anchor,
+        quantity: (claim.figure == "-").then(|| svg::quantity(&suite.name, suite.measure)),
         claim: claim.claim.to_owned(),
         about: suite.about.clone(),
         verdict,
@@ -367,13 +459,51 @@ fn plain(v: &Value) -> String {
     }
 }
 
-fn number(v: &Value) -> String {
+/// An extra field's value with the unit its name ends in (`first_grant_ms` in ms).
+fn number(key: &str, v: &Value) -> String {
     match v.as_f64() {
-        Some(x) if x.fract() == 0.0 && x.abs() < 1e3 => format!("{x:.0}"),
-        Some(x) if x.abs() < 1e3 => format!("{x:.3}"),
-        Some(x) => human(x),
+        Some(x) => value_with_unit(key, x),
         None => plain(v),
     }
+}
+
+/// The distinct machine blocks of the records (dates merged), in suite order, and the
+/// suites with records that carry none.
+fn machine_blocks(suites: &[SuiteData]) -> (Vec<MachineBlock>, Vec<String>) {
+    let mut blocks: Vec<MachineBlock> = Vec::new();
+    let mut unknown = Vec::new();
+    for suite in suites {
+        let Some(records) = &suite.records else { continue };
+        for r in records {
+            let Some(info) = &r.machine else {
+                if !unknown.contains(&suite.name) {
+                    unknown.push(suite.name.clone());
+                }
+                continue;
+            };
+            let undated = RunInfo { date: String::new(), ..info.clone() };
+            let i = match blocks.iter().position(|b| b.info == undated) {
+                Some(i) => i,
+                None => {
+                    blocks.push(MachineBlock {
+                        info: undated,
+                        dates: Vec::new(),
+                        suites: Vec::new(),
+                    });
+                    blocks.len() - 1
+                }
+            };
+            let block = &mut blocks[i];
+            if !block.dates.contains(&info.date) {
+                block.dates.push(info.date.clone());
+                block.dates.sort();
+            }
+            if !block.suites.contains(&suite.name) {
+                block.suites.push(suite.name.clone());
+            }
+        }
+    }
+    (blocks, unknown)
 }
 
 fn short(seed: Seed) -> &'static str {

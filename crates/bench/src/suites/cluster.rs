@@ -249,6 +249,10 @@ impl Suite for ClusterSuite {
         "cluster"
     }
 
+    fn x_axis(&self) -> crate::harness::XAxis {
+        crate::harness::XAxis::Clients
+    }
+
     fn about(&self) -> &'static str {
         "server-micro's workload (16 clients, 20% exclusive) spread over 8 partitions: one \
          server vs clusters of 1, 2, 3 nodes on a private etcd (ops = requests)"
@@ -292,6 +296,19 @@ pub struct ClusterFailover;
 impl Suite for ClusterFailover {
     fn name(&self) -> &'static str {
         "cluster-failover"
+    }
+
+    fn measure(&self) -> crate::harness::Measure {
+        // A timeline and counts, not a rate: ops/s would be locks reclaimed per second.
+        crate::harness::Measure::Extras(&[
+            "first_grant_ms",
+            "lease_expiry_ms",
+            "claim_ms",
+            "grace_end_ms",
+            "bar_ms",
+            "reclaimed",
+            "lost",
+        ])
     }
 
     fn about(&self) -> &'static str {

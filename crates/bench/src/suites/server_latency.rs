@@ -108,6 +108,10 @@ impl Suite for ServerLatency {
         "server-latency"
     }
 
+    fn x_axis(&self) -> crate::harness::XAxis {
+        crate::harness::XAxis::Clients
+    }
+
     fn about(&self) -> &'static str {
         "Server-sided Range Locking Table 5: p50/p99 of one echo round trip over rangelockd's \
          transport (eRPC), a Redis GET (RDMA read) and CAS script / INCRBY (RDMA atomic) over \

@@ -538,6 +538,10 @@ impl Suite for ServerMicro {
         "server-micro"
     }
 
+    fn x_axis(&self) -> crate::harness::XAxis {
+        crate::harness::XAxis::Clients
+    }
+
     fn about(&self) -> &'static str {
         "Server-sided Range Locking micro-benchmark: each client locks a random range \
          (1..=1024 of 2^16 units) and unlocks it over its own connection; ops = requests (2 \

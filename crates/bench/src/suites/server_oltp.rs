@@ -99,6 +99,10 @@ impl Suite for ServerOltp {
         "server-oltp"
     }
 
+    fn x_axis(&self) -> crate::harness::XAxis {
+        crate::harness::XAxis::Clients
+    }
+
     fn about(&self) -> &'static str {
         "Server-sided Range Locking Filebench-OLTP mix over 2^16 units (8 data files + 1 \
          log): 39 readers of 2^6 units, 9 writers (100 writes per 1000 reads), 1 log writer \

@@ -1,6 +1,11 @@
 //! `<out>/<suite>.svg`: ops/s (or the suite's [`Measure`]) against the x axis, one line per
 //! variant, one panel per params group (the params with the x-axis parameter removed).
 //!
+//! A panel's title says what is measured in words ([`quantity`]) and the panel's fixed
+//! parameters in a compact form. Lines take the colour-blind-safe colours of Okabe and Ito,
+//! then Paul Tol's muted scheme (yellow and sand left out: unreadable on white), and each
+//! line has its own marker shape, shown in the legend, so lines stay apart in grey too.
+//!
 //! Points sit at the *index* of their x value and are labelled with the value, so 1, 2, 8,
 //! 16 threads (or heights 4..16) spread evenly. Oversubscribed thread counts are labelled
 //! with `*`. A panel whose values span more than [`LOG_SPAN`]x uses a logarithmic y axis
@@ -14,7 +19,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use serde_json::{Map, Value};
 
-use super::human;
+use super::{field_label, human, unit_of};
 use crate::harness::case::{Measure, XAxis};
 use crate::harness::error::BenchError;
 use crate::harness::record::Record;
@@ -90,7 +95,10 @@ pub fn render(
             let ys = panel.lines.iter().flat_map(|(_, pts)| pts.iter().map(|&(_, y)| y));
             let ymax = ys.clone().fold(0.0f64, f64::max).max(1.0);
             let ymin = ys.filter(|&y| y > 0.0).fold(f64::INFINITY, f64::min).min(ymax);
-            let caption = format!("{suite}: {}", panel.title);
+            let caption = match panel.title.as_str() {
+                "" => format!("{suite}: {}", quantity(suite, measure)),
+                params => format!("{suite}: {}, {params}", quantity(suite, measure)),
+            };
             let label = measure.y_label();
             if ymax / ymin > LOG_SPAN {
                 let y = (ymin / 2.0..ymax * 2.0).log_scale();
@@ -101,7 +109,7 @@ pub fn render(
                 draw_panel(area, &caption, &ticks, &positive, y, &format!("{label} (log)"))
                     .map_err(|e| err(&e))?;
             } else {
-                draw_panel(area, &caption, &ticks, panel, 0.0..ymax * 1.15, label)
+                draw_panel(area, &caption, &ticks, panel, 0.0..ymax * 1.15, &label)
                     .map_err(|e| err(&e))?;
             }
         }
@@ -143,15 +151,115 @@ where
         .disable_x_mesh()
         .draw()?;
     for (i, (name, pts)) in panel.lines.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+        let color = line_color(i);
         let pts: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (ticks.index_of(x), y)).collect();
         chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
-        chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))?;
+        chart.draw_series(pts.into_iter().map(|p| EmptyElement::at(p) + marker(i, color)))?;
         let y = 40 + 18 * i32::try_from(i).unwrap_or(i32::MAX / 32);
-        legend.draw(&PathElement::new(vec![(4, y), (28, y)], color.stroke_width(3)))?;
-        legend.draw(&Text::new(name.clone(), (34, y - 7), ("sans-serif", 13)))?;
+        legend.draw(&PathElement::new(vec![(4, y), (36, y)], color.stroke_width(2)))?;
+        legend.draw(&(EmptyElement::at((20, y)) + marker(i, color)))?;
+        legend.draw(&Text::new(name.clone(), (42, y - 7), ("sans-serif", 13)))?;
     }
     Ok(())
+}
+
+/// Okabe and Ito's colour-blind-safe colours (their yellow left out), then Paul Tol's
+/// muted scheme (its sand left out): 15 colours, then again from the first (the marker
+/// shapes keep lines apart past that).
+const COLORS: [(u8, u8, u8); 15] = [
+    (0x00, 0x72, 0xB2), // blue
+    (0xD5, 0x5E, 0x00), // vermillion
+    (0x00, 0x9E, 0x73), // bluish green
+    (0xCC, 0x79, 0xA7), // reddish purple
+    (0xE6, 0x9F, 0x00), // orange
+    (0x56, 0xB4, 0xE9), // sky blue
+    (0x00, 0x00, 0x00), // black
+    (0x33, 0x22, 0x88), // indigo
+    (0xCC, 0x66, 0x77), // rose
+    (0x44, 0xAA, 0x99), // teal
+    (0x88, 0x22, 0x55), // wine
+    (0x99, 0x99, 0x33), // olive
+    (0x88, 0xCC, 0xEE), // cyan
+    (0xAA, 0x44, 0x99), // purple
+    (0x11, 0x77, 0x33), // green
+];
+
+/// The colour of line `i`.
+fn line_color(i: usize) -> RGBAColor {
+    let (r, g, b) = COLORS[i % COLORS.len()];
+    RGBColor(r, g, b).to_rgba()
+}
+
+/// Marker shapes, as polygons around the point (pixels): circle, square, triangle,
+/// diamond, cross, plus, downward triangle, hexagon.
+const MARKERS: usize = 8;
+
+/// The marker of line `i`: its shape ([`MARKERS`] of them, then again), filled with `color`.
+fn marker(i: usize, color: RGBAColor) -> Polygon<(i32, i32)> {
+    use std::f64::consts::{FRAC_PI_2, FRAC_PI_4, TAU};
+    let ring = |n: usize, r: f64, turn: f64| -> Vec<(i32, i32)> {
+        (0..n)
+            .map(|k| {
+                let a = turn + TAU * k as f64 / n as f64;
+                ((r * a.cos()).round() as i32, (r * a.sin()).round() as i32)
+            })
+            .collect()
+    };
+    // A plus of arm half-width 1.5 px and reach 5 px, turned by `turn`.
+    let plus = |turn: f64| -> Vec<(i32, i32)> {
+        let arm = [(1.5, 5.0), (1.5, 1.5), (5.0, 1.5)];
+        (0..4)
+            .flat_map(|q| {
+                let a = turn + FRAC_PI_2 * f64::from(q);
+                let (sin, cos) = a.sin_cos();
+                arm.map(|(x, y): (f64, f64)| {
+                    ((x * cos - y * sin).round() as i32, (x * sin + y * cos).round() as i32)
+                })
+            })
+            .collect()
+    };
+    let points = match i % MARKERS {
+        0 => ring(12, 4.0, 0.0),
+        1 => vec![(-4, -4), (4, -4), (4, 4), (-4, 4)],
+        2 => ring(3, 5.0, -FRAC_PI_2),
+        3 => ring(4, 5.0, 0.0),
+        4 => plus(FRAC_PI_4),
+        5 => plus(0.0),
+        6 => ring(3, 5.0, FRAC_PI_2),
+        _ => ring(6, 4.5, 0.0),
+    };
+    Polygon::new(points, color.filled())
+}
+
+/// What a suite's plot shows, in words (the panel titles): what one operation of its
+/// throughput is, or its [`Measure::Extras`] quantity.
+pub fn quantity(suite: &str, measure: Measure) -> String {
+    let ops = match suite {
+        "w1" => "W1 ranges locked, written and unlocked per second",
+        "w2" => "W2 ranges locked, written and unlocked per second (batches of 16)",
+        "height" => "W2 ranges per second, by skip-list height",
+        "held" => "W1 ranges per second while other ranges stay held",
+        "contended" => "contended range lock+unlock per second",
+        "mixed" => "lock, access, unlock of ranges of mixed lengths per second",
+        "aliasing" => "aliasing-area transactions per second",
+        "epvs-array" => "array operations (push, read, write) per second",
+        "epvs-ops" => "protections per second",
+        "epvs-freq" | "epvs-phases" | "epvs-nesting" | "epvs-sharing" => {
+            "protected operations per second"
+        }
+        "epvs-table" => "protect/refresh operations per second",
+        "epvs-ownership" | "epvs-checkpoint" => "key-value operations per second",
+        "server-micro" | "cluster" => "lock+unlock requests per second",
+        "server-oltp" => "OLTP lock+unlock cycles per second",
+        "server-latency" => "operations per second of one client",
+        "cluster-failover" => "first new grant after a node crash",
+        _ => "",
+    };
+    match (ops, measure) {
+        (_, Measure::Extras(_)) if ops.is_empty() => measure.y_label(),
+        ("", Measure::Throughput) => "operations per second".to_owned(),
+        _ => ops.to_owned(),
+    }
 }
 
 /// The sorted distinct x values of all panels and their labels (`16*` for an oversubscribed
@@ -167,7 +275,7 @@ fn ticks(x_axis: XAxis, records: &[Record], panels: &[Panel]) -> XTicks {
         .iter()
         .map(|&v| {
             let text = if v.fract() == 0.0 { format!("{}", v as i64) } else { format!("{v}") };
-            let over = x_axis == XAxis::Threads
+            let over = matches!(x_axis, XAxis::Threads | XAxis::Clients)
                 && records.iter().any(|r| r.oversubscribed && r.threads as f64 == v);
             if over {
                 format!("{text}*")
@@ -178,7 +286,8 @@ fn ticks(x_axis: XAxis, records: &[Record], panels: &[Panel]) -> XTicks {
         .collect();
     let name = match x_axis {
         XAxis::Threads => "threads (* = oversubscribed)".to_owned(),
-        XAxis::Param(p) => p.to_owned(),
+        XAxis::Clients => "clients (* = oversubscribed)".to_owned(),
+        XAxis::Param(p) => field_label(p),
     };
     XTicks { values, labels, name }
 }
@@ -190,7 +299,7 @@ fn panels(x_axis: XAxis, measure: Measure, records: &[Record]) -> Vec<Panel> {
     let mut panels: Vec<Panel> = Vec::new();
     for r in records {
         let (x, panel_params) = match x_axis {
-            XAxis::Threads => (r.threads as f64, r.params.clone()),
+            XAxis::Threads | XAxis::Clients => (r.threads as f64, r.params.clone()),
             XAxis::Param(name) => {
                 let mut rest: Map<String, Value> = r.params.clone();
                 let x = rest.remove(name).and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
@@ -229,17 +338,23 @@ fn panels(x_axis: XAxis, measure: Measure, records: &[Record]) -> Vec<Panel> {
     panels
 }
 
-/// `{"a":1,"b":"x"}` as `a=1 b=x`.
+/// `{"exclusive_pct":20,"mode":"x","range_bytes":1024}` as `exclusive 20 %, mode x, range
+/// 1024 B` (empty without params).
 fn short(params: &Map<String, Value>) -> String {
-    if params.is_empty() {
-        return "all cases".to_owned();
-    }
     params
         .iter()
-        .map(|(k, v)| match v {
-            Value::String(s) => format!("{k}={s}"),
-            other => format!("{k}={other}"),
+        .map(|(k, v)| {
+            let value = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            match unit_of(k) {
+                Some((name, unit)) if !name.is_empty() => {
+                    format!("{} {value} {unit}", name.replace('_', " "))
+                }
+                _ => format!("{} {value}", k.replace('_', " ")),
+            }
         })
         .collect::<Vec<_>>()
-        .join(" ")
+        .join(", ")
 }

@@ -4,11 +4,12 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::human;
+use super::{human, rate_range};
 use crate::harness::case::{Measure, Suite};
-use crate::harness::machine::{self, LINE_TRANSFER_MAX_NS, LINE_TRANSFER_MIN_NS, LINE_TRANSFER_NS};
+use crate::harness::machine::{LINE_TRANSFER_MAX_NS, LINE_TRANSFER_MIN_NS, LINE_TRANSFER_NS};
 use crate::harness::options::Options;
 use crate::harness::record::Record;
+use crate::harness::run_info::RunInfo;
 
 /// Renders the table of a suite's records.
 pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
@@ -38,9 +39,9 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
         threads.join(","),
         suite.baseline()
     );
-    let cpus = std::thread::available_parallelism().map_or(0, usize::from);
-    let model = machine::cpu_model().unwrap_or_else(|| "model unknown".to_owned());
-    let _ = writeln!(s, "   machine: {model}, {cpus} CPUs available");
+    // The block the records carry (the run's); this process's for records without one.
+    let run_info = records.iter().find_map(|r| r.machine.clone()).unwrap_or_else(RunInfo::current);
+    let _ = writeln!(s, "   machine: {run_info}");
     let _ = writeln!(
         s,
         "   (* = oversubscribed: more threads than cores; robustness view, not scaling)"
@@ -81,6 +82,10 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
             "   {:<14} {:>4} {:>10} {:>10} {:>9} {:>9} {:>9} {:>8} {:>8}",
             "variant", "thr", "ops/s", "ns/op", "p50 ns", "p99 ns", "p999 ns", "vs base", "vs best"
         );
+        let spread = rows.iter().any(|r| rate_range(r).is_some());
+        if spread {
+            let _ = write!(s, " {:>15}", "ops/s min–max");
+        }
         if probed {
             let _ = write!(s, " {:>8}", "xfer ns");
         }
@@ -106,6 +111,9 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
                 ratio(r.ratio_vs_baseline),
                 ratio(r.ratio_vs_best_other),
             );
+            if spread {
+                let _ = write!(s, " {:>15}", rate_range(r).unwrap_or_else(|| "-".to_owned()));
+            }
             if probed {
                 let _ = write!(s, " {:>8}", xfer_cell(r));
             }
@@ -165,28 +173,15 @@ fn ratio(x: Option<f64>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::Map;
-
     use super::*;
 
     fn with_probe(probe: &[(&str, f64)]) -> Record {
         Record {
-            suite: "s".into(),
-            variant: "v".into(),
-            threads: 2,
-            oversubscribed: false,
-            params: Map::new(),
-            ops_per_sec: 1.0,
             ns_per_op: Some(1e9),
-            p50_ns: None,
-            p99_ns: None,
-            p999_ns: None,
-            latency_samples: 0,
             rounds: 3,
             duration_ms: 5,
-            ratio_vs_baseline: None,
-            ratio_vs_best_other: None,
             extra: probe.iter().map(|&(k, v)| (k.to_owned(), Value::from(v))).collect(),
+            ..Record::for_test("v", 2, 1.0)
         }
     }
 
