@@ -162,6 +162,11 @@ pub trait Suite {
     fn ceilings(&self) -> &'static [Ceiling] {
         &[]
     }
+    /// Extra fields the text table shows as columns after the rates, as (field, header):
+    /// the few that explain the rates (the report's tables show every extra field).
+    fn table_extras(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
     /// What the records report: throughput (the default), or extra fields such as byte
     /// counts ([`Measure::Extras`]).
     fn measure(&self) -> Measure {

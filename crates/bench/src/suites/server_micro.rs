@@ -91,6 +91,10 @@ pub const ROUND_TRIPS_PER_LOCK: &str = "round_trips_per_lock";
 /// answers arrive with the next request's).
 pub const ROUND_TRIPS_PER_UNLOCK: &str = "round_trips_per_unlock";
 
+/// The text table's round-trip columns of the server suites.
+pub(crate) const ROUND_TRIP_COLUMNS: &[(&str, &str)] =
+    &[(ROUND_TRIPS_PER_LOCK, "RT/lock"), (ROUND_TRIPS_PER_UNLOCK, "RT/unlock")];
+
 /// The token of `combiner-auth` and `combiner-tls-auth`.
 const BENCH_TOKEN: &str = "rangelock-bench-token";
 
@@ -553,6 +557,10 @@ impl Suite for ServerMicro {
 
     fn baseline(&self) -> &'static str {
         "combiner"
+    }
+
+    fn table_extras(&self) -> &'static [(&'static str, &'static str)] {
+        ROUND_TRIP_COLUMNS
     }
 
     fn cases(&self, opts: &Options) -> Vec<Case> {

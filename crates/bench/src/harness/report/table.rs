@@ -62,6 +62,11 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
              threads: what every shared line cost as it ran; see docs/BENCH.md)"
         );
     }
+    for (k, header) in suite.table_extras() {
+        if records.iter().any(|r| r.extra.contains_key(*k)) {
+            let _ = writeln!(s, "   ({header} = the JSON field {k}; see the suite's docs)");
+        }
+    }
     let mut groups: Vec<(String, Vec<&Record>)> = Vec::new();
     for r in records {
         let key = Value::Object(r.params.clone()).to_string();
@@ -88,6 +93,15 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
         }
         if probed {
             let _ = write!(s, " {:>8}", "xfer ns");
+        }
+        let extras: Vec<(&str, &str)> = suite
+            .table_extras()
+            .iter()
+            .copied()
+            .filter(|(k, _)| rows.iter().any(|r| r.extra.contains_key(*k)))
+            .collect();
+        for (_, header) in &extras {
+            let _ = write!(s, " {header:>w$}", w = header.len().max(8));
         }
         s.push('\n');
         let mut last_threads = None;
@@ -116,6 +130,11 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
             }
             if probed {
                 let _ = write!(s, " {:>8}", xfer_cell(r));
+            }
+            for (k, header) in &extras {
+                let cell = r.extra.get(*k).and_then(Value::as_f64);
+                let cell = cell.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
+                let _ = write!(s, " {cell:>w$}", w = header.len().max(8));
             }
             s.push('\n');
         }
