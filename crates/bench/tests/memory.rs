@@ -88,7 +88,7 @@ fn memory_reports_plausible_numbers_for_every_lock() {
     }
 
     // The report shows the byte counts, not ops/s.
-    let files = seeds::write_report(&dir.0, &dir.0, &BTreeMap::new()).unwrap();
+    let files = seeds::write_report(&dir.0, &dir.0, &BTreeMap::new(), true).unwrap();
     let md = std::fs::read_to_string(files.markdown).unwrap();
     let section = &md[md.find("### `memory`").expect("memory section")..];
     let section = &section[..section.find("\n### ").unwrap_or(section.len())];

@@ -69,7 +69,7 @@ fn a_quick_run_produces_a_report_with_every_suite() {
         ..Options::quick()
     };
     let notes = seeds::run_suites(&opts);
-    let files = seeds::write_report(&dir.0, &dir.0, &notes).unwrap();
+    let files = seeds::write_report(&dir.0, &dir.0, &notes, true).unwrap();
     let html = std::fs::read_to_string(&files.html).unwrap();
     let markdown = std::fs::read_to_string(&files.markdown).unwrap();
     let doc = parse(&html);
@@ -118,7 +118,7 @@ fn a_quick_run_produces_a_report_with_every_suite() {
 #[test]
 fn a_report_from_an_empty_directory_says_not_run_everywhere() {
     let dir = TempDir::new("report-empty");
-    let files = seeds::write_report(&dir.0, &dir.0, &BTreeMap::new()).unwrap();
+    let files = seeds::write_report(&dir.0, &dir.0, &BTreeMap::new(), true).unwrap();
     assert!(files.suites.iter().all(|(_, s)| *s != SuiteStatus::Ran));
     let doc = parse(&std::fs::read_to_string(&files.html).unwrap());
     let verdicts: Vec<_> =

@@ -136,7 +136,15 @@ fn bench_report_from_existing_json_writes_html_and_markdown() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Only w1 ran: every other seed comparator is missing, so the report is refused ...
     let o = rangelock().args(["bench", "report", "--from"]).arg(&out).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--allow-missing") && stderr.contains("Fig. 5.3 (w2)"), "{stderr}");
+    assert!(!out.join("report.md").exists());
+    // ... unless allowed; then the report says what is missing.
+    let o = rangelock().args(["bench", "report", "--allow-missing", "--from"]).arg(&out).output();
+    let o = o.unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
     // Only w1 ran: the others are listed as not run, and w1 is not among them.
@@ -146,6 +154,8 @@ fn bench_report_from_existing_json_writes_html_and_markdown() {
     assert!(html.contains("data-suite=\"w1\"") && html.contains("<svg"), "{html}");
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("### Fig. 5.2 — `w1`"), "{md}");
+    assert!(md.contains("## Incomplete: comparators missing"), "{md}");
+    assert!(md.contains("- Fig. 5.3 (w2): the suite did not run"), "{md}");
 
     let o = rangelock().args(["bench", "w1", "--from"]).arg(&out).output().unwrap();
     assert!(!o.status.success());

@@ -44,6 +44,15 @@ pub enum ReportError {
         /// The cause.
         source: serde_json::Error,
     },
+    /// The records lack comparators a seed claim is judged against, and the caller did
+    /// not allow that (`rangelock bench report --allow-missing`).
+    #[error(
+        "the records lack the comparators of {} seed claims (install what the suites' notes \
+         name, or pass --allow-missing to write the report anyway, saying so at its top):\n  {}",
+        .0.len(),
+        .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n  ")
+    )]
+    MissingComparators(Vec<missing::Missing>),
     /// The notes of suites that did not run ([`NOT_RUN_FILE`]) are not a map of suite
     /// names to reasons.
     #[error("{path} is not a map of suite names to why they did not run: {source}")]
@@ -109,7 +118,7 @@ pub fn regenerate_matches(dir: &Path) -> Result<(), String> {
         std::env::temp_dir().join(format!("rangelock-regenerate-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&again);
     let result = (|| {
-        write_report(dir, &again, &BTreeMap::new()).map_err(|e| e.to_string())?;
+        write_report(dir, &again, &BTreeMap::new(), true).map_err(|e| e.to_string())?;
         let name = |p: &PathBuf| p.file_name().map(|n| n.to_string_lossy().into_owned());
         let ours = report_files(dir).map_err(|e| e.to_string())?;
         let theirs = report_files(&again).map_err(|e| e.to_string())?;
@@ -172,10 +181,15 @@ pub fn run_suites(opts: &Options) -> BTreeMap<String, String> {
 /// the per-figure plots into `out`. `notes` says why a suite did not run (from
 /// [`run_suites`]); they are added to those of `<from>/not-run.json` (an earlier run's),
 /// and the ones of suites without records are written to `<out>/not-run.json`.
+///
+/// When the records lack a comparator of a seed claim ([`missing::missing_comparators`]),
+/// nothing is written unless `allow_missing`; then the report lists what is missing at its
+/// top.
 pub fn write_report(
     from: &Path,
     out: &Path,
     notes: &BTreeMap<String, String>,
+    allow_missing: bool,
 ) -> Result<ReportFiles, ReportError> {
     let io = |path: &Path| {
         let path = path.to_owned();
@@ -211,6 +225,12 @@ pub fn write_report(
             note: all_notes.get(name).cloned(),
         });
     }
+    let by_suite: BTreeMap<String, Option<Vec<Record>>> =
+        suites.iter().map(|s| (s.name.clone(), s.records.clone())).collect();
+    let missing = missing::missing_comparators(&by_suite);
+    if !missing.is_empty() && !allow_missing {
+        return Err(ReportError::MissingComparators(missing));
+    }
     let kept: BTreeMap<&str, &str> = suites
         .iter()
         .filter(|s| s.records.is_none())
@@ -228,7 +248,7 @@ pub fn write_report(
         let text = serde_json::to_string_pretty(&kept).expect("a map of strings serialises");
         std::fs::write(&notes_path, text + "\n").map_err(io(&notes_path))?;
     }
-    let doc = render::Document::build(&suites);
+    let doc = render::Document::build(&suites, &missing);
     // Plots of an earlier report in `out` that this one does not have would pass for its.
     for old in report_files(out)? {
         let name = old.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -333,8 +353,8 @@ mod tests {
             write(&run, suite, &info);
         }
         let notes = BTreeMap::from([("memory".to_owned(), "no counting allocator".to_owned())]);
-        write_report(&run, &run, &notes).unwrap();
-        write_report(&run, &again, &BTreeMap::new()).unwrap();
+        write_report(&run, &run, &notes, true).unwrap();
+        write_report(&run, &again, &BTreeMap::new(), true).unwrap();
 
         let files = report_files(&run).unwrap();
         assert!(files.iter().filter(|f| f.extension().is_some_and(|e| e == "svg")).count() >= 3);
@@ -379,7 +399,7 @@ mod tests {
         write(&dir, "contended", &machine("CPU one", "abc1234", "2031-05-17"));
         write(&dir, "mixed", &machine("CPU one", "abc1234", "2031-05-18"));
         write(&dir, "held", &machine("CPU two", "def5678-dirty", "2031-05-18"));
-        write_report(&dir, &dir, &BTreeMap::new()).unwrap();
+        write_report(&dir, &dir, &BTreeMap::new(), true).unwrap();
         let md = read(&dir.join("report.md"));
         let one = md.find("## Machine 1\n").expect("first block");
         let two = md.find("## Machine 2\n").expect("second block");

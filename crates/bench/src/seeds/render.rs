@@ -13,8 +13,16 @@ use serde_json::Value;
 
 use super::check::{self, Outcome, Verdict};
 use super::claims::{self, Claim, Seed};
+use super::missing::Missing;
 use crate::harness::report::{rate_with_range, svg, value_with_unit};
 use crate::harness::{Measure, Record, RunInfo, XAxis};
+
+/// The heading of a report's list of missing comparators.
+const MISSING_TITLE: &str = "Incomplete: comparators missing";
+/// What that list means.
+const MISSING_TEXT: &str = "This report was written with `--allow-missing`: the records \
+    lack these comparators of the seeds' claims, so the claims below that need them read \
+    \"no matching records\" instead of a verdict.";
 
 /// One suite's input to the report.
 pub(super) struct SuiteData {
@@ -66,12 +74,14 @@ pub(super) struct Document {
     /// Suites with records but no machine block (JSON older than the block).
     unknown_machine: Vec<String>,
     figures: Vec<Figure>,
+    /// The seed comparators the records lack (a report written with `--allow-missing`).
+    missing: Vec<String>,
     /// (file name, SVG) of every plot.
     pub plots: Vec<(String, String)>,
 }
 
 impl Document {
-    pub fn build(suites: &[SuiteData]) -> Document {
+    pub fn build(suites: &[SuiteData], missing: &[Missing]) -> Document {
         // Registry order (seed, then figure as listed), then suites without an entry.
         let mut figures = Vec::new();
         for claim in claims::CLAIMS {
@@ -95,7 +105,8 @@ impl Document {
         figures.sort_by_key(|f| f.seed); // stable: keeps registry order within a seed
         let plots = figures.iter().filter_map(|f| f.plot.clone()).collect();
         let (machines, unknown_machine) = machine_blocks(suites);
-        Document { machines, unknown_machine, figures, plots }
+        let missing = missing.iter().map(ToString::to_string).collect();
+        Document { machines, unknown_machine, figures, missing, plots }
     }
 
     fn intro(&self) -> String {
@@ -162,6 +173,13 @@ impl Document {
     pub fn markdown(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "# rangelock: the seeds, figure by figure\n\n{}\n", self.intro());
+        if !self.missing.is_empty() {
+            let _ = writeln!(s, "## {MISSING_TITLE}\n\n{MISSING_TEXT}\n");
+            for m in &self.missing {
+                let _ = writeln!(s, "- {}", md(m));
+            }
+            s.push('\n');
+        }
         for (heading, lines) in self.machine_sections() {
             let _ = writeln!(s, "## {heading}\n");
             for (k, v) in lines {
@@ -239,6 +257,13 @@ impl Document {
              </style>\n</head>\n<body>\n<h1>rangelock: the seeds, figure by figure</h1>\n",
         );
         let _ = writeln!(s, "<p>{}</p>", text(&self.intro().replace('`', "")));
+        if !self.missing.is_empty() {
+            let _ = writeln!(s, "<h2>{MISSING_TITLE}</h2>\n<p>{}</p>\n<ul>", text(MISSING_TEXT));
+            for m in &self.missing {
+                let _ = writeln!(s, "<li>{}</li>", text(&m.replace('`', "")));
+            }
+            s.push_str("</ul>\n");
+        }
         for (heading, lines) in self.machine_sections() {
             let _ = writeln!(s, "<h2>{}</h2>\n<table class=\"machine\">", text(&heading));
             for (k, v) in lines {
