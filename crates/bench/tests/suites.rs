@@ -243,6 +243,7 @@ fn registry_names_are_unique_and_findable() {
             "mixed",
             "memory",
             "aliasing",
+            "aliasing-counts",
             "epvs-array",
             "epvs-ops",
             "epvs-freq",

@@ -45,6 +45,13 @@ pub struct BenchArgs {
     /// its top. Without it such a report is refused (exit code 1).
     #[arg(long = "allow-missing")]
     pub allow_missing: bool,
+    /// `aliasing-txns` only (hidden: what the `aliasing-counts` suite runs under
+    /// cachegrind): the `aliasing` variant.
+    #[arg(long, hide = true)]
+    pub variant: Option<String>,
+    /// `aliasing-txns` only: the number of transactions.
+    #[arg(long, hide = true)]
+    pub txns: Option<u64>,
 }
 
 fn positive(s: &str) -> Result<usize, String> {
@@ -97,6 +104,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             Ok(())
         }
         "report" => report(&args),
+        // Not a suite: exactly --txns aliasing transactions on this thread, for cachegrind.
+        "aliasing-txns" => {
+            let (Some(variant), Some(txns)) = (&args.variant, args.txns) else {
+                bail!("aliasing-txns needs --variant and --txns");
+            };
+            let failed = suites::aliasing::run_transactions(variant, txns)?;
+            println!("{txns} aliasing transactions of {variant}, {failed} failed tries");
+            Ok(())
+        }
         "quick" => {
             let mut opts = args.options(true);
             if args.duration_ms.is_none() {

@@ -162,3 +162,47 @@ fn bench_report_from_existing_json_writes_html_and_markdown() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--from is only for"));
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+/// `aliasing-counts` runs the binary itself under cachegrind (one variant, a few
+/// transactions): instructions and simulated L1d misses per transaction come out positive
+/// and finite; without valgrind the case is skipped and says why.
+#[test]
+fn bench_aliasing_counts_counts_a_transaction_under_cachegrind() {
+    let out = temp_out("aliasing-counts");
+    let o = rangelock()
+        .args(["bench", "aliasing-counts", "--rounds", "1", "--duration-ms", "20"])
+        .arg("--out")
+        .arg(&out)
+        .env("RANGELOCK_BENCH_ONLY", "segments")
+        .env("RANGELOCK_ALIASING_TXNS", "2,6")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("aliasing-counts.json")).unwrap())
+            .unwrap();
+    let records = json.as_array().unwrap();
+    let valgrind =
+        Command::new("valgrind").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !valgrind {
+        assert!(records.is_empty(), "{records:?}");
+        assert!(stdout.contains("skipped: segments") && stdout.contains("valgrind"), "{stdout}");
+        return;
+    }
+    assert_eq!(records.len(), 1, "{stdout}");
+    let r = &records[0];
+    assert_eq!((r["variant"].as_str(), r["threads"].as_u64()), (Some("segments"), Some(1)));
+    assert_eq!(
+        (r["params"]["txns_small"].as_u64(), r["params"]["txns_large"].as_u64()),
+        (Some(2), Some(6))
+    );
+    for field in ["instructions_per_txn", "l1d_misses_per_txn"] {
+        let v = r[field].as_f64().unwrap_or(f64::NAN);
+        assert!(v.is_finite() && v > 0.0, "{field} = {v}: {stdout}");
+    }
+    // Two 1 MiB copies: at least one instruction per 64 bytes, one miss per line of one copy.
+    assert!(r["instructions_per_txn"].as_f64().unwrap() > (2 << 20) as f64 / 64.0, "{stdout}");
+    assert!(r["l1d_misses_per_txn"].as_f64().unwrap() > (1 << 20) as f64 / 64.0, "{stdout}");
+    std::fs::remove_dir_all(&out).unwrap();
+}

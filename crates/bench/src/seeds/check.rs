@@ -219,7 +219,7 @@ fn metric(m: Metric, r: &Record) -> Option<f64> {
         Metric::OpsPerSec => Some(r.ops_per_sec).filter(|x| *x > 0.0),
         Metric::P50 => r.p50_ns.map(|x| x as f64),
         Metric::P99 => r.p99_ns.map(|x| x as f64),
-        Metric::Extra(key) => r.extra.get(key).and_then(Value::as_f64),
+        Metric::Extra(field) => r.extra.get(field)?.as_f64().filter(|x| x.is_finite()),
     }
 }
 
@@ -322,6 +322,30 @@ mod tests {
         let strong = [rec("a", 2, 20, 9.0), rec("b", 2, 20, 2.0), rec("c", 2, 20, 9.0)];
         let v = verdict(&with_reason, Some(&strong), &strong);
         assert!(!v.line.contains("Measured"), "a reproduced claim needs no reason: {}", v.line);
+    }
+
+    /// A counting suite's ratio divides the named extra field, not ops/s (which is 0).
+    #[test]
+    fn extra_fields_are_divided_by_name() {
+        const COUNT: Check = Check {
+            label: "a / b instructions",
+            metric: Metric::Extra("instructions_per_txn"),
+            expect: Expect::Within { seed: 1.0, lo: 0.9, hi: 1.1 },
+            ..CHECK
+        };
+        let counted = |variant, n: f64| {
+            let mut r = rec(variant, 1, 20, 0.0);
+            r.extra.insert("instructions_per_txn".into(), n.into());
+            r
+        };
+        let records = [counted("a", 1050.0), counted("b", 1000.0)];
+        let v = verdict(&claim(&[COUNT]), Some(&records), &records);
+        assert_eq!(v.outcome, Outcome::Reproduced, "{v:?}");
+        assert!(v.line.contains("a / b instructions = 1.05x at 1 thr"), "{}", v.line);
+        let far = [counted("a", 2000.0), counted("b", 1000.0)];
+        assert_eq!(verdict(&claim(&[COUNT]), Some(&far), &far).outcome, Outcome::Differs);
+        let none = [rec("a", 1, 20, 5.0), rec("b", 1, 20, 5.0)];
+        assert_eq!(verdict(&claim(&[COUNT]), Some(&none), &none).outcome, Outcome::NoData);
     }
 
     #[test]

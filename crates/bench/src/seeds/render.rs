@@ -533,9 +533,9 @@ fn machine_blocks(suites: &[SuiteData]) -> (Vec<MachineBlock>, Vec<String>) {
 
 fn short(seed: Seed) -> &'static str {
     match seed {
-        Seed::RangeThesis => "range-lock thesis",
+        Seed::RangeThesis => "Concurrent Range Locking",
         Seed::Epvs => "EPVS",
-        Seed::ServerThesis => "server thesis",
+        Seed::ServerThesis => "Server-sided Range Locking",
         Seed::Project => "project",
     }
 }

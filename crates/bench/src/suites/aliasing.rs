@@ -52,6 +52,15 @@ pub const AREA: usize = 64 << 20;
 /// Pages of the area: the lock's domain.
 pub const AREA_PAGES: u64 = (AREA / PAGE) as u64;
 
+/// The suite's variants, in the order it runs them.
+pub const VARIANTS: [&str; 5] = [
+    "rangelock",
+    "segments",
+    variants::SongSkipList::NAME,
+    variants::KoganList::NAME,
+    variants::KernelTree::NAME,
+];
+
 /// The `aliasing` suite.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Aliasing;
@@ -146,6 +155,94 @@ struct Worker {
     rng: SplitMix64,
 }
 
+impl Worker {
+    fn new(index: usize) -> Worker {
+        Worker {
+            // Both buffers are written once here so their pages are faulted in before timing.
+            payload: vec![0xa5; BLOB],
+            client: vec![0x5a; BLOB],
+            rng: SplitMix64::new(0xa11a5 ^ index as u64),
+        }
+    }
+}
+
+/// Transaction `seq` of worker `index` (steps in the module docs); counts the candidates
+/// found taken in `misses`.
+///
+/// # Panics
+///
+/// If the client buffer holds a page another worker wrote while the range was held.
+fn transaction<T: RangeTarget>(
+    target: &T,
+    local: &mut T::Local,
+    area: &SharedRegion,
+    w: &mut Worker,
+    index: usize,
+    seq: u64,
+    misses: &mut u64,
+) {
+    let tag = tag(index, seq);
+    stamp(&mut w.payload, tag);
+    let (start, held) = reserve(target, local, &mut w.rng, misses);
+    let offset = start as usize * PAGE;
+    // SAFETY: the exclusive range held covers exactly these bytes.
+    unsafe {
+        area.copy_in(offset, &w.payload);
+        area.copy_out(offset, &mut w.client);
+    }
+    release(target, local, held);
+    let bad = verify(&w.client, tag);
+    assert!(
+        bad == 0,
+        "aliasing: worker {index} read back {bad} pages of [{start}, +{BLOB_PAGES}) that \
+         another worker wrote while the range was held"
+    );
+}
+
+/// Why [`run_transactions`] could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum TransactionsError {
+    /// The variant is not one of [`VARIANTS`].
+    #[error("no aliasing variant named {0:?} (variants: {list})", list = VARIANTS.join(", "))]
+    UnknownVariant(String),
+    /// The aliasing area could not be mapped.
+    #[error("cannot map the {AREA}-byte aliasing area: {0}")]
+    Map(#[source] std::io::Error),
+}
+
+/// Runs exactly `txns` transactions of `variant` (one of [`VARIANTS`]) on the calling
+/// thread, as one worker of the suite does, and returns the candidates found taken (0 on
+/// one thread). This is what `rangelock bench aliasing-txns` runs under cachegrind for the
+/// `aliasing-counts` suite: no timing, no threads, nothing but setup and the transactions.
+///
+/// # Panics
+///
+/// As [`transactions`].
+pub fn run_transactions(variant: &str, txns: u64) -> Result<u64, TransactionsError> {
+    fn on<T: RangeTarget>(target: &T, area: &SharedRegion, txns: u64) -> u64 {
+        let (mut local, mut w, mut misses) = (target.local(), Worker::new(0), 0);
+        for seq in 0..txns {
+            transaction(target, &mut local, area, &mut w, 0, seq, &mut misses);
+        }
+        misses
+    }
+    if !VARIANTS.contains(&variant) {
+        return Err(TransactionsError::UnknownVariant(variant.to_owned()));
+    }
+    let area = SharedRegion::new(AREA).map_err(TransactionsError::Map)?;
+    Ok(match variant {
+        "rangelock" => on(&rangelock::RangeLock::new(), &area, txns),
+        "segments" => on(&segments(), &area, txns),
+        n if n == variants::SongSkipList::NAME => {
+            on(&Lock::from_raw(variants::SongSkipList::new()), &area, txns)
+        }
+        n if n == variants::KoganList::NAME => {
+            on(&Lock::from_raw(variants::KoganList::new()), &area, txns)
+        }
+        _ => on(&Lock::from_raw(variants::KernelTree::new()), &area, txns),
+    })
+}
+
 /// Runs the aliasing transactions of `threads` workers over `target` for `span`.
 ///
 /// # Panics
@@ -160,44 +257,19 @@ pub fn transactions<T: RangeTarget>(
 ) -> Sample {
     assert!(area.len() >= AREA, "the aliasing area is {AREA} bytes");
     let failed = AtomicU64::new(0);
-    let mut sample = run_threads_with(
-        threads,
-        span,
-        |index| Worker {
-            // Both buffers are written once here so their pages are faulted in before timing.
-            payload: vec![0xa5; BLOB],
-            client: vec![0x5a; BLOB],
-            rng: SplitMix64::new(0xa11a5 ^ index as u64),
-        },
-        |index, mut w, ctl| {
-            let mut local = target.local();
-            let mut lat = LatencySampler::new(1);
-            let (mut ops, mut misses) = (0u64, 0u64);
-            while ctl.running() {
-                let t = lat.start();
-                let tag = tag(index, ops);
-                stamp(&mut w.payload, tag);
-                let (start, held) = reserve(target, &mut local, &mut w.rng, &mut misses);
-                let offset = start as usize * PAGE;
-                // SAFETY: the exclusive range held covers exactly these bytes.
-                unsafe {
-                    area.copy_in(offset, &w.payload);
-                    area.copy_out(offset, &mut w.client);
-                }
-                release(target, &mut local, held);
-                let bad = verify(&w.client, tag);
-                assert!(
-                    bad == 0,
-                    "aliasing: worker {index} read back {bad} pages of [{start}, +{BLOB_PAGES}) \
-                     that another worker wrote while the range was held"
-                );
-                lat.finish(t);
-                ops += 1;
-            }
-            failed.fetch_add(misses, Ordering::Relaxed);
-            ThreadResult { ops, latencies_ns: lat.into_latencies() }
-        },
-    );
+    let mut sample = run_threads_with(threads, span, Worker::new, |index, mut w, ctl| {
+        let mut local = target.local();
+        let mut lat = LatencySampler::new(1);
+        let (mut ops, mut misses) = (0u64, 0u64);
+        while ctl.running() {
+            let t = lat.start();
+            transaction(target, &mut local, area, &mut w, index, ops, &mut misses);
+            lat.finish(t);
+            ops += 1;
+        }
+        failed.fetch_add(misses, Ordering::Relaxed);
+        ThreadResult { ops, latencies_ns: lat.into_latencies() }
+    });
     let misses = failed.into_inner();
     let per_txn = if sample.ops > 0 { misses as f64 / sample.ops as f64 } else { 0.0 };
     sample.extra.insert("transactions".to_owned(), sample.ops.into());

@@ -1,6 +1,7 @@
 //! The registered suites: one file each, one line each in [`all`].
 
 pub mod aliasing;
+pub mod aliasing_counts;
 pub mod cluster;
 mod common;
 pub mod contended;
@@ -39,6 +40,7 @@ pub fn all() -> Vec<Box<dyn Suite>> {
         Box::new(mixed::Mixed::<crate::variants::Registered>::default()),
         Box::new(memory::Memory::<crate::variants::Registered>::default()),
         Box::new(aliasing::Aliasing),
+        Box::new(aliasing_counts::AliasingCounts),
         Box::new(epvs_array::EpvsArray),
         Box::new(epvs_ops::EpvsOps),
         Box::new(epvs_freq::EpvsFreq),
