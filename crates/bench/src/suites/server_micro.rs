@@ -63,8 +63,8 @@ use serde_json::Value;
 
 use super::common;
 use crate::harness::{
-    run_threads_with, Case, LatencySampler, Options, Sample, Span, SplitMix64, Suite, ThreadCtl,
-    ThreadResult, DEFAULT_THREADS,
+    run_threads_with, Case, Ceiling, LatencySampler, Options, Sample, Span, SplitMix64, Suite,
+    ThreadCtl, ThreadResult, DEFAULT_THREADS,
 };
 use crate::peers::citron_redis::{self, CitronRedis};
 use crate::peers::citron_shm::{self, CitronClient, CitronLayout};
@@ -90,6 +90,23 @@ pub const ROUND_TRIPS_PER_LOCK: &str = "round_trips_per_lock";
 /// The extra field with the round trips per release (0 when unlocks are pipelined: their
 /// answers arrive with the next request's).
 pub const ROUND_TRIPS_PER_UNLOCK: &str = "round_trips_per_unlock";
+
+/// The local-memory references as bounds: the client-sided algorithms without the network
+/// (left out of "vs best", which then names the best lock over the network).
+pub(crate) const LOCAL_REFERENCES: [Ceiling; 2] = [
+    Ceiling { name: ShmWords::NAME, leaves_out: "the network: DSLR on local shared memory" },
+    Ceiling {
+        name: citron_shm::NAME,
+        leaves_out: "the network: the Citron-like tree on local shared memory",
+    },
+];
+
+/// [`LOCAL_REFERENCES`] and `echo`, the transport with no lock.
+const MICRO_CEILINGS: [Ceiling; 3] = [
+    Ceiling { name: echo::NAME, leaves_out: "the lock: pings over the same transport" },
+    LOCAL_REFERENCES[0],
+    LOCAL_REFERENCES[1],
+];
 
 /// The text table's round-trip columns of the server suites.
 pub(crate) const ROUND_TRIP_COLUMNS: &[(&str, &str)] =
@@ -561,6 +578,10 @@ impl Suite for ServerMicro {
 
     fn table_extras(&self) -> &'static [(&'static str, &'static str)] {
         ROUND_TRIP_COLUMNS
+    }
+
+    fn ceilings(&self) -> &'static [Ceiling] {
+        &MICRO_CEILINGS
     }
 
     fn cases(&self, opts: &Options) -> Vec<Case> {

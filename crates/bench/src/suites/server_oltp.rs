@@ -48,7 +48,7 @@ use std::time::Duration;
 use rangelock::Mode;
 
 use super::common;
-use super::server_micro::{measure, Variant, ROUND_TRIP_COLUMNS, UNITS};
+use super::server_micro::{measure, Variant, LOCAL_REFERENCES, ROUND_TRIP_COLUMNS, UNITS};
 use crate::harness::{
     Case, LatencySampler, Options, Sample, Span, SplitMix64, Suite, ThreadResult,
 };
@@ -116,6 +116,10 @@ impl Suite for ServerOltp {
 
     fn table_extras(&self) -> &'static [(&'static str, &'static str)] {
         ROUND_TRIP_COLUMNS
+    }
+
+    fn ceilings(&self) -> &'static [crate::harness::Ceiling] {
+        &LOCAL_REFERENCES
     }
 
     fn cases(&self, _opts: &Options) -> Vec<Case> {
