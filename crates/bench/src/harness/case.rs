@@ -162,8 +162,9 @@ pub trait Suite {
     fn ceilings(&self) -> &'static [Ceiling] {
         &[]
     }
-    /// Extra fields the text table shows as columns after the rates, as (field, header):
-    /// the few that explain the rates (the report's tables show every extra field).
+    /// Extra fields the tables show as columns after the rates, as (field, header): the
+    /// few that explain the rates. The text table shows none without them, the report's
+    /// tables every extra field (the records keep them all either way).
     fn table_extras(&self) -> &'static [(&'static str, &'static str)] {
         &[]
     }

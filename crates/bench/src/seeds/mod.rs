@@ -221,6 +221,7 @@ pub fn write_report(
             about: suite.as_ref().map(|s| s.about().to_owned()),
             x_axis: suite.as_ref().map_or(XAxis::Threads, |s| s.x_axis()),
             measure: suite.as_ref().map_or(Measure::Throughput, |s| s.measure()),
+            table_extras: suite.as_ref().map_or(&[], |s| s.table_extras()),
             records,
             note: all_notes.get(name).cloned(),
         });

@@ -30,6 +30,9 @@ pub(super) struct SuiteData {
     pub about: Option<String>,
     pub x_axis: XAxis,
     pub measure: Measure,
+    /// The extra fields the suite's tables show ([`crate::harness::Suite::table_extras`]);
+    /// empty: every extra field.
+    pub table_extras: &'static [(&'static str, &'static str)],
     /// `None`: no JSON.
     pub records: Option<Vec<Record>>,
     /// Why it did not run, when known.
@@ -407,7 +410,13 @@ fn figure(suite: &SuiteData, claim: &Claim) -> Figure {
             Measure::Extras(keys) => keys.iter().copied().filter(|k| found.contains(k)).collect(),
             Measure::Throughput => Vec::new(),
         };
-        extras.extend(found.iter().copied().filter(|k| !extras.contains(k)).collect::<Vec<_>>());
+        if suite.table_extras.is_empty() {
+            extras
+                .extend(found.iter().copied().filter(|k| !extras.contains(k)).collect::<Vec<_>>());
+        } else {
+            // The suite chose the fields that explain its rates; the rest stay in its JSON.
+            extras.extend(suite.table_extras.iter().map(|(k, _)| *k).filter(|k| found.contains(k)));
+        }
         columns = ["variant", "threads"].map(str::to_owned).to_vec();
         columns.extend(varying.iter().map(|k| (*k).to_owned()));
         // A suite that measures no throughput shows only its extra fields.

@@ -108,9 +108,13 @@ const MICRO_CEILINGS: [Ceiling; 3] = [
     LOCAL_REFERENCES[1],
 ];
 
-/// The text table's round-trip columns of the server suites.
-pub(crate) const ROUND_TRIP_COLUMNS: &[(&str, &str)] =
-    &[(ROUND_TRIPS_PER_LOCK, "RT/lock"), (ROUND_TRIPS_PER_UNLOCK, "RT/unlock")];
+/// The tables' extra columns: round trips per lock and unlock, and the server's CPU per
+/// request.
+const MICRO_COLUMNS: &[(&str, &str)] = &[
+    (ROUND_TRIPS_PER_LOCK, "RT/lock"),
+    (ROUND_TRIPS_PER_UNLOCK, "RT/unlock"),
+    ("server_cpu_ns_per_request", "srv cpu ns"),
+];
 
 /// The token of `combiner-auth` and `combiner-tls-auth`.
 const BENCH_TOKEN: &str = "rangelock-bench-token";
@@ -577,7 +581,7 @@ impl Suite for ServerMicro {
     }
 
     fn table_extras(&self) -> &'static [(&'static str, &'static str)] {
-        ROUND_TRIP_COLUMNS
+        MICRO_COLUMNS
     }
 
     fn ceilings(&self) -> &'static [Ceiling] {

@@ -48,7 +48,9 @@ use std::time::Duration;
 use rangelock::Mode;
 
 use super::common;
-use super::server_micro::{measure, Variant, LOCAL_REFERENCES, ROUND_TRIP_COLUMNS, UNITS};
+use super::server_micro::{
+    measure, Variant, LOCAL_REFERENCES, ROUND_TRIPS_PER_LOCK, ROUND_TRIPS_PER_UNLOCK, UNITS,
+};
 use crate::harness::{
     Case, LatencySampler, Options, Sample, Span, SplitMix64, Suite, ThreadResult,
 };
@@ -115,7 +117,11 @@ impl Suite for ServerOltp {
     }
 
     fn table_extras(&self) -> &'static [(&'static str, &'static str)] {
-        ROUND_TRIP_COLUMNS
+        &[
+            (ROUND_TRIPS_PER_LOCK, "RT/lock"),
+            (ROUND_TRIPS_PER_UNLOCK, "RT/unlock"),
+            ("server_cpu_ns_per_op", "srv cpu ns"),
+        ]
     }
 
     fn ceilings(&self) -> &'static [crate::harness::Ceiling] {

@@ -118,6 +118,19 @@ pub fn render(
     Ok(out)
 }
 
+/// The caption's font size: 16 px, smaller for a caption that would not fit the plot's
+/// width at 16 (a sans-serif character is about 0.55 em wide), but not below 9 px.
+fn caption_size(caption: &str) -> u32 {
+    let width = f64::from(PANEL_W - LEGEND_W) - 24.0;
+    let fits = (width / (0.55 * 16.0)) as usize;
+    let chars = caption.chars().count().max(1);
+    if chars <= fits {
+        16
+    } else {
+        ((16 * fits / chars) as u32).max(9)
+    }
+}
+
 fn draw_panel<'a, DB, Y>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     caption: &str,
@@ -136,7 +149,7 @@ where
     // The legend gets its own column right of the plot, so it never hides a line.
     let (plot, legend) = area.split_horizontally(PANEL_W - LEGEND_W);
     let mut chart = ChartBuilder::on(&plot)
-        .caption(caption, ("sans-serif", 16))
+        .caption(caption, ("sans-serif", caption_size(caption)))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(80)
@@ -357,4 +370,16 @@ fn short(params: &Map<String, Value>) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_captions_get_a_smaller_font() {
+        assert_eq!(caption_size("w1: lock+unlock per second"), 16);
+        let long = "x".repeat(200);
+        assert!(caption_size(&long) < 16 && caption_size(&long) >= 9);
+    }
 }
