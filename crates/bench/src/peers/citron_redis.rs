@@ -97,9 +97,11 @@ pub struct CitronRedis {
     fault: Option<Fault>,
 }
 
-/// `BITFIELD`'s bit offset of the 8-bit field at bit `shift` of a big-endian word.
-fn offset(shift: u32) -> String {
-    (56 - shift).to_string()
+/// `BITFIELD`'s bit offset of the 8-bit field at bit `shift` (a multiple of 8) of a
+/// big-endian word: `56 - shift`, as the command's argument.
+fn offset(shift: u32) -> &'static str {
+    const OFFSETS: [&str; 8] = ["56", "48", "40", "32", "24", "16", "8", "0"];
+    OFFSETS[(shift / 8) as usize]
 }
 
 /// A word from its Redis string: big-endian, missing trailing bytes zero (`BITFIELD`
@@ -209,7 +211,6 @@ impl CitronRedis {
         for &step in plan.steps().iter().rev() {
             match step {
                 Step::Ticket { word, class } => {
-                    let field = offset(class.done_shift());
                     self.conn.send(&[
                         b"BITFIELD",
                         &self.keys[word],
@@ -217,7 +218,7 @@ impl CitronRedis {
                         b"WRAP",
                         b"INCRBY",
                         b"u8",
-                        field.as_bytes(),
+                        offset(class.done_shift()).as_bytes(),
                         b"1",
                     ]);
                 }
@@ -257,10 +258,9 @@ impl CitronRedis {
             return Ok(());
         }
         let count = tickets.len().to_string();
-        let offsets: Vec<String> = tickets.iter().map(|(_, c)| offset(c.taken_shift())).collect();
         let mut args: Vec<&[u8]> = vec![b"EVALSHA", &self.take_sha, count.as_bytes()];
         args.extend(tickets.iter().map(|&(w, _)| self.keys[w].as_slice()));
-        args.extend(offsets.iter().map(|o| o.as_bytes()));
+        args.extend(tickets.iter().map(|(_, c)| offset(c.taken_shift()).as_bytes()));
         let reply = self.conn.call(&args)?;
         let snapshots = words_of(reply, tickets.len())?;
         self.waiting.clear();
