@@ -75,11 +75,7 @@ pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, Bench
                 case.threads,
                 Value::Object(case.params.clone())
             )),
-            None => {
-                let mut record = summarise(suite.name(), case, samples, rounds, opts);
-                record.machine = Some(run_info.clone());
-                records.push(record);
-            }
+            None => records.push(summarise(suite.name(), case, samples, rounds, opts, &run_info)),
         }
     }
     fill_ratios(&mut records, suite.baseline(), suite.ceilings());
@@ -99,17 +95,20 @@ pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, Bench
     let json = opts.out.join(format!("{}.json", suite.name()));
     report::json::write(&json, suite.name(), &records)?;
     let svg = opts.out.join(format!("{}.svg", suite.name()));
-    report::svg::write(&svg, suite.name(), suite.x_axis(), suite.measure(), &records)?;
+    let quantity = suite.quantity();
+    report::svg::write(&svg, suite.name(), &quantity, suite.x_axis(), suite.measure(), &records)?;
     Ok(SuiteReport { records, skipped, table, json, svg })
 }
 
-/// Folds a case's per-round samples into its record (ratios filled in later).
+/// Folds a case's per-round samples into its record, stamped with the run's machine block
+/// (ratios filled in later).
 fn summarise(
     suite: &str,
     case: &Case,
     samples: Vec<Sample>,
     rounds: usize,
     opts: &Options,
+    run_info: &RunInfo,
 ) -> Record {
     let mut rates: Vec<f64> = samples.iter().map(Sample::ops_per_sec).collect();
     let ops_per_sec_min = rates.iter().copied().reduce(f64::min);
@@ -146,7 +145,7 @@ fn summarise(
         duration_ms: u64::try_from(opts.duration.as_millis()).unwrap_or(u64::MAX),
         ratio_vs_baseline: None,
         ratio_vs_best_other: None,
-        machine: None,
+        machine: Some(run_info.clone()),
         extra,
     }
 }
@@ -244,16 +243,13 @@ pub(crate) fn ceiling_breaches(records: &[Record], ceilings: &[Ceiling]) -> Vec<
 mod ceiling_tests {
     use super::*;
 
-    fn rec(variant: &str, threads: usize, ops: f64) -> Record {
-        Record::for_test(variant, threads, ops)
-    }
-
     const UNLOCKED: Ceiling = Ceiling { name: "unlocked", leaves_out: "the lock" };
 
     /// A variant well above its group's ceiling is named once, with the ratio; noise
     /// within the slack, other groups and oversubscribed rows are not.
     #[test]
     fn a_beaten_ceiling_is_reported() {
+        let rec = Record::for_test;
         let records = [
             rec("unlocked", 1, 100.0),
             rec("rangelock", 1, 105.0),

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::{human, rate_range};
+use super::{human, rate_range, value_with_unit};
 use crate::harness::case::{Measure, Suite};
 use crate::harness::machine::{LINE_TRANSFER_MAX_NS, LINE_TRANSFER_MIN_NS, LINE_TRANSFER_NS};
 use crate::harness::options::Options;
@@ -133,7 +133,7 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
             }
             for (k, header) in &extras {
                 let cell = r.extra.get(*k).and_then(Value::as_f64);
-                let cell = cell.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
+                let cell = cell.map_or_else(|| "-".to_owned(), |v| value_with_unit(k, v));
                 let _ = write!(s, " {cell:>w$}", w = header.len().max(8));
             }
             s.push('\n');
