@@ -126,6 +126,15 @@ impl Measure {
         }
     }
 
+    /// What a suite of this measure shows when it says nothing more ([`Suite::quantity`]):
+    /// `operations per second`, or the first listed extra field in words with its unit.
+    pub fn quantity(self) -> String {
+        match self {
+            Measure::Throughput => "operations per second".to_owned(),
+            Measure::Extras(_) => self.y_label(),
+        }
+    }
+
     /// The plot's y-axis label: `ops/s`, or the first listed extra field in words with its
     /// unit (`first_grant_ms` as `first grant (ms)`).
     pub fn y_label(self) -> String {
@@ -161,6 +170,12 @@ pub trait Suite {
     /// `ratio_vs_best_other` and named, with what it leaves out, in the table's header.
     fn ceilings(&self) -> &'static [Ceiling] {
         &[]
+    }
+    /// What the suite's plots show, in words (their titles, and the report's heading of a
+    /// suite without a seed figure): what one operation of its throughput is, or for a
+    /// [`Measure::Extras`] suite its first field ([`Measure::quantity`] by default).
+    fn quantity(&self) -> String {
+        self.measure().quantity()
     }
     /// Extra fields the tables show as columns after the rates, as (field, header): the
     /// few that explain the rates. The text table shows none without them, the report's

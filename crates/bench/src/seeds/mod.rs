@@ -221,6 +221,9 @@ pub fn write_report(
             about: suite.as_ref().map(|s| s.about().to_owned()),
             x_axis: suite.as_ref().map_or(XAxis::Threads, |s| s.x_axis()),
             measure: suite.as_ref().map_or(Measure::Throughput, |s| s.measure()),
+            quantity: suite
+                .as_ref()
+                .map_or_else(|| Measure::Throughput.quantity(), |s| s.quantity()),
             table_extras: suite.as_ref().map_or(&[], |s| s.table_extras()),
             records,
             note: all_notes.get(name).cloned(),

@@ -30,6 +30,8 @@ pub(super) struct SuiteData {
     pub about: Option<String>,
     pub x_axis: XAxis,
     pub measure: Measure,
+    /// What its plots show, in words ([`crate::harness::Suite::quantity`]).
+    pub quantity: String,
     /// The extra fields the suite's tables show ([`crate::harness::Suite::table_extras`]);
     /// empty: every extra field.
     pub table_extras: &'static [(&'static str, &'static str)],
@@ -444,7 +446,7 @@ fn figure(suite: &SuiteData, claim: &Claim) -> Figure {
             "median of {} round(s) of {} ms per case",
             shown[0].rounds, shown[0].duration_ms
         ));
-        plot = match svg::render(&suite.name, suite.x_axis, suite.measure, shown) {
+        plot = match svg::render(&suite.name, &suite.quantity, suite.x_axis, suite.measure, shown) {
             Ok(svg) => Some((format!("report-{anchor}.svg"), svg)),
             Err(e) => {
                 eprintln!("report: cannot draw {}: {e}", suite.name);
@@ -457,7 +459,7 @@ fn figure(suite: &SuiteData, claim: &Claim) -> Figure {
         figure: claim.figure.to_owned(),
         suite: suite.name.clone(),
         anchor,
-        quantity: (claim.figure == "-").then(|| svg::quantity(&suite.name, suite.measure)),
+        quantity: (claim.figure == "-").then(|| suite.quantity.clone()),
         claim: claim.claim.to_owned(),
         about: suite.about.clone(),
         verdict,

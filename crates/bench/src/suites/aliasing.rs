@@ -70,6 +70,10 @@ impl Suite for Aliasing {
         "aliasing"
     }
 
+    fn quantity(&self) -> String {
+        "aliasing-area transactions per second".to_owned()
+    }
+
     fn about(&self) -> &'static str {
         "LeanStore aliasing area (Concurrent Range Locking §5.4): try-lock a free 1 MiB stretch \
          of a shared 64 MiB area (page units, extent-aligned candidates), memcpy the blob in, \

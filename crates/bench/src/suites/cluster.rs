@@ -249,6 +249,10 @@ impl Suite for ClusterSuite {
         "cluster"
     }
 
+    fn quantity(&self) -> String {
+        "lock+unlock requests per second".to_owned()
+    }
+
     fn x_axis(&self) -> crate::harness::XAxis {
         crate::harness::XAxis::Clients
     }
@@ -296,6 +300,10 @@ pub struct ClusterFailover;
 impl Suite for ClusterFailover {
     fn name(&self) -> &'static str {
         "cluster-failover"
+    }
+
+    fn quantity(&self) -> String {
+        "first new grant after a node crash".to_owned()
     }
 
     fn measure(&self) -> crate::harness::Measure {

@@ -34,6 +34,10 @@ impl<S: VariantSet> Suite for Contended<S> {
         "contended"
     }
 
+    fn quantity(&self) -> String {
+        "contended range lock+unlock per second".to_owned()
+    }
+
     fn about(&self) -> &'static str {
         "random ranges of 1..=16 units over a 256-unit domain (64 B per unit), locked blocking; \
          exclusive ones memset, shared ones read"

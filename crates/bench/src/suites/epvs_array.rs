@@ -49,6 +49,10 @@ impl Suite for EpvsArray {
         "epvs-array"
     }
 
+    fn quantity(&self) -> String {
+        "array operations (push, read, write) per second".to_owned()
+    }
+
     fn about(&self) -> &'static str {
         "resizable u64 array, push p% / read & write (1-p)/2 each, resize delay 0 or 10 ms; \
          a 128-slot-table group (EPVS paper Figs. 11-14)"

@@ -44,6 +44,10 @@ impl Suite for EpvsCheckpoint {
         "epvs-checkpoint"
     }
 
+    fn quantity(&self) -> String {
+        "key-value operations per second".to_owned()
+    }
+
     fn about(&self) -> &'static str {
         "in-place KV, 50:50 read/update, uniform keys, a consistent-cut checkpoint every \
          10 ms, 1 or 16384 ops per protected region; EPVS vs CPR markers (EPVS paper Fig. 16)"

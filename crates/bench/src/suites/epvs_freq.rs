@@ -40,6 +40,10 @@ impl Suite for EpvsFreq {
         "epvs-freq"
     }
 
+    fn quantity(&self) -> String {
+        "protected operations per second".to_owned()
+    }
+
     fn about(&self) -> &'static str {
         "version change with probability p per op (op = hash 64 local bytes, protected) \
          (EPVS paper Fig. 17)"

@@ -33,6 +33,10 @@ impl Suite for EpvsNesting {
         "epvs-nesting"
     }
 
+    fn quantity(&self) -> String {
+        "protected operations per second".to_owned()
+    }
+
     fn about(&self) -> &'static str {
         "1 vs 4 nested protections (of one instance or of four) around a hash of 64 local \
          bytes, no version changes; EPVS vs BRAVO (EPVS paper Fig. 20)"

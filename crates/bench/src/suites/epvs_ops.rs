@@ -50,6 +50,10 @@ impl Suite for EpvsOps {
         "epvs-ops"
     }
 
+    fn quantity(&self) -> String {
+        "protections per second".to_owned()
+    }
+
     fn about(&self) -> &'static str {
         "ns per protection: epvs enter+leave, epvs-pinned refresh, crossbeam pin, lightepoch \
          protect, rwlock/bravo read lock; alone and around a shared u64 read"

@@ -48,6 +48,10 @@ impl Suite for EpvsOwnership {
         "epvs-ownership"
     }
 
+    fn quantity(&self) -> String {
+        "key-value operations per second".to_owned()
+    }
+
     fn about(&self) -> &'static str {
         "sharded KV, every op validated against the shard's bucket set; 50:50 read/update, \
          uniform keys; without and with ownership transfers (EPVS paper Fig. 15)"

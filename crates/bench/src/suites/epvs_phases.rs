@@ -45,6 +45,10 @@ impl Suite for EpvsPhases {
         "epvs-phases"
     }
 
+    fn quantity(&self) -> String {
+        "protected operations per second".to_owned()
+    }
+
     fn about(&self) -> &'static str {
         "version change (p 1e-4 per op) doing 4096 hash iterations split over 1/2/4/8 \
          phases of a state machine (EPVS paper Fig. 19)"

@@ -34,6 +34,10 @@ impl Suite for EpvsSharing {
         "epvs-sharing"
     }
 
+    fn quantity(&self) -> String {
+        "protected operations per second".to_owned()
+    }
+
     fn about(&self) -> &'static str {
         "8 instances, thread t on instance t % 8 vs all on one; hash 64 local bytes \
          protected, change p 1e-4; EPVS, BRAVO, RwLock (EPVS paper Fig. 21)"

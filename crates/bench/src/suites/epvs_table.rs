@@ -33,6 +33,10 @@ impl Suite for EpvsTable {
         "epvs-table"
     }
 
+    fn quantity(&self) -> String {
+        "protect/refresh operations per second".to_owned()
+    }
+
     fn about(&self) -> &'static str {
         "table size 16..1024 slots: protect/refresh cost vs threads, p_change 1e-4 \
          (EPVS paper Fig. 18)"

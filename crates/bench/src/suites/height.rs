@@ -33,6 +33,10 @@ impl<S: VariantSet> Suite for Height<S> {
         "height"
     }
 
+    fn quantity(&self) -> String {
+        "W2 ranges per second, by skip-list height".to_owned()
+    }
+
     fn about(&self) -> &'static str {
         "W2 (batches of 16 disjoint 1 KiB ranges) at skip-list maximum heights 4..=16 (Concurrent Range Locking §5.3.2)"
     }

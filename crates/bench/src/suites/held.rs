@@ -50,6 +50,10 @@ impl<S: VariantSet> Suite for Held<S> {
         "held"
     }
 
+    fn quantity(&self) -> String {
+        "W1 ranges per second while other ranges stay held".to_owned()
+    }
+
     fn about(&self) -> &'static str {
         "W1 while K one-unit ranges per thread (1 KiB apart, below the W1 area) stay held \
          exclusively by a background holder; background=reader+wide (full runs) also holds one \

@@ -135,6 +135,10 @@ impl<S: VariantSet> Suite for Mixed<S> {
         "mixed"
     }
 
+    fn quantity(&self) -> String {
+        "lock, access, unlock of ranges of mixed lengths per second".to_owned()
+    }
+
     fn about(&self) -> &'static str {
         "one range of log-uniform length (1 unit to 1 Mi) at a uniform position of a 2^40-unit \
          domain, exclusive with probability exclusive_pct (else shared); critical section: \

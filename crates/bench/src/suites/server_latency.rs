@@ -108,6 +108,10 @@ impl Suite for ServerLatency {
         "server-latency"
     }
 
+    fn quantity(&self) -> String {
+        "operations per second of one client".to_owned()
+    }
+
     fn x_axis(&self) -> crate::harness::XAxis {
         crate::harness::XAxis::Clients
     }

@@ -563,6 +563,10 @@ impl Suite for ServerMicro {
         "server-micro"
     }
 
+    fn quantity(&self) -> String {
+        "lock+unlock requests per second".to_owned()
+    }
+
     fn x_axis(&self) -> crate::harness::XAxis {
         crate::harness::XAxis::Clients
     }

@@ -101,6 +101,10 @@ impl Suite for ServerOltp {
         "server-oltp"
     }
 
+    fn quantity(&self) -> String {
+        "OLTP lock+unlock cycles per second".to_owned()
+    }
+
     fn x_axis(&self) -> crate::harness::XAxis {
         crate::harness::XAxis::Clients
     }

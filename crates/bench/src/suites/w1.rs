@@ -25,6 +25,10 @@ impl<S: VariantSet> Suite for W1<S> {
         "w1"
     }
 
+    fn quantity(&self) -> String {
+        "W1 ranges locked, written and unlocked per second".to_owned()
+    }
+
     fn about(&self) -> &'static str {
         "W1 (Concurrent Range Locking §5.3.1): lock one 1 KiB range exclusively, memset it in a \
          shared mmap, unlock; disjoint ranges, shuffled, partitioned over threads"

@@ -28,6 +28,10 @@ impl<S: VariantSet> Suite for W2<S> {
         "w2"
     }
 
+    fn quantity(&self) -> String {
+        "W2 ranges locked, written and unlocked per second (batches of 16)".to_owned()
+    }
+
     fn about(&self) -> &'static str {
         "W2 (Concurrent Range Locking §5.3.1): lock a batch of 16 disjoint 1 KiB ranges, memset \
          each, unlock all; ops count ranges, latencies are per batch"

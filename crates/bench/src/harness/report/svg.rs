@@ -1,7 +1,7 @@
 //! `<out>/<suite>.svg`: ops/s (or the suite's [`Measure`]) against the x axis, one line per
 //! variant, one panel per params group (the params with the x-axis parameter removed).
 //!
-//! A panel's title says what is measured in words ([`quantity`]) and the panel's fixed
+//! A panel's title says what is measured in words ([`Suite::quantity`]) and the panel's fixed
 //! parameters in a compact form. Lines take the colour-blind-safe colours of Okabe and Ito,
 //! then Paul Tol's muted scheme (yellow and sand left out: unreadable on white), and each
 //! line has its own marker shape, shown in the legend, so lines stay apart in grey too.
@@ -20,6 +20,8 @@ use plotters::prelude::*;
 use serde_json::{Map, Value};
 
 use super::{field_label, human, unit_of};
+#[cfg(doc)]
+use crate::harness::case::Suite;
 use crate::harness::case::{Measure, XAxis};
 use crate::harness::error::BenchError;
 use crate::harness::record::Record;
@@ -58,15 +60,17 @@ impl XTicks {
     }
 }
 
-/// Draws the plot of `records` into `path`.
+/// Draws the plot of `records` of `suite`, which shows `quantity` ([`Suite::quantity`]),
+/// into `path`.
 pub fn write(
     path: &Path,
     suite: &str,
+    quantity: &str,
     x_axis: XAxis,
     measure: Measure,
     records: &[Record],
 ) -> Result<(), BenchError> {
-    let svg = render(suite, x_axis, measure, records)
+    let svg = render(suite, quantity, x_axis, measure, records)
         .map_err(|message| BenchError::Plot { path: path.to_owned(), message })?;
     std::fs::write(path, svg).map_err(|source| BenchError::Io { path: path.to_owned(), source })
 }
@@ -75,6 +79,7 @@ pub fn write(
 /// plotters' message.
 pub fn render(
     suite: &str,
+    quantity: &str,
     x_axis: XAxis,
     measure: Measure,
     records: &[Record],
@@ -96,8 +101,8 @@ pub fn render(
             let ymax = ys.clone().fold(0.0f64, f64::max).max(1.0);
             let ymin = ys.filter(|&y| y > 0.0).fold(f64::INFINITY, f64::min).min(ymax);
             let caption = match panel.title.as_str() {
-                "" => format!("{suite}: {}", quantity(suite, measure)),
-                params => format!("{suite}: {}, {params}", quantity(suite, measure)),
+                "" => format!("{suite}: {quantity}"),
+                params => format!("{suite}: {quantity}, {params}"),
             };
             let label = measure.y_label();
             if ymax / ymin > LOG_SPAN {
@@ -242,37 +247,6 @@ fn marker(i: usize, color: RGBAColor) -> Polygon<(i32, i32)> {
         _ => ring(6, 4.5, 0.0),
     };
     Polygon::new(points, color.filled())
-}
-
-/// What a suite's plot shows, in words (the panel titles): what one operation of its
-/// throughput is, or its [`Measure::Extras`] quantity.
-pub fn quantity(suite: &str, measure: Measure) -> String {
-    let ops = match suite {
-        "w1" => "W1 ranges locked, written and unlocked per second",
-        "w2" => "W2 ranges locked, written and unlocked per second (batches of 16)",
-        "height" => "W2 ranges per second, by skip-list height",
-        "held" => "W1 ranges per second while other ranges stay held",
-        "contended" => "contended range lock+unlock per second",
-        "mixed" => "lock, access, unlock of ranges of mixed lengths per second",
-        "aliasing" => "aliasing-area transactions per second",
-        "epvs-array" => "array operations (push, read, write) per second",
-        "epvs-ops" => "protections per second",
-        "epvs-freq" | "epvs-phases" | "epvs-nesting" | "epvs-sharing" => {
-            "protected operations per second"
-        }
-        "epvs-table" => "protect/refresh operations per second",
-        "epvs-ownership" | "epvs-checkpoint" => "key-value operations per second",
-        "server-micro" | "cluster" => "lock+unlock requests per second",
-        "server-oltp" => "OLTP lock+unlock cycles per second",
-        "server-latency" => "operations per second of one client",
-        "cluster-failover" => "first new grant after a node crash",
-        _ => "",
-    };
-    match (ops, measure) {
-        (_, Measure::Extras(_)) if ops.is_empty() => measure.y_label(),
-        ("", Measure::Throughput) => "operations per second".to_owned(),
-        _ => ops.to_owned(),
-    }
 }
 
 /// The sorted distinct x values of all panels and their labels (`16*` for an oversubscribed
