@@ -146,11 +146,10 @@ fn measure(tool: Result<&PathBuf, &String>, variant: &str, n1: u64, n2: u64) -> 
         Ok(bin) => bin,
         Err(reason) => return Sample::skipped(reason.clone()),
     };
-    let counts = cachegrind(bin, variant, n1).and_then(|small| {
-        cachegrind(bin, variant, n2).map(|large| per_txn(&small, &large, n2 - n1))
-    });
+    let counts = cachegrind(bin, variant, n1)
+        .and_then(|small| per_txn(&small, &cachegrind(bin, variant, n2)?, n2 - n1));
     match counts {
-        Ok(Ok(fields)) => {
+        Ok(fields) => {
             let mut sample = Sample::default();
             for (key, value) in fields {
                 let value = serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number);
@@ -158,7 +157,7 @@ fn measure(tool: Result<&PathBuf, &String>, variant: &str, n1: u64, n2: u64) -> 
             }
             sample
         }
-        Ok(Err(e)) | Err(e) => Sample::skipped(e.to_string()),
+        Err(e) => Sample::skipped(e.to_string()),
     }
 }
 
