@@ -1,5 +1,5 @@
 //! `rangelock bench <suite> [--quick] [--threads 1,2,4] [--out DIR] [--rounds N] [--duration-ms N]
-//! [--min-ops N]`, and `rangelock bench report [--out DIR] [--from DIR]`.
+//! [--min-ops N]`, and `rangelock bench report [--out DIR] [--from DIR] [--allow-missing]`.
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -206,3 +206,25 @@ fn bench_aliasing_counts_counts_a_transaction_under_cachegrind() {
     assert!(r["l1d_misses_per_txn"].as_f64().unwrap() > (1 << 20) as f64 / 64.0, "{stdout}");
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+/// Every flag `rangelock bench --help` shows has its row in docs/BENCH.md's flag table.
+#[test]
+fn every_bench_flag_is_in_the_docs_table() {
+    let o = rangelock().args(["bench", "--help"]).output().unwrap();
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout);
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/BENCH.md"),
+    )
+    .unwrap();
+    let flags: Vec<&str> = help
+        .split_whitespace()
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .map(|w| w.trim_end_matches(|c: char| !c.is_ascii_alphanumeric()))
+        .filter(|w| *w != "--help")
+        .collect();
+    assert!(flags.contains(&"--allow-missing"), "{help}");
+    for flag in flags {
+        assert!(docs.contains(&format!("| `{flag}")), "{flag} has no row in docs/BENCH.md");
+    }
+}
