@@ -52,14 +52,34 @@ pub const AREA: usize = 64 << 20;
 /// Pages of the area: the lock's domain.
 pub const AREA_PAGES: u64 = (AREA / PAGE) as u64;
 
+/// What is done with each of the suite's locks, generic over the lock's type: one list
+/// ([`each_lock`]) serves the suite's cases, [`run_transactions`] and [`variant_names`].
+trait LockVisitor {
+    /// Visits the lock named `name`; `make` builds it (only when it is needed).
+    fn visit<T: RangeTarget>(&mut self, name: &'static str, make: impl FnOnce() -> T);
+}
+
+/// The suite's locks, in the order it runs them.
+fn each_lock(v: &mut impl LockVisitor) {
+    v.visit("rangelock", rangelock::RangeLock::new);
+    v.visit("segments", segments);
+    v.visit(variants::SongSkipList::NAME, || Lock::from_raw(variants::SongSkipList::new()));
+    v.visit(variants::KoganList::NAME, || Lock::from_raw(variants::KoganList::new()));
+    v.visit(variants::KernelTree::NAME, || Lock::from_raw(variants::KernelTree::new()));
+}
+
 /// The suite's variants, in the order it runs them.
-pub const VARIANTS: [&str; 5] = [
-    "rangelock",
-    "segments",
-    variants::SongSkipList::NAME,
-    variants::KoganList::NAME,
-    variants::KernelTree::NAME,
-];
+pub fn variant_names() -> Vec<&'static str> {
+    struct Names(Vec<&'static str>);
+    impl LockVisitor for Names {
+        fn visit<T: RangeTarget>(&mut self, name: &'static str, _: impl FnOnce() -> T) {
+            self.0.push(name);
+        }
+    }
+    let mut names = Names(Vec::new());
+    each_lock(&mut names);
+    names.0
+}
 
 /// The `aliasing` suite.
 #[derive(Clone, Copy, Debug, Default)]
@@ -92,31 +112,20 @@ impl Suite for Aliasing {
         let Some(area) = common::region(self.name(), AREA) else {
             return Vec::new();
         };
-        let mut cases = Vec::new();
-        variant(&mut cases, opts, &area, "rangelock", rangelock::RangeLock::new());
-        variant(&mut cases, opts, &area, "segments", segments());
-        variant(
-            &mut cases,
-            opts,
-            &area,
-            variants::SongSkipList::NAME,
-            Lock::from_raw(variants::SongSkipList::new()),
-        );
-        variant(
-            &mut cases,
-            opts,
-            &area,
-            variants::KoganList::NAME,
-            Lock::from_raw(variants::KoganList::new()),
-        );
-        variant(
-            &mut cases,
-            opts,
-            &area,
-            variants::KernelTree::NAME,
-            Lock::from_raw(variants::KernelTree::new()),
-        );
-        cases
+        /// Every selected lock's cases.
+        struct Cases<'a> {
+            cases: Vec<Case>,
+            opts: &'a Options,
+            area: Arc<SharedRegion>,
+        }
+        impl LockVisitor for Cases<'_> {
+            fn visit<T: RangeTarget>(&mut self, name: &'static str, make: impl FnOnce() -> T) {
+                variant(&mut self.cases, self.opts, &self.area, name, make);
+            }
+        }
+        let mut cases = Cases { cases: Vec::new(), opts, area };
+        each_lock(&mut cases);
+        cases.cases
     }
 }
 
@@ -130,12 +139,12 @@ fn variant<T: RangeTarget>(
     opts: &Options,
     area: &Arc<SharedRegion>,
     name: &'static str,
-    target: T,
+    make: impl FnOnce() -> T,
 ) {
     if !super::common::selected(name) {
         return;
     }
-    let target = Arc::new(target);
+    let target = Arc::new(make());
     for (threads, oversubscribed) in opts.threads_for(true) {
         let (target, area) = (target.clone(), area.clone());
         cases.push(Case {
@@ -206,15 +215,15 @@ fn transaction<T: RangeTarget>(
 /// Why [`run_transactions`] could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum TransactionsError {
-    /// The variant is not one of [`VARIANTS`].
-    #[error("no aliasing variant named {0:?} (variants: {list})", list = VARIANTS.join(", "))]
+    /// The variant is not one of [`variant_names`].
+    #[error("no aliasing variant named {0:?} (variants: {list})", list = variant_names().join(", "))]
     UnknownVariant(String),
     /// The aliasing area could not be mapped.
     #[error("cannot map the {AREA}-byte aliasing area: {0}")]
     Map(#[source] std::io::Error),
 }
 
-/// Runs exactly `txns` transactions of `variant` (one of [`VARIANTS`]) on the calling
+/// Runs exactly `txns` transactions of `variant` (one of [`variant_names`]) on the calling
 /// thread, as one worker of the suite does, and returns the candidates found taken (0 on
 /// one thread). This is what `rangelock bench aliasing-txns` runs under cachegrind for the
 /// `aliasing-counts` suite: no timing, no threads, nothing but setup and the transactions.
@@ -223,28 +232,33 @@ pub enum TransactionsError {
 ///
 /// As [`transactions`].
 pub fn run_transactions(variant: &str, txns: u64) -> Result<u64, TransactionsError> {
-    fn on<T: RangeTarget>(target: &T, area: &SharedRegion, txns: u64) -> u64 {
-        let (mut local, mut w, mut misses) = (target.local(), Worker::new(0), 0);
-        for seq in 0..txns {
-            transaction(target, &mut local, area, &mut w, 0, seq, &mut misses);
-        }
-        misses
+    /// Runs the transactions on the lock named `name` only.
+    struct Run<'a> {
+        name: &'a str,
+        txns: u64,
+        area: &'a SharedRegion,
+        misses: Option<u64>,
     }
-    if !VARIANTS.contains(&variant) {
+    impl LockVisitor for Run<'_> {
+        fn visit<T: RangeTarget>(&mut self, name: &'static str, make: impl FnOnce() -> T) {
+            if name != self.name {
+                return;
+            }
+            let target = make();
+            let (mut local, mut w, mut misses) = (target.local(), Worker::new(0), 0);
+            for seq in 0..self.txns {
+                transaction(&target, &mut local, self.area, &mut w, 0, seq, &mut misses);
+            }
+            self.misses = Some(misses);
+        }
+    }
+    if !variant_names().contains(&variant) {
         return Err(TransactionsError::UnknownVariant(variant.to_owned()));
     }
     let area = SharedRegion::new(AREA).map_err(TransactionsError::Map)?;
-    Ok(match variant {
-        "rangelock" => on(&rangelock::RangeLock::new(), &area, txns),
-        "segments" => on(&segments(), &area, txns),
-        n if n == variants::SongSkipList::NAME => {
-            on(&Lock::from_raw(variants::SongSkipList::new()), &area, txns)
-        }
-        n if n == variants::KoganList::NAME => {
-            on(&Lock::from_raw(variants::KoganList::new()), &area, txns)
-        }
-        _ => on(&Lock::from_raw(variants::KernelTree::new()), &area, txns),
-    })
+    let mut run = Run { name: variant, txns, area: &area, misses: None };
+    each_lock(&mut run);
+    run.misses.ok_or_else(|| TransactionsError::UnknownVariant(variant.to_owned()))
 }
 
 /// Runs the aliasing transactions of `threads` workers over `target` for `span`.

@@ -77,7 +77,7 @@ impl Suite for AliasingCounts {
     fn cases(&self, opts: &Options) -> Vec<Case> {
         let (n1, n2) = txns(opts.quick);
         let tool = tool();
-        aliasing::VARIANTS
+        aliasing::variant_names()
             .into_iter()
             .filter(|name| common::selected(name))
             .map(|name| {
@@ -335,7 +335,10 @@ mod tests {
             return; // the caller asked for real counts
         }
         let mut cases = AliasingCounts.cases(&Options::quick());
-        assert_eq!(cases.len(), aliasing::VARIANTS.iter().filter(|v| common::selected(v)).count());
+        assert_eq!(
+            cases.len(),
+            aliasing::variant_names().iter().filter(|v| common::selected(v)).count()
+        );
         for case in &mut cases {
             let sample = (case.run)(Options::quick().span());
             let reason = sample.skip_reason().expect("skipped");
