@@ -502,7 +502,8 @@ where
     }
     let (cycles, lock_rts, unlock_rts) =
         round_trips.into_inner().unwrap_or_else(PoisonError::into_inner);
-    if cycles > 0 && !variant.is_local_memory() {
+    // Only counted links add to the sum: a local-memory peer leaves it at zero cycles.
+    if cycles > 0 {
         let per = |n: u64| Value::from(n as f64 / cycles as f64);
         sample.extra.insert(ROUND_TRIPS_PER_LOCK.into(), per(lock_rts));
         sample.extra.insert(ROUND_TRIPS_PER_UNLOCK.into(), per(unlock_rts));
