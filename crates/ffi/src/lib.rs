@@ -28,7 +28,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::time::Duration;
 
-use rangelock::{LockError, Mode, RangeGuard, RangeLock, SkipList};
+use rangelock::{LockError, Mode, RangeGuard, RangeLock};
 
 /// The status every function returns (as an `int`).
 #[repr(C)]
@@ -77,7 +77,7 @@ pub struct rl_lock_t {
 pub struct rl_guard_t {
     /// Borrows the lock for `'static`: `rl_lock_free` frees the lock only when no range is
     /// held, i.e. after every guard is gone (see `acquire`).
-    guard: RangeGuard<'static, SkipList>,
+    guard: RangeGuard<'static>,
 }
 
 const fn code(status: rl_status) -> c_int {
@@ -98,6 +98,7 @@ fn lock_error(err: LockError) -> c_int {
         LockError::TimedOut => rl_status::RL_TIMED_OUT,
         // Only multi-range requests overlap, and the C API takes one range per call.
         LockError::Overlapping { .. } => rl_status::RL_INVALID_RANGE,
+        _ => rl_status::RL_INVALID_RANGE,
     })
 }
 
@@ -152,8 +153,12 @@ unsafe fn acquire(
         // `rl_lock_free` concurrently with any other call on the lock or its handles.
         let lock: &'static RangeLock = unsafe { &(*lock).lock };
         let range = start..end;
+        if start >= end {
+            // Checked here: the blocking call panics on a range that locks nothing.
+            return code(rl_status::RL_INVALID_RANGE);
+        }
         let held = match (wait, mode) {
-            (Wait::Forever, _) => lock.lock_mode(range, mode),
+            (Wait::Forever, _) => Ok(lock.lock_mode(range, mode)),
             (Wait::Never, _) => lock.try_lock_mode(range, mode),
             (Wait::For(timeout), Mode::Exclusive) => lock.lock_timeout(range, timeout),
             (Wait::For(timeout), Mode::Shared) => lock.lock_shared_timeout(range, timeout),
