@@ -135,28 +135,6 @@ impl<R: RawRangeLock> Lock<R> {
     /// forever (each retry yields and then waits only for itself). There, keep a request's
     /// ranges in different segments, or make them shared.
     ///
-    /// # Example
-    ///
-    /// ```
-    /// use rangelock::{LockError, Mode, RangeLock};
-    ///
-    /// let lock = RangeLock::new();
-    /// let both = lock.lock_many([(100..200, Mode::Exclusive), (0..50, Mode::Shared)])?;
-    /// assert_eq!(
-    ///    both.ranges().collect::<Vec<_>>(),
-    ///    [(0..50, Mode::Shared), (100..200, Mode::Exclusive)] // sorted by start
-    /// );
-    /// assert!(lock.try_lock(150..151).is_err());
-    /// assert!(lock.try_lock_shared(10..20).is_ok());
-    /// drop(both); // releases both ranges
-    /// assert!(lock.try_lock(0..200).is_ok());
-    ///
-    /// assert_eq!(
-    ///    lock.lock_many([(0..10, Mode::Shared), (5..15, Mode::Shared)]).unwrap_err(),
-    ///    LockError::Overlapping { first: (0, 10), second: (5, 15) }
-    /// );
-    /// # Ok::<(), LockError>(())
-    /// ```
     pub fn lock_many(
         &self,
         request: impl IntoIterator<Item = (Range<u64>, Mode)>,
@@ -171,19 +149,6 @@ impl<R: RawRangeLock> Lock<R> {
     /// [`try_lock`](Self::try_lock), an attempt that races with another acquisition of an
     /// overlapping range may fail even though the ranges are free by the time it returns.
     ///
-    /// ```
-    /// use rangelock::{LockError, Mode, RangeLock};
-    ///
-    /// let lock = RangeLock::new();
-    /// let held = lock.lock(25..26)?;
-    /// let request = [(0..10, Mode::Exclusive), (20..30, Mode::Shared)];
-    /// assert_eq!(lock.try_lock_many(request.clone()).unwrap_err(), LockError::WouldBlock);
-    /// assert!(lock.try_lock(0..10).is_ok(), "the failed request holds nothing");
-    /// drop(held);
-    /// let guard = lock.try_lock_many(request)?;
-    /// assert_eq!(guard.len(), 2);
-    /// # Ok::<(), LockError>(())
-    /// ```
     pub fn try_lock_many(
         &self,
         request: impl IntoIterator<Item = (Range<u64>, Mode)>,
@@ -197,20 +162,6 @@ impl<R: RawRangeLock> Lock<R> {
     /// The request is validated as in [`lock_many`](Self::lock_many). The timeout bounds
     /// the whole call, across the protocol's restarts.
     ///
-    /// ```
-    /// use std::time::Duration;
-    /// use rangelock::{LockError, Mode, RangeLock};
-    ///
-    /// let lock = RangeLock::new();
-    /// let held = lock.lock_shared(40..50)?;
-    /// let request = [(0..10, Mode::Shared), (45..46, Mode::Exclusive)];
-    /// let ms = Duration::from_millis(5);
-    /// assert_eq!(lock.lock_many_timeout(request.clone(), ms).unwrap_err(), LockError::TimedOut);
-    /// assert!(lock.try_lock(0..10).is_ok(), "the timed-out request holds nothing");
-    /// drop(held);
-    /// assert!(lock.lock_many_timeout(request, ms).is_ok());
-    /// # Ok::<(), LockError>(())
-    /// ```
     pub fn lock_many_timeout(
         &self,
         request: impl IntoIterator<Item = (Range<u64>, Mode)>,

