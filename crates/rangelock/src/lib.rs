@@ -97,3 +97,8 @@ pub mod internals {
         DEFAULT_STRIPE_SLOTS, DEFAULT_STRIPE_WINDOWS, MAX_CLAIM_STRIPES,
     };
 }
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
