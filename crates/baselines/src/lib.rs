@@ -1,6 +1,8 @@
-//! The range locks `rangelock` is measured against, all behind the raw interface of the
-//! product's own core ([`RawRangeLock`]), so every benchmark and checker drives them and
-//! `RangeLock` through the same calls.
+//! Every system `rangelock` is measured against: the in-process range locks of the seeds,
+//! all behind the raw interface of the product's own core ([`RawRangeLock`]), so every
+//! benchmark and checker drives them and `RangeLock` through the same calls; and, in
+//! [`peers`], the lock systems outside the process (DSLR and Citron over shared memory and
+//! over Redis, fcntl OFD locks).
 //!
 //! Not a product: this crate is never published, and the raw interface it builds on is
 //! `rangelock`'s unstable `internals` feature.
@@ -38,6 +40,8 @@ pub mod song_skiplist;
 #[allow(dead_code)] // `try_lock` serves the product's pool lock only
 pub(crate) mod spin;
 mod sync;
+
+pub mod peers;
 
 pub use global_mutex::{GlobalMutex, GlobalMutexToken};
 pub use kernel_tree::{KernelTree, KernelTreeToken};

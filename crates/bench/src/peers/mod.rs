@@ -1,13 +1,10 @@
-//! Locks from outside this workspace, measured side by side with ours: fcntl OFD range
-//! locks, and BRAVO (Dice & Kogan's biased reader-writer lock, the EPVS paper's peer).
+//! The systems the suites measure ours against, as the harness sees them: the lock systems
+//! of `rangelock_baselines::peers` (DSLR, Citron, fcntl OFD locks), BRAVO (Dice & Kogan's
+//! biased reader-writer lock, the EPVS paper's peer), and `echo`, the server that decides
+//! nothing (the server suites' ceiling).
 
 pub use bravo;
-mod fcntl_ofd;
-
-pub use fcntl_ofd::{FcntlOfd, OfdFd};
-pub mod citron_redis;
-pub mod citron_shm;
-pub mod dslr_redis;
-pub mod dslr_shm;
+pub use rangelock_baselines::peers::{
+    citron_redis, citron_shm, dslr_redis, dslr_shm, redis, FcntlOfd, OfdFd,
+};
 pub mod echo;
-pub mod redis;

@@ -5,6 +5,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use rangelock::internals::{Guard, Lock, RawRangeLock};
 use rangelock::{Mode, RangeGuard, RangeLock};
+use rangelock_baselines::peers::fcntl_ofd::{self, FcntlOfd, OfdFd};
 
 use super::{AnnounceFloor, AnnounceHeld, ClaimFloor, ClaimHeld, SeatOf, SharedFloor};
 
@@ -97,6 +98,41 @@ impl<R: RawRangeLock + 'static> RangeTarget for Lock<R> {
     #[inline]
     fn release<'a>(&'a self, _: &mut (), held: Guard<'a, R>) {
         drop(held);
+    }
+}
+
+/// fcntl OFD range locks: one descriptor per thread, `F_OFD_SETLK(W)` per range.
+impl RangeTarget for FcntlOfd {
+    type Local = OfdFd;
+    type Held<'a> = Range<u64>;
+
+    fn local(&self) -> OfdFd {
+        self.open()
+            .unwrap_or_else(|e| panic!("fcntl-ofd: cannot open {}: {e}", self.path().display()))
+    }
+
+    #[inline]
+    fn acquire(&self, fd: &mut OfdFd, range: Range<u64>, mode: Mode) -> Range<u64> {
+        match fd.set(&range, fcntl_ofd::kind(mode), true) {
+            Ok(_) => range,
+            Err(e) => panic!("fcntl-ofd: F_OFD_SETLKW {range:?} failed: {e}"),
+        }
+    }
+
+    #[inline]
+    fn try_acquire(&self, fd: &mut OfdFd, range: Range<u64>, mode: Mode) -> Option<Range<u64>> {
+        match fd.set(&range, fcntl_ofd::kind(mode), false) {
+            Ok(true) => Some(range),
+            Ok(false) => None,
+            Err(e) => panic!("fcntl-ofd: F_OFD_SETLK {range:?} failed: {e}"),
+        }
+    }
+
+    #[inline]
+    fn release(&self, fd: &mut OfdFd, held: Range<u64>) {
+        if let Err(e) = fd.set(&held, libc::F_UNLCK, false) {
+            panic!("fcntl-ofd: unlock {held:?} failed: {e}");
+        }
     }
 }
 

@@ -29,8 +29,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rangelock::Mode;
 
-use crate::workload::RangeTarget;
-
 /// A lock file in the temporary directory, removed on drop.
 pub struct FcntlOfd {
     path: PathBuf,
@@ -134,44 +132,11 @@ impl OfdFd {
     }
 }
 
-fn kind(mode: Mode) -> libc::c_int {
+/// The `fcntl` lock type of `mode`.
+pub fn kind(mode: Mode) -> libc::c_int {
     match mode {
         Mode::Exclusive => libc::F_WRLCK,
         Mode::Shared => libc::F_RDLCK,
-    }
-}
-
-impl RangeTarget for FcntlOfd {
-    type Local = OfdFd;
-    type Held<'a> = Range<u64>;
-
-    fn local(&self) -> OfdFd {
-        self.open()
-            .unwrap_or_else(|e| panic!("fcntl-ofd: cannot open {}: {e}", self.path.display()))
-    }
-
-    #[inline]
-    fn acquire(&self, fd: &mut OfdFd, range: Range<u64>, mode: Mode) -> Range<u64> {
-        match fd.set(&range, kind(mode), true) {
-            Ok(_) => range,
-            Err(e) => panic!("fcntl-ofd: F_OFD_SETLKW {range:?} failed: {e}"),
-        }
-    }
-
-    #[inline]
-    fn try_acquire(&self, fd: &mut OfdFd, range: Range<u64>, mode: Mode) -> Option<Range<u64>> {
-        match fd.set(&range, kind(mode), false) {
-            Ok(true) => Some(range),
-            Ok(false) => None,
-            Err(e) => panic!("fcntl-ofd: F_OFD_SETLK {range:?} failed: {e}"),
-        }
-    }
-
-    #[inline]
-    fn release(&self, fd: &mut OfdFd, held: Range<u64>) {
-        if let Err(e) = fd.set(&held, libc::F_UNLCK, false) {
-            panic!("fcntl-ofd: unlock {held:?} failed: {e}");
-        }
     }
 }
 
@@ -193,20 +158,35 @@ mod tests {
     #[test]
     fn descriptors_exclude_each_other_and_share_reads() {
         let lock = FcntlOfd::in_temp_dir().unwrap();
-        let (mut a, mut b) = (lock.local(), lock.local());
-        let held = lock.try_acquire(&mut a, 0..10, Mode::Exclusive).unwrap();
-        assert!(lock.try_acquire(&mut b, 9..20, Mode::Exclusive).is_none());
-        assert!(lock.try_acquire(&mut b, 9..20, Mode::Shared).is_none());
-        let adjacent = lock.try_acquire(&mut b, 10..20, Mode::Exclusive).unwrap();
-        lock.release(&mut a, held);
-        let again = lock.try_acquire(&mut b, 0..10, Mode::Exclusive).unwrap();
-        lock.release(&mut b, again);
-        lock.release(&mut b, adjacent);
-        let r1 = lock.try_acquire(&mut a, 0..u64::MAX, Mode::Shared).unwrap();
-        let r2 = lock.try_acquire(&mut b, 5..6, Mode::Shared).unwrap();
-        assert!(lock.try_acquire(&mut b, u64::MAX - 2..u64::MAX, Mode::Exclusive).is_none());
-        lock.release(&mut a, r1);
-        lock.release(&mut b, r2);
+        let (a, b) = (lock.open().unwrap(), lock.open().unwrap());
+        let held = {
+            assert!(a.set(&(0..10), kind(Mode::Exclusive), false).unwrap());
+            0..10
+        };
+        assert!(!b.set(&(9..20), kind(Mode::Exclusive), false).unwrap());
+        assert!(!b.set(&(9..20), kind(Mode::Shared), false).unwrap());
+        let adjacent = {
+            assert!(b.set(&(10..20), kind(Mode::Exclusive), false).unwrap());
+            10..20
+        };
+        a.set(&held, libc::F_UNLCK, false).unwrap();
+        let again = {
+            assert!(b.set(&(0..10), kind(Mode::Exclusive), false).unwrap());
+            0..10
+        };
+        b.set(&again, libc::F_UNLCK, false).unwrap();
+        b.set(&adjacent, libc::F_UNLCK, false).unwrap();
+        let r1 = {
+            assert!(a.set(&(0..u64::MAX), kind(Mode::Shared), false).unwrap());
+            0..u64::MAX
+        };
+        let r2 = {
+            assert!(b.set(&(5..6), kind(Mode::Shared), false).unwrap());
+            5..6
+        };
+        assert!(!b.set(&(u64::MAX - 2..u64::MAX), kind(Mode::Exclusive), false).unwrap());
+        a.set(&r1, libc::F_UNLCK, false).unwrap();
+        b.set(&r2, libc::F_UNLCK, false).unwrap();
         let path = lock.path().to_owned();
         drop((a, b));
         drop(lock);

@@ -5,7 +5,7 @@
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::AtomicU64;
 use loom::sync::Arc;
-use rangelock_bench::peers::dslr_shm::{AtomicWord, AtomicWords};
+use rangelock_baselines::peers::dslr_shm::{AtomicWord, AtomicWords};
 use std::sync::atomic::Ordering;
 
 /// A loom word (a newtype: the trait and loom's type are both foreign here).

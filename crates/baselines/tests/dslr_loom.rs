@@ -23,7 +23,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::AtomicU64;
 use loom::sync::Arc;
 use rangelock::Mode;
-use rangelock_bench::peers::dslr_shm::{DslrClient, DslrLayout};
+use rangelock_baselines::peers::dslr_shm::{DslrClient, DslrLayout};
 use std::sync::atomic::Ordering;
 
 mod loom_words;

@@ -694,10 +694,17 @@ mod tests {
         let l = CitronLayout::new(1 << 12);
         let words = ShmWords::new(l.words()).unwrap();
         let mut c = CitronClient::new(words.clone(), l);
-        let mut rng = crate::harness::SplitMix64::new(3);
+        // xorshift64: any spread of ranges will do.
+        let mut x = 3u64;
+        let mut below = |bound: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % bound
+        };
         for i in 0..2000 {
-            let len = 1 + rng.below(700);
-            let start = rng.below(l.units - len + 1);
+            let len = 1 + below(700);
+            let start = below(l.units - len + 1);
             let mode = if i % 3 == 0 { Mode::Exclusive } else { Mode::Shared };
             let held = c.lock(start..start + len, mode);
             c.unlock(held);

@@ -319,7 +319,7 @@ fn in_ci() -> bool {
 }
 
 /// `utime + stime` of a `/proc/.../stat` line, in nanoseconds.
-pub(crate) fn proc_stat_cpu_ns(stat: &str) -> Option<u64> {
+pub fn proc_stat_cpu_ns(stat: &str) -> Option<u64> {
     // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
     let rest = &stat[stat.rfind(')')? + 2..];
     let mut f = rest.split_ascii_whitespace().skip(11);

@@ -12,15 +12,20 @@
 //! (`Fault`): without "notify ancestors" and without the leaf bitmaps it must count
 //! violations, or the checker could not fail.
 
+/// The exclusivity checker of `crates/bench/tests` (the server suites' tests use it too).
+#[path = "../../bench/tests/exclusivity/mod.rs"]
 mod exclusivity;
+/// The checkers of `crates/rangelock/tests`, for their generator.
+#[path = "../../rangelock/tests/support/mod.rs"]
+#[allow(dead_code)]
+mod support;
 
 use exclusivity::Checker;
 
 use rangelock::Mode;
-use rangelock_bench::harness::SplitMix64;
-use rangelock_bench::peers::citron_redis::CitronRedis;
-use rangelock_bench::peers::citron_shm::{CitronClient, CitronLayout, Fault, ShmWords};
-use rangelock_bench::peers::redis::RedisServer;
+use rangelock_baselines::peers::citron_redis::CitronRedis;
+use rangelock_baselines::peers::citron_shm::{CitronClient, CitronLayout, Fault, ShmWords};
+use rangelock_baselines::peers::redis::RedisServer;
 
 /// Runs `threads` clients for `iterations` lock/unlock cycles each on a fresh tree of
 /// `units` units; returns the number of violations seen.
@@ -49,7 +54,7 @@ fn run(
                 if let Some(fault) = fault {
                     client = client.with_fault(fault);
                 }
-                let mut rng = SplitMix64::new(id);
+                let mut rng = support::Rng::new(id);
                 for i in 0..iterations {
                     if until_caught && i % 64 == 0 && checker.violations() > 0 {
                         break;
@@ -117,7 +122,7 @@ fn checker_catches_exclusive_leaf_parts_without_bits() {
 
 /// A random range of `layout`'s space on a log scale of lengths (bits of one leaf up to a
 /// quarter of the space), and a mode.
-fn random_request(rng: &mut SplitMix64, layout: CitronLayout) -> (std::ops::Range<u64>, Mode) {
+fn random_request(rng: &mut support::Rng, layout: CitronLayout) -> (std::ops::Range<u64>, Mode) {
     let max = 1 << rng.below(u64::from(layout.units.ilog2()) - 1);
     let len = 1 + rng.below(max);
     let start = rng.below(layout.units - len + 1);
@@ -146,7 +151,7 @@ fn redis_violations(
                     client = client.with_fault(fault);
                 }
                 client.set_pipelined_releases(t % 2 == 0);
-                let mut rng = SplitMix64::new(id);
+                let mut rng = support::Rng::new(id);
                 for _ in 0..iterations {
                     if checker.violations() > 0 {
                         break;
@@ -194,7 +199,7 @@ fn citron_redis_round_trips_and_idle_words() {
     assert_eq!(round_trips(3..5, Mode::Exclusive), (2, 1), "bits of one leaf");
     assert_eq!(round_trips(60..70, Mode::Exclusive), (2, 1), "bits of two leaves");
     // Every word idle again after random requests: tickets all done, bits all clear.
-    let mut rng = SplitMix64::new(9);
+    let mut rng = support::Rng::new(9);
     for _ in 0..300 {
         let (range, mode) = random_request(&mut rng, layout);
         let held = client.lock(range, mode).unwrap();

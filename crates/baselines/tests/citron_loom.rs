@@ -22,7 +22,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::AtomicU64;
 use loom::sync::Arc;
 use rangelock::Mode;
-use rangelock_bench::peers::citron_shm::{CitronClient, CitronLayout, Fault};
+use rangelock_baselines::peers::citron_shm::{CitronClient, CitronLayout, Fault};
 
 mod loom_words;
 
