@@ -26,7 +26,7 @@
 //! [`LockError`], [`Mode`]), so nothing here depends on the layout of the lock's tokens. It
 //! checks every range itself before it calls the lock, so a bad range from C is a status
 //! (`RL_INVALID_RANGE`, `RL_OVERLAPPING`), never a panic; the guard type is spelled once,
-//! in [`Guard`].
+//! in `Guard`.
 
 // The exported types and constants carry their C names, so the header needs no renaming.
 #![allow(non_camel_case_types)]
@@ -105,7 +105,7 @@ pub struct rl_guard_t {
 
 /// The one place that names the guard type of [`RangeLock`]. It borrows the lock for
 /// `'static`: `rl_lock_free` frees the lock only when no range is held, i.e. after every
-/// guard is gone (see `acquire`).
+/// guard is gone (see `start_acquire`).
 type Guard = RangeGuard<'static, SkipList>;
 
 /// What a handle holds.
@@ -191,7 +191,7 @@ fn range_from(start: u64, end: u64) -> Result<Range<u64>, c_int> {
 /// # Safety
 ///
 /// `lock` is NULL or a live lock from `rl_lock_new` that stays alive while any guard made
-/// from the returned reference exists (see `acquire`); `out` is NULL or valid for writing
+/// from the returned reference exists (argued in the body); `out` is NULL or valid for writing
 /// one pointer.
 unsafe fn start_acquire(
     lock: *mut rl_lock_t,
