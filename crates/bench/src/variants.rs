@@ -1,21 +1,26 @@
 //! The one registry of what the range-lock suites measure.
 //!
 //! Adding a variant is one line in [`Registered::locks`] (its report name is the raw lock's
-//! [`RawRangeLock::NAME`]); a lock with a tunable skip-list height also gets one line in
+//! [`RawPRODUCT`]); a lock with a tunable skip-list height also gets one line in
 //! [`Registered::heights`]; an external peer one line in [`Registered::peers`]. Every suite
 //! is generic over a [`VariantSet`], so tests can run the real workloads over test locks.
 
-use rangelock::{variants, Lock, RawRangeLock};
+use rangelock::internals::{Lock, RawRangeLock, SkipList};
+use rangelock::RangeLock;
+use rangelock_baselines as variants;
 
 use crate::peers::FcntlOfd;
 use crate::workload::{RangeTarget, Unlocked};
+
+/// The product's name in reports: its raw core's.
+pub const PRODUCT: &str = <SkipList as RawRangeLock>::NAME;
 
 /// Receives the variants of a [`VariantSet`] (a suite turns each into cases).
 pub trait VariantVisitor {
     /// One variant, built by `make` (an error skips the variant with a note on stderr).
     fn visit<T: RangeTarget>(&mut self, name: &'static str, make: &dyn Fn() -> std::io::Result<T>);
 
-    /// An in-process [`Lock`] variant, named after its raw lock.
+    /// A baseline, named after its raw lock.
     fn lock<R: RawRangeLock + 'static>(&mut self, make: fn() -> Lock<R>)
     where
         Self: Sized,
@@ -26,7 +31,7 @@ pub trait VariantVisitor {
     /// An in-process [`Lock`] variant under a name of its own (a second configuration of a
     /// raw lock). Like [`lock`](Self::lock), it hands a visitor that needs a fresh lock per
     /// measurement (the `memory` suite) a constructor it can keep.
-    fn named_lock<R: RawRangeLock + 'static>(&mut self, name: &'static str, make: fn() -> Lock<R>)
+    fn named_lock<T: RangeTarget<Local = ()>>(&mut self, name: &'static str, make: fn() -> T)
     where
         Self: Sized,
     {
@@ -37,7 +42,7 @@ pub trait VariantVisitor {
 /// Receives the variants whose skip-list height can be set.
 pub trait HeightVisitor {
     /// A variant built at a given maximum height by `make`.
-    fn visit<R: RawRangeLock + 'static>(&mut self, name: &'static str, make: fn(usize) -> Lock<R>);
+    fn visit<T: RangeTarget>(&mut self, name: &'static str, make: fn(usize) -> T);
 }
 
 /// A set of variants the suites run.
@@ -59,9 +64,9 @@ pub struct Registered;
 
 impl VariantSet for Registered {
     fn locks(v: &mut impl VariantVisitor) {
-        v.lock(rangelock::RangeLock::new);
+        v.named_lock(PRODUCT, RangeLock::new);
         // The same lock without its stripe table: every exclusive range on the skip list.
-        v.named_lock("rangelock-list", || rangelock::RangeLock::builder().stripes(0, 0).build());
+        v.named_lock("rangelock-list", || RangeLock::builder().stripes(0, 0).build());
         v.lock(|| Lock::from_raw(variants::KoganList::new()));
         v.lock(|| Lock::from_raw(variants::SongSkipList::new()));
         v.lock(|| Lock::from_raw(variants::KernelTree::new()));
@@ -72,7 +77,7 @@ impl VariantSet for Registered {
     }
 
     fn heights(v: &mut impl HeightVisitor) {
-        v.visit(rangelock::SkipList::NAME, rangelock::RangeLock::with_max_height);
+        v.visit(PRODUCT, |height| RangeLock::builder().max_height(height).build());
     }
 
     fn peers(v: &mut impl VariantVisitor) {

@@ -201,7 +201,8 @@ fn mixed_full_runs_over_the_real_locks() {
 
 #[test]
 fn held_with_background_holders_runs_and_releases_them() {
-    use rangelock::{Lock, RangeLock};
+    use rangelock::internals::Lock;
+    use rangelock::RangeLock;
     use rangelock_bench::workload::loops::{self, Background, Layout};
     use rangelock_bench::workload::{RangeTarget, SharedRegion};
     use support::ListUnderMutex;
@@ -266,7 +267,7 @@ fn registry_names_are_unique_and_findable() {
 
 #[test]
 fn held_gives_up_on_a_slow_setup_and_releases_what_it_took() {
-    use rangelock::Lock;
+    use rangelock::internals::Lock;
     use rangelock_bench::workload::loops::{self, Layout};
     use rangelock_bench::workload::SharedRegion;
     use support::ListUnderMutex;
@@ -287,7 +288,7 @@ fn held_gives_up_on_a_slow_setup_and_releases_what_it_took() {
 
 #[test]
 fn w1_and_w2_with_more_threads_than_ranges_still_stop() {
-    use rangelock::Lock;
+    use rangelock::internals::Lock;
     use rangelock_bench::workload::loops::{self, Layout};
     use rangelock_bench::workload::SharedRegion;
     use support::ListUnderMutex;

@@ -92,3 +92,8 @@ mod tests;
 pub use clock::INHIBIT_MULTIPLIER;
 pub use lock::{Bravo, BravoReadGuard, BravoWriteGuard};
 pub use table::{VisibleReaders, DEFAULT_TABLE_SLOTS};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

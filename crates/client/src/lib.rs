@@ -62,3 +62,8 @@ pub use rangelock_proto::{
 /// The TLS library of [`TlsOptions`] (its root store and certificate types).
 pub use rustls;
 pub use tls::TlsOptions;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -44,3 +44,8 @@ pub mod version;
 pub use array::{ResizableArray, TwoPhaseArray};
 pub use epoch::{EpochError, EpochGuard, LightEpoch};
 pub use version::{AdvanceError, Epvs, EpvsGuard, State, StateMachine, Step};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -37,7 +37,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 use std::{mem, ptr, slice};
 
-use rangelock::{LockError, Mode, RangeGuard, RangeLock, SkipList};
+use rangelock::{LockError, Mode, RangeGuard, RangeLock};
 
 /// The status every function returns (as an `int`).
 #[repr(C)]
@@ -106,7 +106,7 @@ pub struct rl_guard_t {
 /// The one place that names the guard type of [`RangeLock`]. It borrows the lock for
 /// `'static`: `rl_lock_free` frees the lock only when no range is held, i.e. after every
 /// guard is gone (see `start_acquire`).
-type Guard = RangeGuard<'static, SkipList>;
+type Guard = RangeGuard<'static>;
 
 /// What a handle holds.
 #[derive(Debug)]
@@ -157,6 +157,9 @@ fn lock_error(err: LockError) -> c_int {
         LockError::TimedOut => rl_status::RL_TIMED_OUT,
         // `request_from` rejects overlapping requests before they reach the lock.
         LockError::Overlapping { .. } => rl_status::RL_OVERLAPPING,
+        // `LockError` is `#[non_exhaustive]`; the lock calls used here answer only the above
+        // (`OutOfBounds` is `SliceLock`'s).
+        _ => rl_status::RL_INVALID_RANGE,
     })
 }
 
@@ -255,8 +258,9 @@ unsafe fn acquire(
     };
     no_unwind(|| {
         let held = match (wait, mode) {
-            (Wait::Forever, Mode::Exclusive) => lock.lock(range),
-            (Wait::Forever, Mode::Shared) => lock.lock_shared(range),
+            // The blocking calls panic on an invalid range: `range_from` checked it.
+            (Wait::Forever, Mode::Exclusive) => Ok(lock.lock(range)),
+            (Wait::Forever, Mode::Shared) => Ok(lock.lock_shared(range)),
             (Wait::Never, Mode::Exclusive) => lock.try_lock(range),
             (Wait::Never, Mode::Shared) => lock.try_lock_shared(range),
             (Wait::For(timeout), Mode::Exclusive) => lock.lock_timeout(range, timeout),
@@ -329,7 +333,8 @@ unsafe fn acquire_many(
     };
     no_unwind(|| {
         let held = match wait {
-            Wait::Forever => lock.lock_many(request),
+            // Panics on an invalid or overlapping request: `request_from` checked it.
+            Wait::Forever => Ok(lock.lock_many(request)),
             Wait::Never => lock.try_lock_many(request),
             Wait::For(timeout) => lock.lock_many_timeout(request, timeout),
         };

@@ -12,52 +12,29 @@
 //!
 //! Run: `cargo run --release -p rangelock --example aliasing_area -- [threads] [millis]`.
 
-use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rangelock::{LockError, RangeLock};
+use rangelock::{LockError, SliceLock};
 
 /// Bytes per page (the unit of the range lock).
 const PAGE: usize = 4096;
 /// Payload per transaction: 1 MB, as in the thesis's YCSB setup.
 const PAYLOAD: usize = 1 << 20;
 /// Pages one payload occupies.
-const PAYLOAD_PAGES: u64 = (PAYLOAD / PAGE) as u64;
+const PAYLOAD_PAGES: usize = PAYLOAD / PAGE;
 
-/// The shared aliasing area: pages that workers own while their range is locked.
+/// The shared aliasing area: pages that workers own while their range is locked. The
+/// lock hands out exactly the locked pages, so the workers need no `unsafe`.
 struct AliasingArea {
-    pages: u64,
-    bytes: Box<[UnsafeCell<u8>]>,
-    lock: RangeLock,
+    pages: SliceLock<[u8; PAGE]>,
 }
 
-// SAFETY: bytes of the area are only accessed through `extent_mut`, whose contract requires
-// the caller to hold the pages exclusively in `lock`.
-unsafe impl Sync for AliasingArea {}
-
 impl AliasingArea {
-    fn new(pages: u64) -> Self {
-        let bytes = (0..pages as usize * PAGE).map(|_| UnsafeCell::new(0)).collect();
-        AliasingArea { pages, bytes, lock: RangeLock::new() }
-    }
-
-    /// The bytes of pages `first..first + count`.
-    ///
-    /// # Safety
-    ///
-    /// The caller holds `first..first + count` exclusively in `self.lock` for as long as it
-    /// uses the slice.
-    #[allow(clippy::mut_from_ref)] // the range lock, not the borrow checker, grants exclusivity
-    unsafe fn extent_mut(&self, first: u64, count: u64) -> &mut [u8] {
-        let start = first as usize * PAGE;
-        let len = count as usize * PAGE;
-        let cells = &self.bytes[start..start + len];
-        // SAFETY: `UnsafeCell<u8>` has the layout of `u8`; the caller's exclusive range lock
-        // means no other reference to these bytes exists while the slice lives.
-        unsafe { core::slice::from_raw_parts_mut(UnsafeCell::raw_get(cells.as_ptr()), len) }
+    fn new(pages: usize) -> Self {
+        AliasingArea { pages: SliceLock::new(vec![[0; PAGE]; pages]) }
     }
 }
 
@@ -76,7 +53,7 @@ fn worker(area: &AliasingArea, id: u64, stop: &AtomicBool, max: u64) -> Stats {
     let mut x = 0x9E37_79B9_7F4A_7C15_u64 ^ (id + 1).wrapping_mul(0xD1B5_4A32_D192_ED03);
     let mut payload = vec![0u8; PAYLOAD];
     let mut out = vec![0u8; PAYLOAD];
-    let slots = area.pages - PAYLOAD_PAGES + 1;
+    let slots = (area.pages.len() - PAYLOAD_PAGES + 1) as u64;
     while stats.transactions < max && !stop.load(Ordering::Relaxed) {
         x ^= x << 13;
         x ^= x >> 7;
@@ -86,22 +63,21 @@ fn worker(area: &AliasingArea, id: u64, stop: &AtomicBool, max: u64) -> Stats {
         for (i, chunk) in payload.chunks_mut(8).enumerate() {
             chunk.copy_from_slice(&(tag ^ i as u64).to_le_bytes());
         }
-        let mut first = x % slots;
-        let guard = loop {
-            match area.lock.try_lock(first..first + PAYLOAD_PAGES) {
-                Ok(guard) => break guard,
+        let mut first = (x % slots) as usize;
+        let mut extent = loop {
+            match area.pages.try_lock(first..first + PAYLOAD_PAGES) {
+                Ok(extent) => break extent,
                 Err(LockError::WouldBlock) => {
                     stats.collisions += 1;
-                    first = (first + PAYLOAD_PAGES / 4) % slots;
+                    first = (first + PAYLOAD_PAGES / 4) % slots as usize;
                 }
                 Err(e) => panic!("unexpected lock error: {e}"),
             }
         };
-        // SAFETY: `guard` holds these pages exclusively until it drops below.
-        let extent = unsafe { area.extent_mut(first, PAYLOAD_PAGES) };
-        extent.copy_from_slice(&payload);
-        out.copy_from_slice(extent);
-        drop(guard);
+        // The guard is the access: these pages, and only these, for as long as it lives.
+        extent.as_flattened_mut().copy_from_slice(&payload);
+        out.copy_from_slice(extent.as_flattened());
+        drop(extent);
         assert!(out == payload, "extent at page {first} was overwritten while reserved");
         stats.transactions += 1;
     }
@@ -110,7 +86,7 @@ fn worker(area: &AliasingArea, id: u64, stop: &AtomicBool, max: u64) -> Stats {
 
 /// Runs `threads` workers on an area with room for `4 * threads` payloads.
 fn run(threads: usize, duration: Option<Duration>, max_per_thread: u64) -> Vec<Stats> {
-    let area = Arc::new(AliasingArea::new(4 * threads as u64 * PAYLOAD_PAGES));
+    let area = Arc::new(AliasingArea::new(4 * threads * PAYLOAD_PAGES));
     let stop = Arc::new(AtomicBool::new(false));
     let handles: Vec<_> = (0..threads)
         .map(|id| {
@@ -156,7 +132,7 @@ mod tests {
         // One payload slot more than workers: reservations collide and still succeed.
         let area = AliasingArea::new(PAYLOAD_PAGES * 2);
         let stop = AtomicBool::new(false);
-        let held = area.lock.try_lock(0..PAYLOAD_PAGES).unwrap();
+        let held = area.pages.try_lock(0..PAYLOAD_PAGES).unwrap();
         let stats = worker(&area, 1, &stop, 3);
         assert_eq!(stats.transactions, 3);
         drop(held);

@@ -45,8 +45,9 @@ use std::hint::black_box;
 use std::ops::Range;
 use std::time::Instant;
 
-use rangelock::variants::{KernelTree, Segments};
-use rangelock::{Lock, Mode, RangeLock, RawRangeLock};
+use rangelock::internals::{Lock, RawRangeLock, SkipList};
+use rangelock::{Mode, RangeLock};
+use rangelock_baselines::{KernelTree, Segments};
 
 /// The loop's parameters.
 #[derive(Clone)]
@@ -74,7 +75,7 @@ fn run_thread<R: RawRangeLock>(lock: &Lock<R>, shape: &Shape, index: u64) {
         }
         let mode =
             if rng.below(100) < shape.exclusive_pct { Mode::Exclusive } else { Mode::Shared };
-        let g = lock.lock_mode(start..start + len, mode).unwrap();
+        let g = lock.lock_mode(start..start + len, mode);
         if mode == Mode::Exclusive {
             byte = byte.wrapping_add(1);
             buf.fill(byte);
@@ -89,7 +90,10 @@ fn run_thread<R: RawRangeLock>(lock: &Lock<R>, shape: &Shape, index: u64) {
 /// `start` moved to the stripe of the same window and offset whose slot (stripe modulo the
 /// default table) lies in thread `index`'s share of the table (`RANGELOCK_MIXED_OWN_SLOTS`).
 fn in_own_slots(start: u64, index: u64, threads: u64) -> u64 {
-    let (shift, slots) = (rangelock::DEFAULT_STRIPE_SHIFT, rangelock::DEFAULT_STRIPE_SLOTS as u64);
+    let (shift, slots) = (
+        rangelock::internals::DEFAULT_STRIPE_SHIFT,
+        rangelock::internals::DEFAULT_STRIPE_SLOTS as u64,
+    );
     let share = slots / threads;
     let stripe = start >> shift;
     let slot = index * share + (stripe % slots) % share;
@@ -139,24 +143,26 @@ fn main() {
     assert!(octaves.start < octaves.end && octaves.end <= 30, "octaves: a non-empty lo..hi");
     let own_slots = std::env::var_os("RANGELOCK_MIXED_OWN_SLOTS").map(|_| threads);
     assert!(
-        own_slots.is_none() || octaves.end <= u64::from(rangelock::DEFAULT_STRIPE_SHIFT),
+        own_slots.is_none() || octaves.end <= u64::from(rangelock::internals::DEFAULT_STRIPE_SHIFT),
         "RANGELOCK_MIXED_OWN_SLOTS: ranges inside one stripe only (octaves up to 0..{})",
-        rangelock::DEFAULT_STRIPE_SHIFT
+        rangelock::internals::DEFAULT_STRIPE_SHIFT
     );
     let shape = Shape { ops, exclusive_pct, octaves, own_slots };
     match variant.as_str() {
         "rangelock" => {
             let claim = std::env::var("RANGELOCK_CLAIM_STRIPES").ok();
-            let claim = claim.map_or(rangelock::DEFAULT_CLAIM_STRIPES, |c| c.parse().unwrap());
+            let claim =
+                claim.map_or(rangelock::internals::DEFAULT_CLAIM_STRIPES, |c| c.parse().unwrap());
             let coarse = std::env::var_os("RANGELOCK_NO_COARSE").is_none();
-            let lock = RangeLock::builder().claim_stripes(claim).coarse_claims(coarse).build();
-            run("rangelock", &lock, &shape, threads)
+            let lock = RangeLock::builder().claim_stripes(claim).coarse_claims(coarse).build_raw();
+            run("rangelock", &Lock::from_raw(lock), &shape, threads)
         }
         "rangelock-list" => {
-            run("rangelock-list", &RangeLock::builder().stripes(0, 0).build(), &shape, threads)
+            let lock = Lock::from_raw(RangeLock::builder().stripes(0, 0).build_raw());
+            run("rangelock-list", &lock, &shape, threads)
         }
         "separate" => {
-            let locks: Vec<RangeLock> = (0..threads).map(|_| RangeLock::new()).collect();
+            let locks: Vec<_> = (0..threads).map(|_| Lock::from_raw(SkipList::new())).collect();
             run_each("separate", |t| &locks[t as usize], &shape, threads)
         }
         "kernel-tree" => run("kernel-tree", &Lock::from_raw(KernelTree::new()), &shape, threads),
@@ -169,7 +175,8 @@ fn main() {
         "floor2" => run("floor2", &Lock::from_raw(AsLock(Floor::<2>)), &shape, threads),
         "shared-floor" => {
             let slots = std::env::var("RANGELOCK_FLOOR_SLOTS").ok();
-            let slots = slots.map_or(rangelock::DEFAULT_STRIPE_SLOTS, |s| s.parse().unwrap());
+            let slots =
+                slots.map_or(rangelock::internals::DEFAULT_STRIPE_SLOTS, |s| s.parse().unwrap());
             run(
                 "shared-floor",
                 &Lock::from_raw(AsLock(SharedFloor::with_slots(slots))),

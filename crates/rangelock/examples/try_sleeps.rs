@@ -19,14 +19,14 @@ mod rng;
 
 use std::time::{Duration, Instant};
 
-use rangelock::{ManyGuard, Mode, RangeGuard, RangeLock, SkipList};
+use rangelock::{ManyGuard, Mode, RangeGuard, RangeLock};
 use rng::Rng;
 
 /// What a granted try holds until it is released.
 #[allow(dead_code)] // held only to be dropped
 enum Held<'a> {
-    One(RangeGuard<'a, SkipList>),
-    Many(ManyGuard<'a, SkipList>),
+    One(RangeGuard<'a>),
+    Many(ManyGuard<'a>),
     Nothing,
 }
 

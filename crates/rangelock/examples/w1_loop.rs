@@ -23,8 +23,9 @@ use no_lock::NoLock;
 use std::hint::black_box;
 use std::time::Instant;
 
-use rangelock::variants::{KernelTree, KoganList, Segments};
-use rangelock::{Lock, LockError, RangeGuard, RangeLock, RawRangeLock};
+use rangelock::internals::{Guard, Lock, RawRangeLock, SkipList};
+use rangelock::{LockError, RangeLock};
+use rangelock_baselines::{KernelTree, KoganList, Segments};
 
 /// `ops` lock+unlock pairs over the 16384 ranges of share `share`, starting at `base`
 /// (exclusive, or shared with `RANGELOCK_W1_SHARED`).
@@ -42,7 +43,7 @@ fn w1_with<'a, R: RawRangeLock>(
     ops: u64,
     base: u64,
     share: u64,
-    acquire: impl Fn(std::ops::Range<u64>) -> Result<RangeGuard<'a, R>, LockError>,
+    acquire: impl Fn(std::ops::Range<u64>) -> Result<Guard<'a, R>, LockError>,
 ) {
     let base = base + share * (16384 * 1024);
     let mut buffer = std::env::var_os("RANGELOCK_W1_MEMSET").map(|_| vec![0u8; 16384 * 1024]);
@@ -70,8 +71,7 @@ fn run<'a, R: RawRangeLock + 'a>(
     held: u64,
     threads: u64,
 ) {
-    let kept: Vec<_> =
-        (0..held).rev().map(|j| lock_of(0).lock(j * 1024..j * 1024 + 1).unwrap()).collect();
+    let kept: Vec<_> = (0..held).rev().map(|j| lock_of(0).lock(j * 1024..j * 1024 + 1)).collect();
     let base = (held * 1024).next_power_of_two().max(1 << 20);
     let started = Instant::now();
     std::thread::scope(|s| {
@@ -101,14 +101,16 @@ fn main() {
     let variant = args.next();
     let threads: u64 = args.next().map_or(1, |a| a.parse().expect("threads: a number"));
     match variant.as_deref().unwrap_or("rangelock") {
-        "rangelock" => shared(&RangeLock::new(), ops, held, threads),
+        // The product's core under the same generic wrapper as the others.
+        "rangelock" => shared(&Lock::from_raw(SkipList::new()), ops, held, threads),
         "rangelock-list" => {
-            let lock = RangeLock::builder().stripes(0, 0).build();
+            let lock = Lock::from_raw(RangeLock::builder().stripes(0, 0).build_raw());
             run("rangelock-list", |_| &lock, ops, held, threads);
         }
         "separate-list" => {
-            let locks: Vec<RangeLock> =
-                (0..threads).map(|_| RangeLock::builder().stripes(0, 0).build()).collect();
+            let locks: Vec<_> = (0..threads)
+                .map(|_| Lock::from_raw(RangeLock::builder().stripes(0, 0).build_raw()))
+                .collect();
             run("separate-list", |t| &locks[t as usize], ops, held, threads);
         }
         "kogan-list" => shared(&Lock::from_raw(KoganList::new()), ops, held, threads),

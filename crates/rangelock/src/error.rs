@@ -1,19 +1,70 @@
 //! Errors returned by the range locks.
 
-/// A range that is empty or inverted (`start >= end`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("invalid range {start}..{end}: a range must be non-empty (start < end)")]
+use core::fmt;
+use core::ops::Bound;
+
+/// A range that locks nothing: empty, inverted, or past the last unit (`u64::MAX - 1`).
+///
+/// Ranges are passed as any `impl RangeBounds<u64>` (`a..b`, `a..=b`, `..b`, `a..`, `..`)
+/// and stand for the half-open range `start..end` with `start < end <= u64::MAX`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RangeError {
-    /// The start the caller passed.
-    pub start: u64,
-    /// The end the caller passed.
-    pub end: u64,
+    start: Bound<u64>,
+    end: Bound<u64>,
 }
+
+impl RangeError {
+    /// The error for the bounds as the caller wrote them.
+    pub(crate) fn new(start: Bound<u64>, end: Bound<u64>) -> Self {
+        RangeError { start, end }
+    }
+
+    /// The error for the half-open range `start..end`.
+    pub(crate) fn half_open(start: u64, end: u64) -> Self {
+        RangeError::new(Bound::Included(start), Bound::Excluded(end))
+    }
+
+    /// The start bound the caller passed.
+    pub fn start_bound(&self) -> Bound<u64> {
+        self.start
+    }
+
+    /// The end bound the caller passed.
+    pub fn end_bound(&self) -> Bound<u64> {
+        self.end
+    }
+}
+
+impl fmt::Display for RangeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("invalid range ")?;
+        match self.start {
+            Bound::Included(s) => write!(f, "{s}")?,
+            Bound::Excluded(s) => write!(f, "(excluded {s})")?,
+            Bound::Unbounded => {}
+        }
+        match self.end {
+            Bound::Included(e) => write!(f, "..={e}: ")?,
+            Bound::Excluded(e) => write!(f, "..{e}: ")?,
+            Bound::Unbounded => f.write_str("..: ")?,
+        }
+        if matches!(self.end, Bound::Included(u64::MAX))
+            || matches!(self.start, Bound::Excluded(u64::MAX))
+        {
+            f.write_str("the last unit is u64::MAX - 1 (u64::MAX is only ever an end bound)")
+        } else {
+            f.write_str("a range must be non-empty (start < end)")
+        }
+    }
+}
+
+impl std::error::Error for RangeError {}
 
 /// Why a lock call returned without a guard.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LockError {
-    /// The range was empty or inverted; nothing was locked.
+    /// The range locks nothing (a `try_` or timed call; blocking calls panic instead).
     #[error(transparent)]
     InvalidRange(#[from] RangeError),
     /// `try_lock*` found an overlapping incompatible holder.
@@ -22,8 +73,8 @@ pub enum LockError {
     /// `lock*_timeout` gave up at its deadline.
     #[error("timed out waiting for the range")]
     TimedOut,
-    /// Two ranges of one [`lock_many`](crate::Lock::lock_many) request overlap (in any
-    /// modes); nothing was locked.
+    /// Two ranges of one [`try_lock_many`](crate::RangeLock::try_lock_many) (or timed)
+    /// request overlap (in any modes); nothing was locked.
     #[error(
         "ranges {}..{} and {}..{} of one request overlap: the ranges of a request must be \
          disjoint",
@@ -34,5 +85,13 @@ pub enum LockError {
         first: (u64, u64),
         /// A range of the same request that overlaps it, as `(start, end)`.
         second: (u64, u64),
+    },
+    /// A [`SliceLock`](crate::SliceLock) range ends past the last element.
+    #[error("range {}..{} is out of bounds for a slice of {len} elements", .range.0, .range.1)]
+    OutOfBounds {
+        /// The range, half-open, as `(start, end)`.
+        range: (u64, u64),
+        /// How many elements the slice has.
+        len: u64,
     },
 }

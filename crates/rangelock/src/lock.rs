@@ -1,4 +1,9 @@
-//! The safe wrapper over a [`RawRangeLock`] and its RAII guard.
+//! The generic safe wrapper over a [`RawRangeLock`] and its RAII guard: the machinery
+//! [`RangeLock`](crate::RangeLock) is built on, and (through the `internals` feature) how
+//! the baselines and the benchmarks drive every lock alike.
+
+// Without `internals`, only what `RangeLock` calls is used.
+#![cfg_attr(not(feature = "internals"), allow(dead_code))]
 
 use core::fmt;
 use core::mem::ManuallyDrop;
@@ -30,46 +35,42 @@ impl<R: RawRangeLock> Lock<R> {
 
     /// Locks `range` exclusively, waiting as long as it takes.
     #[inline]
-    pub fn lock(&self, range: Range<u64>) -> Result<RangeGuard<'_, R>, LockError> {
+    pub fn lock(&self, range: Range<u64>) -> Result<Guard<'_, R>, LockError> {
         self.lock_mode(range, Mode::Exclusive)
     }
 
     /// Locks `range` shared, waiting as long as it takes.
     #[inline]
-    pub fn lock_shared(&self, range: Range<u64>) -> Result<RangeGuard<'_, R>, LockError> {
+    pub fn lock_shared(&self, range: Range<u64>) -> Result<Guard<'_, R>, LockError> {
         self.lock_mode(range, Mode::Shared)
     }
 
     /// Locks `range` in `mode`, waiting as long as it takes.
     #[inline]
-    pub fn lock_mode(&self, range: Range<u64>, mode: Mode) -> Result<RangeGuard<'_, R>, LockError> {
+    pub fn lock_mode(&self, range: Range<u64>, mode: Mode) -> Result<Guard<'_, R>, LockError> {
         check_range(&range)?;
         let token = self.raw.lock(range.clone(), mode);
-        Ok(RangeGuard::new(self, range, mode, token))
+        Ok(Guard::new(self, range, mode, token))
     }
 
     /// Locks `range` exclusively if no incompatible holder overlaps it right now.
     #[inline]
-    pub fn try_lock(&self, range: Range<u64>) -> Result<RangeGuard<'_, R>, LockError> {
+    pub fn try_lock(&self, range: Range<u64>) -> Result<Guard<'_, R>, LockError> {
         self.try_lock_mode(range, Mode::Exclusive)
     }
 
     /// Locks `range` shared if no exclusive holder overlaps it right now.
     #[inline]
-    pub fn try_lock_shared(&self, range: Range<u64>) -> Result<RangeGuard<'_, R>, LockError> {
+    pub fn try_lock_shared(&self, range: Range<u64>) -> Result<Guard<'_, R>, LockError> {
         self.try_lock_mode(range, Mode::Shared)
     }
 
     /// Locks `range` in `mode` without waiting.
     #[inline]
-    pub fn try_lock_mode(
-        &self,
-        range: Range<u64>,
-        mode: Mode,
-    ) -> Result<RangeGuard<'_, R>, LockError> {
+    pub fn try_lock_mode(&self, range: Range<u64>, mode: Mode) -> Result<Guard<'_, R>, LockError> {
         check_range(&range)?;
         match self.raw.try_lock(range.clone(), mode) {
-            Some(token) => Ok(RangeGuard::new(self, range, mode, token)),
+            Some(token) => Ok(Guard::new(self, range, mode, token)),
             None => Err(LockError::WouldBlock),
         }
     }
@@ -80,7 +81,7 @@ impl<R: RawRangeLock> Lock<R> {
         &self,
         range: Range<u64>,
         timeout: Duration,
-    ) -> Result<RangeGuard<'_, R>, LockError> {
+    ) -> Result<Guard<'_, R>, LockError> {
         self.lock_mode_until(range, Mode::Exclusive, deadline_after(timeout))
     }
 
@@ -90,7 +91,7 @@ impl<R: RawRangeLock> Lock<R> {
         &self,
         range: Range<u64>,
         timeout: Duration,
-    ) -> Result<RangeGuard<'_, R>, LockError> {
+    ) -> Result<Guard<'_, R>, LockError> {
         self.lock_mode_until(range, Mode::Shared, deadline_after(timeout))
     }
 
@@ -101,10 +102,10 @@ impl<R: RawRangeLock> Lock<R> {
         range: Range<u64>,
         mode: Mode,
         deadline: Instant,
-    ) -> Result<RangeGuard<'_, R>, LockError> {
+    ) -> Result<Guard<'_, R>, LockError> {
         check_range(&range)?;
         match self.raw.lock_until(range.clone(), mode, deadline) {
-            Some(token) => Ok(RangeGuard::new(self, range, mode, token)),
+            Some(token) => Ok(Guard::new(self, range, mode, token)),
             None => Err(LockError::TimedOut),
         }
     }
@@ -132,16 +133,16 @@ pub(crate) fn deadline_after(timeout: Duration) -> Instant {
 /// stripe or shared hold is released in O(1), a list-held range is unlinked with one
 /// O(log n) search for its exact key).
 #[must_use = "the range is unlocked as soon as the guard is dropped"]
-pub struct RangeGuard<'a, R: RawRangeLock> {
+pub struct Guard<'a, R: RawRangeLock> {
     lock: &'a Lock<R>,
     range: Range<u64>,
     mode: Mode,
     token: ManuallyDrop<R::Token>,
 }
 
-impl<'a, R: RawRangeLock> RangeGuard<'a, R> {
+impl<'a, R: RawRangeLock> Guard<'a, R> {
     pub(crate) fn new(lock: &'a Lock<R>, range: Range<u64>, mode: Mode, token: R::Token) -> Self {
-        RangeGuard { lock, range, mode, token: ManuallyDrop::new(token) }
+        Guard { lock, range, mode, token: ManuallyDrop::new(token) }
     }
 
     /// The range this guard holds.
@@ -153,25 +154,27 @@ impl<'a, R: RawRangeLock> RangeGuard<'a, R> {
     pub fn mode(&self) -> Mode {
         self.mode
     }
+
+    /// The lock this guard holds a range of.
+    pub fn lock(&self) -> &'a Lock<R> {
+        self.lock
+    }
+
+    /// Gives up the guard without releasing its range: the token must be released on the
+    /// same lock with [`RawRangeLock::unlock`] (an owned guard does that).
+    pub fn into_token(self) -> R::Token {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: the token is taken once, here; `this` is never dropped, so its `Drop` does
+        // not release it.
+        unsafe { ManuallyDrop::take(&mut this.token) }
+    }
 }
 
-impl<'a, R: RawRangeLockDowngrade> RangeGuard<'a, R> {
+impl<'a, R: RawRangeLockDowngrade> Guard<'a, R> {
     /// Turns an exclusive hold into a shared hold of the same range, with no moment in
     /// between at which another writer could take any part of it (readers may join as soon
     /// as this returns). A shared guard is returned unchanged.
-    ///
-    /// ```
-    /// use rangelock::RangeLock;
-    ///
-    /// let lock = RangeLock::new();
-    /// let w = lock.lock(0..100).unwrap();
-    /// // ... write 0..100 ...
-    /// let r = w.downgrade();
-    /// assert!(lock.try_lock_shared(50..60).is_ok()); // readers join
-    /// assert!(lock.try_lock(50..60).is_err()); // writers still wait
-    /// # drop(r);
-    /// ```
-    pub fn downgrade(self) -> RangeGuard<'a, R> {
+    pub fn downgrade(self) -> Guard<'a, R> {
         if self.mode == crate::range::Mode::Shared {
             return self;
         }
@@ -183,14 +186,14 @@ impl<'a, R: RawRangeLockDowngrade> RangeGuard<'a, R> {
         // SAFETY: `token` is this guard's exclusive hold of `range` on `this.lock.raw`, not
         // released (a guard releases only in `Drop`, which `ManuallyDrop` skips).
         let shared = unsafe { this.lock.raw.downgrade(token, range.clone()) };
-        RangeGuard::new(this.lock, range, crate::range::Mode::Shared, shared)
+        Guard::new(this.lock, range, crate::range::Mode::Shared, shared)
     }
 }
 
-impl<R: RawRangeLock> Drop for RangeGuard<'_, R> {
+impl<R: RawRangeLock> Drop for Guard<'_, R> {
     #[inline]
     fn drop(&mut self) {
-        // SAFETY: `token` came from an acquisition on `self.lock.raw` (see `RangeGuard::new`'s
+        // SAFETY: `token` came from an acquisition on `self.lock.raw` (see `Guard::new`'s
         // callers) and is taken exactly once, here, so it has not been released before.
         unsafe {
             let token = ManuallyDrop::take(&mut self.token);
@@ -199,9 +202,9 @@ impl<R: RawRangeLock> Drop for RangeGuard<'_, R> {
     }
 }
 
-impl<R: RawRangeLock> fmt::Debug for RangeGuard<'_, R> {
+impl<R: RawRangeLock> fmt::Debug for Guard<'_, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RangeGuard")
+        f.debug_struct("Guard")
             .field("variant", &R::NAME)
             .field("range", &self.range)
             .field("mode", &self.mode)

@@ -3,13 +3,16 @@
 //! The protocol, why it cannot deadlock and what it costs are documented on
 //! [`Lock::lock_many`] (this module is private; its items are re-exported).
 
+// Without `internals`, only what `RangeLock` calls is used.
+#![cfg_attr(not(feature = "internals"), allow(dead_code))]
+
 use core::fmt;
 use core::ops::Range;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::error::LockError;
-use crate::lock::{deadline_after, Lock, RangeGuard};
+use crate::lock::{deadline_after, Guard, Lock};
 use crate::range::{check_range, overlaps, Mode};
 use crate::raw::RawRangeLock;
 
@@ -41,7 +44,7 @@ impl<R: RawRangeLock> Lock<R> {
     /// not overlap and are fine. An empty request succeeds at once with an empty guard. A
     /// rejected request locks nothing.
     ///
-    /// On success every range is held until the returned [`ManyGuard`] drops. The call
+    /// On success every range is held until the returned [`Guards`] drops. The call
     /// cannot deadlock with other `lock_many` calls or single-range acquisitions, provided
     /// the calling thread holds no other guard of this lock (ranges held from earlier calls
     /// are outside the request and under the usual rules).
@@ -132,32 +135,10 @@ impl<R: RawRangeLock> Lock<R> {
     /// forever (each retry yields and then waits only for itself). There, keep a request's
     /// ranges in different segments, or make them shared.
     ///
-    /// # Example
-    ///
-    /// ```
-    /// use rangelock::{LockError, Mode, RangeLock};
-    ///
-    /// let lock = RangeLock::new();
-    /// let both = lock.lock_many([(100..200, Mode::Exclusive), (0..50, Mode::Shared)])?;
-    /// assert_eq!(
-    ///    both.ranges().collect::<Vec<_>>(),
-    ///    [(0..50, Mode::Shared), (100..200, Mode::Exclusive)] // sorted by start
-    /// );
-    /// assert!(lock.try_lock(150..151).is_err());
-    /// assert!(lock.try_lock_shared(10..20).is_ok());
-    /// drop(both); // releases both ranges
-    /// assert!(lock.try_lock(0..200).is_ok());
-    ///
-    /// assert_eq!(
-    ///    lock.lock_many([(0..10, Mode::Shared), (5..15, Mode::Shared)]).unwrap_err(),
-    ///    LockError::Overlapping { first: (0, 10), second: (5, 15) }
-    /// );
-    /// # Ok::<(), LockError>(())
-    /// ```
     pub fn lock_many(
         &self,
         request: impl IntoIterator<Item = (Range<u64>, Mode)>,
-    ) -> Result<ManyGuard<'_, R>, LockError> {
+    ) -> Result<Guards<'_, R>, LockError> {
         self.acquire_many(request, Wait::Forever)
     }
 
@@ -168,23 +149,10 @@ impl<R: RawRangeLock> Lock<R> {
     /// [`try_lock`](Self::try_lock), an attempt that races with another acquisition of an
     /// overlapping range may fail even though the ranges are free by the time it returns.
     ///
-    /// ```
-    /// use rangelock::{LockError, Mode, RangeLock};
-    ///
-    /// let lock = RangeLock::new();
-    /// let held = lock.lock(25..26)?;
-    /// let request = [(0..10, Mode::Exclusive), (20..30, Mode::Shared)];
-    /// assert_eq!(lock.try_lock_many(request.clone()).unwrap_err(), LockError::WouldBlock);
-    /// assert!(lock.try_lock(0..10).is_ok(), "the failed request holds nothing");
-    /// drop(held);
-    /// let guard = lock.try_lock_many(request)?;
-    /// assert_eq!(guard.len(), 2);
-    /// # Ok::<(), LockError>(())
-    /// ```
     pub fn try_lock_many(
         &self,
         request: impl IntoIterator<Item = (Range<u64>, Mode)>,
-    ) -> Result<ManyGuard<'_, R>, LockError> {
+    ) -> Result<Guards<'_, R>, LockError> {
         self.acquire_many(request, Wait::Never)
     }
 
@@ -194,25 +162,11 @@ impl<R: RawRangeLock> Lock<R> {
     /// The request is validated as in [`lock_many`](Self::lock_many). The timeout bounds
     /// the whole call, across the protocol's restarts.
     ///
-    /// ```
-    /// use std::time::Duration;
-    /// use rangelock::{LockError, Mode, RangeLock};
-    ///
-    /// let lock = RangeLock::new();
-    /// let held = lock.lock_shared(40..50)?;
-    /// let request = [(0..10, Mode::Shared), (45..46, Mode::Exclusive)];
-    /// let ms = Duration::from_millis(5);
-    /// assert_eq!(lock.lock_many_timeout(request.clone(), ms).unwrap_err(), LockError::TimedOut);
-    /// assert!(lock.try_lock(0..10).is_ok(), "the timed-out request holds nothing");
-    /// drop(held);
-    /// assert!(lock.lock_many_timeout(request, ms).is_ok());
-    /// # Ok::<(), LockError>(())
-    /// ```
     pub fn lock_many_timeout(
         &self,
         request: impl IntoIterator<Item = (Range<u64>, Mode)>,
         timeout: Duration,
-    ) -> Result<ManyGuard<'_, R>, LockError> {
+    ) -> Result<Guards<'_, R>, LockError> {
         self.lock_many_until(request, deadline_after(timeout))
     }
 
@@ -224,7 +178,7 @@ impl<R: RawRangeLock> Lock<R> {
         &self,
         request: impl IntoIterator<Item = (Range<u64>, Mode)>,
         deadline: Instant,
-    ) -> Result<ManyGuard<'_, R>, LockError> {
+    ) -> Result<Guards<'_, R>, LockError> {
         self.acquire_many(request, Wait::Until(deadline))
     }
 
@@ -233,10 +187,10 @@ impl<R: RawRangeLock> Lock<R> {
         &self,
         request: impl IntoIterator<Item = (Range<u64>, Mode)>,
         wait: Wait,
-    ) -> Result<ManyGuard<'_, R>, LockError> {
+    ) -> Result<Guards<'_, R>, LockError> {
         let request = prepare(request)?;
         if request.is_empty() {
-            return Ok(ManyGuard { guards: Vec::new() });
+            return Ok(Guards { guards: Vec::new() });
         }
         let mut anchor = 0;
         let mut failed_attempts = 0;
@@ -252,7 +206,7 @@ impl<R: RawRangeLock> Lock<R> {
                 Wait::Until(deadline) => self.lock_mode_until(range, mode, deadline)?,
             };
             match self.try_rest(&request, anchor, first) {
-                Ok(guards) => return Ok(ManyGuard { guards }),
+                Ok(guards) => return Ok(Guards { guards }),
                 Err(failed) => {
                     // `try_rest` released everything before returning.
                     match wait {
@@ -278,7 +232,7 @@ impl<R: RawRangeLock> Lock<R> {
         &self,
         request: Vec<(Range<u64>, Mode)>,
         wait: Wait,
-    ) -> Result<ManyGuard<'_, R>, LockError> {
+    ) -> Result<Guards<'_, R>, LockError> {
         let deadline = match wait {
             Wait::Until(deadline) => Some(deadline),
             Wait::Forever => None,
@@ -289,9 +243,9 @@ impl<R: RawRangeLock> Lock<R> {
         let guards = tokens
             .into_iter()
             .zip(request)
-            .map(|(token, (range, mode))| RangeGuard::new(self, range, mode, token))
+            .map(|(token, (range, mode))| Guard::new(self, range, mode, token))
             .collect();
-        Ok(ManyGuard { guards })
+        Ok(Guards { guards })
     }
 
     /// With `request[anchor]` held as `first`, tries every other range of the sorted
@@ -302,8 +256,8 @@ impl<R: RawRangeLock> Lock<R> {
         &'a self,
         request: &[(Range<u64>, Mode)],
         anchor: usize,
-        first: RangeGuard<'a, R>,
-    ) -> Result<Vec<RangeGuard<'a, R>>, usize> {
+        first: Guard<'a, R>,
+    ) -> Result<Vec<Guard<'a, R>>, usize> {
         let mut first = Some(first);
         let mut guards = Vec::with_capacity(request.len());
         for (i, (range, mode)) in request.iter().enumerate() {
@@ -347,12 +301,12 @@ fn prepare(
 
 /// The ranges of one [`Lock::lock_many`] request, all held; dropping it releases them all.
 #[must_use = "the ranges are unlocked as soon as the guard is dropped"]
-pub struct ManyGuard<'a, R: RawRangeLock> {
+pub struct Guards<'a, R: RawRangeLock> {
     /// One guard per range, sorted by start.
-    guards: Vec<RangeGuard<'a, R>>,
+    guards: Vec<Guard<'a, R>>,
 }
 
-impl<'a, R: RawRangeLock> ManyGuard<'a, R> {
+impl<'a, R: RawRangeLock> Guards<'a, R> {
     /// The held ranges with their modes, sorted by start.
     pub fn ranges(&self) -> impl ExactSizeIterator<Item = (Range<u64>, Mode)> + '_ {
         self.guards.iter().map(|guard| (guard.range(), guard.mode()))
@@ -368,15 +322,15 @@ impl<'a, R: RawRangeLock> ManyGuard<'a, R> {
         self.guards.is_empty()
     }
 
-    /// One [`RangeGuard`] per range, sorted by start, to release them separately.
-    pub fn into_guards(self) -> Vec<RangeGuard<'a, R>> {
+    /// One [`Guard`] per range, sorted by start, to release them separately.
+    pub fn into_guards(self) -> Vec<Guard<'a, R>> {
         self.guards
     }
 }
 
-impl<R: RawRangeLock> fmt::Debug for ManyGuard<'_, R> {
+impl<R: RawRangeLock> fmt::Debug for Guards<'_, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ManyGuard")
+        f.debug_struct("Guards")
             .field("variant", &R::NAME)
             .field("ranges", &self.ranges().collect::<Vec<_>>())
             .finish()
@@ -391,10 +345,7 @@ mod tests {
     #[allow(clippy::reversed_empty_ranges)] // an inverted range is the input under test
     fn requests_are_validated_in_order_then_sorted() {
         let bad = prepare([(0..10, Mode::Shared), (7..3, Mode::Exclusive), (4..4, Mode::Shared)]);
-        assert_eq!(
-            bad.unwrap_err(),
-            LockError::InvalidRange(crate::RangeError { start: 7, end: 3 })
-        );
+        assert_eq!(bad.unwrap_err(), LockError::InvalidRange(crate::RangeError::half_open(7, 3)));
         let sorted =
             prepare([(20..30, Mode::Shared), (10..20, Mode::Exclusive), (0..1, Mode::Shared)])
                 .expect("adjacent ranges are disjoint");

@@ -33,7 +33,7 @@ pub fn check_range(range: &Range<u64>) -> Result<(), RangeError> {
     if range.start < range.end {
         Ok(())
     } else {
-        Err(RangeError { start: range.start, end: range.end })
+        Err(RangeError::half_open(range.start, range.end))
     }
 }
 

@@ -5,13 +5,13 @@ use std::time::Instant;
 
 use crate::range::Mode;
 
-/// A raw range lock: the unsafe core behind [`crate::Lock`].
+/// A raw range lock: the unsafe core behind the generic [`Lock`](crate::lock::Lock).
 ///
 /// Implementors lock half-open ranges `[start, end)` of `u64` in [`Mode::Exclusive`] or
 /// [`Mode::Shared`] mode. The safe wrapper validates ranges (non-empty, `start < end`) and
 /// answers invalid ones with [`LockError::InvalidRange`](crate::LockError::InvalidRange);
 /// the acquisition methods here are safe and reachable through
-/// [`Lock::raw`](crate::Lock::raw), so every implementation also checks (with
+/// [`Lock::raw`](crate::lock::Lock::raw), so every implementation also checks (with
 /// [`assert_valid`]) and panics on an empty or inverted range rather than lock something
 /// else (the wrapper's check and this one compile to one comparison after inlining).
 ///
@@ -42,7 +42,7 @@ pub unsafe trait RawRangeLock: Send + Sync {
     fn lock_until(&self, range: Range<u64>, mode: Mode, deadline: Instant) -> Option<Self::Token>;
 
     /// Whether the variant has [`lock_ordered`](Self::lock_ordered), the fair path of
-    /// [`Lock::lock_many`](crate::Lock::lock_many). `false` unless the variant says so.
+    /// [`RangeLock::lock_many`](crate::RangeLock::lock_many). `false` unless the variant says so.
     const ORDERED: bool = false;
 
     /// Acquires every range of `request` in its mode, all or nothing, taking them one by
@@ -55,7 +55,7 @@ pub unsafe trait RawRangeLock: Send + Sync {
     /// deadlock with each other nor with single-range waiters that hold nothing; [`Lock`]
     /// calls it only when `ORDERED` is set. The default panics.
     ///
-    /// [`Lock`]: crate::Lock
+    /// [`Lock`]: crate::lock::Lock
     fn lock_ordered(
         &self,
         request: &[(Range<u64>, Mode)],
@@ -105,5 +105,5 @@ pub fn assert_valid(range: &Range<u64>) {
 #[cold]
 #[track_caller]
 fn invalid(range: &Range<u64>) -> ! {
-    panic!("{}", crate::RangeError { start: range.start, end: range.end })
+    panic!("{}", crate::RangeError::half_open(range.start, range.end))
 }

@@ -47,7 +47,7 @@ const THREADS: usize = 4;
 /// Mixed traffic: exclusive and shared, try/blocking/timeout, several ranges held at once,
 /// contention on a small domain (so waiters park and writers drain readers).
 fn workload() {
-    let lock = Arc::new(RangeLock::with_max_height(6));
+    let lock = Arc::new(RangeLock::builder().max_height(6).build());
     let barrier = Arc::new(Barrier::new(THREADS));
     let handles: Vec<_> = (0..THREADS)
         .map(|t| {
@@ -63,7 +63,7 @@ fn workload() {
                     let range = start..start + 1 + (x >> 8) % 8;
                     let mode = if (x >> 20) % 3 == 0 { Mode::Shared } else { Mode::Exclusive };
                     match i % 3 {
-                        0 => drop(lock.lock_mode(range, mode).unwrap()),
+                        0 => drop(lock.lock_mode(range, mode)),
                         1 => drop(lock.try_lock_mode(range, mode)),
                         _ => drop(lock.lock_mode_until(
                             range,
@@ -74,7 +74,7 @@ fn workload() {
                 }
                 // Hold many shared ranges at once (grows the announcement table).
                 let held: Vec<_> =
-                    (0..200u64).map(|i| lock.lock_shared(1000 + i..1010 + i).unwrap()).collect();
+                    (0..200u64).map(|i| lock.lock_shared(1000 + i..1010 + i)).collect();
                 drop(held);
             })
         })
@@ -85,8 +85,8 @@ fn workload() {
     let lock = Arc::into_inner(lock).expect("all threads joined");
     assert!(lock.raw().allocated_nodes() > 0);
     // Forgotten guards leave their nodes linked/announced; dropping the lock frees them too.
-    std::mem::forget(lock.lock(5000..5001).unwrap());
-    std::mem::forget(lock.lock_shared(6000..6001).unwrap());
+    std::mem::forget(lock.lock(5000..5001));
+    std::mem::forget(lock.lock_shared(6000..6001));
     drop(lock);
     windows();
 }
@@ -98,17 +98,17 @@ fn workload() {
 fn windows() {
     let lock = RangeLock::builder().stripes(2, 4).windows(2).build();
     for start in (0..256u64).step_by(3) {
-        drop(lock.lock(start..start + 2).unwrap());
+        drop(lock.lock(start..start + 2));
     }
-    std::mem::forget(lock.lock(0..2).unwrap()); // window 0: its own table
-    std::mem::forget(lock.lock(100..102).unwrap()); // window 6: the overflow table
+    std::mem::forget(lock.lock(0..2)); // window 0: its own table
+    std::mem::forget(lock.lock(100..102)); // window 6: the overflow table
     drop(lock);
     let lock = RangeLock::new();
     for w in [0u64, 7, 1 << 20] {
         let start = w << 25;
-        drop(lock.lock(start..start + 1024).unwrap());
+        drop(lock.lock(start..start + 1024));
     }
-    std::mem::forget(lock.lock(7 << 25..(7 << 25) + 1).unwrap());
+    std::mem::forget(lock.lock(7 << 25..(7 << 25) + 1));
     drop(lock);
 }
 

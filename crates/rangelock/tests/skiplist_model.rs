@@ -6,7 +6,8 @@
 
 use std::ops::Range;
 
-use rangelock::{overlaps, LockError, Mode, RangeLock};
+use rangelock::internals::overlaps;
+use rangelock::{LockError, Mode, RangeLock};
 
 struct XorShift(u64);
 
@@ -34,7 +35,7 @@ fn random_range(rng: &mut XorShift, units: u64) -> Range<u64> {
 }
 
 fn run(seed: u64, height: usize, steps: usize) {
-    let lock = RangeLock::with_max_height(height);
+    let lock = RangeLock::builder().max_height(height).build();
     let mut rng = XorShift(seed);
     let mut held = Vec::new();
     for step in 0..steps {
@@ -45,7 +46,7 @@ fn run(seed: u64, height: usize, steps: usize) {
         }
         let range = random_range(&mut rng, 64);
         let mode = if rng.next() % 3 == 0 { Mode::Shared } else { Mode::Exclusive };
-        let free = held.iter().all(|g: &rangelock::RangeGuard<'_, rangelock::SkipList>| {
+        let free = held.iter().all(|g: &rangelock::RangeGuard<'_>| {
             !overlaps(&g.range(), &range) || g.mode().compatible(mode)
         });
         match lock.try_lock_mode(range.clone(), mode) {

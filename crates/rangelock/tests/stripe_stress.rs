@@ -32,7 +32,8 @@ use std::sync::{Barrier, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rangelock::{Lock, LockError, Mode, RangeGuard, RangeLock, RawRangeLock};
+use rangelock::internals::{Guard, Lock, RawRangeLock, SkipList};
+use rangelock::{LockError, Mode, RangeLock};
 use support::{acquire, pause, Call, Checker, Held, Rng};
 
 const MAX: u64 = u64::MAX;
@@ -85,13 +86,15 @@ impl Geometry {
         self.stripe() * self.slots
     }
 
-    fn build(&self) -> RangeLock {
-        RangeLock::builder()
-            .stripes(self.shift, self.slots as usize)
-            .windows(self.windows)
-            .claim_stripes(self.claim)
-            .max_height(self.max_height)
-            .build()
+    fn build(&self) -> Lock<SkipList> {
+        Lock::from_raw(
+            RangeLock::builder()
+                .stripes(self.shift, self.slots as usize)
+                .windows(self.windows)
+                .claim_stripes(self.claim)
+                .max_height(self.max_height)
+                .build_raw(),
+        )
     }
 
     /// 16-unit stripes, 64-unit windows, two directory entries, over 512 units: of the 8
@@ -103,7 +106,7 @@ impl Geometry {
             shift: 4,
             slots: 4,
             windows: 2,
-            claim: rangelock::DEFAULT_CLAIM_STRIPES,
+            claim: rangelock::internals::DEFAULT_CLAIM_STRIPES,
             max_height: 12,
             regions: vec![SMALL_DOMAIN],
             dense: true,
@@ -135,7 +138,7 @@ impl Geometry {
             shift: 2,
             slots: 8,
             windows: 4,
-            claim: rangelock::DEFAULT_CLAIM_STRIPES,
+            claim: rangelock::internals::DEFAULT_CLAIM_STRIPES,
             max_height: 3,
             regions: vec![SMALL_DOMAIN],
             dense: true,
@@ -147,15 +150,18 @@ impl Geometry {
     /// window boundaries `k << 25` for k = 1..=4; its directory phase spreads over 72
     /// windows.
     fn default_windows() -> Self {
-        let (shift, slots) = (rangelock::DEFAULT_STRIPE_SHIFT, rangelock::DEFAULT_STRIPE_SLOTS);
+        let (shift, slots) = (
+            rangelock::internals::DEFAULT_STRIPE_SHIFT,
+            rangelock::internals::DEFAULT_STRIPE_SLOTS,
+        );
         let (stripe, window) = (1u64 << shift, (1u64 << shift) * slots as u64);
         Geometry {
             name: "default, at window boundaries",
             shift,
             slots: slots as u64,
-            windows: rangelock::DEFAULT_STRIPE_WINDOWS,
-            claim: rangelock::DEFAULT_CLAIM_STRIPES,
-            max_height: rangelock::DEFAULT_MAX_HEIGHT,
+            windows: rangelock::internals::DEFAULT_STRIPE_WINDOWS,
+            claim: rangelock::internals::DEFAULT_CLAIM_STRIPES,
+            max_height: rangelock::internals::DEFAULT_MAX_HEIGHT,
             regions: (1..=4u64).map(|k| k * window - 8 * stripe..k * window + 8 * stripe).collect(),
             dense: false,
             fill: (0..72).collect(),
@@ -460,7 +466,7 @@ impl Report {
 
 /// One thread's stream of operations, checked by `checker` as thread `t`.
 struct Worker<'a> {
-    lock: &'a RangeLock,
+    lock: &'a Lock<SkipList>,
     checker: &'a Checker,
     ranges: &'a Ranges,
     t: usize,
@@ -478,7 +484,7 @@ impl<'a> Worker<'a> {
     }
 
     /// Acquires a random range through `call`, and enters the checker.
-    fn take(&mut self, call: Call) -> Option<(RangeGuard<'a, rangelock::SkipList>, Held)> {
+    fn take(&mut self, call: Call) -> Option<(Guard<'a, SkipList>, Held)> {
         let (kind, range) = self.ranges.next(&mut self.rng);
         let mode = self.mode();
         let Some(guard) = acquire(self.lock, range.clone(), mode, call) else {
@@ -492,7 +498,7 @@ impl<'a> Worker<'a> {
         Some((guard, self.checker.enter(self.t, range, mode, call)))
     }
 
-    fn give_back(&mut self, (guard, held): (RangeGuard<'a, rangelock::SkipList>, Held)) {
+    fn give_back(&mut self, (guard, held): (Guard<'a, SkipList>, Held)) {
         self.checker.leave(self.t, held);
         drop(guard);
     }
@@ -542,7 +548,7 @@ fn on_threads<T: Send>(threads: usize, seed: u64, f: impl Fn(usize, Rng) -> T + 
 
 /// After a run: everything is free again, and the nodes the lock allocated stay far below
 /// one per acquisition (they are recycled).
-fn after_run(geo: &Geometry, lock: &RangeLock, report: &mut Report) {
+fn after_run(geo: &Geometry, lock: &Lock<SkipList>, report: &mut Report) {
     let all = lock.try_lock(0..MAX).unwrap_or_else(|e| panic!("{}: after the run: {e}", geo.name));
     drop(all);
     let nodes = lock.raw().allocated_nodes();
@@ -764,12 +770,12 @@ fn the_checker_catches_a_lock_that_grants_everything() {
 /// `RangeLock` with shared acquisitions that take nothing: the checker's reader checks
 /// must catch the writers that come in.
 #[derive(Debug, Default)]
-struct ReadersTakeNothing(rangelock::SkipList);
+struct ReadersTakeNothing(SkipList);
 
 // SAFETY: deliberately broken for shared ranges, only to show that the checker detects it;
 // the checker uses atomics and `Lock`'s safe API only.
 unsafe impl RawRangeLock for ReadersTakeNothing {
-    type Token = Option<rangelock::SkipToken>;
+    type Token = Option<rangelock::internals::SkipToken>;
     const NAME: &'static str = "readers-take-nothing";
     fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<Self::Token> {
         match mode {

@@ -57,7 +57,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use rangelock::{RawRangeLock, SkipList, SkipToken};
+use rangelock::internals::{overlaps, RawRangeLock, SkipList, SkipToken};
 
 use crate::metrics::{AtomicTimings, Clock, EngineSnapshot, ErrorCounts};
 use crate::protocol::{
@@ -439,9 +439,9 @@ impl RangeLockEngine {
         for (seq, h) in order {
             let (start, end, _) = reg.tree.interval(h);
             let mode = reg.tree.get(h).mode;
-            let blocked_by_grant = granted.iter().any(|g| {
-                rangelock::overlaps(&g.range, &(start..end)) && !g.waiter.mode.compatible(mode)
-            });
+            let blocked_by_grant = granted
+                .iter()
+                .any(|g| overlaps(&g.range, &(start..end)) && !g.waiter.mode.compatible(mode));
             if blocked_by_grant {
                 continue;
             }

@@ -29,7 +29,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use rangelock::{variants, Lock, Mode, RawRangeLock};
+use rangelock::internals::{Lock, RawRangeLock};
+use rangelock::Mode;
+use rangelock_baselines as variants;
 use serde_json::Value;
 
 use super::common;

@@ -4,14 +4,12 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use rangelock::{Lock, RawRangeLock};
-
 use super::common::{self, RANGES};
 use super::w2::BATCH;
 use crate::harness::{Case, Options, Suite, XAxis};
 use crate::variants::{HeightVisitor, Registered, VariantSet};
 use crate::workload::loops::{self, Layout};
-use crate::workload::{SharedRegion, RANGE_BYTES};
+use crate::workload::{RangeTarget, SharedRegion, RANGE_BYTES};
 
 /// Heights of a full run.
 pub const HEIGHTS: [usize; 7] = [4, 6, 8, 10, 12, 14, 16];
@@ -68,7 +66,7 @@ struct Builder<'a> {
 }
 
 impl HeightVisitor for Builder<'_> {
-    fn visit<R: RawRangeLock + 'static>(&mut self, name: &'static str, make: fn(usize) -> Lock<R>) {
+    fn visit<T: RangeTarget>(&mut self, name: &'static str, make: fn(usize) -> T) {
         let heights: &[usize] = if self.opts.quick { &QUICK_HEIGHTS } else { &HEIGHTS };
         for &height in heights {
             let target = Arc::new(make(height));

@@ -28,7 +28,9 @@
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use rangelock::{variants::Segments, Lock, RawRangeLock};
+use rangelock::internals::RawRangeLock;
+use rangelock::Mode;
+use rangelock_baselines::Segments;
 
 use super::common;
 use super::mixed::{self, SEGMENTS_NAME};
@@ -132,7 +134,7 @@ impl VariantVisitor for Builder {
         );
     }
 
-    fn named_lock<R: RawRangeLock + 'static>(&mut self, name: &'static str, make: fn() -> Lock<R>) {
+    fn named_lock<T: RangeTarget<Local = ()>>(&mut self, name: &'static str, make: fn() -> T) {
         let budget = self.budget;
         for spacing in LAYOUTS {
             for k in HELD {
@@ -162,15 +164,17 @@ impl VariantVisitor for Builder {
 /// One measurement of a fresh lock from `make` holding `k` ranges laid out by `spacing`
 /// (steps in the module docs), on the calling thread; a lock that needs more than `budget`
 /// of the thread's CPU time to take the ranges is given up on (skipped).
-pub fn measure<R: RawRangeLock>(
-    make: fn() -> Lock<R>,
+pub fn measure<T: RangeTarget<Local = ()>>(
+    make: fn() -> T,
     spacing: Spacing,
     k: u64,
     budget: Duration,
 ) -> Sample {
-    fn use_once<R: RawRangeLock>(lock: &Lock<R>) {
-        drop(lock.lock(0..1).expect("a non-empty range"));
-        drop(lock.lock_shared(0..1).expect("a non-empty range"));
+    fn use_once<T: RangeTarget<Local = ()>>(lock: &T) {
+        let held = lock.acquire(&mut (), 0..1, Mode::Exclusive);
+        lock.release(&mut (), held);
+        let held = lock.acquire(&mut (), 0..1, Mode::Shared);
+        lock.release(&mut (), held);
     }
     use_once(&make());
 
@@ -192,9 +196,9 @@ pub fn measure<R: RawRangeLock>(
                  grows with the held count)"
             ));
         }
-        match lock.try_lock(spacing.range(i)) {
-            Ok(guard) => held.push(guard),
-            Err(_) => {
+        match lock.try_acquire(&mut (), spacing.range(i), Mode::Exclusive) {
+            Some(guard) => held.push(guard),
+            None => {
                 let n = held.len();
                 drop(held);
                 return Sample::skipped(format!(
@@ -218,6 +222,6 @@ pub fn measure<R: RawRangeLock>(
     put("released_bytes", released.into());
     put("idle_bytes", idle.into());
     put("new_bytes", new.into());
-    put("inline_bytes", core::mem::size_of::<Lock<R>>().into());
+    put("inline_bytes", core::mem::size_of::<T>().into());
     sample
 }

@@ -40,7 +40,9 @@
 
 use std::marker::PhantomData;
 
-use rangelock::{variants::Segments, Lock, RangeLock};
+use rangelock::internals::{Lock, RawRangeLock, SkipList};
+use rangelock::RangeLock;
+use rangelock_baselines::Segments;
 
 use super::common;
 use crate::harness::{Case, Ceiling, Options, Suite, NO_LOCK};
@@ -182,7 +184,7 @@ struct Builder<'a> {
 
 impl VariantVisitor for Builder<'_> {
     fn visit<T: RangeTarget>(&mut self, name: &'static str, make: &dyn Fn() -> std::io::Result<T>) {
-        if name == <Segments as rangelock::RawRangeLock>::NAME {
+        if name == Segments::NAME {
             eprintln!(
                 "mixed: running {SEGMENTS_NAME} instead of {name} (the registry's covers 2^32 \
                  units; this domain has 2^40)"
@@ -194,7 +196,7 @@ impl VariantVisitor for Builder<'_> {
             // The product lock without multi-stripe claims, beside it in the same run.
             self.named_lock(CLAIM1_NAME, || RangeLock::builder().claim_stripes(1).build());
             // The same lock, unshared: the bound sharing it leaves.
-            self.visit(UNSHARED_NAME, &|| Ok(Unshared::new(RangeLock::new)));
+            self.visit(UNSHARED_NAME, &|| Ok(Unshared::new(|| Lock::from_raw(SkipList::new()))));
             // The one RMW a lock cannot do without: the bound for every lock here.
             self.visit(RmwFloor::NAME, &|| Ok(RmwFloor));
             // That RMW where threads meet: the bound for a lock that shares a table.

@@ -203,7 +203,7 @@ mod tests {
         let (seat_a, seat_b) = (floor.seat(), floor.seat());
         let (a, b) = (seat_a.get(), seat_b.get());
         assert_eq!((a, b, floor.seats.high.load(Ordering::Relaxed)), (0, 1, 2));
-        let stripe = 1u64 << rangelock::DEFAULT_STRIPE_SHIFT;
+        let stripe = 1u64 << rangelock::internals::DEFAULT_STRIPE_SHIFT;
         // A reader over 40 stripes: its seat announces its range; it claims and counts
         // nothing in the tables (a writer's claims there are seen).
         let reader = floor.hold(b, 3 * stripe..43 * stripe, Mode::Shared);

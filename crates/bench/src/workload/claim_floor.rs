@@ -17,7 +17,7 @@ use rangelock::Mode;
 /// costs, and `claim-floor` over `SharedFloor` what its protocol's
 /// extra lines cost (`shared-floor` touches one slot whatever the range).
 ///
-/// - A range over up to `claim` stripes (`rangelock::DEFAULT_CLAIM_STRIPES` exclusive,
+/// - A range over up to `claim` stripes (`rangelock::internals::DEFAULT_CLAIM_STRIPES` exclusive,
 ///   [`SHARED_CLAIM`](Self::SHARED_CLAIM) shared) takes each stripe's 16-byte slot with an
 ///   RMW (a swap exclusive, an add shared), loads the slot's count beside it, then its
 ///   window's `wide` count; it releases each slot with a store and a load of the slot's
@@ -42,7 +42,7 @@ pub struct ClaimFloor {
 }
 
 /// Slots per table (`rangelock`'s default); also stripes per window.
-const SLOTS: usize = rangelock::DEFAULT_STRIPE_SLOTS;
+const SLOTS: usize = rangelock::internals::DEFAULT_STRIPE_SLOTS;
 /// `wide` counts, by window (`rangelock`'s overflow table's).
 const WIDE: usize = 16;
 
@@ -77,7 +77,7 @@ impl ClaimFloor {
     /// coarse claim.
     pub const SHARED_CLAIM: u64 = 4;
     /// Stripe width, log2 units (`rangelock`'s default).
-    const SHIFT: u32 = rangelock::DEFAULT_STRIPE_SHIFT;
+    const SHIFT: u32 = rangelock::internals::DEFAULT_STRIPE_SHIFT;
     /// Stripes per coarse stripe, log2: 64.
     const COARSE_LOG2: u32 = 6;
 
@@ -156,7 +156,7 @@ impl ClaimFloor {
     pub fn hold(&self, range: Range<u64>, mode: Mode) -> ClaimHeld {
         let (first, last) = (range.start >> Self::SHIFT, (range.end - 1) >> Self::SHIFT);
         let max = match mode {
-            Mode::Exclusive => rangelock::DEFAULT_CLAIM_STRIPES as u64,
+            Mode::Exclusive => rangelock::internals::DEFAULT_CLAIM_STRIPES as u64,
             Mode::Shared => Self::SHARED_CLAIM,
         };
         let coarse = last - first >= max;

@@ -41,7 +41,7 @@ impl SharedFloor {
 
     /// The table of `rangelock`'s default stripe table: as many slots.
     pub fn new() -> Self {
-        Self::with_slots(rangelock::DEFAULT_STRIPE_SLOTS)
+        Self::with_slots(rangelock::internals::DEFAULT_STRIPE_SLOTS)
     }
 
     /// A table of `slots` slots.
@@ -58,7 +58,8 @@ impl SharedFloor {
     /// index for [`give_back`](Self::give_back).
     #[inline]
     pub fn hold(&self, range: &Range<u64>) -> usize {
-        let i = (range.start >> rangelock::DEFAULT_STRIPE_SHIFT) as usize & (self.slots.len() - 1);
+        let i = (range.start >> rangelock::internals::DEFAULT_STRIPE_SHIFT) as usize
+            & (self.slots.len() - 1);
         // AcqRel: a lock's acquiring RMW, on the shared line (the instruction and the line's
         // transfers are the cost being measured).
         self.slots[i].0.fetch_add(1, Ordering::AcqRel);
@@ -95,8 +96,8 @@ mod tests {
     #[test]
     fn the_shared_floor_pays_its_rmw_and_store_on_the_slot_of_the_ranges_first_stripe() {
         let floor = SharedFloor::new();
-        let stripe = 1u64 << rangelock::DEFAULT_STRIPE_SHIFT;
-        let table = stripe * rangelock::DEFAULT_STRIPE_SLOTS as u64;
+        let stripe = 1u64 << rangelock::internals::DEFAULT_STRIPE_SHIFT;
+        let table = stripe * rangelock::internals::DEFAULT_STRIPE_SLOTS as u64;
         let held = floor.hold(&(5..2 * stripe));
         assert_eq!(floor.count(held), 1, "the acquiring RMW");
         // It excludes nobody; a range starting in the same stripe, or in the stripe one

@@ -3,7 +3,8 @@
 use core::ops::Range;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use rangelock::{Lock, Mode, RangeGuard, RawRangeLock};
+use rangelock::internals::{Guard, Lock, RawRangeLock};
+use rangelock::{Mode, RangeGuard, RangeLock};
 
 use super::{AnnounceFloor, AnnounceHeld, ClaimFloor, ClaimHeld, SeatOf, SharedFloor};
 
@@ -43,14 +44,43 @@ pub trait RangeTarget: Send + Sync + 'static {
     fn release<'a>(&'a self, local: &mut Self::Local, held: Self::Held<'a>);
 }
 
-impl<R: RawRangeLock + 'static> RangeTarget for Lock<R> {
+/// The product, through its public API.
+impl RangeTarget for RangeLock {
     type Local = ();
-    type Held<'a> = RangeGuard<'a, R>;
+    type Held<'a> = RangeGuard<'a>;
 
     fn local(&self) {}
 
     #[inline]
-    fn acquire<'a>(&'a self, _: &mut (), range: Range<u64>, mode: Mode) -> RangeGuard<'a, R> {
+    fn acquire<'a>(&'a self, _: &mut (), range: Range<u64>, mode: Mode) -> RangeGuard<'a> {
+        self.lock_mode(range, mode)
+    }
+
+    #[inline]
+    fn try_acquire<'a>(
+        &'a self,
+        _: &mut (),
+        range: Range<u64>,
+        mode: Mode,
+    ) -> Option<RangeGuard<'a>> {
+        self.try_lock_mode(range, mode).ok()
+    }
+
+    #[inline]
+    fn release<'a>(&'a self, _: &mut (), held: RangeGuard<'a>) {
+        drop(held);
+    }
+}
+
+/// The baselines (`rangelock_baselines`), through the generic wrapper of their raw locks.
+impl<R: RawRangeLock + 'static> RangeTarget for Lock<R> {
+    type Local = ();
+    type Held<'a> = Guard<'a, R>;
+
+    fn local(&self) {}
+
+    #[inline]
+    fn acquire<'a>(&'a self, _: &mut (), range: Range<u64>, mode: Mode) -> Guard<'a, R> {
         self.lock_mode(range, mode).expect("workloads only build non-empty ranges")
     }
 
@@ -60,12 +90,12 @@ impl<R: RawRangeLock + 'static> RangeTarget for Lock<R> {
         _: &mut (),
         range: Range<u64>,
         mode: Mode,
-    ) -> Option<RangeGuard<'a, R>> {
+    ) -> Option<Guard<'a, R>> {
         self.try_lock_mode(range, mode).ok()
     }
 
     #[inline]
-    fn release<'a>(&'a self, _: &mut (), held: RangeGuard<'a, R>) {
+    fn release<'a>(&'a self, _: &mut (), held: Guard<'a, R>) {
         drop(held);
     }
 }

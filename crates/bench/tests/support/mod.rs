@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
-use rangelock::{Lock, Mode, RawRangeLock};
+use rangelock::internals::{Lock, RawRangeLock};
+use rangelock::Mode;
 use rangelock_bench::peers::FcntlOfd;
 use rangelock_bench::variants::{HeightVisitor, VariantSet, VariantVisitor};
 use rangelock_bench::workload::Unlocked;

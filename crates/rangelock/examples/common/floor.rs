@@ -10,7 +10,8 @@
 use std::ops::Range;
 use std::time::Instant;
 
-use rangelock::{Mode, RawRangeLock};
+use rangelock::internals::RawRangeLock;
+use rangelock::Mode;
 
 /// What a ceiling does per operation: take a range (never refusing: it excludes nobody) and
 /// give back what it took.

@@ -5,7 +5,8 @@
 use std::ops::Range;
 use std::time::Instant;
 
-use rangelock::{Mode, RawRangeLock};
+use rangelock::internals::RawRangeLock;
+use rangelock::Mode;
 
 /// No lock: every acquisition succeeds at once (the loop's own cost).
 #[derive(Debug)]

@@ -27,71 +27,25 @@ use core::ops::Range;
 use core::pin::Pin;
 use core::ptr::NonNull;
 use core::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::node::Node;
 use super::wait::Wait;
 use super::wakers::{Alarm, Registration};
-use super::{Attempt, Kind, Listed, RangeLock, SkipList, SkipToken};
+use super::{Attempt, Kind, Listed, SkipList, SkipToken};
 use crate::error::LockError;
-use crate::lock::{deadline_after, Lock, RangeGuard};
+use crate::lock::{Guard, Lock};
 use crate::range::{check_range, Mode};
+use crate::RangeGuard;
 
-impl Lock<SkipList> {
-    /// Locks `range` exclusively, waiting asynchronously as long as it takes.
-    ///
-    /// ```
-    /// # async fn demo(lock: &rangelock::RangeLock) -> Result<(), rangelock::LockError> {
-    /// let page = lock.lock_async(4096..8192).await?;
-    /// // ... write the page ...
-    /// drop(page);
-    /// # Ok(()) }
-    /// ```
-    pub fn lock_async(&self, range: Range<u64>) -> LockFuture<'_> {
-        LockFuture::new(self, range, Mode::Exclusive, None)
-    }
-
-    /// Locks `range` shared, waiting asynchronously as long as it takes.
-    pub fn lock_shared_async(&self, range: Range<u64>) -> LockFuture<'_> {
-        LockFuture::new(self, range, Mode::Shared, None)
-    }
-
-    /// Locks `range` exclusively, giving up with [`LockError::TimedOut`] after `timeout`.
-    pub fn lock_async_timeout(&self, range: Range<u64>, timeout: Duration) -> LockFuture<'_> {
-        self.lock_mode_async_until(range, Mode::Exclusive, deadline_after(timeout))
-    }
-
-    /// Locks `range` shared, giving up with [`LockError::TimedOut`] after `timeout`.
-    pub fn lock_shared_async_timeout(
-        &self,
-        range: Range<u64>,
-        timeout: Duration,
-    ) -> LockFuture<'_> {
-        self.lock_mode_async_until(range, Mode::Shared, deadline_after(timeout))
-    }
-
-    /// Locks `range` in `mode`, waiting asynchronously as long as it takes.
-    pub fn lock_mode_async(&self, range: Range<u64>, mode: Mode) -> LockFuture<'_> {
-        LockFuture::new(self, range, mode, None)
-    }
-
-    /// Locks `range` in `mode`, giving up with [`LockError::TimedOut`] at `deadline`.
-    pub fn lock_mode_async_until(
-        &self,
-        range: Range<u64>,
-        mode: Mode,
-        deadline: Instant,
-    ) -> LockFuture<'_> {
-        LockFuture::new(self, range, mode, Some(deadline))
-    }
-}
-
-/// The future of an async acquisition of [`RangeLock`]: resolves to a [`RangeGuard`], or to
-/// [`LockError::InvalidRange`] / [`LockError::TimedOut`]. Dropping it before it resolves
+/// The future of a timed async acquisition ([`RangeLock::lock_async_timeout`] and its
+/// siblings): resolves to a [`RangeGuard`], or to [`LockError::TimedOut`].
+///
+/// [`RangeLock::lock_async_timeout`]: crate::RangeLock::lock_async_timeout Dropping it before it resolves
 /// gives the acquisition up and leaves nothing behind (module docs).
 #[must_use = "futures do nothing unless polled"]
 pub struct LockFuture<'a> {
-    lock: &'a RangeLock,
+    lock: &'a Lock<SkipList>,
     range: Range<u64>,
     mode: Mode,
     deadline: Option<Instant>,
@@ -120,7 +74,12 @@ enum State {
 unsafe impl Send for LockFuture<'_> {}
 
 impl<'a> LockFuture<'a> {
-    fn new(lock: &'a RangeLock, range: Range<u64>, mode: Mode, deadline: Option<Instant>) -> Self {
+    pub(crate) fn new(
+        lock: &'a Lock<SkipList>,
+        range: Range<u64>,
+        mode: Mode,
+        deadline: Option<Instant>,
+    ) -> Self {
         LockFuture {
             lock,
             range,
@@ -136,13 +95,13 @@ impl<'a> LockFuture<'a> {
     fn finish(
         &mut self,
         result: Result<SkipToken, LockError>,
-    ) -> Poll<Result<RangeGuard<'a, SkipList>, LockError>> {
+    ) -> Poll<Result<RangeGuard<'a>, LockError>> {
         self.state = State::Done;
         self.registration.cancel();
         self.alarm = None;
-        Poll::Ready(
-            result.map(|token| RangeGuard::new(self.lock, self.range.clone(), self.mode, token)),
-        )
+        Poll::Ready(result.map(|token| {
+            RangeGuard::from_inner(Guard::new(self.lock, self.range.clone(), self.mode, token))
+        }))
     }
 
     /// Gives the acquisition up (timeout or drop): undo what the state holds.
@@ -164,7 +123,7 @@ impl<'a> LockFuture<'a> {
 }
 
 impl<'a> Future for LockFuture<'a> {
-    type Output = Result<RangeGuard<'a, SkipList>, LockError>;
+    type Output = Result<RangeGuard<'a>, LockError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;

@@ -52,7 +52,7 @@ fn deferred(builder: Builder) -> RangeLock {
 
 /// Holds `range` exclusively (blocking) and writes it.
 fn write_held(lock: &RangeLock, units: &Units, range: Range<u64>) {
-    let g = lock.lock(range.clone()).unwrap();
+    let g = lock.lock(range.clone());
     units.write(range);
     drop(g);
 }
@@ -65,7 +65,7 @@ fn spawn_reader(
 ) -> thread::JoinHandle<()> {
     let (lock, units) = (Arc::clone(lock), Arc::clone(units));
     thread::spawn(move || {
-        let g = lock.lock_shared(range.clone()).unwrap();
+        let g = lock.lock_shared(range.clone());
         let _ = units.read(range);
         drop(g);
     })
@@ -110,7 +110,7 @@ fn spawn_try(
 #[test]
 fn loom_writers_overlap_insert_mark_unlink() {
     loom::model(|| {
-        let lock = Arc::new(RangeLock::with_max_height(2));
+        let lock = Arc::new(RangeLock::builder().max_height(2).build());
         let units = Arc::new(Units::new(4));
         let t = spawn_writer(&lock, &units, 0..2);
         write_held(&lock, &units, 1..3);
@@ -127,7 +127,7 @@ fn loom_writers_overlap_insert_mark_unlink() {
 #[test]
 fn loom_adjacent_try_locks_both_succeed() {
     loom::model(|| {
-        let lock = Arc::new(RangeLock::with_max_height(2));
+        let lock = Arc::new(RangeLock::builder().max_height(2).build());
         let t = {
             let lock = Arc::clone(&lock);
             thread::spawn(move || {
@@ -149,7 +149,7 @@ fn loom_adjacent_try_locks_both_succeed() {
 #[test]
 fn loom_shared_exclusive_handshake_blocking() {
     loom::model(|| {
-        let lock = Arc::new(RangeLock::with_max_height(1));
+        let lock = Arc::new(RangeLock::builder().max_height(1).build());
         let units = Arc::new(Units::new(3));
         let t = spawn_reader(&lock, &units, 0..2);
         write_held(&lock, &units, 1..3);
@@ -163,7 +163,7 @@ fn loom_shared_exclusive_handshake_blocking() {
 #[test]
 fn loom_shared_exclusive_try_never_both() {
     loom::model(|| {
-        let lock = Arc::new(RangeLock::with_max_height(1));
+        let lock = Arc::new(RangeLock::builder().max_height(1).build());
         let units = Arc::new(Units::new(2));
         let t = spawn_try(&lock, &units, 0..2, Mode::Shared);
         try_use(&lock, &units, 1..2, Mode::Exclusive);
@@ -207,7 +207,7 @@ fn loom_two_readers_one_writer() {
 #[test]
 fn loom_reader_on_second_line_is_seen() {
     loom::model(|| {
-        let lock = Arc::new(RangeLock::with_max_height(1));
+        let lock = Arc::new(RangeLock::builder().max_height(1).build());
         let units = Arc::new(Units::new(3));
         // Fill the first line (readers::LINE_SLOTS shared holds of a disjoint range).
         let fillers: Vec<_> = (0..readers::LINE_SLOTS as u64)
@@ -228,7 +228,7 @@ fn loom_reader_on_second_line_is_seen() {
 #[test]
 fn loom_stripe_writer_and_reader() {
     loom::model(|| {
-        let lock = Arc::new(RangeLock::with_max_height(1));
+        let lock = Arc::new(RangeLock::builder().max_height(1).build());
         let units = Arc::new(Units::new(2));
         let t = spawn_reader(&lock, &units, 0..2);
         write_held(&lock, &units, 0..2);
@@ -243,7 +243,7 @@ fn loom_stripe_writer_and_reader() {
 #[test]
 fn loom_stripe_and_list_try_never_both() {
     loom::model(|| {
-        let lock = Arc::new(RangeLock::with_max_height(1));
+        let lock = Arc::new(RangeLock::builder().max_height(1).build());
         exclusive_tries_race(&lock, 0..2, 1..3, &Arc::new(Units::new(3)));
     });
 }
@@ -265,7 +265,7 @@ fn exclusive_tries_race(lock: &Arc<RangeLock>, a: Range<u64>, b: Range<u64>, uni
 #[test]
 fn loom_wide_list_writer_and_stripe_holder() {
     loom::model(|| {
-        let lock = Arc::new(RangeLock::with_max_height(1));
+        let lock = Arc::new(RangeLock::builder().max_height(1).build());
         let units = Arc::new(Units::new(10));
         let t = spawn_writer(&lock, &units, 0..10);
         write_held(&lock, &units, 4..6);
@@ -296,7 +296,7 @@ fn loom_aliased_overflow_slot_names_its_window() {
 #[test]
 fn loom_window_table_resolution_race() {
     loom::model(|| {
-        let lock = Arc::new(RangeLock::with_max_height(1));
+        let lock = Arc::new(RangeLock::builder().max_height(1).build());
         exclusive_tries_race(&lock, 0..2, 1..5, &Arc::new(Units::new(5)));
     });
 }
@@ -308,10 +308,10 @@ fn loom_window_table_resolution_race() {
 fn loom_downgrade_keeps_writers_out() {
     for (held, other) in [(0..2, 1..2), (1..3, 0..2)] {
         loom::model(move || {
-            let lock = Arc::new(RangeLock::with_max_height(1));
+            let lock = Arc::new(RangeLock::builder().max_height(1).build());
             let units = Arc::new(Units::new(4));
             let t = spawn_writer(&lock, &units, other.clone());
-            let g = lock.lock(held.clone()).unwrap();
+            let g = lock.lock(held.clone());
             units.write(held.clone());
             let r = g.downgrade();
             let _ = units.read(held.clone());
@@ -339,7 +339,7 @@ fn loom_release_wakes_every_parked_waiter() {
             // docs); the two-thread models check reuse.
             let lock = Arc::new(deferred(RangeLock::builder().max_height(1)));
             let units = Arc::new(Units::new(3));
-            let g = lock.lock(held.clone()).unwrap();
+            let g = lock.lock(held.clone());
             units.write(held.clone());
             let readers: Vec<_> =
                 (0..2).map(|_| spawn_reader(&lock, &units, held.clone())).collect();
@@ -362,9 +362,9 @@ fn loom_stripe_release_wakes_a_counted_waiter() {
         [(0..1, 0..1, Mode::Exclusive), (0..2, 1..2, Mode::Shared), (2..3, 2..4, Mode::Exclusive)]
     {
         loom::model(move || {
-            let lock = Arc::new(RangeLock::with_max_height(1));
+            let lock = Arc::new(RangeLock::builder().max_height(1).build());
             let units = Arc::new(Units::new(4));
-            let g = lock.lock(held.clone()).unwrap();
+            let g = lock.lock(held.clone());
             let t = match mode {
                 Mode::Shared => spawn_reader(&lock, &units, wanted.clone()),
                 Mode::Exclusive => spawn_writer(&lock, &units, wanted.clone()),
@@ -385,16 +385,16 @@ fn loom_stripe_release_wakes_a_counted_waiter() {
 /// crosses a stripe boundary).
 fn recycled_node_model(waiter: Mode, second: Range<u64>, second_mode: Mode) {
     loom::model(move || {
-        let lock = Arc::new(RangeLock::with_max_height(1));
+        let lock = Arc::new(RangeLock::builder().max_height(1).build());
         let units = Arc::new(Units::new(7));
-        let g = lock.lock(1..3).unwrap();
+        let g = lock.lock(1..3);
         units.write(1..3);
         let t = match waiter {
             Mode::Shared => spawn_reader(&lock, &units, 1..3),
             Mode::Exclusive => spawn_writer(&lock, &units, 1..3),
         };
         drop(g);
-        let again = lock.lock_mode(second.clone(), second_mode).unwrap();
+        let again = lock.lock_mode(second.clone(), second_mode);
         match second_mode {
             Mode::Exclusive => units.write(second.clone()),
             Mode::Shared => {
@@ -428,9 +428,9 @@ fn loom_recycled_node_writer_waiter() {
 #[test]
 fn loom_reader_retracts_and_reannounces() {
     loom::model(|| {
-        let lock = Arc::new(RangeLock::with_max_height(1));
+        let lock = Arc::new(RangeLock::builder().max_height(1).build());
         let units = Arc::new(Units::new(3));
-        let g = lock.lock(1..3).unwrap();
+        let g = lock.lock(1..3);
         let t = spawn_reader(&lock, &units, 1..3);
         drop(g);
         write_held(&lock, &units, 1..3);

@@ -186,7 +186,7 @@
 //!   a writer of `10..30` pending behind the stripe hold of `12..13`, whose thread then
 //!   asks for `20..21`); acquiring in a global order does not help when the writer's range
 //!   spans both. Do not block on a second range while holding one: use
-//!   [`lock_many`](crate::Lock::lock_many) (which waits while holding only list nodes
+//!   [`lock_many`](crate::RangeLock::lock_many) (which waits while holding only list nodes
 //!   taken in ascending order, where no cycle can close: `ordered`), `try_lock*` or a
 //!   timeout. There is no upgrade: locking exclusively a range that overlaps one's own
 //!   shared hold waits forever (`try_lock` fails, a timeout expires); downgrade exists.
@@ -285,7 +285,7 @@
 //!   4 million held ranges (`4^11`), beyond which the top level grows linearly. (The old
 //!   default, 10 levels with p = 1/2, indexed 1024 nodes: with 200 000 held ranges W1 ran at
 //!   0.1x of its 16-range speed.) Every node carries 16 link words (the largest height
-//!   [`RangeLock::with_max_height`] accepts), so the pools need a single size class (about
+//!   [`Builder::max_height`] accepts), so the pools need a single size class (about
 //!   180 bytes per node).
 //! - Waiting spins 64 times, then parks in `parking_lot_core`'s global parking lot keyed by
 //!   the wait word's address (a node's or a slot's); the release of a word with parked
@@ -402,9 +402,9 @@ use core::ops::Range;
 use core::ptr::NonNull;
 use std::time::Instant;
 
-use crate::lock::Lock;
 use crate::range::Mode;
 use crate::raw::{RawRangeLock, RawRangeLockDowngrade};
+use crate::RangeLock;
 
 #[cfg(not(loom))]
 pub use future::LockFuture;
@@ -414,6 +414,7 @@ use node::{Node, MAX_HEIGHT};
 use readers::Readers;
 use reclaim::Reclaim;
 use stripes::Stripes;
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
 pub use stripes::{
     DEFAULT_CLAIM_STRIPES, DEFAULT_STRIPE_SHIFT, DEFAULT_STRIPE_SLOTS, DEFAULT_STRIPE_WINDOWS,
     MAX_CLAIM_STRIPES,
@@ -422,57 +423,6 @@ use wait::{wait_for, Wait};
 
 /// The default number of skip-list levels (see `# Trade-offs` in the module docs).
 pub const DEFAULT_MAX_HEIGHT: usize = 12;
-
-/// The product range lock: [`Lock`] over the lock-free [`SkipList`].
-///
-/// ```
-/// use rangelock::RangeLock;
-///
-/// let lock = RangeLock::new();
-/// let a = lock.lock(0..10).unwrap();
-/// let b = lock.try_lock(10..20).unwrap(); // adjacent ranges do not overlap
-/// assert!(lock.try_lock(5..15).is_err());
-/// drop((a, b));
-/// let r1 = lock.lock_shared(0..100).unwrap();
-/// let r2 = lock.try_lock_shared(50..150).unwrap(); // shared holders share
-/// assert!(lock.try_lock(99..100).is_err());
-/// # drop((r1, r2));
-/// ```
-pub type RangeLock = Lock<SkipList>;
-
-impl Lock<SkipList> {
-    /// A range lock with the default height ([`DEFAULT_MAX_HEIGHT`]) and stripe table
-    /// ([`DEFAULT_STRIPE_SHIFT`], [`DEFAULT_STRIPE_SLOTS`]).
-    pub fn new() -> Self {
-        Lock::from_raw(SkipList::new())
-    }
-
-    /// Options for a lock that differs from [`RangeLock::new`]'s defaults.
-    ///
-    /// ```
-    /// use rangelock::RangeLock;
-    ///
-    /// // 4 KiB stripes over 8192 slots, for page-sized locks spread over 32 MiB.
-    /// let lock = RangeLock::builder().stripes(12, 8192).build();
-    /// let page = lock.lock(4096..8192).unwrap();
-    /// # drop(page);
-    /// // No stripe table: every exclusive range goes to the skip list.
-    /// let listed = RangeLock::builder().stripes(0, 0).max_height(8).build();
-    /// # drop(listed);
-    /// ```
-    pub fn builder() -> Builder {
-        Builder::default()
-    }
-
-    /// A range lock whose skip list uses `height` levels.
-    ///
-    /// # Panics
-    ///
-    /// If `height` is 0 or larger than 16.
-    pub fn with_max_height(height: usize) -> Self {
-        Lock::from_raw(SkipList::with_max_height(height))
-    }
-}
 
 /// Options of a [`SkipList`]: [`RangeLock::builder`].
 #[derive(Clone, Copy, Debug)]
@@ -499,14 +449,14 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// Skip-list levels (1..=16; default [`DEFAULT_MAX_HEIGHT`]).
+    /// Skip-list levels (1..=16; default 12).
     pub fn max_height(self, height: usize) -> Self {
         Builder { max_height: height, ..self }
     }
 
     /// The stripe table (module docs): stripes of `1 << shift` units, `slots` slots of 16
     /// bytes (a power of two, or 0 to send every exclusive range to the skip list).
-    /// Defaults: [`DEFAULT_STRIPE_SHIFT`], [`DEFAULT_STRIPE_SLOTS`].
+    /// Defaults: 14 (16 Ki units) and 2048.
     pub fn stripes(self, shift: u32, slots: usize) -> Self {
         Builder { stripe_shift: shift, stripe_slots: slots, ..self }
     }
@@ -514,15 +464,14 @@ impl Builder {
     /// How many windows of the domain (`slots` consecutive stripes each) may get a stripe
     /// table of their own, allocated when first used (a power of two, or 0 for one
     /// direct-mapped table shared by the whole domain). Windows beyond that share the
-    /// overflow table. Default: [`DEFAULT_STRIPE_WINDOWS`].
+    /// overflow table. Default: 64.
     pub fn windows(self, windows: usize) -> Self {
         Builder { stripe_windows: windows, ..self }
     }
 
     /// How many stripes (of one window) a range may touch and still hold on the stripe
     /// table, claiming the slot of each (one CAS per stripe; module docs) instead of
-    /// linking a list node or announcing a reader: 1 to [`MAX_CLAIM_STRIPES`], default
-    /// [`DEFAULT_CLAIM_STRIPES`]. 1 claims only ranges inside one stripe. With coarse
+    /// linking a list node or announcing a reader: 1 to 64, default 8. 1 claims only ranges inside one stripe. With coarse
     /// claims on, a shared range claims at most 4 stripes this way (a reader joins and
     /// leaves each slot with a CAS, so a coarse claim is cheaper for it sooner); wider
     /// shared ranges take the coarse claim.
@@ -540,13 +489,14 @@ impl Builder {
         Builder { coarse_claims: on, ..self }
     }
 
-    /// The raw lock.
+    /// The raw lock (for the project's tests and benchmarks: not part of the API).
     ///
     /// # Panics
     ///
     /// If the height is 0 or larger than 16, `slots` or `windows` is neither 0 nor a power
     /// of two, `shift` is more than 16, or `claim_stripes` is not in
-    /// `1..=`[`MAX_CLAIM_STRIPES`].
+    /// `1..=64`.
+    #[doc(hidden)]
     pub fn build_raw(self) -> SkipList {
         assert!(
             (1..=MAX_HEIGHT).contains(&self.max_height),
@@ -590,7 +540,7 @@ impl Builder {
     ///
     /// As [`build_raw`](Self::build_raw).
     pub fn build(self) -> RangeLock {
-        Lock::from_raw(self.build_raw())
+        RangeLock::from_raw(self.build_raw())
     }
 }
 

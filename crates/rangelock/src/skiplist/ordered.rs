@@ -1,4 +1,4 @@
-//! Ordered acquisition: the fair path of [`Lock::lock_many`](crate::Lock::lock_many)
+//! Ordered acquisition: the fair path of [`RangeLock::lock_many`](crate::RangeLock::lock_many)
 //! ([`RawRangeLock::lock_ordered`]).
 //!
 //! `lock_many`'s usual protocol waits only while it holds nothing, and then needs every

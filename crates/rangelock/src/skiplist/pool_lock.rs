@@ -1,5 +1,5 @@
 //! The lock of one pool shard: the test-and-test-and-set spin lock of the baselines
-//! ([`crate::variants::spin`]), which backs off and then yields.
+//! ([`crate::spin`]), which backs off and then yields.
 //!
 //! Every operation of the lock takes its thread's shard twice (one `Vec` pop when allocating
 //! a node, one push when retiring it). With `std::sync::Mutex` each of those costs two
@@ -15,9 +15,9 @@
 
 #[cfg(not(loom))]
 mod imp {
-    /// The baselines' test-and-test-and-set spin lock (`variants::spin`), which backs off
+    /// The baselines' test-and-test-and-set spin lock (`crate::spin`), which backs off
     /// and then yields.
-    pub(crate) use crate::variants::spin::{SpinGuard as PoolGuard, SpinLock as PoolLock};
+    pub(crate) use crate::spin::{SpinGuard as PoolGuard, SpinLock as PoolLock};
 }
 
 #[cfg(loom)]

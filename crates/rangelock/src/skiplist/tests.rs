@@ -27,7 +27,7 @@ fn full_domain_edges_lock() {
 
 #[test]
 fn adjacent_ranges_lock_and_overlaps_do_not() {
-    let lock = RangeLock::with_max_height(4);
+    let lock = RangeLock::builder().max_height(4).build();
     let a = lock.try_lock(10..20).unwrap();
     let b = lock.try_lock(20..30).unwrap();
     let c = lock.try_lock(0..10).unwrap();
@@ -44,7 +44,7 @@ fn adjacent_ranges_lock_and_overlaps_do_not() {
 
 #[test]
 fn same_start_after_release_reuses_the_key_space() {
-    let lock = RangeLock::with_max_height(3);
+    let lock = RangeLock::builder().max_height(3).build();
     for _ in 0..1000 {
         let g = lock.try_lock(5..6).unwrap();
         assert!(lock.try_lock(5..7).is_err());
@@ -80,7 +80,7 @@ fn many_shared_holders_grow_the_table() {
 
 #[test]
 fn many_exclusive_holders_in_random_order() {
-    let lock = RangeLock::with_max_height(8);
+    let lock = RangeLock::builder().max_height(8).build();
     // A permutation of 0..512 (multiplicative, odd factor), each unit locked once.
     let mut guards = Vec::new();
     for i in 0..512u64 {
@@ -113,20 +113,20 @@ fn invalid_ranges_are_rejected_without_locking() {
     #[allow(clippy::reversed_empty_ranges)]
     let err = lock.try_lock(5..3).unwrap_err();
     assert!(matches!(err, LockError::InvalidRange(_)));
-    assert!(lock.lock_shared(7..7).is_err());
+    assert!(lock.lock_shared_timeout(7..7, std::time::Duration::ZERO).is_err());
     let _g = lock.try_lock(0..u64::MAX).unwrap();
 }
 
 #[test]
 #[should_panic(expected = "skip-list height must be in 1..=16")]
 fn zero_height_is_refused() {
-    let _ = RangeLock::with_max_height(0);
+    let _ = RangeLock::builder().max_height(0).build();
 }
 
 #[test]
 fn lock_timeout_gives_up_and_leaves_no_trace() {
     let lock = RangeLock::new();
-    let held = lock.lock(10..20).unwrap();
+    let held = lock.lock(10..20);
     let err = lock.lock_timeout(15..16, Duration::from_millis(20)).unwrap_err();
     assert_eq!(err, LockError::TimedOut);
     let err = lock.lock_shared_timeout(0..11, Duration::from_millis(1)).unwrap_err();
@@ -139,7 +139,7 @@ fn lock_timeout_gives_up_and_leaves_no_trace() {
 #[test]
 fn writer_times_out_on_a_reader_and_unlinks_its_pending_node() {
     let lock = RangeLock::new();
-    let reader = lock.lock_shared(0..10).unwrap();
+    let reader = lock.lock_shared(0..10);
     assert_eq!(lock.lock_timeout(5..6, Duration::from_millis(5)).unwrap_err(), LockError::TimedOut);
     // The pending node is gone: another reader gets in.
     let reader2 = lock.try_lock_shared(5..6).unwrap();
@@ -151,13 +151,13 @@ fn writer_times_out_on_a_reader_and_unlinks_its_pending_node() {
 fn blocking_lock_waits_for_release() {
     let lock = Arc::new(RangeLock::new());
     let acquired = Arc::new(AtomicBool::new(false));
-    let held = lock.lock(0..100).unwrap();
+    let held = lock.lock(0..100);
     let (tx, rx) = mpsc::channel();
     let waiter = {
         let (lock, acquired) = (Arc::clone(&lock), Arc::clone(&acquired));
         thread::spawn(move || {
             tx.send(()).unwrap();
-            let g = lock.lock(50..60).unwrap();
+            let g = lock.lock(50..60);
             acquired.store(true, Ordering::SeqCst);
             drop(g);
         })
@@ -178,11 +178,11 @@ fn blocking_lock_waits_for_release() {
 fn pending_writer_blocks_new_readers_then_gets_in() {
     let b = 1u64 << stripes::DEFAULT_STRIPE_SHIFT;
     let lock = Arc::new(RangeLock::new());
-    let reader = lock.lock_shared(b - 10..b).unwrap();
+    let reader = lock.lock_shared(b - 10..b);
     let writer = {
         let lock = Arc::clone(&lock);
         thread::spawn(move || {
-            let g = lock.lock(b - 5..b + 5).unwrap();
+            let g = lock.lock(b - 5..b + 5);
             g.range()
         })
     };
@@ -230,7 +230,7 @@ fn stress_long() {
 }
 
 fn stress(threads: usize, ops: usize, units: usize) {
-    let lock = Arc::new(RangeLock::with_max_height(6));
+    let lock = Arc::new(RangeLock::builder().max_height(6).build());
     let owner: Arc<Vec<AtomicU64>> = Arc::new((0..units).map(|_| AtomicU64::new(0)).collect());
     let readers: Arc<Vec<AtomicU64>> = Arc::new((0..units).map(|_| AtomicU64::new(0)).collect());
     let barrier = Arc::new(Barrier::new(threads));
@@ -259,7 +259,7 @@ fn stress(threads: usize, ops: usize, units: usize) {
                     let range = start as u64..end as u64;
                     let guard = match (r >> 40) % 3 {
                         0 => lock.try_lock_mode(range, mode),
-                        1 => lock.lock_mode(range, mode),
+                        1 => Ok(lock.lock_mode(range, mode)),
                         _ => lock.lock_mode_until(
                             range,
                             mode,
@@ -318,10 +318,10 @@ fn stress(threads: usize, ops: usize, units: usize) {
 
 #[test]
 fn nodes_are_recycled() {
-    let lock = RangeLock::with_max_height(4);
+    let lock = RangeLock::builder().max_height(4).build();
     for i in 0..20_000u64 {
         let g = if i % 3 == 0 { lock.lock_shared(i..i + 1) } else { lock.lock(i..i + 2) };
-        drop(g.unwrap());
+        drop(g);
     }
     // One thread, sequential: the retirement batches come back to the pool, so the lock
     // holds a few batches of nodes, not one per acquisition.
@@ -332,8 +332,8 @@ fn nodes_are_recycled() {
 #[test]
 fn forgotten_guards_do_not_break_drop() {
     let lock = RangeLock::new();
-    core::mem::forget(lock.lock(0..10).unwrap());
-    core::mem::forget(lock.lock_shared(20..30).unwrap());
+    core::mem::forget(lock.lock(0..10));
+    core::mem::forget(lock.lock_shared(20..30));
     assert!(lock.try_lock(5..6).is_err());
     assert!(lock.try_lock(25..26).is_err());
     drop(lock); // returns the forgotten nodes to the pool, which frees them
@@ -449,12 +449,12 @@ fn a_reader_and_a_wide_writer_elsewhere_leave_stripe_holders_on_the_fast_path() 
     let window = (1u64 << DEFAULT_STRIPE_SHIFT) * DEFAULT_STRIPE_SLOTS as u64;
     let stripe = 1u64 << DEFAULT_STRIPE_SHIFT;
     // Across stripes 0 and 1 of window 0: a reader in the table, counted in both slots.
-    let reader = lock.lock_shared(stripe - 5..stripe + 5).unwrap();
-    let wide = lock.lock(2 * window..4 * window).unwrap(); // windows 2-3: 4096 stripes
+    let reader = lock.lock_shared(stripe - 5..stripe + 5);
+    let wide = lock.lock(2 * window..4 * window); // windows 2-3: 4096 stripes
     let before = slow_checks();
     for i in 0..1000u64 {
         let start = 10 * window + i * 1024;
-        let g = lock.lock(start..start + 1024).unwrap();
+        let g = lock.lock(start..start + 1024);
         drop(g);
     }
     assert_eq!(slow_checks(), before, "stripe holders far from the reader and the wide writer");
@@ -467,8 +467,8 @@ fn a_reader_and_a_wide_writer_elsewhere_leave_stripe_holders_on_the_fast_path() 
     drop((reader, wide, beside, after));
     // With both gone, the counts are zero again: the reader's stripe is fast again.
     let before = slow_checks();
-    drop(lock.lock(0..10).unwrap());
-    drop(lock.lock(2 * window..2 * window + 10).unwrap());
+    drop(lock.lock(0..10));
+    drop(lock.lock(2 * window..2 * window + 10));
     assert_eq!(slow_checks(), before);
 }
 
@@ -509,7 +509,7 @@ fn downgrade_lets_readers_in_and_keeps_writers_out() {
     // A stripe hold, a list hold (across a stripe boundary) and an already shared guard.
     let stripe = 1u64 << DEFAULT_STRIPE_SHIFT;
     for range in [0..100, stripe - 10..stripe + 10] {
-        let w = lock.lock(range.clone()).unwrap();
+        let w = lock.lock(range.clone());
         assert!(lock.try_lock_shared(range.clone()).is_err());
         let r = w.downgrade();
         assert_eq!(r.mode(), Mode::Shared);
@@ -531,12 +531,12 @@ fn a_waiting_writer_does_not_slip_in_at_a_downgrade() {
     let reading = AtomicBool::new(false);
     for round in 0..300u64 {
         let range = if round % 2 == 0 { 0..64 } else { stripe - 32..stripe + 32 };
-        let w = lock.lock(range.clone()).unwrap();
+        let w = lock.lock(range.clone());
         let queued = AtomicBool::new(false);
         thread::scope(|s| {
             s.spawn(|| {
                 queued.store(true, Ordering::SeqCst);
-                let g = lock.lock(range.start + 10..range.start + 20).unwrap();
+                let g = lock.lock(range.start + 10..range.start + 20);
                 assert!(!reading.load(Ordering::SeqCst), "a writer entered a downgraded range");
                 drop(g);
             });
@@ -588,7 +588,7 @@ fn a_waiting_wide_writer_is_overtaken_a_bounded_number_of_times() {
                         // Ranges across a stripe boundary (see above).
                         let at = ((i >> 33) % 60 + 2) << stripe;
                         let arrival = lock.raw().intents.next_seq();
-                        let g = lock.lock(at - 2..at + 2).unwrap();
+                        let g = lock.lock(at - 2..at + 2);
                         if lock.raw().intents.seq_of(&wide_range).is_some_and(|w| w < arrival) {
                             overtakes.fetch_add(1, Ordering::SeqCst);
                         }
@@ -607,7 +607,7 @@ fn a_waiting_wide_writer_is_overtaken_a_bounded_number_of_times() {
                     std::hint::spin_loop();
                 }
                 overtakes.store(0, Ordering::SeqCst);
-                let wide = lock.lock(wide_range.clone()).unwrap();
+                let wide = lock.lock(wide_range.clone());
                 worst = worst.max(overtakes.load(Ordering::SeqCst));
                 drop(wide);
             }

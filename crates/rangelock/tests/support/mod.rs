@@ -21,7 +21,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
-use rangelock::{Lock, LockError, Mode, RangeGuard, RawRangeLock};
+use rangelock::internals::{Guard, Lock, RawRangeLock};
+use rangelock::{LockError, Mode};
 
 /// SplitMix64: a small deterministic generator for the stress threads.
 #[derive(Clone, Debug)]
@@ -132,7 +133,7 @@ pub fn acquire<R: RawRangeLock>(
     range: Range<u64>,
     mode: Mode,
     call: Call,
-) -> Option<RangeGuard<'_, R>> {
+) -> Option<Guard<'_, R>> {
     let result = match call {
         Call::Try => lock.try_lock_mode(range.clone(), mode),
         Call::Blocking => lock.lock_mode(range.clone(), mode),
@@ -367,7 +368,7 @@ impl Checker {
         let mut others = Vec::new();
         for t in 0..self.threads.len() {
             for (id, range, mode, call) in &self.holds(t).held {
-                if *id != held.id && rangelock::overlaps(range, &held.range) {
+                if *id != held.id && rangelock::internals::overlaps(range, &held.range) {
                     others.push(format!(
                         "thread {t} op {} {mode:?} {range:?} via {call:?}",
                         id & ((1 << OP_BITS) - 1)
@@ -512,9 +513,9 @@ pub fn check_against_model<R: RawRangeLock>(raw: R, ops: &[Op]) -> Result<(), Te
             Op::Try { start, len, shared } => {
                 let range = start..start + len;
                 let mode = if shared { Mode::Shared } else { Mode::Exclusive };
-                let expect = model
-                    .iter()
-                    .all(|(r, m)| !rangelock::overlaps(r, &range) || mode.compatible(*m));
+                let expect = model.iter().all(|(r, m)| {
+                    !rangelock::internals::overlaps(r, &range) || mode.compatible(*m)
+                });
                 match lock.try_lock_mode(range.clone(), mode) {
                     Ok(guard) => {
                         prop_assert!(

@@ -111,7 +111,7 @@ impl TableLimits {
     ) -> Option<Status> {
         if shutting_down {
             Some(Status::ShuttingDown)
-        } else if rangelock::check_range(&(start..end)).is_err() {
+        } else if start >= end {
             Some(Status::InvalidRange)
         } else if duplicate {
             Some(Status::DuplicateId)

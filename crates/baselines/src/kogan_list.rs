@@ -83,8 +83,8 @@ use crossbeam_utils::CachePadded;
 
 use super::reclaim::{Pin, Reclaim, Recyclable};
 use super::sync::{fence, AtomicUsize, Backoff, Ordering};
-use crate::range::Mode;
-use crate::raw::RawRangeLock;
+use rangelock::internals::RawRangeLock;
+use rangelock::Mode;
 
 /// Bit 0 of a `next` word: the node owning the word is released.
 const MARK: usize = 1;
@@ -568,13 +568,13 @@ unsafe impl RawRangeLock for KoganList {
 
     #[inline]
     fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<Self::Token> {
-        crate::raw::assert_valid(&range);
+        rangelock::internals::assert_valid(&range);
         self.acquire(range, mode, Wait::Try)
     }
 
     #[inline]
     fn lock(&self, range: Range<u64>, mode: Mode) -> Self::Token {
-        crate::raw::assert_valid(&range);
+        rangelock::internals::assert_valid(&range);
         match self.acquire(range, mode, Wait::Forever) {
             Some(token) => token,
             None => unreachable!("kogan-list: a wait without deadline gave up"),
@@ -583,7 +583,7 @@ unsafe impl RawRangeLock for KoganList {
 
     #[inline]
     fn lock_until(&self, range: Range<u64>, mode: Mode, deadline: Instant) -> Option<Self::Token> {
-        crate::raw::assert_valid(&range);
+        rangelock::internals::assert_valid(&range);
         self.acquire(range, mode, Wait::Until(deadline))
     }
 

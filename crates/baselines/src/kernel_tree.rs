@@ -55,8 +55,9 @@ use std::time::Instant;
 
 use super::spin::SpinLock;
 use super::sync::Backoff;
-use crate::range::{overlaps, Mode};
-use crate::raw::RawRangeLock;
+use rangelock::internals::overlaps;
+use rangelock::internals::RawRangeLock;
+use rangelock::Mode;
 
 /// "No node": an empty subtree or the end of the free list.
 const NIL: u32 = u32::MAX;
@@ -494,13 +495,13 @@ unsafe impl RawRangeLock for KernelTree {
 
     #[inline]
     fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<Self::Token> {
-        crate::raw::assert_valid(&range);
+        rangelock::internals::assert_valid(&range);
         self.acquire(range, mode, false, None)
     }
 
     #[inline]
     fn lock(&self, range: Range<u64>, mode: Mode) -> Self::Token {
-        crate::raw::assert_valid(&range);
+        rangelock::internals::assert_valid(&range);
         match self.acquire(range, mode, true, None) {
             Some(token) => token,
             None => unreachable!("kernel-tree: a wait without deadline gave up"),
@@ -509,7 +510,7 @@ unsafe impl RawRangeLock for KernelTree {
 
     #[inline]
     fn lock_until(&self, range: Range<u64>, mode: Mode, deadline: Instant) -> Option<Self::Token> {
-        crate::raw::assert_valid(&range);
+        rangelock::internals::assert_valid(&range);
         self.acquire(range, mode, true, Some(deadline))
     }
 

@@ -8,15 +8,17 @@
 //! default and run for `RANGELOCK_STRESS_SECS` seconds each (default 600):
 //!
 //! ```text
-//! cargo test --release -p rangelock -- --ignored stress
-//! RANGELOCK_STRESS_SECS=30 cargo test --release -p rangelock -- --ignored stress
+//! cargo test --release -p rangelock-baselines -- --ignored stress
+//! RANGELOCK_STRESS_SECS=30 cargo test --release -p rangelock-baselines -- --ignored stress
 //! ```
 #![cfg(not(loom))]
 
+/// The checkers of `crates/rangelock/tests` (one copy for the product's tests and these).
+#[path = "../../rangelock/tests/support/mod.rs"]
 mod support;
 
 use proptest::prelude::*;
-use rangelock::variants::{GlobalMutex, KernelTree, KoganList, Segments, SongSkipList};
+use rangelock_baselines::{GlobalMutex, KernelTree, KoganList, Segments, SongSkipList};
 
 /// `variant_tests!(module, constructor, exact_top)`: `exact_top` is false for locks that
 /// clamp units near `u64::MAX` (so adjacent ranges there conflict).
@@ -25,7 +27,7 @@ macro_rules! variant_tests {
         mod $name {
             use super::*;
 
-            fn make() -> impl rangelock::RawRangeLock {
+            fn make() -> impl rangelock::internals::RawRangeLock {
                 $make
             }
 
@@ -35,7 +37,8 @@ macro_rules! variant_tests {
             #[test]
             #[allow(clippy::reversed_empty_ranges)] // the invalid input under test
             fn raw_acquisitions_reject_empty_ranges() {
-                use rangelock::{Mode, RawRangeLock};
+                use rangelock::internals::RawRangeLock;
+                use rangelock::Mode;
                 let lock = make();
                 let deadline = std::time::Instant::now();
                 for range in [0..0, 5..5, 7..3, u64::MAX..u64::MAX] {
@@ -173,7 +176,7 @@ macro_rules! variant_tests {
     };
 }
 
-variant_tests!(skiplist, rangelock::SkipList::new(), true);
+variant_tests!(skiplist, rangelock::internals::SkipList::new(), true);
 // The same lock with 4-unit stripes over 4 slots and one shared table (no window tables):
 // in the 64-unit stress domain, stripes alias (16 stripes share 4 slots), and ranges cover
 // one to four stripes (slot counts) or more (the `wide` count).
@@ -231,7 +234,7 @@ fn model_catches_a_broken_lock() {
 /// does not overtake it, even though it is compatible with the current (shared) holder.
 #[test]
 fn kernel_tree_is_fifo() {
-    let lock = rangelock::Lock::from_raw(KernelTree::new());
+    let lock = rangelock::internals::Lock::from_raw(KernelTree::new());
     let reader = lock.lock_shared(0..10).unwrap();
     std::thread::scope(|s| {
         let writer = s.spawn(|| {

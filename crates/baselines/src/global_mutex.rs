@@ -33,8 +33,9 @@ use core::ops::Range;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use crate::range::{overlaps, Mode};
-use crate::raw::RawRangeLock;
+use rangelock::internals::overlaps;
+use rangelock::internals::RawRangeLock;
+use rangelock::Mode;
 
 /// One granted acquisition.
 #[derive(Debug)]
@@ -113,13 +114,13 @@ unsafe impl RawRangeLock for GlobalMutex {
 
     #[inline]
     fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<Self::Token> {
-        crate::raw::assert_valid(&range);
+        rangelock::internals::assert_valid(&range);
         let mut state = self.state();
         state.admits(&range, mode).then(|| state.grant(range, mode))
     }
 
     fn lock(&self, range: Range<u64>, mode: Mode) -> Self::Token {
-        crate::raw::assert_valid(&range);
+        rangelock::internals::assert_valid(&range);
         let mut state = self.state();
         while !state.admits(&range, mode) {
             state = self.released.wait(state).unwrap_or_else(PoisonError::into_inner);
@@ -128,7 +129,7 @@ unsafe impl RawRangeLock for GlobalMutex {
     }
 
     fn lock_until(&self, range: Range<u64>, mode: Mode, deadline: Instant) -> Option<Self::Token> {
-        crate::raw::assert_valid(&range);
+        rangelock::internals::assert_valid(&range);
         let mut state = self.state();
         while !state.admits(&range, mode) {
             let now = Instant::now();

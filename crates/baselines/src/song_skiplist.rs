@@ -45,8 +45,9 @@ use std::time::Instant;
 
 use super::spin::SpinLock;
 use super::sync::Backoff;
-use crate::range::{overlaps, Mode};
-use crate::raw::RawRangeLock;
+use rangelock::internals::overlaps;
+use rangelock::internals::RawRangeLock;
+use rangelock::Mode;
 
 /// Highest level of a node (levels `0..MAX_LEVEL`).
 pub const MAX_LEVEL: usize = 16;
@@ -288,13 +289,13 @@ unsafe impl RawRangeLock for SongSkipList {
 
     #[inline]
     fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<Self::Token> {
-        crate::raw::assert_valid(&range);
+        rangelock::internals::assert_valid(&range);
         self.attempt(&range, mode)
     }
 
     #[inline]
     fn lock(&self, range: Range<u64>, mode: Mode) -> Self::Token {
-        crate::raw::assert_valid(&range);
+        rangelock::internals::assert_valid(&range);
         match self.attempt(&range, mode) {
             Some(token) => token,
             None => match self.lock_slow(range, mode, None) {
@@ -306,7 +307,7 @@ unsafe impl RawRangeLock for SongSkipList {
 
     #[inline]
     fn lock_until(&self, range: Range<u64>, mode: Mode, deadline: Instant) -> Option<Self::Token> {
-        crate::raw::assert_valid(&range);
+        rangelock::internals::assert_valid(&range);
         match self.attempt(&range, mode) {
             Some(token) => Some(token),
             None => self.lock_slow(range, mode, Some(deadline)),

@@ -1,4 +1,9 @@
-//! Baseline range locks for the evaluation, all behind [`RawRangeLock`](crate::RawRangeLock).
+//! The range locks `rangelock` is measured against, all behind the raw interface of the
+//! product's own core ([`RawRangeLock`]), so every benchmark and checker drives them and
+//! `RangeLock` through the same calls.
+//!
+//! Not a product: this crate is never published, and the raw interface it builds on is
+//! `rangelock`'s unstable `internals` feature.
 //!
 //! | variant | `NAME` | structure | waiting |
 //! |---|---|---|---|
@@ -9,11 +14,11 @@
 //! | [`GlobalMutex`] | `global-mutex` | `Mutex<Vec<range>>` + condvar | condvar |
 //!
 //! Each module documents its algorithm, its source in the seeds, its invariants and what
-//! it costs. Wrap any of them in [`Lock`](crate::Lock) for the safe API:
+//! it costs. Wrap any of them in [`Lock`] for a safe API:
 //!
 //! ```
-//! use rangelock::variants::KernelTree;
-//! use rangelock::Lock;
+//! use rangelock::internals::Lock;
+//! use rangelock_baselines::KernelTree;
 //!
 //! let lock = Lock::from_raw(KernelTree::new());
 //! let a = lock.lock(0..10).unwrap();
@@ -28,6 +33,9 @@ pub mod kogan_list;
 mod reclaim;
 pub mod segments;
 pub mod song_skiplist;
+/// The product's spinlock (`crates/rangelock/src/spin.rs`), compiled here too.
+#[path = "../../rangelock/src/spin.rs"]
+#[allow(dead_code)] // `try_lock` serves the product's pool lock only
 pub(crate) mod spin;
 mod sync;
 
@@ -36,3 +44,5 @@ pub use kernel_tree::{KernelTree, KernelTreeToken};
 pub use kogan_list::{KoganList, KoganToken};
 pub use segments::{Segments, SegmentsToken};
 pub use song_skiplist::{SongSkipList, SongToken, MAX_LEVEL};
+
+pub use rangelock::internals::{Lock, RawRangeLock};

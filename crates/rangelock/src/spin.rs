@@ -1,12 +1,14 @@
-//! A test-and-test-and-set spinlock around a value, as used by the kernel-style baselines
-//! (Song's skip list and the interval tree both sit under one spinlock).
+//! A test-and-test-and-set spinlock around a value: the lock of a node-pool shard
+//! (`skiplist::pool_lock`). The kernel-style baselines (Song's skip list and the interval
+//! tree, `crates/baselines`) sit under the same spinlock: that crate compiles this file
+//! too (`#[path]`), so the product and the locks it is compared with share one spinlock.
 
 use core::cell::UnsafeCell;
 use core::fmt;
 use core::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::sync::Backoff;
+use crossbeam_utils::Backoff;
 
 /// A spinlock protecting a `T`.
 ///
@@ -62,7 +64,7 @@ impl<T> SpinLock<T> {
 
     #[cold]
     fn lock_slow(&self) {
-        let mut backoff = Backoff::new();
+        let backoff = Backoff::new();
         loop {
             while self.locked.load(Ordering::Relaxed) {
                 backoff.snooze();

@@ -3,13 +3,15 @@
 //! counting global allocator and must not run next to unrelated tests.
 #![cfg(not(loom))]
 
+/// The checkers of `crates/rangelock/tests` (one copy for the product's tests and these).
+#[path = "../../rangelock/tests/support/mod.rs"]
 mod support;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
-use rangelock::variants::{GlobalMutex, KernelTree, KoganList, Segments, SongSkipList};
-use rangelock::RawRangeLock;
+use rangelock::internals::RawRangeLock;
+use rangelock_baselines::{GlobalMutex, KernelTree, KoganList, Segments, SongSkipList};
 
 /// Counts live allocations.
 struct Counting;
@@ -82,7 +84,7 @@ fn no_leak<R: RawRangeLock>(make: impl Fn() -> R) {
 // concurrently.
 #[test]
 fn variants_do_not_leak() {
-    no_leak(rangelock::SkipList::new);
+    no_leak(rangelock::internals::SkipList::new);
     no_leak(KoganList::new);
     no_leak(SongSkipList::new);
     no_leak(KernelTree::new);

@@ -53,8 +53,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
 use super::sync::Backoff;
-use crate::range::Mode;
-use crate::raw::RawRangeLock;
+use rangelock::internals::RawRangeLock;
+use rangelock::Mode;
 
 /// Bit 31 of a segment word: an exclusive holder owns the segment.
 const WRITER: u32 = 1 << 31;
@@ -220,13 +220,13 @@ unsafe impl RawRangeLock for Segments {
 
     #[inline]
     fn try_lock(&self, range: Range<u64>, mode: Mode) -> Option<Self::Token> {
-        crate::raw::assert_valid(&range);
+        rangelock::internals::assert_valid(&range);
         self.acquire(range, mode, false, None)
     }
 
     #[inline]
     fn lock(&self, range: Range<u64>, mode: Mode) -> Self::Token {
-        crate::raw::assert_valid(&range);
+        rangelock::internals::assert_valid(&range);
         match self.acquire(range, mode, true, None) {
             Some(token) => token,
             None => unreachable!("segments: a wait without deadline gave up"),
@@ -235,7 +235,7 @@ unsafe impl RawRangeLock for Segments {
 
     #[inline]
     fn lock_until(&self, range: Range<u64>, mode: Mode, deadline: Instant) -> Option<Self::Token> {
-        crate::raw::assert_valid(&range);
+        rangelock::internals::assert_valid(&range);
         self.acquire(range, mode, true, Some(deadline))
     }
 
