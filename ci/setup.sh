@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the project needs that Cargo does not: toolchain components, the C and
-# C++ compilers that crates/ffi's tests (tests/c_api.rs) compile their C/C++ programs with,
-# and python3 with venv for the Python client's tests (ci/python.sh).
+# C++ compilers and binutils that crates/ffi's tests (tests/c_api.rs, tests/install.rs)
+# compile and link their C/C++ programs with, pkg-config (tests/install.rs builds against
+# the installed rangelock.pc), and python3 with venv for the Python client's tests
+# (ci/python.sh).
 # Debian packages used only by benchmarks (redis-server) are installed by ci/install-peers.sh.
 set -euo pipefail
 if command -v rustup >/dev/null 2>&1; then
@@ -11,6 +13,9 @@ fi
 packages=()
 if ! command -v "${CC:-cc}" >/dev/null 2>&1 || ! command -v "${CXX:-c++}" >/dev/null 2>&1; then
   packages+=(build-essential)
+fi
+if ! command -v pkg-config >/dev/null 2>&1; then
+  packages+=(pkg-config)
 fi
 # The Python client's tests (ci/python.sh) need python3 with venv (Debian splits ensurepip,
 # which `python3 -m venv` needs, into python3-venv).
@@ -29,4 +34,5 @@ fi
 cargo --version
 "${CC:-cc}" --version | sed -n 1p
 "${CXX:-c++}" --version | sed -n 1p
+pkg-config --version | sed 's/^/pkg-config /'
 python3 --version

@@ -4,7 +4,12 @@
 //   {
 //       rangelock::Guard page = lock.lock(4096, 8192); // exclusive, waits
 //       if (auto g = lock.try_lock(0, 4096, rangelock::Mode::Shared)) { ... }
+//       rangelock::Guard both = lock.lock_many({{0, 10}, {20, 30, rangelock::Mode::Shared}});
+//       page.downgrade();                              // now shared
 //   }                                                  // the guards unlock here
+//
+// Needs C++17 (std::optional); an older standard stops at the #error below. From C, or
+// from C++11/14, use the C API in rangelock.h.
 //
 // Errors: an invalid range or mode throws rangelock::Error (a std::runtime_error carrying
 // the rl_status); a range that is busy (try_lock) or not free in time (try_lock_for) is an
@@ -20,12 +25,27 @@
 #ifndef RANGELOCK_HPP
 #define RANGELOCK_HPP
 
+#ifndef __cplusplus
+#error "rangelock.hpp is C++; from C, include rangelock.h"
+#endif
+// MSVC keeps __cplusplus at 199711L unless /Zc:__cplusplus is given; _MSVC_LANG is right.
+#if defined(_MSVC_LANG)
+#define RANGELOCK_CPLUSPLUS _MSVC_LANG
+#else
+#define RANGELOCK_CPLUSPLUS __cplusplus
+#endif
+#if RANGELOCK_CPLUSPLUS < 201703L
+#error "rangelock.hpp needs C++17 or later (-std=c++17, /std:c++17); from older C++, use rangelock.h"
+#endif
+#undef RANGELOCK_CPLUSPLUS
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "rangelock.h"
 
@@ -35,6 +55,16 @@ namespace rangelock {
 enum class Mode : int {
     Exclusive = RL_EXCLUSIVE,  ///< excludes every overlapping holder
     Shared = RL_SHARED,        ///< overlaps other shared holders
+};
+
+/// The version of the library that runs, e.g. "0.1.0" (RL_VERSION_* name the header's).
+inline const char *version() noexcept { return rl_version(); }
+
+/// One range of a lock_many request: [start, end) in `mode`.
+struct Range {
+    std::uint64_t start;
+    std::uint64_t end;
+    Mode mode = Mode::Exclusive;
 };
 
 /// A status other than RL_OK where the call cannot answer with an empty optional.
@@ -81,11 +111,19 @@ public:
         if (handle_ != nullptr) rl_unlock(std::exchange(handle_, nullptr));
     }
 
+    /// Turns the exclusive ranges of this guard shared, in place (no writer can get in
+    /// between; readers may join). Throws Error (RL_NULL_ARGUMENT) if nothing is held.
+    void downgrade() {
+        int status = rl_downgrade(handle_);
+        if (status != RL_OK) throw Error(status);
+    }
+
     /// Whether this guard holds a range.
     bool owns() const noexcept { return handle_ != nullptr; }
     explicit operator bool() const noexcept { return owns(); }
 
-    /// The held range [start, end); throws Error (RL_NULL_ARGUMENT) if nothing is held.
+    /// The held range [start, end) (for lock_many, the smallest range covering them all);
+    /// throws Error (RL_NULL_ARGUMENT) if nothing is held.
     std::pair<std::uint64_t, std::uint64_t> range() const {
         std::uint64_t start = 0, end = 0;
         int status = rl_guard_range(handle_, &start, &end);
@@ -155,11 +193,43 @@ public:
     std::optional<Guard> try_lock_for(std::uint64_t start, std::uint64_t end,
                                       std::chrono::duration<Rep, Period> timeout,
                                       Mode mode = Mode::Exclusive) {
-        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
-        std::uint64_t timeout_ns = ns < 0 ? 0 : static_cast<std::uint64_t>(ns);
         rl_guard_t *handle = nullptr;
-        int status =
-            rl_lock_timeout(lock_, start, end, static_cast<int>(mode), timeout_ns, &handle);
+        int status = rl_lock_timeout(lock_, start, end, static_cast<int>(mode),
+                                     nanoseconds(timeout), &handle);
+        if (status == RL_TIMED_OUT) return std::nullopt;
+        check(status);
+        return Guard(handle);
+    }
+
+    /// Locks every range of `request` in its mode, all or nothing, waiting as long as it
+    /// takes; the one Guard releases them all. Ranges may come in any order and must not
+    /// overlap (Error with RL_OVERLAPPING). Cannot deadlock with other callers as long as
+    /// this thread holds no other range of the lock (rangelock.h, rl_lock_many).
+    Guard lock_many(const std::vector<Range> &request) {
+        std::vector<rl_range_t> ranges = to_c(request);
+        rl_guard_t *handle = nullptr;
+        check(rl_lock_many(lock_, ranges.data(), ranges.size(), &handle));
+        return Guard(handle);
+    }
+
+    /// lock_many if none of the ranges conflicts with a holder now; empty otherwise.
+    std::optional<Guard> try_lock_many(const std::vector<Range> &request) {
+        std::vector<rl_range_t> ranges = to_c(request);
+        rl_guard_t *handle = nullptr;
+        int status = rl_try_lock_many(lock_, ranges.data(), ranges.size(), &handle);
+        if (status == RL_WOULD_BLOCK) return std::nullopt;
+        check(status);
+        return Guard(handle);
+    }
+
+    /// lock_many waiting at most `timeout` (as in try_lock_for); empty if it expired.
+    template <class Rep, class Period>
+    std::optional<Guard> try_lock_many_for(const std::vector<Range> &request,
+                                           std::chrono::duration<Rep, Period> timeout) {
+        std::vector<rl_range_t> ranges = to_c(request);
+        rl_guard_t *handle = nullptr;
+        int status = rl_lock_many_timeout(lock_, ranges.data(), ranges.size(),
+                                          nanoseconds(timeout), &handle);
         if (status == RL_TIMED_OUT) return std::nullopt;
         check(status);
         return Guard(handle);
@@ -171,6 +241,21 @@ public:
 private:
     static void check(int status) {
         if (status != RL_OK) throw Error(status);
+    }
+
+    // A timeout in nanoseconds; negative counts as 0.
+    template <class Rep, class Period>
+    static std::uint64_t nanoseconds(std::chrono::duration<Rep, Period> timeout) {
+        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout).count();
+        return ns < 0 ? 0 : static_cast<std::uint64_t>(ns);
+    }
+
+    static std::vector<rl_range_t> to_c(const std::vector<Range> &request) {
+        std::vector<rl_range_t> ranges;
+        ranges.reserve(request.size());
+        for (const Range &r : request)
+            ranges.push_back(rl_range_t{r.start, r.end, static_cast<int>(r.mode)});
+        return ranges;
     }
 
     void release_lock() noexcept {

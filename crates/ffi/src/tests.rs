@@ -49,6 +49,35 @@ impl TestLock {
     }
 }
 
+impl TestLock {
+    fn try_lock_many(&self, ranges: &[rl_range_t]) -> Result<Handle, c_int> {
+        let mut out = ptr::dangling_mut();
+        // SAFETY: `self.0` is a live lock, `ranges` a slice, `out` a local.
+        let status = unsafe { rl_try_lock_many(self.0, ranges.as_ptr(), ranges.len(), &mut out) };
+        handle(status, out)
+    }
+
+    fn lock_many(&self, ranges: &[rl_range_t]) -> Result<Handle, c_int> {
+        let mut out = ptr::dangling_mut();
+        // SAFETY: as in `try_lock_many`.
+        let status = unsafe { rl_lock_many(self.0, ranges.as_ptr(), ranges.len(), &mut out) };
+        handle(status, out)
+    }
+
+    fn lock_many_timeout(&self, ranges: &[rl_range_t], ns: u64) -> Result<Handle, c_int> {
+        let mut out = ptr::dangling_mut();
+        let (ptr, len) = (ranges.as_ptr(), ranges.len());
+        // SAFETY: as in `try_lock_many`.
+        let status = unsafe { rl_lock_many_timeout(self.0, ptr, len, ns, &mut out) };
+        handle(status, out)
+    }
+}
+
+/// One entry of a request.
+fn entry(start: u64, end: u64, mode: c_int) -> rl_range_t {
+    rl_range_t { start, end, mode }
+}
+
 impl Drop for TestLock {
     fn drop(&mut self) {
         // SAFETY: `self.0` came from `rl_lock_new`, and every thread that used it has been
@@ -71,6 +100,11 @@ impl Handle {
     fn unlock(self) {
         // SAFETY: `self.0` is a live handle from a successful lock call, consumed here once.
         assert_eq!(unsafe { rl_unlock(self.0) }, code(RL_OK));
+    }
+
+    fn downgrade(&self) {
+        // SAFETY: a live handle, used by this thread only.
+        assert_eq!(unsafe { rl_downgrade(self.0) }, code(RL_OK));
     }
 
     fn range(&self) -> (u64, u64) {
@@ -287,10 +321,11 @@ fn every_status_has_a_description() {
         RL_INVALID_MODE,
         RL_BUSY,
         RL_PANIC,
+        RL_OVERLAPPING,
     ];
     let unknown = describe(-1);
     assert_eq!(unknown, "unknown rangelock status");
-    assert_eq!(describe(code(RL_PANIC) + 1), unknown);
+    assert_eq!(describe(code(RL_OVERLAPPING) + 1), unknown);
     let mut seen = Vec::new();
     for (i, status) in all.into_iter().enumerate() {
         assert_eq!(code(status), i as c_int, "codes are dense from 0");
@@ -304,4 +339,137 @@ fn every_status_has_a_description() {
 fn describe(status: c_int) -> String {
     // SAFETY: `rl_status_str` returns a static NUL-terminated string.
     unsafe { CStr::from_ptr(rl_status_str(status)) }.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn lock_many_holds_every_range_under_one_handle() {
+    let lock = TestLock::new();
+    // Unsorted, adjacent ranges are fine.
+    let request = [entry(100, 200, X), entry(0, 50, S), entry(50, 60, X)];
+    let all = lock.lock_many(&request).unwrap();
+    assert_eq!(all.range(), (0, 200), "the covering range");
+    assert_eq!(lock.try_lock(150, 151, X).unwrap_err(), code(RL_WOULD_BLOCK));
+    assert_eq!(lock.try_lock(55, 56, S).unwrap_err(), code(RL_WOULD_BLOCK));
+    lock.try_lock(10, 20, S).unwrap().unlock(); // the shared one admits readers
+    lock.try_lock(60, 100, X).unwrap().unlock(); // the gap is free
+    all.unlock();
+    lock.try_lock(0, 200, X).unwrap().unlock();
+}
+
+#[test]
+fn try_lock_many_is_all_or_nothing() {
+    let lock = TestLock::new();
+    let held = lock.lock(25, 26, X).unwrap();
+    let request = [entry(0, 10, X), entry(20, 30, S)];
+    assert_eq!(lock.try_lock_many(&request).unwrap_err(), code(RL_WOULD_BLOCK));
+    lock.try_lock(0, 10, X).unwrap().unlock(); // the failed request holds nothing
+    assert_eq!(lock.lock_many_timeout(&request, 1_000_000).unwrap_err(), code(RL_TIMED_OUT));
+    lock.try_lock(0, 10, X).unwrap().unlock();
+    held.unlock();
+    lock.try_lock_many(&request).unwrap().unlock();
+    lock.lock_many_timeout(&request, 0).unwrap().unlock();
+}
+
+#[test]
+fn a_many_request_waits_for_a_holder_then_gets_every_range() {
+    let lock = TestLock::new();
+    let held = lock.lock(5, 6, S).unwrap();
+    let ready = Barrier::new(2);
+    thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            ready.wait();
+            let h = lock.lock_many(&[entry(0, 10, X), entry(20, 30, X)]).unwrap();
+            let range = h.range();
+            h.unlock();
+            range
+        });
+        ready.wait();
+        held.unlock();
+        assert_eq!(waiter.join().unwrap(), (0, 30));
+    });
+}
+
+#[test]
+#[allow(clippy::reversed_empty_ranges)]
+fn bad_many_requests_are_rejected_and_lock_nothing() {
+    let lock = TestLock::new();
+    let overlapping = [entry(0, 10, X), entry(30, 40, S), entry(9, 20, S)];
+    let bad_range = [entry(0, 10, X), entry(5, 5, X), entry(7, 3, 9)];
+    let bad_mode = [entry(0, 10, X), entry(20, 30, 2), entry(7, 3, X)];
+    for (request, status) in [
+        (&overlapping, RL_OVERLAPPING),
+        (&bad_range, RL_INVALID_RANGE),
+        (&bad_mode, RL_INVALID_MODE),
+    ] {
+        assert_eq!(lock.try_lock_many(request).unwrap_err(), code(status));
+        assert_eq!(lock.lock_many(request).unwrap_err(), code(status));
+        assert_eq!(lock.lock_many_timeout(request, 0).unwrap_err(), code(status));
+    }
+    let mut out = ptr::dangling_mut();
+    // SAFETY: NULL arguments are allowed; `out` is a local.
+    unsafe {
+        assert_eq!(rl_lock_many(lock.0, ptr::null(), 1, &mut out), code(RL_NULL_ARGUMENT));
+        assert!(out.is_null());
+        let one = [entry(0, 1, X)];
+        let null_lock = ptr::null_mut();
+        assert_eq!(rl_try_lock_many(null_lock, one.as_ptr(), 1, &mut out), code(RL_NULL_ARGUMENT));
+        let no_out = ptr::null_mut();
+        assert_eq!(rl_lock_many(lock.0, one.as_ptr(), 1, no_out), code(RL_NULL_ARGUMENT));
+        assert_eq!(rl_downgrade(ptr::null_mut()), code(RL_NULL_ARGUMENT));
+    }
+    lock.try_lock(0, u64::MAX, X).unwrap().unlock(); // nothing was locked
+                                                     // An empty request (the array may be NULL) holds nothing.
+                                                     // SAFETY: `count` is 0, so `ranges` may be NULL; `out` is a local.
+    let status = unsafe { rl_lock_many(lock.0, ptr::null(), 0, &mut out) };
+    let empty = handle(status, out).unwrap();
+    assert_eq!(empty.range(), (0, 0));
+    lock.try_lock(0, u64::MAX, X).unwrap().unlock();
+    empty.unlock();
+}
+
+#[test]
+fn downgrade_admits_readers_and_keeps_writers_out() {
+    let lock = TestLock::new();
+    let w = lock.lock(0, 100, X).unwrap();
+    assert_eq!(lock.try_lock(50, 60, S).unwrap_err(), code(RL_WOULD_BLOCK));
+    w.downgrade();
+    assert_eq!(w.range(), (0, 100));
+    lock.try_lock(50, 60, S).unwrap().unlock();
+    assert_eq!(lock.try_lock(50, 60, X).unwrap_err(), code(RL_WOULD_BLOCK));
+    w.downgrade(); // a shared handle stays as it is
+    lock.try_lock(0, 1, S).unwrap().unlock();
+    w.unlock();
+    lock.try_lock(0, 100, X).unwrap().unlock();
+
+    let many = lock.lock_many(&[entry(0, 10, X), entry(20, 30, S), entry(40, 50, X)]).unwrap();
+    assert_eq!(lock.try_lock(5, 6, S).unwrap_err(), code(RL_WOULD_BLOCK));
+    many.downgrade();
+    for start in [5, 25, 45] {
+        lock.try_lock(start, start + 1, S).unwrap().unlock();
+        assert_eq!(lock.try_lock(start, start + 1, X).unwrap_err(), code(RL_WOULD_BLOCK));
+    }
+    many.unlock();
+    lock.try_lock(0, 50, X).unwrap().unlock();
+}
+
+#[test]
+fn the_version_is_the_crates_and_the_headers() {
+    // SAFETY: `rl_version` returns a static NUL-terminated string.
+    let text = unsafe { CStr::from_ptr(rl_version()) }.to_str().unwrap();
+    assert_eq!(text, env!("CARGO_PKG_VERSION"));
+    let part = |name: &str, value: &str| -> u32 {
+        value.parse().unwrap_or_else(|_| panic!("{name} = {value:?}"))
+    };
+    let major = part("major", env!("CARGO_PKG_VERSION_MAJOR"));
+    let minor = part("minor", env!("CARGO_PKG_VERSION_MINOR"));
+    let patch = part("patch", env!("CARGO_PKG_VERSION_PATCH"));
+    // The header's macros are literals (cbindgen cannot evaluate env!): bump them with the
+    // version and regenerate the header (tests/header.rs).
+    assert_eq!(
+        (RL_VERSION_MAJOR, RL_VERSION_MINOR, RL_VERSION_PATCH),
+        (major, minor, patch),
+        "RL_VERSION_* in src/lib.rs do not match Cargo.toml's version"
+    );
+    assert!(minor < 100 && patch < 100, "rl_version_number packs minor and patch in 2 digits");
+    assert_eq!(rl_version_number(), major * 10000 + minor * 100 + patch);
 }

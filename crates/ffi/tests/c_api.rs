@@ -149,3 +149,22 @@ fn cpp_test_passes_linked_statically() {
     let source = "tests/cpp/test_rangelock.cpp";
     build_and_run(&cxx, &["-std=c++17"], source, "test_rangelock_cpp_static", &static_link());
 }
+
+#[test]
+fn cpp_header_below_cpp17_stops_at_its_error() {
+    let Some(cxx) = compiler("CXX", "c++") else { return };
+    for std in ["-std=c++11", "-std=c++14"] {
+        let output = Command::new(&cxx)
+            .args([std, "-fsyntax-only", "-I"])
+            .arg(crate_dir().join("include"))
+            .arg(crate_dir().join("tests/cpp/test_rangelock.cpp"))
+            .output()
+            .unwrap_or_else(|err| panic!("run {cxx}: {err}"));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{cxx} {std} compiled rangelock.hpp");
+        assert!(
+            stderr.contains("rangelock.hpp needs C++17 or later"),
+            "{cxx} {std} failed without the header's #error:\n{stderr}"
+        );
+    }
+}

@@ -248,6 +248,43 @@ static void test_threads_exclude_each_other(void) {
     CHECK_STATUS(rl_lock_free(lock), RL_OK);
 }
 
+static void test_lock_many_and_downgrade(void) {
+    rl_lock_t *lock = rl_lock_new();
+    rl_guard_t *all = NOT_WRITTEN, *g = NOT_WRITTEN;
+    const rl_range_t request[] = {{100, 200, RL_EXCLUSIVE}, {0, 50, RL_SHARED}};
+    CHECK_STATUS(rl_lock_many(lock, request, 2, &all), RL_OK);
+    uint64_t start = 1, end = 1;
+    CHECK_STATUS(rl_guard_range(all, &start, &end), RL_OK);
+    CHECK(start == 0 && end == 200); /* the covering range */
+    CHECK_STATUS(rl_try_lock(lock, 150, 151, RL_SHARED, &g), RL_WOULD_BLOCK);
+    CHECK_STATUS(rl_try_lock(lock, 10, 20, RL_SHARED, &g), RL_OK);
+    CHECK_STATUS(rl_unlock(g), RL_OK);
+    /* all or nothing: [100, 200) is held, so [60, 70) stays free */
+    const rl_range_t blocked[] = {{60, 70, RL_EXCLUSIVE}, {150, 160, RL_EXCLUSIVE}};
+    CHECK_STATUS(rl_try_lock_many(lock, blocked, 2, &g), RL_WOULD_BLOCK);
+    CHECK(g == NULL);
+    CHECK_STATUS(rl_lock_many_timeout(lock, blocked, 2, 1000000, &g), RL_TIMED_OUT);
+    CHECK_STATUS(rl_try_lock(lock, 60, 70, RL_EXCLUSIVE, &g), RL_OK);
+    CHECK_STATUS(rl_unlock(g), RL_OK);
+    const rl_range_t overlapping[] = {{0, 10, RL_SHARED}, {5, 15, RL_SHARED}};
+    CHECK_STATUS(rl_try_lock_many(lock, overlapping, 2, &g), RL_OVERLAPPING);
+    /* downgrade: readers join [100, 200), writers still wait */
+    CHECK_STATUS(rl_downgrade(all), RL_OK);
+    CHECK_STATUS(rl_try_lock(lock, 150, 151, RL_SHARED, &g), RL_OK);
+    CHECK_STATUS(rl_unlock(g), RL_OK);
+    CHECK_STATUS(rl_try_lock(lock, 150, 151, RL_EXCLUSIVE, &g), RL_WOULD_BLOCK);
+    CHECK_STATUS(rl_unlock(all), RL_OK);
+    CHECK_STATUS(rl_lock_free(lock), RL_OK);
+}
+
+static void test_version(void) {
+    char header[32];
+    snprintf(header, sizeof header, "%d.%d.%d", RL_VERSION_MAJOR, RL_VERSION_MINOR,
+             RL_VERSION_PATCH);
+    CHECK(strcmp(rl_version(), header) == 0);
+    CHECK(rl_version_number() == RL_VERSION_NUMBER);
+}
+
 int main(void) {
     test_exclusion();
     test_shared();
@@ -256,6 +293,8 @@ int main(void) {
     test_free_with_held_ranges();
     test_unlock_from_another_thread();
     test_threads_exclude_each_other();
+    test_lock_many_and_downgrade();
+    test_version();
     printf("test_rangelock.c: all checks passed\n");
     return 0;
 }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -135,6 +136,33 @@ static void test_lock_destroyed_before_its_guard() {
     survivor.unlock();
 }
 
+static void test_lock_many_and_downgrade() {
+    Lock lock;
+    Guard both = lock.lock_many({{100, 200}, {0, 50, Mode::Shared}});
+    auto [start, end] = both.range();
+    CHECK(start == 0 && end == 200);
+    CHECK(!is_free(lock, 150, 151));
+    CHECK(lock.try_lock(10, 20, Mode::Shared).has_value());
+    CHECK(!lock.try_lock_many({{60, 70}, {150, 160}}).has_value());
+    CHECK(!lock.try_lock_many_for({{60, 70}, {150, 160}}, std::chrono::milliseconds(1)));
+    CHECK(is_free(lock, 60, 70));
+    int status = RL_OK;
+    try {
+        (void)lock.lock_many({{0, 10}, {5, 15}});
+    } catch (const rangelock::Error &e) {
+        status = e.status();
+    }
+    CHECK(status == RL_OVERLAPPING);
+    both.downgrade();
+    CHECK(lock.try_lock(150, 151, Mode::Shared).has_value());
+    CHECK(!is_free(lock, 150, 151));
+    both.unlock();
+    CHECK(is_free(lock, 0, 200));
+    CHECK(std::string(rangelock::version()) == std::to_string(RL_VERSION_MAJOR) + "." +
+                                                   std::to_string(RL_VERSION_MINOR) + "." +
+                                                   std::to_string(RL_VERSION_PATCH));
+}
+
 int main() {
     test_destructor_unlocks();
     test_moves_transfer_ownership();
@@ -142,6 +170,7 @@ int main() {
     test_errors_throw();
     test_guard_unlocked_on_another_thread();
     test_lock_destroyed_before_its_guard();
+    test_lock_many_and_downgrade();
     std::printf("test_rangelock.cpp: all checks passed\n");
     return 0;
 }
