@@ -1,7 +1,7 @@
 //! The one registry of what the range-lock suites measure.
 //!
 //! Adding a variant is one line in [`Registered::locks`] (its report name is the raw lock's
-//! [`RawPRODUCT`]); a lock with a tunable skip-list height also gets one line in
+//! [`RawRangeLock::NAME`]); a lock with a tunable skip-list height also gets one line in
 //! [`Registered::heights`]; an external peer one line in [`Registered::peers`]. Every suite
 //! is generic over a [`VariantSet`], so tests can run the real workloads over test locks.
 
@@ -54,7 +54,7 @@ pub trait VariantSet: 'static {
     /// Locks with a settable maximum height (the `height` suite).
     fn heights(_v: &mut impl HeightVisitor) {}
     /// The workload without a lock (the suites whose threads' ranges are disjoint: w1, w2,
-    /// held), reported as their [`Suite::ceiling`](crate::harness::Suite::ceiling).
+    /// held), reported as their [`Suite::ceilings`](crate::harness::Suite::ceilings).
     fn ceiling(_v: &mut impl VariantVisitor) {}
 }
 

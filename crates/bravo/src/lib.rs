@@ -75,7 +75,7 @@
 //! still (the inhibition window is empty) and every thread hashes to slot 0; the models in
 //! `loom_tests.rs` check the fast-reader/writer handshake, the re-enabled bias and
 //! `try_write`. loom models `SeqCst` fences exactly but `SeqCst` accesses more weakly, so
-//! the two handshake sides end with [`primitive::handshake_fence`], a `SeqCst` fence
+//! the two handshake sides end with `primitive::handshake_fence`, a `SeqCst` fence
 //! under loom and nothing otherwise (the argument above needs only the `SeqCst`
 //! accesses).
 

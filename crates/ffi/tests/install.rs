@@ -320,3 +320,23 @@ fn the_readme_quick_start_builds_and_prints_the_version() {
     let exe = compile(&installed.cc, &[], &source, "installed_quick_start", &libs);
     assert_eq!(run(&exe, Some(&installed.lib())), expected);
 }
+
+/// The C example of the repository's README ("Use it"), built and run the same way.
+#[test]
+fn the_repository_readme_c_example_builds_and_runs() {
+    let Some(installed) = installed() else { return };
+    let readme = std::fs::read_to_string(crate_dir().join("../../README.md")).unwrap();
+    let start = readme.find("**C and C++**").expect("README: **C and C++**");
+    let section = &readme[start..];
+    assert!(section.contains("scripts/install-c-lib.sh --prefix"), "the install command");
+    assert!(section.contains("pkg-config --cflags --libs rangelock"), "the build command");
+    let program = section.split("```c\n").nth(1).and_then(|rest| rest.split("```").next());
+    let program = program.expect("README: a ```c block under **C and C++**");
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let source = dir.path().join("app.c");
+    std::fs::write(&source, program).unwrap();
+    let libs = installed.pkg_config(&["--cflags", "--libs"]);
+    let exe = compile(&installed.cc, &[], &source, "repository_readme_c", &libs);
+    let expected = format!("rangelock {}\n", env!("CARGO_PKG_VERSION"));
+    assert_eq!(run(&exe, Some(&installed.lib())), expected);
+}

@@ -102,3 +102,8 @@ pub mod internals {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The Rust examples of the repository's README (its `sh` and `c` blocks are not Rust).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct RepositoryReadmeDoctests;

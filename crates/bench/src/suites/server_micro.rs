@@ -195,8 +195,8 @@ impl Variant {
     }
 }
 
-/// The names of the local-memory references of the server suites (see
-/// [`Variant::is_local_memory`]).
+/// The names of the local-memory references of the server suites (the variants whose
+/// words live in this host's memory, not behind a network).
 pub fn local_memory_variants() -> impl Iterator<Item = &'static str> {
     [Variant::DslrShm, Variant::CitronShm].into_iter().map(|v| {
         debug_assert!(v.is_local_memory());

@@ -88,7 +88,7 @@ impl AnnounceFloor {
     ///
     /// # Panics
     ///
-    /// If all [`SEATS`] seats are taken.
+    /// If all seats are taken.
     pub fn seat(&self) -> SeatOf {
         SeatOf { seat: self.seats.take(), seats: self.seats.clone() }
     }

@@ -110,6 +110,7 @@ pub(crate) struct ServeSettings {
     /// (needs --tls-cert).
     #[arg(long, value_name = "PEM")]
     pub tls_client_ca: Option<PathBuf>,
+    #[allow(rustdoc::broken_intra_doc_links)] // `[[token]]` is TOML, and --help prints it as is
     /// Require every client to authenticate with a token of this file (TOML: one
     /// [[token]] per token, with its name, its secret or the secret's SHA-256, and
     /// optionally the ranges it may lock; see docs/OPERATIONS.md). Read at startup: a file

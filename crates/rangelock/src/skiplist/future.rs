@@ -38,11 +38,10 @@ use crate::lock::{Guard, Lock};
 use crate::range::{check_range, Mode};
 use crate::RangeGuard;
 
-/// The future of a timed async acquisition ([`RangeLock::lock_async_timeout`] and its
-/// siblings): resolves to a [`RangeGuard`], or to [`LockError::TimedOut`].
-///
-/// [`RangeLock::lock_async_timeout`]: crate::RangeLock::lock_async_timeout Dropping it before it resolves
-/// gives the acquisition up and leaves nothing behind (module docs).
+/// The future of a timed async acquisition
+/// ([`RangeLock::lock_async_timeout`](crate::RangeLock::lock_async_timeout) and its
+/// siblings): resolves to a [`RangeGuard`], or to [`LockError::TimedOut`]. Dropping it
+/// before it resolves gives the acquisition up and leaves nothing behind.
 #[must_use = "futures do nothing unless polled"]
 pub struct LockFuture<'a> {
     lock: &'a Lock<SkipList>,

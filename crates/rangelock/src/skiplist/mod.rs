@@ -544,8 +544,8 @@ impl Builder {
     }
 }
 
-/// The lock-free skip-list range lock: the raw core of [`RangeLock`] (the [module
-/// documentation](self) describes the algorithm).
+/// The lock-free skip-list range lock: the raw core of [`RangeLock`] (the module
+/// documentation of `src/skiplist/mod.rs` describes the algorithm).
 pub struct SkipList {
     list: List,
     intents: Intents,

@@ -16,7 +16,7 @@ pub(crate) fn now_nanos() -> u64 {
     (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
 }
 
-/// The instant (in [`now_nanos`] time) before which this node's etcd lease is surely
+/// The instant (in `now_nanos` time) before which this node's etcd lease is surely
 /// still valid, minus the safety margin. Every grant checks it, so a node that was paused
 /// (SIGSTOP, a long GC-like stall, a suspended VM) past its lease grants nothing when it
 /// resumes, before any of its tasks had a chance to notice.
@@ -61,7 +61,7 @@ impl Fence {
         Duration::from_nanos(self.until.load(Ordering::Relaxed).saturating_sub(now_nanos()))
     }
 
-    /// The clock the deadline is kept in (see [`now_nanos`]).
+    /// The clock the deadline is kept in (see `now_nanos`).
     pub fn now() -> u64 {
         now_nanos()
     }

@@ -6,7 +6,7 @@
 //! own, so three things check ownership, each for a different failure:
 //!
 //! 1. **Request handlers, inside EPVS protection** (seed 2, §5.1, Fig. 8). A `LOCK` or
-//!    `RECLAIM` is admitted ([`Ownership::admit`]) by reading the partition's [`Phase`]
+//!    `RECLAIM` is admitted (`Ownership::admit`) by reading the partition's [`Phase`]
 //!    inside a protected region of an [`epvs::Epvs`], and handed to the engine inside the
 //!    same region. Acquiring or giving up a partition is a version transition: its
 //!    critical section edits the phases in mutual exclusion with every region. So when

@@ -14,7 +14,7 @@ use crate::ownership::Fence;
 use crate::protocol::{token, Mode, Partitioning, Status};
 
 /// A lock held or waited for on a partition when its owner handed it over in a planned
-/// move (see [`super::handover`]): a holder reclaims it at the new owner with exactly
+/// move (see `super::handover`): a holder reclaims it at the new owner with exactly
 /// this range, mode and token; a waiter (token 0) asks for the same range and mode again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct HandoverLock {
@@ -56,7 +56,7 @@ pub enum PartitionChange {
         epoch: u64,
     },
     /// A planned move's requeue window closed: the placeholders of waiters that have not
-    /// come back are removed (see [`super::handover`]).
+    /// come back are removed (see `super::handover`).
     RequeueOver,
     /// This node no longer owns the partition: every entry on it is dropped; waiters
     /// are answered `status`, holders get a `NOTICE` with `status`.
