@@ -72,6 +72,7 @@ mod range_lock;
 mod raw;
 mod skiplist;
 mod slice;
+#[cfg(not(loom))] // under loom the pool locks are loom mutexes
 mod spin;
 
 pub use error::{LockError, RangeError};

@@ -1,6 +1,7 @@
 //! [`RangeLock`]: the product's API over the skip-list core.
 
 use core::fmt;
+#[cfg(not(loom))]
 use core::future::Future;
 use core::ops::{Range, RangeBounds};
 use std::sync::Arc;
@@ -11,7 +12,9 @@ use crate::error::LockError;
 use crate::guard::{ManyGuard, OwnedRangeGuard, RangeGuard};
 use crate::lock::{deadline_after, Lock};
 use crate::range::Mode;
-use crate::skiplist::{Builder, LockFuture, SkipList};
+#[cfg(not(loom))]
+use crate::skiplist::LockFuture;
+use crate::skiplist::{Builder, SkipList};
 
 /// A range lock over `u64` units: exclusive and shared holds of half-open ranges, blocking,
 /// `try_`, timed, async and many-at-once acquisition, released by dropping the guard.
@@ -294,6 +297,7 @@ impl RangeLock {
         self.inner.lock_many_until(requested(request)?, deadline).map(ManyGuard::from_inner)
     }
 
+    #[cfg(not(loom))]
     /// Locks `range` exclusively, waiting asynchronously as long as it takes. The future is
     /// cancel-safe (dropping it leaves nothing behind) and works on any executor.
     ///
@@ -318,6 +322,7 @@ impl RangeLock {
         self.lock_mode_async(range, Mode::Exclusive)
     }
 
+    #[cfg(not(loom))]
     /// Locks `range` shared, waiting asynchronously as long as it takes.
     ///
     /// # Panics
@@ -331,6 +336,7 @@ impl RangeLock {
         self.lock_mode_async(range, Mode::Shared)
     }
 
+    #[cfg(not(loom))]
     /// Locks `range` in `mode`, waiting asynchronously as long as it takes.
     ///
     /// # Panics
@@ -351,6 +357,7 @@ impl RangeLock {
         }
     }
 
+    #[cfg(not(loom))]
     /// Locks `range` exclusively, giving up with [`LockError::TimedOut`] after `timeout`.
     pub fn lock_async_timeout(
         &self,
@@ -360,6 +367,7 @@ impl RangeLock {
         self.lock_mode_async_until(range, Mode::Exclusive, deadline_after(timeout))
     }
 
+    #[cfg(not(loom))]
     /// Locks `range` shared, giving up with [`LockError::TimedOut`] after `timeout`.
     pub fn lock_shared_async_timeout(
         &self,
@@ -369,6 +377,7 @@ impl RangeLock {
         self.lock_mode_async_until(range, Mode::Shared, deadline_after(timeout))
     }
 
+    #[cfg(not(loom))]
     /// Locks `range` in `mode`, giving up with [`LockError::TimedOut`] at `deadline`; a
     /// range that locks nothing resolves to [`LockError::InvalidRange`].
     pub fn lock_mode_async_until(
@@ -449,6 +458,7 @@ impl RangeLock {
         Ok(OwnedRangeGuard::new(self, self.lock_shared_timeout(range, timeout)?))
     }
 
+    #[cfg(not(loom))]
     /// [`lock_async`](Self::lock_async) through an `Arc`: a `'static` future whose guard
     /// can move between tasks (`tokio::spawn`).
     ///
@@ -472,6 +482,7 @@ impl RangeLock {
         self.owned_async(expect_valid(&range), Mode::Exclusive)
     }
 
+    #[cfg(not(loom))]
     /// [`lock_shared_async`](Self::lock_shared_async) through an `Arc`.
     ///
     /// # Panics
@@ -485,6 +496,7 @@ impl RangeLock {
         self.owned_async(expect_valid(&range), Mode::Shared)
     }
 
+    #[cfg(not(loom))]
     fn owned_async(
         self: &Arc<Self>,
         range: Range<u64>,

@@ -47,7 +47,7 @@ impl Units {
 fn deferred(builder: Builder) -> RangeLock {
     let mut raw = builder.build_raw();
     raw.reclaim = Reclaim::deferred();
-    Lock::from_raw(raw)
+    RangeLock::from_raw(raw)
 }
 
 /// Holds `range` exclusively (blocking) and writes it.
