@@ -17,7 +17,6 @@
 mod exclusivity;
 /// The checkers of `crates/rangelock/tests`, for their generator.
 #[path = "../../rangelock/tests/support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use exclusivity::Checker;
