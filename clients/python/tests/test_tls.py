@@ -5,22 +5,26 @@ from __future__ import annotations
 
 import datetime
 import ssl
+from pathlib import Path
+from typing import Any, Tuple
 
 import pytest
 import trustme  # a test dependency (requirements-test.txt)
 
 import rangelock
-from conftest import require_flag
+from conftest import Server, StartServer, require_flag
 from test_locking import holders
 
 
 
 @pytest.fixture
-def ca():
+def ca() -> trustme.CA:
     return trustme.CA()
 
 
-def write_server_cert(ca, tmp_path, name="server", **kw):
+def write_server_cert(
+    ca: trustme.CA, tmp_path: Path, name: str = "server", **kw: Any
+) -> Tuple[str, str]:
     cert = ca.issue_cert("127.0.0.1", "localhost", **kw)
     chain = tmp_path / f"{name}.pem"
     key = tmp_path / f"{name}.key"
@@ -31,26 +35,26 @@ def write_server_cert(ca, tmp_path, name="server", **kw):
     return str(chain), str(key)
 
 
-def ca_file(ca, tmp_path, name="ca.pem"):
+def ca_file(ca: trustme.CA, tmp_path: Path, name: str = "ca.pem") -> str:
     path = tmp_path / name
     ca.cert_pem.write_to_path(str(path))
     return str(path)
 
 
 @pytest.fixture
-def tls_server(start_server, ca, tmp_path):
+def tls_server(start_server: StartServer, ca: trustme.CA, tmp_path: Path) -> Server:
     require_flag("--tls-cert")
     cert, key = write_server_cert(ca, tmp_path)
     return start_server("--tls-cert", cert, "--tls-key", key)
 
 
-def test_tls_with_a_ca_file(tls_server, ca, tmp_path):
+def test_tls_with_a_ca_file(tls_server: Server, ca: trustme.CA, tmp_path: Path) -> None:
     path = ca_file(ca, tmp_path)
     with rangelock.Client(tls_server.address, tls=path) as a:
         ctx = ssl.create_default_context(cafile=path)
         with rangelock.Client(tls_server.address, tls=ctx) as b:
             with a.lock(0, 10) as g:
-                with pytest.raises(rangelock.WouldBlock):
+                with pytest.raises(rangelock.WouldBlockError):
                     b.try_lock(0, 10)
                 assert holders(b) == [(a.session, 0, 10, False)]
             with b.lock(0, 10, timeout=1) as g2:
@@ -63,7 +67,7 @@ def test_tls_with_a_ca_file(tls_server, ca, tmp_path):
         rangelock.Client(tls_server.address, tls=path, server_hostname="example.com")
 
 
-def test_wrong_ca_fails_clearly_and_a_good_session_goes_on(tls_server, ca, tmp_path):
+def test_wrong_ca_fails_clearly_and_a_good_session_goes_on(tls_server: Server, ca: trustme.CA, tmp_path: Path) -> None:
     good = rangelock.Client(tls_server.address, tls=ca_file(ca, tmp_path))
     g = good.lock(0, 10)
     other = trustme.CA()
@@ -76,7 +80,7 @@ def test_wrong_ca_fails_clearly_and_a_good_session_goes_on(tls_server, ca, tmp_p
     good.close()
 
 
-def test_expired_server_certificate(start_server, ca, tmp_path):
+def test_expired_server_certificate(start_server: StartServer, ca: trustme.CA, tmp_path: Path) -> None:
     require_flag("--tls-cert")
     past = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=30)
     cert, key = write_server_cert(
@@ -88,22 +92,23 @@ def test_expired_server_certificate(start_server, ca, tmp_path):
         rangelock.Client(server.address, tls=ca_file(ca, tmp_path))
 
 
-def test_plain_client_against_a_tls_server_is_told_tls_required(tls_server, ca, tmp_path):
-    with pytest.raises(rangelock.TlsRequired, match="speaks TLS on this port: pass tls=") as info:
+def test_plain_client_against_a_tls_server_is_told_tls_required(tls_server: Server, ca: trustme.CA, tmp_path: Path) -> None:
+    with pytest.raises(rangelock.TlsRequiredError, match="speaks TLS on this port: pass tls=") as info:
         rangelock.Client(tls_server.address)
+    assert info.value.hello is not None
     assert info.value.hello.status == rangelock.protocol.HelloStatus.TLS_REQUIRED
     with rangelock.Client(tls_server.address, tls=ca_file(ca, tmp_path)) as c:
         c.ping()
 
 
-def test_tls_client_against_a_plain_server(server, ca, tmp_path):
+def test_tls_client_against_a_plain_server(server: Server, ca: trustme.CA, tmp_path: Path) -> None:
     with pytest.raises(rangelock.TlsError, match="closed the connection.*TLS on this port"):
         rangelock.Client(server.address, tls=ca_file(ca, tmp_path))
     with rangelock.Client(server.address) as c:
         c.ping()
 
 
-def test_client_certificates(start_server, ca, tmp_path):
+def test_client_certificates(start_server: StartServer, ca: trustme.CA, tmp_path: Path) -> None:
     require_flag("--tls-client-ca")
     cert, key = write_server_cert(ca, tmp_path)
     client_ca = trustme.CA()
@@ -127,7 +132,7 @@ def test_client_certificates(start_server, ca, tmp_path):
         c.ping()
 
 
-def test_auth_over_tls(start_server, ca, tmp_path):
+def test_auth_over_tls(start_server: StartServer, ca: trustme.CA, tmp_path: Path) -> None:
     require_flag("--tls-cert")
     require_flag("--auth-file")
     cert, key = write_server_cert(ca, tmp_path)
@@ -136,12 +141,12 @@ def test_auth_over_tls(start_server, ca, tmp_path):
     auth.chmod(0o600)
     server = start_server("--tls-cert", cert, "--tls-key", key, "--auth-file", str(auth))
     path = ca_file(ca, tmp_path)
-    with pytest.raises(rangelock.AuthRequired):
+    with pytest.raises(rangelock.AuthRequiredError):
         rangelock.Client(server.address, tls=path)
-    with pytest.raises(rangelock.AuthFailed):
+    with pytest.raises(rangelock.AuthFailedError):
         rangelock.Client(server.address, tls=path, token="wrong")
     with rangelock.Client(server.address, tls=path, token="tls-and-token-0123") as c:
         with c.lock(0, 100) as g:
             assert g.valid
-        with pytest.raises(rangelock.Forbidden):
+        with pytest.raises(rangelock.ForbiddenError):
             c.lock(0, 101)
