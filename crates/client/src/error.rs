@@ -257,9 +257,6 @@ impl ConnectionLoss {
 
 impl core::fmt::Display for ConnectionLoss {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        if let LossCause::SessionEnded(reason) = self.cause {
-            return write!(f, "session ended by the server: {reason}");
-        }
         if self.lease_lapsed() {
             return write!(
                 f,

@@ -52,9 +52,9 @@ impl EndReason {
 impl core::fmt::Display for EndReason {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            EndReason::LeaseExpired => f.write_str(
-                "its lease expired (the server read nothing from the client for a lease)",
-            ),
+            EndReason::LeaseExpired => {
+                f.write_str("lease lapsed (the server read nothing from the client for a lease)")
+            }
             EndReason::Shutdown => f.write_str("the server is shutting down"),
             EndReason::OutputOverLimit => {
                 f.write_str("the client left more answers unread than the server's output limit")
