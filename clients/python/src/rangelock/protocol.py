@@ -230,7 +230,7 @@ class EndReason(enum.IntEnum):
 
 
 _END_PHRASES = {
-    EndReason.LEASE_EXPIRED: "its lease expired (the server read nothing from this client "
+    EndReason.LEASE_EXPIRED: "its lease lapsed (the server read nothing from this client "
     "for a whole lease)",
     EndReason.SHUTDOWN: "the server is shutting down",
     EndReason.OUTPUT_OVER_LIMIT: "this client left more answers unread than the server's "
