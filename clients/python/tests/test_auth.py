@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import rangelock
-from conftest import Server, StartServer, require_flag, wait_until
+from conftest import Connect, Server, StartServer, require_flag, wait_until
 from test_locking import holders
 
 # Secrets of an auth file are at least 16 bytes.
@@ -35,16 +35,16 @@ def auth_server(start_server: StartServer, tmp_path: Path) -> Server:
     return start_server("--auth-file", str(path))
 
 
-def test_missing_and_wrong_tokens_are_refused_and_a_good_session_goes_on(auth_server: Server) -> None:
-    good = rangelock.Client(auth_server.address, token=FULL)
+def test_missing_and_wrong_tokens_are_refused_and_a_good_session_goes_on(auth_server: Server, connect: Connect) -> None:
+    good = connect(auth_server.address, token=FULL)
     g = good.lock(0, 10)
     with pytest.raises(rangelock.AuthRequiredError, match="requires authentication: pass token="):
-        rangelock.Client(auth_server.address)
+        connect(auth_server.address)
     with pytest.raises(rangelock.AuthFailedError, match="refused the token") as info:
-        rangelock.Client(auth_server.address, token="not-a-token")
+        connect(auth_server.address, token="not-a-token")
     assert FULL not in str(info.value) and "not-a-token" not in str(info.value)
     with pytest.raises(rangelock.AuthFailedError):
-        rangelock.Client(auth_server.address, token=FULL + "x")
+        connect(auth_server.address, token=FULL + "x")
     # The good session is unaffected: still connected, its lock still held.
     assert good.connected and g.valid
     assert holders(good) == [(good.session, 0, 10, False)]
@@ -54,9 +54,9 @@ def test_missing_and_wrong_tokens_are_refused_and_a_good_session_goes_on(auth_se
     good.close()
 
 
-def test_a_token_outside_its_ranges_is_forbidden(auth_server: Server) -> None:
-    with rangelock.Client(auth_server.address, token=LIMITED) as lim, \
-            rangelock.Client(auth_server.address, token=FULL) as full:
+def test_a_token_outside_its_ranges_is_forbidden(auth_server: Server, connect: Connect) -> None:
+    with connect(auth_server.address, token=LIMITED) as lim, \
+            connect(auth_server.address, token=FULL) as full:
         inside = lim.lock(0, 4096)
         other = lim.lock(1048576, 1048577, shared=True)
         for start, end in ((4096, 8192), (0, 4097), (4000, 1048600), (2097151, 2097153)):
@@ -81,7 +81,7 @@ def test_a_token_outside_its_ranges_is_forbidden(auth_server: Server) -> None:
         lim.stats()
 
 
-def test_a_token_given_as_bytes(auth_server: Server) -> None:
+def test_a_token_given_as_bytes(auth_server: Server, connect: Connect) -> None:
     # (TLS + auth: test_tls.py)
-    with rangelock.Client(auth_server.address, token=FULL.encode()) as c:
+    with connect(auth_server.address, token=FULL.encode()) as c:
         assert c.session >= 1

@@ -11,7 +11,7 @@ import pytest
 
 import rangelock
 from rangelock import protocol as P
-from conftest import REPO, Server, StartServer
+from conftest import REPO, Connect, Server, StartServer
 from test_protocol import VECTORS
 
 
@@ -47,11 +47,11 @@ class Peer:
         self.listener.close()
 
 
-def test_hello_bytes_without_and_with_token() -> None:
+def test_hello_bytes_without_and_with_token(connect: Connect) -> None:
     for token, name in ((None, "client-hello"), ("secret", "client-hello-token"), (b"secret", "client-hello-token")):
         want = VECTORS[name]
         peer = Peer(VECTORS["server-hello"], len(want))
-        with rangelock.Client(peer.address, token=token, keepalive=False) as c:
+        with connect(peer.address, token=token, keepalive=False) as c:
             assert (c.session, c.lease, c.grant_mode, c.max_frame) == (1, 10.0, "push", 65536)
         peer.close()
         assert peer.received == want
@@ -66,12 +66,10 @@ def test_hello_bytes_without_and_with_token() -> None:
         ("server-hello-tls-required", rangelock.TlsRequiredError, "speaks TLS on this port: pass tls="),
     ],
 )
-def test_each_refusal_is_its_own_error(
-    vector: str, exc: Type[rangelock.HelloRefusedError], words: str
-) -> None:
+def test_each_refusal_is_its_own_error(vector: str, exc: Type[rangelock.HelloRefusedError], words: str, connect: Connect) -> None:
     peer = Peer(VECTORS[vector], 8)
     with pytest.raises(exc, match=words) as info:
-        rangelock.Client(peer.address)
+        connect(peer.address)
     peer.close()
     assert isinstance(info.value, rangelock.HelloRefusedError)
     assert isinstance(info.value, rangelock.ConnectError)
@@ -79,38 +77,38 @@ def test_each_refusal_is_its_own_error(
     assert info.value.address == peer.address
 
 
-def test_a_peer_that_is_not_a_rangelock_server() -> None:
+def test_a_peer_that_is_not_a_rangelock_server(connect: Connect) -> None:
     peer = Peer(b"HTTP/1.1 400 Bad Request\r\n\r\n", 8)
     with pytest.raises(rangelock.HandshakeError, match="bad magic"):
-        rangelock.Client(peer.address)
+        connect(peer.address)
     peer.close()
     peer = Peer(b"RLCK", 8)  # closes after 4 bytes
     with pytest.raises(rangelock.HandshakeError, match="closed the connection after 4 of the 24 bytes"):
-        rangelock.Client(peer.address)
+        connect(peer.address)
     peer.close()
 
 
-def test_bad_arguments_are_refused_before_connecting() -> None:
+def test_bad_arguments_are_refused_before_connecting(connect: Connect) -> None:
     with pytest.raises(ValueError, match="1 to 1024 bytes"):
-        rangelock.Client("127.0.0.1:1", token="x" * 1025)
+        connect("127.0.0.1:1", token="x" * 1025)
     with pytest.raises(ValueError, match="1 to 1024 bytes"):
-        rangelock.Client("127.0.0.1:1", token="")
+        connect("127.0.0.1:1", token="")
     with pytest.raises(ValueError, match="neither host, host:port nor unix:/path"):
-        rangelock.Client("localhost:http")
+        connect("localhost:http")
     with pytest.raises(ValueError, match="TLS is for TCP"):
-        rangelock.Client("unix:/tmp/x.sock", tls=True)
+        connect("unix:/tmp/x.sock", tls=True)
 
 
-def test_connect_refused_says_where_and_why() -> None:
+def test_connect_refused_says_where_and_why(connect: Connect) -> None:
     s = socket.create_server(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
     with pytest.raises(rangelock.ConnectError, match=f"cannot connect to 127.0.0.1:{port}: connection refused"):
-        rangelock.Client(f"127.0.0.1:{port}")
+        connect(f"127.0.0.1:{port}")
 
 
-def test_real_server_accepts_a_version_4_hello(server: Server) -> None:
-    with rangelock.Client(server.address) as c:
+def test_real_server_accepts_a_version_4_hello(server: Server, connect: Connect) -> None:
+    with connect(server.address) as c:
         assert c.hello.version == 4
         assert c.session >= 1
         assert c.grant_mode == P.GrantMode.PUSH
@@ -131,11 +129,11 @@ def test_real_server_refuses_a_version_2_hello(server: Server) -> None:
         assert s.recv(64) == b"", "the server closes after a refusal"
 
 
-def test_client_of_another_version_is_told_the_servers(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_client_of_another_version_is_told_the_servers(server: Server, monkeypatch: pytest.MonkeyPatch, connect: Connect) -> None:
     monkeypatch.setattr(P, "VERSION", 5)
     monkeypatch.setattr(P, "MIN_VERSION", 5)
     with pytest.raises(rangelock.UnsupportedVersionError, match="speaks protocol version 4") as info:
-        rangelock.Client(server.address)
+        connect(server.address)
     assert info.value.server_version == 4
 
 
@@ -154,7 +152,7 @@ def test_real_server_accepts_a_version_3_hello(server: Server) -> None:
         assert P.decode_response(buf[28:46]).status == P.Status.OK
 
 
-def test_falls_back_to_version_3_for_a_version_3_server() -> None:
+def test_falls_back_to_version_3_for_a_version_3_server(connect: Connect) -> None:
     """A version 3 server refuses the version 4 hello and names version 3: the client
     connects again and offers 3 (§1)."""
     listener = socket.create_server(("127.0.0.1", 0))
@@ -175,7 +173,7 @@ def test_falls_back_to_version_3_for_a_version_3_server() -> None:
 
     t = threading.Thread(target=serve, daemon=True)
     t.start()
-    with rangelock.Client(address, keepalive=False) as c:
+    with connect(address, keepalive=False) as c:
         assert (c.hello.version, c.session) == (3, 7)
     t.join(timeout=10)
     listener.close()
@@ -195,17 +193,17 @@ def test_a_host_without_port_uses_the_default_port() -> None:
     assert "pub const DEFAULT_PORT: u16 = 7878;" in port_rs
 
 
-def test_unknown_flag_bits_close_the_connection(server: Server) -> None:
+def test_unknown_flag_bits_close_the_connection(server: Server, connect: Connect) -> None:
     host, port = server.address.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=10) as s:
         s.sendall(b"RLCK\x04\x00\x02\x00")
         assert s.recv(64) == b"", "closed without an answer (PROTOCOL.md §1)"
-    with rangelock.Client(server.address) as c:
+    with connect(server.address) as c:
         c.ping()
 
 
-def test_server_without_auth_file_ignores_a_token(server: Server) -> None:
-    with rangelock.Client(server.address, token="anything") as c:
+def test_server_without_auth_file_ignores_a_token(server: Server, connect: Connect) -> None:
+    with connect(server.address, token="anything") as c:
         with c.lock(0, 10) as g:
             assert g.token >= 1
 

@@ -123,6 +123,53 @@ fn the_async_client_reports_why_the_server_ended_the_session() {
     });
 }
 
+/// A version 3 server: refuses the version 4 hello (naming version 3), then accepts the
+/// version 3 hello of the next connection. Returns the two hellos it read and the
+/// accepted connection.
+fn version_3_server(l: &TcpListener) -> ([Vec<u8>; 2], TcpStream) {
+    let mut hellos = [Vec::new(), Vec::new()];
+    let mut accepted = None;
+    for (i, status) in
+        [HelloStatus::UnsupportedVersion, HelloStatus::Accepted].into_iter().enumerate()
+    {
+        let (mut s, _) = l.accept().unwrap();
+        let mut hello = vec![0u8; CLIENT_HELLO_LEN];
+        s.read_exact(&mut hello).unwrap();
+        let mut out = Vec::new();
+        let session = u64::from(status == HelloStatus::Accepted);
+        let grant = GrantMode::Push;
+        ServerHello { version: 3, status, grant, session, lease_ms: 10_000, max_frame: 1 << 20 }
+            .encode(&mut out);
+        s.write_all(&out).unwrap();
+        hellos[i] = hello;
+        accepted = Some(s);
+    }
+    (hellos, accepted.unwrap())
+}
+
+#[test]
+fn both_clients_fall_back_to_version_3_for_a_version_3_server() {
+    let want = [b"RLCK\x04\x00\x00\x00".to_vec(), b"RLCK\x03\x00\x00\x00".to_vec()];
+    let (l, ep) = fake_server();
+    std::thread::scope(|s| {
+        let h = s.spawn(|| version_3_server(&l));
+        let client = Client::connect(&ep).unwrap();
+        assert_eq!(client.session(), 1);
+        let (hellos, _conn) = h.join().unwrap();
+        assert_eq!(hellos, want);
+    });
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    std::thread::scope(|s| {
+        let h = s.spawn(|| version_3_server(&l));
+        rt.block_on(async {
+            let client = AsyncClient::connect(&ep).await.unwrap();
+            assert_eq!(client.session(), 1);
+        });
+        let (hellos, _conn) = h.join().unwrap();
+        assert_eq!(hellos, want);
+    });
+}
+
 #[test]
 fn the_async_client_reports_a_closed_session() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();

@@ -6,10 +6,11 @@
 //! accepted hello carries the client's version, which the session then speaks. Another
 //! version is answered with [`HelloStatus::UnsupportedVersion`] and the server's newest
 //! version, then the server closes: a version 2 client (before authentication) is refused
-//! this way, and a version 4 client by a version 3 server (it may then offer 3). A server with an
-//! auth file refuses a hello without a token ([`HelloStatus::AuthRequired`]) or with one it
-//! does not know ([`HelloStatus::AuthFailed`]); a TLS listener answers a plain-text hello
-//! with [`HelloStatus::TlsRequired`]. Every refusal is followed by closing the connection.
+//! this way, and a version 4 client by a version 3 server (it may then offer 3). A server
+//! with an auth file refuses a hello without a token ([`HelloStatus::AuthRequired`]) or
+//! with one it does not know ([`HelloStatus::AuthFailed`]); a TLS listener answers a
+//! plain-text hello with [`HelloStatus::TlsRequired`]. Every refusal is followed by closing
+//! the connection.
 //!
 //! The token is a secret: [`ClientHello`]'s `Debug` shows only its length.
 

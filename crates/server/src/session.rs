@@ -218,6 +218,8 @@ pub(crate) async fn run<S: Transport>(
         timer_of: HashMap::new(),
     };
     let mut buf = Vec::new();
+    // The session ended after a `NOTICE FENCED` for all partitions (`lapse` module).
+    let mut fenced = false;
     let reason = loop {
         if *shutdown.borrow() {
             break "server shutdown";
@@ -256,7 +258,7 @@ pub(crate) async fn run<S: Transport>(
                                     was fenced: its locks were given up; telling the client");
                                 let notice = ResponseFrame::notice(Status::Fenced, ALL_PARTITIONS);
                                 reply::send_now(&handler.tx, notice);
-                                break Err(Ended::Lapsed);
+                                break Err(Ended::Fenced);
                             }
                         }
                     }
@@ -268,6 +270,12 @@ pub(crate) async fn run<S: Transport>(
             Err(Ended::Shutdown) => break "server shutdown",
             Err(Ended::OutputOverLimit) => break OUTPUT_OVER_LIMIT,
             Err(Ended::Lapsed) => break "lease expired",
+            Err(Ended::Fenced) => {
+                // The FENCED notice told the client to reclaim its locks at the new
+                // owner; a SESSION_ENDED "lease expired" would tell it they are lost.
+                fenced = true;
+                break "lease expired";
+            }
         };
         match res {
             Err(FrameError::Closed) => break "closed by client",
@@ -288,7 +296,7 @@ pub(crate) async fn run<S: Transport>(
     };
     // Tell a version 4 client why the server ends its session (PROTOCOL.md §2.1): the
     // last frame before the writer shuts the socket down.
-    if let Some(why) = end_reason(reason).filter(|_| version >= 4) {
+    if let Some(why) = end_reason(reason).filter(|_| version >= 4 && !fenced) {
         reply::send_now(&handler.tx, ResponseFrame::session_ended(why));
     }
     match reason {
@@ -332,6 +340,9 @@ enum Ended {
     OutputOverLimit,
     /// The lease lapsed ([`lapse::judge`]).
     Lapsed,
+    /// The lease ran out while the node was fenced and owned nothing
+    /// ([`Verdict::Fenced`]): the client was told to reclaim.
+    Fenced,
 }
 
 /// What a client hello read off the wire held ([`read_hello`]).

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import socket
 import ssl
 from typing import Optional, Tuple, Union
 
@@ -84,9 +85,13 @@ def token_bytes(token: TokenArg) -> Optional[bytes]:
 
 
 def brief(e: BaseException) -> str:
-    """An OS error as a short phrase: ``connection refused``."""
-    if isinstance(e, OSError) and e.strerror:
-        s = e.strerror
+    """An OS error as a short phrase: ``connection refused``. (asyncio's own message for
+    a failed connect, "Connect call failed (host, port)", gives way to its errno's.)"""
+    if isinstance(e, OSError) and (e.strerror or e.errno):
+        s = e.strerror or ""
+        plain = not isinstance(e, (socket.gaierror, ssl.SSLError))
+        if plain and isinstance(e.errno, int) and e.errno > 0:
+            s = os.strerror(e.errno)
         return s[:1].lower() + s[1:] if s[1:2].islower() else s
     return str(e) or type(e).__name__
 

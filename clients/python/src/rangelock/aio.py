@@ -473,8 +473,8 @@ class AsyncClient:
         except ConnectionResetError as e:
             if ctx is not None:
                 raise TlsError(
-                    f"TLS handshake with {address} failed: {brief(e)} (does the server speak "
-                    "TLS on this port?)",
+                    f"TLS handshake with {address} failed: the server closed the connection "
+                    "(does it speak TLS on this port?)",
                     address,
                 ) from None
             raise ConnectError(f"cannot connect to {address}: {brief(e)}", address) from None
