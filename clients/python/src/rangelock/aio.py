@@ -166,8 +166,10 @@ class _Connection:
                 except (asyncio.CancelledError, Exception):
                     pass
         try:
-            await self.writer.wait_closed()
-        except (OSError, ssl.SSLError):
+            # TLS waits for the peer's close_notify: a vanished server must not hold
+            # close() up for long.
+            await asyncio.wait_for(self.writer.wait_closed(), self.hello.lease_ms / 1000.0)
+        except (OSError, ssl.SSLError, asyncio.TimeoutError):
             pass
 
     async def _read_loop(self) -> None:
