@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs the Python client's tests (clients/python/tests) against the real server binary.
+# Type-checks the Python client (mypy --strict clients/python: the package and its tests)
+# and runs its tests (clients/python/tests) against the real server binary.
 #
 # A virtual environment under ${CARGO_TARGET_DIR:-target}/pyenv holds the test tools
-# (pytest, trustme; pinned in clients/python/requirements-test.txt); it is made on first
-# use and reused after. The client itself needs nothing beyond the standard library and
+# (pytest, trustme, mypy; pinned in clients/python/requirements-test.txt); it is made on
+# first use and reused after. The client itself needs nothing beyond the standard library and
 # is tested from its source tree. The server binary is built if needed (cheap after
 # `cargo test --workspace`); set RANGELOCK_BIN to test another binary.
 set -euo pipefail
@@ -39,6 +40,8 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "" 2>/dev/null \
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
   printf '%s' "$want" >"$stamp"
 fi
+
+"$venv/bin/python" -m mypy --strict --cache-dir "$target/mypy-cache" clients/python
 
 if [ -z "${RANGELOCK_BIN:-}" ]; then
   cargo build -p rangelock-cli

@@ -14,9 +14,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Callable, Iterator, List, Optional, TypeVar
 
 import pytest
+
+import rangelock
 
 REPO = Path(__file__).resolve().parents[3]
 STARTUP_TIMEOUT = 30.0
@@ -54,7 +56,8 @@ class Server:
         self.stderr_path = log_dir / f"server-{time.monotonic_ns()}.stderr"
         self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr)
-        self.address: Optional[str] = None
+        #: The TCP address (``None`` for a server on a Unix socket only).
+        self.tcp: Optional[str] = None
         self.unix: Optional[str] = None
         expected = int(tcp) + int(unix is not None)
         lines = self._read_lines(expected)
@@ -63,7 +66,14 @@ class Server:
             if rest.startswith("unix:"):
                 self.unix = rest
             else:
-                self.address = rest.split()[0]
+                self.tcp = rest.split()[0]
+
+    @property
+    def address(self) -> str:
+        """The TCP address (the test fails on a server without one)."""
+        if self.tcp is None:
+            pytest.fail("the server listens on no TCP address")
+        return self.tcp
 
     def _read_lines(self, count: int) -> List[str]:
         """Reads ``count`` ``listening on`` lines from the server's stdout."""
@@ -126,8 +136,15 @@ class Server:
             self._stderr.close()
 
 
+#: The ``start_server`` fixture: ``start_server(*flags, unix=None, tcp=True)``.
+StartServer = Callable[..., Server]
+
+#: The ``connect`` fixture: ``connect(address, **kwargs)``, a client.
+Connect = Callable[..., Any]
+
+
 @pytest.fixture
-def start_server(tmp_path):
+def start_server(tmp_path: Path) -> Iterator[StartServer]:
     """``start_server(*flags, unix=None, tcp=True)`` starts a server; every server is
     stopped (SIGTERM) after the test, and must exit cleanly."""
     servers: List[Server] = []
@@ -148,8 +165,21 @@ def start_server(tmp_path):
         pytest.fail("server did not stop cleanly:\n" + "\n".join(unclean), pytrace=False)
 
 
+@pytest.fixture(params=["blocking", "asyncio"])
+def connect(request: pytest.FixtureRequest) -> Connect:
+    """``connect(address, **kwargs)``: a :class:`rangelock.Client`, or (the ``asyncio``
+    run of the test) a :class:`rangelock.aio.AsyncClient` behind the same interface
+    (``tests/bridge.py``). Behaviour tests take this fixture to run against both."""
+    if request.param == "blocking":
+        return rangelock.Client
+    from bridge import BridgedClient, stop_all
+
+    request.addfinalizer(stop_all)
+    return BridgedClient
+
+
 @pytest.fixture
-def server(start_server) -> Server:
+def server(start_server: StartServer) -> Server:
     """A default server (push grants, 10 s lease) on 127.0.0.1, a free port."""
     return start_server()
 
@@ -179,7 +209,10 @@ def require_flag(flag: str) -> None:
         )
 
 
-def wait_until(predicate, timeout: float = 10.0, what: str = "condition"):
+T = TypeVar("T")
+
+
+def wait_until(predicate: Callable[[], T], timeout: float = 10.0, what: str = "condition") -> T:
     """Polls ``predicate`` until it returns a true value (returned) or ``timeout`` passes
     (the test fails). For conditions only the server can show (a lock queued, a session
     ended), not as a sleep."""
@@ -197,13 +230,13 @@ class BlockedLock:
     """``client.lock(start, end)`` in a thread of its own, which the test lets block and
     then ends from outside (a close, a server stop); ``result()`` is what it raised."""
 
-    def __init__(self, client, start: int, end: int) -> None:
+    def __init__(self, client: Any, start: int, end: int) -> None:
         import threading
 
         self._done = threading.Event()
-        self._error = None
+        self._error: Optional[BaseException] = None
 
-        def run():
+        def run() -> None:
             try:
                 client.lock(start, end)
             except BaseException as e:  # noqa: BLE001
@@ -213,7 +246,7 @@ class BlockedLock:
         self._thread = threading.Thread(target=run)
         self._thread.start()
 
-    def result(self, timeout: float = 10.0):
+    def result(self, timeout: float = 10.0) -> Optional[BaseException]:
         """Waits for the call to end (the test fails after ``timeout``); its exception."""
         assert self._done.wait(timeout), "the blocked lock call did not end"
         self._thread.join()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import rangelock
-from conftest import require_flag, wait_until
+from conftest import Connect, Server, StartServer, require_flag, wait_until
 from test_locking import holders
 
 # Secrets of an auth file are at least 16 bytes.
@@ -25,7 +27,7 @@ ranges = ["0..4096", "1048576..2097152"]
 
 
 @pytest.fixture
-def auth_server(start_server, tmp_path):
+def auth_server(start_server: StartServer, tmp_path: Path) -> Server:
     require_flag("--auth-file")
     path = tmp_path / "auth.toml"
     path.write_text(AUTH_FILE)
@@ -33,16 +35,16 @@ def auth_server(start_server, tmp_path):
     return start_server("--auth-file", str(path))
 
 
-def test_missing_and_wrong_tokens_are_refused_and_a_good_session_goes_on(auth_server):
-    good = rangelock.Client(auth_server.address, token=FULL)
+def test_missing_and_wrong_tokens_are_refused_and_a_good_session_goes_on(auth_server: Server, connect: Connect) -> None:
+    good = connect(auth_server.address, token=FULL)
     g = good.lock(0, 10)
-    with pytest.raises(rangelock.AuthRequired, match="requires authentication: pass token="):
-        rangelock.Client(auth_server.address)
-    with pytest.raises(rangelock.AuthFailed, match="refused the token") as info:
-        rangelock.Client(auth_server.address, token="not-a-token")
+    with pytest.raises(rangelock.AuthRequiredError, match="requires authentication: pass token="):
+        connect(auth_server.address)
+    with pytest.raises(rangelock.AuthFailedError, match="refused the token") as info:
+        connect(auth_server.address, token="not-a-token")
     assert FULL not in str(info.value) and "not-a-token" not in str(info.value)
-    with pytest.raises(rangelock.AuthFailed):
-        rangelock.Client(auth_server.address, token=FULL + "x")
+    with pytest.raises(rangelock.AuthFailedError):
+        connect(auth_server.address, token=FULL + "x")
     # The good session is unaffected: still connected, its lock still held.
     assert good.connected and g.valid
     assert holders(good) == [(good.session, 0, 10, False)]
@@ -52,16 +54,16 @@ def test_missing_and_wrong_tokens_are_refused_and_a_good_session_goes_on(auth_se
     good.close()
 
 
-def test_a_token_outside_its_ranges_is_forbidden(auth_server):
-    with rangelock.Client(auth_server.address, token=LIMITED) as lim, \
-            rangelock.Client(auth_server.address, token=FULL) as full:
+def test_a_token_outside_its_ranges_is_forbidden(auth_server: Server, connect: Connect) -> None:
+    with connect(auth_server.address, token=LIMITED) as lim, \
+            connect(auth_server.address, token=FULL) as full:
         inside = lim.lock(0, 4096)
         other = lim.lock(1048576, 1048577, shared=True)
         for start, end in ((4096, 8192), (0, 4097), (4000, 1048600), (2097151, 2097153)):
-            with pytest.raises(rangelock.Forbidden, match=f"lock {start}..{end} exclusive: forbidden") as info:
+            with pytest.raises(rangelock.ForbiddenError, match=f"lock {start}..{end} exclusive: forbidden") as info:
                 lim.lock(start, end, timeout=1)
             assert info.value.status is rangelock.Status.FORBIDDEN
-            with pytest.raises(rangelock.Forbidden):
+            with pytest.raises(rangelock.ForbiddenError):
                 lim.try_lock(start, end, shared=True)
         # Nothing changed, and the session goes on.
         assert lim.connected and inside.valid and other.valid
@@ -79,7 +81,7 @@ def test_a_token_outside_its_ranges_is_forbidden(auth_server):
         lim.stats()
 
 
-def test_a_token_given_as_bytes(auth_server):
+def test_a_token_given_as_bytes(auth_server: Server, connect: Connect) -> None:
     # (TLS + auth: test_tls.py)
-    with rangelock.Client(auth_server.address, token=FULL.encode()) as c:
+    with connect(auth_server.address, token=FULL.encode()) as c:
         assert c.session >= 1

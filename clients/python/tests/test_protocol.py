@@ -4,6 +4,7 @@ byte in both directions, and decode errors."""
 from __future__ import annotations
 
 import re
+from typing import Dict, Set
 
 import pytest
 
@@ -12,11 +13,11 @@ from rangelock import protocol as P
 from rangelock.errors import ProtocolError
 
 
-def load_vectors():
+def load_vectors() -> Dict[str, bytes]:
     text = (REPO / "docs" / "PROTOCOL.md").read_text()
     block = re.search(r"<!-- vectors:begin -->\s*```text\n(.*?)```\s*<!-- vectors:end -->", text, re.S)
     assert block, "docs/PROTOCOL.md has no vectors block"
-    vectors = {}
+    vectors: Dict[str, bytes] = {}
     name = None
     for line in block.group(1).splitlines():
         if not line.strip():
@@ -32,7 +33,7 @@ def load_vectors():
 
 
 VECTORS = load_vectors()
-COVERED = set()
+COVERED: Set[str] = set()
 
 
 def vec(name: str) -> bytes:
@@ -40,16 +41,19 @@ def vec(name: str) -> bytes:
     return VECTORS[name]
 
 
-def test_client_hellos():
+def test_client_hellos() -> None:
+    assert P.VERSION == 4 and P.MIN_VERSION == 3
     assert P.encode_client_hello() == vec("client-hello")
     assert P.encode_client_hello(b"secret") == vec("client-hello-token")
+    assert P.encode_client_hello(version=3) == vec("client-hello-v3")
     assert P.encode_client_hello(version=2) == vec("client-hello-v2")
-    assert P.decode_client_hello(vec("client-hello")) == (3, None)
-    assert P.decode_client_hello(vec("client-hello-token")) == (3, b"secret")
+    assert P.decode_client_hello(vec("client-hello")) == (4, None)
+    assert P.decode_client_hello(vec("client-hello-token")) == (4, b"secret")
+    assert P.decode_client_hello(vec("client-hello-v3")) == (3, None)
     assert P.decode_client_hello(vec("client-hello-v2")) == (2, None)
 
 
-def test_token_length_is_checked_before_sending():
+def test_token_length_is_checked_before_sending() -> None:
     P.encode_client_hello(b"x" * P.MAX_TOKEN_LEN)
     for bad in (b"", b"x" * (P.MAX_TOKEN_LEN + 1)):
         with pytest.raises(ValueError, match="1 to 1024 bytes"):
@@ -57,22 +61,23 @@ def test_token_length_is_checked_before_sending():
 
 
 @pytest.mark.parametrize(
-    "name,status,grant,session",
+    "name,version,status,grant,session",
     [
-        ("server-hello", P.HelloStatus.ACCEPTED, P.GrantMode.PUSH, 1),
-        ("server-hello-refused", P.HelloStatus.UNSUPPORTED_VERSION, P.GrantMode.POLL, 0),
-        ("server-hello-auth-required", P.HelloStatus.AUTH_REQUIRED, P.GrantMode.PUSH, 0),
-        ("server-hello-auth-failed", P.HelloStatus.AUTH_FAILED, P.GrantMode.PUSH, 0),
-        ("server-hello-tls-required", P.HelloStatus.TLS_REQUIRED, P.GrantMode.PUSH, 0),
+        ("server-hello", 4, P.HelloStatus.ACCEPTED, P.GrantMode.PUSH, 1),
+        ("server-hello-v3", 3, P.HelloStatus.ACCEPTED, P.GrantMode.PUSH, 2),
+        ("server-hello-refused", 4, P.HelloStatus.UNSUPPORTED_VERSION, P.GrantMode.POLL, 0),
+        ("server-hello-auth-required", 4, P.HelloStatus.AUTH_REQUIRED, P.GrantMode.PUSH, 0),
+        ("server-hello-auth-failed", 4, P.HelloStatus.AUTH_FAILED, P.GrantMode.PUSH, 0),
+        ("server-hello-tls-required", 4, P.HelloStatus.TLS_REQUIRED, P.GrantMode.PUSH, 0),
     ],
 )
-def test_server_hellos(name, status, grant, session):
+def test_server_hellos(name: str, version: int, status: P.HelloStatus, grant: P.GrantMode, session: int) -> None:
     h = P.decode_server_hello(vec(name))
-    assert h == P.ServerHello(3, status, grant, session, 10_000, 65_536)
+    assert h == P.ServerHello(version, status, grant, session, 10_000, 65_536)
     assert h.encode() == VECTORS[name]
 
 
-def test_server_hello_errors():
+def test_server_hello_errors() -> None:
     good = VECTORS["server-hello"]
     with pytest.raises(ProtocolError, match="bad magic"):
         P.decode_server_hello(b"HTTP" + good[4:])
@@ -104,7 +109,7 @@ REQUESTS = [
 
 
 @pytest.mark.parametrize("name,encoded,decoded", REQUESTS, ids=[r[0] for r in REQUESTS])
-def test_requests(name, encoded, decoded):
+def test_requests(name: str, encoded: bytes, decoded: P.Request) -> None:
     assert encoded == vec(name)
     assert P.decode_request(VECTORS[name]) == decoded
 
@@ -141,18 +146,32 @@ RESPONSES = [
     ("resp-shm-full", P.Response(P.Op.SHM_ATTACH, 20, S.SHM_FULL, 16)),
     ("resp-shm-already-attached", P.Response(P.Op.SHM_ATTACH, 21, S.SHM_ALREADY_ATTACHED, 3)),
     ("resp-lock-forbidden", P.Response(P.Op.LOCK, 22, S.FORBIDDEN, 0)),
+    ("notice-session-ended-lease", P.Response(P.Op.NOTICE, 0, S.SESSION_ENDED, 1)),
+    ("notice-session-ended-shutdown", P.Response(P.Op.NOTICE, 0, S.SESSION_ENDED, 2)),
 ]
 
 
+def test_session_ended_notices() -> None:
+    for name, reason in (
+        ("notice-session-ended-lease", P.EndReason.LEASE_EXPIRED),
+        ("notice-session-ended-shutdown", P.EndReason.SHUTDOWN),
+    ):
+        r = P.decode_response(VECTORS[name][4:])
+        assert r.is_notice and P.end_reason(r.value) is reason
+        assert P.encode_notice(S.SESSION_ENDED, reason) == VECTORS[name]
+    # A reason a later server may add is kept as a number.
+    assert P.end_reason(99) == 99 and not isinstance(P.end_reason(99), P.EndReason)
+
+
 @pytest.mark.parametrize("name,decoded", RESPONSES, ids=[r[0] for r in RESPONSES])
-def test_responses(name, decoded):
+def test_responses(name: str, decoded: P.Response) -> None:
     frame = vec(name)
     assert int.from_bytes(frame[:4], "little") == len(frame) - 4
     assert P.decode_response(frame[4:]) == decoded
     assert P.encode_response(decoded) == frame
 
 
-def test_bodies_this_client_keeps_undecoded():
+def test_bodies_this_client_keeps_undecoded() -> None:
     # MAP and SHM_ATTACH answers: this single-server client never asks for them; their
     # bodies are kept as bytes (and re-encoded unchanged).
     for name, op, id, value in (("resp-map", P.Op.MAP, 11, 0), ("resp-shm-attached", P.Op.SHM_ATTACH, 18, 3)):
@@ -163,14 +182,14 @@ def test_bodies_this_client_keeps_undecoded():
         assert P.encode_response(r) == frame
 
 
-def test_response_decode_errors():
+def test_response_decode_errors() -> None:
     granted = VECTORS["resp-lock-granted"][4:]
     with pytest.raises(ProtocolError, match="shorter than 18"):
         P.decode_response(granted[:17])
     with pytest.raises(ProtocolError, match="not a response"):
         P.decode_response(b"\x01" + granted[1:])
     with pytest.raises(ProtocolError, match="unknown status"):
-        P.decode_response(granted[:9] + b"\x23" + granted[10:])
+        P.decode_response(granted[:9] + b"\x24" + granted[10:])
     with pytest.raises(ProtocolError, match="unexpected bytes"):
         P.decode_response(granted + b"\x00")
     stats = VECTORS["resp-stats"][4:]
@@ -180,23 +199,23 @@ def test_response_decode_errors():
         P.decode_response(b"\x89" + (5).to_bytes(8, "little") + granted[9:])
 
 
-def test_every_status_has_its_exception():
+def test_every_status_has_its_exception() -> None:
     import rangelock.errors as E
 
     for status in P.Status:
-        if status in (S.OK, S.PENDING):
-            continue
+        if status in (S.OK, S.PENDING, S.SESSION_ENDED):
+            continue  # SESSION_ENDED is a notice's status, never a request's answer
         e = E.error_for_status(status, 0, "lock 0..1 exclusive")
         assert type(e) is not E.ServerError, status
         assert e.status is status
         assert str(e).startswith("lock 0..1 exclusive: "), str(e)
         assert status.name in str(e) or type(e).meaning in str(e)
-    assert isinstance(E.error_for_status(S.FORBIDDEN), E.Forbidden)
-    assert isinstance(E.error_for_status(S.WOULD_BLOCK), E.LockNotGranted)
+    assert isinstance(E.error_for_status(S.FORBIDDEN), E.ForbiddenError)
+    assert isinstance(E.error_for_status(S.WOULD_BLOCK), E.LockNotGrantedError)
     assert isinstance(E.error_for_status(S.INVALID_RANGE), ValueError)
 
 
-def test_every_vector_is_checked():
+def test_every_vector_is_checked() -> None:
     # Runs last in this file (pytest keeps file order): a vector added to the document
     # must get a check here.
     assert set(VECTORS) - COVERED == set()

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 import rangelock
-from conftest import BlockedLock, wait_until
+from conftest import BlockedLock, Connect, StartServer, wait_until
 from test_locking import holders, waiters
 
 
-def test_keepalive_keeps_a_session_past_its_lease(start_server):
+def test_keepalive_keeps_a_session_past_its_lease(start_server: StartServer, connect: Connect) -> None:
     server = start_server("--lease-ms", "300")
-    with rangelock.Client(server.address) as a, rangelock.Client(server.address) as b:
+    with connect(server.address) as a, connect(server.address) as b:
         assert a.lease == 0.3
         g = a.lock(0, 4096)
         # a's threads send nothing for > 3 leases; only its keepalive thread talks. Waiting
@@ -24,39 +25,58 @@ def test_keepalive_keeps_a_session_past_its_lease(start_server):
             assert holders(b) == [(a.session, 0, 4096, False)]
             time.sleep(0.1)
         assert g.valid and a.connected
-        with pytest.raises(rangelock.WouldBlock):
+        with pytest.raises(rangelock.WouldBlockError):
             b.try_lock(0, 1)
         g.unlock()
         assert b.stats().counters.released_by_close == 0
 
 
-def test_without_keepalive_the_lease_lapses(start_server):
+def test_without_keepalive_the_lease_lapses(start_server: StartServer, connect: Connect) -> None:
     server = start_server("--lease-ms", "300")
-    with rangelock.Client(server.address) as b:
-        a = rangelock.Client(server.address, keepalive=False)
+    with connect(server.address) as b:
+        a = connect(server.address, keepalive=False)
         g = a.lock(0, 4096)
         # The server ends a's session after a silent lease and releases its lock.
         wait_until(lambda: holders(b) == [], what="the server to end the silent session")
         with b.try_lock(0, 4096):
             pass
         lost = a.wait_lost(timeout=10)
-        assert isinstance(lost, rangelock.ConnectionLost)
-        assert "the server closed the connection" in str(lost)
+        # The server said why (a SESSION_ENDED notice, protocol §2.1).
+        assert isinstance(lost, rangelock.SessionExpiredError), repr(lost)
+        assert isinstance(lost, rangelock.SessionEndedError)
+        assert isinstance(lost, ConnectionError)
+        assert lost.reason is rangelock.EndReason.LEASE_EXPIRED
+        assert f"ended session {a.session}: its lease lapsed" in str(lost)
+        assert "the lease is 300 ms" in str(lost)
+        assert a.loss == str(lost)
         assert not g.valid
-        with pytest.raises(rangelock.ConnectionLost):
+        with pytest.raises(rangelock.SessionExpiredError, match="lease lapsed"):
             g.unlock()
         a.close()
 
 
-def test_killed_server_gives_connection_lost(start_server):
+def test_a_version_3_session_gets_no_reason(start_server: StartServer, monkeypatch: pytest.MonkeyPatch, connect: Connect) -> None:
+    """A version 3 session never gets the SESSION_ENDED notice: its client sees only the
+    closed connection, as before version 4."""
+    monkeypatch.setattr(rangelock.protocol, "VERSION", 3)
+    server = start_server("--lease-ms", "300")
+    a = connect(server.address, keepalive=False)
+    assert a.hello.version == 3
+    lost = a.wait_lost(timeout=10)
+    assert type(lost) is rangelock.ConnectionLostError, repr(lost)
+    assert "the server closed the connection" in str(lost)
+    a.close()
+
+
+def test_killed_server_gives_connection_lost(start_server: StartServer, connect: Connect) -> None:
     server = start_server()
-    c = rangelock.Client(server.address)
-    other = rangelock.Client(server.address)
+    c = connect(server.address)
+    other = connect(server.address)
     g = c.lock(0, 10)
     queued = threading.Event()
     out = {}
 
-    def blocked():
+    def blocked() -> None:
         try:
             c.lock(0, 10)  # waits on c's own lock (a second LOCK of an overlapping range)
         except BaseException as e:  # noqa: BLE001
@@ -68,28 +88,28 @@ def test_killed_server_gives_connection_lost(start_server):
     wait_until(lambda: len(waiters(other)) == 1, what="the second lock to be queued")
     server.kill()
     lost = c.wait_lost(timeout=10)
-    assert isinstance(lost, rangelock.ConnectionLost)
-    assert not isinstance(lost, rangelock.ClientClosed)
+    assert isinstance(lost, rangelock.ConnectionLostError)
+    assert not isinstance(lost, rangelock.ClientClosedError)
     assert f"connection to {server.address} lost: " in str(lost)
     assert f"releases every lock of session {c.session}" in str(lost)
     assert queued.wait(10)
     t.join()
-    assert isinstance(out["error"], rangelock.ConnectionLost), out
+    assert isinstance(out["error"], rangelock.ConnectionLostError), out
     assert not c.connected and not g.valid
     for call in (c.ping, c.stats, lambda: c.lock(20, 30), lambda: c.try_lock(20, 30), g.unlock):
-        with pytest.raises(rangelock.ConnectionLost, match="lost"):
+        with pytest.raises(rangelock.ConnectionLostError, match="lost"):
             call()
-    with pytest.raises(rangelock.ConnectionLost):
+    with pytest.raises(rangelock.ConnectionLostError):
         with c.lock(40, 50):
             pass
     c.close()
     other.close()
 
 
-def test_with_block_reports_a_connection_lost_inside_it(start_server):
+def test_with_block_reports_a_connection_lost_inside_it(start_server: StartServer, connect: Connect) -> None:
     server = start_server()
-    c = rangelock.Client(server.address)
-    with pytest.raises(rangelock.ConnectionLost):
+    c = connect(server.address)
+    with pytest.raises(rangelock.ConnectionLostError):
         with c.lock(0, 10) as g:
             server.kill()
             c.wait_lost(timeout=10)
@@ -97,36 +117,40 @@ def test_with_block_reports_a_connection_lost_inside_it(start_server):
     c.close()
 
 
-def test_server_shutdown_answers_a_waiting_lock(start_server):
+def test_server_shutdown_answers_a_waiting_lock(start_server: StartServer, connect: Connect) -> None:
     """SIGTERM: queued LOCKs are answered SHUTTING_DOWN (§2), then the connection closes."""
     server = start_server()
-    holder = rangelock.Client(server.address)
-    c = rangelock.Client(server.address)
+    holder = connect(server.address)
+    c = connect(server.address)
     holder.lock(0, 10)
     blocked = BlockedLock(c, 0, 10)
     wait_until(lambda: len(waiters(holder)) == 1, what="the lock to be queued")
     assert server.stop() == 0
     error = blocked.result()
-    assert isinstance(error, rangelock.ShuttingDown), error
+    assert isinstance(error, rangelock.ShuttingDownError), error
     assert "shutting down" in str(error)
-    assert isinstance(c.wait_lost(timeout=10), rangelock.ConnectionLost)
+    for client in (c, holder):
+        lost = client.wait_lost(timeout=10)
+        assert isinstance(lost, rangelock.ServerShuttingDownError), repr(lost)
+        assert lost.reason is rangelock.EndReason.SHUTDOWN
+        assert f"ended session {client.session}: the server is shutting down" in str(lost)
     holder.close()
     c.close()
 
 
-def test_poll_grant_server(start_server):
+def test_poll_grant_server(start_server: StartServer, connect: Connect) -> None:
     server = start_server("--grant", "poll")
-    with rangelock.Client(server.address) as a, rangelock.Client(server.address) as b:
-        assert a.grant_mode == rangelock.GrantMode.POLL == "poll"
+    with connect(server.address) as a, connect(server.address) as b:
+        assert a.grant_mode is rangelock.GrantMode.POLL and a.grant_mode == "poll"  # type: ignore[comparison-overlap]
         held = a.lock(0, 100)
-        with pytest.raises(rangelock.WouldBlock):
+        with pytest.raises(rangelock.WouldBlockError):
             b.try_lock(50, 60)
-        with pytest.raises(rangelock.TimedOut):
+        with pytest.raises(rangelock.TimedOutError):
             b.lock(50, 60, timeout=0.1)  # PENDING, then POLL answers TIMED_OUT
         done = threading.Event()
         out = {}
 
-        def blocked():
+        def blocked() -> None:
             out["guard"] = b.lock(50, 60, shared=True)
             done.set()
 
@@ -146,16 +170,16 @@ def test_poll_grant_server(start_server):
             assert g2.token > g.token
 
 
-def test_unix_socket(start_server, tmp_path):
+def test_unix_socket(start_server: StartServer, tmp_path: Path, connect: Connect) -> None:
     path = str(tmp_path / "rl.sock")
     server = start_server(unix=path, tcp=False)
-    assert server.unix == f"unix:{path}" and server.address is None
-    with rangelock.Client(f"unix:{path}") as a, rangelock.Client(f"unix:{path}") as b:
+    assert server.unix == f"unix:{path}" and server.tcp is None
+    with connect(f"unix:{path}") as a, connect(f"unix:{path}") as b:
         with a.lock(0, 10) as g:
-            with pytest.raises(rangelock.WouldBlock):
+            with pytest.raises(rangelock.WouldBlockError):
                 b.try_lock(0, 10)
             assert g.valid
         with b.try_lock(0, 10, shared=True) as g2:
             assert g2.token > g.token
     with pytest.raises(rangelock.ConnectError, match=f"cannot connect to unix:{path}x"):
-        rangelock.Client(f"unix:{path}x")
+        connect(f"unix:{path}x")

@@ -11,11 +11,14 @@ import select
 import socket
 import ssl
 import threading
+from pathlib import Path
+from typing import Callable, Iterator, List, Optional
 
 import pytest
 import trustme
 
 import rangelock
+from conftest import Server
 from test_locking import holders
 from test_tls import ca_file
 
@@ -23,20 +26,20 @@ from test_tls import ca_file
 class TlsRelay:
     """Accepts TLS on 127.0.0.1 and relays the plain bytes to ``backend``."""
 
-    def __init__(self, backend: str, ctx: ssl.SSLContext):
+    def __init__(self, backend: str, ctx: ssl.SSLContext) -> None:
         host, port = backend.rsplit(":", 1)
         self.backend = (host, int(port))
         self.ctx = ctx
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.address = "127.0.0.1:%d" % self.listener.getsockname()[1]
-        self.handshake_errors = []
-        self.threads = []
+        self.handshake_errors: List[BaseException] = []
+        self.threads: List[threading.Thread] = []
         self._closed = False
         t = threading.Thread(target=self._accept, daemon=True)
         t.start()
         self.threads.append(t)
 
-    def _accept(self):
+    def _accept(self) -> None:
         while True:
             try:
                 conn, _ = self.listener.accept()
@@ -46,7 +49,7 @@ class TlsRelay:
             t.start()
             self.threads.append(t)
 
-    def _relay(self, conn):
+    def _relay(self, conn: socket.socket) -> None:
         try:
             tls = self.ctx.wrap_socket(conn, server_side=True)
         except (ssl.SSLError, OSError) as e:
@@ -73,7 +76,7 @@ class TlsRelay:
             backend.close()
             tls.close()
 
-    def close(self):
+    def close(self) -> None:
         self._closed = True
         try:
             self.listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept (Linux)
@@ -85,15 +88,21 @@ class TlsRelay:
 
 
 @pytest.fixture
-def ca():
+def ca() -> trustme.CA:
     return trustme.CA()
 
 
-@pytest.fixture
-def relay_for(server, ca):
-    relays = []
+#: The ``relay_for`` fixture: ``relay_for(cert=None, client_ca=None)``.
+MakeRelay = Callable[..., "TlsRelay"]
 
-    def make(*, cert=None, client_ca=None):
+
+@pytest.fixture
+def relay_for(server: Server, ca: trustme.CA) -> Iterator[MakeRelay]:
+    relays: List[TlsRelay] = []
+
+    def make(
+        *, cert: Optional[trustme.LeafCert] = None, client_ca: Optional[trustme.CA] = None
+    ) -> TlsRelay:
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         (cert or ca.issue_cert("127.0.0.1", "localhost")).configure_cert(ctx)
         if client_ca is not None:
@@ -108,19 +117,19 @@ def relay_for(server, ca):
         r.close()
 
 
-def test_locking_over_tls(relay_for, ca, tmp_path, server):
+def test_locking_over_tls(relay_for: MakeRelay, ca: trustme.CA, tmp_path: Path, server: Server) -> None:
     relay = relay_for()
     path = ca_file(ca, tmp_path)
     with rangelock.Client(relay.address, tls=path) as a, rangelock.Client(server.address) as plain:
         with a.lock(0, 10) as g:
             assert holders(plain) == [(a.session, 0, 10, False)]
-            with pytest.raises(rangelock.WouldBlock):
+            with pytest.raises(rangelock.WouldBlockError):
                 a.try_lock(5, 6)
         assert g.token >= 1 and not g.valid
         # Many threads, pipelined on one TLS connection (reads and writes at once).
         errors, tokens, lock = [], [], threading.Lock()
 
-        def worker(n):
+        def worker(n: int) -> None:
             try:
                 for i in range(30):
                     with a.lock(n * 100 + i, n * 100 + i + 1, timeout=5) as g:
@@ -140,7 +149,7 @@ def test_locking_over_tls(relay_for, ca, tmp_path, server):
         assert big.counters.grants >= 181
 
 
-def test_system_context_and_server_hostname(relay_for, ca, tmp_path):
+def test_system_context_and_server_hostname(relay_for: MakeRelay, ca: trustme.CA, tmp_path: Path) -> None:
     relay = relay_for()
     ctx = ssl.create_default_context()
     ca.configure_trust(ctx)
@@ -152,7 +161,7 @@ def test_system_context_and_server_hostname(relay_for, ca, tmp_path):
         rangelock.Client(relay.address, tls=True)  # the system's CAs do not know trustme's
 
 
-def test_wrong_ca_and_expired_certificate(relay_for, ca, tmp_path):
+def test_wrong_ca_and_expired_certificate(relay_for: MakeRelay, ca: trustme.CA, tmp_path: Path) -> None:
     relay = relay_for()
     with pytest.raises(rangelock.TlsError, match="certificate is not trusted: unable to get local issuer"):
         rangelock.Client(relay.address, tls=ca_file(trustme.CA(), tmp_path, "other.pem"))
@@ -164,7 +173,7 @@ def test_wrong_ca_and_expired_certificate(relay_for, ca, tmp_path):
         c.ping()
 
 
-def test_client_certificate(relay_for, ca, tmp_path):
+def test_client_certificate(relay_for: MakeRelay, ca: trustme.CA, tmp_path: Path) -> None:
     client_ca = trustme.CA()
     relay = relay_for(client_ca=client_ca)
     path = ca_file(ca, tmp_path)

@@ -8,11 +8,12 @@ use std::time::Duration;
 use rangelock_proto::{GrantMode, Mode, Request, StatsBody, Status, Wait};
 
 use crate::endpoint::Endpoint;
-use crate::error::{check_wait, ClientError, ConnectionLoss};
+use crate::error::{check_wait, fallback_version, ClientError, ConnectionLoss};
 use crate::guard::grant_accessors;
 use crate::options::ConnectOptions;
 use crate::poll::PollSchedule;
 use crate::sync_core::SyncCore;
+use rangelock_proto::VERSION;
 
 /// A blocking client. Any number of threads may share it (`&self` methods); requests of
 /// different threads are pipelined on the one connection. Reconnect semantics are those
@@ -38,11 +39,21 @@ impl Client {
     }
 
     /// Connects with `options` (an authentication token) and performs the handshake.
+    ///
+    /// The client offers protocol version 4; a server that refuses it and speaks version 3
+    /// is connected to again with a version 3 hello (`docs/PROTOCOL.md` §1).
     pub fn connect_with(
         endpoint: &Endpoint,
         options: &ConnectOptions,
     ) -> Result<Client, ClientError> {
-        Ok(Client { core: SyncCore::connect(endpoint, options)? })
+        let core = match SyncCore::connect(endpoint, options, VERSION) {
+            Err(e) => match fallback_version(&e, VERSION) {
+                Some(v) => SyncCore::connect(endpoint, options, v)?,
+                None => return Err(e),
+            },
+            Ok(core) => core,
+        };
+        Ok(Client { core })
     }
 
     /// The server-assigned session id.

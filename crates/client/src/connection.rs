@@ -45,15 +45,15 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use rangelock_proto::{
-    read_frame, FrameError, GrantMode, Mode, Request, RequestFrame, ResponseFrame, ServerHello,
-    StatsBody, Status, Wait, ALL_PARTITIONS, SERVER_HELLO_LEN,
+    read_frame, EndReason, FrameError, GrantMode, Mode, Request, RequestFrame, ResponseFrame,
+    ServerHello, StatsBody, Status, Wait, ALL_PARTITIONS, SERVER_HELLO_LEN, VERSION,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::endpoint::Endpoint;
-use crate::error::{check_wait, ClientError, ConnectionLoss, LossCause};
+use crate::error::{check_wait, fallback_version, ClientError, ConnectionLoss, LossCause};
 use crate::guard::AsyncLockGuard;
 use crate::options::ConnectOptions;
 use crate::poll::PollSchedule;
@@ -280,9 +280,26 @@ impl AsyncClient {
     }
 
     /// Connects with `options` (an authentication token) and performs the handshake.
+    ///
+    /// The client offers protocol version 4; a server that refuses it and speaks version 3
+    /// is connected to again with a version 3 hello (`docs/PROTOCOL.md` §1).
     pub async fn connect_with(
         endpoint: &Endpoint,
         options: &ConnectOptions,
+    ) -> Result<AsyncClient, ClientError> {
+        match Self::connect_version(endpoint, options, VERSION).await {
+            Err(e) => match fallback_version(&e, VERSION) {
+                Some(v) => Self::connect_version(endpoint, options, v).await,
+                None => Err(e),
+            },
+            ok => ok,
+        }
+    }
+
+    async fn connect_version(
+        endpoint: &Endpoint,
+        options: &ConnectOptions,
+        version: u16,
     ) -> Result<AsyncClient, ClientError> {
         match endpoint {
             Endpoint::Tcp(addr) => {
@@ -292,13 +309,13 @@ impl AsyncClient {
                     .map_err(|e| ClientError::connect(endpoint, e))?;
                 s.set_nodelay(true)?;
                 match tls {
-                    None => Self::handshake(endpoint, options, s).await,
+                    None => Self::handshake(endpoint, options, version, s).await,
                     Some((config, name)) => {
                         let s = tokio_rustls::TlsConnector::from(config)
                             .connect(name, s)
                             .await
                             .map_err(|e| crate::tls::io_error(endpoint, true, e))?;
-                        Self::handshake(endpoint, options, s).await
+                        Self::handshake(endpoint, options, version, s).await
                     }
                 }
             }
@@ -308,7 +325,7 @@ impl AsyncClient {
                 }
                 let s =
                     UnixStream::connect(p).await.map_err(|e| ClientError::connect(endpoint, e))?;
-                Self::handshake(endpoint, options, s).await
+                Self::handshake(endpoint, options, version, s).await
             }
         }
     }
@@ -316,6 +333,7 @@ impl AsyncClient {
     async fn handshake<S>(
         endpoint: &Endpoint,
         options: &ConnectOptions,
+        version: u16,
         stream: S,
     ) -> Result<AsyncClient, ClientError>
     where
@@ -323,7 +341,7 @@ impl AsyncClient {
     {
         let (mut rd, mut wr) = tokio::io::split(stream);
         let mut out = Vec::new();
-        options.hello().encode(&mut out);
+        options.hello(version).encode(&mut out);
         let mut buf = [0u8; SERVER_HELLO_LEN];
         let io = async {
             wr.write_all(&out).await?;
@@ -619,6 +637,8 @@ async fn read_loop<S: AsyncRead>(
     let closed = pending.closed();
     tokio::pin!(closed);
     let mut buf = Vec::new();
+    // The reason of a SESSION_ENDED notice (version 4): the server closes next.
+    let mut ended = None;
     loop {
         let read = tokio::select! {
             biased;
@@ -629,12 +649,13 @@ async fn read_loop<S: AsyncRead>(
         match read {
             Ok(()) => {}
             Err(FrameError::Closed) => {
-                close.cause = LossCause::ClosedByServer;
+                close.cause = ended.map_or(LossCause::ClosedByServer, LossCause::SessionEnded);
                 return;
             }
             Err(FrameError::Io(e)) => {
                 tracing::debug!(error = %e, "connection lost");
-                close.cause = LossCause::of(&ClientError::Io(e));
+                let cause = LossCause::of(&ClientError::Io(e));
+                close.cause = ended.map_or(cause, LossCause::SessionEnded);
                 return;
             }
             Err(e) => {
@@ -653,6 +674,10 @@ async fn read_loop<S: AsyncRead>(
         };
         // By the op byte, not the id: FRAME_TOO_LARGE and some MALFORMED answers have
         // id 0 too (PROTOCOL.md §7.6).
+        if r.is_notice() && r.status == Status::SessionEnded {
+            ended = Some(EndReason::from_code(r.value));
+            continue;
+        }
         if r.is_notice() {
             // No receiver is fine: nobody asked.
             let _ = notices.send(Notice::of(&r));

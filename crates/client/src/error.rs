@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use rangelock_proto::{DecodeError, Status};
+use rangelock_proto::{DecodeError, EndReason, Status, MIN_VERSION};
 
 use crate::endpoint::Endpoint;
 
@@ -167,6 +167,19 @@ impl ClientError {
     }
 }
 
+/// The version to offer on a new connection after `e` refused a hello of version `offered`:
+/// the server's, if it is older and this client speaks it (`docs/PROTOCOL.md` §1).
+pub(crate) fn fallback_version(e: &ClientError, offered: u16) -> Option<u16> {
+    match *e {
+        ClientError::UnsupportedVersion { server, .. }
+            if (MIN_VERSION..offered).contains(&server) =>
+        {
+            Some(server)
+        }
+        _ => None,
+    }
+}
+
 /// Refuses a wait the protocol cannot carry (see [`MAX_TIMEOUT`]).
 pub(crate) fn check_wait(wait: crate::Wait) -> Result<(), ClientError> {
     match wait {
@@ -223,15 +236,22 @@ pub struct ConnectionLoss {
 }
 
 impl ConnectionLoss {
-    /// Whether the session most likely ended because its lease lapsed: the server closed
-    /// the connection, no keepalive of this client was answered for a lease, and this
-    /// client itself went quiet for half a lease or more (it was stopped or starved). A
-    /// server that closes the connection after it was itself stopped (its clients'
-    /// keepalives unanswered meanwhile), or that is killed, ended no lapsed session.
+    /// Whether the session ended because its lease lapsed. A version 4 server says so
+    /// ([`LossCause::SessionEnded`] with [`EndReason::LeaseExpired`]). With a version 3
+    /// server it is a guess: the server closed the connection, no keepalive of this client
+    /// was answered for a lease, and this client itself went quiet for half a lease or
+    /// more (it was stopped or starved). A server that closes the connection after it was
+    /// itself stopped (its clients' keepalives unanswered meanwhile), or that is killed,
+    /// ended no lapsed session.
     pub fn lease_lapsed(&self) -> bool {
-        self.cause == LossCause::ClosedByServer
-            && self.silent_for >= self.lease
-            && self.quiet_for >= self.lease / 2
+        match self.cause {
+            LossCause::SessionEnded(reason) => reason == EndReason::LeaseExpired,
+            cause => {
+                cause == LossCause::ClosedByServer
+                    && self.silent_for >= self.lease
+                    && self.quiet_for >= self.lease / 2
+            }
+        }
     }
 }
 
@@ -255,6 +275,7 @@ impl core::fmt::Display for ConnectionLoss {
                  unreachable",
                 self.lease
             ),
+            LossCause::SessionEnded(reason) => write!(f, "session ended by the server: {reason}"),
         }
     }
 }
@@ -275,6 +296,9 @@ pub enum LossCause {
     /// everything. The client closed the connection. Only the async client finds this;
     /// the blocking client's keepalive thread waits for its answer without a limit.
     Unresponsive,
+    /// The server ended the session and said why before it closed the connection (a
+    /// `SESSION_ENDED` notice: protocol version 4, `docs/PROTOCOL.md` §2.1).
+    SessionEnded(EndReason),
 }
 
 impl LossCause {

@@ -57,7 +57,7 @@ pub use error::{ClientError, ConnectionLoss, LossCause, MAX_TIMEOUT};
 pub use guard::AsyncLockGuard;
 pub use options::ConnectOptions;
 pub use rangelock_proto::{
-    Counters, EntryState, GrantMode, Mode, StatsBody, StatsEntry, Status, Wait,
+    Counters, EndReason, EntryState, GrantMode, Mode, StatsBody, StatsEntry, Status, Wait,
 };
 /// The TLS library of [`TlsOptions`] (its root store and certificate types).
 pub use rustls;

@@ -64,8 +64,8 @@ impl ConnectOptions {
         self.token.is_some()
     }
 
-    /// The client hello these options send.
-    pub(crate) fn hello(&self) -> ClientHello {
-        ClientHello::with_token(self.token.as_deref().map(str::as_bytes))
+    /// The client hello of protocol `version` these options send.
+    pub(crate) fn hello(&self, version: u16) -> ClientHello {
+        ClientHello { version, ..ClientHello::with_token(self.token.as_deref().map(str::as_bytes)) }
     }
 }

@@ -64,7 +64,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use rangelock_proto::{
-    op, Request, RequestFrame, ResponseFrame, ServerHello, Status, FRAME_HEADER_LEN,
+    op, EndReason, Request, RequestFrame, ResponseFrame, ServerHello, Status, FRAME_HEADER_LEN,
     SERVER_HELLO_LEN,
 };
 
@@ -189,6 +189,8 @@ struct State {
     /// `LOCK`s whose answer was read from the shared-memory slot; their frames, still to
     /// come, are dropped (see the `shm` module).
     early: HashSet<u64>,
+    /// The reason of a `SESSION_ENDED` notice (version 4): the server closes next.
+    ended: Option<EndReason>,
 }
 
 /// Tells the keepalive thread to stop.
@@ -228,6 +230,7 @@ impl SyncCore {
     pub(crate) fn connect(
         endpoint: &Endpoint,
         options: &ConnectOptions,
+        version: u16,
     ) -> Result<Arc<SyncCore>, ClientError> {
         let stream = match endpoint {
             Endpoint::Tcp(addr) => {
@@ -253,7 +256,7 @@ impl SyncCore {
             _ => (Sink::Plain(stream.try_clone()?), Source::Plain(stream.try_clone()?)),
         };
         let mut out = Vec::new();
-        options.hello().encode(&mut out);
+        options.hello(version).encode(&mut out);
         let mut buf = [0u8; SERVER_HELLO_LEN];
         // On TLS, a server that refuses the client's certificate says so here (TLS 1.3
         // finishes the client's side of the handshake before the server checks it).
@@ -558,7 +561,8 @@ impl SyncCore {
                     if !st.closed {
                         tracing::debug!(error = %e, "connection lost");
                     }
-                    self.mark_lost(&mut st, LossCause::of(&e));
+                    let cause = st.ended.map_or_else(|| LossCause::of(&e), LossCause::SessionEnded);
+                    self.mark_lost(&mut st, cause);
                 }
             }
             if st.sleepers > 0 {
@@ -586,6 +590,12 @@ impl SyncCore {
 
 /// Delivers one response to its waiter, or records a pipelined unlock's outcome.
 fn route(st: &mut State, r: ResponseFrame) {
+    if r.is_notice() {
+        if r.status == Status::SessionEnded {
+            st.ended = Some(EndReason::from_code(r.value));
+        }
+        return; // cluster notices: the blocking client does not reclaim
+    }
     if r.op == op::LOCK && st.early.remove(&r.id) {
         // Already taken from the shared-memory slot.
         return;

@@ -11,8 +11,8 @@ use rangelock_client::{
     AsyncClient, Client, ClientError, Endpoint, LossCause, Mode, Notice, Status, Wait, MAX_TIMEOUT,
 };
 use rangelock_server::protocol::{
-    op, GrantMode, HelloStatus, ResponseFrame, ServerHello, ALL_PARTITIONS, CLIENT_HELLO_LEN,
-    VERSION,
+    op, EndReason, GrantMode, HelloStatus, ResponseFrame, ServerHello, ALL_PARTITIONS,
+    CLIENT_HELLO_LEN, VERSION,
 };
 use rangelock_server::{Server, ServerConfig};
 
@@ -64,6 +64,110 @@ fn the_keepalive_thread_finds_a_closed_session_and_wakes_wait_lost() {
     assert!(!client.is_connected());
     assert_eq!(client.wait_lost(), loss, "later waits return at once");
     assert!(matches!(client.ping(), Err(ClientError::ConnectionLost)));
+}
+
+/// Ends a fake session the way a version 4 server ends one: the `SESSION_ENDED` notice,
+/// then (once the client's next keepalive is read, so that closing sends a FIN rather than
+/// a reset that could discard the notice) the close. With a lease of 3 s the keepalive
+/// comes after a second, well before the async client would find the server
+/// unresponsive (a lease without an answer).
+fn end_session(mut server_side: TcpStream, reason: EndReason) {
+    let mut out = Vec::new();
+    ResponseFrame::session_ended(reason).encode(&mut out);
+    server_side.write_all(&out).unwrap();
+    let mut keepalive = [0u8; 13];
+    server_side.read_exact(&mut keepalive).unwrap();
+    assert_eq!(keepalive[4], op::KEEPALIVE);
+}
+
+#[test]
+fn the_blocking_client_reports_why_the_server_ended_the_session() {
+    let (l, ep) = fake_server();
+    let (client, server_side) = std::thread::scope(|s| {
+        let h = s.spawn(|| handshake_with_lease(&l, 3000));
+        let client = Client::connect(&ep).unwrap();
+        (client, h.join().unwrap())
+    });
+    end_session(server_side, EndReason::LeaseExpired);
+    let loss = client.wait_lost_timeout(Duration::from_secs(30)).expect("loss noticed");
+    assert_eq!(loss.cause, LossCause::SessionEnded(EndReason::LeaseExpired), "{loss:?}");
+    assert!(loss.lease_lapsed(), "the server said so");
+    assert!(loss.to_string().starts_with("session ended by the server: lease lapsed"), "{loss}");
+    assert!(matches!(client.ping(), Err(ClientError::ConnectionLost)));
+}
+
+#[test]
+fn the_async_client_reports_why_the_server_ended_the_session() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (l, ep) = fake_server();
+    std::thread::scope(|s| {
+        let h = s.spawn(|| handshake_with_lease(&l, 3000));
+        rt.block_on(async {
+            let client = AsyncClient::connect(&ep).await.unwrap();
+            let server_side = h.join().unwrap();
+            let ended = tokio::task::spawn_blocking(move || {
+                end_session(server_side, EndReason::OutputOverLimit)
+            });
+            tokio::time::timeout(Duration::from_secs(30), client.lost())
+                .await
+                .expect("loss noticed");
+            ended.await.unwrap();
+            let loss = client.loss().unwrap();
+            assert_eq!(loss.cause, LossCause::SessionEnded(EndReason::OutputOverLimit));
+            assert_eq!(
+                loss.to_string(),
+                "session ended by the server: the client left more answers unread than the \
+                 server's output limit"
+            );
+        });
+    });
+}
+
+/// A version 3 server: refuses the version 4 hello (naming version 3), then accepts the
+/// version 3 hello of the next connection. Returns the two hellos it read and the
+/// accepted connection.
+fn version_3_server(l: &TcpListener) -> ([Vec<u8>; 2], TcpStream) {
+    let mut hellos = [Vec::new(), Vec::new()];
+    let mut accepted = None;
+    for (i, status) in
+        [HelloStatus::UnsupportedVersion, HelloStatus::Accepted].into_iter().enumerate()
+    {
+        let (mut s, _) = l.accept().unwrap();
+        let mut hello = vec![0u8; CLIENT_HELLO_LEN];
+        s.read_exact(&mut hello).unwrap();
+        let mut out = Vec::new();
+        let session = u64::from(status == HelloStatus::Accepted);
+        let grant = GrantMode::Push;
+        ServerHello { version: 3, status, grant, session, lease_ms: 10_000, max_frame: 1 << 20 }
+            .encode(&mut out);
+        s.write_all(&out).unwrap();
+        hellos[i] = hello;
+        accepted = Some(s);
+    }
+    (hellos, accepted.unwrap())
+}
+
+#[test]
+fn both_clients_fall_back_to_version_3_for_a_version_3_server() {
+    let want = [b"RLCK\x04\x00\x00\x00".to_vec(), b"RLCK\x03\x00\x00\x00".to_vec()];
+    let (l, ep) = fake_server();
+    std::thread::scope(|s| {
+        let h = s.spawn(|| version_3_server(&l));
+        let client = Client::connect(&ep).unwrap();
+        assert_eq!(client.session(), 1);
+        let (hellos, _conn) = h.join().unwrap();
+        assert_eq!(hellos, want);
+    });
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    std::thread::scope(|s| {
+        let h = s.spawn(|| version_3_server(&l));
+        rt.block_on(async {
+            let client = AsyncClient::connect(&ep).await.unwrap();
+            assert_eq!(client.session(), 1);
+        });
+        let (hellos, _conn) = h.join().unwrap();
+        assert_eq!(hellos, want);
+    });
 }
 
 #[test]

@@ -2,12 +2,15 @@
 //!
 //! The client sends a [`ClientHello`] (an 8-byte head, then an authentication token when
 //! its `AUTH` flag is set); the server answers with a [`ServerHello`] (24 bytes). Neither is
-//! length-prefixed. If the versions do not match, the server answers with
-//! [`HelloStatus::UnsupportedVersion`] and its own version, then closes: a version 2 client
-//! (before authentication) is refused by a version 3 server this way. A server with an
-//! auth file refuses a hello without a token ([`HelloStatus::AuthRequired`]) or with one it
-//! does not know ([`HelloStatus::AuthFailed`]); a TLS listener answers a plain-text hello
-//! with [`HelloStatus::TlsRequired`]. Every refusal is followed by closing the connection.
+//! length-prefixed. A server accepts the versions from [`MIN_VERSION`] to [`VERSION`]; its
+//! accepted hello carries the client's version, which the session then speaks. Another
+//! version is answered with [`HelloStatus::UnsupportedVersion`] and the server's newest
+//! version, then the server closes: a version 2 client (before authentication) is refused
+//! this way, and a version 4 client by a version 3 server (it may then offer 3). A server
+//! with an auth file refuses a hello without a token ([`HelloStatus::AuthRequired`]) or
+//! with one it does not know ([`HelloStatus::AuthFailed`]); a TLS listener answers a
+//! plain-text hello with [`HelloStatus::TlsRequired`]. Every refusal is followed by closing
+//! the connection.
 //!
 //! The token is a secret: [`ClientHello`]'s `Debug` shows only its length.
 
@@ -16,11 +19,15 @@ use super::error::DecodeError;
 
 /// The four bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"RLCK";
-/// The protocol version this crate speaks: 3. Version 2 had no authentication (the hello's
-/// `flags` field was reserved, and there was no `FORBIDDEN` status); version 1 had no
-/// cluster messages either (no `RECLAIM`, `MAP`, `NOTICE`, nor the statuses from
-/// `NOT_OWNER` up).
-pub const VERSION: u16 = 3;
+/// The newest protocol version this crate speaks: 4. Version 3 had no `SESSION_ENDED`
+/// notice (`docs/PROTOCOL.md` §2.1); version 2 had no authentication (the hello's `flags`
+/// field was reserved, and there was no `FORBIDDEN` status); version 1 had no cluster
+/// messages either (no `RECLAIM`, `MAP`, `NOTICE`, nor the statuses from `NOT_OWNER` up).
+pub const VERSION: u16 = 4;
+/// The oldest version a server still accepts, and a client falls back to: 3. A session
+/// speaks the version of its client's hello; a version 3 session differs only in never
+/// getting a `SESSION_ENDED` notice.
+pub const MIN_VERSION: u16 = 3;
 /// Size of a [`ClientHello`]'s fixed head on the wire (the whole hello without a token).
 pub const CLIENT_HELLO_LEN: usize = 8;
 /// The longest authentication token a hello may carry, in bytes.
@@ -227,7 +234,8 @@ impl ClientHello {
 /// `"RLCK" | version u16 | status u8 | grant u8 | session u64 | lease_ms u32 | max_frame u32`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ServerHello {
-    /// The version the server speaks.
+    /// Accepted: the version the session speaks (the client's). Refused: the server's
+    /// newest.
     pub version: u16,
     /// Accepted or not.
     pub status: HelloStatus,

@@ -14,6 +14,11 @@
 //!   reading a response, and responses carry the request id — they can arrive in any order
 //!   (a `LOCK` that waits is answered when granted).
 //!
+//! Version 4 adds the **session end notice**: before the server ends a session on its own
+//! it pushes a `NOTICE` with [`Status::SessionEnded`] whose value is the [`EndReason`]. A
+//! server accepts version 3 hellos too ([`MIN_VERSION`]); those sessions get no such
+//! notice.
+//!
 //! Version 3 adds **authentication**: the hello's token ([`hello_flags::AUTH`]), the hello
 //! statuses from [`HelloStatus::AuthRequired`] up, and [`Status::Forbidden`] for a range
 //! outside the token's ranges.
@@ -44,6 +49,7 @@
 
 mod answer_size;
 mod codec;
+mod end_reason;
 mod error;
 mod frame;
 mod handshake;
@@ -61,13 +67,14 @@ pub use answer_size::{
     max_map_answer, stats_entries_within, ANSWER_LEN, MAX_NOT_OWNER_ANSWER, MAX_SHM_ATTACH_ANSWER,
     MAX_STATS_ENTRIES, STATS_ANSWER_BASE,
 };
+pub use end_reason::EndReason;
 pub use error::DecodeError;
 #[cfg(feature = "tokio")]
 pub use frame::read_frame;
 pub use frame::{FrameError, DEFAULT_MAX_FRAME, MAX_RESPONSE_FRAME};
 pub use handshake::{
     hello_flags, ClientHello, ClientHelloHead, GrantMode, HelloStatus, ServerHello,
-    CLIENT_HELLO_LEN, MAGIC, MAX_TOKEN_LEN, SERVER_HELLO_LEN, VERSION,
+    CLIENT_HELLO_LEN, MAGIC, MAX_TOKEN_LEN, MIN_VERSION, SERVER_HELLO_LEN, VERSION,
 };
 pub use map::{
     ClusterMap, MapError, NodeInfo, OwnerHint, PartitionOwner, PartitionState, MAX_NAME_LEN,

@@ -8,8 +8,10 @@
 //! `SHM_ATTACH` response with status `OK` ([`ShmAttached`]).
 //!
 //! A **notice** is a response frame the server pushes unasked: op [`op::NOTICE`], id 0,
-//! status [`Status::NotOwner`] (the node gave up partition `value`) or [`Status::Fenced`]
-//! (the node lost its etcd lease: all its partitions), no body.
+//! status [`Status::NotOwner`] (the node gave up partition `value`), [`Status::Fenced`]
+//! (the node lost its etcd lease: all its partitions) or, to a version 4 session,
+//! [`Status::SessionEnded`] (the server ends the session; `value` is the
+//! [`EndReason`](crate::EndReason) code), no body.
 
 use super::codec::{begin_frame, finish_frame, Cursor, Put};
 use super::error::DecodeError;
@@ -83,6 +85,11 @@ impl ResponseFrame {
         ResponseFrame::new(op::NOTICE, 0, status, partition)
     }
 
+    /// The `SESSION_ENDED` notice (version 4): the server ends the session for `reason`.
+    pub fn session_ended(reason: crate::EndReason) -> Self {
+        ResponseFrame::new(op::NOTICE, 0, Status::SessionEnded, reason.code())
+    }
+
     /// Whether this is a server-pushed notice rather than the answer to a request.
     pub fn is_notice(&self) -> bool {
         self.op == op::NOTICE
@@ -124,7 +131,7 @@ impl ResponseFrame {
 
     /// Decodes a frame body (the bytes after the length prefix). Total: never panics.
     ///
-    /// A notice must have id 0 and status `NOT_OWNER` or `FENCED`.
+    /// A notice must have id 0 and status `NOT_OWNER`, `FENCED` or `SESSION_ENDED`.
     pub fn decode(body: &[u8]) -> Result<Self, DecodeError> {
         let mut c = Cursor::new(body);
         let kind = c.u8()?;
@@ -140,7 +147,7 @@ impl ResponseFrame {
             if id != 0 {
                 return Err(DecodeError::BadField(id, "notice.id"));
             }
-            if !matches!(status, Status::NotOwner | Status::Fenced) {
+            if !matches!(status, Status::NotOwner | Status::Fenced | Status::SessionEnded) {
                 return Err(DecodeError::BadField(status.code().into(), "notice.status"));
             }
         } else if status == Status::NotOwner {

@@ -70,11 +70,15 @@ pub enum Status {
     /// `LOCK` or `RECLAIM` of a range outside the ranges the session's authentication token
     /// may lock (`docs/PROTOCOL.md` §1.1); nothing changed, the session goes on.
     Forbidden = 0x22,
+    /// Version 4, the status of a `NOTICE` only: the server ends the session; `value` is
+    /// the [`EndReason`](crate::EndReason) code (`docs/PROTOCOL.md` §2.1). The connection
+    /// closes next.
+    SessionEnded = 0x23,
 }
 
 impl Status {
     /// Every status, in code order.
-    pub const ALL: [Status; 25] = [
+    pub const ALL: [Status; 26] = [
         Status::Ok,
         Status::Pending,
         Status::WouldBlock,
@@ -100,6 +104,7 @@ impl Status {
         Status::ShmFull,
         Status::ShmAlreadyAttached,
         Status::Forbidden,
+        Status::SessionEnded,
     ];
 
     /// The wire byte.
@@ -152,6 +157,7 @@ impl core::fmt::Display for Status {
             Status::ShmFull => "every shared-memory slot is taken",
             Status::ShmAlreadyAttached => "this session already holds a shared-memory slot",
             Status::Forbidden => "range outside what this session's token may lock",
+            Status::SessionEnded => "the server ended the session",
         };
         f.write_str(s)
     }
@@ -170,7 +176,7 @@ mod tests {
             assert_eq!(Status::from_code(s.code()), Ok(s));
             assert_eq!(s.is_error(), s.code() >= 0x10);
         }
-        assert_eq!(Status::from_code(0x23), Err(DecodeError::UnknownStatus(0x23)));
+        assert_eq!(Status::from_code(0x24), Err(DecodeError::UnknownStatus(0x24)));
     }
 
     #[test]

@@ -148,8 +148,11 @@ fn response() -> impl Strategy<Value = ResponseFrame> {
     let not_owner =
         (prop_oneof![Just(op::LOCK), Just(op::RECLAIM)], any::<u64>(), any::<u64>(), hint())
             .prop_map(|(op, id, epoch, h)| ResponseFrame::not_owner(op, id, epoch, h));
-    let notice = (prop_oneof![Just(Status::NotOwner), Just(Status::Fenced)], any::<u64>())
-        .prop_map(|(st, partition)| ResponseFrame::notice(st, partition));
+    let notice = (
+        prop_oneof![Just(Status::NotOwner), Just(Status::Fenced), Just(Status::SessionEnded)],
+        any::<u64>(),
+    )
+        .prop_map(|(st, value)| ResponseFrame::notice(st, value));
     prop_oneof![3 => answer, 2 => map, 1 => stats, 1 => not_owner, 1 => notice]
 }
 
@@ -242,8 +245,9 @@ proptest! {
         let r = ResponseFrame::new(op, id, st, value);
         let back = ResponseFrame::decode(&encode_response(&r));
         if op == op::NOTICE {
-            // A notice has id 0 and status NOT_OWNER or FENCED.
-            let valid = id == 0 && matches!(st, Status::NotOwner | Status::Fenced);
+            // A notice has id 0 and status NOT_OWNER, FENCED or SESSION_ENDED.
+            let notice_status = matches!(st, Status::NotOwner | Status::Fenced | Status::SessionEnded);
+            let valid = id == 0 && notice_status;
             prop_assert_eq!(back.is_ok(), valid);
             if valid {
                 prop_assert_eq!(back.unwrap(), r);

@@ -97,12 +97,25 @@ fn expected() -> Vec<(&'static str, Msg)> {
         ("client-hello", Msg::ClientHello(ClientHello::new(VERSION))),
         // The token `secret`.
         ("client-hello-token", Msg::ClientHello(ClientHello::with_token(Some(b"secret")))),
+        // A version 3 client's hello: accepted with `server-hello-v3`.
+        ("client-hello-v3", Msg::ClientHello(ClientHello::new(MIN_VERSION))),
         // A version 2 client's hello: answered by `server-hello-refused`.
         ("client-hello-v2", Msg::ClientHello(ClientHello::new(2))),
         (
-            "server-hello",
+            "server-hello-v3",
             Msg::ServerHello(ServerHello {
                 version: 3,
+                status: HelloStatus::Accepted,
+                grant: GrantMode::Push,
+                session: 2,
+                lease_ms: 10_000,
+                max_frame: 65_536,
+            }),
+        ),
+        (
+            "server-hello",
+            Msg::ServerHello(ServerHello {
+                version: VERSION,
                 status: HelloStatus::Accepted,
                 grant: GrantMode::Push,
                 session: 1,
@@ -113,7 +126,7 @@ fn expected() -> Vec<(&'static str, Msg)> {
         (
             "server-hello-refused",
             Msg::ServerHello(ServerHello {
-                version: 3,
+                version: VERSION,
                 status: HelloStatus::UnsupportedVersion,
                 grant: GrantMode::Poll,
                 session: 0,
@@ -124,7 +137,7 @@ fn expected() -> Vec<(&'static str, Msg)> {
         (
             "server-hello-auth-required",
             Msg::ServerHello(ServerHello {
-                version: 3,
+                version: VERSION,
                 status: HelloStatus::AuthRequired,
                 grant: GrantMode::Push,
                 session: 0,
@@ -135,7 +148,7 @@ fn expected() -> Vec<(&'static str, Msg)> {
         (
             "server-hello-auth-failed",
             Msg::ServerHello(ServerHello {
-                version: 3,
+                version: VERSION,
                 status: HelloStatus::AuthFailed,
                 grant: GrantMode::Push,
                 session: 0,
@@ -146,7 +159,7 @@ fn expected() -> Vec<(&'static str, Msg)> {
         (
             "server-hello-tls-required",
             Msg::ServerHello(ServerHello {
-                version: 3,
+                version: VERSION,
                 status: HelloStatus::TlsRequired,
                 grant: GrantMode::Push,
                 session: 0,
@@ -272,6 +285,14 @@ fn expected() -> Vec<(&'static str, Msg)> {
         (
             "resp-lock-forbidden",
             Msg::Response(ResponseFrame::new(op::LOCK, 22, Status::Forbidden, 0)),
+        ),
+        (
+            "notice-session-ended-lease",
+            Msg::Response(ResponseFrame::session_ended(EndReason::LeaseExpired)),
+        ),
+        (
+            "notice-session-ended-shutdown",
+            Msg::Response(ResponseFrame::session_ended(EndReason::Shutdown)),
         ),
     ]
 }

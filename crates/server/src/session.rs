@@ -5,8 +5,9 @@
 //! # Lifecycle
 //!
 //! 1. Handshake: read the client hello (head, then its token if any) within the lease;
-//!    refuse a bad magic or unknown flags by closing, a wrong version with
-//!    [`HelloStatus::UnsupportedVersion`], a bad token length with
+//!    refuse a bad magic or unknown flags by closing, a version outside
+//!    `MIN_VERSION..=VERSION` with [`HelloStatus::UnsupportedVersion`] (the session
+//!    speaks the client's version otherwise), a bad token length with
 //!    [`HelloStatus::AuthFailed`]. With an auth table, refuse a hello without a token
 //!    ([`HelloStatus::AuthRequired`]) or with one the table does not know
 //!    ([`HelloStatus::AuthFailed`]), logged at WARN (rate-limited, never the token); else
@@ -24,7 +25,9 @@
 //!    `max_locks_per_session + MAX_BACKLOG` (a client that sends without reading) the
 //!    loop stops reading until the writer makes progress, or ends the session after a
 //!    lease without progress. Memory per session stays bounded.
-//! 3. End (EOF, I/O error, lease expiry, bad framing, server shutdown): submit `Close`, which
+//! 3. End (EOF, I/O error, lease expiry, bad framing, server shutdown): a version 4 session
+//!    that the server ends on its own gets a `SESSION_ENDED` notice with the
+//!    [`EndReason`] first (`docs/PROTOCOL.md` §2.1). Then submit `Close`, which
 //!    releases every lock of the session and withdraws its waits, waking other sessions.
 //!    Timers of the session are aborted. The writer drains what is queued and shuts the
 //!    socket down once the table and the read loop have dropped their sink handles.
@@ -47,9 +50,9 @@ use crate::lapse::{self, Verdict};
 use crate::metrics::{ErrorCounts, ServerMetrics};
 use crate::ownership::Admission;
 use crate::protocol::{
-    op, read_frame, ClientHelloHead, DecodeError, FrameError, HelloStatus, Request, RequestFrame,
-    ResponseFrame, ServerHello, Status, Wait, ALL_PARTITIONS, CLIENT_HELLO_LEN, MAX_TOKEN_LEN,
-    VERSION,
+    op, read_frame, ClientHelloHead, DecodeError, EndReason, FrameError, HelloStatus, Request,
+    RequestFrame, ResponseFrame, ServerHello, Status, Wait, ALL_PARTITIONS, CLIENT_HELLO_LEN,
+    MAX_TOKEN_LEN, MIN_VERSION, VERSION,
 };
 use crate::reply::{self, DirectWrite, ReplySink, SinkHandle, SocketSink};
 use crate::shm::{ShmArea, ShmSink};
@@ -146,13 +149,14 @@ pub(crate) async fn run<S: Transport>(
         }
         shared.server_hello(status, 0)
     };
-    let token = match hello {
-        HelloRead::Ours(token) => token,
+    let (version, token) = match hello {
+        HelloRead::Ours { version, token } => (version, token),
         HelloRead::NotHello(e) | HelloRead::BadFlags(e) => {
             return shared.end_log.bad_end(&peer, 0, &format!("bad hello: {e}"))
         }
         HelloRead::Version(v) => {
-            let reason = format!("client speaks protocol version {v}, not {VERSION}");
+            let reason =
+                format!("client speaks protocol version {v}, not {MIN_VERSION} to {VERSION}");
             return refuse_hello(&wr, refuse(HelloStatus::UnsupportedVersion, &reason)).await;
         }
         HelloRead::BadTokenLen(n) => {
@@ -179,7 +183,7 @@ pub(crate) async fn run<S: Transport>(
     let session = shared.next_session.fetch_add(1, Ordering::Relaxed) + 1;
     // The hello goes out before the session can receive any response.
     let mut out = Vec::with_capacity(64);
-    shared.server_hello(HelloStatus::Accepted, session).encode(&mut out);
+    ServerHello { version, ..shared.server_hello(HelloStatus::Accepted, session) }.encode(&mut out);
     if reply::write_all(&wr, &out).await.is_err() {
         return;
     }
@@ -214,6 +218,8 @@ pub(crate) async fn run<S: Transport>(
         timer_of: HashMap::new(),
     };
     let mut buf = Vec::new();
+    // The session ended after a `NOTICE FENCED` for all partitions (`lapse` module).
+    let mut fenced = false;
     let reason = loop {
         if *shutdown.borrow() {
             break "server shutdown";
@@ -252,7 +258,7 @@ pub(crate) async fn run<S: Transport>(
                                     was fenced: its locks were given up; telling the client");
                                 let notice = ResponseFrame::notice(Status::Fenced, ALL_PARTITIONS);
                                 reply::send_now(&handler.tx, notice);
-                                break Err(Ended::Lapsed);
+                                break Err(Ended::Fenced);
                             }
                         }
                     }
@@ -264,6 +270,12 @@ pub(crate) async fn run<S: Transport>(
             Err(Ended::Shutdown) => break "server shutdown",
             Err(Ended::OutputOverLimit) => break OUTPUT_OVER_LIMIT,
             Err(Ended::Lapsed) => break "lease expired",
+            Err(Ended::Fenced) => {
+                // The FENCED notice told the client to reclaim its locks at the new
+                // owner; a SESSION_ENDED "lease expired" would tell it they are lost.
+                fenced = true;
+                break "lease expired";
+            }
         };
         match res {
             Err(FrameError::Closed) => break "closed by client",
@@ -282,6 +294,11 @@ pub(crate) async fn run<S: Transport>(
             }
         }
     };
+    // Tell a version 4 client why the server ends its session (PROTOCOL.md §2.1): the
+    // last frame before the writer shuts the socket down.
+    if let Some(why) = end_reason(reason).filter(|_| version >= 4 && !fenced) {
+        reply::send_now(&handler.tx, ResponseFrame::session_ended(why));
+    }
     match reason {
         "closed by client" | "server shutdown" => {
             tracing::debug!(%peer, session, reason, "session closing")
@@ -303,12 +320,29 @@ pub(crate) async fn run<S: Transport>(
     }
 }
 
+/// The reason a `SESSION_ENDED` notice gives for a session that ended with `reason` (one
+/// of the read loop's); `None` when the server did not end it on its own (the client
+/// closed it, or the socket failed).
+fn end_reason(reason: &str) -> Option<EndReason> {
+    match reason {
+        "lease expired" => Some(EndReason::LeaseExpired),
+        "server shutdown" => Some(EndReason::Shutdown),
+        OUTPUT_OVER_LIMIT => Some(EndReason::OutputOverLimit),
+        "peer stopped reading" => Some(EndReason::NotReading),
+        "bad framing" => Some(EndReason::BadFraming),
+        _ => None,
+    }
+}
+
 /// Why the wait for a session's next frame ended without one.
 enum Ended {
     Shutdown,
     OutputOverLimit,
     /// The lease lapsed ([`lapse::judge`]).
     Lapsed,
+    /// The lease ran out while the node was fenced and owned nothing
+    /// ([`Verdict::Fenced`]): the client was told to reclaim.
+    Fenced,
 }
 
 /// What a client hello read off the wire held ([`read_hello`]).
@@ -322,8 +356,14 @@ pub(crate) enum HelloRead {
     BadFlags(DecodeError),
     /// A token length outside `1..=MAX_TOKEN_LEN`: the token bytes were not read.
     BadTokenLen(u16),
-    /// A hello of this version, with its token if it carried one.
-    Ours(Option<Vec<u8>>),
+    /// A hello of a version this server speaks (`MIN_VERSION..=VERSION`), with its token
+    /// if it carried one.
+    Ours {
+        /// The client's version, which the session speaks.
+        version: u16,
+        /// The token, if the hello carried one.
+        token: Option<Vec<u8>>,
+    },
 }
 
 /// Reads a client hello: its head, then its token if the flags say one follows
@@ -335,14 +375,15 @@ pub(crate) async fn read_hello<R: AsyncRead + Unpin>(rd: &mut R) -> std::io::Res
         Ok(h) => h,
         Err(e) => return Ok(HelloRead::NotHello(e)),
     };
-    if head.version != VERSION {
+    if !(MIN_VERSION..=VERSION).contains(&head.version) {
         return Ok(HelloRead::Version(head.version));
     }
+    let version = head.version;
     if let Err(e) = head.check_flags() {
         return Ok(HelloRead::BadFlags(e));
     }
     if !head.has_token() {
-        return Ok(HelloRead::Ours(None));
+        return Ok(HelloRead::Ours { version, token: None });
     }
     let n = rd.read_u16_le().await?;
     if n == 0 || usize::from(n) > MAX_TOKEN_LEN {
@@ -350,7 +391,7 @@ pub(crate) async fn read_hello<R: AsyncRead + Unpin>(rd: &mut R) -> std::io::Res
     }
     let mut token = vec![0u8; n.into()];
     rd.read_exact(&mut token).await?;
-    Ok(HelloRead::Ours(Some(token)))
+    Ok(HelloRead::Ours { version, token: Some(token) })
 }
 
 impl Shared {

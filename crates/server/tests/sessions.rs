@@ -7,7 +7,9 @@ use std::io::Write;
 use std::time::Duration;
 
 use common::{lock, Raw};
-use rangelock_client::{AsyncClient, Client, ClientError, Endpoint, EntryState, Mode, Wait};
+use rangelock_client::{
+    AsyncClient, Client, ClientError, Endpoint, EntryState, LossCause, Mode, Wait,
+};
 use rangelock_server::protocol::*;
 use rangelock_server::{EngineKind, Server, ServerConfig};
 
@@ -55,12 +57,46 @@ fn an_expired_lease_releases_the_session() {
     let other = Client::connect(&Endpoint::from(addr)).unwrap();
     let g = other.lock_exclusive(5..6).unwrap(); // granted once `silent` expires
     assert!(g.token() > r.value);
-    assert!(silent.closed_by_server());
+    // The server says why it ended the session (version 4, PROTOCOL.md §2.1).
+    assert_eq!(silent.end_reason(), Ok(Some(EndReason::LeaseExpired)));
     let st = other.stats(10).unwrap();
     assert_eq!(st.counters.released_by_close, 1);
     drop(g);
     drop(other);
     srv.shutdown();
+}
+
+#[test]
+fn a_version_3_session_is_served_and_gets_no_end_notice() {
+    let srv = server(|c| c.lease = Duration::from_millis(300));
+    let addr = srv.tcp_addr().unwrap();
+    let mut old = Raw::connect_version(addr, MIN_VERSION);
+    assert_eq!((old.hello.version, MIN_VERSION), (3, 3));
+    assert_eq!(old.call(1, lock(0, 10, Mode::Exclusive, Wait::Forever)).status, Status::Ok);
+    // Silent for a lease: the session ends with no notice, as before version 4.
+    assert_eq!(old.end_reason(), Ok(None));
+    let mut new = Raw::connect(addr);
+    assert_eq!(new.hello.version, VERSION);
+    assert_eq!(new.end_reason(), Ok(Some(EndReason::LeaseExpired)));
+    srv.shutdown();
+}
+
+#[test]
+fn a_client_learns_that_the_server_shut_down() {
+    let srv = server(|_| {});
+    let ep = Endpoint::from(srv.tcp_addr().unwrap());
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let c = AsyncClient::connect(&ep).await.unwrap();
+        let _g = c.lock_exclusive(0..10).await.unwrap();
+        let (srv, c) = (srv, c);
+        tokio::task::spawn_blocking(move || srv.shutdown()).await.unwrap();
+        c.lost().await;
+        let loss = c.loss().unwrap();
+        assert_eq!(loss.cause, LossCause::SessionEnded(EndReason::Shutdown), "{loss:?}");
+        assert_eq!(loss.to_string(), "session ended by the server: the server is shutting down");
+        assert!(!loss.lease_lapsed());
+    });
 }
 
 #[test]

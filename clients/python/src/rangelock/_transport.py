@@ -17,7 +17,7 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
-from typing import Optional
+from typing import Optional, Union
 
 _RECV = 256 * 1024
 
@@ -56,7 +56,9 @@ class PlainTransport(_Socket):
 class TlsTransport(_Socket):
     """TLS over a connected TCP socket (see the module docs for why not ``SSLSocket``)."""
 
-    def __init__(self, sock: socket.socket, ctx: ssl.SSLContext, server_hostname: Optional[str]):
+    def __init__(
+        self, sock: socket.socket, ctx: ssl.SSLContext, server_hostname: Optional[str]
+    ) -> None:
         super().__init__(sock)
         self._in = ssl.MemoryBIO()
         self._out = ssl.MemoryBIO()
@@ -117,3 +119,7 @@ class TlsTransport(_Socket):
                 return b""
             with self._tls_lock:
                 self._in.write(raw)
+
+
+#: Either transport.
+Transport = Union[PlainTransport, TlsTransport]

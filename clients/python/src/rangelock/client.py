@@ -1,4 +1,4 @@
-"""The blocking client of ``rangelock serve`` (protocol version 3, ``docs/PROTOCOL.md``).
+"""The blocking client of ``rangelock serve`` (protocol version 4 or 3, ``docs/PROTOCOL.md``).
 
 One :class:`Client` is one connection, and so one server *session*: every lock it takes
 lives as long as the connection. Any number of threads may share a client. Their requests
@@ -8,10 +8,18 @@ long :meth:`Client.lock` does not hold up the others.
 
 A keepalive thread sends ``KEEPALIVE`` every third of the server's lease, so a session
 whose threads hold locks and do something else stays alive. If the connection is lost
-(the server closed it, a socket error, an undecodable frame, or no keepalive answered for
-a whole lease), every waiting and later call raises :class:`ConnectionLost` and every
-guard becomes stale (``guard.valid`` is ``False``): the server releases a session's locks
-when its connection ends. There is no automatic reconnect.
+(the server ended the session or closed the connection, a socket error, an undecodable
+frame, or no keepalive answered for a whole lease), every waiting and later call raises
+:class:`ConnectionLostError` and every guard becomes stale (``guard.valid`` is
+``False``): the server releases a session's locks when its connection ends. When the
+server said why it ended the session (a version 4 ``SESSION_ENDED`` notice), the error is
+a :class:`SessionEndedError` naming the reason: :class:`SessionExpiredError` for a lapsed
+lease, :class:`ServerShuttingDownError` for a shutdown. There is no automatic reconnect.
+
+Two ways to lock: :meth:`Client.lock` returns a :class:`Guard` for a lock it holds (use it
+in ``with``); :meth:`Client.range_lock` returns a :class:`Lock` for a range, with
+``acquire(blocking=True, timeout=None) -> bool`` and ``release()`` like
+:class:`threading.Lock`.
 
 In *poll* grant mode (``rangelock serve --grant poll``, announced in the server hello) a
 LOCK that must wait is answered ``PENDING`` and the client POLLs it until it is granted,
@@ -21,78 +29,48 @@ back to back a few times, then backing off from 10 us to 2 ms; callers see no di
 from __future__ import annotations
 
 import itertools
-import math
-import os
 import socket
 import ssl
 import threading
 import time
-from typing import Dict, Optional, Tuple, Type, Union
+from types import TracebackType
+from typing import Dict, Optional, Type, Union
 
 from . import protocol as P
-from ._transport import PlainTransport, TlsTransport
+from ._common import (
+    DEFAULT_ADDRESS,
+    Loss,
+    TlsArg,
+    TokenArg,
+    acquire_timeout,
+    brief,
+    check_range,
+    fallback_version,
+    lock_wait,
+    lock_what,
+    parse_address,
+    parse_server_hello,
+    tls_context,
+    token_bytes,
+)
+from ._transport import PlainTransport, TlsTransport, Transport
 from .errors import (
-    AuthFailed,
-    AuthRequired,
-    ClientClosed,
+    ClientClosedError,
     ConnectError,
-    ConnectionLost,
+    ConnectionLostError,
     HandshakeError,
-    InvalidRange,
+    LockNotGrantedError,
     ProtocolError,
     RangelockError,
     TlsError,
-    TlsRequired,
-    UnsupportedVersion,
+    UnsupportedVersionError,
     error_for_status,
 )
 
-__all__ = ["Client", "Guard", "DEFAULT_ADDRESS"]
-
-#: The server's default address.
-DEFAULT_ADDRESS = "127.0.0.1:7878"
+__all__ = ["Client", "Guard", "Lock", "DEFAULT_ADDRESS"]
 
 #: Polls sent back to back (with only a yield between them) before backing off.
 _BACK_TO_BACK_POLLS = 8
-
-_Tls = Union[None, bool, ssl.SSLContext, str, "os.PathLike[str]"]
-
-
-def _parse_address(address: str) -> Tuple[str, Optional[str], Optional[int], Optional[str]]:
-    """``(kind, host, port, path)``: ``unix:/path`` or ``host:port`` (``[v6]:port``)."""
-    if not isinstance(address, str):
-        raise TypeError(f"address must be a str like 'host:port' or 'unix:/path', not {address!r}")
-    if address.startswith("unix:"):
-        path = address[len("unix:") :]
-        if not path:
-            raise ValueError("empty unix socket path in address 'unix:'")
-        return "unix", None, None, path
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"{address!r} is neither host:port nor unix:/path")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    return "tcp", host, int(port), None
-
-
-def _tls_context(tls: _Tls) -> Optional[ssl.SSLContext]:
-    if tls is None or tls is False:
-        return None
-    if tls is True:
-        return ssl.create_default_context()
-    if isinstance(tls, ssl.SSLContext):
-        return tls
-    if isinstance(tls, (str, os.PathLike)):
-        return ssl.create_default_context(cafile=os.fspath(tls))
-    raise TypeError(f"tls must be None, True, an ssl.SSLContext or a CA file path, not {tls!r}")
-
-
-def _brief(e: BaseException) -> str:
-    """An OS error as a short phrase: ``connection refused``."""
-    if isinstance(e, OSError) and e.strerror:
-        s = e.strerror
-        return s[:1].lower() + s[1:] if s[1:2].islower() else s
-    return str(e) or type(e).__name__
 
 
 class _Slot:
@@ -112,7 +90,9 @@ class _Core:
     """The connection: the transport, the waiting requests, the reader and keepalive
     threads. Shared by a :class:`Client` and nothing else (guards hold the client)."""
 
-    def __init__(self, transport, hello: P.ServerHello, address: str, keepalive: bool) -> None:
+    def __init__(
+        self, transport: Transport, hello: P.ServerHello, address: str, keepalive: bool
+    ) -> None:
         self.transport = transport
         self.hello = hello
         self.address = address
@@ -120,12 +100,14 @@ class _Core:
         self._id_lock = threading.Lock()  # next() of a count is atomic only under a GIL
         self._state = threading.Lock()
         self._pending: Dict[int, _Slot] = {}
-        self._loss: Optional[Tuple[Type[ConnectionLost], str]] = None
+        self._loss: Optional[Loss] = None
         self._lost = threading.Event()
         self._stop = threading.Event()
         #: Status of an id-0 error answer (MALFORMED, FRAME_TOO_LARGE) the server sends
         #: right before it closes the connection; named in the loss's message.
         self._fatal: Optional[P.Status] = None
+        #: The reason of a SESSION_ENDED notice (version 4): the server closes next.
+        self._ended: Union[P.EndReason, int, None] = None
         self._reader = threading.Thread(
             target=self._read_loop, name=f"rangelock-reader-{hello.session}", daemon=True
         )
@@ -151,11 +133,11 @@ class _Core:
 
     def call(self, id: int, frame: bytes, timeout: Optional[float] = None) -> Optional[P.Response]:
         """Sends one request frame and waits for its response (``None`` only if
-        ``timeout`` passed first). Raises :class:`ConnectionLost`."""
+        ``timeout`` passed first). Raises :class:`ConnectionLostError`."""
         slot = _Slot()
         with self._state:
             if self._loss is not None:
-                raise self.lost_error()
+                raise self._loss.error()
             self._pending[id] = slot
         try:
             self.send(frame)
@@ -173,12 +155,18 @@ class _Core:
             raise self.lost_error()
         return slot.response
 
+    def request(self, id: int, frame: bytes) -> P.Response:
+        """:meth:`call` without a timeout."""
+        r = self.call(id, frame)
+        assert r is not None
+        return r
+
     def send(self, frame: bytes) -> None:
         """Writes one frame (or several, concatenated) without waiting for an answer."""
         try:
             self.transport.sendall(frame)
         except (OSError, ssl.SSLError) as e:
-            self.fail(f"writing to the server failed: {_brief(e)}")
+            self.fail(f"writing to the server failed: {brief(e)}")
             raise self.lost_error() from None
 
     # ---------------------------------------------------------------- loss
@@ -187,36 +175,33 @@ class _Core:
     def connected(self) -> bool:
         return self._loss is None
 
-    def lost_error(self) -> ConnectionLost:
+    def lost_error(self) -> ConnectionLostError:
         """A fresh exception for the loss (one per raise: tracebacks do not pile up)."""
         loss = self._loss
         assert loss is not None
-        cls, reason = loss
-        return cls(reason)
+        return loss.error()
 
     def loss_reason(self) -> Optional[str]:
         loss = self._loss
-        return None if loss is None else loss[1]
+        return None if loss is None else loss.message
 
-    def wait_lost(self, timeout: Optional[float]) -> Optional[ConnectionLost]:
+    def wait_lost(self, timeout: Optional[float]) -> Optional[ConnectionLostError]:
         if not self._lost.wait(timeout):
             return None
         return self.lost_error()
 
-    def fail(self, why: str, cls: Type[ConnectionLost] = ConnectionLost) -> None:
+    def fail(self, why: str, closed: bool = False) -> None:
         """Records the loss of the connection (the first one counts), wakes every waiting
         call and shuts the socket down (which ends the reader thread)."""
-        if cls is ClientClosed:
-            reason = f"the client of {self.address} is closed; its locks are released"
+        if closed:
+            loss = Loss.client_closed(self.address)
         else:
-            reason = (
-                f"connection to {self.address} lost: {why}; the server releases every "
-                f"lock of session {self.hello.session}"
-            )
+            h = self.hello
+            loss = Loss.lost(self.address, h.session, why, self._ended, h.lease_ms)
         with self._state:
             if self._loss is not None:
                 return
-            self._loss = (cls, reason)
+            self._loss = loss
             pending, self._pending = self._pending, {}
         for slot in pending.values():
             slot.lost = True
@@ -226,7 +211,7 @@ class _Core:
         self.transport.shutdown()
 
     def close(self) -> None:
-        self.fail("", ClientClosed)
+        self.fail("", closed=True)
         me = threading.current_thread()
         for t in (self._reader, self._keepalive):
             if t is not None and t is not me and t.is_alive():
@@ -261,7 +246,7 @@ class _Core:
         except ProtocolError as e:
             why = f"the server sent a frame this client cannot read ({e}); the client closed the connection"
         except (OSError, ssl.SSLError) as e:
-            why = f"reading from the server failed: {_brief(e)}"
+            why = f"reading from the server failed: {brief(e)}"
         except BaseException as e:  # a bug here must not leave callers waiting forever
             why = f"the client's reader failed ({e!r}); the client closed the connection"
             self.fail(why)
@@ -270,6 +255,8 @@ class _Core:
 
     def _dispatch(self, r: P.Response) -> None:
         if r.op == P.Op.NOTICE:
+            if r.status == P.Status.SESSION_ENDED:
+                self._ended = P.end_reason(r.value)  # the server closes the connection next
             return  # cluster notices: a single-server client has nothing to reclaim
         if r.id == 0 and r.status in (P.Status.MALFORMED, P.Status.FRAME_TOO_LARGE):
             self._fatal = r.status  # the server closes the connection next
@@ -286,7 +273,7 @@ class _Core:
             id = self.next_id()
             try:
                 r = self.call(id, P.encode_keepalive(id), timeout=lease)
-            except ConnectionLost:
+            except ConnectionLostError:
                 return
             if r is None:
                 self.fail(
@@ -309,7 +296,9 @@ class Guard:
 
     __slots__ = ("client", "id", "start", "end", "shared", "token", "_released")
 
-    def __init__(self, client: "Client", id: int, start: int, end: int, shared: bool, token: int):
+    def __init__(
+        self, client: Client, id: int, start: int, end: int, shared: bool, token: int
+    ) -> None:
         self.client = client
         #: The request id of the LOCK: names the lock within the session.
         self.id = id
@@ -332,17 +321,22 @@ class Guard:
 
     def unlock(self) -> None:
         """Releases the lock and waits for the server's answer. Unlocking again does
-        nothing. Raises :class:`ConnectionLost` if the connection is gone (the server
-        released the lock when it ended the session: maybe before this call)."""
+        nothing. Raises :class:`ConnectionLostError` if the connection is gone (the
+        server released the lock when it ended the session: maybe before this call)."""
         if self._released:
             return
         self._released = True
         self.client.unlock(self.id)
 
-    def __enter__(self) -> "Guard":
+    def __enter__(self) -> Guard:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
         if exc_type is None:
             self.unlock()  # a lost connection is reported: the lock may not have held throughout
         else:
@@ -357,20 +351,132 @@ class Guard:
         return f"<Guard id={self.id} {self.start}..{self.end} {mode} token={self.token} {state}>"
 
 
+class Lock:
+    """A lock on one range of a :class:`Client`'s server, used like
+    :class:`threading.Lock`: :meth:`acquire` and :meth:`release`, or ``with``.
+
+    Made by :meth:`Client.range_lock`; it holds nothing until acquired. After a successful
+    :meth:`acquire`, :attr:`token` is the grant's fencing token (and :attr:`guard` the
+    :class:`Guard`); both are ``None`` while the lock is not held. Threads that share one
+    :class:`Lock` exclude each other as with :class:`threading.Lock` (a second
+    ``acquire`` waits until the first holder releases, whichever thread calls
+    :meth:`release`); other :class:`Lock` objects, clients and processes are excluded by
+    the server."""
+
+    def __init__(self, client: Client, start: int, end: int, shared: bool = False) -> None:
+        check_range(start, end, shared)
+        self.client = client
+        self.start = start
+        self.end = end
+        self.shared = shared
+        self._local = threading.Lock()
+        self._guard: Optional[Guard] = None
+
+    @property
+    def guard(self) -> Optional[Guard]:
+        """The :class:`Guard` of the current hold (``None`` while not held)."""
+        return self._guard
+
+    @property
+    def token(self) -> Optional[int]:
+        """The fencing token of the current hold (``None`` while not held)."""
+        g = self._guard
+        return None if g is None else g.token
+
+    def locked(self) -> bool:
+        """Whether this lock is held (acquired and not released; the connection may be
+        lost meanwhile: see ``guard.valid``)."""
+        return self._guard is not None
+
+    def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
+        """Locks the range; returns whether it was granted, as
+        :meth:`threading.Lock.acquire` does. ``blocking=False`` does not wait (a try:
+        ``False`` if a conflicting lock is held or queued); ``timeout`` seconds bounds the
+        wait (``None`` or ``-1``: forever; ``blocking=False`` with a timeout is a
+        ``ValueError``). Raises the other errors of :meth:`Client.lock`
+        (:class:`ConnectionLostError`, :class:`ForbiddenError`, ...)."""
+        wait = acquire_timeout(blocking, timeout)
+        deadline = None if wait is None else time.monotonic() + wait
+        if wait is None:
+            got = self._local.acquire()
+        elif wait > 0:
+            got = self._local.acquire(timeout=wait)
+        else:
+            got = self._local.acquire(blocking=False)
+        if not got:
+            return False  # another thread holds this Lock
+        try:
+            if not blocking:
+                g = self.client.try_lock(self.start, self.end, shared=self.shared)
+            else:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                g = self.client.lock(self.start, self.end, shared=self.shared, timeout=left)
+        except LockNotGrantedError:
+            self._local.release()
+            return False
+        except BaseException:
+            self._local.release()
+            raise
+        self._guard = g
+        return True
+
+    def release(self) -> None:
+        """Releases the range and waits for the server's answer. Raises ``RuntimeError``
+        if the lock is not held (as :meth:`threading.Lock.release` does), and
+        :class:`ConnectionLostError` if the connection is gone (the server released the
+        lock when the session ended); either way the lock is not held after."""
+        g = self._guard
+        if g is None:
+            raise RuntimeError("release unlocked lock")
+        self._guard = None
+        try:
+            g.unlock()
+        finally:
+            self._local.release()
+
+    def __enter__(self) -> Lock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        if exc_type is None:
+            self.release()
+        else:
+            try:
+                self.release()
+            except RangelockError:
+                pass  # do not hide the body's exception
+
+    def __repr__(self) -> str:
+        mode = "shared" if self.shared else "exclusive"
+        state = f"locked token={self.token}" if self.locked() else "unlocked"
+        return f"<rangelock.Lock {self.start}..{self.end} {mode} {state}>"
+
+
 class Client:
     """A connection to ``rangelock serve``: one session.
 
-    ``address`` is ``host:port`` (``[::1]:port`` for IPv6) or ``unix:/path``.
-    ``token`` (``str`` or ``bytes``, 1 to 1024 bytes) authenticates the session to a server
-    started with ``--auth-file``; a server without one ignores it. ``tls`` turns on TLS:
-    ``True`` (the system's CAs), a CA file path, or an :class:`ssl.SSLContext` (load a client
-    certificate into it for ``--tls-client-ca`` servers); ``server_hostname`` is the name to
-    check the certificate against (default: the host of ``address``). ``connect_timeout``
-    (seconds) bounds connecting, the TLS handshake and the hello. ``keepalive=False``
-    sends no keepalives (the session then ends after a lease without requests; for tests).
+    ``address`` is ``host:port`` (``[::1]:port`` for IPv6), a host alone (port 7878), or
+    ``unix:/path``. ``token`` (``str`` or ``bytes``, 1 to 1024 bytes) authenticates the
+    session to a server started with ``--auth-file``; a server without one ignores it.
+    ``tls`` turns on TLS: ``True`` (the system's CAs), a CA file path, or an
+    :class:`ssl.SSLContext` (load a client certificate into it for ``--tls-client-ca``
+    servers); ``server_hostname`` is the name to check the certificate against (default:
+    the host of ``address``). ``connect_timeout`` (seconds) bounds connecting, the TLS
+    handshake and the hello. ``keepalive=False`` sends no keepalives (the session then
+    ends after a lease without requests; for tests).
 
-    Raises :class:`ConnectError` (or a subclass: :class:`AuthRequired`,
-    :class:`AuthFailed`, :class:`TlsRequired`, :class:`UnsupportedVersion`,
+    The client offers protocol version 4; a server that speaks only version 3 refuses it
+    and is asked again, on a new connection, with version 3 (``client.hello.version``
+    tells which one the session speaks).
+
+    Raises :class:`ConnectError` (or a subclass: :class:`AuthRequiredError`,
+    :class:`AuthFailedError`, :class:`TlsRequiredError`, :class:`UnsupportedVersionError`,
     :class:`TlsError`, :class:`HandshakeError`).
     """
 
@@ -378,37 +484,56 @@ class Client:
         self,
         address: str = DEFAULT_ADDRESS,
         *,
-        token: Union[None, str, bytes] = None,
-        tls: _Tls = None,
+        token: TokenArg = None,
+        tls: TlsArg = None,
         server_hostname: Optional[str] = None,
         connect_timeout: float = 10.0,
         keepalive: bool = True,
     ) -> None:
         self._core: Optional[_Core] = None
-        kind, host, port, path = _parse_address(address)
-        if isinstance(token, str):
-            token = token.encode("utf-8")
-        hello = P.encode_client_hello(token)  # checks the token's length
-        ctx = _tls_context(tls)
+        kind, host, port, path = parse_address(address)
+        tok = token_bytes(token)
+        P.encode_client_hello(tok)  # checks the token's length
+        ctx = tls_context(tls)
         if ctx is not None and kind == "unix":
             raise ValueError("TLS is for TCP addresses: the server's Unix socket speaks plain text")
         self.address = address
-        transport = self._connect(kind, host, port, path, ctx, server_hostname, connect_timeout)
-        try:
-            server_hello = self._handshake(transport, hello, connect_timeout)
-            transport.settimeout(None)
-        except BaseException:
-            transport.close()
-            raise
+        version = P.VERSION
+        while True:
+            transport = self._connect(kind, host, port, path, ctx, server_hostname, connect_timeout)
+            try:
+                hello = P.encode_client_hello(tok, version)
+                server_hello = self._handshake(transport, hello, version, connect_timeout)
+                transport.settimeout(None)
+                break
+            except UnsupportedVersionError as e:
+                transport.close()
+                older = fallback_version(e, version)
+                if older is None:
+                    raise
+                version = older
+            except BaseException:
+                transport.close()
+                raise
         self._core = _Core(transport, server_hello, address, keepalive)
         self._core.start()
 
     # ---------------------------------------------------------------- connecting
 
-    def _connect(self, kind, host, port, path, ctx, server_hostname, timeout):
+    def _connect(
+        self,
+        kind: str,
+        host: Optional[str],
+        port: Optional[int],
+        path: Optional[str],
+        ctx: Optional[ssl.SSLContext],
+        server_hostname: Optional[str],
+        timeout: float,
+    ) -> Transport:
         address = self.address
         try:
             if kind == "unix":
+                assert path is not None
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 try:
                     sock.settimeout(timeout)
@@ -422,7 +547,7 @@ class Client:
         except socket.timeout:
             raise ConnectError(f"cannot connect to {address}: timed out after {timeout} s", address) from None
         except OSError as e:
-            raise ConnectError(f"cannot connect to {address}: {_brief(e)}", address) from None
+            raise ConnectError(f"cannot connect to {address}: {brief(e)}", address) from None
         if ctx is None:
             return PlainTransport(sock)
         t = TlsTransport(sock, ctx, server_hostname if server_hostname is not None else host)
@@ -450,10 +575,10 @@ class Client:
             raise TlsError(f"TLS handshake with {address} timed out after {timeout} s", address) from None
         except OSError as e:
             t.close()
-            raise TlsError(f"TLS handshake with {address} failed: {_brief(e)}", address) from None
+            raise TlsError(f"TLS handshake with {address} failed: {brief(e)}", address) from None
         return t
 
-    def _handshake(self, t, hello: bytes, timeout: float) -> P.ServerHello:
+    def _handshake(self, t: Transport, hello: bytes, version: int, timeout: float) -> P.ServerHello:
         address = self.address
         tls = isinstance(t, TlsTransport)
         # With TLS 1.3 the client's side of the TLS handshake ends before the server has
@@ -491,49 +616,21 @@ class Client:
         except OSError as e:
             if tls:
                 raise TlsError(
-                    f"TLS session with {address} failed during the hello: {_brief(e)} {cert_hint}",
+                    f"TLS session with {address} failed during the hello: {brief(e)} {cert_hint}",
                     address,
                 ) from None
-            raise HandshakeError(f"handshake with {address} failed: {_brief(e)}", address) from None
-        try:
-            sh = P.decode_server_hello(buf[: P.SERVER_HELLO_LEN])
-        except ProtocolError as e:
-            raise HandshakeError(f"handshake with {address} failed: {e}", address) from None
-        S = P.HelloStatus
-        if sh.status == S.ACCEPTED:
-            if len(buf) > P.SERVER_HELLO_LEN:
-                raise HandshakeError(
-                    f"handshake with {address} failed: bytes after the server hello", address
-                )
-            return sh
-        if sh.status == S.UNSUPPORTED_VERSION:
-            raise UnsupportedVersion(
-                f"{address} speaks protocol version {sh.version}, this client speaks "
-                f"{P.VERSION}",
-                address,
-                sh,
-            )
-        if sh.status == S.AUTH_REQUIRED:
-            raise AuthRequired(
-                f"{address} requires authentication: pass token=... (the server has an "
-                "auth file and this client sent no token)",
-                address,
-                sh,
-            )
-        if sh.status == S.AUTH_FAILED:
-            raise AuthFailed(f"{address} refused the token: it is not one the server knows", address, sh)
-        raise TlsRequired(
-            f"{address} speaks TLS on this port: pass tls=... (a CA file, an ssl.SSLContext, "
-            "or True for the system's CAs)",
-            address,
-            sh,
-        )
+            raise HandshakeError(f"handshake with {address} failed: {brief(e)}", address) from None
+        sh = parse_server_hello(buf[: P.SERVER_HELLO_LEN], address, version)
+        if len(buf) > P.SERVER_HELLO_LEN:
+            raise HandshakeError(f"handshake with {address} failed: bytes after the server hello", address)
+        return sh
 
     # ---------------------------------------------------------------- session
 
     @property
     def hello(self) -> P.ServerHello:
-        """The server hello of this connection."""
+        """The server hello of this connection (``hello.version``: the protocol version
+        the session speaks)."""
         return self._c.hello
 
     @property
@@ -568,8 +665,8 @@ class Client:
         """Why the connection was lost (``None`` while it is up)."""
         return self._c.loss_reason()
 
-    def wait_lost(self, timeout: Optional[float] = None) -> Optional[ConnectionLost]:
-        """Blocks until the connection is lost and returns the :class:`ConnectionLost`
+    def wait_lost(self, timeout: Optional[float] = None) -> Optional[ConnectionLostError]:
+        """Blocks until the connection is lost and returns the :class:`ConnectionLostError`
         (not raised) that calls now fail with; ``None`` if ``timeout`` seconds pass first."""
         return self._c.wait_lost(timeout)
 
@@ -577,19 +674,24 @@ class Client:
     def _c(self) -> _Core:
         core = self._core
         if core is None:
-            raise ClientClosed("the client is not connected")
+            raise ClientClosedError("the client is not connected")
         return core
 
     def close(self) -> None:
         """Closes the connection; the server releases the session's locks. Calls waiting
-        in other threads raise :class:`ClientClosed`. Closing again does nothing."""
+        in other threads raise :class:`ClientClosedError`. Closing again does nothing."""
         if self._core is not None:
             self._core.close()
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
         self.close()
 
     def __del__(self) -> None:
@@ -612,44 +714,33 @@ class Client:
         """Locks ``[start, end)``, exclusive unless ``shared``, waiting at most ``timeout``
         seconds (``None``: as long as it takes). Returns a :class:`Guard`.
 
-        Raises :class:`TimedOut` when the timeout passes (``timeout=0`` waits not at all
-        but still queues, so it is answered ``TimedOut``, never ``WouldBlock``: use
-        :meth:`try_lock`), :class:`InvalidRange` for an empty range or one outside
-        ``0..2**64-1`` (before sending), :class:`Forbidden` for a range outside the token's,
-        :class:`ConnectionLost`. An interrupted wait (``KeyboardInterrupt``) withdraws the
-        request."""
-        if timeout is None:
-            return self._lock(start, end, shared, P.Wait.FOREVER, 0)
-        if not isinstance(timeout, (int, float)) or math.isnan(timeout) or timeout < 0:
-            raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
-        ms = math.ceil(timeout * 1000)
-        if ms > P.MAX_TIMEOUT_MS:
-            raise ValueError(
-                f"timeout {timeout} s is longer than the protocol's maximum of "
-                f"{P.MAX_TIMEOUT_MS / 1000} s (about 49.7 days): use timeout=None to wait forever"
-            )
-        return self._lock(start, end, shared, P.Wait.TIMEOUT, ms)
+        Raises :class:`TimedOutError` when the timeout passes (``timeout=0`` waits not at
+        all but still queues, so it is answered ``TimedOutError``, never
+        ``WouldBlockError``: use :meth:`try_lock`), :class:`InvalidRangeError` for an empty
+        range or one outside ``0..2**64-1`` (before sending), :class:`ForbiddenError` for a
+        range outside the token's, :class:`ConnectionLostError`. An interrupted wait
+        (``KeyboardInterrupt``) withdraws the request."""
+        wait, ms = lock_wait(timeout)
+        return self._lock(start, end, shared, wait, ms)
 
     def try_lock(self, start: int, end: int, *, shared: bool = False) -> Guard:
         """Locks ``[start, end)`` only if that is possible at once; raises
-        :class:`WouldBlock` if a conflicting lock is held or queued."""
+        :class:`WouldBlockError` if a conflicting lock is held or queued."""
         return self._lock(start, end, shared, P.Wait.TRY, 0)
 
+    def range_lock(self, start: int, end: int, *, shared: bool = False) -> Lock:
+        """A :class:`Lock` on ``[start, end)`` with ``acquire``/``release`` (nothing is
+        sent until :meth:`Lock.acquire`). Raises :class:`InvalidRangeError` at once for an
+        invalid range."""
+        return Lock(self, start, end, shared)
+
     def _lock(self, start: int, end: int, shared: bool, wait: P.Wait, timeout_ms: int) -> Guard:
-        what = f"lock {start}..{end} {'shared' if shared else 'exclusive'}"
-        if not isinstance(start, int) or not isinstance(end, int):
-            raise TypeError(f"{what}: start and end must be ints")
-        if start < 0 or end > P.U64_MAX or start >= end:
-            raise InvalidRange(
-                f"{what}: invalid range: a range must be non-empty (start < end) and inside "
-                f"0..2**64-1 (checked before sending)"
-            )
+        check_range(start, end, shared)
         core = self._c
         id = core.next_id()
         frame = P.encode_lock(id, start, end, P.Mode.SHARED if shared else P.Mode.EXCLUSIVE, wait, timeout_ms)
         try:
-            r = core.call(id, frame)
-            assert r is not None
+            r = core.request(id, frame)
             if r.status == P.Status.PENDING:
                 r = self._poll_until_done(core, id)
         except RangelockError:
@@ -658,7 +749,7 @@ class Client:
             self._abandon(core, id)
             raise
         if r.status != P.Status.OK:
-            raise error_for_status(r.status, r.value, what)
+            raise error_for_status(r.status, r.value, lock_what(start, end, shared))
         return Guard(self, id, start, end, shared, r.value)
 
     def _poll_until_done(self, core: _Core, target: int) -> P.Response:
@@ -667,8 +758,7 @@ class Client:
         backoff = 10e-6
         while True:
             id = core.next_id()
-            r = core.call(id, P.encode_poll(id, target))
-            assert r is not None
+            r = core.request(id, P.encode_poll(id, target))
             if r.status != P.Status.PENDING:
                 return r
             polls += 1
@@ -687,18 +777,17 @@ class Client:
             unlock_id = core.next_id()
             try:
                 core.send(P.encode_unlock(unlock_id, id))
-            except ConnectionLost:
+            except ConnectionLostError:
                 pass
 
     def unlock(self, lock_id: int) -> None:
         """Releases the lock whose LOCK had request id ``lock_id`` (``guard.id``) and waits
         for the answer; withdraws it if it is still queued. A lock this session already
-        released is fine (unlock is idempotent). Raises :class:`NotHeld` for an id that
-        names no lock of this session, :class:`ConnectionLost`."""
+        released is fine (unlock is idempotent). Raises :class:`NotHeldError` for an id
+        that names no lock of this session, :class:`ConnectionLostError`."""
         core = self._c
         id = core.next_id()
-        r = core.call(id, P.encode_unlock(id, lock_id))
-        assert r is not None
+        r = core.request(id, P.encode_unlock(id, lock_id))
         if r.status not in (P.Status.OK, P.Status.ALREADY_RELEASED):
             raise error_for_status(r.status, r.value, f"unlock of lock {lock_id}")
 
@@ -712,8 +801,7 @@ class Client:
             raise ValueError(f"max_entries must fit a u32, not {max_entries}")
         core = self._c
         id = core.next_id()
-        r = core.call(id, P.encode_stats(id, max_entries))
-        assert r is not None
+        r = core.request(id, P.encode_stats(id, max_entries))
         if r.status != P.Status.OK or r.stats is None:
             raise error_for_status(r.status, r.value, "stats")
         return r.stats
@@ -723,9 +811,8 @@ class Client:
         core = self._c
         id = core.next_id()
         t0 = time.perf_counter()
-        r = core.call(id, P.encode_keepalive(id))
+        r = core.request(id, P.encode_keepalive(id))
         elapsed = time.perf_counter() - t0
-        assert r is not None
         if r.status != P.Status.OK:
             raise error_for_status(r.status, r.value, "keepalive")
         return elapsed

@@ -1,4 +1,4 @@
-"""The wire protocol of ``rangelock serve``, version 3 (``docs/PROTOCOL.md``).
+"""The wire protocol of ``rangelock serve``, versions 3 and 4 (``docs/PROTOCOL.md``).
 
 Pure encoders and decoders, no I/O: the client (``rangelock.client``) uses them, and the
 tests check them byte for byte against the vectors of ``docs/PROTOCOL.md`` §8.
@@ -8,6 +8,11 @@ Every integer on the wire is little-endian. A connection opens with a *client he
 24-byte *server hello*; then both sides exchange *frames*
 ``len u32 | op u8 | id u64 | payload``. Every response's payload is
 ``status u8 | value u64``, and a few continue with a body (§2).
+
+Version 4 adds one thing: before it ends a session on its own (a lapsed lease, its
+shutdown, ...) the server sends a ``SESSION_ENDED`` notice whose value is the
+:class:`EndReason` (§2.1). A version 4 server still accepts version 3 hellos and sends
+those sessions no such notice.
 """
 
 from __future__ import annotations
@@ -15,13 +20,14 @@ from __future__ import annotations
 import enum
 import struct
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, Union
 
 from .errors import ProtocolError
 
 __all__ = [
     "MAGIC",
     "VERSION",
+    "MIN_VERSION",
     "FLAG_AUTH",
     "MAX_TOKEN_LEN",
     "CLIENT_HELLO_LEN",
@@ -35,6 +41,7 @@ __all__ = [
     "Wait",
     "GrantMode",
     "HelloStatus",
+    "EndReason",
     "ServerHello",
     "Request",
     "Response",
@@ -56,13 +63,18 @@ __all__ = [
     "encode_shm_attach",
     "decode_request",
     "encode_response",
+    "encode_notice",
+    "end_reason",
     "decode_response",
 ]
 
 #: The four bytes every hello starts with.
 MAGIC = b"RLCK"
-#: The protocol version this package speaks.
-VERSION = 3
+#: The newest protocol version this package speaks (the one its hello offers).
+VERSION = 4
+#: The oldest version it still speaks: it falls back to it when a server refuses
+#: :data:`VERSION` and names this one.
+MIN_VERSION = 3
 #: Client hello ``flags`` bit 0: ``token_len u16 | token`` follows the 8-byte head.
 FLAG_AUTH = 0x0001
 #: Longest authentication token a hello may carry (§1.1).
@@ -145,6 +157,8 @@ class Status(enum.IntEnum):
     SHM_FULL = 0x20
     SHM_ALREADY_ATTACHED = 0x21
     FORBIDDEN = 0x22
+    #: Version 4, NOTICE only: the server ends the session; ``value`` is the reason.
+    SESSION_ENDED = 0x23
 
     @property
     def is_error(self) -> bool:
@@ -191,6 +205,48 @@ class GrantMode(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+class EndReason(enum.IntEnum):
+    """Why the server ended a session: the value of a ``SESSION_ENDED`` notice (§2.1).
+    A reason code this package does not know stays a plain ``int``."""
+
+    #: The server read nothing from the client for a whole lease.
+    LEASE_EXPIRED = 1
+    #: The server is shutting down.
+    SHUTDOWN = 2
+    #: Answers the client left unread passed the server's output limit.
+    OUTPUT_OVER_LIMIT = 3
+    #: The client sent requests without reading their answers for a lease.
+    NOT_READING = 4
+    #: The client sent a frame the server cannot delimit (length prefix too large or
+    #: too small); the id-0 error answer before the notice says which.
+    BAD_FRAMING = 5
+
+    @property
+    def phrase(self) -> str:
+        """What happened, in words."""
+        return _END_PHRASES[self]
+
+
+_END_PHRASES = {
+    EndReason.LEASE_EXPIRED: "its lease lapsed (the server read nothing from this client "
+    "for a whole lease)",
+    EndReason.SHUTDOWN: "the server is shutting down",
+    EndReason.OUTPUT_OVER_LIMIT: "this client left more answers unread than the server's "
+    "output limit",
+    EndReason.NOT_READING: "this client sent requests without reading their answers for "
+    "a lease",
+    EndReason.BAD_FRAMING: "this client sent a frame the server cannot delimit",
+}
+
+
+def end_reason(code: int) -> Union[EndReason, int]:
+    """The :class:`EndReason` of a notice's value, or the value itself if unknown."""
+    try:
+        return EndReason(code)
+    except ValueError:
+        return code
 
 
 class HelloStatus(enum.IntEnum):
@@ -552,6 +608,16 @@ def encode_response(r: Response) -> bytes:
     )
 
 
+#: The statuses a NOTICE may carry: the cluster's two (§7.6) and version 4's
+#: ``SESSION_ENDED`` (§2.1).
+_NOTICE_STATUSES = (Status.NOT_OWNER, Status.FENCED, Status.SESSION_ENDED)
+
+
+def encode_notice(status: Status, value: int) -> bytes:
+    """A server-pushed notice (op ``0x89``, id 0, no body)."""
+    return encode_response(Response(Op.NOTICE, 0, status, value))
+
+
 def decode_response(frame: bytes) -> Response:
     """Decodes a response frame *without* its length prefix (the ``len`` bytes after it)."""
     if len(frame) < _RESPONSE_MIN_LEN:
@@ -570,7 +636,7 @@ def decode_response(frame: bytes) -> Response:
         raise ProtocolError(f"response with unknown status {status_byte:#04x}") from None
     body = bytes(frame[_RESPONSE_MIN_LEN:])
     if op == Op.NOTICE:
-        if id != 0 or status not in (Status.NOT_OWNER, Status.FENCED) or body:
+        if id != 0 or status not in _NOTICE_STATUSES or body:
             raise ProtocolError("undecodable notice")
         return Response(op, id, status, value)
     if status == Status.NOT_OWNER:

@@ -106,6 +106,11 @@ impl Raw {
         )
     }
 
+    /// Connects with a hello of protocol `version`.
+    pub fn connect_version(addr: std::net::SocketAddr, version: u16) -> Raw {
+        Raw::handshake_with(TcpStream::connect(addr).unwrap(), &ClientHello::new(version))
+    }
+
     fn handshake(s: TcpStream) -> Raw {
         Raw::handshake_with(s, &ClientHello::new(VERSION))
     }
@@ -195,10 +200,31 @@ impl Raw {
         r
     }
 
-    /// Whether the server closed the connection (reads EOF).
+    /// Whether the server closed the connection (reads EOF), after at most the
+    /// `SESSION_ENDED` notice a version 4 session gets first (PROTOCOL.md §2.1).
     pub fn closed_by_server(&mut self) -> bool {
-        let mut b = [0u8; 1];
-        matches!(self.s.read(&mut b), Ok(0) | Err(_))
+        self.end_reason().is_ok()
+    }
+
+    /// Reads until the server closes the connection; the reason of the `SESSION_ENDED`
+    /// notice it sent first (`None`: no notice). `Err` if anything else arrives.
+    pub fn end_reason(&mut self) -> Result<Option<EndReason>, String> {
+        let mut reason = None;
+        loop {
+            let mut len = [0u8; 4];
+            match self.s.read(&mut len[..1]) {
+                Ok(0) | Err(_) => return Ok(reason),
+                Ok(_) => {}
+            }
+            self.s.read_exact(&mut len[1..]).map_err(|e| e.to_string())?;
+            let mut body = vec![0; u32::from_le_bytes(len) as usize];
+            self.s.read_exact(&mut body).map_err(|e| e.to_string())?;
+            let r = ResponseFrame::decode(&body).map_err(|e| e.to_string())?;
+            match (r.is_notice() && r.status == Status::SessionEnded, reason) {
+                (true, None) => reason = Some(EndReason::from_code(r.value)),
+                _ => return Err(format!("a frame after the session ended: {r:?}")),
+            }
+        }
     }
 }
 

@@ -1,0 +1,268 @@
+"""What the blocking and the asyncio client share: parsing addresses, checking
+arguments, reading the server hello, and the words of their errors. No I/O."""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import ssl
+from typing import Optional, Tuple, Union
+
+from . import protocol as P
+from .errors import (
+    AuthFailedError,
+    AuthRequiredError,
+    ClientClosedError,
+    ConnectionLostError,
+    HandshakeError,
+    HelloRefusedError,
+    InvalidRangeError,
+    ProtocolError,
+    SessionEndedError,
+    TlsRequiredError,
+    UnsupportedVersionError,
+    session_ended_error,
+)
+
+#: The port a server listens on unless told otherwise (``rangelock-proto``'s
+#: ``DEFAULT_PORT``), and the port of an address without one.
+DEFAULT_PORT = 7878
+
+#: The server's default address.
+DEFAULT_ADDRESS = f"127.0.0.1:{DEFAULT_PORT}"
+
+#: What ``tls=`` accepts.
+TlsArg = Union[None, bool, ssl.SSLContext, str, "os.PathLike[str]"]
+
+#: What ``token=`` accepts.
+TokenArg = Union[None, str, bytes]
+
+#: A parsed address: ``("unix", None, None, path)`` or ``("tcp", host, port, None)``.
+Address = Tuple[str, Optional[str], Optional[int], Optional[str]]
+
+
+def parse_address(address: str) -> Address:
+    """``(kind, host, port, path)`` of ``unix:/path``, ``host:port``, ``[v6]:port``, or a
+    host alone (``host``, ``[v6]``), which means port :data:`DEFAULT_PORT`."""
+    if not isinstance(address, str):
+        raise TypeError(f"address must be a str like 'host:port' or 'unix:/path', not {address!r}")
+    if address.startswith("unix:"):
+        path = address[len("unix:") :]
+        if not path:
+            raise ValueError("empty unix socket path in address 'unix:'")
+        return "unix", None, None, path
+    if address.startswith("[") and address.endswith("]") and len(address) > 2:
+        return "tcp", address[1:-1], DEFAULT_PORT, None
+    if address and ":" not in address:
+        return "tcp", address, DEFAULT_PORT, None
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"{address!r} is neither host, host:port nor unix:/path")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return "tcp", host, int(port), None
+
+
+def tls_context(tls: TlsArg) -> Optional[ssl.SSLContext]:
+    """The TLS context ``tls=`` asks for (``None``: plain text)."""
+    if tls is None or tls is False:
+        return None
+    if tls is True:
+        return ssl.create_default_context()
+    if isinstance(tls, ssl.SSLContext):
+        return tls
+    if isinstance(tls, (str, os.PathLike)):
+        return ssl.create_default_context(cafile=os.fspath(tls))
+    raise TypeError(f"tls must be None, True, an ssl.SSLContext or a CA file path, not {tls!r}")
+
+
+def token_bytes(token: TokenArg) -> Optional[bytes]:
+    """The token as bytes (``str`` is UTF-8)."""
+    if isinstance(token, str):
+        return token.encode("utf-8")
+    return token
+
+
+def brief(e: BaseException) -> str:
+    """An OS error as a short phrase: ``connection refused``. (asyncio's own message for
+    a failed connect, "Connect call failed (host, port)", gives way to its errno's.)"""
+    if isinstance(e, OSError) and (e.strerror or e.errno):
+        s = e.strerror or ""
+        plain = not isinstance(e, (socket.gaierror, ssl.SSLError))
+        if plain and isinstance(e.errno, int) and e.errno > 0:
+            s = os.strerror(e.errno)
+        return s[:1].lower() + s[1:] if s[1:2].islower() else s
+    return str(e) or type(e).__name__
+
+
+def lock_what(start: int, end: int, shared: bool) -> str:
+    """How messages name a LOCK: ``lock 0..10 exclusive``."""
+    return f"lock {start}..{end} {'shared' if shared else 'exclusive'}"
+
+
+def check_range(start: int, end: int, shared: bool) -> None:
+    """Raises ``TypeError`` or :class:`InvalidRangeError` before anything is sent."""
+    what = lock_what(start, end, shared)
+    if not isinstance(start, int) or not isinstance(end, int):
+        raise TypeError(f"{what}: start and end must be ints")
+    if start < 0 or end > P.U64_MAX or start >= end:
+        raise InvalidRangeError(
+            f"{what}: invalid range: a range must be non-empty (start < end) and inside "
+            f"0..2**64-1 (checked before sending)"
+        )
+
+
+def lock_wait(timeout: Optional[float]) -> Tuple[P.Wait, int]:
+    """The LOCK's ``wait`` and ``timeout_ms`` for ``timeout`` seconds (``None``: forever)."""
+    if timeout is None:
+        return P.Wait.FOREVER, 0
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or math.isnan(timeout)
+        or timeout < 0
+    ):
+        raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
+    ms = math.ceil(timeout * 1000)
+    if ms > P.MAX_TIMEOUT_MS:
+        raise ValueError(
+            f"timeout {timeout} s is longer than the protocol's maximum of "
+            f"{P.MAX_TIMEOUT_MS / 1000} s (about 49.7 days): use timeout=None to wait forever"
+        )
+    return P.Wait.TIMEOUT, ms
+
+
+def acquire_timeout(blocking: bool, timeout: Optional[float]) -> Optional[float]:
+    """Checks ``acquire``'s arguments as :meth:`threading.Lock.acquire` does; returns the
+    timeout to wait (``None``: forever, ``0``: try)."""
+    if timeout is not None and timeout == -1:
+        timeout = None
+    if not blocking:
+        if timeout is not None:
+            raise ValueError("can't specify a timeout for a non-blocking call")
+        return 0.0
+    if timeout is not None and (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or math.isnan(timeout)
+        or timeout < 0
+    ):
+        raise ValueError(f"timeout value must be a number >= 0, -1 or None, not {timeout!r}")
+    return timeout
+
+
+def parse_server_hello(buf: bytes, address: str, offered: int) -> P.ServerHello:
+    """Checks the server's hello (exactly :data:`SERVER_HELLO_LEN` bytes) to a hello of
+    version ``offered``: the hello if accepted, else raises the refusal."""
+    try:
+        sh = P.decode_server_hello(buf)
+    except ProtocolError as e:
+        raise HandshakeError(f"handshake with {address} failed: {e}", address) from None
+    S = P.HelloStatus
+    if sh.status == S.ACCEPTED:
+        if not P.MIN_VERSION <= sh.version <= offered:
+            raise HandshakeError(
+                f"handshake with {address} failed: the server accepted the hello of "
+                f"version {offered} but speaks version {sh.version}",
+                address,
+            )
+        return sh
+    raise hello_refused(sh, address, offered)
+
+
+def hello_refused(sh: P.ServerHello, address: str, offered: int) -> HelloRefusedError:
+    """The exception for a refused hello."""
+    S = P.HelloStatus
+    if sh.status == S.UNSUPPORTED_VERSION:
+        return UnsupportedVersionError(
+            f"{address} speaks protocol version {sh.version}, this client speaks "
+            f"{P.MIN_VERSION} to {P.VERSION} (offered {offered})",
+            address,
+            sh,
+        )
+    if sh.status == S.AUTH_REQUIRED:
+        return AuthRequiredError(
+            f"{address} requires authentication: pass token=... (the server has an "
+            "auth file and this client sent no token)",
+            address,
+            sh,
+        )
+    if sh.status == S.AUTH_FAILED:
+        return AuthFailedError(
+            f"{address} refused the token: it is not one the server knows", address, sh
+        )
+    return TlsRequiredError(
+        f"{address} speaks TLS on this port: pass tls=... (a CA file, an ssl.SSLContext, "
+        "or True for the system's CAs)",
+        address,
+        sh,
+    )
+
+
+def fallback_version(e: UnsupportedVersionError, offered: int) -> Optional[int]:
+    """The version to offer next after ``e`` refused a hello of version ``offered``: the
+    server's, if this client speaks it (``None``: give up)."""
+    v = e.server_version
+    if v is not None and P.MIN_VERSION <= v < offered:
+        return v
+    return None
+
+
+class Loss:
+    """Why a connection was lost: makes the exception every call then raises (a fresh one
+    per raise, so tracebacks do not pile up)."""
+
+    __slots__ = ("message", "closed", "reason")
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        closed: bool = False,
+        reason: Union[P.EndReason, int, None] = None,
+    ) -> None:
+        self.message = message
+        self.closed = closed
+        self.reason = reason
+
+    @classmethod
+    def client_closed(cls, address: str) -> "Loss":
+        return cls(f"the client of {address} is closed; its locks are released", closed=True)
+
+    @classmethod
+    def lost(
+        cls,
+        address: str,
+        session: int,
+        why: str,
+        reason: Union[P.EndReason, int, None] = None,
+        lease_ms: int = 0,
+    ) -> "Loss":
+        """A lost connection; with ``reason`` (a ``SESSION_ENDED`` notice came first) the
+        server said why it ended the session, and that is the message."""
+        if reason is not None:
+            if isinstance(reason, P.EndReason):
+                said = reason.phrase
+                if reason is P.EndReason.LEASE_EXPIRED:
+                    said = f"{said}; the lease is {lease_ms} ms"
+            else:
+                said = f"reason code {reason}, which this client does not know"
+            return cls(
+                f"the server at {address} ended session {session}: {said}; it released "
+                "every lock of the session",
+                reason=reason,
+            )
+        return cls(
+            f"connection to {address} lost: {why}; the server releases every lock of "
+            f"session {session}"
+        )
+
+    def error(self) -> ConnectionLostError:
+        if self.closed:
+            return ClientClosedError(self.message)
+        if self.reason is not None:
+            if isinstance(self.reason, P.EndReason):
+                return session_ended_error(self.reason, self.message)
+            return SessionEndedError(self.message)
+        return ConnectionLostError(self.message)

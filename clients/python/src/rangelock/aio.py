@@ -1,0 +1,721 @@
+"""The asyncio client of ``rangelock serve``: the blocking client's surface, awaited.
+
+>>> import rangelock.aio
+>>> async def main() -> None:                                   # doctest: +SKIP
+...     async with rangelock.aio.AsyncClient("127.0.0.1:7878") as client:
+...         async with await client.lock(0, 4096, timeout=1.0) as g:
+...             await write_storage(data, fencing_token=g.token)
+...         lock = client.range_lock(0, 4096)
+...         if await lock.acquire(timeout=1.0):
+...             try:
+...                 await write_storage(data, fencing_token=lock.token)
+...             finally:
+...                 await lock.release()
+
+One :class:`AsyncClient` is one connection and one server session, used from one event
+loop. Any number of tasks may share it: requests are pipelined (each carries an id, and a
+reader task hands each response to the task waiting for it). A keepalive task sends
+``KEEPALIVE`` every third of the lease. The errors, the fencing tokens, the loss of the
+connection (and the reason the server gives for ending a session) are those of the
+blocking :class:`rangelock.Client`. A task cancelled while its ``lock`` waits withdraws the
+request (an ``UNLOCK`` of its id) before the cancellation goes on.
+
+Unlike :meth:`asyncio.Lock.release`, :meth:`AsyncLock.release` is a coroutine: it waits for
+the server's answer, so a lost connection is reported there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import ssl
+import time
+from types import TracebackType
+from typing import Dict, Optional, Type, Union
+
+from . import protocol as P
+from ._common import (
+    DEFAULT_ADDRESS,
+    Loss,
+    TlsArg,
+    TokenArg,
+    acquire_timeout,
+    brief,
+    check_range,
+    fallback_version,
+    lock_wait,
+    lock_what,
+    parse_address,
+    parse_server_hello,
+    tls_context,
+    token_bytes,
+)
+from .errors import (
+    ClientClosedError,
+    ConnectError,
+    ConnectionLostError,
+    HandshakeError,
+    LockNotGrantedError,
+    ProtocolError,
+    RangelockError,
+    TlsError,
+    UnsupportedVersionError,
+    error_for_status,
+)
+
+__all__ = ["AsyncClient", "AsyncGuard", "AsyncLock", "connect"]
+
+#: Polls sent back to back (with only a yield between them) before backing off.
+_BACK_TO_BACK_POLLS = 8
+
+
+class _Connection:
+    """The streams, the waiting requests, the reader and keepalive tasks."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        hello: P.ServerHello,
+        address: str,
+    ) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.hello = hello
+        self.address = address
+        self._ids = itertools.count(1)
+        self._pending: Dict[int, asyncio.Future[P.Response]] = {}
+        self._loss: Optional[Loss] = None
+        self._lost = asyncio.Event()
+        self._drain = asyncio.Lock()
+        self._fatal: Optional[P.Status] = None
+        self._ended: Union[P.EndReason, int, None] = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def start(self, keepalive: bool) -> None:
+        s = self.hello.session
+        self._tasks.append(asyncio.ensure_future(self._read_loop()))
+        self._tasks[-1].set_name(f"rangelock-reader-{s}")
+        if keepalive:
+            self._tasks.append(asyncio.ensure_future(self._keepalive_loop()))
+            self._tasks[-1].set_name(f"rangelock-keepalive-{s}")
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    @property
+    def connected(self) -> bool:
+        return self._loss is None
+
+    def lost_error(self) -> ConnectionLostError:
+        loss = self._loss
+        assert loss is not None
+        return loss.error()
+
+    async def send(self, frame: bytes) -> None:
+        if self._loss is not None:
+            raise self.lost_error()
+        try:
+            self.writer.write(frame)
+            async with self._drain:
+                await self.writer.drain()
+        except (OSError, ssl.SSLError) as e:
+            self.fail(f"writing to the server failed: {brief(e)}")
+            raise self.lost_error() from None
+
+    async def call(self, id: int, frame: bytes) -> P.Response:
+        """Sends one request and waits for its response. Raises
+        :class:`ConnectionLostError`."""
+        if self._loss is not None:
+            raise self.lost_error()
+        fut: asyncio.Future[P.Response] = asyncio.get_running_loop().create_future()
+        self._pending[id] = fut
+        try:
+            await self.send(frame)
+            return await fut
+        finally:
+            self._pending.pop(id, None)
+
+    def fail(self, why: str, closed: bool = False) -> None:
+        """Records the loss (the first one counts), fails every waiting call and closes
+        the socket."""
+        if self._loss is not None:
+            return
+        if closed:
+            self._loss = Loss.client_closed(self.address)
+        else:
+            h = self.hello
+            self._loss = Loss.lost(self.address, h.session, why, self._ended, h.lease_ms)
+        pending, self._pending = self._pending, {}
+        for fut in pending.values():
+            if not fut.done():
+                fut.set_exception(self._loss.error())
+        self._lost.set()
+        self.writer.close()
+
+    async def close(self) -> None:
+        self.fail("", closed=True)
+        me = asyncio.current_task()
+        for t in self._tasks:
+            if t is not me:
+                t.cancel()
+        for t in self._tasks:
+            if t is not me:
+                try:
+                    await t
+                except (asyncio.CancelledError, Exception):
+                    pass
+        try:
+            # TLS waits for the peer's close_notify: a vanished server must not hold
+            # close() up for long.
+            await asyncio.wait_for(self.writer.wait_closed(), self.hello.lease_ms / 1000.0)
+        except (OSError, ssl.SSLError, asyncio.TimeoutError):
+            pass
+
+    async def _read_loop(self) -> None:
+        rd = self.reader
+        try:
+            while True:
+                try:
+                    head = await rd.readexactly(4)
+                except asyncio.IncompleteReadError as e:
+                    if e.partial:
+                        raise ProtocolError("the connection closed inside a frame") from None
+                    why = "the server closed the connection"
+                    if self._fatal is not None:
+                        why += f" after answering {self._fatal.name}"
+                    break
+                size = int.from_bytes(head, "little")
+                if size < 18 or size > P.MAX_RESPONSE_FRAME:
+                    raise ProtocolError(f"response length prefix {size}")
+                try:
+                    body = await rd.readexactly(size)
+                except asyncio.IncompleteReadError:
+                    raise ProtocolError("the connection closed inside a frame") from None
+                self._dispatch(P.decode_response(body))
+        except asyncio.CancelledError:
+            raise
+        except ProtocolError as e:
+            why = f"the server sent a frame this client cannot read ({e}); the client closed the connection"
+        except (OSError, ssl.SSLError) as e:
+            why = f"reading from the server failed: {brief(e)}"
+        except BaseException as e:  # a bug here must not leave callers waiting forever
+            self.fail(f"the client's reader failed ({e!r}); the client closed the connection")
+            raise
+        self.fail(why)
+
+    def _dispatch(self, r: P.Response) -> None:
+        if r.op == P.Op.NOTICE:
+            if r.status == P.Status.SESSION_ENDED:
+                self._ended = P.end_reason(r.value)  # the server closes the connection next
+            return
+        if r.id == 0 and r.status in (P.Status.MALFORMED, P.Status.FRAME_TOO_LARGE):
+            self._fatal = r.status
+            return
+        fut = self._pending.pop(r.id, None)
+        if fut is not None and not fut.done():  # None: an abandoned request
+            fut.set_result(r)
+
+    async def _keepalive_loop(self) -> None:
+        lease = self.hello.lease_ms / 1000.0
+        while True:
+            try:
+                await asyncio.wait_for(self._lost.wait(), lease / 3)
+                return  # lost
+            except asyncio.TimeoutError:
+                pass
+            id = self.next_id()
+            try:
+                await asyncio.wait_for(self.call(id, P.encode_keepalive(id)), lease)
+            except ConnectionLostError:
+                return
+            except asyncio.TimeoutError:
+                self.fail(
+                    f"the server answered no keepalive for a lease ({self.hello.lease_ms} ms): "
+                    "it is stopped or unreachable; the client closed the connection"
+                )
+                return
+
+
+class AsyncGuard:
+    """A granted lock, as :class:`rangelock.Guard`, with ``await unlock()`` and
+    ``async with``."""
+
+    __slots__ = ("client", "id", "start", "end", "shared", "token", "_released")
+
+    def __init__(
+        self, client: AsyncClient, id: int, start: int, end: int, shared: bool, token: int
+    ) -> None:
+        self.client = client
+        #: The request id of the LOCK: names the lock within the session.
+        self.id = id
+        self.start = start
+        self.end = end
+        self.shared = shared
+        #: The fencing token.
+        self.token = token
+        self._released = False
+
+    @property
+    def released(self) -> bool:
+        """Whether :meth:`unlock` was called."""
+        return self._released
+
+    @property
+    def valid(self) -> bool:
+        """Not unlocked, and the connection (so the session) is still up."""
+        return not self._released and self.client.connected
+
+    async def unlock(self) -> None:
+        """Releases the lock and waits for the server's answer; again does nothing.
+        Raises :class:`ConnectionLostError` if the connection is gone."""
+        if self._released:
+            return
+        self._released = True
+        await self.client.unlock(self.id)
+
+    async def __aenter__(self) -> AsyncGuard:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        if exc_type is None:
+            await self.unlock()
+        else:
+            try:
+                await self.unlock()
+            except RangelockError:
+                pass  # do not hide the body's exception
+
+    def __repr__(self) -> str:
+        mode = "shared" if self.shared else "exclusive"
+        state = "valid" if self.valid else ("released" if self._released else "lost")
+        return f"<AsyncGuard id={self.id} {self.start}..{self.end} {mode} token={self.token} {state}>"
+
+
+class AsyncLock:
+    """A lock on one range, as :class:`rangelock.Lock`: ``await acquire(blocking=True,
+    timeout=None) -> bool``, ``await release()``, ``async with``. ``token`` is the fencing
+    token while held (``None`` otherwise). Tasks sharing one :class:`AsyncLock` exclude
+    each other as with :class:`asyncio.Lock`."""
+
+    def __init__(self, client: AsyncClient, start: int, end: int, shared: bool = False) -> None:
+        check_range(start, end, shared)
+        self.client = client
+        self.start = start
+        self.end = end
+        self.shared = shared
+        self._local = asyncio.Lock()
+        self._guard: Optional[AsyncGuard] = None
+
+    @property
+    def guard(self) -> Optional[AsyncGuard]:
+        """The :class:`AsyncGuard` of the current hold (``None`` while not held)."""
+        return self._guard
+
+    @property
+    def token(self) -> Optional[int]:
+        """The fencing token of the current hold (``None`` while not held)."""
+        g = self._guard
+        return None if g is None else g.token
+
+    def locked(self) -> bool:
+        """Whether this lock is held."""
+        return self._guard is not None
+
+    async def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
+        """Locks the range; returns whether it was granted, with the arguments and results
+        of :meth:`threading.Lock.acquire` (``blocking=False``: a try; ``timeout`` seconds,
+        ``None`` or ``-1`` for ever; ``blocking=False`` with a timeout is a
+        ``ValueError``)."""
+        wait = acquire_timeout(blocking, timeout)
+        deadline = None if wait is None else time.monotonic() + wait
+        if wait is None or (wait == 0 and not self._local.locked()):
+            await self._local.acquire()  # free: returns at once
+        elif wait == 0:
+            return False  # another task holds this AsyncLock
+        else:
+            try:
+                await asyncio.wait_for(self._local.acquire(), wait)
+            except asyncio.TimeoutError:
+                return False
+        try:
+            if not blocking:
+                g = await self.client.try_lock(self.start, self.end, shared=self.shared)
+            else:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                g = await self.client.lock(self.start, self.end, shared=self.shared, timeout=left)
+        except LockNotGrantedError:
+            self._local.release()
+            return False
+        except BaseException:
+            self._local.release()
+            raise
+        self._guard = g
+        return True
+
+    async def release(self) -> None:
+        """Releases the range and waits for the server's answer. Raises ``RuntimeError``
+        if the lock is not held, :class:`ConnectionLostError` if the connection is gone;
+        either way the lock is not held after."""
+        g = self._guard
+        if g is None:
+            raise RuntimeError("release unlocked lock")
+        self._guard = None
+        try:
+            await g.unlock()
+        finally:
+            self._local.release()
+
+    async def __aenter__(self) -> AsyncLock:
+        await self.acquire()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        if exc_type is None:
+            await self.release()
+        else:
+            try:
+                await self.release()
+            except RangelockError:
+                pass
+
+    def __repr__(self) -> str:
+        mode = "shared" if self.shared else "exclusive"
+        state = f"locked token={self.token}" if self.locked() else "unlocked"
+        return f"<rangelock.aio.AsyncLock {self.start}..{self.end} {mode} {state}>"
+
+
+class AsyncClient:
+    """A connection to ``rangelock serve`` for asyncio: one session. The arguments are
+    those of :class:`rangelock.Client`. Nothing happens until :meth:`connect` (or
+    ``async with AsyncClient(...) as client``, which connects and closes)."""
+
+    def __init__(
+        self,
+        address: str = DEFAULT_ADDRESS,
+        *,
+        token: TokenArg = None,
+        tls: TlsArg = None,
+        server_hostname: Optional[str] = None,
+        connect_timeout: float = 10.0,
+        keepalive: bool = True,
+    ) -> None:
+        self._conn: Optional[_Connection] = None
+        self._addr = parse_address(address)
+        self._token = token_bytes(token)
+        P.encode_client_hello(self._token)  # checks the token's length
+        self._tls = tls_context(tls)
+        if self._tls is not None and self._addr[0] == "unix":
+            raise ValueError("TLS is for TCP addresses: the server's Unix socket speaks plain text")
+        self._server_hostname = server_hostname
+        self._connect_timeout = connect_timeout
+        self._keepalive = keepalive
+        self.address = address
+
+    # ---------------------------------------------------------------- connecting
+
+    async def connect(self) -> AsyncClient:
+        """Connects and does the handshake (offering version 4, then 3 to a version 3
+        server); returns the client. Raises :class:`ConnectError` and its subclasses, as
+        :class:`rangelock.Client` does."""
+        if self._conn is not None:
+            raise RuntimeError("the client is already connected")
+        version = P.VERSION
+        while True:
+            rd, wr = await self._open()
+            try:
+                hello = await self._handshake(rd, wr, version)
+                break
+            except UnsupportedVersionError as e:
+                wr.close()
+                older = fallback_version(e, version)
+                if older is None:
+                    raise
+                version = older
+            except BaseException:
+                wr.close()
+                raise
+        self._conn = _Connection(rd, wr, hello, self.address)
+        self._conn.start(self._keepalive)
+        return self
+
+    async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        kind, host, port, path = self._addr
+        address, timeout, ctx = self.address, self._connect_timeout, self._tls
+        try:
+            if kind == "unix":
+                assert path is not None
+                return await asyncio.wait_for(asyncio.open_unix_connection(path), timeout)
+            if ctx is None:
+                return await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+            name = self._server_hostname if self._server_hostname is not None else host
+            return await asyncio.wait_for(
+                asyncio.open_connection(host, port, ssl=ctx, server_hostname=name), timeout
+            )
+        except asyncio.TimeoutError:
+            raise ConnectError(f"cannot connect to {address}: timed out after {timeout} s", address) from None
+        except ssl.SSLCertVerificationError as e:
+            raise TlsError(
+                f"TLS handshake with {address} failed: the server's certificate is not "
+                f"trusted: {e.verify_message or e.reason}",
+                address,
+            ) from None
+        except ssl.SSLError as e:
+            raise TlsError(f"TLS handshake with {address} failed: {e.reason or e}", address) from None
+        except ConnectionResetError as e:
+            if ctx is not None:
+                raise TlsError(
+                    f"TLS handshake with {address} failed: the server closed the connection "
+                    "(does it speak TLS on this port?)",
+                    address,
+                ) from None
+            raise ConnectError(f"cannot connect to {address}: {brief(e)}", address) from None
+        except OSError as e:
+            raise ConnectError(f"cannot connect to {address}: {brief(e)}", address) from None
+
+    async def _handshake(
+        self, rd: asyncio.StreamReader, wr: asyncio.StreamWriter, version: int
+    ) -> P.ServerHello:
+        address, timeout, tls = self.address, self._connect_timeout, self._tls is not None
+        cert_hint = "(does the server require a client certificate, or refuse this one?)"
+        try:
+            wr.write(P.encode_client_hello(self._token, version))
+            await asyncio.wait_for(wr.drain(), timeout)
+            buf = await asyncio.wait_for(rd.readexactly(P.SERVER_HELLO_LEN), timeout)
+        except asyncio.TimeoutError:
+            raise HandshakeError(
+                f"handshake with {address} failed: no server hello within {timeout} s", address
+            ) from None
+        except asyncio.IncompleteReadError as e:
+            if tls:
+                raise TlsError(
+                    f"TLS session with {address} failed: the server closed the connection "
+                    f"before its hello {cert_hint}",
+                    address,
+                ) from None
+            raise HandshakeError(
+                f"handshake with {address} failed: the server closed the connection "
+                f"after {len(e.partial)} of the 24 bytes of its hello (not a rangelock "
+                "server, or one that refused this hello's flags)",
+                address,
+            ) from None
+        except ssl.SSLError as e:
+            raise TlsError(
+                f"TLS session with {address} failed during the hello: {e.reason or e} {cert_hint}",
+                address,
+            ) from None
+        except OSError as e:
+            if tls:
+                raise TlsError(
+                    f"TLS session with {address} failed during the hello: {brief(e)} {cert_hint}",
+                    address,
+                ) from None
+            raise HandshakeError(f"handshake with {address} failed: {brief(e)}", address) from None
+        return parse_server_hello(buf, address, version)
+
+    # ---------------------------------------------------------------- session
+
+    @property
+    def _c(self) -> _Connection:
+        c = self._conn
+        if c is None:
+            raise ClientClosedError("the client is not connected")
+        return c
+
+    @property
+    def hello(self) -> P.ServerHello:
+        """The server hello of this connection."""
+        return self._c.hello
+
+    @property
+    def session(self) -> int:
+        """The server-assigned session id."""
+        return self._c.hello.session
+
+    @property
+    def lease(self) -> float:
+        """The server's lease in seconds."""
+        return self._c.hello.lease_ms / 1000.0
+
+    @property
+    def grant_mode(self) -> P.GrantMode:
+        """How the server delivers grants of queued locks."""
+        return self._c.hello.grant
+
+    @property
+    def max_frame(self) -> int:
+        """The largest request frame the server accepts."""
+        return self._c.hello.max_frame
+
+    @property
+    def connected(self) -> bool:
+        """Whether the connection is up, as far as this client has seen."""
+        return self._conn is not None and self._conn.connected
+
+    @property
+    def loss(self) -> Optional[str]:
+        """Why the connection was lost (``None`` while it is up)."""
+        loss = self._c._loss
+        return None if loss is None else loss.message
+
+    async def wait_lost(self, timeout: Optional[float] = None) -> Optional[ConnectionLostError]:
+        """Waits until the connection is lost and returns the :class:`ConnectionLostError`
+        calls now fail with; ``None`` if ``timeout`` seconds pass first."""
+        c = self._c
+        try:
+            await asyncio.wait_for(c._lost.wait(), timeout)
+        except asyncio.TimeoutError:
+            return None
+        return c.lost_error()
+
+    async def close(self) -> None:
+        """Closes the connection; the server releases the session's locks. Waiting calls
+        raise :class:`ClientClosedError`. Closing again does nothing."""
+        if self._conn is not None:
+            await self._conn.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        if self._conn is None:
+            await self.connect()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        if self._conn is None:
+            return f"<rangelock.aio.AsyncClient {self.address} not connected>"
+        state = "connected" if self.connected else "lost"
+        return f"<rangelock.aio.AsyncClient {self.address} session={self.session} {state}>"
+
+    # ---------------------------------------------------------------- locking
+
+    async def lock(
+        self, start: int, end: int, *, shared: bool = False, timeout: Optional[float] = None
+    ) -> AsyncGuard:
+        """As :meth:`rangelock.Client.lock`. A cancelled wait withdraws the request."""
+        wait, ms = lock_wait(timeout)
+        return await self._lock(start, end, shared, wait, ms)
+
+    async def try_lock(self, start: int, end: int, *, shared: bool = False) -> AsyncGuard:
+        """As :meth:`rangelock.Client.try_lock`."""
+        return await self._lock(start, end, shared, P.Wait.TRY, 0)
+
+    def range_lock(self, start: int, end: int, *, shared: bool = False) -> AsyncLock:
+        """An :class:`AsyncLock` on ``[start, end)`` (nothing is sent until acquired)."""
+        return AsyncLock(self, start, end, shared)
+
+    async def _lock(
+        self, start: int, end: int, shared: bool, wait: P.Wait, timeout_ms: int
+    ) -> AsyncGuard:
+        check_range(start, end, shared)
+        c = self._c
+        id = c.next_id()
+        mode = P.Mode.SHARED if shared else P.Mode.EXCLUSIVE
+        frame = P.encode_lock(id, start, end, mode, wait, timeout_ms)
+        try:
+            r = await c.call(id, frame)
+            if r.status == P.Status.PENDING:
+                r = await self._poll_until_done(c, id)
+        except RangelockError:
+            raise
+        except BaseException:
+            self._abandon(c, id)
+            raise
+        if r.status != P.Status.OK:
+            raise error_for_status(r.status, r.value, lock_what(start, end, shared))
+        return AsyncGuard(self, id, start, end, shared, r.value)
+
+    @staticmethod
+    async def _poll_until_done(c: _Connection, target: int) -> P.Response:
+        polls = 0
+        backoff = 10e-6
+        while True:
+            id = c.next_id()
+            r = await c.call(id, P.encode_poll(id, target))
+            if r.status != P.Status.PENDING:
+                return r
+            polls += 1
+            if polls <= _BACK_TO_BACK_POLLS:
+                await asyncio.sleep(0)
+            else:
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 2e-3)
+
+    @staticmethod
+    def _abandon(c: _Connection, id: int) -> None:
+        """Withdraws (or releases) lock ``id`` whose caller stopped waiting (an UNLOCK,
+        written without waiting for its answer)."""
+        if c.connected:
+            try:
+                c.writer.write(P.encode_unlock(c.next_id(), id))
+            except (OSError, RuntimeError):
+                pass
+
+    async def unlock(self, lock_id: int) -> None:
+        """As :meth:`rangelock.Client.unlock`."""
+        c = self._c
+        id = c.next_id()
+        r = await c.call(id, P.encode_unlock(id, lock_id))
+        if r.status not in (P.Status.OK, P.Status.ALREADY_RELEASED):
+            raise error_for_status(r.status, r.value, f"unlock of lock {lock_id}")
+
+    # ---------------------------------------------------------------- other requests
+
+    async def stats(self, max_entries: int = 1000) -> P.Stats:
+        """As :meth:`rangelock.Client.stats`."""
+        if not 0 <= max_entries <= 0xFFFF_FFFF:
+            raise ValueError(f"max_entries must fit a u32, not {max_entries}")
+        c = self._c
+        id = c.next_id()
+        r = await c.call(id, P.encode_stats(id, max_entries))
+        if r.status != P.Status.OK or r.stats is None:
+            raise error_for_status(r.status, r.value, "stats")
+        return r.stats
+
+    async def ping(self) -> float:
+        """One KEEPALIVE round trip; returns how long it took, in seconds."""
+        c = self._c
+        id = c.next_id()
+        t0 = time.perf_counter()
+        r = await c.call(id, P.encode_keepalive(id))
+        elapsed = time.perf_counter() - t0
+        if r.status != P.Status.OK:
+            raise error_for_status(r.status, r.value, "keepalive")
+        return elapsed
+
+
+async def connect(
+    address: str = DEFAULT_ADDRESS,
+    *,
+    token: TokenArg = None,
+    tls: TlsArg = None,
+    server_hostname: Optional[str] = None,
+    connect_timeout: float = 10.0,
+    keepalive: bool = True,
+) -> AsyncClient:
+    """``await AsyncClient(...).connect()``."""
+    client = AsyncClient(
+        address,
+        token=token,
+        tls=tls,
+        server_hostname=server_hostname,
+        connect_timeout=connect_timeout,
+        keepalive=keepalive,
+    )
+    return await client.connect()

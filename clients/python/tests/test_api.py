@@ -1,0 +1,189 @@
+"""The Pythonic surface: ``acquire``/``release`` as in ``threading.Lock``, exceptions that
+derive from the builtins, the deprecated names of release 0.1, and the asyncio client's
+own forms (``async with``, cancellation)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import warnings
+from typing import Any, Callable, Dict
+
+import pytest
+
+import rangelock
+import rangelock.aio
+from conftest import Server, wait_until
+from test_locking import holders, waiters
+
+Connect = Callable[..., Any]
+
+
+def test_acquire_and_release_like_threading_lock(server: Server, connect: Connect) -> None:
+    with connect(server.address) as a, connect(server.address) as b:
+        lock = a.range_lock(0, 4096)
+        assert not lock.locked() and lock.token is None and lock.guard is None
+        assert lock.acquire() is True
+        assert lock.locked() and lock.token is not None and lock.token >= 1
+        assert lock.guard is not None and lock.guard.token == lock.token
+        assert holders(b) == [(a.session, 0, 4096, False)]
+        other = b.range_lock(100, 200, shared=True)
+        assert other.acquire(blocking=False) is False  # a try
+        assert other.acquire(timeout=0) is False  # queued, timed out at once
+        assert other.acquire(timeout=0.05) is False
+        assert not other.locked() and other.token is None
+        first = lock.token
+        lock.release()
+        assert not lock.locked() and lock.token is None
+        assert holders(b) == []
+        assert other.acquire(blocking=False) is True
+        assert other.token is not None and other.token > first
+        other.release()
+        with lock as held:
+            assert held is lock and lock.locked()
+        assert not lock.locked()
+
+
+def test_acquire_arguments_are_those_of_threading(server: Server, connect: Connect) -> None:
+    with connect(server.address) as c:
+        lock = c.range_lock(0, 10)
+        with pytest.raises(ValueError, match="can't specify a timeout for a non-blocking call"):
+            lock.acquire(blocking=False, timeout=1.0)
+        with pytest.raises(ValueError):
+            lock.acquire(timeout=-2)
+        with pytest.raises(RuntimeError, match="release unlocked lock"):
+            lock.release()
+        assert lock.acquire(True, -1) is True  # -1: wait forever, as in threading
+        lock.release()
+        with pytest.raises(rangelock.InvalidRangeError):
+            c.range_lock(10, 10)
+
+
+def test_a_waiting_acquire_is_granted_when_the_holder_releases(server: Server, connect: Connect) -> None:
+    with connect(server.address) as a, connect(server.address) as b:
+        held = a.range_lock(0, 10)
+        assert held.acquire()
+        wanted = b.range_lock(5, 15)
+        got = {}
+
+        def wait() -> None:
+            got["ok"] = wanted.acquire(timeout=30)
+
+        t = threading.Thread(target=wait)
+        t.start()
+        wait_until(lambda: len(waiters(a)) == 1, what="the acquire to be queued")
+        held.release()
+        t.join(timeout=30)
+        assert got == {"ok": True} and wanted.locked()
+        wanted.release()
+
+
+def test_threads_sharing_one_lock_exclude_each_other(server: Server, connect: Connect) -> None:
+    with connect(server.address) as c:
+        lock = c.range_lock(0, 10)
+        assert lock.acquire()
+        # Another thread's non-blocking acquire of the same Lock fails at once, as with
+        # threading.Lock (the server is not asked).
+        out: Dict[str, bool] = {}
+        t = threading.Thread(target=lambda: out.update(ok=lock.acquire(blocking=False)))
+        t.start()
+        t.join(timeout=10)
+        assert out == {"ok": False}
+        lock.release()
+
+
+def test_acquire_after_a_lost_connection_raises(start_server: Callable[..., Server], connect: Connect) -> None:
+    server = start_server()
+    c = connect(server.address)
+    lock = c.range_lock(0, 10)
+    assert lock.acquire()
+    server.kill()
+    assert c.wait_lost(timeout=10) is not None
+    with pytest.raises(rangelock.ConnectionLostError):
+        lock.release()
+    assert not lock.locked()
+    with pytest.raises(ConnectionError):
+        lock.acquire()
+    c.close()
+
+
+def test_exceptions_derive_from_the_builtins() -> None:
+    E = rangelock
+    assert issubclass(E.TimedOutError, TimeoutError)
+    assert issubclass(E.WouldBlockError, BlockingIOError)
+    for cls in (E.ConnectError, E.ConnectionLostError, E.SessionExpiredError, E.ServerShuttingDownError, E.ClientClosedError):
+        assert issubclass(cls, ConnectionError) and issubclass(cls, OSError), cls
+    assert issubclass(E.AuthRequiredError, PermissionError)
+    assert issubclass(E.AuthFailedError, PermissionError)
+    assert issubclass(E.ForbiddenError, PermissionError)
+    assert issubclass(E.InvalidRangeError, ValueError)
+    assert issubclass(E.ProtocolError, ValueError)
+    for name in E.errors.__all__:
+        obj = getattr(E, name)
+        if isinstance(obj, type):
+            assert issubclass(obj, E.RangelockError), name
+            assert name.endswith("Error"), name
+    e = E.TimedOutError("lock 0..1 exclusive: timed out")
+    assert str(e) == "lock 0..1 exclusive: timed out" and e.status is E.Status.TIMED_OUT
+    c = E.ConnectError("cannot connect to x: refused", "x")
+    assert str(c) == "cannot connect to x: refused" and c.address == "x"
+
+
+def test_old_names_are_deprecated_aliases() -> None:
+    for old, new in rangelock.errors.DEPRECATED_ALIASES.items():
+        with pytest.warns(DeprecationWarning, match=f"rangelock.{old} is deprecated.*use rangelock.{new}"):
+            assert getattr(rangelock, old) is getattr(rangelock, new)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(rangelock.TimedOutError):
+            try:
+                raise rangelock.TimedOutError()
+            except rangelock.ConnectionLostError:
+                pass
+    with pytest.raises(AttributeError):
+        rangelock.NoSuchThing  # noqa: B018
+
+
+def test_asyncio_client_natively(server: Server) -> None:
+    """``async with`` forms and the cancellation of a waiting lock, with plain
+    ``asyncio.run``."""
+
+    async def main() -> None:
+        async with rangelock.aio.AsyncClient(server.address) as a:
+            b = await rangelock.aio.connect(server.address)
+            assert a.hello.version == 4 and a.session != b.session
+            async with await a.lock(0, 10) as g:
+                assert g.valid and g.token >= 1
+                with pytest.raises(rangelock.WouldBlockError):
+                    await b.try_lock(0, 10)
+                waiting = asyncio.ensure_future(b.lock(0, 10))
+                while len([e for e in (await a.stats()).entries if not e.held]) != 1:
+                    await asyncio.sleep(0.005)
+                waiting.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await waiting
+                # The cancelled wait was withdrawn: nothing waits any more.
+                while [e for e in (await a.stats()).entries if not e.held]:
+                    await asyncio.sleep(0.005)
+            assert not g.valid
+            lock = b.range_lock(0, 10)
+            async with lock:
+                assert lock.token is not None and lock.token > g.token
+            assert await lock.acquire(blocking=False)
+            await lock.release()
+            await b.close()
+            assert not b.connected
+            with pytest.raises(rangelock.ClientClosedError):
+                await b.ping()
+
+    asyncio.run(main())
+
+
+def test_asyncio_connect_errors(server: Server) -> None:
+    async def main() -> None:
+        with pytest.raises(rangelock.ConnectError, match="cannot connect to unix:/nonexistent"):
+            await rangelock.aio.connect("unix:/nonexistent/rl.sock")
+        with pytest.raises(ValueError, match="TLS is for TCP"):
+            rangelock.aio.AsyncClient("unix:/tmp/x.sock", tls=True)
+
+    asyncio.run(main())
