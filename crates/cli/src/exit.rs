@@ -112,12 +112,19 @@ pub struct Failure {
     pub code: i32,
     /// What went wrong.
     pub error: anyhow::Error,
+    /// Print nothing: the exit code says it (`lock --quiet` when the lock cannot be had).
+    pub quiet: bool,
 }
 
 impl Failure {
     /// A failure with an explicit code.
     pub fn new(code: i32, error: impl Into<anyhow::Error>) -> Failure {
-        Failure { code, error: error.into() }
+        Failure { code, error: error.into(), quiet: false }
+    }
+
+    /// The same failure, told by its exit code alone.
+    pub fn quietly(self) -> Failure {
+        Failure { quiet: true, ..self }
     }
 
     /// A client error: [`UNAVAILABLE`] if the server could not be reached or the
@@ -139,7 +146,7 @@ impl Failure {
 
     /// Adds what was being done (`doing: cause`).
     pub fn context(self, doing: impl std::fmt::Display + Send + Sync + 'static) -> Failure {
-        Failure { code: self.code, error: self.error.context(doing) }
+        Failure { error: self.error.context(doing), ..self }
     }
 }
 

@@ -1,5 +1,8 @@
-//! `rangelock lock START..END [--shared] [--timeout D] -- CMD ARGS…`: run a command while
-//! holding a range lock of a `rangelock serve` server, in the manner of flock(1).
+//! `rangelock lock RANGE [-s] [-w SECS] -- CMD ARGS…` (or `-c 'command'`): run a command
+//! while holding a range lock of a `rangelock serve` server, in the manner of flock(1);
+//! the range grammar is in the `range_arg` module. Without a command, hold the lock as
+//! `etcdctl lock NAME` does: print the fencing token on stdout and hold until SIGTERM,
+//! SIGINT, SIGHUP or SIGQUIT, then release and exit 0 (75 if the lock is lost first).
 //!
 //! The child sees the lock's fencing token in `RANGELOCK_TOKEN`. If this process dies,
 //! the server releases the lock when the connection closes (the child keeps running, as
@@ -31,7 +34,7 @@
 //! kept until it ended, or 128 + N if a process sent this one signal N meanwhile; 1
 //! (`--conflict-exit-code`) when the lock cannot be had; 66 when a `--token-file` or
 //! `--tls-*` file cannot be read; 69 when the server cannot be reached (TLS handshakes
-//! included); 70 for other errors; 75 when the lock was lost; 77 when the server refused
+//! included); 70 for other errors (`-q` prints nothing for the 1); 75 when the lock was lost; 77 when the server refused
 //! the authentication token or the range is outside what the token may lock; 126/127 when
 //! the command cannot be executed / is not found.
 
@@ -40,79 +43,90 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::anyhow;
-use rangelock_client::{Client, ClientError, Endpoint, Mode, Wait};
+use std::io::Write;
 
+use rangelock_client::{Client, ClientError, ConnectOptions, Endpoint, Mode, Wait};
+
+use crate::connect::Target;
 use crate::duration::parse_timeout;
 use crate::exit::{self, Failure};
+use crate::range_arg::{parse_range, RangeArg};
 
 /// Arguments of `rangelock lock`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = exit::lock_help())]
 pub struct LockArgs {
-    /// Range `START..END` (half-open; decimal or 0x hex; `START..` means up to the end of
-    /// the domain).
-    #[arg(value_parser = parse_range)]
-    range: std::ops::Range<u64>,
+    /// The units to lock: `N` (one unit), `A..B` (B left out), `A..=B`, `..B`, `A..` (to
+    /// the end), `A..+LEN`; each number decimal or 0x hex, optionally with a binary size
+    /// suffix `KiB`, `MiB`, `GiB`, `TiB`, `PiB` or `EiB` (`4KiB` is 4096 units; `K`, `kB`,
+    /// `M` are refused as ambiguous).
+    #[arg(value_parser = parse_range, value_name = "RANGE")]
+    range: RangeArg,
+    /// Take an exclusive lock: the default (flock(1)'s -x, -e).
+    #[arg(short = 'x', long, short_alias = 'e', conflicts_with = "shared")]
+    exclusive: bool,
     /// Take a shared lock instead of an exclusive one.
     #[arg(short, long)]
     shared: bool,
     /// Fail instead of waiting if the range is taken.
     #[arg(short, long, conflicts_with = "timeout")]
     nonblock: bool,
-    /// Wait at most this long (`500ms`, `2s`, `1.5s`, `1m`, `1h30m`; a bare number is
-    /// seconds; at most 49d 17h 2m 47s 295ms).
-    #[arg(short, long, value_parser = parse_timeout)]
+    /// Wait at most this long: seconds, fractions allowed, as flock(1)'s -w (`1.5`), or
+    /// with a unit (`500ms`, `2s`, `1m`, `1h30m`); at most 49d 17h 2m 47s 295ms. `0` is
+    /// --nonblock.
+    #[arg(short, long, visible_short_alias = 'w', visible_alias = "wait", value_name = "SECS")]
+    #[arg(value_parser = parse_timeout)]
     timeout: Option<Duration>,
-    /// Server address: `host:port` or `unix:/path`.
-    #[arg(long, default_value_t = Endpoint::default(), conflicts_with = "cluster")]
-    server: Endpoint,
+    #[command(flatten)]
+    pub(crate) target: crate::connect::TargetArgs,
     #[command(flatten)]
     connect: crate::connect::ConnectArgs,
-    /// Lock through a cluster: its etcd endpoints (`http://host:port`, comma-separated;
-    /// the live nodes are read from etcd) or the addresses of one or more of its nodes
-    /// (`host:port`). A range across partitions is locked piece by piece; the command sees
-    /// every piece's token in `RANGELOCK_TOKENS` (`START..END=TOKEN`, space-separated)
-    /// and, for a one-piece range, the token in `RANGELOCK_TOKEN`. The lock survives the
-    /// failover of a node (it is reclaimed at the new owner); if it cannot be reclaimed,
-    /// it is lost (see --on-lost).
-    #[arg(long, value_name = "ETCD|NODES", value_delimiter = ',')]
-    cluster: Option<Vec<String>>,
-    /// The cluster's name, when --cluster gives etcd endpoints.
-    #[arg(long, default_value = "default", requires = "cluster")]
-    cluster_name: String,
     /// Exit code when the lock cannot be had.
     #[arg(short = 'E', long, default_value_t = exit::LOCK_UNAVAILABLE)]
     conflict_exit_code: i32,
+    /// Print nothing when the lock cannot be had (--nonblock, --timeout); the exit code
+    /// still says so. Other errors are still printed.
+    #[arg(short, long)]
+    quiet: bool,
     /// Signal sent to the command if the lock is lost while it runs (the server ended the
     /// session, e.g. its lease lapsed): a name (`TERM`, `SIGKILL`, `INT`, `HUP`, `USR1`…),
     /// a number, or `none`. (Signals sent to rangelock itself are another matter: the lock
     /// is held until the command exits; see below.)
     #[arg(long, value_name = "SIGNAL", default_value = "TERM", value_parser = parse_signal)]
     on_lost: OnLost,
-    /// The command and its arguments.
-    #[arg(last = true, required = true)]
+    /// Run this command with `/bin/sh -c` (flock(1)'s -c) instead of `-- CMD ARGS…`.
+    #[arg(short = 'c', long = "command", value_name = "COMMAND", conflicts_with = "command")]
+    shell_command: Option<String>,
+    /// The command and its arguments. It sees the fencing token in `RANGELOCK_TOKEN`; with
+    /// --cluster, a range across partitions is locked piece by piece, every piece's token
+    /// is in `RANGELOCK_TOKENS` (`START..END=TOKEN`, space-separated) and `RANGELOCK_TOKEN`
+    /// is set for a one-piece range; the lock survives a node's failover (reclaimed at the
+    /// new owner) or is lost (see --on-lost). Without a command (nor -c): print the token
+    /// (`RANGELOCK_TOKENS`' form for several pieces) on stdout and hold the lock until
+    /// SIGTERM, SIGINT, SIGHUP or SIGQUIT, then release it and exit 0.
+    #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
 }
 
-pub(crate) fn parse_u64(s: &str) -> Result<u64, String> {
-    let s = s.trim().replace('_', "");
-    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u64::from_str_radix(h, 16),
-        None => s.parse(),
-    };
-    r.map_err(|e| format!("{s:?}: {e}"))
+/// How to fail when the lock cannot be had: `-E` and `-q`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Conflict {
+    /// The exit code (`-E`).
+    pub(crate) code: i32,
+    /// Print nothing (`-q`).
+    pub(crate) quiet: bool,
 }
 
-fn parse_range(s: &str) -> Result<std::ops::Range<u64>, String> {
-    let (a, b) = s.split_once("..").ok_or_else(|| format!("{s:?} is not START..END"))?;
-    let start = parse_u64(a)?;
-    let end = if b.trim().is_empty() { u64::MAX } else { parse_u64(b)? };
-    if start >= end {
-        return Err(format!(
-            "invalid range {start}..{end}: a range must be non-empty (start < end)"
-        ));
+impl Conflict {
+    /// `lock WHAT not available: WHY`, quiet with `-q`.
+    pub(crate) fn failure(self, what: &str, why: impl std::fmt::Display) -> Failure {
+        let f = Failure::new(self.code, anyhow!("lock {what} not available: {why}"));
+        if self.quiet {
+            f.quietly()
+        } else {
+            f
+        }
     }
-    Ok(start..end)
 }
 
 /// What to do to the command when the lock is lost.
@@ -183,6 +197,13 @@ struct ChildState {
 pub(crate) trait Held {
     /// Environment variables that tell the command its tokens.
     fn env(&self) -> Vec<(&'static str, String)>;
+    /// The line a hold without a command prints: the token, or for several pieces
+    /// `RANGELOCK_TOKENS`' value.
+    fn token_line(&self) -> String {
+        let env = self.env();
+        let get = |k| env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone());
+        get("RANGELOCK_TOKEN").or_else(|| get("RANGELOCK_TOKENS")).unwrap_or_default()
+    }
     /// A function that blocks until the lock is lost and says why (run on the watcher
     /// thread; it may never return).
     fn watcher(&self) -> Box<dyn FnOnce() -> String + Send>;
@@ -240,44 +261,52 @@ impl Held for ServerLock {
     }
 }
 
-/// Locks on the single server `--server`.
-fn lock_server(args: &LockArgs, mode: Mode, wait: Wait) -> Result<Box<dyn Held>, Failure> {
-    let LockArgs { range, server, connect, .. } = args;
-    let options = connect.options()?;
-    let what = format!("{}..{}", range.start, range.end);
-    let client = Client::connect_with(server, &options).map_err(|e| connect_failure(e, server))?;
-    let guard = match client.lock(range.clone(), mode, wait) {
+/// Locks on the single server `server`.
+fn lock_server(
+    range: &RangeArg,
+    server: &Endpoint,
+    options: &ConnectOptions,
+    how: (Mode, Wait),
+    conflict: Conflict,
+) -> Result<Box<dyn Held>, Failure> {
+    let client = Client::connect_with(server, options).map_err(|e| connect_failure(e, server))?;
+    let guard = match client.lock(range.range.clone(), how.0, how.1) {
         Ok(g) => g,
         Err(e @ (ClientError::WouldBlock | ClientError::TimedOut)) => {
-            return Err(Failure::new(
-                args.conflict_exit_code,
-                anyhow!("lock {what} not available: {e}"),
-            ));
+            return Err(conflict.failure(&range.to_string(), e));
         }
-        Err(e) => return Err(Failure::client(e).context(format!("locking {what} on {server}"))),
+        Err(e) => return Err(Failure::client(e).context(format!("locking {range} on {server}"))),
     };
     Ok(Box::new(ServerLock { client: Arc::new(client), guard }))
 }
 
-/// Locks, runs the command, releases; returns the exit code (see [`exit`]).
+/// Locks, runs the command (or holds), releases; returns the exit code (see [`exit`]).
 pub fn run(args: LockArgs) -> Result<i32, Failure> {
-    let what = format!("{}..{}", args.range.start, args.range.end);
+    let what = args.range.to_string();
     let mode = if args.shared { Mode::Shared } else { Mode::Exclusive };
     let wait = match (args.nonblock, args.timeout) {
-        (true, _) => Wait::Try,
+        // flock(1) takes `-w 0` for -n too.
+        (true, _) | (false, Some(Duration::ZERO)) => Wait::Try,
         (false, Some(d)) => Wait::Timeout(d),
         (false, None) => Wait::Forever,
     };
-    let held = match &args.cluster {
-        Some(nodes) => {
-            let name = &args.cluster_name;
-            let code = args.conflict_exit_code;
-            let options = args.connect.options()?;
-            crate::lock_cluster::lock(&args.range, nodes, name, mode, wait, code, options)?
+    let conflict = Conflict { code: args.conflict_exit_code, quiet: args.quiet };
+    let target = args.target.target()?;
+    let options = args.connect.options()?;
+    let held = match target {
+        Target::Cluster { given, name } => {
+            crate::lock_cluster::lock(&args.range, &given, &name, (mode, wait), conflict, options)?
         }
-        None => lock_server(&args, mode, wait)?,
+        Target::Server(server) => {
+            lock_server(&args.range, &server, &options, (mode, wait), conflict)?
+        }
     };
-    let (prog, rest) = args.command.split_first().expect("clap requires a command");
+    let command = match (&args.shell_command, args.command.as_slice()) {
+        (Some(c), _) => vec!["/bin/sh".to_owned(), "-c".to_owned(), c.clone()],
+        (None, []) => return hold(held, &what),
+        (None, given) => given.to_vec(),
+    };
+    let (prog, rest) = command.split_first().expect("a command");
     // From here on a signal no longer ends this process while the range is held.
     let mut catcher = crate::signals::Catcher::install()
         .map_err(|e| Failure::new(exit::SOFTWARE, e).context("catching signals"))?;
@@ -356,6 +385,56 @@ pub fn run(args: LockArgs) -> Result<i32, Failure> {
     Ok(forwarded.first().map_or(code, |sig| 128 + sig))
 }
 
+/// No command: prints the token and holds the lock until a signal ends the hold (exit 0,
+/// after the release) or the lock is lost (exit [`exit::LOCK_LOST`]).
+fn hold(held: Box<dyn Held>, what: &str) -> Result<i32, Failure> {
+    const HOLD: &str = "the hold";
+    /// What ends the hold.
+    enum End {
+        Signal,
+        Lost(String),
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Caught before the token is printed: whoever reads it may signal at once.
+    let caught = crate::signals::Catcher::install().and_then(|c| {
+        let tx = tx.clone();
+        c.on_first(move |_| {
+            let _ = tx.send(End::Signal);
+        })
+    });
+    if let Err(e) = caught {
+        let _ = held.release(what, HOLD);
+        return Err(Failure::new(exit::SOFTWARE, e).context("catching signals"));
+    }
+    let watch = held.watcher();
+    // Detached: it blocks until a loss, which may never come; exiting ends it.
+    let watcher = std::thread::Builder::new().name("rangelock-watch".into()).spawn(move || {
+        let _ = tx.send(End::Lost(watch()));
+    });
+    if let Err(e) = watcher {
+        let _ = held.release(what, HOLD);
+        return Err(Failure::new(exit::SOFTWARE, e).context("starting the watcher"));
+    }
+    let printed = {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{}", held.token_line()).and_then(|()| out.flush())
+    };
+    if let Err(e) = printed {
+        let _ = held.release(what, HOLD);
+        return Err(Failure::new(exit::SOFTWARE, e).context("printing the token"));
+    }
+    match rx.recv() {
+        Ok(End::Lost(why)) => {
+            eprintln!("rangelock: lock {what} lost: {why}");
+            Ok(exit::LOCK_LOST)
+        }
+        Ok(End::Signal) | Err(_) => {
+            held.release(what, HOLD)?;
+            Ok(0)
+        }
+    }
+}
+
 /// Sends child `pid` signal `sig` (0: none, only asks) unless it has exited (`None`).
 fn signal_unreaped(
     state: &Mutex<ChildState>,
@@ -422,15 +501,6 @@ fn wait_exited_keep_zombie(pid: u32) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ranges_parse() {
-        assert_eq!(parse_range("0..10").unwrap(), 0..10);
-        assert_eq!(parse_range("0x10..0x20").unwrap(), 16..32);
-        assert_eq!(parse_range("5..").unwrap(), 5..u64::MAX);
-        assert!(parse_range("10..10").is_err());
-        assert!(parse_range("10").is_err());
-    }
 
     #[test]
     fn signals_parse_by_name_with_or_without_sig_by_number_or_none() {

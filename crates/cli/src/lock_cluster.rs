@@ -4,7 +4,6 @@
 //! the nodes' keepalives and reclaims the lock at a new owner after a failover or move.
 //! The watcher learns of a lost guard through [`ClusterGuard::on_lost`].
 
-use std::ops::Range;
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -13,7 +12,8 @@ use rangelock_client::cluster::{ClusterClient, ClusterError, ClusterGuard, Clust
 use rangelock_client::{ConnectOptions, Mode, Wait};
 
 use crate::exit::{self, Failure};
-use crate::lock::Held;
+use crate::lock::{Conflict, Held};
+use crate::range_arg::RangeArg;
 
 /// A held cluster guard, with the runtime its client runs on.
 struct ClusterLock {
@@ -74,15 +74,14 @@ impl Held for ClusterLock {
 /// Locks `range` through the cluster reached at `given` (etcd endpoints or node
 /// addresses; see `crate::cluster::seeds`).
 pub(crate) fn lock(
-    range: &Range<u64>,
+    range: &RangeArg,
     given: &[String],
     cluster_name: &str,
-    mode: Mode,
-    wait: Wait,
-    conflict_exit_code: i32,
+    (mode, wait): (Mode, Wait),
+    conflict: Conflict,
     connect: ConnectOptions,
 ) -> Result<Box<dyn Held>, Failure> {
-    let what = format!("{}..{}", range.start, range.end);
+    let what = range.to_string();
     crate::cluster::is_etcd(given).map_err(|e| Failure::new(exit::USAGE, anyhow!(e)))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -98,15 +97,13 @@ pub(crate) fn lock(
         Failure::cluster(e, exit::UNAVAILABLE)
             .context(format!("connecting to the cluster at {}", nodes.join(",")))
     })?;
-    let guard = match rt.block_on(client.lock(range.clone(), mode, wait)) {
+    let guard = match rt.block_on(client.lock(range.range.clone(), mode, wait)) {
         Ok(g) => g,
         Err(
             e @ (ClusterError::WouldBlock
             | ClusterError::TimedOut
             | ClusterError::Unavailable { .. }),
-        ) => {
-            return Err(Failure::new(conflict_exit_code, anyhow!("lock {what} not available: {e}")))
-        }
+        ) => return Err(conflict.failure(&what, e)),
         Err(e) => {
             return Err(Failure::cluster(e, exit::SOFTWARE).context(format!("locking {what}")))
         }

@@ -8,6 +8,7 @@ mod exit;
 mod lock;
 mod lock_cluster;
 mod logging;
+mod range_arg;
 mod serve;
 mod signals;
 mod stat;
@@ -50,7 +51,16 @@ fn main() {
     // Usage errors exit 2, help 0. `serve --help` shows the defaults of its settings from
     // the one place they are kept.
     let cmd = Cli::command().mut_subcommand("serve", serve::ServeSettings::document_defaults);
-    let cli = Cli::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit());
+    let matches = cmd.get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // `--server` and `--cluster` beat the environment: say which were flags.
+    if let Some((name, sub)) = matches.subcommand() {
+        match &mut cli.command {
+            Command::Lock(args) if name == "lock" => args.target.note_sources(sub),
+            Command::Stat(args) if name == "stat" => args.target.note_sources(sub),
+            _ => {}
+        }
+    }
     let any =
         |r: anyhow::Result<()>| r.map(|()| 0).map_err(|e| exit::Failure::new(exit::FAILURE, e));
     let result = match cli.command {
@@ -63,7 +73,9 @@ fn main() {
     let code = match result {
         Ok(code) => code,
         Err(f) => {
-            eprintln!("rangelock: {:#}", f.error);
+            if !f.quiet {
+                eprintln!("rangelock: {:#}", f.error);
+            }
             f.code
         }
     };

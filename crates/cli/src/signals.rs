@@ -169,6 +169,28 @@ impl Catcher {
         })?;
         Ok(forwarded)
     }
+
+    /// For a hold without a command: calls `ended` with the first signal, on a thread of
+    /// its own. A later one ends this process at once, as if unhandled: the release is
+    /// under way, and a closed connection releases too.
+    pub(crate) fn on_first(
+        mut self,
+        ended: impl FnOnce(libc::c_int) + Send + 'static,
+    ) -> io::Result<()> {
+        // Detached: it blocks until a signal comes; exiting ends it.
+        std::thread::Builder::new().name("rangelock-signals".into()).spawn(move || {
+            let mut ended = Some(ended);
+            for origin in self.signals.forever() {
+                match ended.take() {
+                    Some(f) => f(origin.signal),
+                    None => {
+                        let _ = signal_hook::low_level::emulate_default_handler(origin.signal);
+                    }
+                }
+            }
+        })?;
+        Ok(())
+    }
 }
 
 /// What the forwarding thread has seen, for the exit code.

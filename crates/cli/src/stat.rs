@@ -5,7 +5,9 @@
 //! (connection, handshake or TLS handshake failed, connection lost), 77 when it refused
 //! the authentication token, 70 for other errors (see [`crate::exit`]).
 
-use rangelock_client::{Client, ConnectOptions, Endpoint, EntryState, Mode};
+use rangelock_client::{Client, ConnectOptions, EntryState, Mode};
+
+use crate::connect::Target;
 
 use crate::exit::{self, Failure};
 use crate::lock::connect_failure;
@@ -13,19 +15,12 @@ use crate::lock::connect_failure;
 /// Arguments of `rangelock stat`.
 #[derive(Debug, clap::Args)]
 pub struct StatArgs {
-    /// Server address: `host:port` or `unix:/path`.
-    #[arg(long, default_value_t = Endpoint::default(), conflicts_with = "cluster")]
-    server: Endpoint,
+    // The server, or with --cluster every node of a cluster: the cluster map, then each
+    // node's counters and list.
+    #[command(flatten)]
+    pub(crate) target: crate::connect::TargetArgs,
     #[command(flatten)]
     connect: crate::connect::ConnectArgs,
-    /// Show every node of a cluster, reached through its etcd endpoints (`http://…`) or
-    /// one or more of its nodes (`host:port`), comma-separated: the cluster map, then each
-    /// node's counters and list.
-    #[arg(long, value_name = "ETCD|NODES", value_delimiter = ',')]
-    cluster: Option<Vec<String>>,
-    /// The cluster's name, when --cluster gives etcd endpoints.
-    #[arg(long, default_value = "default", requires = "cluster")]
-    cluster_name: String,
     /// List at most this many holders and waiters. The server may list fewer (its
     /// --max-stats-entries, and what fits in its --max-output-bytes); the last line then
     /// says how many it left out.
@@ -35,16 +30,19 @@ pub struct StatArgs {
 
 /// Prints the counters and the list.
 pub fn run(args: StatArgs) -> Result<(), Failure> {
+    let server = match args.target.target()? {
+        Target::Cluster { given, name } => {
+            return run_cluster(&given, &name, args.max, args.connect.options()?)
+        }
+        Target::Server(server) => server,
+    };
     let options = args.connect.options()?;
-    if let Some(given) = &args.cluster {
-        return run_cluster(given, &args.cluster_name, args.max, options);
-    }
-    let client = Client::connect_with(&args.server, &options)
-        .map_err(|e| connect_failure(e, &args.server))?;
+    let client =
+        Client::connect_with(&server, &options).map_err(|e| connect_failure(e, &server))?;
     let st = client
         .stats(args.max)
-        .map_err(|e| Failure::client(e).context(format!("asking {} for stats", args.server)))?;
-    println!("server            {}", args.server);
+        .map_err(|e| Failure::client(e).context(format!("asking {server} for stats")))?;
+    println!("server            {server}");
     print_stats(&st, args.max);
     Ok(())
 }
