@@ -71,7 +71,17 @@ pub(crate) fn parse_range(s: &str) -> Result<RangeArg, String> {
     };
     let range = match text.split_once("..") {
         None => {
-            let n = parse_number(text).map_err(bad)?;
+            // The number is the whole argument: say "it", not the argument twice.
+            let n = parse_number(text).map_err(|e| {
+                let quoted = format!("{text:?}");
+                bad(match e.strip_prefix(&quoted) {
+                    Some(rest) => match rest.strip_prefix(": ") {
+                        Some(why) => why.to_owned(),
+                        None => format!("it{rest}"),
+                    },
+                    None => e,
+                })
+            })?;
             let end = n.checked_add(1).ok_or_else(|| {
                 bad(format!(
                     "unit {text} is past the last lockable unit ({} = 0x{:x})",
@@ -262,7 +272,14 @@ mod tests {
         let e = parse_range("0x10..+0").unwrap_err();
         assert!(e.starts_with("invalid range \"0x10..+0\": it is empty"), "{e}");
         let e = parse_range("4K").unwrap_err();
-        assert!(e.contains("the suffix \"K\" is ambiguous; write 4KiB"), "{e}");
+        assert!(
+            e.starts_with("invalid range \"4K\": the suffix \"K\" is ambiguous; write 4KiB"),
+            "{e}"
+        );
+        let e = parse_range("+5").unwrap_err();
+        assert!(e.starts_with("invalid range \"+5\": it is not a number"), "{e}");
+        let e = parse_range("1..+x").unwrap_err();
+        assert!(e.starts_with("invalid range \"1..+x\": \"x\" is not a number"), "{e}");
         let e = parse_range("4MB").unwrap_err();
         assert!(e.contains("write 4MiB"), "{e}");
         let e = parse_range("..+5").unwrap_err();
