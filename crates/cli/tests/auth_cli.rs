@@ -224,6 +224,16 @@ fn lock_and_stat_authenticate_and_say_clearly_when_they_cannot() {
              session's token may lock\n"
         )
     );
+    // A range written in hex is named as written, with its units.
+    let (code, out, err) = lock("0xfa0..+1000", &["--token-file", ingest], None);
+    assert_eq!((code, out.as_str()), (Some(77), ""), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "rangelock: locking 0xfa0..+1000 (4000..5000) on {addr}: server error: range \
+             outside what this session's token may lock\n"
+        )
+    );
     // A token file it cannot use: EX_NOINPUT, not 1 (the code of a lock not had).
     let (code, out, err) = lock("0..10", &["--token-file", blank], None);
     assert_eq!((code, out.as_str()), (Some(66), ""), "{err}");
@@ -359,5 +369,41 @@ fn the_auth_file_is_a_config_key_too() {
     assert_eq!(code, Some(0), "{err}");
     let log = srv.stop();
     assert!(log.contains("sessions must authenticate") && !log.contains(FULL), "{log}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The refusals of docs/OPERATIONS.md's quick start, against a server with TLS and tokens:
+/// no token 77, a CA that did not sign the server's certificate 69, plain text 69.
+#[test]
+fn the_quick_start_refusals_exit_77_69_69() {
+    let dir = tempdir("auth-quick-start");
+    let auth = auth_file(&dir);
+    let pki = rangelock_bench::tls_pki::TempPki::generate().unwrap();
+    let other = rangelock_bench::tls_pki::TempPki::generate().unwrap();
+    let p = |p: PathBuf| p.display().to_string();
+    let (cert, key, ca, other_ca) =
+        (p(pki.server_cert()), p(pki.server_key()), p(pki.ca()), p(other.ca()));
+    let srv = Served::start(&[
+        "--auth-file",
+        auth.to_str().unwrap(),
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+    ]);
+    let full = write(&dir, "full.token", &format!("{FULL}\n"), 0o600);
+    let full = full.to_str().unwrap();
+    let addr = srv.addr.as_str();
+    for (args, code, says) in [
+        (vec!["--tls-ca", &ca], 77, "requires an authentication token"),
+        (vec!["--tls-ca", &other_ca, "--token-file", full], 69, "TLS: handshake"),
+        (vec!["--token-file", full], 69, "requires TLS"),
+        (vec!["--tls-ca", &ca, "--token-file", full], 0, ""),
+    ] {
+        let (got, _, err) = cli(&[&["stat", "--server", addr][..], &args].concat(), None);
+        assert_eq!(got, Some(code), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    drop(srv);
     let _ = std::fs::remove_dir_all(&dir);
 }

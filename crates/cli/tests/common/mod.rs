@@ -15,10 +15,12 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_rangelock");
 /// the nodes they read from etcd): the target's, never the user's.
 pub const CACHE: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/cache");
 
-/// `rangelock`, with its cache in [`CACHE`].
+/// `rangelock`, with its cache in [`CACHE`], and no server or cluster from the
+/// environment of whoever runs the tests.
 pub fn rangelock() -> Command {
     let mut c = Command::new(BIN);
     c.env("XDG_CACHE_HOME", CACHE);
+    c.env_remove("RANGELOCK_SERVER").env_remove("RANGELOCK_CLUSTER");
     c
 }
 
