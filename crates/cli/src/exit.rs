@@ -50,7 +50,8 @@ pub fn lock_help() -> String {
         (
             LOCK_UNAVAILABLE.to_string(),
             "lock not available: --nonblock conflict or --timeout \
-                                        expired (change it with -E/--conflict-exit-code)",
+                                        expired (change it with -E/--conflict-exit-code; \
+                                        -q says nothing else)",
         ),
         (USAGE.to_string(), "usage error"),
         (
@@ -87,7 +88,10 @@ pub fn lock_help() -> String {
         ));
     }
     s.push_str(
-        "\nUnlike flock(1), the lock is a lease: if this process is stopped or starved for \
+        "\nWithout a command, rangelock prints the fencing token and holds the lock: it exits \
+         0 once TERM, INT, HUP or QUIT ended the hold and the range is released, 75 if the \
+         lock was lost first.\n\n\
+         Unlike flock(1), the lock is a lease: if this process is stopped or starved for \
          longer than the server's lease (`serve --lease-ms`), the server ends the session and \
          gives the range to others. rangelock then signals the command (--on-lost, default \
          TERM), waits for it and exits 75. A loss found only after the command ended, when \
@@ -190,6 +194,7 @@ mod tests {
             assert!(h.contains(&format!("{code:>3}  ")), "{code} missing from\n{h}");
         }
         assert!(h.contains("flock(1)") && h.contains("lease"));
+        assert!(h.contains("Without a command, rangelock prints the fencing token"), "{h}");
         assert!(h.contains("the same signal again, 1 s or more later, sends it KILL"), "{h}");
     }
 

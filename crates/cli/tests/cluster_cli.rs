@@ -57,6 +57,37 @@ fn lock_and_stat_through_a_cluster() {
     );
     assert_eq!(code, Some(0), "{err}");
     assert!(out.trim().parse::<u64>().is_ok(), "{out}");
+    // Without a command, the cluster given by $RANGELOCK_CLUSTER: the pieces' tokens on
+    // one line, held until SIGTERM, then released.
+    let mut hold = common::rangelock()
+        .args(["lock", &range])
+        .env("RANGELOCK_CLUSTER", &a.addr)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(hold.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let pieces: Vec<&str> = line.trim().split(' ').collect();
+    assert_eq!(pieces.len(), 2, "{line}");
+    assert!(pieces[1].starts_with(&format!("{boundary}..{}=", boundary + 5)), "{line}");
+    let try_piece = || {
+        let piece = format!("{boundary}..+1");
+        run_cli(
+            &["lock", "--cluster", &b.addr, "-n", &piece, "--", "true"],
+            Duration::from_secs(20),
+        )
+    };
+    assert_eq!(try_piece().0, Some(1), "held");
+    assert!(common::signal(hold.id(), libc::SIGTERM));
+    let st = common::wait_bounded(&mut hold, Duration::from_secs(20)).expect("it exits");
+    assert_eq!(st.code(), Some(0));
+    let (code, _, err) = try_piece();
+    assert_eq!(code, Some(0), "released: {err}");
     // A holder in the background; a conflicting --nonblock gets exit 1, and stat --cluster
     // shows the map and the holder.
     let mut cmd = common::rangelock();
