@@ -45,8 +45,11 @@ impl Units {
 /// (nothing reused while the model runs) instead of the real epoch: for the models that
 /// the real epoch makes too large (module docs).
 fn deferred(builder: Builder) -> RangeLock {
-    let mut raw = builder.build_raw();
-    raw.reclaim = Reclaim::deferred();
+    let raw = builder.build_raw();
+    let mut core = builder.core();
+    core.reclaim = Reclaim::deferred();
+    // Built before any thread runs: these models check the protocol, not the build.
+    raw.core.store(Box::into_raw(Box::new(core)), Ordering::Relaxed);
     Lock::from_raw(raw)
 }
 
@@ -581,5 +584,38 @@ fn loom_ordered_request_and_wide_writer() {
         t.join().unwrap();
         assert_eq!(units.read(0..4), 5);
         let _all = lock.try_lock(0..4).expect("a range stayed locked");
+    });
+}
+
+/// The core is built by the first acquisition (module docs, "Built on first use"): a stripe
+/// writer and a list writer of overlapping ranges race on a fresh lock, each may build a
+/// core, one core is published and the other freed, and both then hold on the published one
+/// (never together: loom checks the units).
+#[test]
+fn loom_first_acquisitions_race_to_build_the_core() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::with_max_height(1));
+        assert!(lock.raw().built().is_none());
+        let units = Arc::new(Units::new(4));
+        let t = spawn_writer(&lock, &units, 0..1); // inside stripe 0
+        write_held(&lock, &units, 0..4); // over stripes 0 and 1: the list
+        t.join().unwrap();
+        assert_eq!(units.read(0..4), 5);
+        let _all = lock.try_lock(0..4).expect("a range stayed locked");
+    });
+}
+
+/// As [`loom_first_acquisitions_race_to_build_the_core`], a stripe reader against a stripe
+/// writer of the same stripe, with `try_lock`s: at most one holds, and a holder's token
+/// lies in the one published core.
+#[test]
+fn loom_first_try_locks_race_to_build_the_core() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::with_max_height(1));
+        let units = Arc::new(Units::new(2));
+        let t = spawn_try(&lock, &units, 0..2, Mode::Shared);
+        try_use(&lock, &units, 1..2, Mode::Exclusive);
+        t.join().unwrap();
+        let _all = lock.try_lock(0..2).expect("a range stayed locked");
     });
 }

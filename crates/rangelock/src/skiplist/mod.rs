@@ -403,6 +403,7 @@ use core::ptr::NonNull;
 use std::time::Instant;
 
 use crate::lock::Lock;
+use crate::primitive::{AtomicPtr, Ordering};
 use crate::range::Mode;
 use crate::raw::{RawRangeLock, RawRangeLockDowngrade};
 
@@ -553,6 +554,17 @@ impl Builder {
             "skip-list height must be in 1..={MAX_HEIGHT}, got {}",
             self.max_height
         );
+        stripes::validate(
+            self.stripe_shift,
+            self.stripe_slots,
+            self.stripe_windows,
+            self.claim_stripes,
+        );
+        SkipList { core: AtomicPtr::new(core::ptr::null_mut()), config: self }
+    }
+
+    /// What the lock's first acquisition builds (module docs, "Built on first use").
+    fn core(self) -> Core {
         let stripes = Stripes::new(
             self.stripe_shift,
             self.stripe_slots,
@@ -562,7 +574,7 @@ impl Builder {
         let coarse = self.coarse();
         // Wide shared ranges claim coarse slots sooner than exclusive ones (`claim_of`).
         let stripes = if coarse.len() == 0 { stripes } else { stripes.with_coarse_claims() };
-        SkipList {
+        Core {
             list: List::new(self.max_height),
             intents: Intents::new(),
             readers: Readers::new(),
@@ -597,6 +609,15 @@ impl Builder {
 /// The lock-free skip-list range lock: the raw core of [`RangeLock`] (the [module
 /// documentation](self) describes the algorithm).
 pub struct SkipList {
+    /// Everything the lock works with, built by its first acquisition and published with a
+    /// CAS (module docs, "Built on first use"); null until then.
+    core: AtomicPtr<Core>,
+    /// The options the core is built with.
+    config: Builder,
+}
+
+/// The state of a [`SkipList`] that has been used: its list, tables and reclamation.
+struct Core {
     list: List,
     intents: Intents,
     readers: Readers,
@@ -609,9 +630,9 @@ pub struct SkipList {
 
 // SAFETY: the raw pointers inside are nodes and segments owned by this lock and shared only
 // through atomics under the protocol in the module docs; nothing is tied to a thread.
-unsafe impl Send for SkipList {}
+unsafe impl Send for Core {}
 // SAFETY: as above; every shared mutation goes through atomics or the pool locks.
-unsafe impl Sync for SkipList {}
+unsafe impl Sync for Core {}
 
 /// Where the list path of an exclusive acquisition is.
 #[derive(Clone, Copy, Debug, Default)]
@@ -713,25 +734,71 @@ impl SkipList {
 
     /// Stripe width (log2 units) and number of slots of the stripe table (0: no table).
     pub fn stripes(&self) -> (u32, usize) {
-        (self.stripes.shift(), self.stripes.len())
+        (self.config.stripe_shift, self.config.stripe_slots)
     }
 
     /// How many windows may get a stripe table of their own ([`Builder::windows`]; 0 when
     /// there is no stripe table).
     pub fn stripe_windows(&self) -> usize {
-        self.stripes.windows()
+        let c = &self.config;
+        stripes::windows_of(c.stripe_shift, c.stripe_slots, c.stripe_windows)
     }
 
     /// The number of skip-list levels.
     pub fn max_height(&self) -> usize {
-        self.list.height()
+        self.config.max_height
     }
 
     /// Nodes allocated by this lock and not yet freed: held, pending, retired or pooled.
     /// It stays bounded by the peak number of simultaneously used nodes plus the retirement
     /// batches in flight; all of them are freed when the lock drops.
     pub fn allocated_nodes(&self) -> usize {
-        self.reclaim.allocated()
+        self.built().map_or(0, |core| core.reclaim.allocated())
+    }
+
+    /// The core, built by the first call (module docs, "Built on first use").
+    #[inline]
+    fn core(&self) -> &Core {
+        match self.built() {
+            Some(core) => core,
+            None => self.core_slow(),
+        }
+    }
+
+    /// The core if an acquisition has built it.
+    #[inline]
+    fn built(&self) -> Option<&Core> {
+        // Acquire: pairs with the Release of the publishing CAS in `core_slow`, so the core's
+        // construction happens before our use of it.
+        let core = self.core.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer is a published `Box<Core>`, freed only when the lock
+        // drops (`&mut self`), so it outlives `&self`.
+        unsafe { core.as_ref() }
+    }
+
+    /// Builds the core and publishes it, unless another thread does first: then frees ours
+    /// and returns theirs. Every caller gets the one published core.
+    #[cold]
+    #[inline(never)]
+    fn core_slow(&self) -> &Core {
+        let fresh = Box::into_raw(Box::new(self.config.core()));
+        // AcqRel: Release publishes the fresh core to every `built` (Acquire); Acquire reads
+        // the winner's core on failure.
+        match self.core.compare_exchange(
+            core::ptr::null_mut(),
+            fresh,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: published just now; freed only when the lock drops.
+            Ok(_) => unsafe { &*fresh },
+            Err(winner) => {
+                // SAFETY: `fresh` is ours from `Box::into_raw`, never published, freed once.
+                drop(unsafe { Box::from_raw(fresh) });
+                // SAFETY: the winner's published core, freed only when the lock drops.
+                unsafe { &*winner }
+            }
+        }
     }
 
     #[inline]
@@ -739,12 +806,15 @@ impl SkipList {
         // The safe `RawRangeLock` methods are reachable through `Lock::raw`: an empty or
         // inverted range must not wrap around into a range over every window.
         crate::raw::assert_valid(&range);
+        let core = self.core();
         match mode {
-            Mode::Exclusive => self.acquire_exclusive(&range, wait),
-            Mode::Shared => self.acquire_shared_token(&range, wait),
+            Mode::Exclusive => core.acquire_exclusive(&range, wait),
+            Mode::Shared => core.acquire_shared_token(&range, wait),
         }
     }
+}
 
+impl Core {
     #[inline]
     fn acquire_exclusive(&self, range: &Range<u64>, wait: Wait) -> Option<SkipToken> {
         if let Some(token) = self.stripe_attempt(range, Mode::Exclusive, wait) {
@@ -1150,12 +1220,13 @@ unsafe impl RawRangeLockDowngrade for SkipList {
     unsafe fn downgrade(&self, token: SkipToken, range: Range<u64>) -> SkipToken {
         // Announce a reader of the range while still holding it exclusively: no overlapping
         // exclusive node is linked (ours excludes them), so there is nothing to check.
-        self.stripes.count(&range);
-        let node = self.reclaim.alloc();
+        let core = self.core();
+        core.stripes.count(&range);
+        let node = core.reclaim.alloc();
         // SAFETY: the node is private until announced.
         let node_ref = unsafe { node.as_ref() };
         node_ref.init(&range, 0);
-        node_ref.set_claim(self.readers.announce(node.as_ptr(), rng::thread_index()));
+        node_ref.set_claim(core.readers.announce(node.as_ptr(), rng::thread_index()));
         // Then end the exclusive hold: the writers it wakes drain readers and find ours.
         // SAFETY: the caller's token, released once, here.
         unsafe { self.unlock(token) };
@@ -1178,7 +1249,7 @@ impl fmt::Debug for SkipList {
     }
 }
 
-impl Drop for SkipList {
+impl Drop for Core {
     fn drop(&mut self) {
         // No guard borrows the lock any more. Nodes still linked or announced belong to
         // guards that were forgotten (`mem::forget`); they go back to the pool, which frees
@@ -1187,6 +1258,18 @@ impl Drop for SkipList {
         let (list, readers) = (self.list.drain(), self.readers.drain());
         for node in list.into_iter().chain(readers) {
             self.reclaim.free_private(node);
+        }
+    }
+}
+
+impl Drop for SkipList {
+    fn drop(&mut self) {
+        // Relaxed: `&mut self`, no concurrent user.
+        let core = self.core.load(Ordering::Relaxed);
+        if !core.is_null() {
+            // SAFETY: a published `Box<Core>` (`core_slow`), freed once, here; no guard
+            // borrows the lock any more.
+            drop(unsafe { Box::from_raw(core) });
         }
     }
 }
@@ -1246,7 +1329,7 @@ unsafe impl RawRangeLock for SkipList {
             // SAFETY: the slots of a claim token are in one of this lock's tables, which live
             // as long as the lock; the token is released once, so they are still ours.
             Kind::Stripes(claimed) => unsafe { release_stripes(claimed) },
-            other => self.release_other(other),
+            other => self.core().release_other(other),
         }
     }
 }
@@ -1265,7 +1348,7 @@ unsafe fn release_stripes(claimed: stripes::Claimed) {
     unsafe { stripes::release_claimed(claimed, Mode::Exclusive) }
 }
 
-impl SkipList {
+impl Core {
     /// [`unlock`](RawRangeLock::unlock) of every kind of hold but a one-stripe one and an
     /// exclusive multi-stripe one.
     #[inline(never)]

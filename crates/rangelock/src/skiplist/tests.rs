@@ -1,6 +1,6 @@
 //! Unit tests of the skip-list range lock (edge cases, modes, waiting, recycling).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -365,7 +365,7 @@ fn ranges_held_in_one_window_leave_another_windows_stripes_fast() {
     // a table of its own, so it holds a slot and skips the list.
     let (far, kind) = raw_kind(&raw, 64 * window..64 * window + 1024);
     assert!(matches!(kind, Kind::Stripe(_)), "{kind:?}");
-    assert_eq!(raw.stripes.tables_in_use(), 2);
+    assert_eq!(raw.core().stripes.tables_in_use(), 2);
     // SAFETY: every token is this lock's, released once.
     unsafe {
         raw.unlock(far);
@@ -390,7 +390,7 @@ fn a_full_window_directory_sends_later_windows_to_the_shared_table() {
     let (b, kb) = raw_kind(&raw, 16..20); // window 1: the second
     let (c, kc) = raw_kind(&raw, 32..36); // window 2: overflow slot 0
     assert!([ka, kb, kc].iter().all(|k| matches!(k, Kind::Stripe(_))));
-    assert_eq!(raw.stripes.tables_in_use(), 2);
+    assert_eq!(raw.core().stripes.tables_in_use(), 2);
     // Window 4 shares overflow slot 0 with window 2: slot taken, so the list path, and
     // the two still exclude only what overlaps.
     let (d, kd) = raw_kind(&raw, 64..68);
@@ -402,7 +402,7 @@ fn a_full_window_directory_sends_later_windows_to_the_shared_table() {
     assert!(raw.try_lock(20..60, Mode::Shared).is_none());
     let (e, ke) = raw_kind(&raw, 20..32);
     assert!(matches!(ke, Kind::List(_)), "spans stripes");
-    assert_eq!(raw.stripes.tables_in_use(), 2);
+    assert_eq!(raw.core().stripes.tables_in_use(), 2);
     // With the overflow holder and the list node in 1..40 gone, a range over three windows
     // still meets the holders in window tables (0..4 and 16..20) on the wide path.
     // SAFETY: `c` and `e` are this lock's tokens, released once.
@@ -418,6 +418,79 @@ fn a_full_window_directory_sends_later_windows_to_the_shared_table() {
         }
     }
     let _all = raw.try_lock(0..u64::MAX, Mode::Exclusive).expect("everything released");
+}
+
+#[test]
+fn options_are_reported_as_the_built_core_has_them() {
+    let builders = [
+        RangeLock::builder(),
+        RangeLock::builder().windows(0),
+        RangeLock::builder().stripes(0, 0),
+        RangeLock::builder().stripes(0, 1),
+        RangeLock::builder().stripes(12, 8192).windows(8),
+        RangeLock::builder().stripes(16, 2).windows(1).max_height(3),
+    ];
+    for builder in builders {
+        let raw = builder.build_raw();
+        let before = (raw.stripes(), raw.stripe_windows(), raw.max_height());
+        assert!(raw.built().is_none(), "{builder:?}: nothing is built before the first use");
+        let core = raw.core();
+        let built = ((core.stripes.shift(), core.stripes.len()), core.stripes.windows());
+        assert_eq!((before.0, before.1), built, "{builder:?}");
+        assert_eq!(before.2, core.list.height(), "{builder:?}");
+    }
+}
+
+#[test]
+fn the_first_acquisition_builds_the_core_once() {
+    let raw = SkipList::new();
+    assert!(raw.built().is_none());
+    assert_eq!(raw.allocated_nodes(), 0);
+    let token = raw.try_lock(0..1, Mode::Exclusive).expect("a fresh lock");
+    let core: *const Core = raw.built().expect("built by the acquisition");
+    // SAFETY: acquired above, released once.
+    unsafe { raw.unlock(token) };
+    let token = raw.try_lock(0..1, Mode::Shared).expect("released");
+    assert!(core::ptr::eq(core, raw.core()), "one core for the lock's life");
+    // SAFETY: as above.
+    unsafe { raw.unlock(token) };
+}
+
+/// Threads race to build the core of fresh locks while they lock overlapping ranges: one
+/// core wins (every thread holds on it) and the ranges exclude each other.
+#[test]
+fn racing_first_acquisitions_share_one_core() {
+    const THREADS: usize = 4;
+    for round in 0..200u64 {
+        let lock = RangeLock::new();
+        let barrier = std::sync::Barrier::new(THREADS);
+        let inside = AtomicUsize::new(0);
+        let cores: Vec<usize> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..THREADS as u64)
+                .map(|t| {
+                    let (lock, barrier, inside) = (&lock, &barrier, &inside);
+                    s.spawn(move || {
+                        barrier.wait();
+                        // Every range covers unit 100 (stripe, claim, coarse or list path).
+                        let range = match (t + round) % 4 {
+                            0 => 100..101,
+                            1 => 0..(1 << 15),
+                            2 => 50..(1 << 19),
+                            _ => 0..u64::MAX,
+                        };
+                        let g = lock.lock(range).unwrap();
+                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders");
+                        std::thread::yield_now();
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        drop(g);
+                        lock.raw().built().map(|c| c as *const Core as usize)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap().expect("built")).collect()
+        });
+        assert!(cores.windows(2).all(|w| w[0] == w[1]), "one core: {cores:?}");
+    }
 }
 
 #[test]
@@ -587,9 +660,15 @@ fn a_waiting_wide_writer_is_overtaken_a_bounded_number_of_times() {
                         i = i.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                         // Ranges across a stripe boundary (see above).
                         let at = ((i >> 33) % 60 + 2) << stripe;
-                        let arrival = lock.raw().intents.next_seq();
+                        let arrival = lock.raw().core().intents.next_seq();
                         let g = lock.lock(at - 2..at + 2).unwrap();
-                        if lock.raw().intents.seq_of(&wide_range).is_some_and(|w| w < arrival) {
+                        if lock
+                            .raw()
+                            .core()
+                            .intents
+                            .seq_of(&wide_range)
+                            .is_some_and(|w| w < arrival)
+                        {
                             overtakes.fetch_add(1, Ordering::SeqCst);
                         }
                         for _ in 0..200 {
