@@ -45,11 +45,13 @@ impl Units {
 /// (nothing reused while the model runs) instead of the real epoch: for the models that
 /// the real epoch makes too large (module docs).
 fn deferred(builder: Builder) -> RangeLock {
-    let raw = builder.build_raw();
-    let mut core = builder.core();
-    core.reclaim = Reclaim::deferred();
     // Built before any thread runs: these models check the protocol, not the build.
-    raw.core.store(Box::into_raw(Box::new(core)), Ordering::Relaxed);
+    let raw = builder.solo(true).build_raw();
+    raw.state.core(|| {
+        let mut core = builder.core();
+        core.reclaim = Reclaim::deferred();
+        core
+    });
     Lock::from_raw(raw)
 }
 
@@ -594,7 +596,7 @@ fn loom_ordered_request_and_wide_writer() {
 #[test]
 fn loom_first_acquisitions_race_to_build_the_core() {
     loom::model(|| {
-        let lock = Arc::new(RangeLock::with_max_height(1));
+        let lock = Arc::new(RangeLock::builder().max_height(1).solo(true).build());
         assert!(lock.raw().built().is_none());
         let units = Arc::new(Units::new(4));
         let t = spawn_writer(&lock, &units, 0..1); // inside stripe 0
@@ -611,11 +613,51 @@ fn loom_first_acquisitions_race_to_build_the_core() {
 #[test]
 fn loom_first_try_locks_race_to_build_the_core() {
     loom::model(|| {
-        let lock = Arc::new(RangeLock::with_max_height(1));
+        let lock = Arc::new(RangeLock::builder().max_height(1).solo(true).build());
         let units = Arc::new(Units::new(2));
         let t = spawn_try(&lock, &units, 0..2, Mode::Shared);
         try_use(&lock, &units, 1..2, Mode::Exclusive);
         t.join().unwrap();
         let _all = lock.try_lock(0..2).expect("a range stayed locked");
+    });
+}
+
+/// A solo writer downgrades while a second writer of an overlapping range builds the core:
+/// the downgrade's CAS and the adoption race (the core adopts the hold exclusive or
+/// shared, whichever the word says when the build's CAS lands), and the second writer
+/// never holds with the first hold in either mode.
+#[test]
+fn loom_solo_downgrade_races_the_build() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::builder().max_height(1).solo(true).build());
+        let units = Arc::new(Units::new(2));
+        let t = {
+            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
+            thread::spawn(move || {
+                let w = lock.lock(0..2).unwrap();
+                units.write(0..2);
+                let r = w.downgrade();
+                let _ = units.read(0..2);
+                drop(r);
+            })
+        };
+        write_held(&lock, &units, 1..2);
+        t.join().unwrap();
+        assert_eq!(units.read(0..2), 3);
+        let _all = lock.try_lock(0..2).expect("a range stayed locked");
+    });
+}
+
+/// A solo reader and a writer of an overlapping range (the writer builds the core, which
+/// adopts the reader as a reader, or the reader finds the writer's core).
+#[test]
+fn loom_solo_reader_and_writer_build_the_core() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::builder().max_height(1).solo(true).build());
+        let units = Arc::new(Units::new(4));
+        let t = spawn_reader(&lock, &units, 0..4);
+        write_held(&lock, &units, 2..3);
+        t.join().unwrap();
+        assert_eq!(units.read(0..4), 1);
     });
 }

@@ -346,6 +346,8 @@ fn raw_kind(raw: &SkipList, range: Range<u64>) -> (SkipToken, Kind) {
 
 /// Takes a free `range` in `mode` on the raw lock: its token and how it holds.
 fn raw_kind_in(raw: &SkipList, range: Range<u64>, mode: Mode) -> (SkipToken, Kind) {
+    // On the core (a fresh lock's first hold is a solo one: `solo`).
+    raw.core();
     let token = raw.try_lock(range, mode).expect("free range");
     let kind = token.0;
     (token, kind)
@@ -442,22 +444,81 @@ fn options_are_reported_as_the_built_core_has_them() {
 }
 
 #[test]
-fn the_first_acquisition_builds_the_core_once() {
+fn one_holder_at_a_time_allocates_nothing_and_a_second_builds_the_core() {
     let raw = SkipList::new();
-    assert!(raw.built().is_none());
-    assert_eq!(raw.allocated_nodes(), 0);
-    let token = raw.try_lock(0..1, Mode::Exclusive).expect("a fresh lock");
-    let core: *const Core = raw.built().expect("built by the acquisition");
+    for mode in [Mode::Exclusive, Mode::Shared, Mode::Exclusive] {
+        let token = raw.try_lock(0..u64::MAX, mode).expect("a free lock");
+        assert!(matches!(token.0, Kind::Solo(_)), "{:?}", token.0);
+        // SAFETY: acquired above, released once.
+        unsafe { raw.unlock(token) };
+    }
+    assert!(raw.built().is_none(), "solo holds build nothing");
+    // A second hold while one is on (the same thread's, of a disjoint range) builds the
+    // core, which adopts the solo hold: it still excludes, and its release goes to the core.
+    let solo = raw.try_lock(0..10, Mode::Exclusive).expect("free");
+    assert!(matches!(solo.0, Kind::Solo(_)));
+    let other = raw.try_lock(20..30, Mode::Exclusive).expect("disjoint");
+    let core: *const Core = raw.built().expect("built by the second hold");
+    assert!(!matches!(other.0, Kind::Solo(_)), "{:?}", other.0);
+    assert!(raw.try_lock(5..6, Mode::Shared).is_none(), "the adopted hold excludes");
     // SAFETY: acquired above, released once.
-    unsafe { raw.unlock(token) };
-    let token = raw.try_lock(0..1, Mode::Shared).expect("released");
+    unsafe { raw.unlock(solo) };
+    let token = raw.try_lock(5..6, Mode::Exclusive).expect("the adopted hold was released");
     assert!(core::ptr::eq(core, raw.core()), "one core for the lock's life");
-    // SAFETY: as above.
-    unsafe { raw.unlock(token) };
+    // SAFETY: acquired above, released once each.
+    unsafe {
+        raw.unlock(token);
+        raw.unlock(other);
+    }
+    assert!(raw.try_lock(0..u64::MAX, Mode::Exclusive).is_some(), "everything released");
 }
 
-/// Threads race to build the core of fresh locks while they lock overlapping ranges: one
-/// core wins (every thread holds on it) and the ranges exclude each other.
+#[test]
+fn a_solo_hold_downgrades_before_and_after_its_adoption() {
+    let raw = SkipList::new();
+    let w = raw.try_lock(0..10, Mode::Exclusive).expect("free");
+    // SAFETY: `w` holds 0..10 exclusively.
+    let r = unsafe { raw.downgrade(w, 0..10) };
+    assert!(matches!(r.0, Kind::Solo(_)), "{:?}", r.0);
+    // A second reader builds the core, which adopts the solo reader as a reader.
+    let r2 = raw.try_lock(5..15, Mode::Shared).expect("readers share");
+    assert!(raw.try_lock(9..10, Mode::Exclusive).is_none());
+    // SAFETY: acquired above, released once each.
+    unsafe {
+        raw.unlock(r);
+        raw.unlock(r2);
+    }
+    let w = raw.try_lock(0..10, Mode::Exclusive).expect("all released");
+    // An exclusive hold on the core downgrades as before; so does an adopted solo hold.
+    // SAFETY: `w` holds 0..10 exclusively.
+    let r = unsafe { raw.downgrade(w, 0..10) };
+    assert!(raw.try_lock(0..1, Mode::Exclusive).is_none());
+    assert!(raw.try_lock(0..1, Mode::Shared).is_some_and(|t| {
+        // SAFETY: acquired just now.
+        unsafe { raw.unlock(t) };
+        true
+    }));
+    // SAFETY: acquired above.
+    unsafe { raw.unlock(r) };
+    let fresh = SkipList::new();
+    let w = fresh.try_lock(0..10, Mode::Exclusive).expect("free");
+    let other = fresh.try_lock(20..30, Mode::Exclusive).expect("disjoint: builds, adopts");
+    // SAFETY: `w` holds 0..10 exclusively (adopted by the core).
+    let r = unsafe { fresh.downgrade(w, 0..10) };
+    assert!(!matches!(r.0, Kind::Solo(_)), "{:?}", r.0);
+    assert!(fresh.try_lock(3..4, Mode::Exclusive).is_none());
+    let r2 = fresh.try_lock(3..4, Mode::Shared).expect("a reader joins the downgraded hold");
+    // SAFETY: acquired above, released once each.
+    unsafe {
+        fresh.unlock(r);
+        fresh.unlock(r2);
+        fresh.unlock(other);
+    }
+    assert!(fresh.try_lock(0..u64::MAX, Mode::Exclusive).is_some(), "everything released");
+}
+
+/// Threads race to build the core of fresh locks while they lock overlapping ranges (solo,
+/// adopted or on the core): one core wins and the ranges exclude each other.
 #[test]
 fn racing_first_acquisitions_share_one_core() {
     const THREADS: usize = 4;
@@ -487,7 +548,8 @@ fn racing_first_acquisitions_share_one_core() {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap().expect("built")).collect()
+            // A thread that held alone before any other started may have seen no core.
+            handles.into_iter().filter_map(|h| h.join().unwrap()).collect()
         });
         assert!(cores.windows(2).all(|w| w[0] == w[1]), "one core: {cores:?}");
     }
@@ -700,6 +762,7 @@ fn a_waiting_wide_writer_is_overtaken_a_bounded_number_of_times() {
 #[test]
 fn readers_of_one_stripe_share_its_slot_without_false_conflicts() {
     let raw = SkipList::new();
+    raw.core();
     let take = |range: Range<u64>, mode| {
         let token =
             raw.try_lock(range.clone(), mode).unwrap_or_else(|| panic!("{range:?} {mode:?}"));
