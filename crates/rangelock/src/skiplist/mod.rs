@@ -3,6 +3,21 @@
 //!
 //! # Algorithm
 //!
+//! **Alone, a lock has no core.** Everything below (the list, the stripe tables, the reader
+//! table, the intents, the epoch and the node pools: the *core*, about 100 KB with the
+//! default geometry) is built the first time two holds of the lock overlap in time, the
+//! same thread's included. Until then a lock is its options and three words (64 bytes,
+//! nothing on the heap), and every hold is a *solo* hold: two CASes on the lock's state
+//! word (claiming it and marking it held, with the range written into the two words
+//! beside it in between) and one CAS to release it. The first acquisition that finds the
+//! word taken builds a core, acquires the solo hold's range on it (as the first and only
+//! hold of a core nobody else can reach yet), and publishes the core with one CAS that
+//! replaces the exact word it read; the solo holder later finds the core in the word and
+//! releases the adopted hold instead (`solo`). From then on every acquisition reads the
+//! core's address from the word (one Acquire load) and runs the protocols below. So a
+//! lock kept per file, inode or table costs 88 bytes while idle or used by one holder at a
+//! time (`memory` suite: a million idle locks in 64 MB).
+//!
 //! **Exclusive ranges** are nodes of a lock-free skip list (Herlihy et al.'s
 //! `LockFreeSkipList` as adapted by the concurrent-range-locking thesis), sorted by
 //! `(start, node address)`. An exclusive acquisition `find`s the position of its start,
@@ -84,6 +99,17 @@
 //! xorshift; release goes through the token.
 //!
 //! # Consistency
+//!
+//! *The core's appearance.* The core is published whole: a private core, built and holding
+//! the adopted solo hold, becomes reachable through one CAS on the state word, and every
+//! party reaches it through an Acquire load of that word. No party ever runs the protocols
+//! below on a lock without its core: before the core there is at most one hold (the solo
+//! one, named by the word), and a list writer or reader that would check "no table, so no
+//! stripe holder" cannot exist, because the list and the tables appear in the same store.
+//! The publishing CAS replaces the word its builder read, so the solo hold it adopted was on
+//! throughout and no solo hold can begin or end as solo after it (`solo`, "Why no hold is
+//! missed"). To every later party the adopted hold is the core's first acquisition; the
+//! arguments below then apply to the core unchanged.
 //!
 //! *Exclusive vs exclusive.* Invariant: the unmarked nodes of the list are pairwise
 //! disjoint. An insertion checks its level-0 neighbours `pred`, `succ` (read from one unmarked
@@ -172,7 +198,10 @@
 //!
 //! The loom models in this module check insert/mark/unlink, the reader/writer handshake,
 //! the stripe holders against counted parties (window tables, the shared overflow table,
-//! wide counts) and downgrade; the crate's stress tests (`tests/stripe_stress.rs` crosses
+//! wide counts), downgrade, and solo holds (claims, releases, downgrades) racing the build
+//! and publication of the core (`loom_first_*`, `loom_solo_*`; the other models start on a
+//! core built before their threads run); `tests/solo_stress.rs` races the first holds of
+//! fresh locks through a checker; the crate's stress tests (`tests/stripe_stress.rs` crosses
 //! stripe, window and directory boundaries with wide and domain-wide ranges), property
 //! tests and async tests check the lock end to end.
 //!
@@ -216,8 +245,8 @@
 //! - A reader finds conflicting writers in O(log n) (only exclusive nodes are in the list);
 //!   a writer pays O(log n) in the list plus O(slots) in the table.
 //! - The stripe tables cost 32 KiB each (2048 slots of a holder word and a count): the
-//!   overflow table from the start, plus one per window in use, up to 64 (2 MiB), all
-//!   freed when the lock drops; the coarse table adds 8 KiB (512 slots for coarse stripes
+//!   overflow table from the core's build (the first time two holds overlap in time), plus
+//!   one per window in use, up to 64 (2 MiB), all freed when the lock drops; the coarse table adds 8 KiB (512 slots for coarse stripes
 //!   of 1 Mi units: a coarse window is 512 Mi units) plus one such table per coarse window
 //!   in use, up to 64. A range inside one stripe is one slot; a range over up to 8
 //!   stripes of one window is one slot per stripe (an RMW and a store per stripe: past 4 to 8 stripes a
@@ -295,15 +324,25 @@
 //!   2-core VM), the price of the
 //!   holders' RMW-free release; it is paid only before sleeping.
 //! - What an uncontended acquisition and release cost, inside one stripe with nothing
-//!   else near (`valgrind --tool=callgrind target/release/examples/w1_loop N 0 <variant>
-//!   1`, N = 200 000 and 400 000, the difference divided by 200 000; `RANGELOCK_W1_SHARED=1`
-//!   for shared; the loop alone, variant `none`, is 17 instructions):
+//!   else near, per iteration of the loop (`valgrind --tool=callgrind
+//!   target/release/examples/w1_loop N H <variant> 1`, N = 200 000 and 400 000, the
+//!   difference divided by 200 000; `RANGELOCK_W1_SHARED=1` for shared; the loop alone,
+//!   variant `none`, is 17 instructions). H = 1 keeps one range held 1 Mi units below the
+//!   loop's, so the lock has its core and the loop's holds are stripe holds; with H = 0 the
+//!   lock never has two holds at once and every hold is a solo hold:
 //!
 //!   | hold                | instructions | atomic RMWs | fences (x86) | lines written |
 //!   |---------------------|-------------:|------------:|-------------:|--------------:|
-//!   | exclusive, stripe   | 114 (was 248)| 1 (CAS; store) | 0         | 1 (the slot)  |
-//!   | shared, stripe      | 154 (was 735)| 2 (CAS, CAS)  | 0          | 1 (the slot)  |
+//!   | exclusive, stripe   | 122 (was 248)| 1 (CAS; store) | 0         | 1 (the slot)  |
+//!   | shared, stripe      | 166 (was 735)| 2 (CAS, CAS)  | 0          | 1 (the slot)  |
+//!   | exclusive, solo     | 133          | 3 (CAS, CAS; CAS) | 0      | 1 (the lock's word) |
+//!   | shared, solo        | 129          | 3 (CAS, CAS; CAS) | 0      | 1 (the lock's word) |
 //!   | `segments` (1 KiB)  | 122 / 127    | 2 (CAS, CAS/store) | 0     | 1             |
+//!
+//!   (Before the core was built on first need, the stripe holds were 115 and 155: the
+//!   core's address is now one more dependent load, tested, before the stripe table's
+//!   fields, and the compiler's inlining moved; `stripe_attempt` is `#[inline(always)]`
+//!   since, without which the shared hold was 190.)
 //!
 //!   The loads besides: the directory's home entry (key and table), the slot's count, the
 //!   table's and the lock's `wide` counts, all on lines nobody writes in the common case.
@@ -576,7 +615,7 @@ impl Builder {
     }
 
     /// Under loom: see the `solo` field.
-    #[cfg(loom)]
+    #[cfg(all(loom, test))]
     pub(crate) fn solo(self, on: bool) -> Self {
         Builder { solo: on, ..self }
     }
