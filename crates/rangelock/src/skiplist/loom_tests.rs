@@ -661,3 +661,27 @@ fn loom_solo_reader_and_writer_build_the_core() {
         assert_eq!(units.read(0..4), 1);
     });
 }
+
+/// A solo hold of a range too long for the compact word (`solo`: claimed through
+/// `CLAIMING`, its range in the range words) against a writer of a range inside it, which
+/// builds the core: the builder adopts the range it reads from the range words, or finds
+/// the claim unfinished and takes it over (the claimer then acquires on the core).
+#[test]
+fn loom_solo_claim_through_the_range_words_races_the_build() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::builder().max_height(1).solo(true).build());
+        let units = Arc::new(Units::new(2));
+        let t = {
+            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
+            thread::spawn(move || {
+                let g = lock.lock(0..u64::MAX).unwrap();
+                units.write(0..2);
+                drop(g);
+            })
+        };
+        write_held(&lock, &units, 1..2);
+        t.join().unwrap();
+        assert_eq!(units.read(0..2), 3);
+        let _all = lock.try_lock(0..u64::MAX).expect("a range stayed locked");
+    });
+}

@@ -6,17 +6,18 @@
 //! **Alone, a lock has no core.** Everything below (the list, the stripe tables, the reader
 //! table, the intents, the epoch and the node pools: the *core*, about 100 KB with the
 //! default geometry) is built the first time two holds of the lock overlap in time, the
-//! same thread's included. Until then a lock is its options and three words (64 bytes,
-//! nothing on the heap), and every hold is a *solo* hold: two CASes on the lock's state
-//! word (claiming it and marking it held, with the range written into the two words
-//! beside it in between) and one CAS to release it. The first acquisition that finds the
+//! same thread's included. Until then a lock is its options and four words (72 bytes,
+//! nothing on the heap), and every hold is a *solo* hold: one CAS that writes the range
+//! and mode into the lock's state word, and one CAS to release it (a range that starts at
+//! or past 2^40 or is longer than 2^20 units is written into two words beside it between
+//! two CASes). The first acquisition that finds the
 //! word taken builds a core, acquires the solo hold's range on it (as the first and only
 //! hold of a core nobody else can reach yet), and publishes the core with one CAS that
 //! replaces the exact word it read; the solo holder later finds the core in the word and
 //! releases the adopted hold instead (`solo`). From then on every acquisition reads the
 //! core's address from the word (one Acquire load) and runs the protocols below. So a
 //! lock kept per file, inode or table costs 88 bytes while idle or used by one holder at a
-//! time (`memory` suite: a million idle locks in 64 MB).
+//! time (`memory` suite: a million idle locks in 72 MB).
 //!
 //! **Exclusive ranges** are nodes of a lock-free skip list (Herlihy et al.'s
 //! `LockFreeSkipList` as adapted by the concurrent-range-locking thesis), sorted by
@@ -335,14 +336,20 @@
 //!   |---------------------|-------------:|------------:|-------------:|--------------:|
 //!   | exclusive, stripe   | 122 (was 248)| 1 (CAS; store) | 0         | 1 (the slot)  |
 //!   | shared, stripe      | 166 (was 735)| 2 (CAS, CAS)  | 0          | 1 (the slot)  |
-//!   | exclusive, solo     | 133          | 3 (CAS, CAS; CAS) | 0      | 1 (the lock's word) |
-//!   | shared, solo        | 129          | 3 (CAS, CAS; CAS) | 0      | 1 (the lock's word) |
+//!   | exclusive, solo     | 136          | 2 (CAS; CAS) | 0           | 1 (the lock's word) |
+//!   | shared, solo        | 132          | 2 (CAS; CAS) | 0           | 1 (the lock's word) |
 //!   | `segments` (1 KiB)  | 122 / 127    | 2 (CAS, CAS/store) | 0     | 1             |
 //!
 //!   (Before the core was built on first need, the stripe holds were 115 and 155: the
 //!   core's address is now one more dependent load, tested, before the stripe table's
 //!   fields, and the compiler's inlining moved; `stripe_attempt` is `#[inline(always)]`
-//!   since, without which the shared hold was 190.)
+//!   since, without which the shared hold was 190. A solo hold costs fewer instructions
+//!   than it counts here, but its release is an RMW where a stripe hold's is a store:
+//!   `w1_loop 5000000 H rangelock 1`, 5 interleaved runs on the loaded 2-core machine,
+//!   medians: 23.9 ns a lock+unlock solo (H = 0) against 15.2 on the stripe table (H = 1;
+//!   15.5 for both before the solo hold); with `RANGELOCK_W1_MEMSET=1`, 88.3 and 90.2
+//!   (86.8 and 86.3 before). A solo release through the range words, 3 RMWs in all, cost
+//!   30.7 ns.)
 //!
 //!   The loads besides: the directory's home entry (key and table), the slot's count, the
 //!   table's and the lock's `wide` counts, all on lines nobody writes in the common case.
@@ -756,7 +763,7 @@ enum Kind {
     /// Shared, this node announced in the reader table.
     Shared(NonNull<Node>),
     /// The lock's solo hold (`solo`): its state word, `HELD` in either mode.
-    Solo(usize),
+    Solo(u64),
 }
 
 impl Kind {

@@ -2,13 +2,18 @@
 //! lock that has never had two holds at once, or the pointer to its core (list, stripe
 //! tables, reader table, intents, epoch and node pools).
 //!
-//! A lock costs its options and three words until two holds overlap in time (the same
-//! thread's included). Until then every acquisition is a solo hold: the holder claims the
-//! state word with a CAS (`FREE → CLAIMING`), writes its range into two words beside it,
-//! and marks the word held with a second CAS (`CLAIMING → HELD`); its release is a third
-//! CAS (`HELD → FREE`, one generation later). Nothing is allocated, so a lock used by one
-//! holder at a time (a file written by one process, a table one thread owns) stays at
-//! `size_of::<RangeLock>()` bytes.
+//! A lock costs its options and four words until two holds overlap in time (the same
+//! thread's included). Until then every acquisition is a solo hold, and nothing is
+//! allocated, so a lock used by one holder at a time (a file written by one process, a
+//! table one thread owns) stays at `size_of::<RangeLock>()` bytes:
+//!
+//! - a *compact* range (starting below 2^40, at most 2^20 units long) is written into the
+//!   word itself: one CAS `FREE → HELD(range, mode)` takes it, one CAS back to `FREE`
+//!   releases it;
+//! - any other range claims the word (`FREE → CLAIMING`), takes the next *generation*
+//!   (a counter only claimers write, while they own the word), writes its range into two
+//!   words beside it, and marks the word held with a second CAS (`CLAIMING →
+//!   HELD(generation, mode)`); its release is a third CAS (`HELD → FREE`).
 //!
 //! The first acquisition that finds the word not `FREE` (another hold is on, or being
 //! claimed) *builds the core* instead (`core`):
@@ -32,14 +37,18 @@
 //! # Why no hold is missed
 //!
 //! Every change of the state word is an RMW on the one word, so its modification order
-//! orders them all, and a `HELD` word with its generation occurs in it once. Before the
-//! core is published the only hold there can be is the solo hold named by the word (a
-//! claim is `CLAIMING`, which holds nothing). The publishing CAS replaces a word `w` that
-//! its builder read, with nothing between the read and the CAS: if `w` is `HELD`, that
-//! hold was on throughout, its range words were written before it became `HELD` (Release)
-//! and are read after (Acquire) and not rewritten until it ends (after the CAS), so the
-//! adopted range is exactly the hold's; and after the CAS no solo hold can begin (a claim
-//! needs a `FREE` word) or end as solo (its CAS fails). So at the instant of publication the
+//! orders them all. Before the core is published the only hold there can be is the solo
+//! hold named by the word (a claim is `CLAIMING`, which holds nothing). The publishing CAS
+//! replaces a word `w` that its builder read. If `w` is a compact `HELD`, the word itself
+//! is the range and mode the builder adopted: whichever hold has that word when the CAS
+//! lands (the one the builder saw, or a later one of exactly the same range and mode) is
+//! held by the core from then on, and its release finds the core. If `w` is a `HELD` with a
+//! generation, that word occurs once in the modification order (generations only grow), so
+//! nothing came between the read and the CAS: the hold was on throughout, its range words
+//! were written before it became `HELD` (Release) and are read after (Acquire) and not
+//! rewritten until it ends (after the CAS), so the adopted range is exactly the hold's.
+//! After the CAS no solo hold can begin (a claim needs a `FREE` word) or end as solo (its
+//! CAS fails). So at the instant of publication the
 //! core already holds every hold there is, acquired on the core before any other party
 //! could reach it, and every later party reaches the core through an Acquire load of the
 //! word that read the publishing CAS (Release): to every party the core looks as if the
@@ -58,31 +67,40 @@
 use core::ops::Range;
 
 use super::Core;
-use crate::primitive::{AtomicU64, AtomicUsize, Ordering};
+use crate::primitive::{AtomicU64, Ordering};
 use crate::range::Mode;
 
 /// State word: a solo state (else the word is the core's address, which is even).
-const SOLO: usize = 1;
+const SOLO: u64 = 1;
 /// State word, solo: the phase's bits.
-const PHASE: usize = 0b110;
-/// Phase: no solo hold.
-const FREE: usize = 0b000;
+const PHASE: u64 = 0b110;
+/// The word with no solo hold (and no core).
+const FREE: u64 = SOLO;
 /// Phase: a solo hold is being claimed (its range words are being written).
-const CLAIMING: usize = 0b010;
+const CLAIMING: u64 = 0b010;
 /// Phase: an exclusive solo hold.
-const HELD_EXCLUSIVE: usize = 0b100;
+const HELD_EXCLUSIVE: u64 = 0b100;
 /// Phase: a shared solo hold.
-const HELD_SHARED: usize = 0b110;
-/// State word, solo: one generation (bits 3 and up); every solo release adds one.
-const GENERATION: usize = 0b1000;
+const HELD_SHARED: u64 = 0b110;
+/// State word, held: the range is in the word (bits 4..44 its start, 44..64 its length
+/// minus one); else bits 4.. are the hold's generation and the range is in the range words.
+const COMPACT: u64 = 0b1000;
+/// Where a compact word's start, or a generation, begins.
+const START_SHIFT: u32 = 4;
+/// Where a compact word's length minus one begins.
+const LEN_SHIFT: u32 = 44;
 
-// The core's address leaves the `SOLO` bit clear.
-const _: () = assert!(align_of::<Core>() > SOLO);
+// The core's address leaves the `SOLO` bit clear, and fits the word.
+const _: () = assert!(align_of::<Core>() > SOLO as usize && size_of::<usize>() <= 8);
 
 /// The state word of one lock and the range of its solo hold (module docs).
 pub(super) struct State {
-    word: AtomicUsize,
-    /// The solo hold's range: written by its claimer while `CLAIMING`.
+    word: AtomicU64,
+    /// The last generation taken: written by claimers of non-compact ranges while
+    /// `CLAIMING`.
+    generation: AtomicU64,
+    /// The solo hold's range when it is not compact: written by its claimer while
+    /// `CLAIMING`.
     start: AtomicU64,
     end: AtomicU64,
 }
@@ -95,7 +113,8 @@ impl State {
     /// A lock that has never been used: no hold, no core.
     pub(super) fn new() -> Self {
         State {
-            word: AtomicUsize::new(SOLO | FREE),
+            word: AtomicU64::new(FREE),
+            generation: AtomicU64::new(0),
             start: AtomicU64::new(0),
             end: AtomicU64::new(0),
         }
@@ -112,31 +131,45 @@ impl State {
     /// Claims a solo hold of `range` in `mode`, if the lock has no core and no hold: its
     /// token (the `HELD` word), or `None` (then the caller builds or uses the core).
     #[inline]
-    pub(super) fn claim(&self, range: &Range<u64>, mode: Mode) -> Option<usize> {
-        // Relaxed: only the CAS's expected value; the CAS reads the latest.
-        let free = self.word.load(Ordering::Relaxed);
-        if free & (SOLO | PHASE) != SOLO | FREE {
-            return None;
+    pub(super) fn claim(&self, range: &Range<u64>, mode: Mode) -> Option<u64> {
+        let phase = match mode {
+            Mode::Exclusive => HELD_EXCLUSIVE,
+            Mode::Shared => HELD_SHARED,
+        };
+        if let Some(packed) = compact(range) {
+            let held = SOLO | phase | COMPACT | packed;
+            // Acquire: reads the Release of the previous solo release (or of nothing), so
+            // its holder's critical section happens before ours.
+            let claimed =
+                self.word.compare_exchange(FREE, held, Ordering::Acquire, Ordering::Relaxed);
+            return claimed.is_ok().then_some(held);
         }
-        let claiming = free | CLAIMING;
-        // Acquire: reads the Release of the previous solo release (or of nothing), so its
-        // holder's critical section happens before ours.
-        if self.word.compare_exchange(free, claiming, Ordering::Acquire, Ordering::Relaxed).is_err()
+        self.claim_slow(range, phase)
+    }
+
+    /// [`claim`](Self::claim) of a range that is not compact: through `CLAIMING`.
+    #[cold]
+    #[inline(never)]
+    fn claim_slow(&self, range: &Range<u64>, phase: u64) -> Option<u64> {
+        // Acquire: as in `claim`.
+        if self
+            .word
+            .compare_exchange(FREE, CLAIMING | SOLO, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
         {
             return None;
         }
-        // Relaxed: published by the Release CAS below.
+        // Relaxed (all four): ours while `CLAIMING`; the previous claimer's writes happen
+        // before (its release, our Acquire); published by the Release CAS below.
+        let generation = self.generation.load(Ordering::Relaxed).wrapping_add(1);
+        self.generation.store(generation, Ordering::Relaxed);
         self.start.store(range.start, Ordering::Relaxed);
         self.end.store(range.end, Ordering::Relaxed);
-        let held = free
-            | match mode {
-                Mode::Exclusive => HELD_EXCLUSIVE,
-                Mode::Shared => HELD_SHARED,
-            };
+        let held = SOLO | phase | (generation << START_SHIFT);
         // Release: the range words, to a builder that reads `held` (Acquire) and adopts.
         // Fails only if a builder published a core over our claim (adopting nothing).
         self.word
-            .compare_exchange(claiming, held, Ordering::Release, Ordering::Relaxed)
+            .compare_exchange(CLAIMING | SOLO, held, Ordering::Release, Ordering::Relaxed)
             .is_ok()
             .then_some(held)
     }
@@ -144,12 +177,11 @@ impl State {
     /// Ends the solo hold `held` (from [`claim`](Self::claim)), or says which core adopted
     /// it (then the caller releases the adopted token).
     #[inline]
-    pub(super) fn release(&self, held: usize) -> Result<(), Adopted<'_>> {
-        let free = ((held & !(SOLO | PHASE)).wrapping_add(GENERATION)) | SOLO | FREE;
+    pub(super) fn release(&self, held: u64) -> Result<(), Adopted<'_>> {
         // Release: our critical section, to the next claim or builder. Acquire on failure:
         // the word is then the core (only a builder replaces a `HELD` word), whose
         // publication we must see.
-        match self.word.compare_exchange(held, free, Ordering::Release, Ordering::Acquire) {
+        match self.word.compare_exchange(held, FREE, Ordering::Release, Ordering::Acquire) {
             Ok(_) => Ok(()),
             Err(now) => Err(Adopted(core_of(now).expect("only a core replaces a held word"))),
         }
@@ -157,7 +189,7 @@ impl State {
 
     /// Makes the exclusive solo hold `held` a shared one: its new token, or the core that
     /// adopted it.
-    pub(super) fn downgrade(&self, held: usize) -> Result<usize, Adopted<'_>> {
+    pub(super) fn downgrade(&self, held: u64) -> Result<u64, Adopted<'_>> {
         debug_assert_eq!(held & PHASE, HELD_EXCLUSIVE);
         let shared = held | HELD_SHARED;
         // Release: as in `release` (a builder that adopts us reads the new mode). Acquire on
@@ -192,9 +224,14 @@ impl State {
                 _ => None,
             };
             if let Some(mode) = mode {
-                // Relaxed: made visible by the Acquire load (or failed CAS) that read
-                // `word`, whose claimer wrote them before its Release CAS.
-                let range = self.start.load(Ordering::Relaxed)..self.end.load(Ordering::Relaxed);
+                let range = match word & COMPACT {
+                    0 => {
+                        // Relaxed: made visible by the Acquire load (or failed CAS) that
+                        // read `word`, whose claimer wrote them before its Release CAS.
+                        self.start.load(Ordering::Relaxed)..self.end.load(Ordering::Relaxed)
+                    }
+                    _ => uncompact(word),
+                };
                 if range.start >= range.end {
                     // Torn by a later claim: `word` is stale, so the CAS below would fail.
                     // An RMW reads the latest word (a load might return `word` again).
@@ -204,7 +241,7 @@ impl State {
                 }
                 ours.adopt(&range, mode);
             }
-            let address = core::ptr::from_ref::<Core>(ours).expose_provenance();
+            let address = core::ptr::from_ref::<Core>(ours).expose_provenance() as u64;
             // AcqRel: Release publishes the core (built, with its adopted hold) to every
             // Acquire load of the word; Acquire reads the solo release we replace. On
             // failure, Acquire as in the first load.
@@ -228,18 +265,56 @@ impl State {
         // once: `&mut self`, and the word is reset.
         let core = core_of(word)
             .map(|core| unsafe { Box::from_raw(core::ptr::from_ref(core).cast_mut()) });
-        self.word.store(SOLO | FREE, Ordering::Relaxed);
+        self.word.store(FREE, Ordering::Relaxed);
         core
     }
 }
 
 /// The core a state word names, if it names one.
 #[inline]
-fn core_of<'a>(word: usize) -> Option<&'a Core> {
+fn core_of<'a>(word: u64) -> Option<&'a Core> {
     if word & SOLO != 0 {
         return None;
     }
     // SAFETY: a word without `SOLO` is the address of a `Box<Core>` published by
-    // `State::core` and freed only when the lock drops, which outlives every borrow of it.
-    Some(unsafe { &*core::ptr::with_exposed_provenance::<Core>(word) })
+    // `State::core` (an address fits the word) and freed only when the lock drops, which
+    // outlives every borrow of it.
+    Some(unsafe { &*core::ptr::with_exposed_provenance::<Core>(word as usize) })
+}
+
+/// `range` packed into a compact held word's bits, if it starts below 2^40 and is at most
+/// 2^20 units long.
+#[inline]
+fn compact(range: &Range<u64>) -> Option<u64> {
+    let len = range.end - range.start - 1;
+    ((range.start >> (LEN_SHIFT - START_SHIFT)) | (len >> (64 - LEN_SHIFT)) == 0)
+        .then_some((range.start << START_SHIFT) | (len << LEN_SHIFT))
+}
+
+/// The range of a compact held word.
+fn uncompact(word: u64) -> Range<u64> {
+    let start = (word >> START_SHIFT) & ((1 << (LEN_SHIFT - START_SHIFT)) - 1);
+    start..start + (word >> LEN_SHIFT) + 1
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_words_keep_their_range_exactly_and_only_short_low_ranges_fit() {
+        let max_start = (1 << 40) - 1;
+        for range in [0..1, 0..1 << 20, max_start..max_start + 1, max_start..max_start + (1 << 20)]
+        {
+            let packed = compact(&range).unwrap_or_else(|| panic!("{range:?} fits"));
+            assert_eq!(packed & 0b1111, 0, "{range:?}");
+            for phase in [HELD_EXCLUSIVE, HELD_SHARED] {
+                assert_eq!(uncompact(SOLO | phase | COMPACT | packed), range);
+            }
+        }
+        for range in [1 << 40..(1 << 40) + 1, 0..(1 << 20) + 1, 0..u64::MAX, u64::MAX - 1..u64::MAX]
+        {
+            assert_eq!(compact(&range), None, "{range:?}");
+        }
+    }
 }
