@@ -19,6 +19,17 @@
 //!    `held_bytes` is the heap growth, `bytes_per_range` = `held_bytes / K`;
 //! 5. `released_bytes`: what of that growth remains after releasing them (pooled nodes).
 //!
+//! Two cases per variant count whole locks instead (`bytes_per_lock`: inline plus heap
+//! bytes, per lock; `total_bytes`: all of them):
+//!
+//! - `idle_locks` = [`IDLE_LOCKS`]: that many locks built and never used, kept in one
+//!   `Vec` (a file system's or a database's lock per file, inode or table). A variant
+//!   whose one idle lock costs more than [`IDLE_LOCK_BUDGET`] is skipped with a note (a
+//!   million of them would not fit the machine);
+//! - `one_holder_ops` = [`ONE_HOLDER_OPS`]: one lock used by one holder at a time, that
+//!   many lock + unlock pairs in a row of [`ONE_HOLDER_RANGES`] (exclusive and shared),
+//!   counted after the last release.
+//!
 //! Layouts (params `range_units`, `stride_units`): one-unit ranges 1 Ki units apart (as
 //! `held`), and 16 Ki-unit ranges 256 Ki units apart (one `rangelock` stripe, one segment
 //! of `segments-256Ki`, each). K = 1, 1000, 100 000 in quick and full runs alike. The
@@ -67,9 +78,30 @@ impl Spacing {
 pub const LAYOUTS: [Spacing; 2] =
     [Spacing { len: 1, stride: 1 << 10 }, Spacing { len: 1 << 14, stride: 1 << 18 }];
 
+/// Locks of the idle-locks case.
+pub const IDLE_LOCKS: usize = 1_000_000;
+/// The idle-locks case skips a variant whose one idle lock (inline plus heap) costs more:
+/// a million would take more than 4 GiB.
+pub const IDLE_LOCK_BUDGET: usize = 4096;
+/// Lock + unlock pairs of the one-holder case.
+pub const ONE_HOLDER_OPS: u64 = 10_000;
+/// The ranges of the one-holder case, taken in turn (shifted by the operation's number
+/// times 4 Ki units): a unit, 1 Ki, a stripe, 16 stripes, 4 Mi units, and everything from
+/// there to the end of the domain.
+pub const ONE_HOLDER_RANGES: [(u64, u64); 6] =
+    [(0, 1), (0, 1 << 10), (0, 1 << 14), (0, 1 << 18), (0, 1 << 22), (0, u64::MAX)];
+
 /// The record fields, in table order (the plot shows the first).
-pub const FIELDS: &[&str] =
-    &["bytes_per_range", "held_bytes", "released_bytes", "idle_bytes", "new_bytes", "inline_bytes"];
+pub const FIELDS: &[&str] = &[
+    "bytes_per_range",
+    "held_bytes",
+    "released_bytes",
+    "idle_bytes",
+    "new_bytes",
+    "inline_bytes",
+    "bytes_per_lock",
+    "total_bytes",
+];
 
 /// The `memory` suite over the variants of `S`.
 #[derive(Debug)]
@@ -155,6 +187,26 @@ impl VariantVisitor for Builder {
                 });
             }
         }
+        for (param, value) in
+            [("idle_locks", IDLE_LOCKS as u64), ("one_holder_ops", ONE_HOLDER_OPS)]
+        {
+            let mut first: Option<Sample> = None;
+            self.cases.push(Case {
+                variant: name.to_owned(),
+                threads: 1,
+                params: common::params([(param, value.into())]),
+                oversubscribed: false,
+                // Counts do not depend on time: measured once, repeated in later rounds.
+                run: Box::new(move |_| {
+                    first
+                        .get_or_insert_with(|| match param {
+                            "idle_locks" => idle_locks(make),
+                            _ => one_holder(make),
+                        })
+                        .clone()
+                }),
+            });
+        }
         if name == Segments::NAME {
             self.named_lock(SEGMENTS_NAME, mixed::segments);
         }
@@ -224,4 +276,61 @@ pub fn measure<T: RangeTarget<Local = ()>>(
     put("new_bytes", new.into());
     put("inline_bytes", core::mem::size_of::<T>().into());
     sample
+}
+
+/// A sample of `locks` locks that cost `total` bytes in all.
+fn per_lock(total: i64, locks: usize) -> Sample {
+    let mut sample = Sample::default();
+    sample.extra.insert("total_bytes".to_owned(), total.into());
+    sample.extra.insert("bytes_per_lock".to_owned(), (total as f64 / locks as f64).into());
+    sample
+}
+
+/// The idle-locks case: [`IDLE_LOCKS`] locks from `make`, never used, in one `Vec`.
+pub fn idle_locks<T: RangeTarget<Local = ()>>(make: fn() -> T) -> Sample {
+    drop(make()); // one-time per-thread allocations, not charged (as in `measure`)
+    let start = alloc::net_bytes();
+    let one = make();
+    let one_bytes = (alloc::net_bytes() - start) as usize + size_of::<T>();
+    drop(one);
+    if one_bytes > IDLE_LOCK_BUDGET {
+        return Sample::skipped(format!(
+            "one idle lock costs {one_bytes} bytes: {IDLE_LOCKS} would take {} MiB",
+            (one_bytes * IDLE_LOCKS) >> 20
+        ));
+    }
+    let start = alloc::net_bytes();
+    let locks: Vec<T> = (0..IDLE_LOCKS).map(|_| make()).collect();
+    // The `Vec`'s buffer holds every lock's inline bytes (its capacity is exact).
+    let total = alloc::net_bytes() - start;
+    drop(locks);
+    per_lock(total, IDLE_LOCKS)
+}
+
+/// The one-holder case: one lock from `make`, [`ONE_HOLDER_OPS`] lock + unlock pairs in a
+/// row, counted (inline plus heap) after the last release.
+pub fn one_holder<T: RangeTarget<Local = ()>>(make: fn() -> T) -> Sample {
+    // A throwaway run first: one-time per-thread allocations are not charged (as in
+    // `measure`).
+    one_holder_ops(&make());
+    let start = alloc::net_bytes();
+    let lock = make();
+    one_holder_ops(&lock);
+    let total = alloc::net_bytes() - start + size_of::<T>() as i64;
+    drop(lock);
+    per_lock(total, 1)
+}
+
+/// The operations of [`one_holder`].
+fn one_holder_ops<T: RangeTarget<Local = ()>>(lock: &T) {
+    for i in 0..ONE_HOLDER_OPS {
+        let (start, end) = ONE_HOLDER_RANGES[i as usize % ONE_HOLDER_RANGES.len()];
+        let shift = (i / ONE_HOLDER_RANGES.len() as u64) << 12;
+        let range = start + shift..end.saturating_add(shift);
+        // A lock whose domain ends sooner (segments) holds what it can.
+        let mode = if i % 3 == 2 { Mode::Shared } else { Mode::Exclusive };
+        if let Some(held) = lock.try_acquire(&mut (), range, mode) {
+            lock.release(&mut (), held);
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! siblings.
 //!
 //! A future runs the same acquisition as a blocking call, one non-waiting step per poll
-//! (`SkipList::listed_attempt`, `SkipList::shared_attempt`), and where the blocking call
+//! (`Core::listed_attempt`, `Core::shared_attempt`), and where the blocking call
 //! would park on a wait word it registers its task's waker on that word (`wakers`) and
 //! returns `Pending`. So async and blocking waiters follow one protocol: an async writer
 //! links its pending node exactly like a blocking one (new readers back off from it, it
@@ -105,7 +105,7 @@ impl<'a> LockFuture<'a> {
 
     /// Gives the acquisition up (timeout or drop): undo what the state holds.
     fn abandon(&mut self) {
-        let raw = self.lock.raw();
+        let raw = self.lock.raw().core();
         match core::mem::replace(&mut self.state, State::Done) {
             State::Listed { node, listed } => raw.abandon_listed(node, listed),
             State::Shared { node, announced } => raw.abandon_shared(node, announced),
@@ -126,7 +126,7 @@ impl<'a> Future for LockFuture<'a> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
-        let raw = this.lock.raw();
+        let raw = this.lock.raw().core();
         loop {
             let attempt = match &mut this.state {
                 State::Done => panic!("LockFuture polled after it resolved"),

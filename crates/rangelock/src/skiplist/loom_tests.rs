@@ -45,8 +45,13 @@ impl Units {
 /// (nothing reused while the model runs) instead of the real epoch: for the models that
 /// the real epoch makes too large (module docs).
 fn deferred(builder: Builder) -> RangeLock {
-    let mut raw = builder.build_raw();
-    raw.reclaim = Reclaim::deferred();
+    // Built before any thread runs: these models check the protocol, not the build.
+    let raw = builder.solo(true).build_raw();
+    raw.state.core(|| {
+        let mut core = builder.core();
+        core.reclaim = Reclaim::deferred();
+        core
+    });
     RangeLock::from_raw(raw)
 }
 
@@ -581,5 +586,102 @@ fn loom_ordered_request_and_wide_writer() {
         t.join().unwrap();
         assert_eq!(units.read(0..4), 5);
         let _all = lock.try_lock(0..4).expect("a range stayed locked");
+    });
+}
+
+/// The core is built by the first acquisition (module docs, "Built on first use"): a stripe
+/// writer and a list writer of overlapping ranges race on a fresh lock, each may build a
+/// core, one core is published and the other freed, and both then hold on the published one
+/// (never together: loom checks the units).
+#[test]
+fn loom_first_acquisitions_race_to_build_the_core() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::builder().max_height(1).solo(true).build());
+        assert!(lock.raw().built().is_none());
+        let units = Arc::new(Units::new(4));
+        let t = spawn_writer(&lock, &units, 0..1); // inside stripe 0
+        write_held(&lock, &units, 0..4); // over stripes 0 and 1: the list
+        t.join().unwrap();
+        assert_eq!(units.read(0..4), 5);
+        let _all = lock.try_lock(0..4).expect("a range stayed locked");
+    });
+}
+
+/// As [`loom_first_acquisitions_race_to_build_the_core`], a stripe reader against a stripe
+/// writer of the same stripe, with `try_lock`s: at most one holds, and a holder's token
+/// lies in the one published core.
+#[test]
+fn loom_first_try_locks_race_to_build_the_core() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::builder().max_height(1).solo(true).build());
+        let units = Arc::new(Units::new(2));
+        let t = spawn_try(&lock, &units, 0..2, Mode::Shared);
+        try_use(&lock, &units, 1..2, Mode::Exclusive);
+        t.join().unwrap();
+        let _all = lock.try_lock(0..2).expect("a range stayed locked");
+    });
+}
+
+/// A solo writer downgrades while a second writer of an overlapping range builds the core:
+/// the downgrade's CAS and the adoption race (the core adopts the hold exclusive or
+/// shared, whichever the word says when the build's CAS lands), and the second writer
+/// never holds with the first hold in either mode.
+#[test]
+fn loom_solo_downgrade_races_the_build() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::builder().max_height(1).solo(true).build());
+        let units = Arc::new(Units::new(2));
+        let t = {
+            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
+            thread::spawn(move || {
+                let w = lock.lock(0..2);
+                units.write(0..2);
+                let r = w.downgrade();
+                let _ = units.read(0..2);
+                drop(r);
+            })
+        };
+        write_held(&lock, &units, 1..2);
+        t.join().unwrap();
+        assert_eq!(units.read(0..2), 3);
+        let _all = lock.try_lock(0..2).expect("a range stayed locked");
+    });
+}
+
+/// A solo reader and a writer of an overlapping range (the writer builds the core, which
+/// adopts the reader as a reader, or the reader finds the writer's core).
+#[test]
+fn loom_solo_reader_and_writer_build_the_core() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::builder().max_height(1).solo(true).build());
+        let units = Arc::new(Units::new(4));
+        let t = spawn_reader(&lock, &units, 0..4);
+        write_held(&lock, &units, 2..3);
+        t.join().unwrap();
+        assert_eq!(units.read(0..4), 1);
+    });
+}
+
+/// A solo hold of a range too long for the compact word (`solo`: claimed through
+/// `CLAIMING`, its range in the range words) against a writer of a range inside it, which
+/// builds the core: the builder adopts the range it reads from the range words, or finds
+/// the claim unfinished and takes it over (the claimer then acquires on the core).
+#[test]
+fn loom_solo_claim_through_the_range_words_races_the_build() {
+    loom::model(|| {
+        let lock = Arc::new(RangeLock::builder().max_height(1).solo(true).build());
+        let units = Arc::new(Units::new(2));
+        let t = {
+            let (lock, units) = (Arc::clone(&lock), Arc::clone(&units));
+            thread::spawn(move || {
+                let g = lock.lock(0..u64::MAX);
+                units.write(0..2);
+                drop(g);
+            })
+        };
+        write_held(&lock, &units, 1..2);
+        t.join().unwrap();
+        assert_eq!(units.read(0..2), 3);
+        let _all = lock.try_lock(0..u64::MAX).expect("a range stayed locked");
     });
 }

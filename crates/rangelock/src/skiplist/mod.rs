@@ -3,6 +3,22 @@
 //!
 //! # Algorithm
 //!
+//! **Alone, a lock has no core.** Everything below (the list, the stripe tables, the reader
+//! table, the intents, the epoch and the node pools: the *core*, about 100 KB with the
+//! default geometry) is built the first time two holds of the lock overlap in time, the
+//! same thread's included. Until then a lock is its options and four words (72 bytes,
+//! nothing on the heap), and every hold is a *solo* hold: one CAS that writes the range
+//! and mode into the lock's state word, and one CAS to release it (a range that starts at
+//! or past 2^40 or is longer than 2^20 units is written into two words beside it between
+//! two CASes). The first acquisition that finds the
+//! word taken builds a core, acquires the solo hold's range on it (as the first and only
+//! hold of a core nobody else can reach yet), and publishes the core with one CAS that
+//! replaces the exact word it read; the solo holder later finds the core in the word and
+//! releases the adopted hold instead (`solo`). From then on every acquisition reads the
+//! core's address from the word (one Acquire load) and runs the protocols below. So a
+//! lock kept per file, inode or table costs 88 bytes while idle or used by one holder at a
+//! time (`memory` suite: a million idle locks in 72 MB).
+//!
 //! **Exclusive ranges** are nodes of a lock-free skip list (Herlihy et al.'s
 //! `LockFreeSkipList` as adapted by the concurrent-range-locking thesis), sorted by
 //! `(start, node address)`. An exclusive acquisition `find`s the position of its start,
@@ -84,6 +100,17 @@
 //! xorshift; release goes through the token.
 //!
 //! # Consistency
+//!
+//! *The core's appearance.* The core is published whole: a private core, built and holding
+//! the adopted solo hold, becomes reachable through one CAS on the state word, and every
+//! party reaches it through an Acquire load of that word. No party ever runs the protocols
+//! below on a lock without its core: before the core there is at most one hold (the solo
+//! one, named by the word), and a list writer or reader that would check "no table, so no
+//! stripe holder" cannot exist, because the list and the tables appear in the same store.
+//! The publishing CAS replaces the word its builder read, so the solo hold it adopted was on
+//! throughout and no solo hold can begin or end as solo after it (`solo`, "Why no hold is
+//! missed"). To every later party the adopted hold is the core's first acquisition; the
+//! arguments below then apply to the core unchanged.
 //!
 //! *Exclusive vs exclusive.* Invariant: the unmarked nodes of the list are pairwise
 //! disjoint. An insertion checks its level-0 neighbours `pred`, `succ` (read from one unmarked
@@ -172,7 +199,10 @@
 //!
 //! The loom models in this module check insert/mark/unlink, the reader/writer handshake,
 //! the stripe holders against counted parties (window tables, the shared overflow table,
-//! wide counts) and downgrade; the crate's stress tests (`tests/stripe_stress.rs` crosses
+//! wide counts), downgrade, and solo holds (claims, releases, downgrades) racing the build
+//! and publication of the core (`loom_first_*`, `loom_solo_*`; the other models start on a
+//! core built before their threads run); `tests/solo_stress.rs` races the first holds of
+//! fresh locks through a checker; the crate's stress tests (`tests/stripe_stress.rs` crosses
 //! stripe, window and directory boundaries with wide and domain-wide ranges), property
 //! tests and async tests check the lock end to end.
 //!
@@ -216,8 +246,8 @@
 //! - A reader finds conflicting writers in O(log n) (only exclusive nodes are in the list);
 //!   a writer pays O(log n) in the list plus O(slots) in the table.
 //! - The stripe tables cost 32 KiB each (2048 slots of a holder word and a count): the
-//!   overflow table from the start, plus one per window in use, up to 64 (2 MiB), all
-//!   freed when the lock drops; the coarse table adds 8 KiB (512 slots for coarse stripes
+//!   overflow table from the core's build (the first time two holds overlap in time), plus
+//!   one per window in use, up to 64 (2 MiB), all freed when the lock drops; the coarse table adds 8 KiB (512 slots for coarse stripes
 //!   of 1 Mi units: a coarse window is 512 Mi units) plus one such table per coarse window
 //!   in use, up to 64. A range inside one stripe is one slot; a range over up to 8
 //!   stripes of one window is one slot per stripe (an RMW and a store per stripe: past 4 to 8 stripes a
@@ -295,15 +325,31 @@
 //!   2-core VM), the price of the
 //!   holders' RMW-free release; it is paid only before sleeping.
 //! - What an uncontended acquisition and release cost, inside one stripe with nothing
-//!   else near (`valgrind --tool=callgrind target/release/examples/w1_loop N 0 <variant>
-//!   1`, N = 200 000 and 400 000, the difference divided by 200 000; `RANGELOCK_W1_SHARED=1`
-//!   for shared; the loop alone, variant `none`, is 17 instructions):
+//!   else near, per iteration of the loop (`valgrind --tool=callgrind
+//!   target/release/examples/w1_loop N H <variant> 1`, N = 200 000 and 400 000, the
+//!   difference divided by 200 000; `RANGELOCK_W1_SHARED=1` for shared; the loop alone,
+//!   variant `none`, is 17 instructions). H = 1 keeps one range held 1 Mi units below the
+//!   loop's, so the lock has its core and the loop's holds are stripe holds; with H = 0 the
+//!   lock never has two holds at once and every hold is a solo hold:
 //!
 //!   | hold                | instructions | atomic RMWs | fences (x86) | lines written |
 //!   |---------------------|-------------:|------------:|-------------:|--------------:|
-//!   | exclusive, stripe   | 114 (was 248)| 1 (CAS; store) | 0         | 1 (the slot)  |
-//!   | shared, stripe      | 154 (was 735)| 2 (CAS, CAS)  | 0          | 1 (the slot)  |
+//!   | exclusive, stripe   | 122 (was 248)| 1 (CAS; store) | 0         | 1 (the slot)  |
+//!   | shared, stripe      | 166 (was 735)| 2 (CAS, CAS)  | 0          | 1 (the slot)  |
+//!   | exclusive, solo     | 136          | 2 (CAS; CAS) | 0           | 1 (the lock's word) |
+//!   | shared, solo        | 132          | 2 (CAS; CAS) | 0           | 1 (the lock's word) |
 //!   | `segments` (1 KiB)  | 122 / 127    | 2 (CAS, CAS/store) | 0     | 1             |
+//!
+//!   (Before the core was built on first need, the stripe holds were 115 and 155: the
+//!   core's address is now one more dependent load, tested, before the stripe table's
+//!   fields, and the compiler's inlining moved; `stripe_attempt` is `#[inline(always)]`
+//!   since, without which the shared hold was 190. A solo hold costs fewer instructions
+//!   than it counts here, but its release is an RMW where a stripe hold's is a store:
+//!   `w1_loop 5000000 H rangelock 1`, 5 interleaved runs on the loaded 2-core machine,
+//!   medians: 23.9 ns a lock+unlock solo (H = 0) against 15.2 on the stripe table (H = 1;
+//!   15.5 for both before the solo hold); with `RANGELOCK_W1_MEMSET=1`, 88.3 and 90.2
+//!   (86.8 and 86.3 before). A solo release through the range words, 3 RMWs in all, cost
+//!   30.7 ns.)
 //!
 //!   The loads besides: the directory's home entry (key and table), the slot's count, the
 //!   table's and the lock's `wide` counts, all on lines nobody writes in the common case.
@@ -386,7 +432,9 @@ mod pool_lock;
 mod readers;
 mod reclaim;
 mod rng;
+mod solo;
 mod stripes;
+mod table;
 mod wait;
 #[cfg(not(loom))]
 mod wakers;
@@ -433,18 +481,30 @@ pub struct Builder {
     stripe_windows: usize,
     claim_stripes: usize,
     coarse_claims: bool,
+    /// Under loom: whether the lock starts without a core (`solo`). Off by default there, so
+    /// the models of the core's protocols run on a core built before their threads start;
+    /// the models of the solo hold and the build ask for it.
+    #[cfg(loom)]
+    solo: bool,
+}
+
+impl Builder {
+    /// The defaults (valid: `build_raw`'s checks pass), as a constant for `const fn new`.
+    const DEFAULT: Builder = Builder {
+        max_height: DEFAULT_MAX_HEIGHT,
+        stripe_shift: DEFAULT_STRIPE_SHIFT,
+        stripe_slots: DEFAULT_STRIPE_SLOTS,
+        stripe_windows: DEFAULT_STRIPE_WINDOWS,
+        claim_stripes: DEFAULT_CLAIM_STRIPES,
+        coarse_claims: !cfg!(loom),
+        #[cfg(loom)]
+        solo: false,
+    };
 }
 
 impl Default for Builder {
     fn default() -> Self {
-        Builder {
-            max_height: DEFAULT_MAX_HEIGHT,
-            stripe_shift: DEFAULT_STRIPE_SHIFT,
-            stripe_slots: DEFAULT_STRIPE_SLOTS,
-            stripe_windows: DEFAULT_STRIPE_WINDOWS,
-            claim_stripes: DEFAULT_CLAIM_STRIPES,
-            coarse_claims: !cfg!(loom),
-        }
+        Builder::DEFAULT
     }
 }
 
@@ -503,6 +563,28 @@ impl Builder {
             "skip-list height must be in 1..={MAX_HEIGHT}, got {}",
             self.max_height
         );
+        stripes::validate(
+            self.stripe_shift,
+            self.stripe_slots,
+            self.stripe_windows,
+            self.claim_stripes,
+        );
+        let raw = SkipList { state: solo::State::new(), config: self };
+        #[cfg(loom)]
+        if !self.solo {
+            raw.core();
+        }
+        raw
+    }
+
+    /// Under loom: see the `solo` field.
+    #[cfg(all(loom, test))]
+    pub(crate) fn solo(self, on: bool) -> Self {
+        Builder { solo: on, ..self }
+    }
+
+    /// What the lock's first acquisition builds (module docs, "Built on first use").
+    fn core(self) -> Core {
         let stripes = Stripes::new(
             self.stripe_shift,
             self.stripe_slots,
@@ -512,13 +594,14 @@ impl Builder {
         let coarse = self.coarse();
         // Wide shared ranges claim coarse slots sooner than exclusive ones (`claim_of`).
         let stripes = if coarse.len() == 0 { stripes } else { stripes.with_coarse_claims() };
-        SkipList {
+        Core {
             list: List::new(self.max_height),
             intents: Intents::new(),
             readers: Readers::new(),
             stripes,
             coarse,
             reclaim: Reclaim::new(),
+            adopted: None,
         }
     }
 
@@ -547,6 +630,14 @@ impl Builder {
 /// The lock-free skip-list range lock: the raw core of [`RangeLock`] (the module
 /// documentation of `src/skiplist/mod.rs` describes the algorithm).
 pub struct SkipList {
+    /// The solo hold, or the core once two holds have met (`solo`).
+    state: solo::State,
+    /// The options the core is built with.
+    config: Builder,
+}
+
+/// The state of a [`SkipList`] that has been used: its list, tables and reclamation.
+struct Core {
     list: List,
     intents: Intents,
     readers: Readers,
@@ -555,13 +646,16 @@ pub struct SkipList {
     /// read by every party that reads the stripe table's.
     coarse: stripes::Coarse,
     reclaim: Reclaim,
+    /// The solo hold this core adopted when it was built (`solo`), which its holder
+    /// releases; set before the core is published, never changed after.
+    adopted: Option<Kind>,
 }
 
 // SAFETY: the raw pointers inside are nodes and segments owned by this lock and shared only
 // through atomics under the protocol in the module docs; nothing is tied to a thread.
-unsafe impl Send for SkipList {}
+unsafe impl Send for Core {}
 // SAFETY: as above; every shared mutation goes through atomics or the pool locks.
-unsafe impl Sync for SkipList {}
+unsafe impl Sync for Core {}
 
 /// Where the list path of an exclusive acquisition is.
 #[derive(Clone, Copy, Debug, Default)]
@@ -623,6 +717,8 @@ enum Kind {
     CoarseShared { first: NonNull<stripes::Slot>, start: u64, two: bool },
     /// Shared, this node announced in the reader table.
     Shared(NonNull<Node>),
+    /// The lock's solo hold (`solo`): its state word, `HELD` in either mode.
+    Solo(u64),
 }
 
 impl Kind {
@@ -648,6 +744,15 @@ impl fmt::Debug for SkipToken {
 
 impl SkipList {
     /// A lock with the default height ([`DEFAULT_MAX_HEIGHT`]).
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        // Nothing to check or allocate: the defaults are valid, and the core is built on
+        // first need.
+        SkipList { state: solo::State::new(), config: Builder::DEFAULT }
+    }
+
+    /// A lock with the default options (under loom, whose atomics are not `const`).
+    #[cfg(loom)]
     pub fn new() -> Self {
         Self::with_max_height(DEFAULT_MAX_HEIGHT)
     }
@@ -663,25 +768,41 @@ impl SkipList {
 
     /// Stripe width (log2 units) and number of slots of the stripe table (0: no table).
     pub fn stripes(&self) -> (u32, usize) {
-        (self.stripes.shift(), self.stripes.len())
+        (self.config.stripe_shift, self.config.stripe_slots)
     }
 
     /// How many windows may get a stripe table of their own ([`Builder::windows`]; 0 when
     /// there is no stripe table).
     pub fn stripe_windows(&self) -> usize {
-        self.stripes.windows()
+        let c = &self.config;
+        stripes::windows_of(c.stripe_shift, c.stripe_slots, c.stripe_windows)
     }
 
     /// The number of skip-list levels.
     pub fn max_height(&self) -> usize {
-        self.list.height()
+        self.config.max_height
     }
 
     /// Nodes allocated by this lock and not yet freed: held, pending, retired or pooled.
     /// It stays bounded by the peak number of simultaneously used nodes plus the retirement
     /// batches in flight; all of them are freed when the lock drops.
     pub fn allocated_nodes(&self) -> usize {
-        self.reclaim.allocated()
+        self.built().map_or(0, |core| core.reclaim.allocated())
+    }
+
+    /// The core, built (adopting the solo hold) by the first call (`solo`).
+    #[inline]
+    fn core(&self) -> &Core {
+        match self.state.built() {
+            Some(core) => core,
+            None => self.state.core(|| self.config.core()),
+        }
+    }
+
+    /// The core if it has been built.
+    #[inline]
+    fn built(&self) -> Option<&Core> {
+        self.state.built()
     }
 
     #[inline]
@@ -689,9 +810,73 @@ impl SkipList {
         // The safe `RawRangeLock` methods are reachable through `Lock::raw`: an empty or
         // inverted range must not wrap around into a range over every window.
         crate::raw::assert_valid(&range);
+        let Some(core) = self.state.built() else {
+            return self.acquire_solo(&range, mode, wait);
+        };
+        core.acquire(&range, mode, wait)
+    }
+
+    /// An acquisition on a lock without a core: a solo hold if there is no other, else the
+    /// core, built now (`solo`).
+    #[cold]
+    #[inline(never)]
+    fn acquire_solo(&self, range: &Range<u64>, mode: Mode, wait: Wait) -> Option<SkipToken> {
+        if let Some(held) = self.state.claim(range, mode) {
+            return Some(SkipToken(Kind::Solo(held)));
+        }
+        self.core().acquire_cold(range, mode, wait)
+    }
+}
+
+impl Core {
+    #[inline(always)]
+    fn acquire(&self, range: &Range<u64>, mode: Mode, wait: Wait) -> Option<SkipToken> {
         match mode {
-            Mode::Exclusive => self.acquire_exclusive(&range, wait),
-            Mode::Shared => self.acquire_shared_token(&range, wait),
+            Mode::Exclusive => self.acquire_exclusive(range, wait),
+            Mode::Shared => self.acquire_shared_token(range, wait),
+        }
+    }
+
+    /// [`acquire`](Self::acquire) for the cold callers (the first acquisitions on a new
+    /// core, adoptions): one more inlined copy of the fast path made the compiler keep
+    /// `stripe_attempt` out of line in the hot ones (`w1_loop`, callgrind: 128 instead of
+    /// 115 instructions a lock+unlock exclusive, 190 instead of 155 shared).
+    #[inline(never)]
+    fn acquire_cold(&self, range: &Range<u64>, mode: Mode, wait: Wait) -> Option<SkipToken> {
+        self.acquire(range, mode, wait)
+    }
+
+    /// Acquires `range` in `mode` for the solo hold this private core adopts (`solo`).
+    fn adopt(&mut self, range: &Range<u64>, mode: Mode) {
+        debug_assert!(self.adopted.is_none());
+        // Nothing else is held on a private core: the first attempt holds.
+        let token =
+            self.acquire_cold(range, mode, Wait::Never).expect("a private core holds nothing");
+        self.adopted = Some(token.0);
+    }
+
+    /// Releases the adopted hold of this private core, if any (`solo`).
+    fn give_back_adopted(&mut self) {
+        if let Some(kind) = self.adopted.take() {
+            self.release(kind);
+        }
+    }
+
+    /// The adopted hold, for its solo holder.
+    fn adopted(&self) -> SkipToken {
+        SkipToken(self.adopted.expect("a core that replaced a held word adopted it"))
+    }
+
+    /// Ends a hold of any kind but a solo one.
+    fn release(&self, kind: Kind) {
+        match kind {
+            // SAFETY: as in `unlock`.
+            Kind::Stripe(slot) => unsafe { slot.as_ref() }.release(),
+            // SAFETY: as in `unlock`.
+            Kind::StripeShared(slot) => unsafe { slot.as_ref() }.release_shared(),
+            // SAFETY: as in `unlock`.
+            Kind::Stripes(claimed) => unsafe { release_stripes(claimed) },
+            other => self.release_other(other),
         }
     }
 
@@ -701,129 +886,6 @@ impl SkipList {
             return Some(token);
         }
         self.acquire_listed(self.list_node(range), range, wait, false)
-    }
-
-    /// The stripe fast path in `mode`: the token if `range` lies in one stripe whose slot is
-    /// free (or, for a reader, held by readers of exactly this range) and no counted party
-    /// overlaps it; else the same for a range over a few stripes of one window
-    /// (`claim_attempt`). `None` (with nothing held) sends the acquisition to the list or
-    /// the reader table.
-    #[inline]
-    fn stripe_attempt(&self, range: &Range<u64>, mode: Mode, wait: Wait) -> Option<SkipToken> {
-        let Some(stripe) = self.stripes.slot_of(range) else {
-            return self.claim_attempt(range, mode, wait);
-        };
-        if !stripe.claim(mode) {
-            return None;
-        }
-        // The common case reaches no node, so it needs no epoch guard: no counted party may
-        // overlap (handshake loads, after the fence).
-        readers::handshake_fence();
-        let slot = stripe.slot();
-        if stripe.counted(&self.stripes) {
-            return self.stripe_counted(range, slot, mode, wait);
-        }
-        Some(SkipToken(Kind::stripe(slot, mode)))
-    }
-
-    /// A one-stripe hold of `slot` in `mode` whose counts were not all zero: the token if no
-    /// list node (and, for an exclusive holder, no reader) overlaps `range`, else it
-    /// retracts. Out of line: the common path keeps its registers.
-    #[cold]
-    #[inline(never)]
-    fn stripe_counted(
-        &self,
-        range: &Range<u64>,
-        slot: NonNull<stripes::Slot>,
-        mode: Mode,
-        wait: Wait,
-    ) -> Option<SkipToken> {
-        if self.stripe_is_free_slow(range, mode, wait, true) {
-            return Some(SkipToken(Kind::stripe(slot, mode)));
-        }
-        // Retract: whoever waits on the slot sees it free (or its count lower) and looks
-        // again.
-        // SAFETY: `slot` is ours, claimed (or joined) by the caller.
-        unsafe { slot.as_ref() }.release_in(mode);
-        None
-    }
-
-    /// The stripe fast path for a range over 2 up to `claim_stripes` stripes of one window:
-    /// claim (or join) each slot in order, never waiting (`StripeClaim::claim`), then the
-    /// same handshake as one slot, over every slot's count. Out of line: the one-stripe
-    /// path stays small.
-    #[inline(never)]
-    fn claim_attempt(&self, range: &Range<u64>, mode: Mode, wait: Wait) -> Option<SkipToken> {
-        let Some(claim) = self.stripes.claim_of(range, mode) else {
-            return self.coarse_attempt(range, mode, wait);
-        };
-        if !claim.claim(mode) {
-            return None;
-        }
-        readers::handshake_fence();
-        let claimed = claim.claimed();
-        if !claim.counted(&self.stripes) || self.stripe_is_free_slow(range, mode, wait, true) {
-            return Some(SkipToken(match mode {
-                Mode::Exclusive => Kind::Stripes(claimed),
-                Mode::Shared => Kind::StripesShared(claimed),
-            }));
-        }
-        // Retract, as for one slot.
-        // SAFETY: the slots are ours, claimed (or joined) above.
-        unsafe { stripes::release_claimed(claimed, mode) };
-        None
-    }
-
-    /// The coarse path for a range too wide for a stripe claim: count it (as a list writer
-    /// or reader counts itself), claim (or join) the slots of its one or two coarse
-    /// stripes, never waiting, then after the handshake fence look for stripe holders in
-    /// its stripes and, if another party is counted over it, search the list and the
-    /// reader table. On any conflict it retracts (frees the coarse slots, waking
-    /// their waiters, and uncounts) and the range takes the list path. Module docs of
-    /// `stripes`, "Coarse claims".
-    #[inline(never)]
-    fn coarse_attempt(&self, range: &Range<u64>, mode: Mode, wait: Wait) -> Option<SkipToken> {
-        if !self.stripes.coarse_eligible(range) {
-            return None;
-        }
-        let claim = self.coarse.span_of(range, stripes::COARSE_CLAIM)?;
-        // Counted before the claim makes the hold visible; uncounted after it is gone.
-        self.stripes.count(range);
-        if claim.claim(mode) {
-            readers::handshake_fence();
-            let free = match self.stripes.coarse_view(range, mode) {
-                stripes::View::Clear => true,
-                stripes::View::Counted => self.stripe_is_free_slow(range, mode, wait, false),
-                stripes::View::Held => false,
-            };
-            let claimed = claim.claimed();
-            if free {
-                let (first, start, two) = (claimed.first, range.start, claimed.len == 2);
-                return Some(SkipToken(match mode {
-                    Mode::Exclusive => Kind::Coarse { first, start, two },
-                    Mode::Shared => Kind::CoarseShared { first, start, two },
-                }));
-            }
-            // SAFETY: the slots are ours, claimed (or joined) above.
-            unsafe { stripes::release_claimed(claimed, mode) };
-        }
-        self.stripes.uncount(range);
-        None
-    }
-
-    /// Ends a coarse hold in `mode` of the coarse slots `first` (and the next, if `two`)
-    /// and of the range starting at `start`: reads the range's end from its last slot,
-    /// frees (or leaves) the slots, then uncounts the range.
-    #[inline(never)]
-    fn release_coarse(&self, first: NonNull<stripes::Slot>, start: u64, two: bool, mode: Mode) {
-        let claimed = stripes::Claimed { first, len: 1 + usize::from(two) };
-        // SAFETY: a coarse token's slots were claimed (or joined) in `mode` by the hold of a
-        // range starting at `start`, which has not ended (the token is released once, here).
-        let range = unsafe { self.coarse.claimed_range(claimed, start) };
-        // SAFETY: as above: the slots are ours until this call.
-        unsafe { stripes::release_claimed(claimed, mode) };
-        // Uncounted after the hold is gone (module docs of `stripes`).
-        self.stripes.uncount(&range);
     }
 
     /// A shared acquisition: the stripe slot if it can be had, else the reader table. Not
@@ -851,31 +913,6 @@ impl SkipList {
         // SAFETY: the node is private until linked.
         unsafe { node.as_ref() }.init(range, rng::random_height(self.list.height()));
         node
-    }
-
-    /// After claiming a stripe slot in `mode` whose counts are not all zero: whether no list
-    /// node (and, for an exclusive holder, no reader in the table) overlaps.
-    #[cold]
-    fn stripe_is_free_slow(
-        &self,
-        range: &Range<u64>,
-        mode: Mode,
-        wait: Wait,
-        coarse: bool,
-    ) -> bool {
-        #[cfg(all(test, not(loom)))]
-        tests::SLOW_CHECKS.with(|c| c.set(c.get() + 1));
-        // A full epoch table counts as a conflict: retract, and let the list path wait (or
-        // give up) as `wait` says.
-        // A coarse holder over our range (counted, so we are here): stripe holders check the
-        // coarse table; a coarse holder itself does not (its own claim is there).
-        if coarse && !matches!(self.coarse.overlapping_slots(range, mode), Conflict::None) {
-            return false;
-        }
-        let Some(guard) = self.reclaim.pin_for(wait) else { return false };
-        matches!(self.list.overlapping(range, &guard), Conflict::None)
-            && (mode == Mode::Shared
-                || matches!(self.readers.overlapping(range, &guard), Conflict::None))
     }
 
     /// The list path of an exclusive acquisition: count the range in the stripe table,
@@ -1098,14 +1135,23 @@ impl SkipList {
 // "Downgrade").
 unsafe impl RawRangeLockDowngrade for SkipList {
     unsafe fn downgrade(&self, token: SkipToken, range: Range<u64>) -> SkipToken {
+        let token = match token.0 {
+            Kind::Solo(held) => match self.state.downgrade(held) {
+                Ok(shared) => return SkipToken(Kind::Solo(shared)),
+                // Adopted: downgrade the core's hold instead.
+                Err(solo::Adopted(core)) => core.adopted(),
+            },
+            _ => token,
+        };
         // Announce a reader of the range while still holding it exclusively: no overlapping
         // exclusive node is linked (ours excludes them), so there is nothing to check.
-        self.stripes.count(&range);
-        let node = self.reclaim.alloc();
+        let core = self.core();
+        core.stripes.count(&range);
+        let node = core.reclaim.alloc();
         // SAFETY: the node is private until announced.
         let node_ref = unsafe { node.as_ref() };
         node_ref.init(&range, 0);
-        node_ref.set_claim(self.readers.announce(node.as_ptr(), rng::thread_index()));
+        node_ref.set_claim(core.readers.announce(node.as_ptr(), rng::thread_index()));
         // Then end the exclusive hold: the writers it wakes drain readers and find ours.
         // SAFETY: the caller's token, released once, here.
         unsafe { self.unlock(token) };
@@ -1128,7 +1174,7 @@ impl fmt::Debug for SkipList {
     }
 }
 
-impl Drop for SkipList {
+impl Drop for Core {
     fn drop(&mut self) {
         // No guard borrows the lock any more. Nodes still linked or announced belong to
         // guards that were forgotten (`mem::forget`); they go back to the pool, which frees
@@ -1138,6 +1184,13 @@ impl Drop for SkipList {
         for node in list.into_iter().chain(readers) {
             self.reclaim.free_private(node);
         }
+    }
+}
+
+impl Drop for SkipList {
+    fn drop(&mut self) {
+        // No guard borrows the lock any more.
+        drop(self.state.take());
     }
 }
 
@@ -1201,6 +1254,24 @@ unsafe impl RawRangeLock for SkipList {
     }
 }
 
+impl SkipList {
+    /// [`unlock`](RawRangeLock::unlock) of every kind of hold but a one-stripe one and an
+    /// exclusive multi-stripe one: a solo hold here (tested in `unlock`, it cost the
+    /// one-stripe release 8 instructions, `w1_loop`), the others on the core.
+    #[inline(never)]
+    fn release_other(&self, kind: Kind) {
+        match kind {
+            Kind::Solo(held) => {
+                // Ends the solo hold, or the core's adopted hold if a core adopted it.
+                if let Err(solo::Adopted(core)) = self.state.release(held) {
+                    core.release(core.adopted().0);
+                }
+            }
+            other => self.core().release_other(other),
+        }
+    }
+}
+
 /// [`unlock`](RawRangeLock::unlock) of an exclusive multi-stripe hold: out of line, but
 /// apart from `release_other`, whose other kinds make it save every callee-saved register
 /// and dispatch through a jump table (17 instructions an operation over 2-9 stripes, and an
@@ -1215,7 +1286,7 @@ unsafe fn release_stripes(claimed: stripes::Claimed) {
     unsafe { stripes::release_claimed(claimed, Mode::Exclusive) }
 }
 
-impl SkipList {
+impl Core {
     /// [`unlock`](RawRangeLock::unlock) of every kind of hold but a one-stripe one and an
     /// exclusive multi-stripe one.
     #[inline(never)]
@@ -1235,7 +1306,7 @@ impl SkipList {
                 self.release_coarse(first, start, two, Mode::Shared);
             }
             Kind::Shared(node) => self.release_shared(node),
-            Kind::Stripe(_) | Kind::StripeShared(_) | Kind::Stripes(_) => {
+            Kind::Stripe(_) | Kind::StripeShared(_) | Kind::Stripes(_) | Kind::Solo(_) => {
                 unreachable!("released by `unlock`")
             }
         }

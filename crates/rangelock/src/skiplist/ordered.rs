@@ -8,7 +8,7 @@
 //! takes one, one range after the other in ascending order of start, waiting for each
 //! while it holds the ones before it:
 //!
-//! 1. Each range, in ascending order, goes to the list path (`SkipList::acquire_listed`):
+//! 1. Each range, in ascending order, goes to the list path (`Core::acquire_listed`):
 //!    counted, linked as a node once no list node overlaps it (pending: new readers,
 //!    stripe holders and list writers of the range back off from it), then drained of
 //!    the stripe holders and readers that came first. No range takes a stripe slot or a
@@ -67,9 +67,10 @@ impl SkipList {
             "an ordered request is sorted and disjoint: {request:?}"
         );
         let mut held = Vec::with_capacity(request.len());
+        let core = self.core();
         for (i, (range, _)) in request.iter().enumerate() {
             crate::raw::assert_valid(range);
-            match self.acquire_listed(self.list_node(range), range, wait, i > 0) {
+            match core.acquire_listed(core.list_node(range), range, wait, i > 0) {
                 Some(token) => held.push(token),
                 None => {
                     for token in held {

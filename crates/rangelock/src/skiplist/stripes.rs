@@ -496,23 +496,9 @@ impl<const B: u32> Stripes<B> {
     /// `1 << shift` units, with a directory of `windows` window tables (a power of two, or
     /// 0 for the overflow table alone).
     pub(crate) fn new(shift: u32, slots: usize, windows: usize, claim_max: usize) -> Self {
-        assert!(slots == 0 || slots.is_power_of_two(), "stripe slots must be a power of two");
-        assert!(
-            windows == 0 || (windows.is_power_of_two() && windows <= MAX_WINDOWS),
-            "stripe windows must be 0 or a power of two up to {MAX_WINDOWS}, got {windows}"
-        );
-        assert!(
-            slots == 0 || shift <= B,
-            "stripes must be at most 2^{B} units wide, got 2^{shift}"
-        );
-        assert!(
-            (1..=MAX_CLAIM_STRIPES).contains(&claim_max),
-            "a stripe claim spans 1..={MAX_CLAIM_STRIPES} stripes, got {claim_max}"
-        );
+        validate_for::<B>(shift, slots, windows, claim_max);
         let slot_bits = slots.max(1).trailing_zeros();
-        // A window number must leave room for the `+ 1` of its key: windows cover at least
-        // 2 units (without that, there would be no point in a directory anyway).
-        let windows = if slots == 0 || shift + slot_bits == 0 { 0 } else { windows };
+        let windows = windows_of(shift, slots, windows);
         Stripes {
             overflow: new_table(slots),
             overflow_wide: core::array::from_fn(|_| CachePadded::new(AtomicU32::new(0))),
@@ -547,7 +533,9 @@ impl<const B: u32> Stripes<B> {
         self.overflow.len()
     }
 
-    /// Number of directory entries (window tables the lock may allocate).
+    /// Number of directory entries (window tables the lock may allocate; tests: the lock
+    /// answers from its options, `windows_of`).
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn windows(&self) -> usize {
         self.dir_len
     }
@@ -568,7 +556,8 @@ impl<const B: u32> Stripes<B> {
             .filter(|t| !t.is_null())
     }
 
-    /// Stripe width, log2 units.
+    /// Stripe width, log2 units (tests: the lock answers from its options).
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn shift(&self) -> u32 {
         self.shift
     }
@@ -1191,6 +1180,43 @@ impl<const B: u32> Drop for Stripes<B> {
             // SAFETY: `&mut self`: nobody uses the table any more; each is freed once, here.
             unsafe { free_table(table, len) };
         }
+    }
+}
+
+/// Checks the options of a stripe table (what [`Stripes::new`] asserts) without building
+/// it: the lock validates its options when it is built and builds its tables on first use.
+///
+/// # Panics
+///
+/// As [`Builder::build_raw`](super::Builder::build_raw).
+pub(crate) fn validate(shift: u32, slots: usize, windows: usize, claim_max: usize) {
+    validate_for::<MAX_STRIPE_SHIFT>(shift, slots, windows, claim_max);
+}
+
+/// [`validate`] for a table whose offsets are `B` bits.
+fn validate_for<const B: u32>(shift: u32, slots: usize, windows: usize, claim_max: usize) {
+    assert!(slots == 0 || slots.is_power_of_two(), "stripe slots must be a power of two");
+    assert!(
+        windows == 0 || (windows.is_power_of_two() && windows <= MAX_WINDOWS),
+        "stripe windows must be 0 or a power of two up to {MAX_WINDOWS}, got {windows}"
+    );
+    assert!(slots == 0 || shift <= B, "stripes must be at most 2^{B} units wide, got 2^{shift}");
+    assert!(
+        (1..=MAX_CLAIM_STRIPES).contains(&claim_max),
+        "a stripe claim spans 1..={MAX_CLAIM_STRIPES} stripes, got {claim_max}"
+    );
+}
+
+/// The directory entries a table of `slots` slots of `1 << shift` units gets when
+/// `windows` are asked for: none without a table, or when a window would be one unit (a
+/// window number must leave room for the `+ 1` of its key; without that, there would be no
+/// point in a directory anyway).
+pub(crate) fn windows_of(shift: u32, slots: usize, windows: usize) -> usize {
+    let slot_bits = slots.max(1).trailing_zeros();
+    if slots == 0 || shift + slot_bits == 0 {
+        0
+    } else {
+        windows
     }
 }
 

@@ -1,6 +1,6 @@
 //! Unit tests of the skip-list range lock (edge cases, modes, waiting, recycling).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -346,6 +346,8 @@ fn raw_kind(raw: &SkipList, range: Range<u64>) -> (SkipToken, Kind) {
 
 /// Takes a free `range` in `mode` on the raw lock: its token and how it holds.
 fn raw_kind_in(raw: &SkipList, range: Range<u64>, mode: Mode) -> (SkipToken, Kind) {
+    // On the core (a fresh lock's first hold is a solo one: `solo`).
+    raw.core();
     let token = raw.try_lock(range, mode).expect("free range");
     let kind = token.0;
     (token, kind)
@@ -365,7 +367,7 @@ fn ranges_held_in_one_window_leave_another_windows_stripes_fast() {
     // a table of its own, so it holds a slot and skips the list.
     let (far, kind) = raw_kind(&raw, 64 * window..64 * window + 1024);
     assert!(matches!(kind, Kind::Stripe(_)), "{kind:?}");
-    assert_eq!(raw.stripes.tables_in_use(), 2);
+    assert_eq!(raw.core().stripes.tables_in_use(), 2);
     // SAFETY: every token is this lock's, released once.
     unsafe {
         raw.unlock(far);
@@ -390,7 +392,7 @@ fn a_full_window_directory_sends_later_windows_to_the_shared_table() {
     let (b, kb) = raw_kind(&raw, 16..20); // window 1: the second
     let (c, kc) = raw_kind(&raw, 32..36); // window 2: overflow slot 0
     assert!([ka, kb, kc].iter().all(|k| matches!(k, Kind::Stripe(_))));
-    assert_eq!(raw.stripes.tables_in_use(), 2);
+    assert_eq!(raw.core().stripes.tables_in_use(), 2);
     // Window 4 shares overflow slot 0 with window 2: slot taken, so the list path, and
     // the two still exclude only what overlaps.
     let (d, kd) = raw_kind(&raw, 64..68);
@@ -402,7 +404,7 @@ fn a_full_window_directory_sends_later_windows_to_the_shared_table() {
     assert!(raw.try_lock(20..60, Mode::Shared).is_none());
     let (e, ke) = raw_kind(&raw, 20..32);
     assert!(matches!(ke, Kind::List(_)), "spans stripes");
-    assert_eq!(raw.stripes.tables_in_use(), 2);
+    assert_eq!(raw.core().stripes.tables_in_use(), 2);
     // With the overflow holder and the list node in 1..40 gone, a range over three windows
     // still meets the holders in window tables (0..4 and 16..20) on the wide path.
     // SAFETY: `c` and `e` are this lock's tokens, released once.
@@ -418,6 +420,139 @@ fn a_full_window_directory_sends_later_windows_to_the_shared_table() {
         }
     }
     let _all = raw.try_lock(0..u64::MAX, Mode::Exclusive).expect("everything released");
+}
+
+#[test]
+fn options_are_reported_as_the_built_core_has_them() {
+    let builders = [
+        RangeLock::builder(),
+        RangeLock::builder().windows(0),
+        RangeLock::builder().stripes(0, 0),
+        RangeLock::builder().stripes(0, 1),
+        RangeLock::builder().stripes(12, 8192).windows(8),
+        RangeLock::builder().stripes(16, 2).windows(1).max_height(3),
+    ];
+    for builder in builders {
+        let raw = builder.build_raw();
+        let before = (raw.stripes(), raw.stripe_windows(), raw.max_height());
+        assert!(raw.built().is_none(), "{builder:?}: nothing is built before the first use");
+        let core = raw.core();
+        let built = ((core.stripes.shift(), core.stripes.len()), core.stripes.windows());
+        assert_eq!((before.0, before.1), built, "{builder:?}");
+        assert_eq!(before.2, core.list.height(), "{builder:?}");
+    }
+}
+
+#[test]
+fn one_holder_at_a_time_allocates_nothing_and_a_second_builds_the_core() {
+    let raw = SkipList::new();
+    for mode in [Mode::Exclusive, Mode::Shared, Mode::Exclusive] {
+        let token = raw.try_lock(0..u64::MAX, mode).expect("a free lock");
+        assert!(matches!(token.0, Kind::Solo(_)), "{:?}", token.0);
+        // SAFETY: acquired above, released once.
+        unsafe { raw.unlock(token) };
+    }
+    assert!(raw.built().is_none(), "solo holds build nothing");
+    // A second hold while one is on (the same thread's, of a disjoint range) builds the
+    // core, which adopts the solo hold: it still excludes, and its release goes to the core.
+    let solo = raw.try_lock(0..10, Mode::Exclusive).expect("free");
+    assert!(matches!(solo.0, Kind::Solo(_)));
+    let other = raw.try_lock(20..30, Mode::Exclusive).expect("disjoint");
+    let core: *const Core = raw.built().expect("built by the second hold");
+    assert!(!matches!(other.0, Kind::Solo(_)), "{:?}", other.0);
+    assert!(raw.try_lock(5..6, Mode::Shared).is_none(), "the adopted hold excludes");
+    // SAFETY: acquired above, released once.
+    unsafe { raw.unlock(solo) };
+    let token = raw.try_lock(5..6, Mode::Exclusive).expect("the adopted hold was released");
+    assert!(core::ptr::eq(core, raw.core()), "one core for the lock's life");
+    // SAFETY: acquired above, released once each.
+    unsafe {
+        raw.unlock(token);
+        raw.unlock(other);
+    }
+    assert!(raw.try_lock(0..u64::MAX, Mode::Exclusive).is_some(), "everything released");
+}
+
+#[test]
+fn a_solo_hold_downgrades_before_and_after_its_adoption() {
+    let raw = SkipList::new();
+    let w = raw.try_lock(0..10, Mode::Exclusive).expect("free");
+    // SAFETY: `w` holds 0..10 exclusively.
+    let r = unsafe { raw.downgrade(w, 0..10) };
+    assert!(matches!(r.0, Kind::Solo(_)), "{:?}", r.0);
+    // A second reader builds the core, which adopts the solo reader as a reader.
+    let r2 = raw.try_lock(5..15, Mode::Shared).expect("readers share");
+    assert!(raw.try_lock(9..10, Mode::Exclusive).is_none());
+    // SAFETY: acquired above, released once each.
+    unsafe {
+        raw.unlock(r);
+        raw.unlock(r2);
+    }
+    let w = raw.try_lock(0..10, Mode::Exclusive).expect("all released");
+    // An exclusive hold on the core downgrades as before; so does an adopted solo hold.
+    // SAFETY: `w` holds 0..10 exclusively.
+    let r = unsafe { raw.downgrade(w, 0..10) };
+    assert!(raw.try_lock(0..1, Mode::Exclusive).is_none());
+    assert!(raw.try_lock(0..1, Mode::Shared).is_some_and(|t| {
+        // SAFETY: acquired just now.
+        unsafe { raw.unlock(t) };
+        true
+    }));
+    // SAFETY: acquired above.
+    unsafe { raw.unlock(r) };
+    let fresh = SkipList::new();
+    let w = fresh.try_lock(0..10, Mode::Exclusive).expect("free");
+    let other = fresh.try_lock(20..30, Mode::Exclusive).expect("disjoint: builds, adopts");
+    // SAFETY: `w` holds 0..10 exclusively (adopted by the core).
+    let r = unsafe { fresh.downgrade(w, 0..10) };
+    assert!(!matches!(r.0, Kind::Solo(_)), "{:?}", r.0);
+    assert!(fresh.try_lock(3..4, Mode::Exclusive).is_none());
+    let r2 = fresh.try_lock(3..4, Mode::Shared).expect("a reader joins the downgraded hold");
+    // SAFETY: acquired above, released once each.
+    unsafe {
+        fresh.unlock(r);
+        fresh.unlock(r2);
+        fresh.unlock(other);
+    }
+    assert!(fresh.try_lock(0..u64::MAX, Mode::Exclusive).is_some(), "everything released");
+}
+
+/// Threads race to build the core of fresh locks while they lock overlapping ranges (solo,
+/// adopted or on the core): one core wins and the ranges exclude each other.
+#[test]
+fn racing_first_acquisitions_share_one_core() {
+    const THREADS: usize = 4;
+    for round in 0..200u64 {
+        let lock = RangeLock::new();
+        let barrier = std::sync::Barrier::new(THREADS);
+        let inside = AtomicUsize::new(0);
+        let cores: Vec<usize> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..THREADS as u64)
+                .map(|t| {
+                    let (lock, barrier, inside) = (&lock, &barrier, &inside);
+                    s.spawn(move || {
+                        barrier.wait();
+                        // Every range covers unit 100 (stripe, claim, coarse or list path).
+                        let range = match (t + round) % 4 {
+                            0 => 100..101,
+                            1 => 0..(1 << 15),
+                            2 => 50..(1 << 19),
+                            _ => 0..u64::MAX,
+                        };
+                        let g = lock.lock(range);
+                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders");
+                        std::thread::yield_now();
+                        inside.fetch_sub(1, Ordering::SeqCst);
+                        drop(g);
+                        lock.raw().built().map(|c| c as *const Core as usize)
+                    })
+                })
+                .collect();
+            // A thread that held alone before any other started may have seen no core.
+            handles.into_iter().filter_map(|h| h.join().unwrap()).collect()
+        });
+        assert!(cores.windows(2).all(|w| w[0] == w[1]), "one core: {cores:?}");
+    }
 }
 
 #[test]
@@ -587,9 +722,15 @@ fn a_waiting_wide_writer_is_overtaken_a_bounded_number_of_times() {
                         i = i.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                         // Ranges across a stripe boundary (see above).
                         let at = ((i >> 33) % 60 + 2) << stripe;
-                        let arrival = lock.raw().intents.next_seq();
+                        let arrival = lock.raw().core().intents.next_seq();
                         let g = lock.lock(at - 2..at + 2);
-                        if lock.raw().intents.seq_of(&wide_range).is_some_and(|w| w < arrival) {
+                        if lock
+                            .raw()
+                            .core()
+                            .intents
+                            .seq_of(&wide_range)
+                            .is_some_and(|w| w < arrival)
+                        {
                             overtakes.fetch_add(1, Ordering::SeqCst);
                         }
                         for _ in 0..200 {
@@ -621,6 +762,7 @@ fn a_waiting_wide_writer_is_overtaken_a_bounded_number_of_times() {
 #[test]
 fn readers_of_one_stripe_share_its_slot_without_false_conflicts() {
     let raw = SkipList::new();
+    raw.core();
     let take = |range: Range<u64>, mode| {
         let token =
             raw.try_lock(range.clone(), mode).unwrap_or_else(|| panic!("{range:?} {mode:?}"));
