@@ -148,6 +148,7 @@ RESPONSES = [
     ("resp-lock-forbidden", P.Response(P.Op.LOCK, 22, S.FORBIDDEN, 0)),
     ("notice-session-ended-lease", P.Response(P.Op.NOTICE, 0, S.SESSION_ENDED, 1)),
     ("notice-session-ended-shutdown", P.Response(P.Op.NOTICE, 0, S.SESSION_ENDED, 2)),
+    ("notice-session-ended-token-revoked", P.Response(P.Op.NOTICE, 0, S.SESSION_ENDED, 6)),
 ]
 
 
@@ -155,6 +156,7 @@ def test_session_ended_notices() -> None:
     for name, reason in (
         ("notice-session-ended-lease", P.EndReason.LEASE_EXPIRED),
         ("notice-session-ended-shutdown", P.EndReason.SHUTDOWN),
+        ("notice-session-ended-token-revoked", P.EndReason.TOKEN_REVOKED),
     ):
         r = P.decode_response(VECTORS[name][4:])
         assert r.is_notice and P.end_reason(r.value) is reason

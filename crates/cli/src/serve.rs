@@ -1,4 +1,6 @@
-//! `rangelock serve`: run the range-lock server until SIGINT (ctrl-c) or SIGTERM. Its
+//! `rangelock serve`: run the range-lock server until SIGINT (ctrl-c) or SIGTERM; SIGHUP
+//! reads the auth file and the TLS files again (`Server::reload`: sessions and locks
+//! stay; a bad file changes nothing). Every signal is logged. Its
 //! settings come from flags, a `--config` file and built-in defaults (see [`settings`]);
 //! `--print-config` shows the result without starting anything.
 
@@ -61,21 +63,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // After the logger: a warning about the file's permissions must reach the log.
     config.auth = settings.auth_file.as_deref().map(AuthTable::load).transpose()?.map(Arc::new);
     // Handlers first: a supervisor that reads "listening on" and sends SIGTERM at once must
-    // get a clean shutdown, not the default action (death without releasing anything).
+    // get a clean shutdown, not the default action (death without releasing anything);
+    // and a SIGHUP during startup must not kill the server either.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let (mut term, mut int) = {
-        use tokio::signal::unix::{signal, SignalKind};
+    let mut signals = {
         let _in_runtime = rt.enter();
-        (signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?)
-    };
-    let mut signalled = || {
-        rt.block_on(async {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        });
-        tracing::info!("signal received");
+        Signals::install()?
     };
     if let Some(etcd) = settings.cluster {
         let node_id = match settings.node_id {
@@ -99,7 +92,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         writeln!(out, "listening on {} (cluster node {node_id})", node.addr())?;
         out.flush()?;
         drop(out);
-        signalled();
+        loop {
+            match rt.block_on(signals.next()) {
+                Signal::Hup => tracing::warn!(
+                    signal = "SIGHUP",
+                    "signal received: a cluster node does not reload its files; nothing \
+                     changed (restart the node to rotate them)"
+                ),
+                stop => {
+                    tracing::info!(signal = stop.name(), "signal received; shutting down");
+                    break;
+                }
+            }
+        }
         node.shutdown();
         return Ok(());
     }
@@ -120,9 +125,87 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         out.flush()?;
     }
-    signalled();
+    loop {
+        match rt.block_on(signals.next()) {
+            Signal::Hup => reload(&server),
+            stop => {
+                tracing::info!(signal = stop.name(), "signal received; shutting down");
+                break;
+            }
+        }
+    }
     server.shutdown();
     Ok(())
+}
+
+/// SIGHUP: reads the auth file and the TLS files again; a bad one changes nothing.
+fn reload(server: &Server) {
+    tracing::info!(signal = "SIGHUP", "signal received; reloading the auth file and TLS files");
+    match server.reload() {
+        Ok(done) => {
+            for name in &done.revoked {
+                tracing::info!(token_name = %name, "token revoked: its sessions end");
+            }
+            let tokens = done.tokens.map_or_else(|| "-".to_owned(), |n| n.to_string());
+            tracing::info!(
+                tokens = %tokens,
+                tls = done.tls,
+                revoked = done.revoked.len(),
+                "reloaded; sessions and locks stay"
+            );
+        }
+        Err(e) => tracing::error!(
+            error = %e,
+            "reload refused; the old certificate and tokens stay in force"
+        ),
+    }
+}
+
+/// The signals `rangelock serve` handles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Signal {
+    Term,
+    Int,
+    Hup,
+}
+
+impl Signal {
+    fn name(self) -> &'static str {
+        match self {
+            Signal::Term => "SIGTERM",
+            Signal::Int => "SIGINT",
+            Signal::Hup => "SIGHUP",
+        }
+    }
+}
+
+/// SIGTERM, SIGINT and SIGHUP, caught from [`Signals::install`] on.
+#[derive(Debug)]
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Catches the three signals from now on (inside a tokio runtime).
+    fn install() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// The next signal.
+    async fn next(&mut self) -> Signal {
+        tokio::select! {
+            _ = self.term.recv() => Signal::Term,
+            _ = self.int.recv() => Signal::Int,
+            _ = self.hup.recv() => Signal::Hup,
+        }
+    }
 }
 
 /// `HOST-PORT` of the listen address (the port 0 case gets the process id instead).

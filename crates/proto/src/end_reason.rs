@@ -19,6 +19,9 @@ pub enum EndReason {
     /// The client sent a frame the server cannot delimit (its length prefix is too large
     /// or too small); the id-0 error answer before the notice says which.
     BadFraming,
+    /// The token the session authenticated with was removed from the server's auth file
+    /// (or its entry changed), and the server reloaded the file.
+    TokenRevoked,
     /// A code this crate does not know.
     Other(u64),
 }
@@ -32,6 +35,7 @@ impl EndReason {
             EndReason::OutputOverLimit => 3,
             EndReason::NotReading => 4,
             EndReason::BadFraming => 5,
+            EndReason::TokenRevoked => 6,
             EndReason::Other(code) => code,
         }
     }
@@ -44,6 +48,7 @@ impl EndReason {
             3 => EndReason::OutputOverLimit,
             4 => EndReason::NotReading,
             5 => EndReason::BadFraming,
+            6 => EndReason::TokenRevoked,
             code => EndReason::Other(code),
         }
     }
@@ -65,6 +70,9 @@ impl core::fmt::Display for EndReason {
             EndReason::BadFraming => {
                 f.write_str("the client sent a frame the server cannot delimit")
             }
+            EndReason::TokenRevoked => f.write_str(
+                "the session's token was revoked (the server reloaded its auth file without it)",
+            ),
             EndReason::Other(code) => {
                 write!(f, "reason code {code}, which this client does not know")
             }
@@ -83,6 +91,7 @@ mod tests {
         }
         assert_eq!(EndReason::from_code(1), EndReason::LeaseExpired);
         assert_eq!(EndReason::from_code(2), EndReason::Shutdown);
+        assert_eq!(EndReason::from_code(6), EndReason::TokenRevoked);
         assert_eq!(EndReason::from_code(99), EndReason::Other(99));
     }
 }

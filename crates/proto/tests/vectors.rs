@@ -294,6 +294,10 @@ fn expected() -> Vec<(&'static str, Msg)> {
             "notice-session-ended-shutdown",
             Msg::Response(ResponseFrame::session_ended(EndReason::Shutdown)),
         ),
+        (
+            "notice-session-ended-token-revoked",
+            Msg::Response(ResponseFrame::session_ended(EndReason::TokenRevoked)),
+        ),
     ]
 }
 

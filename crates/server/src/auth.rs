@@ -279,15 +279,35 @@ impl AuthTable {
     /// The principal whose token is `token`, or `None` if no entry has it. Compares the
     /// token's SHA-256 with every entry's in constant time (see the [module docs](self)).
     pub fn authenticate(&self, token: &[u8]) -> Option<&Arc<Principal>> {
-        let digest: [u8; 32] = Sha256::digest(token).into();
+        self.by_digest(&token_digest(token))
+    }
+
+    /// The principal of the entry whose digest is `digest`, compared in constant time.
+    pub(crate) fn by_digest(&self, digest: &[u8; 32]) -> Option<&Arc<Principal>> {
         let mut found = None;
         for e in self.tokens.iter() {
             // No early exit: every entry is compared, whatever matched before.
-            if bool::from(e.digest.ct_eq(&digest)) {
+            if bool::from(e.digest.ct_eq(digest)) {
                 found = Some(&e.principal);
             }
         }
         found
+    }
+
+    /// Whether a session that authenticated with the token of digest `digest` as `who`
+    /// may go on under this table: the token is here, with the same name and ranges.
+    pub(crate) fn still_admits(&self, digest: &[u8; 32], who: &Principal) -> bool {
+        self.by_digest(digest).is_some_and(|p| **p == *who)
+    }
+
+    /// The names of the tokens of this table that `newer` no longer admits as they are
+    /// (removed, or their name or ranges changed): their sessions end on a reload.
+    pub fn revoked_by(&self, newer: &AuthTable) -> Vec<String> {
+        self.tokens
+            .iter()
+            .filter(|e| !newer.still_admits(&e.digest, &e.principal))
+            .map(|e| e.principal.name.clone())
+            .collect()
     }
 
     /// The file the tokens came from.
@@ -309,6 +329,11 @@ impl AuthTable {
     pub fn principals(&self) -> impl Iterator<Item = &Principal> {
         self.tokens.iter().map(|e| &*e.principal)
     }
+}
+
+/// The SHA-256 of a token, as an auth table keeps it.
+pub(crate) fn token_digest(token: &[u8]) -> [u8; 32] {
+    Sha256::digest(token).into()
 }
 
 /// Checks one entry against itself and the entries before it.
@@ -438,6 +463,34 @@ mod tests {
 
     fn sha256_hex(s: &str) -> String {
         Sha256::digest(s.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn a_reload_revokes_removed_and_changed_tokens_only() {
+        let entry = |name: &str, secret: &str, ranges: &str| {
+            format!("[[token]]\nname = \"{name}\"\nsecret = \"{secret}\"\n{ranges}\n")
+        };
+        let old = parse(&format!(
+            "{}{}{}{}",
+            entry("keep", "keep-secret-0123456789", ""),
+            entry("gone", "gone-secret-0123456789", ""),
+            entry("narrowed", "narrow-secret-0123456789", "ranges = [\"0..100\"]"),
+            entry("rekeyed", "rekeyed-secret-0123456789", ""),
+        ))
+        .unwrap();
+        let new = parse(&format!(
+            "{}{}{}{}",
+            entry("rekeyed", "rekeyed-secret-9876543210", ""),
+            entry("narrowed", "narrow-secret-0123456789", "ranges = [\"0..50\"]"),
+            entry("keep", "keep-secret-0123456789", ""),
+            entry("added", "added-secret-0123456789", ""),
+        ))
+        .unwrap();
+        assert_eq!(old.revoked_by(&new), ["gone", "narrowed", "rekeyed"]);
+        assert_eq!(old.revoked_by(&old), Vec::<String>::new());
+        let keep = token_digest(b"keep-secret-0123456789");
+        let who = old.authenticate(b"keep-secret-0123456789").unwrap();
+        assert!(new.still_admits(&keep, who));
     }
 
     #[test]

@@ -127,15 +127,17 @@ pub struct ServerConfig {
     /// Directory of the slot file (`None`: the temp directory).
     pub shm_dir: Option<PathBuf>,
     /// TLS on the TCP listener (`docs/PROTOCOL.md` §1.2; the Unix socket stays plain):
-    /// the certificate files, read once by [`crate::Server::start`]. `None` (the
+    /// the certificate files, read by [`crate::Server::start`] and again by
+    /// [`crate::Server::reload`]. `None` (the
     /// default): plain TCP.
     pub tls: Option<TlsSettings>,
     /// Address of the Prometheus metrics endpoint (`GET /metrics` over HTTP; see
     /// [`crate::metrics`]); `None` (the default): no metrics, and no clock reads for them
     /// on the request path. Port 0 picks a free port ([`crate::Server::metrics_addr`]).
     pub metrics: Option<SocketAddr>,
-    /// The tokens sessions must present ([`AuthTable`], read from an auth file). `None`
-    /// (the default): no authentication; a token in a hello is ignored.
+    /// The tokens sessions must present ([`AuthTable`], read from an auth file; at start:
+    /// [`crate::Server::reload`] reads its file again). `None` (the default): no
+    /// authentication; a token in a hello is ignored.
     pub auth: Option<Arc<AuthTable>>,
 }
 

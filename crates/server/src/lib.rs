@@ -16,7 +16,8 @@
 //!
 //! With `auth` set ([`AuthTable`], `rangelock serve --auth-file`), a session must present
 //! a token the table knows in its hello, and may lock only the ranges of that token
-//! (`docs/PROTOCOL.md` §1.1).
+//! (`docs/PROTOCOL.md` §1.1). [`Server::reload`] reads the auth file and the TLS files
+//! again without ending sessions whose token stays (`rangelock serve` does it on SIGHUP).
 //!
 //! With `metrics` set, the server also answers `GET /metrics` over HTTP on that address
 //! with Prometheus metrics (grants, releases, waits, errors per status, sessions, wait and
@@ -43,6 +44,7 @@ mod listen;
 pub mod metrics;
 pub mod ownership;
 mod rangelock_engine;
+mod reload;
 mod reply;
 mod server;
 mod session;
@@ -55,6 +57,7 @@ pub use config::{
     ConfigError, EngineKind, ServerConfig, DEFAULT_BACKLOG, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PORT,
     MAX_LEASE, MAX_SHM_SLOTS, MIN_LEASE,
 };
+pub use reload::{ReloadError, Reloaded};
 pub use server::Server;
 pub use tls::{TlsError, TlsSettings};
 

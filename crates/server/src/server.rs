@@ -16,13 +16,13 @@ use std::thread::JoinHandle;
 
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio_rustls::TlsAcceptor;
 
 use crate::config::{EngineKind, ServerConfig};
 use crate::end_log::EndLog;
 use crate::engine::Engine;
 use crate::listen;
 use crate::metrics::{self, Clock, ErrorCounts, ServerMetrics};
+use crate::reload::{Live, ReloadError, Reloaded};
 use crate::session::{self, Shared};
 use crate::shm::ShmArea;
 use crate::tls;
@@ -37,6 +37,8 @@ pub struct Server {
     thread: Option<JoinHandle<()>>,
     /// The shared-memory slot file, if `shm_slots > 0`.
     shm: Option<Arc<ShmArea>>,
+    /// The auth table and TLS acceptor in force ([`Server::reload`]).
+    live: Arc<Live>,
 }
 
 impl Server {
@@ -50,22 +52,33 @@ impl Server {
     /// listens on is replaced).
     pub fn start(config: ServerConfig) -> std::io::Result<Server> {
         config.validate().map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-        // The certificate files are read once, here: a bad one is a startup error.
-        let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
+        // The certificate files are read here (and again by `reload`): a bad one is a
+        // startup error.
+        let tls = match &config.tls {
+            Some(s) => Some((s.clone(), tls::acceptor(s)?)),
+            None => None,
+        };
+        let live = Arc::new(Live::new(config.auth.clone(), tls));
         let shm = match config.shm_slots {
             0 => None,
             n => Some(Arc::new(ShmArea::create(config.shm_dir.as_deref(), n)?)),
         };
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = oneshot::channel();
-        let area = shm.clone();
+        let (area, in_force) = (shm.clone(), live.clone());
         let thread = std::thread::Builder::new()
             .name("rangelock-server".into())
-            .spawn(move || run(config, area, tls, ready_tx, stop_rx))?;
+            .spawn(move || run(config, area, in_force, ready_tx, stop_rx))?;
         match ready_rx.recv() {
-            Ok(Ok(Bound { tcp, unix, metrics })) => {
-                Ok(Server { tcp, unix, metrics, stop: Some(stop_tx), thread: Some(thread), shm })
-            }
+            Ok(Ok(Bound { tcp, unix, metrics })) => Ok(Server {
+                tcp,
+                unix,
+                metrics,
+                stop: Some(stop_tx),
+                thread: Some(thread),
+                shm,
+                live,
+            }),
             Ok(Err(e)) => {
                 let _ = thread.join();
                 Err(e)
@@ -105,6 +118,16 @@ impl Server {
         self.shm.as_deref().map_or(0, ShmArea::free_slots)
     }
 
+    /// Reads the auth file and the TLS certificate, key and client CA again and puts them
+    /// in force, all or nothing (see the `reload` module): sessions and locks stay, new
+    /// TLS handshakes use the new certificate, and the sessions of a token the new auth
+    /// file no longer holds as it was ([`Reloaded::revoked`]) end with the
+    /// `SESSION_ENDED` reason `TOKEN_REVOKED`. A server with neither an auth file nor TLS
+    /// reloads nothing. Errors: the first file that cannot be used; then nothing changed.
+    pub fn reload(&self) -> Result<Reloaded, ReloadError> {
+        self.live.reload()
+    }
+
     /// Stops the server and waits until it has stopped.
     pub fn shutdown(mut self) {
         self.stop_and_join();
@@ -138,7 +161,7 @@ type Ready = std::io::Result<Bound>;
 fn run(
     config: ServerConfig,
     shm: Option<Arc<ShmArea>>,
-    tls: Option<TlsAcceptor>,
+    live: Arc<Live>,
     ready: std::sync::mpsc::Sender<Ready>,
     stop: oneshot::Receiver<()>,
 ) {
@@ -180,8 +203,9 @@ fn run(
         end_log: EndLog::default(),
         shm,
         metrics: clock.map(ServerMetrics::new),
+        live,
     });
-    let served = rt.block_on(serve(shared, tls, ready, stop));
+    let served = rt.block_on(serve(shared, ready, stop));
     // The ownership (kept by the cluster manager) must not keep the combiner alive.
     if let Some(own) = cluster {
         own.detach();
@@ -202,7 +226,6 @@ fn run(
 /// whether it served (`false`: binding failed, already reported through `ready`).
 async fn serve(
     shared: Arc<Shared>,
-    tls: Option<TlsAcceptor>,
     ready: std::sync::mpsc::Sender<Ready>,
     stop: oneshot::Receiver<()>,
 ) -> bool {
@@ -223,7 +246,7 @@ async fn serve(
             tracing::info!(
                 tcp = %show(addr.map(|a| a.to_string())),
                 unix = %show(shared.config.unix.as_ref().map(|p| p.display().to_string())),
-                tls = tls.is_some(),
+                tls = shared.config.tls.is_some(),
                 engine = shared.config.engine.name(),
                 grant = shared.config.grant.name(),
                 lease_ms = shared.config.lease.as_millis() as u64,
@@ -254,19 +277,15 @@ async fn serve(
                         let (name, local) = (peer.to_string(), peer.ip().is_loopback());
                         let (shared, shutdown, alive) =
                             (shared.clone(), shutdown.clone(), alive.clone());
-                        match &tls {
+                        // The acceptor in force now: a reload changes it for the
+                        // handshakes that start after it.
+                        match shared.live.acceptor() {
                             None => {
                                 tokio::spawn(session::run(s, name, local, shared, shutdown, alive))
                             }
-                            Some(tls) => tokio::spawn(tls::run(
-                                s,
-                                tls.clone(),
-                                name,
-                                local,
-                                shared,
-                                shutdown,
-                                alive,
-                            )),
+                            Some(tls) => {
+                                tokio::spawn(tls::run(s, tls, name, local, shared, shutdown, alive))
+                            }
                         };
                     }
                     Err(e) => accept_error(e).await,

@@ -25,7 +25,8 @@
 //!    `max_locks_per_session + MAX_BACKLOG` (a client that sends without reading) the
 //!    loop stops reading until the writer makes progress, or ends the session after a
 //!    lease without progress. Memory per session stays bounded.
-//! 3. End (EOF, I/O error, lease expiry, bad framing, server shutdown): a version 4 session
+//! 3. End (EOF, I/O error, lease expiry, bad framing, server shutdown, the session's token
+//!    revoked by a reload of the auth file: the `reload` module): a version 4 session
 //!    that the server ends on its own gets a `SESSION_ENDED` notice with the
 //!    [`EndReason`] first (`docs/PROTOCOL.md` §2.1). Then submit `Close`, which
 //!    releases every lock of the session and withdraws its waits, waking other sessions.
@@ -42,7 +43,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
-use crate::auth::Principal;
+use crate::auth::{self, AuthTable, Principal};
 use crate::config::ServerConfig;
 use crate::end_log::EndLog;
 use crate::engine::Engine;
@@ -54,6 +55,7 @@ use crate::protocol::{
     RequestFrame, ResponseFrame, ServerHello, Status, Wait, ALL_PARTITIONS, CLIENT_HELLO_LEN,
     MAX_TOKEN_LEN, MIN_VERSION, VERSION,
 };
+use crate::reload::Live;
 use crate::reply::{self, DirectWrite, ReplySink, SinkHandle, SocketSink};
 use crate::shm::{ShmArea, ShmSink};
 use crate::table::Command;
@@ -116,6 +118,9 @@ pub(crate) struct Shared {
     pub(crate) end_log: EndLog,
     /// The shared-memory slots (`ServerConfig::shm_slots > 0`).
     pub(crate) shm: Option<Arc<ShmArea>>,
+    /// The auth table and TLS acceptor in force (the `reload` module); the auth table of
+    /// `config` is only the one the server started with.
+    pub(crate) live: Arc<Live>,
 }
 
 /// Runs one connection to completion. `local`: the peer is on this host (a Unix socket or
@@ -165,21 +170,28 @@ pub(crate) async fn run<S: Transport>(
         }
     };
     // Who the session is, with an auth table (without one a token is ignored). The token
-    // goes no further than this: logs name the principal, never the token.
-    let principal = match (&shared.config.auth, token) {
+    // goes no further than this: logs name the principal, never the token. Subscribed
+    // before the table is read, so that a reload after this read is seen by the loop.
+    let mut auth_rx = shared.live.auth.subscribe();
+    let table = auth_rx.borrow_and_update().clone();
+    let principal = match (&table, token) {
         (None, _) => None,
         (Some(_), None) => {
             let reply = refuse(HelloStatus::AuthRequired, "no authentication token");
             return refuse_hello(&wr, reply).await;
         }
-        (Some(table), Some(token)) => match table.authenticate(&token) {
-            Some(p) => Some(p.clone()),
-            None => {
-                let reply = refuse(HelloStatus::AuthFailed, "unknown authentication token");
-                return refuse_hello(&wr, reply).await;
+        (Some(table), Some(token)) => {
+            let digest = auth::token_digest(&token);
+            match table.by_digest(&digest) {
+                Some(p) => Some((digest, p.clone())),
+                None => {
+                    let reply = refuse(HelloStatus::AuthFailed, "unknown authentication token");
+                    return refuse_hello(&wr, reply).await;
+                }
             }
-        },
+        }
     };
+    drop(table);
     let session = shared.next_session.fetch_add(1, Ordering::Relaxed) + 1;
     // The hello goes out before the session can receive any response.
     let mut out = Vec::with_capacity(64);
@@ -198,7 +210,7 @@ pub(crate) async fn run<S: Transport>(
     }
     shared.engine.submit(Command::Open { session, sink: tx.clone() });
     match &principal {
-        Some(p) => tracing::debug!(%peer, session, token_name = %p.name(), "session opened"),
+        Some((_, p)) => tracing::debug!(%peer, session, token_name = %p.name(), "session opened"),
         None => tracing::debug!(%peer, session, "session opened"),
     }
     let writer = tokio::spawn(sink.clone().run_writer());
@@ -212,7 +224,7 @@ pub(crate) async fn run<S: Transport>(
         shm,
         local,
         // Only a token with ranges costs a check per LOCK and RECLAIM.
-        limits: principal.filter(|p| p.ranges().is_some()),
+        limits: principal.as_ref().map(|(_, p)| p.clone()).filter(|p| p.ranges().is_some()),
         nonce: 0,
         timers: JoinSet::new(),
         timer_of: HashMap::new(),
@@ -220,6 +232,9 @@ pub(crate) async fn run<S: Transport>(
     let mut buf = Vec::new();
     // The session ended after a `NOTICE FENCED` for all partitions (`lapse` module).
     let mut fenced = false;
+    // Ends when a reload revokes the session's token (never without authentication).
+    let revoked = revocation(auth_rx, principal.clone());
+    tokio::pin!(revoked);
     let reason = loop {
         if *shutdown.borrow() {
             break "server shutdown";
@@ -234,6 +249,7 @@ pub(crate) async fn run<S: Transport>(
                 }
                 _ = shutdown.changed() => break "server shutdown",
                 _ = sink.overflowed() => break OUTPUT_OVER_LIMIT,
+                () = &mut revoked => break "token revoked",
             }
         }
         // The next frame, within the lease. A lease timer that runs out is judged before
@@ -247,6 +263,7 @@ pub(crate) async fn run<S: Transport>(
                     r = &mut read => break Ok(r),
                     _ = shutdown.changed() => break Err(Ended::Shutdown),
                     _ = sink.overflowed() => break Err(Ended::OutputOverLimit),
+                    () = &mut revoked => break Err(Ended::Revoked),
                     () = tokio::time::sleep_until(deadline) => {
                         match lapse::judge(fd, shared.config.cluster.as_deref(), lease) {
                             Verdict::Alive(again) => {
@@ -270,6 +287,7 @@ pub(crate) async fn run<S: Transport>(
             Err(Ended::Shutdown) => break "server shutdown",
             Err(Ended::OutputOverLimit) => break OUTPUT_OVER_LIMIT,
             Err(Ended::Lapsed) => break "lease expired",
+            Err(Ended::Revoked) => break "token revoked",
             Err(Ended::Fenced) => {
                 // The FENCED notice told the client to reclaim its locks at the new
                 // owner; a SESSION_ENDED "lease expired" would tell it they are lost.
@@ -303,6 +321,12 @@ pub(crate) async fn run<S: Transport>(
         "closed by client" | "server shutdown" => {
             tracing::debug!(%peer, session, reason, "session closing")
         }
+        // The operator's doing, once per session: not rate-limited as a bad end is.
+        "token revoked" => {
+            let name = principal.as_ref().map(|(_, p)| p.name()).unwrap_or_default();
+            tracing::info!(%peer, session, token_name = name,
+                "session ended: its token was revoked; its locks are released")
+        }
         _ => shared.end_log.bad_end(&peer, session, reason),
     }
     if let Some(m) = &shared.metrics {
@@ -330,8 +354,25 @@ fn end_reason(reason: &str) -> Option<EndReason> {
         OUTPUT_OVER_LIMIT => Some(EndReason::OutputOverLimit),
         "peer stopped reading" => Some(EndReason::NotReading),
         "bad framing" => Some(EndReason::BadFraming),
+        "token revoked" => Some(EndReason::TokenRevoked),
         _ => None,
     }
+}
+
+/// Returns once a reload puts in force an auth table that no longer admits the session
+/// of `who` (the token's digest and principal); never without authentication.
+async fn revocation(
+    mut auth: tokio::sync::watch::Receiver<Option<Arc<AuthTable>>>,
+    who: Option<([u8; 32], Arc<Principal>)>,
+) {
+    let Some((digest, who)) = who else { return std::future::pending().await };
+    // `changed` fails only once the server is gone, and then so is the session.
+    while auth.changed().await.is_ok() {
+        if !auth.borrow_and_update().as_ref().is_some_and(|t| t.still_admits(&digest, &who)) {
+            return;
+        }
+    }
+    std::future::pending().await
 }
 
 /// Why the wait for a session's next frame ended without one.
@@ -343,6 +384,8 @@ enum Ended {
     /// The lease ran out while the node was fenced and owned nothing
     /// ([`Verdict::Fenced`]): the client was told to reclaim.
     Fenced,
+    /// A reload revoked the session's token.
+    Revoked,
 }
 
 /// What a client hello read off the wire held ([`read_hello`]).

@@ -9,8 +9,8 @@
 //! a CA whose certificates clients must present. [`Server::start`](crate::Server::start)
 //! reads them once, before it binds anything; every [`TlsError`] names the file (missing
 //! or unreadable, no certificate or key in it, a key that is not the certificate's, a
-//! CA file that is not a CA). Certificates are read only at start: to rotate them,
-//! restart the server. TLS 1.2 and 1.3 with rustls's `ring` provider; no session tickets
+//! CA file that is not a CA). [`Server::reload`](crate::Server::reload) reads them
+//! again and swaps the acceptor of new handshakes (the `reload` module). TLS 1.2 and 1.3 with rustls's `ring` provider; no session tickets
 //! (clients do not resume sessions).
 //!
 //! # Accepting
@@ -102,7 +102,7 @@ const TLS_HANDSHAKE: u8 = 0x16;
 const READ_CHUNK: usize = 18 * 1024;
 
 /// The TLS files of a server ([`ServerConfig::tls`](crate::ServerConfig::tls)), read
-/// once when it starts.
+/// when it starts and on every [`Server::reload`](crate::Server::reload).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TlsSettings {
     /// The server's certificate chain (PEM, the server's own certificate first).

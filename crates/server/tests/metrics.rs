@@ -30,7 +30,7 @@ static LISTENERS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 const DEADLINE: Duration = Duration::from_secs(20);
 
 /// The session-end reasons the endpoint always lists.
-const REASONS: [&str; 8] = [
+const REASONS: [&str; 9] = [
     "closed",
     "lease_expired",
     "shutdown",
@@ -38,6 +38,7 @@ const REASONS: [&str; 8] = [
     "output_limit",
     "bad_framing",
     "io_error",
+    "token_revoked",
     "other",
 ];
 

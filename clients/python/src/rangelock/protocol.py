@@ -222,6 +222,9 @@ class EndReason(enum.IntEnum):
     #: The client sent a frame the server cannot delimit (length prefix too large or
     #: too small); the id-0 error answer before the notice says which.
     BAD_FRAMING = 5
+    #: The server reloaded its auth file without this session's token (or changed the
+    #: token's entry).
+    TOKEN_REVOKED = 6
 
     @property
     def phrase(self) -> str:
@@ -238,6 +241,8 @@ _END_PHRASES = {
     EndReason.NOT_READING: "this client sent requests without reading their answers for "
     "a lease",
     EndReason.BAD_FRAMING: "this client sent a frame the server cannot delimit",
+    EndReason.TOKEN_REVOKED: "this client's token was revoked (the server reloaded its "
+    "auth file without it)",
 }
 
 

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The `reason` label of each counter, and the session loop's reasons it stands for.
-const REASONS: [(&str, &[&str]); 8] = [
+const REASONS: [(&str, &[&str]); 9] = [
     ("closed", &["closed by client"]),
     ("lease_expired", &["lease expired"]),
     ("shutdown", &["server shutdown"]),
@@ -12,6 +12,7 @@ const REASONS: [(&str, &[&str]); 8] = [
     ("output_limit", &[crate::session::OUTPUT_OVER_LIMIT]),
     ("bad_framing", &["bad framing"]),
     ("io_error", &["i/o error"]),
+    ("token_revoked", &["token revoked"]),
     ("other", &[]),
 ];
 
@@ -47,7 +48,7 @@ mod tests {
         let s = e.snapshot();
         assert_eq!(s[0], ("closed", 1));
         assert_eq!(s[1], ("lease_expired", 2));
-        assert_eq!(s[7], ("other", 1));
+        assert_eq!(s[8], ("other", 1));
         assert_eq!(s.iter().map(|(_, n)| n).sum::<u64>(), 4);
     }
 
