@@ -35,10 +35,11 @@ pub mod kogan_list;
 mod reclaim;
 pub mod segments;
 pub mod song_skiplist;
-/// The product's spinlock (`crates/rangelock/src/spin.rs`), compiled here too.
-#[path = "../../rangelock/src/spin.rs"]
-#[allow(dead_code)] // `try_lock` serves the product's pool lock only
-pub(crate) mod spin;
+/// The product's spinlock (`rangelock`'s pool-shard lock), shared by the kernel-style
+/// baselines.
+pub(crate) mod spin {
+    pub(crate) use rangelock::internals::SpinLock;
+}
 mod sync;
 
 pub mod peers;

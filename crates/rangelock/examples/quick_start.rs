@@ -12,7 +12,10 @@ use std::time::Duration;
 use rangelock::{LockError, Mode, RangeLock, SliceLock};
 
 /// One lock for a whole file's byte ranges, built at compile time.
+#[cfg(not(loom))] // loom's atomics are not `const`; the loom build runs the models only
 static FILE: RangeLock = RangeLock::new();
+#[cfg(loom)]
+static FILE: std::sync::LazyLock<RangeLock> = std::sync::LazyLock::new(RangeLock::new);
 
 const PAGE: usize = 4096;
 

@@ -1,7 +1,7 @@
 //! A test-and-test-and-set spinlock around a value: the lock of a node-pool shard
 //! (`skiplist::pool_lock`). The kernel-style baselines (Song's skip list and the interval
-//! tree, `crates/baselines`) sit under the same spinlock: that crate compiles this file
-//! too (`#[path]`), so the product and the locks it is compared with share one spinlock.
+//! tree, `crates/baselines`) sit under the same spinlock (`internals::SpinLock`), so the
+//! product and the locks it is compared with share one spinlock.
 
 use core::cell::UnsafeCell;
 use core::fmt;
@@ -15,7 +15,7 @@ use crossbeam_utils::Backoff;
 /// Waiters spin on a plain load (no cache-line ping-pong while the lock is held) with
 /// exponential backoff, then yield: the machines we measure on are oversubscribed, and a
 /// spinner that never yields can starve the holder it waits for.
-pub(crate) struct SpinLock<T> {
+pub struct SpinLock<T> {
     /// `true` while a [`SpinGuard`] exists.
     locked: AtomicBool,
     value: UnsafeCell<T>,
@@ -30,13 +30,13 @@ unsafe impl<T: Send> Send for SpinLock<T> {}
 
 impl<T> SpinLock<T> {
     /// A new, unlocked spinlock.
-    pub(crate) const fn new(value: T) -> Self {
+    pub const fn new(value: T) -> Self {
         SpinLock { locked: AtomicBool::new(false), value: UnsafeCell::new(value) }
     }
 
     /// Takes the lock, spinning (then yielding) until it is free.
     #[inline]
-    pub(crate) fn lock(&self) -> SpinGuard<'_, T> {
+    pub fn lock(&self) -> SpinGuard<'_, T> {
         // Acquire: the critical section of the previous holder happens before ours; pairs
         // with the Release store in `SpinGuard::drop`.
         if self
@@ -53,7 +53,7 @@ impl<T> SpinLock<T> {
     // Only the pool shards call it, and under loom they are loom mutexes instead.
     #[cfg_attr(loom, allow(dead_code))]
     #[inline]
-    pub(crate) fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
+    pub fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
         // Acquire: as in `lock`.
         self.locked
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -88,8 +88,14 @@ impl<T> fmt::Debug for SpinLock<T> {
 }
 
 /// Exclusive access to the value of a [`SpinLock`]; unlocks on drop.
-pub(crate) struct SpinGuard<'a, T> {
+pub struct SpinGuard<'a, T> {
     lock: &'a SpinLock<T>,
+}
+
+impl<T> fmt::Debug for SpinGuard<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SpinGuard").finish_non_exhaustive()
+    }
 }
 
 impl<T> Deref for SpinGuard<'_, T> {
