@@ -349,3 +349,25 @@ async fn a_watch_sees_puts_and_deletes_under_its_prefix_and_ends_with_etcd() {
     let end = tokio::time::timeout(TIMEOUT, watch.next()).await.expect("ends in time");
     assert!(end.is_err(), "{end:?}");
 }
+
+#[tokio::test]
+async fn time_to_live_reports_live_leases_and_delete_prefix_spares_its_neighbours() {
+    let local = local_etcd!("time_to_live_and_delete_prefix");
+    let etcd = client(&local).await;
+
+    let (lease, _) = etcd.grant_lease(Duration::from_secs(60), None).await.unwrap();
+    let ttl = etcd.lease_time_to_live(lease).await.unwrap().expect("a live lease");
+    assert_eq!(ttl.granted, Duration::from_secs(60));
+    assert!(ttl.remaining <= ttl.granted && ttl.remaining >= Duration::from_secs(50), "{ttl:?}");
+    etcd.revoke(lease).await.unwrap();
+    assert_eq!(etcd.lease_time_to_live(lease).await.unwrap(), None, "a revoked lease is gone");
+    assert_eq!(etcd.lease_time_to_live(0x5eed).await.unwrap(), None, "never granted");
+
+    for k in [&b"p/a"[..], b"p/b/c", b"p0", b"o/a", b"p"] {
+        etcd.put(k, b"v", None).await.unwrap();
+    }
+    let (_, deleted) = etcd.delete_prefix(b"p/").await.unwrap();
+    assert_eq!(deleted, 2);
+    let (_, kvs) = etcd.get_prefix(b"").await.unwrap();
+    assert_eq!(keys(&kvs), [&b"o/a"[..], b"p", b"p0"]);
+}

@@ -12,7 +12,7 @@ use super::kv::KeyValue;
 use super::txn::{get_request, prefix_request, put_request, Txn, TxnResponse};
 use super::watch::{Watch, WatchCreate, WatchRequest};
 use super::wire::{self, B64, I64};
-use super::{EtcdError, LeaseId, Revision};
+use super::{EtcdError, LeaseId, LeaseTtl, Revision};
 
 /// A client of an etcd cluster through its v3 JSON gateway. Cheap to clone (one
 /// connection pool shared by the clones).
@@ -160,9 +160,31 @@ impl Etcd {
 
     /// Deletes `key`. Returns the store's revision and how many keys went (0 or 1).
     pub async fn delete(&self, key: &[u8]) -> Result<(Revision, i64), EtcdError> {
-        let req = wire::DeleteRangeRequest { key: B64(key.to_vec()) };
+        let req = wire::DeleteRangeRequest { key: B64(key.to_vec()), range_end: None };
         let resp: wire::DeleteRangeResponse = self.call("/v3/kv/deleterange", &req).await?;
         Ok((resp.header.revision.0, resp.deleted.0))
+    }
+
+    /// Deletes every key starting with `prefix` (which must not be empty: that would be
+    /// every key). Returns the store's revision and how many keys went.
+    pub async fn delete_prefix(&self, prefix: &[u8]) -> Result<(Revision, i64), EtcdError> {
+        assert!(!prefix.is_empty(), "delete_prefix of the empty prefix deletes every key");
+        let (key, end) = prefix_range(prefix);
+        let req = wire::DeleteRangeRequest { key: B64(key), range_end: Some(B64(end)) };
+        let resp: wire::DeleteRangeResponse = self.call("/v3/kv/deleterange", &req).await?;
+        Ok((resp.header.revision.0, resp.deleted.0))
+    }
+
+    /// What is left of `lease` (`/v3/lease/timetolive`): `None` if it does not exist
+    /// (expired or revoked). etcd reports whole seconds, the remaining time rounded
+    /// down: a live lease with less than a second left reads 0.
+    pub async fn lease_time_to_live(&self, lease: LeaseId) -> Result<Option<LeaseTtl>, EtcdError> {
+        let req = wire::LeaseIdRequest { id: I64(lease) };
+        let resp: wire::LeaseTimeToLiveResponse = self.call("/v3/lease/timetolive", &req).await?;
+        Ok((resp.ttl.0 >= 0).then(|| LeaseTtl {
+            remaining: secs_to_duration(resp.ttl.0),
+            granted: secs_to_duration(resp.granted_ttl.0),
+        }))
     }
 
     /// Runs a transaction.
@@ -333,6 +355,7 @@ fn idempotent(path: &str) -> bool {
             | "/v3/cluster/member/list"
             | "/v3/kv/range"
             | "/v3/lease/keepalive"
+            | "/v3/lease/timetolive"
             | "/v3/lease/revoke"
     )
 }

@@ -81,5 +81,14 @@ pub use watch::{EventKind, Watch, WatchEvent};
 /// An etcd lease ID (etcd's `int64`; 0 means "no lease").
 pub type LeaseId = i64;
 
+/// What [`Etcd::lease_time_to_live`] reports of a live lease, in whole seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseTtl {
+    /// Time left, rounded down by etcd.
+    pub remaining: std::time::Duration,
+    /// The TTL the lease was granted with (each keepalive restarts it).
+    pub granted: std::time::Duration,
+}
+
 /// An etcd store revision (etcd's `int64`), increasing with every write.
 pub type Revision = i64;

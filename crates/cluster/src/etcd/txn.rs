@@ -193,9 +193,10 @@ impl TxnOp {
             TxnOp::Put { key, value, lease } => {
                 wire::RequestOp::Put(put_request(key, value, *lease))
             }
-            TxnOp::Delete { key } => {
-                wire::RequestOp::DeleteRange(wire::DeleteRangeRequest { key: B64(key.clone()) })
-            }
+            TxnOp::Delete { key } => wire::RequestOp::DeleteRange(wire::DeleteRangeRequest {
+                key: B64(key.clone()),
+                range_end: None,
+            }),
             TxnOp::Get { key } => wire::RequestOp::Range(get_request(key)),
             TxnOp::GetPrefix { prefix } => wire::RequestOp::Range(prefix_request(prefix)),
         }

@@ -89,6 +89,8 @@ pub(crate) struct PutRequest {
 #[derive(Debug, Serialize)]
 pub(crate) struct DeleteRangeRequest {
     pub key: B64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range_end: Option<B64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -225,6 +227,19 @@ pub(crate) struct LeaseKeepAliveResponse {
     pub ttl: I64,
 }
 
+/// `LeaseTimeToLiveResponse`: `TTL` is -1 when the lease does not exist.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct LeaseTimeToLiveResponse {
+    pub header: Header,
+    #[serde(rename = "ID")]
+    pub id: I64,
+    #[serde(rename = "TTL")]
+    pub ttl: I64,
+    #[serde(rename = "grantedTTL")]
+    pub granted_ttl: I64,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct StatusResponse {
@@ -343,7 +358,8 @@ mod tests {
             serde_json::to_string(&put).unwrap(),
             r#"{"key":"Zm9v","value":"AP8=","lease":"7587"}"#
         );
-        let op = RequestOp::DeleteRange(DeleteRangeRequest { key: B64(b"a".to_vec()) });
+        let op =
+            RequestOp::DeleteRange(DeleteRangeRequest { key: B64(b"a".to_vec()), range_end: None });
         assert_eq!(
             serde_json::to_string(&op).unwrap(),
             r#"{"request_delete_range":{"key":"YQ=="}}"#
