@@ -12,6 +12,13 @@
 //! * when every partition is owned, a node above `hi`, or above `lo` while some live
 //!   node is below `lo`, gives up one partition per round (its highest), which a node
 //!   under its share then claims: this is how a joining node takes its share.
+//!   Not while the balancer is paused (`rangelock cluster balance pause`): then only
+//!   unowned partitions are claimed and operator moves carried out.
+//!
+//! So an operator's move can **cascade**: a move that leaves its source below `lo` or
+//! its target above `hi` is followed by rebalancing moves, up to two (the target sheds
+//! one above `hi`, another node above `lo` sheds one to the source). Pausing the
+//! balancer makes the operator's move the only move.
 
 use crate::keys::Snapshot;
 
@@ -69,7 +76,7 @@ pub fn plan(snap: &Snapshot, me: &str) -> Plan {
             owned += 1;
         }
     }
-    if unowned.is_empty() && plan.shed.is_empty() {
+    if unowned.is_empty() && plan.shed.is_empty() && !snap.balancer_paused {
         let counts = snap.counts();
         let someone_below = counts.iter().any(|c| *c < lo);
         if mine.len() > hi || (mine.len() > lo && someone_below) {
@@ -101,6 +108,8 @@ mod tests {
             owners: vec![None; p],
             held: vec![false; p],
             moves: vec![None; p],
+            grace: vec![None; p],
+            ..Snapshot::default()
         };
         for (i, o) in owners.iter().enumerate() {
             s.owners[i] = o.map(|n| OwnerEntry {
@@ -156,6 +165,74 @@ mod tests {
         for n in ["a", "b", "c"] {
             assert_eq!(plan(&s, n), Plan::default(), "{n}");
         }
+    }
+
+    /// Runs every node's plan, one node after the other, until no plan does anything;
+    /// returns the rebalancing sheds (sheds of partitions without a move).
+    fn settle(s: &mut Snapshot) -> Vec<u32> {
+        let mut rebalanced = Vec::new();
+        for _round in 0..100 {
+            let mut changed = false;
+            let ids: Vec<String> = s.nodes.iter().map(|n| n.id.clone()).collect();
+            for id in &ids {
+                let plan = plan(s, id);
+                for p in plan.shed {
+                    if s.moves[p as usize].is_none() {
+                        rebalanced.push(p);
+                    }
+                    s.owners[p as usize] = None;
+                    changed = true;
+                }
+                for p in plan.claim {
+                    if s.owners[p as usize].is_none() {
+                        s.owners[p as usize] = Some(OwnerEntry {
+                            node: id.clone(),
+                            addr: String::new(),
+                            epoch: 2,
+                            lease: 1,
+                            grace_until_unix_ms: None,
+                        });
+                        if s.moves[p as usize].as_deref() == Some(id) {
+                            s.moves[p as usize] = None;
+                        }
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                return rebalanced;
+            }
+        }
+        panic!("no fixed point: {s:?}");
+    }
+
+    #[test]
+    fn a_move_cascades_unless_the_balancer_is_paused() {
+        // 8 partitions on 3 nodes (hi 3, lo 2): a 2, b 3, c 3. `move 0 --to c` leaves
+        // a with 1 (below lo) and c with 4 (above hi): c sheds one, and b (above lo
+        // while a is below) sheds one. Two rebalancing moves after the operator's.
+        let owners = ["a", "a", "b", "b", "b", "c", "c", "c"].map(Some);
+        let mut s = snap(8, &["a", "b", "c"], &owners);
+        s.moves[0] = Some("c".into());
+        assert_eq!(settle(&mut s).len(), 2, "{s:?}");
+        assert_eq!(s.counts(), [3, 2, 3]);
+        // Paused: the operator's move is the only move.
+        let mut s = snap(8, &["a", "b", "c"], &owners);
+        s.balancer_paused = true;
+        s.moves[0] = Some("c".into());
+        assert_eq!(settle(&mut s), Vec::<u32>::new());
+        assert_eq!(s.counts(), [1, 3, 4]);
+        assert!(s.moves.iter().all(Option::is_none));
+        // A move that keeps every node within lo..=hi does not cascade.
+        let owners = ["a", "a", "a", "b", "b", "b", "c", "c"].map(Some);
+        let mut s = snap(8, &["a", "b", "c"], &owners);
+        s.moves[0] = Some("c".into());
+        assert_eq!(settle(&mut s), Vec::<u32>::new());
+        // Paused, unowned partitions (a dead node's) are still claimed.
+        let mut s = snap(8, &["a", "b"], &[Some("a"), Some("a"), Some("b"), Some("b")]);
+        s.balancer_paused = true;
+        settle(&mut s);
+        assert!(s.owners.iter().all(Option::is_some), "{s:?}");
     }
 
     #[test]

@@ -10,6 +10,13 @@
 //! | `held/<p>` | `{"epoch": e}` | none | the owner, in the claim transaction |
 //! | `move/<p>` | `{"to": id}` | none | `rangelock cluster move`; deleted by the target once it owns `p` |
 //! | `handover/<p>` | `{"epoch": e, "locks": [...]}` | none | the owner of epoch `e`, giving `p` up in a planned move: its held and queued locks in arrival order (token 0: a waiter); deleted by the next owner |
+//! | `grace/<p>` | `{"epoch": e, "until_unix_ms": t}` | the owner's | the owner of epoch `e`, when it claims `p` with a grace period; deleted when the grace period ends (on time or early) |
+//! | `seen/<id>` | `{"addr": …, "lease": l, "unix_ms": t}` | none | the node, after each successful keepalive; deleted when it leaves in order |
+//! | `balancer` | `{"paused": true}` | none | `rangelock cluster balance pause`; deleted by `… resume` |
+//!
+//! A node is **alive** while `nodes/<id>` exists and its lease does (etcd deletes the
+//! key when the lease expires). `seen/<id>` outlives the lease, so a node that died is
+//! still listed, as dead, with the time it was last seen.
 //!
 //! A partition's **epoch** is the `mod_revision` of its `owner/<p>` key: etcd revisions
 //! only grow, so every new owner (and every renewal) has a larger epoch than any before.
@@ -48,6 +55,21 @@ pub fn held(cluster: &str, p: u32) -> Vec<u8> {
 /// `handover/<p>`.
 pub fn handover(cluster: &str, p: u32) -> Vec<u8> {
     format!("{}handover/{p:05}", prefix(cluster)).into_bytes()
+}
+
+/// `grace/<p>`.
+pub fn grace(cluster: &str, p: u32) -> Vec<u8> {
+    format!("{}grace/{p:05}", prefix(cluster)).into_bytes()
+}
+
+/// `seen/<id>`.
+pub fn seen(cluster: &str, id: &str) -> Vec<u8> {
+    format!("{}seen/{id}", prefix(cluster)).into_bytes()
+}
+
+/// `balancer`.
+pub fn balancer(cluster: &str) -> Vec<u8> {
+    format!("{}balancer", prefix(cluster)).into_bytes()
 }
 
 /// `move/<p>`.
@@ -125,6 +147,33 @@ pub struct HandoverEntry {
     pub token: u64,
 }
 
+/// The value of `grace/<p>`: the owner of `epoch` serves `p` in a grace period.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GraceValue {
+    /// The owner's epoch (a key of an older epoch is stale and ignored).
+    pub epoch: u64,
+    /// When the grace period ends at the latest (Unix ms, the owner's clock).
+    pub until_unix_ms: u64,
+}
+
+/// The value of `seen/<id>`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeenValue {
+    /// Where clients reach the node.
+    pub addr: String,
+    /// The node's etcd lease.
+    pub lease: LeaseId,
+    /// When its last successful keepalive was answered (Unix ms, the node's clock).
+    pub unix_ms: u64,
+}
+
+/// The value of `balancer`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BalancerValue {
+    /// No rebalancing moves while set (see [`crate::balance`]).
+    pub paused: bool,
+}
+
 /// The value of `move/<p>`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MoveValue {
@@ -173,6 +222,12 @@ pub struct Snapshot {
     pub held: Vec<bool>,
     /// Requested moves per partition.
     pub moves: Vec<Option<String>>,
+    /// `grace/<p>` per partition (whichever epoch it names).
+    pub grace: Vec<Option<GraceValue>>,
+    /// `seen/<id>` records, by id: every node that has run and not left in order.
+    pub seen: Vec<(String, SeenValue)>,
+    /// Whether the balancer is paused (`balancer` says so).
+    pub balancer_paused: bool,
 }
 
 impl Snapshot {
@@ -184,14 +239,20 @@ impl Snapshot {
             std::str::from_utf8(&kv.key).ok().and_then(|k| k.strip_prefix(&pre)).map(str::to_owned)
         };
         for kv in kvs {
-            if rest(kv).as_deref() == Some("config") {
-                snap.config = serde_json::from_slice(&kv.value).ok();
+            match rest(kv).as_deref() {
+                Some("config") => snap.config = serde_json::from_slice(&kv.value).ok(),
+                Some("balancer") => {
+                    snap.balancer_paused =
+                        serde_json::from_slice::<BalancerValue>(&kv.value).is_ok_and(|b| b.paused);
+                }
+                _ => {}
             }
         }
         let count = snap.config.as_ref().map_or(0, |c| c.partitions) as usize;
         snap.owners = vec![None; count];
         snap.held = vec![false; count];
         snap.moves = vec![None; count];
+        snap.grace = vec![None; count];
         let part = |s: &str| s.parse::<usize>().ok().filter(|p| *p < count);
         for kv in kvs {
             let Some(key) = rest(kv) else { continue };
@@ -217,12 +278,26 @@ impl Snapshot {
                 if let Ok(v) = serde_json::from_slice::<MoveValue>(&kv.value) {
                     snap.moves[p] = Some(v.to);
                 }
-            } else if key != "config" {
+            } else if let Some(p) = key.strip_prefix("grace/").and_then(part) {
+                snap.grace[p] = serde_json::from_slice(&kv.value).ok();
+            } else if let Some(id) = key.strip_prefix("seen/") {
+                if let Ok(v) = serde_json::from_slice::<SeenValue>(&kv.value) {
+                    snap.seen.push((id.to_owned(), v));
+                }
+            } else if key != "config" && key != "balancer" {
                 tracing::debug!(key, "ignoring unknown cluster key");
             }
         }
         snap.nodes.sort_by(|a, b| a.id.cmp(&b.id));
+        snap.seen.sort_by(|a, b| a.0.cmp(&b.0));
         snap
+    }
+
+    /// Whether partition `p` is in a grace period: its owner wrote `grace/<p>` for its
+    /// current epoch and has not deleted it yet.
+    pub fn in_grace(&self, p: usize) -> Option<GraceValue> {
+        let owner = self.owners.get(p)?.as_ref()?;
+        self.grace.get(p)?.filter(|g| g.epoch == owner.epoch)
     }
 
     /// Whether node `id` is live (registered under a live lease).
