@@ -14,7 +14,8 @@
 //!    takes a new lease and registers again. If etcd cannot be reached, the fence closes
 //!    by itself when the deadline passes; the manager then gives everything up so clients
 //!    are told;
-//! 2. **reads the cluster** (one prefix read) and publishes the map clients ask for;
+//! 2. **records itself seen** (`seen/<id>`, for `cluster status`), **reads the cluster**
+//!    (one prefix read) and publishes the map clients ask for;
 //! 3. **checks its partitions**: one whose owner key is gone or changed is given up;
 //!    a grace period that is over ends (a timer also ends it on time between rounds), and
 //!    so does one whose handed-over locks are all back (a planned move; the waiters'
@@ -25,7 +26,8 @@
 //!    delete the owner key so another node can claim it), then claims: a transaction
 //!    that creates `owner/<p>` under this node's lease if it does not exist and marks
 //!    `held/<p>`. The transaction's revision is the new epoch. A partition that had an
-//!    owner before starts in a grace period of `grace`.
+//!    owner before starts in a grace period of `grace`, recorded in `grace/<p>` (under
+//!    the lease) until it ends.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -246,6 +248,7 @@ impl Node {
             std::thread::Builder::new().name("rangelock-cluster".into()).spawn(move || {
                 rt.block_on(async move {
                     manager.keepalive().await;
+                    manager.note_seen().await;
                     let _ = ready_tx.send(());
                     manager.run(stop_rx).await;
                 })
@@ -496,6 +499,7 @@ impl Manager {
                 self.give_up_all(GiveUp::Fenced).await;
                 continue;
             }
+            self.note_seen().await;
             match self.etcd.get_prefix(keys::prefix(&self.config.cluster).as_bytes()).await {
                 Ok((rev, kvs)) => {
                     let snap = Snapshot::parse(&self.config.cluster, rev, &kvs);
@@ -561,7 +565,7 @@ impl Manager {
             let Phase::Grace { until, requeue_until, .. } = phase else { continue };
             if until <= now {
                 tracing::info!(partition = p, "grace period over");
-                self.transition(move |own| own.end_grace(p)).await;
+                self.end_grace(p).await;
             } else if requeue_until.is_some_and(|r| r <= now) {
                 tracing::info!(
                     partition = p,
@@ -569,6 +573,29 @@ impl Manager {
                 );
                 self.transition(move |own| own.end_requeue(p)).await;
             }
+        }
+    }
+
+    /// Ends `p`'s grace period, then deletes `grace/<p>`, which `cluster status` reads.
+    async fn end_grace(&mut self, p: u32) {
+        self.transition(move |own| own.end_grace(p)).await;
+        if let Err(e) = self.etcd.delete(&keys::grace(&self.config.cluster, p)).await {
+            tracing::warn!(partition = p, error = %e, "cannot clear the grace key");
+        }
+    }
+
+    /// Records in `seen/<id>` (no lease: it outlives the node) that the node's lease was
+    /// just kept alive, so that `cluster status` can say when a dead node was last seen.
+    async fn note_seen(&self) {
+        let value = keys::SeenValue {
+            addr: self.addr.clone(),
+            lease: self.lease,
+            unix_ms: keys::unix_ms(),
+        };
+        let value = serde_json::to_vec(&value).expect("serializable");
+        let key = keys::seen(&self.config.cluster, &self.config.node_id);
+        if let Err(e) = self.etcd.put(&key, &value, None).await {
+            tracing::debug!(error = %e, "cannot record the node as seen");
         }
     }
 
@@ -595,7 +622,7 @@ impl Manager {
         for p in self.ownership.take_grace_done() {
             if matches!(self.ownership.phase(p), Phase::Grace { .. }) {
                 tracing::info!(partition = p, "every handed-over lock back: grace over");
-                self.transition(move |own| own.end_grace(p)).await;
+                self.end_grace(p).await;
             }
         }
         // Keys etcd still has for this node but that it no longer serves (it fenced itself
@@ -711,6 +738,16 @@ impl Manager {
             }
         }
         let grace = held_before.then(|| self.config.effective_grace());
+        if let Some(grace) = grace {
+            let value = keys::GraceValue {
+                epoch,
+                until_unix_ms: keys::unix_ms() + grace.as_millis() as u64,
+            };
+            let value = serde_json::to_vec(&value).expect("serializable");
+            if let Err(e) = self.etcd.put(&keys::grace(c, p), &value, Some(self.lease)).await {
+                tracing::warn!(partition = p, error = %e, "cannot record the grace period");
+            }
+        }
         let expected = handover.as_ref().map(|h| h.locks.len());
         tracing::info!(
             partition = p,
@@ -855,6 +892,7 @@ impl Manager {
         if let Err(e) = self.etcd.revoke(self.lease).await {
             tracing::warn!(error = %e, "cannot revoke the etcd lease (it will expire)");
         }
+        let _ = self.etcd.delete(&keys::seen(&self.config.cluster, &self.config.node_id)).await;
         tracing::info!(node = %self.config.node_id, "left the cluster");
     }
 
