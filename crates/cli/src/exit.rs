@@ -1,4 +1,4 @@
-//! Exit codes of `rangelock lock` and `rangelock stat`, in one place, and the error type
+//! Exit codes of `rangelock lock`, `rangelock stat` and `rangelock cluster`, in one place, and the error type
 //! that carries one up to `main`.
 //!
 //! The codes follow flock(1) and the shells where they have one (`1` for a lock not had,
@@ -108,6 +108,29 @@ pub fn lock_help() -> String {
     s
 }
 
+/// The exit-code table of `rangelock cluster --help` (every `cluster` subcommand).
+pub fn cluster_help() -> String {
+    let rows = [
+        ("0".to_owned(), "done"),
+        (USAGE.to_string(), "usage error (also `cluster reset` without --yes: nothing is deleted)"),
+        (NOINPUT.to_string(), "cannot read the fencing store's --file (test tool)"),
+        (UNAVAILABLE.to_string(), "cannot reach etcd, or it did not answer in time"),
+        (
+            SOFTWARE.to_string(),
+            "any other error (no such cluster, partition or live node; `reset` while nodes \
+             are registered, without --force; an error etcd answered)",
+        ),
+    ];
+    let mut s = String::from("Exit status:\n");
+    for (code, what) in rows {
+        s.push_str(&format!(
+            "  {code:>3}  {}\n",
+            what.split_whitespace().collect::<Vec<_>>().join(" ")
+        ));
+    }
+    s
+}
+
 /// An error on its way to `main`, with the exit code it maps to. `main` prints
 /// `rangelock: {error:#}` (one line: the error and its causes) and exits with `code`.
 #[derive(Debug)]
@@ -196,6 +219,14 @@ mod tests {
         assert!(h.contains("flock(1)") && h.contains("lease"));
         assert!(h.contains("Without a command, rangelock prints the fencing token"), "{h}");
         assert!(h.contains("the same signal again, 1 s or more later, sends it KILL"), "{h}");
+    }
+
+    #[test]
+    fn the_cluster_table_lists_its_codes() {
+        let h = cluster_help();
+        for code in [0, USAGE, NOINPUT, UNAVAILABLE, SOFTWARE] {
+            assert!(h.contains(&format!("{code:>3}  ")), "{code} missing from\n{h}");
+        }
     }
 
     #[test]

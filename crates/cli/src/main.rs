@@ -39,8 +39,8 @@ enum Command {
     Lock(lock::LockArgs),
     /// Show a server's counters, holders and waiters.
     Stat(stat::StatArgs),
-    /// Inspect and operate a cluster (status, planned moves).
-    #[command(subcommand)]
+    /// Inspect and operate a cluster (status, planned moves, balancer, reset).
+    #[command(subcommand, after_help = exit::cluster_help())]
     Cluster(cluster::ClusterCommand),
 }
 
@@ -68,7 +68,7 @@ fn main() {
         Command::Serve(args) => any(serve::run(*args)),
         Command::Lock(args) => lock::run(args),
         Command::Stat(args) => stat::run(args).map(|()| 0),
-        Command::Cluster(cmd) => any(cluster::run(cmd)),
+        Command::Cluster(cmd) => cluster::run(cmd).map(|()| 0),
     };
     let code = match result {
         Ok(code) => code,

@@ -6,7 +6,8 @@
 //! * a second node with a live node's id is refused;
 //! * `--partitions 8` against a cluster of 4 is refused;
 //! * `rangelock cluster move` of a partition that does not exist, or to a node that is
-//!   not live, is refused.
+//!   not live, is refused (70);
+//! * every `rangelock cluster` command exits 69 when etcd cannot be reached.
 
 mod common;
 
@@ -101,13 +102,13 @@ fn duplicate_ids_other_partition_counts_and_bad_moves_are_refused() {
     // Moves: no such partition, no such node; then a good one is accepted.
     let (code, _, err) =
         run_cli(&["cluster", "move", "99", "--to", "a", "--etcd", &ep], Duration::from_secs(10));
-    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(code, Some(70), "{err}");
     let line = failure_line(&err);
     println!("move 99: {line}");
     assert!(line.contains("partition 99 does not exist: the cluster has 4 (0..4)"), "{line}");
     let (code, _, err) =
         run_cli(&["cluster", "move", "1", "--to", "ghost", "--etcd", &ep], Duration::from_secs(10));
-    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(code, Some(70), "{err}");
     let line = failure_line(&err);
     println!("move to ghost: {line}");
     assert!(line.contains("node \"ghost\" is not a live member of the cluster"), "{line}");
@@ -121,14 +122,63 @@ fn duplicate_ids_other_partition_counts_and_bad_moves_are_refused() {
         &["cluster", "status", "--etcd", &ep, "--cluster-name", "nope"],
         Duration::from_secs(10),
     );
-    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(code, Some(70), "{err}");
     assert!(failure_line(&err).contains("no cluster named \"nope\""), "{err}");
     // The refusals left the node alone.
     let (code, out, _) = run_cli(&["cluster", "status", "--etcd", &ep], Duration::from_secs(10));
     assert_eq!(code, Some(0));
-    assert!(out.contains("nodes (1):") && out.contains("  a "), "{out}");
+    assert!(out.contains("nodes (1 alive, 0 dead):") && out.contains("  a "), "{out}");
     drop(a);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 34: an unreachable etcd is 69 for every `cluster` command, as for `lock` and
+/// `stat`; a refused one (a silent listener: no answer in time) too.
+#[test]
+fn every_cluster_command_exits_69_when_etcd_cannot_be_reached() {
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent = format!("http://{}", silent.local_addr().unwrap());
+    let refused = format!("http://{}", dead_addr());
+    for ep in [&refused, &silent] {
+        for args in [
+            &["cluster", "status", "--etcd", ep][..],
+            &["cluster", "status", "--json", "--etcd", ep],
+            &["cluster", "move", "0", "--to", "a", "--etcd", ep],
+            &["cluster", "balance", "pause", "--etcd", ep],
+            &["cluster", "balance", "resume", "--etcd", ep],
+            &["cluster", "reset", "--yes", "--etcd", ep],
+        ] {
+            let (code, out, err) = run_cli(args, Duration::from_secs(20));
+            assert_eq!(code, Some(69), "{args:?}: {err}");
+            assert!(out.is_empty(), "{args:?}: {out}");
+            assert!(failure_line(&err).contains(ep.trim_start_matches("http://")), "{err}");
+        }
+    }
+    // Usage errors are clap's 2.
+    let (code, _, _) = run_cli(&["cluster", "status"], Duration::from_secs(10));
+    assert_eq!(code, Some(2));
+    let (code, _, _) =
+        run_cli(&["cluster", "move", "x", "--etcd", &refused], Duration::from_secs(10));
+    assert_eq!(code, Some(2));
+}
+
+/// Issue 34: the test tools are not listed beside the operator commands (they still run).
+#[test]
+fn cluster_help_lists_the_operator_commands_and_the_exit_codes_only() {
+    let (code, out, _) = run_cli(&["cluster", "--help"], Duration::from_secs(10));
+    assert_eq!(code, Some(0));
+    for cmd in ["status", "move", "balance", "reset"] {
+        assert!(out.contains(&format!("\n  {cmd} ")), "{cmd} missing:\n{out}");
+    }
+    for tool in ["worker", "fencing-store"] {
+        assert!(!out.contains(tool), "{tool} listed:\n{out}");
+    }
+    for row in ["  2  usage error", " 66  ", " 69  cannot reach etcd", " 70  any other error"] {
+        assert!(out.contains(row), "{row:?} missing:\n{out}");
+    }
+    let (code, out, _) = run_cli(&["cluster", "worker", "--help"], Duration::from_secs(10));
+    assert_eq!(code, Some(0), "the hidden tools still run");
+    assert!(out.contains("--store"), "{out}");
 }
 
 /// Issue 30, item 8: CLUSTER.md §5 starts every node with the same `--partitions`

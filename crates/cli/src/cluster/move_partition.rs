@@ -1,8 +1,9 @@
-//! `rangelock cluster move P --to NODE`: a planned move of one partition.
+//! `rangelock cluster move P --to NODE [--no-rebalance]`: a planned move of one partition.
 
 use rangelock_cluster::admin;
 
-use super::{connect, runtime, EtcdArgs};
+use super::{with_etcd, EtcdArgs};
+use crate::exit::Failure;
 
 /// Arguments of `rangelock cluster move`.
 #[derive(Debug, clap::Args)]
@@ -14,15 +15,25 @@ pub struct MoveArgs {
     /// The target node's id.
     #[arg(long)]
     to: String,
+    /// Pause the balancer first, so that this move is the only one (it stays paused:
+    /// `rangelock cluster balance resume` lets it rebalance again).
+    #[arg(long)]
+    no_rebalance: bool,
 }
 
-/// Requests the move (the owner carries it out at its next round).
-pub fn run(a: MoveArgs) -> anyhow::Result<()> {
-    let MoveArgs { etcd: e, partition, to } = a;
-    runtime()?.block_on(async {
-        let etcd = connect(&e).await?;
-        admin::request_move(&etcd, &e.cluster_name, partition, &to).await?;
-        println!("partition {partition}: move to {to} requested");
-        Ok(())
-    })
+/// Requests the move (the owner carries it out at once, or at its next round).
+pub fn run(a: MoveArgs) -> Result<(), Failure> {
+    let MoveArgs { etcd: e, partition, to, no_rebalance } = a;
+    let name = &e.cluster_name;
+    with_etcd(&e, async |etcd| {
+        if no_rebalance {
+            admin::set_balancer_paused(etcd, name, true).await?;
+        }
+        admin::request_move(etcd, name, partition, &to).await
+    })?;
+    if no_rebalance {
+        println!("balancer paused (`rangelock cluster balance resume` to resume)");
+    }
+    println!("partition {partition}: move to {to} requested");
+    Ok(())
 }

@@ -1,15 +1,29 @@
-//! `rangelock cluster status`: the nodes, and each partition's owner and epoch.
+//! `rangelock cluster status [--json]`: the nodes (alive or dead, lease left, last seen)
+//! and each partition (unit range, owner, epoch, phase); what each means is
+//! `rangelock_cluster::admin`'s module docs, and docs/CLUSTER.md §5.
 
 use rangelock_cluster::admin;
 
-use super::{connect, runtime, EtcdArgs};
+use super::{with_etcd, EtcdArgs};
+use crate::exit::Failure;
 
-/// Prints the cluster's status.
-pub fn run(a: EtcdArgs) -> anyhow::Result<()> {
-    runtime()?.block_on(async {
-        let etcd = connect(&a).await?;
-        let snap = admin::snapshot(&etcd, &a.cluster_name).await?;
-        print!("{}", admin::render_status(&a.cluster_name, &snap));
-        Ok(())
-    })
+/// Arguments of `rangelock cluster status`.
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    etcd: EtcdArgs,
+    /// Print one JSON object (its fields: docs/CLUSTER.md §5) instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Reads and prints the status.
+pub fn run(a: StatusArgs) -> Result<(), Failure> {
+    let status = with_etcd(&a.etcd, async |etcd| admin::status(etcd, &a.etcd.cluster_name).await)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&status).expect("serializable"));
+    } else {
+        print!("{}", status.render());
+    }
+    Ok(())
 }
