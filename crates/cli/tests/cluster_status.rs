@@ -58,6 +58,45 @@ fn logged(log: &Path, what: &str, p: u32) -> bool {
     s.lines().any(|l| l.contains(what) && l.split_whitespace().any(|w| w == tag))
 }
 
+/// The `--json` table of CLUSTER.md §5 names exactly the fields `status` prints.
+fn check_documented_fields(st: &Value) {
+    const DOC: &str = include_str!("../../../docs/CLUSTER.md");
+    let table: Vec<&str> = DOC
+        .split("`--json` prints one object")
+        .nth(1)
+        .expect("the --json section")
+        .lines()
+        .skip_while(|l| !l.starts_with("| field"))
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let row = |name: &str| {
+        *table
+            .iter()
+            .find(|l| l.starts_with(&format!("| `{name}`")))
+            .unwrap_or_else(|| panic!("no row for {name} in {table:#?}"))
+    };
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    for k in keys(st) {
+        let name = if st[&k].is_array() { format!("{k}[]") } else { k.clone() };
+        row(&name);
+    }
+    assert_eq!(table.len() - 2, keys(st).len(), "one row per field: {table:#?}");
+    for (list, v) in [("nodes[]", &st["nodes"][0]), ("partitions[]", &st["partitions"][0])] {
+        // Field names are the backticked words of the row (after its name), less values.
+        let mut documented: Vec<String> = row(list)
+            .split('`')
+            .skip(3)
+            .step_by(2)
+            .filter(|w| *w != "null" && w.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+            .map(str::to_owned)
+            .collect();
+        documented.sort();
+        let mut printed = keys(v);
+        printed.sort();
+        assert_eq!(documented, printed, "{list}");
+    }
+}
+
 #[test]
 fn a_killed_node_is_reported_dead_and_grace_is_shown_only_while_in_effect() {
     let Some(etcd) = local_etcd_or_skip("a_killed_node_is_reported_dead") else { return };
@@ -116,6 +155,20 @@ fn a_killed_node_is_reported_dead_and_grace_is_shown_only_while_in_effect() {
         let left = part(&st, p)["grace_left_ms"].as_u64().unwrap();
         assert!(left <= 3000, "{st:#}");
     }
+    // The table says the same.
+    let (code, text, err) = run_cli(&["cluster", "status", "--etcd", &ep], Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    println!("{text}");
+    assert!(text.contains("nodes (1 alive, 1 dead):"), "{text}");
+    let line_b = text.lines().find(|l| l.trim_start().starts_with("b ")).unwrap();
+    assert!(line_b.contains(" dead ") && line_b.contains("lease gone"), "{text}");
+    let row = |p: u32| {
+        let range = format!("{}..{}", parts.start(p), parts.end(p));
+        text.lines().find(|l| l.contains(&range)).unwrap_or_else(|| panic!("{range}: {text}"))
+    };
+    assert!(b_parts.iter().any(|&p| row(p).contains(" grace (")), "{text}");
+    // Every field of the JSON is documented in CLUSTER.md §5, and every documented one is there.
+    check_documented_fields(&st);
     let log_a = dir.join("node-a.log");
     let st = status_until(&ep, "a's grace over", Duration::from_secs(10), |st| {
         b_parts.iter().all(|&p| part(st, p)["phase"] == "serving")
