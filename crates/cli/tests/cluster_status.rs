@@ -226,7 +226,8 @@ fn with_the_balancer_paused_an_operators_move_is_the_only_move() {
     let from = *ids.iter().find(|id| count(&snap, id) == 2).expect("one node owns 2");
     let to = *ids.iter().find(|id| count(&snap, id) == 3).expect("a node owns 3");
     let p = common::cluster::owned_by(&snap, from)[0];
-    let etcd_client = rt.block_on(Etcd::connect(&[ep.clone()], Duration::from_secs(5))).unwrap();
+    let etcd_client =
+        rt.block_on(Etcd::connect(std::slice::from_ref(&ep), Duration::from_secs(5))).unwrap();
     let owners = b"/rangelock/default/owner/".to_vec();
     let mut watch = rt.block_on(etcd_client.watch_prefix(&owners)).unwrap();
 
@@ -287,7 +288,8 @@ fn reset_needs_yes_and_no_live_node_then_deletes_every_key() {
     let ep = etcd.endpoint();
     let dir = tempdir("cluster-reset");
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let client = rt.block_on(Etcd::connect(&[ep.clone()], Duration::from_secs(5))).unwrap();
+    let client =
+        rt.block_on(Etcd::connect(std::slice::from_ref(&ep), Duration::from_secs(5))).unwrap();
     // A key of another cluster, and one outside rangelock's: both survive.
     rt.block_on(client.put(b"/rangelock/other/config", b"{\"partitions\":4}", None)).unwrap();
     rt.block_on(client.put(b"/rangelock/defaults", b"x", None)).unwrap();
