@@ -179,6 +179,16 @@ fn cluster_help_lists_the_operator_commands_and_the_exit_codes_only() {
     let (code, out, _) = run_cli(&["cluster", "worker", "--help"], Duration::from_secs(10));
     assert_eq!(code, Some(0), "the hidden tools still run");
     assert!(out.contains("--store"), "{out}");
+    // 66: the fencing store's file cannot be read.
+    let dir = tempdir("cluster-errors-66");
+    let missing = dir.join("no-such-dir").join("store.data");
+    let (code, _, err) = run_cli(
+        &["cluster", "fencing-store", "--file", missing.to_str().unwrap()],
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, Some(66), "{err}");
+    assert!(failure_line(&err).contains("no-such-dir"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Issue 30, item 8: CLUSTER.md §5 starts every node with the same `--partitions`

@@ -328,5 +328,24 @@ fn reset_needs_yes_and_no_live_node_then_deletes_every_key() {
     let (code, _, err) = run_cli(&["cluster", "status", "--etcd", &ep], Duration::from_secs(20));
     assert_eq!(code, Some(70), "{err}");
     assert!(err.contains("no cluster named \"default\""), "{err}");
+
+    // --force: deleted under a live node, which then serves nothing.
+    let b = NodeProc::start(&ep, "b", &NodeOpts::fast(4), &dir);
+    wait_for(&rt, &ep, "b owns every partition", Duration::from_secs(10), |s| settled(s, &["b"]));
+    let (code, out, err) =
+        run_cli(&["cluster", "reset", "--yes", "--force", "--etcd", &ep], Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.trim().ends_with(" keys deleted"), "{out}");
+    assert!(rt.block_on(client.get(b"/rangelock/default/config")).unwrap().1.is_none());
+    let b_log = dir.join("node-b.log");
+    common::cluster::poll("b gives its partitions up", Duration::from_secs(10), || {
+        let log = std::fs::read_to_string(&b_log).unwrap_or_default();
+        (0..4).all(|p| {
+            log.lines().any(|l| {
+                l.contains("ownership lost in etcd") && l.contains(&format!("partition={p}"))
+            })
+        })
+    });
+    drop(b);
     let _ = std::fs::remove_dir_all(&dir);
 }
