@@ -178,6 +178,19 @@ fn a_killed_node_is_reported_dead_and_grace_is_shown_only_while_in_effect() {
         assert!(part(&st, p)["grace_left_ms"].is_null());
     }
     assert_eq!(node(&st, "b").unwrap()["alive"], false, "still listed, dead");
+    // A grace key left behind (as if its delete had failed) is deleted at a's next round.
+    let p = b_parts[0];
+    let epoch = part(&st, p)["epoch"].as_u64().unwrap();
+    let stale = format!(r#"{{"epoch":{epoch},"until_unix_ms":{}}}"#, u64::MAX / 2);
+    let client =
+        rt.block_on(Etcd::connect(std::slice::from_ref(&ep), Duration::from_secs(5))).unwrap();
+    let key = format!("/rangelock/default/grace/{p:05}").into_bytes();
+    rt.block_on(client.put(&key, stale.as_bytes(), None)).unwrap();
+    assert_eq!(part(&status(&ep), p)["phase"], "grace");
+    // A round every TTL/5 = 200 ms: 10 rounds.
+    status_until(&ep, "the stale grace key deleted", Duration::from_secs(2), |st| {
+        part(st, p)["phase"] == "serving"
+    });
 
     // c joins: planned moves from a, whose grace c ends as soon as every handed-over
     // lock is back (none was held). Status says serving then, not 20 s of grace.

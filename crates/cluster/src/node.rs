@@ -617,6 +617,13 @@ impl Manager {
                 self.transition(move |own| own.give_up(p, GiveUp::Moved)).await;
             }
         }
+        // A grace key left behind by an end of grace whose delete failed: delete it now.
+        for (p, phase) in self.ownership.owned() {
+            let Phase::Serving { epoch } = phase else { continue };
+            if snap.grace.get(p as usize).copied().flatten().is_some_and(|g| g.epoch == epoch) {
+                let _ = self.etcd.delete(&keys::grace(&self.config.cluster, p)).await;
+            }
+        }
         self.end_graces().await;
         // A planned move's handed-over locks are all reclaimed: no need to wait longer.
         for p in self.ownership.take_grace_done() {
