@@ -86,8 +86,15 @@ pub async fn snapshot(etcd: &Etcd, cluster: &str) -> Result<Snapshot, AdminError
 
 /// Asks the owner of partition `p` to hand it to node `to` (a planned move). Returns at
 /// once; the owner stops serving `p` at its next round and `to` claims it, in a grace
-/// period in which the old owner's clients reclaim their locks.
-pub async fn request_move(etcd: &Etcd, cluster: &str, p: u32, to: &str) -> Result<(), AdminError> {
+/// period in which the old owner's clients reclaim their locks. Returns `false`, and
+/// writes nothing, when `to` owns `p` already (no one would carry the move out, and
+/// its key would stay).
+pub async fn request_move(
+    etcd: &Etcd,
+    cluster: &str,
+    p: u32,
+    to: &str,
+) -> Result<bool, AdminError> {
     let snap = snapshot(etcd, cluster).await?;
     let count = snap.owners.len() as u32;
     if p >= count {
@@ -96,9 +103,13 @@ pub async fn request_move(etcd: &Etcd, cluster: &str, p: u32, to: &str) -> Resul
     if !snap.is_live(to) {
         return Err(AdminError::NoNode(to.to_owned()));
     }
+    if snap.owners[p as usize].as_ref().is_some_and(|o| o.node == to) {
+        etcd.delete(&keys::moving(cluster, p)).await?;
+        return Ok(false);
+    }
     let value = serde_json::to_vec(&MoveValue { to: to.to_owned() }).expect("serializable");
     etcd.put(&keys::moving(cluster, p), &value, None).await?;
-    Ok(())
+    Ok(true)
 }
 
 /// Pauses (`true`) or resumes the balancer's rebalancing moves ([`crate::balance`]).

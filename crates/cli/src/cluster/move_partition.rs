@@ -25,7 +25,7 @@ pub struct MoveArgs {
 pub fn run(a: MoveArgs) -> Result<(), Failure> {
     let MoveArgs { etcd: e, partition, to, no_rebalance } = a;
     let name = &e.cluster_name;
-    with_etcd(&e, async |etcd| {
+    let requested = with_etcd(&e, async |etcd| {
         if no_rebalance {
             admin::set_balancer_paused(etcd, name, true).await?;
         }
@@ -34,6 +34,10 @@ pub fn run(a: MoveArgs) -> Result<(), Failure> {
     if no_rebalance {
         println!("balancer paused (`rangelock cluster balance resume` to resume)");
     }
-    println!("partition {partition}: move to {to} requested");
+    if requested {
+        println!("partition {partition}: move to {to} requested");
+    } else {
+        println!("partition {partition}: already on {to}");
+    }
     Ok(())
 }
