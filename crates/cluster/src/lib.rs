@@ -11,7 +11,7 @@
 //! * [`keys`]: the key layout and a parsed snapshot of it;
 //! * [`balance`]: which partitions a node claims or gives up;
 //! * [`node`]: the node and its manager (lease, self-fencing, claims, grace, moves);
-//! * [`admin`]: what `rangelock cluster status|move` do;
+//! * [`admin`]: what `rangelock cluster status|move|balance|reset` do;
 //! * [`fencing`]: a reference fencing store, a resource that checks fencing tokens
 //!   (`rangelock cluster fencing-store`), and its client.
 //!
