@@ -362,3 +362,38 @@ fn reset_needs_yes_and_no_live_node_then_deletes_every_key() {
     drop(b);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `seen/<id>` is written once per etcd TTL, not every round (TTL/5): each write is an
+/// etcd revision, and epochs are revisions. A settled cluster writes nothing else.
+#[test]
+fn a_settled_node_writes_only_its_seen_record_once_per_ttl() {
+    let Some(etcd) = local_etcd_or_skip("a_settled_node_writes_only_its_seen_record") else {
+        return;
+    };
+    let ep = etcd.endpoint();
+    let dir = tempdir("cluster-seen-rate");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let a = NodeProc::start(&ep, "a", &NodeOpts::fast(4), &dir);
+    wait_for(&rt, &ep, "a owns every partition", Duration::from_secs(10), |s| settled(s, &["a"]));
+    status_until(&ep, "no grace", Duration::from_secs(10), |st| {
+        st["partitions"].as_array().unwrap().iter().all(|p| p["phase"] == "serving")
+    });
+    let client =
+        rt.block_on(Etcd::connect(std::slice::from_ref(&ep), Duration::from_secs(5))).unwrap();
+    let mut watch = rt.block_on(client.watch_prefix(b"/rangelock/default/")).unwrap();
+    // A rate: counted over a window of 5 TTLs (25 manager rounds).
+    let window = Duration::from_secs(5);
+    let mut events = Vec::new();
+    rt.block_on(async {
+        let end = tokio::time::Instant::now() + window;
+        while let Ok(e) = tokio::time::timeout_at(end, watch.next()).await {
+            events.extend(e.unwrap().into_iter().map(|e| String::from_utf8(e.key).unwrap()));
+        }
+    });
+    let seen = events.iter().filter(|k| *k == "/rangelock/default/seen/a").count();
+    println!("{} writes in {window:?}: {seen} of seen/a", events.len());
+    assert!((4..=6).contains(&seen), "{seen} writes of seen/a in 5 TTLs: {events:?}");
+    assert_eq!(seen, events.len(), "only seen/a changes: {events:?}");
+    drop(a);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -11,7 +11,7 @@
 //! | `move/<p>` | `{"to": id}` | none | `rangelock cluster move`; deleted by the target once it owns `p` |
 //! | `handover/<p>` | `{"epoch": e, "locks": [...]}` | none | the owner of epoch `e`, giving `p` up in a planned move: its held and queued locks in arrival order (token 0: a waiter); deleted by the next owner |
 //! | `grace/<p>` | `{"epoch": e, "until_unix_ms": t}` | the owner's | the owner of epoch `e`, when it claims `p` with a grace period; deleted when the grace period ends (on time or early) |
-//! | `seen/<id>` | `{"addr": …, "lease": l, "unix_ms": t}` | none | the node, after each successful keepalive; deleted when it leaves in order |
+//! | `seen/<id>` | `{"addr": …, "lease": l, "unix_ms": t}` | none | the node, after a successful keepalive: at registration, then once per etcd TTL; deleted when it leaves in order |
 //! | `balancer` | `{"paused": true}` | none | `rangelock cluster balance pause`; deleted by `… resume` |
 //!
 //! A node is **alive** while `nodes/<id>` exists and its lease does (etcd deletes the
@@ -163,7 +163,7 @@ pub struct SeenValue {
     pub addr: String,
     /// The node's etcd lease.
     pub lease: LeaseId,
-    /// When its last successful keepalive was answered (Unix ms, the node's clock).
+    /// When a successful keepalive was answered (Unix ms, the node's clock).
     pub unix_ms: u64,
 }
 

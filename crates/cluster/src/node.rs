@@ -14,8 +14,8 @@
 //!    takes a new lease and registers again. If etcd cannot be reached, the fence closes
 //!    by itself when the deadline passes; the manager then gives everything up so clients
 //!    are told;
-//! 2. **records itself seen** (`seen/<id>`, for `cluster status`), **reads the cluster**
-//!    (one prefix read) and publishes the map clients ask for;
+//! 2. **records itself seen** (`seen/<id>`, for `cluster status`; once per TTL),
+//!    **reads the cluster** (one prefix read) and publishes the map clients ask for;
 //! 3. **checks its partitions**: one whose owner key is gone or changed is given up;
 //!    a grace period that is over ends (a timer also ends it on time between rounds), and
 //!    so does one whose handed-over locks are all back (a planned move; the waiters'
@@ -241,6 +241,7 @@ impl Node {
             lease,
             tick,
             last_revision: 0,
+            seen_written: None,
         };
         let (stop_tx, stop_rx) = oneshot::channel();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -456,6 +457,8 @@ struct Manager {
     tick: Duration,
     /// The revision of this node's latest write to etcd (claims, moves, renewals).
     last_revision: u64,
+    /// When `seen/<id>` was last written, and with which lease.
+    seen_written: Option<(std::time::Instant, LeaseId)>,
 }
 
 impl Manager {
@@ -586,7 +589,15 @@ impl Manager {
 
     /// Records in `seen/<id>` (no lease: it outlives the node) that the node's lease was
     /// just kept alive, so that `cluster status` can say when a dead node was last seen.
-    async fn note_seen(&self) {
+    /// Written at registration and then once per etcd TTL, not every round: each write is
+    /// an etcd revision (history to compact, and epochs are revisions).
+    async fn note_seen(&mut self) {
+        let due = self.seen_written.is_none_or(|(at, lease)| {
+            lease != self.lease || at.elapsed() + self.tick / 2 >= self.config.etcd_ttl
+        });
+        if !due {
+            return;
+        }
         let value = keys::SeenValue {
             addr: self.addr.clone(),
             lease: self.lease,
@@ -594,8 +605,9 @@ impl Manager {
         };
         let value = serde_json::to_vec(&value).expect("serializable");
         let key = keys::seen(&self.config.cluster, &self.config.node_id);
-        if let Err(e) = self.etcd.put(&key, &value, None).await {
-            tracing::debug!(error = %e, "cannot record the node as seen");
+        match self.etcd.put(&key, &value, None).await {
+            Ok(_) => self.seen_written = Some((std::time::Instant::now(), self.lease)),
+            Err(e) => tracing::debug!(error = %e, "cannot record the node as seen"),
         }
     }
 

@@ -55,7 +55,9 @@ pub struct NodeStatus {
     /// Seconds left on the lease as etcd reports them (rounded down; each keepalive,
     /// every TTL/5, restarts it); `None` for a dead node.
     pub lease_remaining_s: Option<u64>,
-    /// When the node last kept its lease alive (Unix ms, the node's clock).
+    /// When the node was last seen keeping its lease alive: its `seen/<id>` record (the
+    /// node's clock, written once per TTL) or, for a live lease, the latest time its
+    /// remaining TTL proves (this machine's clock), whichever is later.
     pub last_seen_unix_ms: Option<u64>,
     /// How long ago that was, by this machine's clock.
     pub last_seen_ms_ago: Option<u64>,
@@ -119,7 +121,13 @@ impl Status {
         for n in &snap.nodes {
             let ttl = leases.map(|l| l.get(&n.lease).copied().flatten());
             let alive = !matches!(ttl, Some(None));
-            let t = last_seen(&n.id);
+            // etcd restarts the TTL at each keepalive, so a live lease with `remaining`
+            // of `granted` left was kept alive at most `granted - remaining` ago: newer
+            // than the record (written once per TTL) as a rule.
+            let by_lease = ttl.flatten().map(|t| {
+                now_unix_ms.saturating_sub(t.granted.saturating_sub(t.remaining).as_millis() as u64)
+            });
+            let t = last_seen(&n.id).max(by_lease);
             nodes.push(NodeStatus {
                 id: n.id.clone(),
                 addr: n.addr.clone(),
@@ -277,7 +285,7 @@ mod tests {
             kv("config", r#"{"partitions":4}"#, 1, 0),
             kv("nodes/a", r#"{"addr":"a:1"}"#, 2, 10),
             kv("nodes/b", r#"{"addr":"b:1"}"#, 3, 11),
-            kv("seen/a", r#"{"addr":"a:1","lease":10,"unix_ms":9000}"#, 20, 0),
+            kv("seen/a", r#"{"addr":"a:1","lease":10,"unix_ms":7000}"#, 20, 0),
             kv("seen/c", r#"{"addr":"c:1","lease":12,"unix_ms":4000}"#, 4, 0),
             kv("owner/00000", r#"{"node":"a","addr":"a:1"}"#, 5, 10),
             kv("owner/00001", r#"{"node":"a","addr":"a:1"}"#, 6, 10),
