@@ -3,7 +3,8 @@
 # C++ compilers and binutils that crates/ffi's tests (tests/c_api.rs, tests/install.rs)
 # compile and link their C/C++ programs with, pkg-config (tests/install.rs builds against
 # the installed rangelock.pc), and python3 with venv for the Python client's tests
-# (ci/python.sh).
+# (ci/python.sh), and openssl and curl, which the shell blocks of the docs use
+# (crates/cli/tests/docs.rs runs them).
 # Debian packages used only by benchmarks (redis-server) are installed by ci/install-peers.sh.
 set -euo pipefail
 if command -v rustup >/dev/null 2>&1; then
@@ -22,6 +23,9 @@ fi
 if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
   packages+=(python3 python3-venv)
 fi
+for tool in openssl curl; do
+  command -v "$tool" >/dev/null 2>&1 || packages+=("$tool")
+done
 if [ "${#packages[@]}" -gt 0 ]; then
   SUDO=""
   if [ "$(id -u)" -ne 0 ]; then
@@ -36,3 +40,5 @@ cargo --version
 "${CXX:-c++}" --version | sed -n 1p
 pkg-config --version | sed 's/^/pkg-config /'
 python3 --version
+openssl version
+curl --version | sed -n 1p

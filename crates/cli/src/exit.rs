@@ -1,16 +1,22 @@
-//! Exit codes of `rangelock lock`, `rangelock stat` and `rangelock cluster`, in one place, and the error type
-//! that carries one up to `main`.
+//! The exit codes of every subcommand, in one place ([`TABLE`], printed by `rangelock
+//! --help` and kept in step with docs/OPERATIONS.md by a test), and the error type that
+//! carries one up to `main`.
 //!
 //! The codes follow flock(1) and the shells where they have one (`1` for a lock not had,
 //! `126`/`127` for a command that cannot run) and `sysexits.h` for the rest.
 
+use std::path::PathBuf;
+
 use rangelock_client::cluster::ClusterError;
 use rangelock_client::{ClientError, Status};
+use rangelock_cluster::NodeError;
+use rangelock_server::{AuthFileError, TlsError};
 
 /// The lock could not be had: `--nonblock` found it taken or `--timeout` passed
 /// (`-E/--conflict-exit-code` changes it).
 pub const LOCK_UNAVAILABLE: i32 = 1;
-/// Any error of `bench` and `serve` (their errors are not classified further).
+/// Any error of `bench`, and of `serve` not classified below (a config file refused, an
+/// address in use, …).
 pub const FAILURE: i32 = 1;
 /// The command line is wrong (clap's own code).
 pub const USAGE: i32 = 2;
@@ -37,6 +43,88 @@ pub const LOCK_LOST: i32 = 75;
 pub const CANNOT_EXECUTE: i32 = 126;
 /// The command was not found.
 pub const NOT_FOUND: i32 = 127;
+
+/// Every exit code, what it means, and the subcommands that use it: `rangelock --help`
+/// prints it, and docs/OPERATIONS.md ("Exit codes") holds the same rows.
+pub const TABLE: &[(i32, &str, &str)] = &[
+    (0, "all", "success"),
+    (LOCK_UNAVAILABLE, "lock, bench, serve", "lock: the lock could not be had (--nonblock, --timeout; -E changes it); bench, serve: any other error"),
+    (USAGE, "all", "usage error (a bad flag, range or address)"),
+    (NOINPUT, "all", "an input file (--token-file, --tls-ca, --tls-cert, --tls-key, --auth-file, --config) cannot be read, or holds no token, certificate or key"),
+    (UNAVAILABLE, "lock, stat, cluster, serve --cluster", "the server, the cluster's nodes or etcd cannot be reached, or the connection or TLS handshake failed"),
+    (SOFTWARE, "lock, stat, cluster", "any other error (an unexpected answer, releasing failed, …)"),
+    (LOCK_LOST, "lock", "the lock was lost while the command ran"),
+    (NOPERM, "lock, stat", "the server refused the token, or the range is outside what the token may lock"),
+    (CANNOT_EXECUTE, "lock", "the command was found but could not be executed"),
+    (NOT_FOUND, "lock", "the command was not found"),
+];
+
+/// [`TABLE`], as `rangelock --help` prints it.
+pub fn table_help() -> String {
+    let mut s = String::from("Exit status (every subcommand; `lock --help` says more):\n");
+    for (code, who, what) in TABLE {
+        s.push_str(&format!("  {code:>3}  {what} [{who}]\n"));
+    }
+    s.push_str(
+        "  N    lock: the command's own exit code, 128+S if signal S ended it; see lock --help",
+    );
+    s
+}
+
+/// The rows of [`TABLE`] that apply to subcommand `sub`, as its `--help` prints them.
+pub fn table_help_for(sub: &str) -> String {
+    let mut s = String::from("Exit status:\n");
+    for (code, who, what) in TABLE {
+        if who.split(", ").any(|w| w == "all" || w == sub) {
+            s.push_str(&format!("  {code:>3}  {what}\n"));
+        }
+    }
+    s
+}
+
+/// A file named on the command line (or in the config file) that cannot be read: exits
+/// [`NOINPUT`].
+#[derive(Debug)]
+pub struct NoInput {
+    /// What the file is for, e.g. `config file`.
+    pub what: &'static str,
+    /// The file.
+    pub path: PathBuf,
+    /// What the operating system said.
+    pub error: std::io::Error,
+}
+
+impl std::fmt::Display for NoInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot read {} {}: {}", self.what, self.path.display(), self.error)
+    }
+}
+
+impl std::error::Error for NoInput {}
+
+/// The exit code of a `serve` error: [`NOINPUT`] when a file it was given cannot be read,
+/// [`UNAVAILABLE`] when a cluster node cannot reach etcd at start, else [`FAILURE`].
+pub fn serve_code(e: &anyhow::Error) -> i32 {
+    let code = |c: &(dyn std::error::Error + 'static)| {
+        if c.is::<NoInput>()
+            || matches!(c.downcast_ref(), Some(AuthFileError::Read { .. }))
+            || matches!(c.downcast_ref(), Some(TlsError::Read { .. }))
+        {
+            Some(NOINPUT)
+        } else if matches!(c.downcast_ref(), Some(NodeError::Etcd(_))) {
+            Some(UNAVAILABLE)
+        } else {
+            None
+        }
+    };
+    e.chain()
+        .find_map(|c| {
+            // An `io::Error` does not give the error it wraps as its `source`: look inside.
+            let inner = c.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref());
+            code(c).or_else(|| inner.and_then(|i| code(i)))
+        })
+        .unwrap_or(FAILURE)
+}
 
 /// The exit-code table of `rangelock lock --help`.
 pub fn lock_help() -> String {
@@ -105,29 +193,6 @@ pub fn lock_help() -> String {
          signalled, not processes it started. KILL or STOP of rangelock itself cannot be \
          caught: KILL releases the range while the command may still run.",
     );
-    s
-}
-
-/// The exit-code table of `rangelock cluster --help` (every `cluster` subcommand).
-pub fn cluster_help() -> String {
-    let rows = [
-        ("0".to_owned(), "done"),
-        (USAGE.to_string(), "usage error (also `cluster reset` without --yes: nothing is deleted)"),
-        (NOINPUT.to_string(), "cannot read the fencing store's --file (test tool)"),
-        (UNAVAILABLE.to_string(), "cannot reach etcd, or it did not answer in time"),
-        (
-            SOFTWARE.to_string(),
-            "any other error (no such cluster, partition or live node; `reset` while nodes \
-             are registered, without --force; an error etcd answered)",
-        ),
-    ];
-    let mut s = String::from("Exit status:\n");
-    for (code, what) in rows {
-        s.push_str(&format!(
-            "  {code:>3}  {}\n",
-            what.split_whitespace().collect::<Vec<_>>().join(" ")
-        ));
-    }
     s
 }
 
@@ -221,12 +286,44 @@ mod tests {
         assert!(h.contains("the same signal again, 1 s or more later, sends it KILL"), "{h}");
     }
 
+    /// docs/OPERATIONS.md's table has the rows of [`TABLE`], no more, no fewer.
     #[test]
-    fn the_cluster_table_lists_its_codes() {
-        let h = cluster_help();
-        for code in [0, USAGE, NOINPUT, UNAVAILABLE, SOFTWARE] {
-            assert!(h.contains(&format!("{code:>3}  ")), "{code} missing from\n{h}");
+    fn the_operations_doc_has_the_table() {
+        let doc = include_str!("../../../docs/OPERATIONS.md");
+        let start = doc.find("## Exit codes").expect("OPERATIONS.md: ## Exit codes");
+        let section = &doc[start..];
+        let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+        let rows: Vec<&str> = section
+            .lines()
+            .filter(|l| l.starts_with("| ") && l.as_bytes().get(2).is_some_and(u8::is_ascii_digit))
+            .collect();
+        for (code, who, what) in TABLE {
+            let row = format!("| {code} | {who} | {what} |");
+            assert!(
+                rows.contains(&row.as_str()),
+                "OPERATIONS.md lacks the row\n{row}\nin\n{section}"
+            );
         }
+        assert_eq!(rows.len(), TABLE.len(), "OPERATIONS.md has rows TABLE does not:\n{section}");
+    }
+
+    #[test]
+    fn serve_errors_map_to_codes() {
+        let no_input = anyhow::Error::new(NoInput {
+            what: "config file",
+            path: "/nope".into(),
+            error: std::io::ErrorKind::NotFound.into(),
+        });
+        assert_eq!(serve_code(&no_input), NOINPUT);
+        let tls = TlsError::Read {
+            what: "certificate",
+            path: "/nope".into(),
+            error: std::io::ErrorKind::NotFound.into(),
+        };
+        // As `Server::start` returns it: inside an io::Error, under a context.
+        let wrapped = anyhow::Error::new(std::io::Error::other(tls)).context("starting");
+        assert_eq!(serve_code(&wrapped), NOINPUT);
+        assert_eq!(serve_code(&anyhow::anyhow!("address in use")), FAILURE);
     }
 
     #[test]

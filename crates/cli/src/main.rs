@@ -22,7 +22,7 @@ static GLOBAL: rangelock_bench::alloc::CountingAlloc = rangelock_bench::alloc::C
 
 /// rangelock: range locks and the epoch framework, with their benchmarks.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version, about, after_help = exit::table_help())]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -40,7 +40,7 @@ enum Command {
     /// Show a server's counters, holders and waiters.
     Stat(stat::StatArgs),
     /// Inspect and operate a cluster (status, planned moves, balancer, reset).
-    #[command(subcommand, after_help = exit::cluster_help())]
+    #[command(subcommand, after_help = exit::table_help_for("cluster"))]
     Cluster(cluster::ClusterCommand),
 }
 
@@ -65,7 +65,9 @@ fn main() {
         |r: anyhow::Result<()>| r.map(|()| 0).map_err(|e| exit::Failure::new(exit::FAILURE, e));
     let result = match cli.command {
         Command::Bench(args) => any(bench::run(args)),
-        Command::Serve(args) => any(serve::run(*args)),
+        Command::Serve(args) => {
+            serve::run(*args).map(|()| 0).map_err(|e| exit::Failure::new(exit::serve_code(&e), e))
+        }
         Command::Lock(args) => lock::run(args),
         Command::Stat(args) => stat::run(args).map(|()| 0),
         Command::Cluster(cmd) => cluster::run(cmd).map(|()| 0),

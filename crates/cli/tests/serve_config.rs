@@ -263,7 +263,44 @@ fn a_bad_value_is_refused_naming_the_key_and_line() {
     let out = serve(&["--config", "/nonexistent-rangelock/serve.toml"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot read config file /nonexistent-rangelock/serve.toml"), "{err}");
+    assert_eq!(out.status.code(), Some(66), "EX_NOINPUT: {err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every file `serve` is given that cannot be read exits 66 (EX_NOINPUT), naming it; a
+/// cluster node that cannot reach etcd exits 69 (EX_UNAVAILABLE); the table is in
+/// docs/OPERATIONS.md ("Exit codes").
+#[test]
+fn unreadable_files_exit_66_and_an_unreachable_etcd_69() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--config", "/nonexistent-rangelock/serve.toml"], "cannot read config file"),
+        (&["--auth-file", "/nonexistent-rangelock/auth.toml"], "cannot read the auth file"),
+        (
+            &[
+                "--tls-cert",
+                "/nonexistent-rangelock/c.pem",
+                "--tls-key",
+                "/nonexistent-rangelock/k.pem",
+            ],
+            "cannot read the TLS certificate file",
+        ),
+        (&["--unix", "/nonexistent-rangelock/dir/sock"], ""),
+    ];
+    for (args, says) in &cases[..3] {
+        let out = serve(&[&["--addr", "127.0.0.1:0"], *args].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(66), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    // Not an input file: a socket that cannot be created is a plain failure (1).
+    let out = serve(cases[3].0);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let etcd = format!("http://{dead}");
+    let out = serve(&["--addr", "127.0.0.1:0", "--cluster", &etcd, "--node-id", "x"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(69), "{err}");
+    assert!(err.contains("etcd"), "{err}");
 }
 
 /// Spoils one connection with a bad hello: the server logs the session's end.

@@ -2,7 +2,7 @@
 //! `reset`), and the hidden tools that check one (`fencing-store`, `worker`; see
 //! `docs/CLUSTER.md` §2 and §6).
 //!
-//! One file per subcommand. Exit codes: [`crate::exit::cluster_help`].
+//! One file per subcommand. Exit codes: the rows of [`crate::exit::TABLE`] for `cluster`.
 
 mod balance;
 mod fencing_store;
@@ -60,7 +60,7 @@ pub enum ClusterCommand {
     Worker(worker::WorkerArgs),
 }
 
-/// Runs a cluster command; errors carry their exit code ([`exit::cluster_help`]).
+/// Runs a cluster command; errors carry their exit code ([`exit::TABLE`]).
 pub fn run(cmd: ClusterCommand) -> Result<(), Failure> {
     match cmd {
         ClusterCommand::Status(a) => status::run(a),

@@ -297,8 +297,11 @@ impl ServeSettings {
     /// Reads a config file: TOML whose keys are settings. An unknown key, a value of the
     /// wrong type or a syntax error is an error naming the file, the line and the key.
     pub(crate) fn from_file(path: &Path) -> anyhow::Result<ServeSettings> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read config file {}", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|error| crate::exit::NoInput {
+            what: "config file",
+            path: path.to_owned(),
+            error,
+        })?;
         toml::from_str(&text)
             .map_err(|e| anyhow!("config file {}: {}", path.display(), locate(&text, &e)))
     }
