@@ -205,7 +205,7 @@ fn the_walk_through_starts_every_node_with_the_same_partition_count() {
     const DOC: &str = include_str!("../../../docs/CLUSTER.md");
     let counts: Vec<Option<&str>> = DOC
         .lines()
-        .filter(|l| l.starts_with("$R serve --cluster "))
+        .filter(|l| l.starts_with("rangelock serve --cluster "))
         .map(|l| l.split(" --partitions ").nth(1).and_then(|r| r.split_whitespace().next()))
         .collect();
     assert!(counts.len() >= 3, "the walk-through starts three nodes: {counts:?}");
