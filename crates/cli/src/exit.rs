@@ -48,7 +48,7 @@ pub const NOT_FOUND: i32 = 127;
 /// prints it, and docs/OPERATIONS.md ("Exit codes") holds the same rows.
 pub const TABLE: &[(i32, &str, &str)] = &[
     (0, "all", "success"),
-    (LOCK_UNAVAILABLE, "lock, bench, serve", "lock: the lock could not be had (--nonblock, --timeout; -E changes it); bench, serve: any other error"),
+    (LOCK_UNAVAILABLE, "lock, bench, serve", "the lock could not be had (lock --nonblock, --timeout; -E changes it), or any other error (bench, serve)"),
     (USAGE, "all", "usage error (a bad flag, range or address)"),
     (NOINPUT, "all", "an input file (--token-file, --tls-ca, --tls-cert, --tls-key, --auth-file, --config) cannot be read, or holds no token, certificate or key"),
     (UNAVAILABLE, "lock, stat, cluster, serve --cluster", "the server, the cluster's nodes or etcd cannot be reached, or the connection or TLS handshake failed"),
@@ -63,7 +63,7 @@ pub const TABLE: &[(i32, &str, &str)] = &[
 pub fn table_help() -> String {
     let mut s = String::from("Exit status (every subcommand; `lock --help` says more):\n");
     for (code, who, what) in TABLE {
-        s.push_str(&format!("  {code:>3}  {what} [{who}]\n"));
+        s.push_str(&format!("  {code:>3}  {who}: {what}\n"));
     }
     s.push_str(
         "  N    lock: the command's own exit code, 128+S if signal S ended it; see lock --help",

@@ -1,6 +1,6 @@
 //! `rangelock serve`: run the range-lock server until SIGINT (ctrl-c) or SIGTERM; SIGHUP
 //! reads the auth file and the TLS files again (`Server::reload`: sessions and locks
-//! stay; a bad file changes nothing). Every signal is logged. Its
+//! stay; a bad file changes nothing; a cluster node too). Every signal is logged. Its
 //! settings come from flags, a `--config` file and built-in defaults (see [`settings`]);
 //! `--print-config` shows the result without starting anything.
 
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use rangelock_cluster::{Node, NodeConfig, DEFAULT_ETCD_TTL};
-use rangelock_server::{AuthTable, Server};
+use rangelock_server::{AuthTable, ReloadError, Reloaded, Server};
 
 pub(crate) use settings::ServeSettings;
 
@@ -94,11 +94,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         drop(out);
         loop {
             match rt.block_on(signals.next()) {
-                Signal::Hup => tracing::warn!(
-                    signal = "SIGHUP",
-                    "signal received: a cluster node does not reload its files; nothing \
-                     changed (restart the node to rotate them)"
-                ),
+                Signal::Hup => reload(|| node.reload()),
                 stop => {
                     tracing::info!(signal = stop.name(), "signal received; shutting down");
                     break;
@@ -127,7 +123,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     loop {
         match rt.block_on(signals.next()) {
-            Signal::Hup => reload(&server),
+            Signal::Hup => reload(|| server.reload()),
             stop => {
                 tracing::info!(signal = stop.name(), "signal received; shutting down");
                 break;
@@ -139,9 +135,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 /// SIGHUP: reads the auth file and the TLS files again; a bad one changes nothing.
-fn reload(server: &Server) {
+/// A cluster node does the same (its server's files); its partitions stay.
+fn reload(reload: impl FnOnce() -> Result<Reloaded, ReloadError>) {
     tracing::info!(signal = "SIGHUP", "signal received; reloading the auth file and TLS files");
-    match server.reload() {
+    match reload() {
         Ok(done) => {
             for name in &done.revoked {
                 tracing::info!(token_name = %name, "token revoked: its sessions end");

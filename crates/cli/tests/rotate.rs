@@ -21,6 +21,7 @@ use rangelock_bench::tls_pki::TempPki;
 use rangelock_client::{
     Client, ClientError, ConnectOptions, EndReason, Endpoint, LossCause, Mode, TlsOptions, Wait,
 };
+use rangelock_cluster::etcd::local_etcd_or_skip;
 
 /// A generous bound on each wait for an event (a log line, a loss).
 const LIMIT: Duration = Duration::from_secs(30);
@@ -51,7 +52,9 @@ impl Served {
             .unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        // `listening on ADDR`, or `listening on ADDR (cluster node ID)`.
         let addr = line.trim().strip_prefix("listening on ").expect("listening line");
+        let addr = addr.split_whitespace().next().unwrap();
         let addr: std::net::SocketAddr = addr.parse().unwrap();
         let (tx, lines) = mpsc::channel();
         let stderr = child.stderr.take().unwrap();
@@ -279,4 +282,44 @@ fn every_signal_is_logged_and_sighup_does_not_stop_the_server() {
         let st = common::wait_bounded(&mut served.child, LIMIT).expect("exits");
         assert!(st.success(), "{name}: {st:?}");
     }
+}
+
+/// A cluster node reloads as a single server does: the session of a removed token ends
+/// and is told, the other stays, and the node goes on serving (and owning its partitions).
+#[test]
+fn a_cluster_node_reloads_its_files_on_sighup() {
+    let Some(etcd) = local_etcd_or_skip("a_cluster_node_reloads_its_files_on_sighup") else {
+        return;
+    };
+    let dir = tempdir("rotate-node");
+    let pki = TempPki::generate().unwrap();
+    let auth = dir.join("auth.toml");
+    std::fs::write(&auth, auth_file(&[("keep", KEEP), ("gone", GONE)])).unwrap();
+    let ca = pki.ca();
+    let mut served = Served::start(&[
+        "--cluster",
+        &etcd.endpoint(),
+        "--node-id",
+        "a",
+        "--partitions",
+        "1",
+        "--tls-cert",
+        &s(&pki.server_cert()),
+        "--tls-key",
+        &s(&pki.server_key()),
+        "--auth-file",
+        &s(&auth),
+    ]);
+    let kept = served.connect(&ca, Some(KEEP)).unwrap();
+    let gone = served.connect(&ca, Some(GONE)).unwrap();
+
+    replace(&auth, auth_file(&[("keep", KEEP)]).as_bytes());
+    let line = served.hup();
+    assert!(line.contains("reloaded") && line.contains("revoked=1"), "{line}");
+    let loss = gone.wait_lost_timeout(LIMIT).expect("the revoked session ends");
+    assert_eq!(loss.cause, LossCause::SessionEnded(EndReason::TokenRevoked), "{loss:?}");
+    assert!(served.connect(&ca, Some(GONE)).is_err(), "a revoked token is refused");
+    assert!(kept.is_connected());
+    assert!(served.connect(&ca, Some(KEEP)).is_ok(), "the node goes on serving");
+    assert!(served.child.try_wait().unwrap().is_none(), "SIGHUP does not stop a node");
 }

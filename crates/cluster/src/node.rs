@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use rangelock_proto::{PartitionOwner, PartitionState, Partitioning};
 use rangelock_server::ownership::{Fence, GiveUp, HandoverLock, Ownership, Phase};
-use rangelock_server::{Server, ServerConfig};
+use rangelock_server::{ReloadError, Reloaded, Server, ServerConfig};
 use tokio::sync::oneshot;
 
 use crate::balance;
@@ -272,6 +272,12 @@ impl Node {
     /// The server's TCP address.
     pub fn tcp_addr(&self) -> Option<SocketAddr> {
         self.server.as_ref().and_then(Server::tcp_addr)
+    }
+
+    /// Reads the server's auth file and TLS files again ([`Server::reload`]): sessions,
+    /// locks and the node's partitions stay.
+    pub fn reload(&self) -> Result<Reloaded, ReloadError> {
+        self.server.as_ref().expect("the server runs until the node stops").reload()
     }
 
     /// This node's partition ownership.
