@@ -50,7 +50,7 @@ pub const TABLE: &[(i32, &str, &str)] = &[
     (0, "all", "success"),
     (LOCK_UNAVAILABLE, "lock, bench, serve", "the lock could not be had (lock --nonblock, --timeout; -E changes it), or any other error (bench, serve)"),
     (USAGE, "all", "usage error (a bad flag, range or address)"),
-    (NOINPUT, "all", "an input file (--token-file, --tls-ca, --tls-cert, --tls-key, --auth-file, --config) cannot be read, or holds no token, certificate or key"),
+    (NOINPUT, "all", "an input file (--token-file, --tls-ca, --tls-cert, --tls-key, --auth-file, --config) cannot be read; for lock and stat also one that holds no token, certificate or key"),
     (UNAVAILABLE, "lock, stat, cluster, serve --cluster", "the server, the cluster's nodes or etcd cannot be reached, or the connection or TLS handshake failed"),
     (SOFTWARE, "lock, stat, cluster", "any other error (an unexpected answer, releasing failed, …)"),
     (LOCK_LOST, "lock", "the lock was lost while the command ran"),
