@@ -3,7 +3,10 @@
 //!
 //! # The manager's round
 //!
-//! Every `tick` (a fifth of the etcd lease TTL) the manager:
+//! Every `tick` (a fifth of the etcd lease TTL), and at once when its etcd watch sees an
+//! owner key, a node key or a move change, or when the lock table reports a partition
+//! (a grace period whose handed-over locks are all back, a token counter that ran out),
+//! the manager:
 //!
 //! 1. **keeps the lease alive** and extends the [`Fence`]: if a keepalive sent at `t0`
 //!    succeeds with TTL `T`, etcd keeps the lease at least until `t0 + T` on its clock,
@@ -339,7 +342,9 @@ const WATCH_IDLE: Duration = Duration::from_secs(60);
 
 /// Wakes the manager (`wake`) when the cluster changes in a way a round acts on: an owner
 /// key deleted (the partition can be claimed: its owner's lease expired, it moved, its
-/// owner left), a node registered or gone, a move asked. It only hastens the rounds,
+/// owner left) or written (another node claimed it: the map this node publishes must
+/// name the new owner now, not at the next tick), a node registered or gone, a move
+/// asked. It only hastens the rounds,
 /// which run every `tick` anyway: a watch that fails is started again a tick later (and
 /// the manager woken, as events may have been missed).
 async fn watch_cluster(
@@ -352,7 +357,7 @@ async fn watch_cluster(
     let acts_on = |e: &crate::etcd::WatchEvent| {
         let Some(rest) = e.key.strip_prefix(prefix.as_bytes()) else { return false };
         rest.starts_with(b"nodes/")
-            || rest.starts_with(b"owner/") && e.kind == crate::etcd::EventKind::Delete
+            || rest.starts_with(b"owner/")
             || rest.starts_with(b"move/") && e.kind == crate::etcd::EventKind::Put
     };
     loop {
@@ -481,6 +486,9 @@ impl Manager {
                 // The cluster changed (a partition became claimable, a node came or went,
                 // a move was asked): a round now rather than at the next tick.
                 () = wake.notified() => {}
+                // The lock table reported a grace period that can end early (every
+                // handed-over lock is back) or a token counter that ran out.
+                () = self.ownership.reported() => {}
                 _ = tokio::time::sleep(grace_left.unwrap_or(Duration::MAX)), if grace_left.is_some() => {
                     self.end_graces().await;
                     continue;
