@@ -91,6 +91,9 @@ pub struct Ownership {
     /// The latest cluster map the manager read from etcd: answers `MAP` and fills the
     /// hint of `NOT_OWNER` replies.
     map: Mutex<Option<Arc<ClusterMap>>>,
+    /// The revision of the map, sent each time the map's nodes or owners change: the
+    /// sessions that sent `WATCH_MAP` push it as a `MAP_CHANGED` notice.
+    map_changed: tokio::sync::watch::Sender<u64>,
     /// The server's engine, while it runs (table commands of transitions go there).
     engine: Mutex<Option<Engine>>,
     /// Partitions whose token counter ran out; the manager takes a new epoch for them.
@@ -123,6 +126,7 @@ impl Ownership {
             phases: Arc::new(Phases(UnsafeCell::new(vec![Phase::Unowned; parts.count() as usize]))),
             fence: Arc::new(Fence::new()),
             map: Mutex::new(None),
+            map_changed: tokio::sync::watch::Sender::new(0),
             engine: Mutex::new(None),
             epoch_requests: Arc::new(Reports::new(reported.clone())),
             grace_done: Arc::new(Reports::new(reported.clone())),
@@ -200,8 +204,26 @@ impl Ownership {
     }
 
     /// Replaces the cluster map served to `MAP` requests and used for `NOT_OWNER` hints.
+    /// A map whose nodes or owners differ from the last one's is announced to the
+    /// sessions that sent `WATCH_MAP` (a `MAP_CHANGED` notice with its revision); a new
+    /// revision alone is not.
     pub fn set_map(&self, map: ClusterMap) {
-        *self.map.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(map));
+        let revision = map.revision;
+        let mut cur = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        let changed = cur.as_deref().is_none_or(|old| {
+            old.partitions != map.partitions || old.nodes != map.nodes || old.owners != map.owners
+        });
+        *cur = Some(Arc::new(map));
+        // Under the lock: the announced revisions follow the maps' order.
+        if changed {
+            self.map_changed.send_replace(revision);
+        }
+    }
+
+    /// Watches the map's changes ([`Ownership::set_map`]): the receiver sees each change
+    /// made after this call, with the new map's revision.
+    pub(crate) fn watch_map(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.map_changed.subscribe()
     }
 
     /// The current cluster map, if the manager has published one.
