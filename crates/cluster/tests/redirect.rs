@@ -8,6 +8,10 @@
 //! new owner. The **redirect delay** is the time from the new owner's claim (its
 //! ownership of the partition changes) to the grant.
 //!
+//! `a_waiter_moved_with_its_partition_is_redirected_by_the_pushed_map_not_by_backoff`
+//! checks that a client learns of the new owner from a node's push (`MAP_CHANGED`), not
+//! from its backoff, which the test sets to a minute.
+//!
 //! `measure_redirect_delay` prints the delays (median, p90, max) for the node defaults
 //! (etcd TTL 5 s, so a manager round every second):
 //!
@@ -34,15 +38,15 @@ const P: u32 = 0;
 const RANGE: std::ops::Range<u64> = 0..4096;
 
 /// Three nodes of a 2-partition cluster on `etcd`, with the etcd TTL `ttl` and a grace
-/// period far longer than any trial (a trial that waited for it would show).
-fn start(etcd: &LocalEtcd, ttl: Duration) -> Vec<Node> {
+/// period `grace`.
+fn start(etcd: &LocalEtcd, ttl: Duration, grace: Duration) -> Vec<Node> {
     let nodes: Vec<Node> = ["a", "b", "c"]
         .iter()
         .map(|id| {
             let mut c = NodeConfig::new(vec![etcd.endpoint()], id);
             c.partitions = Some(PARTITIONS);
             c.etcd_ttl = ttl;
-            c.grace = Some(Duration::from_secs(20));
+            c.grace = Some(grace);
             Node::start(c).unwrap()
         })
         .collect();
@@ -146,6 +150,69 @@ fn spread(mut d: Vec<Duration>) -> (f64, f64, f64) {
     (at(0.5), at(0.9), ms(*d.last().unwrap()))
 }
 
+/// Polls `cond` until it holds, failing after `within`.
+fn wait_for(what: &str, within: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A holder and a waiter at the old owner; the partition moves. The old owner answers
+/// the waiter `NOT_OWNER` before anyone has claimed the partition, so the waiter's client
+/// finds no newer map and pauses: a minute, by its options. The new owner's claim
+/// changes the nodes' maps, they push `MAP_CHANGED`, and the waiter asks the new owner
+/// at once, taking its handed-over place back. (Without the push it would sleep through
+/// its requeue window, 2 s, and lose its place; the holder's unlock would then find it
+/// still asleep, and the grant would come a minute late.)
+#[test]
+fn a_waiter_moved_with_its_partition_is_redirected_by_the_pushed_map_not_by_backoff() {
+    let test = "a_waiter_moved_with_its_partition_is_redirected_by_the_pushed_map_not_by_backoff";
+    let Some(etcd) = local_etcd_or_skip(test) else { return };
+    let rt = runtime();
+    let pause = Duration::from_secs(60);
+    let nodes = start(&etcd, Duration::from_secs(5), pause);
+    wait_settled(&nodes);
+    let admin_etcd =
+        rt.block_on(Etcd::connect(&[etcd.endpoint()], Duration::from_secs(2))).unwrap();
+    let seeds: Vec<String> = nodes.iter().map(|n| n.addr().to_owned()).collect();
+    let options = ClusterOptions { backoff_first: pause, backoff_max: pause, ..Default::default() };
+    let connect = || rt.block_on(ClusterClient::connect(&seeds, options.clone())).unwrap();
+    let (holder_client, waiter_client) = (connect(), connect());
+    let from = nodes.iter().position(|n| serving(n, P)).unwrap();
+    let to = nodes.iter().position(|n| n.ownership().owned().is_empty()).unwrap();
+
+    let held = rt.block_on(holder_client.lock(RANGE, Mode::Exclusive, Wait::Forever)).unwrap();
+    let waiter = {
+        let client = waiter_client.clone();
+        rt.spawn(async move { client.lock(RANGE, Mode::Exclusive, Wait::Forever).await })
+    };
+    let stats = rt
+        .block_on(rangelock_client::AsyncClient::connect(&nodes[from].addr().parse().unwrap()))
+        .unwrap();
+    wait_for("the waiter to queue at the old owner", Duration::from_secs(10), || {
+        rt.block_on(stats.stats(0)).unwrap().counters.waiters == 1
+    });
+
+    let to_id = nodes[to].ownership().node().to_owned();
+    rt.block_on(admin::request_move(&admin_etcd, "default", P, &to_id)).unwrap();
+    // Both came back (the holder reclaimed, the waiter re-queued in its place): the new
+    // owner ended its grace period early.
+    wait_for("the new owner to serve the partition", Duration::from_secs(20), || {
+        serving(&nodes[to], P)
+    });
+    rt.block_on(held.unlock()).unwrap();
+    let granted = rt
+        .block_on(async { tokio::time::timeout(Duration::from_secs(20), waiter).await })
+        .expect("the waiter is granted long before its one-minute pause ends")
+        .unwrap()
+        .unwrap();
+    let Phase::Serving { epoch } = nodes[to].ownership().phase(P) else { panic!("let go") };
+    assert_eq!(token::epoch(granted.pieces()[0].token), epoch, "granted by the new owner");
+    rt.block_on(granted.unlock()).unwrap();
+}
+
 #[test]
 #[ignore = "a measurement: run it with --ignored --nocapture (module docs)"]
 fn measure_redirect_delay() {
@@ -153,7 +220,8 @@ fn measure_redirect_delay() {
     let runs: usize =
         std::env::var("RANGELOCK_REDIRECT_RUNS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
     let rt = runtime();
-    let nodes = start(&etcd, Duration::from_secs(5));
+    // A grace period far longer than any trial: a trial that waited for it would show.
+    let nodes = start(&etcd, Duration::from_secs(5), Duration::from_secs(20));
     let admin_etcd =
         rt.block_on(Etcd::connect(&[etcd.endpoint()], Duration::from_secs(2))).unwrap();
     wait_settled(&nodes);
