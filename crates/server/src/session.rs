@@ -623,7 +623,8 @@ impl Handler<'_> {
                     // announced, not lost.
                     let watch = own.watch_map();
                     let revision = own.map().map_or(0, |m| m.revision);
-                    self.map_watch = Some(watch);
+                    // Again: the first watch stays, with any change not pushed yet.
+                    self.map_watch.get_or_insert(watch);
                     let r = ResponseFrame::new(op::WATCH_MAP, id, Status::Ok, revision);
                     reply::send_now(&self.tx, r);
                 }
