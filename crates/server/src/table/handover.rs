@@ -83,8 +83,8 @@ impl Placeholders {
 /// overlaps it in a conflicting mode), and goes on granting in that order.
 #[cfg(test)]
 mod tests {
-    use std::collections::{BTreeSet, HashMap};
-    use std::sync::{Arc, Mutex};
+    use std::collections::HashMap;
+    use std::sync::Arc;
     use std::time::Duration;
 
     use proptest::prelude::*;
