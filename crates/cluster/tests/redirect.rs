@@ -21,7 +21,6 @@
 //! ```
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rangelock_client::cluster::{ClusterClient, ClusterOptions};
@@ -107,11 +106,13 @@ fn trial(
     rt.block_on(admin::request_move(etcd, "default", P, &to_id)).unwrap();
     // The client asks once the old owner has let go: a LOCK it granted would be handed
     // over, not redirected.
+    let deadline = asked + Duration::from_secs(30);
     while nodes[from].ownership().phase(P) != Phase::Unowned {
+        assert!(Instant::now() < deadline, "the old owner did not let go within 30 s");
         std::hint::spin_loop();
     }
     // The claim's moment, watched closely from another thread.
-    let done = Arc::new(AtomicBool::new(false));
+    let done = AtomicBool::new(false);
     let claimed = std::thread::scope(|s| {
         let watcher = s.spawn(|| loop {
             if nodes[to].ownership().phase(P) != Phase::Unowned {
