@@ -105,6 +105,7 @@ REQUESTS = [
      P.Request(P.Op.RECLAIM, 10, 0x1000, 0x2000, P.Mode.EXCLUSIVE, token=0x00000007_00000003)),
     ("map", P.encode_map(11), P.Request(P.Op.MAP, 11)),
     ("shm-attach", P.encode_shm_attach(18), P.Request(P.Op.SHM_ATTACH, 18)),
+    ("watch-map", P.encode_watch_map(24), P.Request(P.Op.WATCH_MAP, 24)),
 ]
 
 
@@ -149,6 +150,9 @@ RESPONSES = [
     ("notice-session-ended-lease", P.Response(P.Op.NOTICE, 0, S.SESSION_ENDED, 1)),
     ("notice-session-ended-shutdown", P.Response(P.Op.NOTICE, 0, S.SESSION_ENDED, 2)),
     ("notice-session-ended-token-revoked", P.Response(P.Op.NOTICE, 0, S.SESSION_ENDED, 6)),
+    ("resp-watch-map", P.Response(P.Op.WATCH_MAP, 24, S.OK, 42)),
+    ("resp-watch-map-not-clustered", P.Response(P.Op.WATCH_MAP, 25, S.NOT_CLUSTERED, 0)),
+    ("notice-map-changed", P.Response(P.Op.NOTICE, 0, S.MAP_CHANGED, 43)),
 ]
 
 
@@ -191,7 +195,7 @@ def test_response_decode_errors() -> None:
     with pytest.raises(ProtocolError, match="not a response"):
         P.decode_response(b"\x01" + granted[1:])
     with pytest.raises(ProtocolError, match="unknown status"):
-        P.decode_response(granted[:9] + b"\x24" + granted[10:])
+        P.decode_response(granted[:9] + b"\x25" + granted[10:])
     with pytest.raises(ProtocolError, match="unexpected bytes"):
         P.decode_response(granted + b"\x00")
     stats = VECTORS["resp-stats"][4:]
@@ -205,8 +209,8 @@ def test_every_status_has_its_exception() -> None:
     import rangelock.errors as E
 
     for status in P.Status:
-        if status in (S.OK, S.PENDING, S.SESSION_ENDED):
-            continue  # SESSION_ENDED is a notice's status, never a request's answer
+        if status in (S.OK, S.PENDING, S.SESSION_ENDED, S.MAP_CHANGED):
+            continue  # SESSION_ENDED and MAP_CHANGED are notices' statuses, never answers
         e = E.error_for_status(status, 0, "lock 0..1 exclusive")
         assert type(e) is not E.ServerError, status
         assert e.status is status

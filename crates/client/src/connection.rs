@@ -65,15 +65,20 @@ const MAX_RESPONSE_FRAME: u32 = 16 * 1024 * 1024;
 const NOTICE_BUFFER: usize = 256;
 
 /// A notice a cluster node pushed without a request (`docs/PROTOCOL.md` §7.6): it no
-/// longer serves some partitions, and the locks this session held on them are gone.
+/// longer serves some partitions, and the locks this session held on them are gone; or,
+/// after a `WATCH_MAP`, its map changed (§7.7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Notice {
     /// [`Status::NotOwner`] (the partitions moved, or the node's ownership of them was
-    /// lost) or [`Status::Fenced`] (the node lost its etcd lease).
+    /// lost), [`Status::Fenced`] (the node lost its etcd lease) or
+    /// [`Status::MapChanged`] (the node's map changed: no lock is affected).
     pub status: Status,
     /// The partition, or `None` for every partition of the node (on the wire
-    /// `0xffffffffffffffff`; a value that names no partition also reads as all).
+    /// `0xffffffffffffffff`; a value that names no partition also reads as all). For
+    /// `MapChanged`: the new map's revision, if it fits.
     pub partition: Option<u32>,
+    /// The notice's `value` as sent: the partition, or for `MapChanged` the revision.
+    pub value: u64,
 }
 
 impl Notice {
@@ -82,12 +87,18 @@ impl Notice {
             ALL_PARTITIONS => None,
             v => u32::try_from(v).ok(),
         };
-        Notice { status: r.status, partition }
+        Notice { status: r.status, partition, value: r.value }
     }
 
-    /// Whether the notice concerns partition `p`.
+    /// Whether the notice concerns partition `p`: the node gave it up (a `MapChanged`
+    /// notice concerns no partition).
     pub fn covers(&self, p: u32) -> bool {
-        self.partition.is_none_or(|q| q == p)
+        self.status != Status::MapChanged && self.partition.is_none_or(|q| q == p)
+    }
+
+    /// The revision of a `MapChanged` notice.
+    pub fn map_revision(&self) -> Option<u64> {
+        (self.status == Status::MapChanged).then_some(self.value)
     }
 }
 
@@ -553,6 +564,12 @@ impl AsyncClient {
             Status::Ok => Ok(()),
             s => Err(ClientError::Server(s)),
         }
+    }
+
+    /// Queues `request` behind those already sent, without waiting for its answer (the
+    /// reader drops it).
+    pub(crate) fn send_and_forget(&self, request: Request) {
+        self.core.send_and_forget(request);
     }
 
     /// Sends any request and returns the raw response (for tools and tests).

@@ -6,7 +6,7 @@ mod cluster_support;
 use std::time::{Duration, Instant};
 
 use cluster_support::*;
-use rangelock_client::cluster::{token, ClusterError, ClusterOptions, GuardPiece};
+use rangelock_client::cluster::{token, ClusterClient, ClusterError, ClusterOptions, GuardPiece};
 use rangelock_client::{Mode, Wait};
 use rangelock_server::ownership::GiveUp;
 
@@ -86,12 +86,15 @@ fn a_failed_piece_releases_the_pieces_already_held_before_the_error_returns() {
 fn a_client_with_a_stale_map_follows_the_owner_hint() {
     let c = two_nodes();
     let rt = runtime();
-    let client = rt.block_on(c.client(ClusterOptions::default()));
-    // Partition 0 moves from a to b (nothing was held there: no notice), and the nodes
-    // publish the new map; the client still has revision 1.
+    // Partition 0 moves from a to b (nothing was held there: no notice), and a publishes
+    // the new map before the client connects (so a pushes it nothing); the client reads
+    // revision 1 from b.
     c.nodes[0].own.give_up(0, GiveUp::Moved);
     c.nodes[1].own.acquire(0, 20, None);
-    c.publish(2, [serving(1, 20), serving(1, 11), serving(0, 12), serving(1, 13)]);
+    c.publish_on(0, 2, [serving(1, 20), serving(1, 11), serving(0, 12), serving(1, 13)]);
+    let seed = [c.nodes[1].addr.clone()];
+    let client = rt.block_on(ClusterClient::connect(&seed, ClusterOptions::default())).unwrap();
+    assert_eq!(client.map().revision, 1);
     rt.block_on(async {
         let g = client.lock(0..100, Mode::Exclusive, Wait::Try).await.unwrap();
         assert_eq!(token::epoch(g.pieces()[0].token), 20, "granted by b");
@@ -99,7 +102,7 @@ fn a_client_with_a_stale_map_follows_the_owner_hint() {
         assert_eq!(client.map().revision, 1, "a's hint named b: no need to re-read the map");
     });
     // Partition 2 moves too, but a knows no owner (its hint is empty) and only b's map
-    // says where it went: the client finds the newer map on b.
+    // says where it went: the client finds the newer map on b (re-reading it, or pushed).
     c.nodes[0].own.give_up(2, GiveUp::Moved);
     c.nodes[1].own.acquire(2, 22, None);
     c.publish_on(0, 3, [serving(1, 20), serving(1, 11), UNOWNED, serving(1, 13)]);

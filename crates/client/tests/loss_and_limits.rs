@@ -242,10 +242,10 @@ fn notices_are_recognised_by_their_op_byte_and_reach_every_receiver() {
             for rx in [&mut a, &mut b] {
                 let n = tokio::time::timeout(Duration::from_secs(30), rx.recv()).await;
                 let n = n.expect("delivered").unwrap();
-                assert_eq!(n, Notice { status: Status::NotOwner, partition: Some(2) });
+                assert_eq!(n, Notice { status: Status::NotOwner, partition: Some(2), value: 2 });
                 assert!(n.covers(2) && !n.covers(3));
                 let n = rx.recv().await.unwrap();
-                assert_eq!(n, Notice { status: Status::Fenced, partition: None });
+                assert_eq!(n, Notice { status: Status::Fenced, partition: None, value: u64::MAX });
                 assert!(n.covers(0) && n.covers(u32::MAX));
             }
             assert!(client.is_connected(), "a notice is no reason to close");

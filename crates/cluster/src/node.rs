@@ -3,7 +3,15 @@
 //!
 //! # The manager's round
 //!
-//! Every `tick` (a fifth of the etcd lease TTL) the manager:
+//! Every `tick` (a fifth of the etcd lease TTL), and at once when its etcd watch sees an
+//! owner key deleted, a node key change or a move asked, the manager runs a round (below).
+//! Two events get less than a round, at once: another node's claim (an owner key written)
+//! makes it read the cluster and publish the map again, so its map names the new owner
+//! within milliseconds; a report of the lock table (a grace period whose handed-over locks
+//! are all back, a token counter that ran out) makes it act on the report (step 3) and
+//! publish. Neither runs the balance plan, so moves keep their pace of one per round.
+//!
+//! A round:
 //!
 //! 1. **keeps the lease alive** and extends the [`Fence`]: if a keepalive sent at `t0`
 //!    succeeds with TTL `T`, etcd keeps the lease at least until `t0 + T` on its clock,
@@ -349,21 +357,29 @@ const WATCH_IDLE: Duration = Duration::from_secs(60);
 
 /// Wakes the manager (`wake`) when the cluster changes in a way a round acts on: an owner
 /// key deleted (the partition can be claimed: its owner's lease expired, it moved, its
-/// owner left), a node registered or gone, a move asked. It only hastens the rounds,
-/// which run every `tick` anyway: a watch that fails is started again a tick later (and
-/// the manager woken, as events may have been missed).
+/// owner left), a node registered or gone, a move asked; and asks it to publish the map
+/// again (`republish`) when an owner key is written (another node claimed a partition:
+/// the map must name the new owner now, not at the next tick). It only hastens what
+/// every round does anyway: a watch that fails is started again a tick later (and the
+/// manager woken, as events may have been missed).
 async fn watch_cluster(
     etcd: Etcd,
     cluster: String,
     wake: Arc<tokio::sync::Notify>,
+    republish: Arc<tokio::sync::Notify>,
     tick: Duration,
 ) {
     let prefix = keys::prefix(&cluster);
+    let rest =
+        |e: &crate::etcd::WatchEvent| e.key.strip_prefix(prefix.as_bytes()).map(<[u8]>::to_vec);
     let acts_on = |e: &crate::etcd::WatchEvent| {
-        let Some(rest) = e.key.strip_prefix(prefix.as_bytes()) else { return false };
+        let Some(rest) = rest(e) else { return false };
         rest.starts_with(b"nodes/")
             || rest.starts_with(b"owner/") && e.kind == crate::etcd::EventKind::Delete
             || rest.starts_with(b"move/") && e.kind == crate::etcd::EventKind::Put
+    };
+    let claimed = |e: &crate::etcd::WatchEvent| {
+        rest(e).is_some_and(|r| r.starts_with(b"owner/") && e.kind == crate::etcd::EventKind::Put)
     };
     loop {
         match etcd.watch_prefix(prefix.as_bytes()).await {
@@ -374,6 +390,8 @@ async fn watch_cluster(
                         Ok(Ok(events)) => {
                             if events.iter().any(acts_on) {
                                 wake.notify_one();
+                            } else if events.iter().any(claimed) {
+                                republish.notify_one();
                             }
                         }
                         Ok(Err(e)) => {
@@ -476,10 +494,12 @@ impl Manager {
         let mut interval = tokio::time::interval(self.tick);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let wake = Arc::new(tokio::sync::Notify::new());
+        let republish = Arc::new(tokio::sync::Notify::new());
         let watch = tokio::spawn(watch_cluster(
             self.etcd.clone(),
             self.config.cluster.clone(),
             wake.clone(),
+            republish.clone(),
             self.tick,
         ));
         let how = loop {
@@ -493,6 +513,18 @@ impl Manager {
                 // The cluster changed (a partition became claimable, a node came or went,
                 // a move was asked): a round now rather than at the next tick.
                 () = wake.notified() => {}
+                // Another node claimed a partition: the map must say so now.
+                () = republish.notified() => {
+                    self.republish().await;
+                    continue;
+                }
+                // The lock table reported a grace period that can end early (every
+                // handed-over lock is back) or a token counter that ran out.
+                () = self.ownership.reported() => {
+                    self.act_on_reports().await;
+                    self.republish().await;
+                    continue;
+                }
                 _ = tokio::time::sleep(grace_left.unwrap_or(Duration::MAX)), if grace_left.is_some() => {
                     self.end_graces().await;
                     continue;
@@ -643,13 +675,7 @@ impl Manager {
             }
         }
         self.end_graces().await;
-        // A planned move's handed-over locks are all reclaimed: no need to wait longer.
-        for p in self.ownership.take_grace_done() {
-            if matches!(self.ownership.phase(p), Phase::Grace { .. }) {
-                tracing::info!(partition = p, "every handed-over lock back: grace over");
-                self.end_grace(p).await;
-            }
-        }
+        self.act_on_reports().await;
         // Keys etcd still has for this node but that it no longer serves (it fenced itself
         // while etcd was unreachable, and etcd came back before the lease expired): free
         // them, so the partitions are claimed again, with a new epoch and a grace period.
@@ -662,9 +688,6 @@ impl Manager {
                 self.release_key(p, epoch).await;
             }
         }
-        for p in self.ownership.take_epoch_requests() {
-            self.renew_epoch(p).await;
-        }
         let plan = balance::plan(snap, &me);
         for p in plan.shed {
             self.shed(p).await;
@@ -673,6 +696,29 @@ impl Manager {
             self.claim(p, snap.held[p as usize]).await;
         }
         self.publish(snap);
+    }
+
+    /// Acts on what the lock table reported: a planned move's grace period whose
+    /// handed-over locks are all back ends (no need to wait longer); a partition whose
+    /// token counter ran out gets a new epoch.
+    async fn act_on_reports(&mut self) {
+        for p in self.ownership.take_grace_done() {
+            if matches!(self.ownership.phase(p), Phase::Grace { .. }) {
+                tracing::info!(partition = p, "every handed-over lock back: grace over");
+                self.end_grace(p).await;
+            }
+        }
+        for p in self.ownership.take_epoch_requests() {
+            self.renew_epoch(p).await;
+        }
+    }
+
+    /// Reads the cluster and publishes the map again, without the rest of a round.
+    async fn republish(&mut self) {
+        match self.etcd.get_prefix(keys::prefix(&self.config.cluster).as_bytes()).await {
+            Ok((rev, kvs)) => self.publish(&Snapshot::parse(&self.config.cluster, rev, &kvs)),
+            Err(e) => tracing::warn!(error = %e, "cannot read the cluster from etcd"),
+        }
     }
 
     /// Publishes the map: the snapshot of this round, with this node's own partitions as

@@ -36,6 +36,8 @@ pub mod op {
     pub const NOTICE: u8 = 0x09;
     /// Ask for a shared-memory answer slot (same host only; `docs/PROTOCOL.md` §9).
     pub const SHM_ATTACH: u8 = 0x0a;
+    /// Cluster: ask for a `MAP_CHANGED` notice whenever the node's map changes.
+    pub const WATCH_MAP: u8 = 0x0b;
     /// The bit that marks a response.
     pub const RESPONSE: u8 = 0x80;
     /// The op of every `UNKNOWN_OP` response (on the wire `0xff`), whatever the request's
@@ -133,6 +135,10 @@ pub enum Request {
     /// answers (`docs/PROTOCOL.md` §9). Answered `OK` with the slot index as value and a
     /// [`ShmAttached`](crate::ShmAttached) body. No payload.
     ShmAttach,
+    /// Cluster: from now on, push this session a `MAP_CHANGED` notice whenever the map
+    /// this node serves to `MAP` changes (`docs/PROTOCOL.md` §7.7). Answered `OK` with the
+    /// revision of the node's current map as value. No payload.
+    WatchMap,
 }
 
 impl Request {
@@ -148,6 +154,7 @@ impl Request {
             Request::Reclaim { .. } => op::RECLAIM,
             Request::Map => op::MAP,
             Request::ShmAttach => op::SHM_ATTACH,
+            Request::WatchMap => op::WATCH_MAP,
         }
     }
 }
@@ -184,7 +191,7 @@ impl RequestFrame {
             Request::Unlock { target } | Request::Cancel { target } | Request::Poll { target } => {
                 out.put_u64(target)
             }
-            Request::Keepalive | Request::Map | Request::ShmAttach => {}
+            Request::Keepalive | Request::Map | Request::ShmAttach | Request::WatchMap => {}
             Request::Stats { max_entries } => out.put_u32(max_entries),
             Request::Reclaim { start, end, mode, token } => {
                 out.put_u64(start);
@@ -250,6 +257,7 @@ impl RequestFrame {
             }
             op::MAP => Request::Map,
             op::SHM_ATTACH => Request::ShmAttach,
+            op::WATCH_MAP => Request::WatchMap,
             // NOTICE (0x09) is server-to-client only.
             other => return Err(DecodeError::UnknownOp(other)),
         };

@@ -9,9 +9,10 @@
 //!
 //! A **notice** is a response frame the server pushes unasked: op [`op::NOTICE`], id 0,
 //! status [`Status::NotOwner`] (the node gave up partition `value`), [`Status::Fenced`]
-//! (the node lost its etcd lease: all its partitions) or, to a version 4 session,
+//! (the node lost its etcd lease: all its partitions), to a version 4 session,
 //! [`Status::SessionEnded`] (the server ends the session; `value` is the
-//! [`EndReason`](crate::EndReason) code), no body.
+//! [`EndReason`](crate::EndReason) code), or, to a session that sent `WATCH_MAP`,
+//! [`Status::MapChanged`] (`value` is the new map's revision); no body.
 
 use super::codec::{begin_frame, finish_frame, Cursor, Put};
 use super::error::DecodeError;
@@ -90,6 +91,11 @@ impl ResponseFrame {
         ResponseFrame::new(op::NOTICE, 0, Status::SessionEnded, reason.code())
     }
 
+    /// The `MAP_CHANGED` notice: the node's map changed; `revision` is the new map's.
+    pub fn map_changed(revision: u64) -> Self {
+        ResponseFrame::new(op::NOTICE, 0, Status::MapChanged, revision)
+    }
+
     /// Whether this is a server-pushed notice rather than the answer to a request.
     pub fn is_notice(&self) -> bool {
         self.op == op::NOTICE
@@ -131,7 +137,8 @@ impl ResponseFrame {
 
     /// Decodes a frame body (the bytes after the length prefix). Total: never panics.
     ///
-    /// A notice must have id 0 and status `NOT_OWNER`, `FENCED` or `SESSION_ENDED`.
+    /// A notice must have id 0 and status `NOT_OWNER`, `FENCED`, `SESSION_ENDED` or
+    /// `MAP_CHANGED`.
     pub fn decode(body: &[u8]) -> Result<Self, DecodeError> {
         let mut c = Cursor::new(body);
         let kind = c.u8()?;
@@ -147,7 +154,9 @@ impl ResponseFrame {
             if id != 0 {
                 return Err(DecodeError::BadField(id, "notice.id"));
             }
-            if !matches!(status, Status::NotOwner | Status::Fenced | Status::SessionEnded) {
+            let notice_status =
+                [Status::NotOwner, Status::Fenced, Status::SessionEnded, Status::MapChanged];
+            if !notice_status.contains(&status) {
                 return Err(DecodeError::BadField(status.code().into(), "notice.status"));
             }
         } else if status == Status::NotOwner {

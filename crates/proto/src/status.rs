@@ -74,11 +74,15 @@ pub enum Status {
     /// the [`EndReason`](crate::EndReason) code (`docs/PROTOCOL.md` §2.1). The connection
     /// closes next.
     SessionEnded = 0x23,
+    /// Cluster, the status of a `NOTICE` only, to a session that sent `WATCH_MAP`: the
+    /// map the node serves changed; `value` is the new map's revision
+    /// (`docs/PROTOCOL.md` §7.7).
+    MapChanged = 0x24,
 }
 
 impl Status {
     /// Every status, in code order.
-    pub const ALL: [Status; 26] = [
+    pub const ALL: [Status; 27] = [
         Status::Ok,
         Status::Pending,
         Status::WouldBlock,
@@ -105,6 +109,7 @@ impl Status {
         Status::ShmAlreadyAttached,
         Status::Forbidden,
         Status::SessionEnded,
+        Status::MapChanged,
     ];
 
     /// The wire byte.
@@ -158,6 +163,7 @@ impl core::fmt::Display for Status {
             Status::ShmAlreadyAttached => "this session already holds a shared-memory slot",
             Status::Forbidden => "range outside what this session's token may lock",
             Status::SessionEnded => "the server ended the session",
+            Status::MapChanged => "the node's cluster map changed",
         };
         f.write_str(s)
     }
@@ -176,7 +182,7 @@ mod tests {
             assert_eq!(Status::from_code(s.code()), Ok(s));
             assert_eq!(s.is_error(), s.code() >= 0x10);
         }
-        assert_eq!(Status::from_code(0x24), Err(DecodeError::UnknownStatus(0x24)));
+        assert_eq!(Status::from_code(0x25), Err(DecodeError::UnknownStatus(0x25)));
     }
 
     #[test]

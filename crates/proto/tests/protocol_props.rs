@@ -37,6 +37,7 @@ fn request() -> impl Strategy<Value = Request> {
         }),
         Just(Request::Map),
         Just(Request::ShmAttach),
+        Just(Request::WatchMap),
     ]
 }
 
@@ -149,7 +150,12 @@ fn response() -> impl Strategy<Value = ResponseFrame> {
         (prop_oneof![Just(op::LOCK), Just(op::RECLAIM)], any::<u64>(), any::<u64>(), hint())
             .prop_map(|(op, id, epoch, h)| ResponseFrame::not_owner(op, id, epoch, h));
     let notice = (
-        prop_oneof![Just(Status::NotOwner), Just(Status::Fenced), Just(Status::SessionEnded)],
+        prop_oneof![
+            Just(Status::NotOwner),
+            Just(Status::Fenced),
+            Just(Status::SessionEnded),
+            Just(Status::MapChanged)
+        ],
         any::<u64>(),
     )
         .prop_map(|(st, value)| ResponseFrame::notice(st, value));
@@ -246,7 +252,10 @@ proptest! {
         let back = ResponseFrame::decode(&encode_response(&r));
         if op == op::NOTICE {
             // A notice has id 0 and status NOT_OWNER, FENCED or SESSION_ENDED.
-            let notice_status = matches!(st, Status::NotOwner | Status::Fenced | Status::SessionEnded);
+            let notice_status = matches!(
+                st,
+                Status::NotOwner | Status::Fenced | Status::SessionEnded | Status::MapChanged
+            );
             let valid = id == 0 && notice_status;
             prop_assert_eq!(back.is_ok(), valid);
             if valid {

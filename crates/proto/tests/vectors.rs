@@ -262,6 +262,13 @@ fn expected() -> Vec<(&'static str, Msg)> {
         ("notice-not-owner", Msg::Response(ResponseFrame::notice(Status::NotOwner, 2))),
         ("notice-fenced", Msg::Response(ResponseFrame::notice(Status::Fenced, ALL_PARTITIONS))),
         ("shm-attach", req(18, Request::ShmAttach)),
+        ("watch-map", req(24, Request::WatchMap)),
+        ("resp-watch-map", Msg::Response(ResponseFrame::new(op::WATCH_MAP, 24, Status::Ok, 42))),
+        (
+            "resp-watch-map-not-clustered",
+            Msg::Response(ResponseFrame::new(op::WATCH_MAP, 25, Status::NotClustered, 0)),
+        ),
+        ("notice-map-changed", Msg::Response(ResponseFrame::map_changed(43))),
         (
             "resp-shm-attached",
             Msg::Response(ResponseFrame::shm_attached(

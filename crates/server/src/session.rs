@@ -24,7 +24,10 @@
 //!    counts queued responses plus waiting locks; when it exceeds
 //!    `max_locks_per_session + MAX_BACKLOG` (a client that sends without reading) the
 //!    loop stops reading until the writer makes progress, or ends the session after a
-//!    lease without progress. Memory per session stays bounded.
+//!    lease without progress. Memory per session stays bounded. On a cluster node, a
+//!    session that sent `WATCH_MAP` also gets a `MAP_CHANGED` notice from this loop each
+//!    time the node's map changes (changes while the loop waits for the writer coalesce
+//!    into one notice of the newest revision).
 //! 3. End (EOF, I/O error, lease expiry, bad framing, server shutdown, the session's token
 //!    revoked by a reload of the auth file: the `reload` module): a version 4 session
 //!    that the server ends on its own gets a `SESSION_ENDED` notice with the
@@ -228,6 +231,7 @@ pub(crate) async fn run<S: Transport>(
         nonce: 0,
         timers: JoinSet::new(),
         timer_of: HashMap::new(),
+        map_watch: None,
     };
     let mut buf = Vec::new();
     // The session ended after a `NOTICE FENCED` for all partitions (`lapse` module).
@@ -264,6 +268,9 @@ pub(crate) async fn run<S: Transport>(
                     _ = shutdown.changed() => break Err(Ended::Shutdown),
                     _ = sink.overflowed() => break Err(Ended::OutputOverLimit),
                     () = &mut revoked => break Err(Ended::Revoked),
+                    Some(revision) = map_changed(&mut handler.map_watch) => {
+                        reply::send_now(&handler.tx, ResponseFrame::map_changed(revision));
+                    }
                     () = tokio::time::sleep_until(deadline) => {
                         match lapse::judge(fd, shared.config.cluster.as_deref(), lease) {
                             Verdict::Alive(again) => {
@@ -341,6 +348,19 @@ pub(crate) async fn run<S: Transport>(
     let abort = writer.abort_handle();
     if tokio::time::timeout(lease.max(Duration::from_millis(100)), writer).await.is_err() {
         abort.abort();
+    }
+}
+
+/// The next change of the node's map after `WATCH_MAP`, with the new map's revision;
+/// never without `WATCH_MAP`, nor once the node's ownership is gone.
+async fn map_changed(watch: &mut Option<watch::Receiver<u64>>) -> Option<u64> {
+    let Some(w) = watch else { return std::future::pending().await };
+    match w.changed().await {
+        Ok(()) => Some(*w.borrow_and_update()),
+        Err(_) => {
+            *watch = None;
+            None
+        }
     }
 }
 
@@ -477,6 +497,9 @@ struct Handler<'a> {
     /// The timers by lock id, so `UNLOCK`/`CANCEL` abort them: the number of pending
     /// timers stays bounded by the live locks instead of growing with every timed request.
     timer_of: HashMap<u64, Vec<AbortHandle>>,
+    /// After `WATCH_MAP` (cluster nodes): the node's map changes, each pushed to the
+    /// client as a `MAP_CHANGED` notice by the read loop.
+    map_watch: Option<watch::Receiver<u64>>,
 }
 
 impl Handler<'_> {
@@ -593,6 +616,19 @@ impl Handler<'_> {
             Request::Map => match &self.shared.config.cluster {
                 Some(own) => reply::send_now(&self.tx, own.map_reply(id)),
                 None => self.error(op::MAP, id, Status::NotClustered),
+            },
+            Request::WatchMap => match &self.shared.config.cluster {
+                Some(own) => {
+                    // Subscribed before the revision is read: a change in between is
+                    // announced, not lost.
+                    let watch = own.watch_map();
+                    let revision = own.map().map_or(0, |m| m.revision);
+                    // Again: the first watch stays, with any change not pushed yet.
+                    self.map_watch.get_or_insert(watch);
+                    let r = ResponseFrame::new(op::WATCH_MAP, id, Status::Ok, revision);
+                    reply::send_now(&self.tx, r);
+                }
+                None => self.error(op::WATCH_MAP, id, Status::NotClustered),
             },
             Request::ShmAttach => {
                 let r = match (&self.shared.shm, &self.shm) {

@@ -448,3 +448,54 @@ fn giving_up_during_a_handover_grace_drops_placeholders_and_answers_requeued_wai
         sb.shutdown();
     }
 }
+
+/// `WATCH_MAP` (PROTOCOL.md §7.7): the session is told of each change of the node's map
+/// (nodes, owners, states, epochs) with its revision, and of nothing else; a session that
+/// did not ask is told nothing, and a server that is not a cluster node refuses.
+#[test]
+fn a_session_that_watches_the_map_is_told_of_each_change_and_only_then() {
+    let (server, own, parts) = node(EngineKind::Combiner);
+    let addr = server.tcp_addr().unwrap();
+    let (mut watcher, mut other) = (Raw::connect(addr), Raw::connect(addr));
+    let r = watcher.call(1, Request::WatchMap);
+    assert_eq!((r.op, r.status, r.value), (op::WATCH_MAP, Status::Ok, 0), "no map yet");
+    let owners = [(Some(1), 99), (Some(0), 5), (None, 0), (None, 0)];
+    own.set_map(map(parts, &owners));
+    let n = watcher.recv().unwrap();
+    assert!(n.is_notice(), "{n:?}");
+    assert_eq!((n.status, n.value), (Status::MapChanged, 7));
+    // Asking again answers the current revision and changes nothing.
+    let r = watcher.call(2, Request::WatchMap);
+    assert_eq!((r.status, r.value), (Status::Ok, 7));
+    // A later revision with the same owners: nothing to tell (the keepalive's answer is
+    // the next frame).
+    let mut same = map(parts, &owners);
+    same.revision = 8;
+    own.set_map(same);
+    assert_eq!(watcher.call(3, Request::Keepalive).status, Status::Ok);
+    // A grace period ends: the state changes, not the revision.
+    let mut graced = map(parts, &owners);
+    graced.revision = 8;
+    graced.owners[1].state = PartitionState::Grace;
+    own.set_map(graced);
+    assert_eq!(
+        watcher.recv().map(|n| (n.op, n.status, n.value)),
+        Some((op::NOTICE, Status::MapChanged, 8))
+    );
+    own.set_map(ClusterMap { revision: 8, ..map(parts, &owners) });
+    assert_eq!(watcher.recv().map(|n| (n.status, n.value)), Some((Status::MapChanged, 8)));
+    // A partition changes hands.
+    own.set_map(ClusterMap {
+        revision: 9,
+        ..map(parts, &[(Some(0), 100), (Some(0), 5), (None, 0), (None, 0)])
+    });
+    assert_eq!(watcher.recv().map(|n| (n.status, n.value)), Some((Status::MapChanged, 9)));
+    // The other session never asked: its first frame is its keepalive's answer.
+    assert_eq!(other.call(1, Request::Keepalive).status, Status::Ok);
+    server.shutdown();
+
+    let single = Server::start(ServerConfig::ephemeral()).unwrap();
+    let r = Raw::connect(single.tcp_addr().unwrap()).call(1, Request::WatchMap);
+    assert_eq!((r.op, r.status), (op::WATCH_MAP, Status::NotClustered));
+    single.shutdown();
+}

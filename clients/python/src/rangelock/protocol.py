@@ -121,6 +121,8 @@ class Op(enum.IntEnum):
     #: Server-pushed notice (cluster nodes only; §7.6).
     NOTICE = 0x09
     SHM_ATTACH = 0x0A
+    #: Cluster only (§7.7): ask for ``MAP_CHANGED`` notices. This client never sends it.
+    WATCH_MAP = 0x0B
     #: The op of an ``UNKNOWN_OP`` answer: its op byte is ``0xff`` = ``0x7f | 0x80``.
     UNKNOWN = 0x7F
 
@@ -159,6 +161,9 @@ class Status(enum.IntEnum):
     FORBIDDEN = 0x22
     #: Version 4, NOTICE only: the server ends the session; ``value`` is the reason.
     SESSION_ENDED = 0x23
+    #: NOTICE only, to a session that sent ``WATCH_MAP`` (§7.7): the node's cluster map
+    #: changed; ``value`` is its revision. This client never asks for it.
+    MAP_CHANGED = 0x24
 
     @property
     def is_error(self) -> bool:
@@ -385,6 +390,11 @@ def encode_map(id: int) -> bytes:
     return _HEAD.pack(9, Op.MAP, id)
 
 
+def encode_watch_map(id: int) -> bytes:
+    """WATCH_MAP (cluster only, §7.7)."""
+    return _HEAD.pack(9, Op.WATCH_MAP, id)
+
+
 def encode_shm_attach(id: int) -> bytes:
     """SHM_ATTACH (§9)."""
     return _HEAD.pack(9, Op.SHM_ATTACH, id)
@@ -430,6 +440,7 @@ def decode_request(frame: bytes) -> Request:
         Op.RECLAIM: 25,
         Op.MAP: 0,
         Op.SHM_ATTACH: 0,
+        Op.WATCH_MAP: 0,
     }
     if op not in sizes or len(payload) != sizes[op]:
         raise ProtocolError(f"{op.name}: bad payload size {len(payload)}")
@@ -613,9 +624,9 @@ def encode_response(r: Response) -> bytes:
     )
 
 
-#: The statuses a NOTICE may carry: the cluster's two (§7.6) and version 4's
-#: ``SESSION_ENDED`` (§2.1).
-_NOTICE_STATUSES = (Status.NOT_OWNER, Status.FENCED, Status.SESSION_ENDED)
+#: The statuses a NOTICE may carry: the cluster's two (§7.6), version 4's
+#: ``SESSION_ENDED`` (§2.1) and ``MAP_CHANGED`` (§7.7, only after a ``WATCH_MAP``).
+_NOTICE_STATUSES = (Status.NOT_OWNER, Status.FENCED, Status.SESSION_ENDED, Status.MAP_CHANGED)
 
 
 def encode_notice(status: Status, value: int) -> bytes:

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rangelock_proto::{op, PartitionState, Piece, ResponseFrame, Status, Wait};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch as news};
 
-use super::backoff::Backoff;
+use super::backoff::{self, Backoff};
 use super::client::Shared;
 use super::error::ClusterError;
 use super::nodes::{self, NodeConn};
@@ -48,7 +48,8 @@ pub(super) async fn acquire(
     let map = shared.map();
     let parts = map.partitioning().map_err(|e| ClusterError::BadMap(e.to_string()))?;
     for piece in parts.split(state.range.start, state.range.end) {
-        Piecewise { shared, state, piece, wait, deadline, backoff: Backoff::new() }.run().await?;
+        let (backoff, news) = (shared.backoff(), shared.map_news());
+        Piecewise { shared, state, piece, wait, deadline, backoff, news }.run().await?;
     }
     Ok(())
 }
@@ -61,6 +62,8 @@ struct Piecewise<'a> {
     wait: Wait,
     deadline: Option<Instant>,
     backoff: Backoff,
+    /// Map changes pushed by nodes: a pause ends at the next one.
+    news: news::Receiver<u64>,
 }
 
 impl Piecewise<'_> {
@@ -165,6 +168,8 @@ impl Piecewise<'_> {
             (w, _) => w,
         };
         let notices = conn.client.notices();
+        // Changes pushed before this request cannot end the pause after its answer.
+        self.news.borrow_and_update();
         let range = self.piece.start..self.piece.end;
         let answer = tokio::select! {
             r = conn.client.lock_or_refusal(range, self.state.mode, wait) => r,
@@ -224,8 +229,9 @@ impl Piecewise<'_> {
         self.pause(None).await
     }
 
-    /// Sleeps the next backoff step (at most `cap`), but not past the deadline; fails with
-    /// `TimedOut` if the deadline has passed.
+    /// Sleeps the next backoff step (at most `cap`), but not past the deadline, and no
+    /// longer than until a node pushes a map change; fails with `TimedOut` if the deadline
+    /// has passed.
     async fn pause(&mut self, cap: Option<Duration>) -> Result<(), Failure> {
         let mut pause = self.backoff.next_pause();
         if let Some(cap) = cap {
@@ -238,7 +244,7 @@ impl Piecewise<'_> {
             }
             pause = pause.min(left);
         }
-        tokio::time::sleep(pause).await;
+        backoff::sleep_or_news(&mut self.news, pause).await;
         Ok(())
     }
 }

@@ -7,9 +7,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use rangelock_proto::{ClusterMap, Mode, NodeInfo, Request, StatsBody, Status, Wait};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::acquire::{self, Failure};
+use super::backoff::Backoff;
 use super::error::ClusterError;
 use super::guard::ClusterGuard;
 use super::nodes::{self, NodePool};
@@ -26,6 +28,9 @@ pub(super) struct Shared {
     pub(super) nodes: NodePool,
     pub(super) registry: Registry,
     next_guard: AtomicU64,
+    /// Counts the map changes nodes pushed (`MAP_CHANGED`), each counted once the client
+    /// has read the node's new map: a pause between retries ends at the next one.
+    map_news: watch::Sender<u64>,
 }
 
 impl core::fmt::Debug for Shared {
@@ -48,6 +53,41 @@ impl Shared {
     /// The cached map.
     pub(super) fn map(&self) -> Arc<ClusterMap> {
         self.lock_map().clone().expect("a map is read before the client is handed out")
+    }
+
+    /// A new backoff, as the options say.
+    pub(super) fn backoff(&self) -> Backoff {
+        Backoff::new(self.options.backoff_first, self.options.backoff_max)
+    }
+
+    /// A receiver of the map changes nodes push from now on.
+    pub(super) fn map_news(&self) -> watch::Receiver<u64> {
+        self.map_news.subscribe()
+    }
+
+    /// The node at `addr` pushed a `MAP_CHANGED` notice with `revision`: reads its map if
+    /// it may be newer than the cached one (a change of the same revision, such as a
+    /// grace period's end, counts), then wakes every pause.
+    pub(super) async fn map_pushed(self: &Arc<Self>, addr: &str, revision: u64) {
+        // On the connection that brought the notice, if it is still up (not through
+        // `nodes::node`, which would connect again).
+        let conn = self.nodes.cached(addr);
+        if let Some(conn) = conn.filter(|_| revision >= self.map().revision) {
+            let limit = self.options.connect_timeout;
+            match tokio::time::timeout(limit, conn.client.raw(Request::Map)).await {
+                Ok(Ok(r)) if r.status == Status::Ok => {
+                    if let Some(map) = r.map {
+                        if let Err(e) = self.offer(map) {
+                            tracing::debug!(addr, error = %e, "a pushed map refused");
+                        }
+                    }
+                }
+                r => {
+                    tracing::debug!(addr, answer = ?r.map(|r| r.map(|r| r.status)), "no pushed map")
+                }
+            }
+        }
+        self.map_news.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     pub(super) fn next_guard_id(&self) -> u64 {
@@ -178,6 +218,7 @@ impl ClusterClient {
             nodes: NodePool::default(),
             registry: Registry::default(),
             next_guard: AtomicU64::new(1),
+            map_news: watch::Sender::new(0),
         });
         let mut failures = Vec::new();
         let mut refused = None;

@@ -32,12 +32,23 @@
 //! client re-reads the map it asks the nodes it is connected to, then the map's nodes,
 //! then the seeds, and keeps the newest map (the largest etcd revision).
 //!
+//! Nodes also **push** map changes. On every new node connection the client sends
+//! `WATCH_MAP` (`docs/PROTOCOL.md` §7.7, without waiting for the answer); from then on
+//! the node sends a `MAP_CHANGED` notice each time the map it serves changes (a partition
+//! claimed, given up, out of its grace period; a node joined or gone). The client then
+//! reads that node's map and ends every pause between retries at once, so a lock or a
+//! reclaim waiting for a new owner asks it as soon as a node it is connected to knows
+//! it. The backoff ([`ClusterOptions::backoff_first`] doubling to
+//! [`ClusterOptions::backoff_max`], 10 to 200 ms) remains the fallback: a node that does
+//! not know `WATCH_MAP` answers `UNKNOWN_OP` and pushes nothing. Nothing depends on the
+//! push for safety: the node refuses what it does not own, and tokens fence the rest.
+//!
 //! A node's refusal says what to do next:
 //!
 //! | answer | the client |
 //! |---|---|
-//! | `NOT_OWNER` | follows the owner hint if it names an owner of a later epoch than any it knows; else re-reads the map, and backs off (10 ms doubling to 200 ms) if the map has nothing newer |
-//! | `IN_GRACE` | retries when the grace period may be over (`value` ms), polling at least as often as the backoff; a try fails with [`ClusterError::Unavailable`] |
+//! | `NOT_OWNER` | follows the owner hint if it names an owner of a later epoch than any it knows; else re-reads the map, and backs off (10 ms doubling to 200 ms, until a node pushes a map change) if the map has nothing newer |
+//! | `IN_GRACE` | retries when the grace period may be over (`value` ms), when a node pushes a map change (the owner ends a grace period early when every handed-over lock is back), and at least as often as the backoff; a try fails with [`ClusterError::Unavailable`] |
 //! | `FENCED`, unreachable, shutting down | re-reads the map, backs off, retries; a try re-reads the map once, then fails with `Unavailable` |
 //! | `CROSSES_PARTITION` | the map's partitioning is not the node's: re-reads the map and starts the lock over |
 //! | the hello refused for authentication, `FORBIDDEN` | fails the lock: [`ClusterError::Client`] with [`ClientError::AuthRequired`](crate::ClientError::AuthRequired) or [`AuthFailed`](crate::ClientError::AuthFailed), or [`ClusterError::Server`] with `FORBIDDEN` (the range is outside the token's ranges) |
@@ -90,7 +101,8 @@
 //!    * `RECLAIM_REFUSED`: the guard is **lost** ([`LostCause::ReclaimRefused`]): another
 //!      holder reclaimed a conflicting lock first, or the owner is not in a grace period;
 //!    * `NOT_OWNER` (its hint is remembered), `FENCED`, an unreachable node, no answer:
-//!      back off (10 ms doubling to 200 ms) and go to 1.
+//!      back off (10 ms doubling to 200 ms, or until a node pushes a map change) and go
+//!      to 1.
 //!
 //! A piece still not placed when the window passes makes the guard lost
 //! ([`LostCause::WindowMissed`]). The window must cover the cluster's etcd TTL, a manager

@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use rangelock_proto::Request;
+
 use super::client::Shared;
 use super::watch;
 use crate::connection::AsyncClient;
@@ -39,7 +41,8 @@ impl NodePool {
         self.slots.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn cached(&self, addr: &str) -> Option<NodeConn> {
+    /// The cached connection to `addr`, while it is up.
+    pub(super) fn cached(&self, addr: &str) -> Option<NodeConn> {
         let slots = self.lock();
         slots.get(addr)?.conn.clone().filter(|c| c.client.is_connected())
     }
@@ -94,6 +97,10 @@ pub(super) async fn node(shared: &Arc<Shared>, addr: &str) -> Result<NodeConn, C
     let conn = NodeConn { addr: addr.to_owned(), serial, client };
     // Subscribed before any request goes out on the connection: no notice is missed.
     let (lost, notices) = (conn.client.lost_signal(), conn.client.notices());
+    // Ask for the node's map changes (`MAP_CHANGED` notices), ahead of any other request:
+    // the answer is not awaited, and a node that does not know the request answers
+    // `UNKNOWN_OP` and pushes nothing.
+    conn.client.send_and_forget(Request::WatchMap);
     tokio::spawn(watch::watch(Arc::downgrade(shared), conn.addr.clone(), serial, lost, notices));
     tracing::debug!(addr, serial, "connected to cluster node");
     shared.nodes.lock().entry(addr.to_owned()).or_default().conn = Some(conn.clone());

@@ -47,6 +47,14 @@ pub struct ClusterOptions {
     /// [`ClientError::AuthRequired`](crate::ClientError::AuthRequired)) instead of being
     /// retried as unreachable.
     pub connect: ConnectOptions,
+    /// The first pause before a retry while the cluster converges (no owner known yet,
+    /// a node unreachable, a grace period): the pauses start here and double up to
+    /// [`ClusterOptions::backoff_max`]. Default 10 ms. A pause ends early when a node the
+    /// client is connected to pushes a map change (`MAP_CHANGED`), so the backoff is the
+    /// fallback for nodes that push nothing.
+    pub backoff_first: Duration,
+    /// The longest pause between retries. Default 200 ms.
+    pub backoff_max: Duration,
 }
 
 impl Default for ClusterOptions {
@@ -56,6 +64,8 @@ impl Default for ClusterOptions {
             reclaim_window: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(2),
             connect: ConnectOptions::default(),
+            backoff_first: Duration::from_millis(10),
+            backoff_max: Duration::from_millis(200),
         }
     }
 }

@@ -14,7 +14,7 @@ use rangelock_proto::{token, ClusterMap, Mode, PartitionState, Status};
 use tokio::sync::broadcast;
 use tokio::task::JoinSet;
 
-use super::backoff::Backoff;
+use super::backoff;
 use super::client::Shared;
 use super::error::{LostCause, LostReason};
 use super::nodes::{self, NodeConn};
@@ -122,7 +122,8 @@ async fn run(
 ) {
     let window = shared.options.reclaim_window;
     let started = Instant::now();
-    let mut backoff = Backoff::new();
+    let mut backoff = shared.backoff();
+    let mut news = shared.map_news();
     loop {
         items.retain(|it| it.guard.wanted(it.piece).is_some());
         if items.is_empty() {
@@ -139,6 +140,8 @@ async fn run(
             }
             return;
         }
+        // Changes pushed before this round's map cannot end the pause after it.
+        news.borrow_and_update();
         let map = match shared.refresh_map(avoid.as_deref()).await {
             Ok(map) => map,
             Err(e) => {
@@ -196,7 +199,7 @@ async fn run(
             return;
         }
         let left = window.saturating_sub(started.elapsed());
-        tokio::time::sleep(backoff.next_pause().min(left)).await;
+        backoff::sleep_or_news(&mut news, backoff.next_pause().min(left)).await;
     }
 }
 

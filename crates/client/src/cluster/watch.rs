@@ -1,5 +1,6 @@
 //! Watching node connections: a task per connection turns its loss and its notices into
-//! reclaims, and [`placed`] catches what that task may have scanned for before a new
+//! reclaims (and a pushed map change into a map read that wakes the pauses between
+//! retries), and [`placed`] catches what that task may have scanned for before a new
 //! piece was registered.
 
 use std::future::Future;
@@ -28,6 +29,16 @@ pub(super) async fn watch(
             // Notices read before the loss first: they name fewer pieces.
             biased;
             n = notices.recv() => match n {
+                Ok(n) if n.map_revision().is_some() => {
+                    let (Some(shared), Some(revision)) = (shared.upgrade(), n.map_revision())
+                    else {
+                        return;
+                    };
+                    // Off this task: the notices behind it must not wait for a MAP.
+                    let addr = addr.clone();
+                    tokio::spawn(async move { shared.map_pushed(&addr, revision).await });
+                    continue;
+                }
                 Ok(n) => n.partition,
                 // Notices were missed: any partition may have been given up.
                 Err(RecvError::Lagged(_)) => None,

@@ -40,8 +40,10 @@
 
 mod fence;
 mod owner;
+mod reports;
 
 pub use crate::table::HandoverLock;
 pub use fence::Fence;
 pub(crate) use owner::Admission;
 pub use owner::{GiveUp, Ownership, Phase};
+pub(crate) use reports::Reports;

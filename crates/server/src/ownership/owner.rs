@@ -1,13 +1,13 @@
 //! [`Ownership`]: which partitions this node serves, checked inside EPVS protection.
 
 use std::cell::UnsafeCell;
-use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use epvs::Epvs;
 
 use super::fence::{now_nanos, Fence};
+use super::reports::Reports;
 use crate::engine::Engine;
 use crate::protocol::{op, token, ClusterMap, OwnerHint, Partitioning, ResponseFrame, Status};
 use crate::table::{Command, HandoverLock, PartitionChange};
@@ -91,13 +91,18 @@ pub struct Ownership {
     /// The latest cluster map the manager read from etcd: answers `MAP` and fills the
     /// hint of `NOT_OWNER` replies.
     map: Mutex<Option<Arc<ClusterMap>>>,
+    /// The revision of the map, sent each time the map's nodes or owners change: the
+    /// sessions that sent `WATCH_MAP` push it as a `MAP_CHANGED` notice.
+    map_changed: tokio::sync::watch::Sender<u64>,
     /// The server's engine, while it runs (table commands of transitions go there).
     engine: Mutex<Option<Engine>>,
     /// Partitions whose token counter ran out; the manager takes a new epoch for them.
-    epoch_requests: Arc<Mutex<BTreeSet<u32>>>,
+    epoch_requests: Arc<Reports>,
     /// Partitions whose handed-over locks have all been reclaimed: their grace period
     /// may end now.
-    grace_done: Arc<Mutex<BTreeSet<u32>>>,
+    grace_done: Arc<Reports>,
+    /// Woken by every report of the two above.
+    reported: Arc<tokio::sync::Notify>,
 }
 
 impl core::fmt::Debug for Ownership {
@@ -113,6 +118,7 @@ impl core::fmt::Debug for Ownership {
 impl Ownership {
     /// Ownership of node `node` in a cluster of `parts`: owns nothing, fence closed.
     pub fn new(parts: Partitioning, node: &str) -> Arc<Ownership> {
+        let reported = Arc::new(tokio::sync::Notify::new());
         Arc::new(Ownership {
             parts,
             node: node.to_owned(),
@@ -120,9 +126,11 @@ impl Ownership {
             phases: Arc::new(Phases(UnsafeCell::new(vec![Phase::Unowned; parts.count() as usize]))),
             fence: Arc::new(Fence::new()),
             map: Mutex::new(None),
+            map_changed: tokio::sync::watch::Sender::new(0),
             engine: Mutex::new(None),
-            epoch_requests: Arc::new(Mutex::new(BTreeSet::new())),
-            grace_done: Arc::new(Mutex::new(BTreeSet::new())),
+            epoch_requests: Arc::new(Reports::new(reported.clone())),
+            grace_done: Arc::new(Reports::new(reported.clone())),
+            reported,
         })
     }
 
@@ -147,7 +155,7 @@ impl Ownership {
     }
 
     /// Where the table reports partitions whose token counter ran out.
-    pub(crate) fn epoch_requests(&self) -> Arc<Mutex<BTreeSet<u32>>> {
+    pub(crate) fn epoch_requests(&self) -> Arc<Reports> {
         self.epoch_requests.clone()
     }
 
@@ -171,27 +179,51 @@ impl Ownership {
     }
 
     /// Where the table reports partitions whose handed-over locks are all reclaimed.
-    pub(crate) fn grace_done_arc(&self) -> Arc<Mutex<BTreeSet<u32>>> {
+    pub(crate) fn grace_done_arc(&self) -> Arc<Reports> {
         self.grace_done.clone()
     }
 
     /// Partitions in a grace period after a planned move whose handed-over locks have all
     /// been reclaimed: their grace period can end now. Takes them.
     pub fn take_grace_done(&self) -> Vec<u32> {
-        let mut r = self.grace_done.lock().unwrap_or_else(PoisonError::into_inner);
-        std::mem::take(&mut *r).into_iter().collect()
+        self.grace_done.take()
     }
 
     /// Partitions whose fencing-token counter is exhausted (4 294 967 295 grants in one
     /// epoch): they grant nothing until [`Ownership::renew_epoch`]. Takes the requests.
     pub fn take_epoch_requests(&self) -> Vec<u32> {
-        let mut r = self.epoch_requests.lock().unwrap_or_else(PoisonError::into_inner);
-        std::mem::take(&mut *r).into_iter().collect()
+        self.epoch_requests.take()
+    }
+
+    /// Completes when the lock table has reported something since the last call
+    /// returned (or since the start): [`Ownership::take_grace_done`] or
+    /// [`Ownership::take_epoch_requests`] may have partitions. The manager waits on it
+    /// to act on a report at once rather than at its next round.
+    pub async fn reported(&self) {
+        self.reported.notified().await;
     }
 
     /// Replaces the cluster map served to `MAP` requests and used for `NOT_OWNER` hints.
+    /// A map whose nodes or owners differ from the last one's is announced to the
+    /// sessions that sent `WATCH_MAP` (a `MAP_CHANGED` notice with its revision); a new
+    /// revision alone is not.
     pub fn set_map(&self, map: ClusterMap) {
-        *self.map.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(map));
+        let revision = map.revision;
+        let mut cur = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        let changed = cur.as_deref().is_none_or(|old| {
+            old.partitions != map.partitions || old.nodes != map.nodes || old.owners != map.owners
+        });
+        *cur = Some(Arc::new(map));
+        // Under the lock: the announced revisions follow the maps' order.
+        if changed {
+            self.map_changed.send_replace(revision);
+        }
+    }
+
+    /// Watches the map's changes ([`Ownership::set_map`]): the receiver sees each change
+    /// made after this call, with the new map's revision.
+    pub(crate) fn watch_map(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.map_changed.subscribe()
     }
 
     /// The current cluster map, if the manager has published one.

@@ -83,14 +83,14 @@ impl Placeholders {
 /// overlaps it in a conflicting mode), and goes on granting in that order.
 #[cfg(test)]
 mod tests {
-    use std::collections::{BTreeSet, HashMap};
-    use std::sync::{Arc, Mutex};
+    use std::collections::HashMap;
+    use std::sync::Arc;
     use std::time::Duration;
 
     use proptest::prelude::*;
     use tokio::sync::mpsc;
 
-    use crate::ownership::Fence;
+    use crate::ownership::{Fence, Reports};
     use crate::protocol::{op, EntryState, GrantMode, Mode, Partitioning, ResponseFrame, Status};
     use crate::table::{Command, LockTable, PartitionChange, TableLimits, TablePartitions};
 
@@ -150,18 +150,18 @@ mod tests {
         table: LockTable,
         session: [u64; SLOTS],
         rx: HashMap<u64, mpsc::UnboundedReceiver<ResponseFrame>>,
-        grace_done: Arc<Mutex<BTreeSet<u32>>>,
+        grace_done: Arc<Reports>,
     }
 
     impl Node {
         fn new(epoch: u64, next_session: &mut u64) -> Node {
             let fence = Arc::new(Fence::new());
             fence.extend_until(Fence::now(), Duration::from_secs(600));
-            let grace_done = Arc::new(Mutex::new(BTreeSet::new()));
+            let grace_done = Arc::new(Reports::new(Arc::default()));
             let parts = TablePartitions::new(
                 Partitioning::new(1).unwrap(),
                 fence,
-                Arc::new(Mutex::new(BTreeSet::new())),
+                Arc::new(Reports::new(Arc::default())),
                 grace_done.clone(),
             );
             let limits = TableLimits { max_locks_per_session: 1000, max_stats_entries: 10_000 };
@@ -321,8 +321,8 @@ mod tests {
                             assert_eq!(r.status, Status::Ok);
                         }
                     }
-                    let done = std::mem::take(&mut *new.grace_done.lock().unwrap());
-                    assert_eq!(done.into_iter().collect::<Vec<_>>(), vec![0], "everyone is back");
+                    let done = new.grace_done.take();
+                    assert_eq!(done, vec![0], "everyone is back");
                     new.apply(Command::Partition { partition: 0, change: PartitionChange::Serve });
                     node = new;
                     model = after;

@@ -5,12 +5,11 @@
 //! are totally ordered here, whatever the request handlers saw (see
 //! [`crate::ownership`]).
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use super::handover::Placeholders;
 use super::interval_tree::Handle;
-use crate::ownership::Fence;
+use crate::ownership::{Fence, Reports};
 use crate::protocol::{token, Mode, Partitioning, Status};
 
 /// A lock held or waited for on a partition when its owner handed it over in a planned
@@ -82,20 +81,20 @@ pub(crate) struct TablePartitions {
     parts: Partitioning,
     fence: Arc<Fence>,
     state: Vec<State>,
-    epoch_requests: Arc<Mutex<BTreeSet<u32>>>,
+    epoch_requests: Arc<Reports>,
     /// After a planned move, in the grace period: the placeholders of the handed-over
     /// locks not taken over yet. Only these are reclaimed; when none is left, the
     /// partition is reported in `grace_done` (its grace period can end early).
     handovers: Vec<Option<Placeholders>>,
-    grace_done: Arc<Mutex<BTreeSet<u32>>>,
+    grace_done: Arc<Reports>,
 }
 
 impl TablePartitions {
     pub(crate) fn new(
         parts: Partitioning,
         fence: Arc<Fence>,
-        epoch_requests: Arc<Mutex<BTreeSet<u32>>>,
-        grace_done: Arc<Mutex<BTreeSet<u32>>>,
+        epoch_requests: Arc<Reports>,
+        grace_done: Arc<Reports>,
     ) -> Self {
         TablePartitions {
             parts,
@@ -144,7 +143,7 @@ impl TablePartitions {
     }
 
     fn report_grace_done(&self, p: u32) {
-        self.grace_done.lock().unwrap_or_else(PoisonError::into_inner).insert(p);
+        self.grace_done.report(p);
     }
 
     pub(crate) fn partitioning(&self) -> Partitioning {
@@ -228,7 +227,7 @@ impl TablePartitions {
             return None;
         }
         if s.seq == u32::MAX {
-            self.epoch_requests.lock().unwrap_or_else(PoisonError::into_inner).insert(p);
+            self.epoch_requests.report(p);
             return None;
         }
         s.seq += 1;
@@ -248,12 +247,12 @@ mod tests {
 
     use super::*;
 
-    fn parts() -> (TablePartitions, Arc<Fence>, Arc<Mutex<BTreeSet<u32>>>) {
+    fn parts() -> (TablePartitions, Arc<Fence>, Arc<Reports>) {
         let fence = Arc::new(Fence::new());
         fence.extend_until(Fence::now(), Duration::from_secs(600));
-        let requests = Arc::new(Mutex::new(BTreeSet::new()));
+        let requests = Arc::new(Reports::new(Arc::default()));
         let p = Partitioning::new(2).unwrap();
-        let done = Arc::new(Mutex::new(BTreeSet::new()));
+        let done = Arc::new(Reports::new(Arc::default()));
         (TablePartitions::new(p, fence.clone(), requests.clone(), done), fence, requests)
     }
 
@@ -282,7 +281,7 @@ mod tests {
         let last = t.mint(start).unwrap();
         assert_eq!(last, token::pack(9, u32::MAX));
         assert_eq!(t.mint(start), None);
-        assert_eq!(requests.lock().unwrap().iter().copied().collect::<Vec<_>>(), vec![1]);
+        assert_eq!(requests.take(), vec![1]);
         t.change(1, PartitionChange::Epoch { epoch: 12 });
         let next = t.mint(start).unwrap();
         assert_eq!(next, token::pack(12, 1));
