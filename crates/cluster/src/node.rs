@@ -226,6 +226,8 @@ impl Node {
         let ownership_addr = config.advertise.clone();
         let mut server_config = config.server.clone();
         let ownership = Ownership::new(parts, &config.node_id);
+        let stats = ownership.stats().clone();
+        etcd.observe(move |took, failed| stats.etcd_request(took, failed));
         server_config.cluster = Some(ownership.clone());
         let server = Server::start(server_config)?;
         let addr = match (ownership_addr, server.tcp_addr()) {
@@ -280,6 +282,11 @@ impl Node {
     /// The server's TCP address.
     pub fn tcp_addr(&self) -> Option<SocketAddr> {
         self.server.as_ref().and_then(Server::tcp_addr)
+    }
+
+    /// The server's metrics address, if it serves metrics.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.server.as_ref().and_then(Server::metrics_addr)
     }
 
     /// Reads the server's auth file and TLS files again ([`Server::reload`]): sessions,

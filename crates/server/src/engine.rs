@@ -73,6 +73,7 @@ impl Engine {
                 own.fence_arc(),
                 own.epoch_requests(),
                 own.grace_done_arc(),
+                own.stats().clone(),
             ));
         }
         match config.engine {

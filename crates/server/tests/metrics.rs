@@ -42,6 +42,50 @@ const REASONS: [&str; 9] = [
     "other",
 ];
 
+/// The `status` labels of `errors_total`: every error status of PROTOCOL.md.
+const ERRORS: [&str; 19] = [
+    "MALFORMED",
+    "UNKNOWN_OP",
+    "INVALID_RANGE",
+    "NOT_HELD",
+    "DUPLICATE_ID",
+    "TOO_MANY_LOCKS",
+    "FRAME_TOO_LARGE",
+    "NOT_WAITING",
+    "SHUTTING_DOWN",
+    "NOT_OWNER",
+    "IN_GRACE",
+    "CROSSES_PARTITION",
+    "RECLAIM_REFUSED",
+    "FENCED",
+    "NOT_CLUSTERED",
+    "SHM_UNAVAILABLE",
+    "SHM_FULL",
+    "SHM_ALREADY_ATTACHED",
+    "FORBIDDEN",
+];
+
+/// The `process_*` series (unlabelled) every scrape has on Linux.
+const PROCESS: [&str; 6] = [
+    "process_cpu_seconds_total",
+    "process_open_fds",
+    "process_max_fds",
+    "process_virtual_memory_bytes",
+    "process_resident_memory_bytes",
+    "process_start_time_seconds",
+];
+
+/// The Prometheus text format 0.0.4: no `# EOF`, no `# UNIT`, and a counter's `# TYPE`
+/// names its sample (`_total`).
+fn check_text_004(body: &str) {
+    assert!(!body.contains("# EOF") && !body.contains("# UNIT"), "{body}");
+    for l in body.lines().filter_map(|l| l.strip_prefix("# TYPE ")) {
+        let (name, kind) = l.split_once(' ').unwrap();
+        assert!(kind != "counter" || name.ends_with("_total"), "{l}");
+    }
+    assert!(body.contains("# TYPE rangelock_grants_total counter"), "{body}");
+}
+
 /// An HTTP response, read until the server closed the connection.
 #[derive(Debug)]
 struct HttpResponse {
@@ -80,17 +124,27 @@ fn parse_http(raw: &str) -> HttpResponse {
 struct Scrape(BTreeMap<String, f64>);
 
 impl Scrape {
+    /// Scrapes as Prometheus does (asking for OpenMetrics), and as `curl` does (text
+    /// 0.0.4, the default), checking each format; returns the OpenMetrics one.
     async fn take(addr: SocketAddr, engine: EngineKind) -> Scrape {
-        let r = http(addr, "GET /metrics HTTP/1.1").await;
+        let asks = "GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;version=1.0.0,\
+                    text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        let r = http(addr, asks).await;
         assert_eq!(r.status, 200, "{r:?}");
         assert!(r.content_type.starts_with("application/openmetrics-text"), "{r:?}");
+        let text = http(addr, "GET /metrics HTTP/1.1").await;
+        assert_eq!(text.content_type, "text/plain; version=0.0.4; charset=utf-8", "{text:?}");
+        check_text_004(&text.body);
         Scrape::parse(&r.body, engine)
     }
 
     fn parse(text: &str, engine: EngineKind) -> Scrape {
         assert!(text.ends_with("# EOF\n"), "OpenMetrics ends with # EOF");
+        for p in PROCESS {
+            assert!(text.lines().any(|l| l.starts_with(&format!("{p} "))), "{p} missing:\n{text}");
+        }
         let mut out = BTreeMap::new();
-        for line in text.lines().filter(|l| !l.starts_with('#')) {
+        for line in text.lines().filter(|l| !l.starts_with('#') && !l.starts_with("process_")) {
             let (series, value) = line.rsplit_once(' ').expect("`series value`");
             let (name, labels) = match series.split_once('{') {
                 Some((n, l)) => (n, l.strip_suffix('}').expect("closing brace")),
@@ -182,6 +236,11 @@ impl Want {
         for r in REASONS {
             w.insert(format!("sessions_ended_total{{reason={r}}}"), 0.0);
         }
+        // Every error status, from the start (SESSION_ENDED and MAP_CHANGED are notices).
+        for status in ERRORS {
+            w.insert(format!("errors_total{{status={status}}}"), 0.0);
+        }
+        w.insert(format!("build_info{{version={}}}", env!("CARGO_PKG_VERSION")), 1.0);
         Want(w).derive()
     }
 
@@ -395,7 +454,7 @@ async fn other_requests_get_404_and_garbage_disturbs_nothing() {
     let garbage = String::from_utf8_lossy(&raw);
     assert!(garbage.starts_with("HTTP/1.1 400"), "{garbage}");
 
-    let r = http(m, "GET /metrics?x=1 HTTP/1.1").await;
+    let r = http(m, "GET /metrics?x=1 HTTP/1.1\r\nAccept: application/openmetrics-text").await;
     assert_eq!(r.status, 200, "{r:?}");
     let scrape = Scrape::parse(&r.body, EngineKind::RangeLock);
     assert_eq!(scrape.get("locks_held"), 1.0, "the session's lock is untouched");

@@ -28,6 +28,17 @@ struct Inner {
     /// The endpoint requests start at: the last that answered.
     current: AtomicUsize,
     request_timeout: Duration,
+    /// Told of every request: how long it took and whether it failed ([`Etcd::observe`]).
+    observer: std::sync::OnceLock<Observer>,
+}
+
+/// What [`Etcd::observe`] calls after each request.
+struct Observer(Box<dyn Fn(Duration, bool) + Send + Sync>);
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Observer")
+    }
 }
 
 impl Etcd {
@@ -64,6 +75,7 @@ impl Etcd {
                 endpoints,
                 current: AtomicUsize::new(0),
                 request_timeout,
+                observer: std::sync::OnceLock::new(),
             }),
         };
         let status: wire::StatusResponse =
@@ -79,6 +91,13 @@ impl Etcd {
     /// The endpoints, normalised to `http://host:port`.
     pub fn endpoints(&self) -> &[String] {
         &self.inner.endpoints
+    }
+
+    /// Calls `observer` after every request of this client and its clones, with how long
+    /// it took and whether it failed (no answer, or an HTTP error status); the cluster
+    /// node's metrics count them. Only the first observer set is kept.
+    pub fn observe(&self, observer: impl Fn(Duration, bool) + Send + Sync + 'static) {
+        let _ = self.inner.observer.set(Observer(Box::new(observer)));
     }
 
     /// The deadline of every request.
@@ -250,6 +269,20 @@ impl Etcd {
     /// on, trying the next while they refuse connections (nothing was sent) and, for
     /// requests safe to repeat, retrying once after a connection broke.
     async fn post<Req: Serialize>(
+        &self,
+        path: &'static str,
+        req: &Req,
+    ) -> Result<(u16, Vec<u8>), EtcdError> {
+        let started = std::time::Instant::now();
+        let r = self.post_timed(path, req).await;
+        if let Some(Observer(observe)) = self.inner.observer.get() {
+            let failed = r.as_ref().map_or(true, |(status, _)| *status >= 400);
+            observe(started.elapsed(), failed);
+        }
+        r
+    }
+
+    async fn post_timed<Req: Serialize>(
         &self,
         path: &'static str,
         req: &Req,

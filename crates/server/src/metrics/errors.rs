@@ -75,7 +75,12 @@ impl ErrorTally {
 
     /// `(status, count)` of each status counted at least once, in code order.
     pub fn nonzero(&self) -> impl Iterator<Item = (Status, u64)> + '_ {
-        Status::ALL.into_iter().filter_map(|s| Some((s, self.0[slot(s)?]))).filter(|(_, n)| *n > 0)
+        self.all().filter(|(_, n)| *n > 0)
+    }
+
+    /// `(status, count)` of every error status, zeros included, in code order.
+    pub fn all(&self) -> impl Iterator<Item = (Status, u64)> + '_ {
+        Status::ALL.into_iter().filter_map(|s| Some((s, self.0[slot(s)?])))
     }
 }
 

@@ -171,8 +171,10 @@ async fn respond(
         let body = "not found: the metrics are at GET /metrics\n";
         return Ok(reply(StatusCode::NOT_FOUND, "text/plain; charset=utf-8", body.into()));
     }
-    Ok(match super::scrape(&shared).await {
-        Some(text) => reply(StatusCode::OK, super::exposition::CONTENT_TYPE, text),
+    let accept = req.headers().get(hyper::header::ACCEPT).and_then(|v| v.to_str().ok());
+    let format = super::exposition::Format::from_accept(accept);
+    Ok(match super::scrape(&shared, format).await {
+        Some(text) => reply(StatusCode::OK, format.content_type(), text),
         None => {
             let body = "the server is stopping\n";
             reply(StatusCode::SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", body.into())

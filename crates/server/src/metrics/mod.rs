@@ -2,8 +2,9 @@
 //!
 //! With [`ServerConfig::metrics`](crate::ServerConfig::metrics) set (`rangelock serve
 //! --metrics ADDR`), the server listens on that address too and answers `GET /metrics`
-//! with the OpenMetrics text exposition (`prometheus-client` encodes it; Prometheus
-//! scrapes it as is); any other request gets 404. The listener runs in the server's
+//! with the OpenMetrics text exposition when the `Accept` header asks for it (Prometheus
+//! does; `prometheus-client` encodes it), else with the same series in the Prometheus
+//! text format 0.0.4 (`exposition::Format`); any other request gets 404. The listener runs in the server's
 //! runtime and stops with the server. It serves one request per connection and at most 64
 //! connections; a connection that has not sent its request head within 1 s is closed, and
 //! the oldest such one gives way to a new connection (see the `http` module). [`Server::metrics_addr`](crate::Server::metrics_addr)
@@ -11,8 +12,9 @@
 //!
 //! # What is exposed
 //!
-//! Every series has the constant label `engine` (`combiner`, `tree-mutex`, `tree-single`
-//! or `rangelock`). Counters count since the server started.
+//! Every `rangelock_*` series has the constant label `engine` (`combiner`, `tree-mutex`,
+//! `tree-single` or `rangelock`). Counters count since the server started. Every series
+//! is there from the first scrape (at 0).
 //!
 //! | metric | type | meaning |
 //! | --- | --- | --- |
@@ -22,7 +24,7 @@
 //! | `rangelock_timeouts_total` | counter | waiting requests whose timeout passed |
 //! | `rangelock_cancels_total` | counter | waiting requests withdrawn (`CANCEL`, or `UNLOCK` of a waiting lock) |
 //! | `rangelock_would_block_total` | counter | try-locks refused `WOULD_BLOCK` |
-//! | `rangelock_errors_total{status}` | counter | error responses, one series per error status that occurred (`status="NOT_HELD"`) |
+//! | `rangelock_errors_total{status}` | counter | error responses, one series per error status of the protocol (`status="NOT_HELD"`) |
 //! | `rangelock_sessions_open` | gauge | sessions open now |
 //! | `rangelock_sessions_total` | counter | sessions opened |
 //! | `rangelock_sessions_ended_total{reason}` | counter | sessions ended, by reason (`closed`, `lease_expired`, `shutdown`, `not_reading`, `output_limit`, `bad_framing`, `io_error`, `other`) |
@@ -30,6 +32,12 @@
 //! | `rangelock_locks_queued` | gauge | lock requests waiting now |
 //! | `rangelock_wait_seconds` | histogram | a `LOCK`'s arrival (the handler decoded it) to its grant, for every grant, immediate ones included (in poll grant mode the client learns of a queued grant at its next `POLL`, later) |
 //! | `rangelock_hold_seconds` | histogram | a grant to its release, by `UNLOCK` or session end |
+//! | `rangelock_build_info{version}` | gauge | 1 |
+//! | `process_*` | | open and maximum fds, resident and virtual memory, CPU seconds, start time (`process` module; no `engine` label) |
+//! | `rangelock_cluster_partitions_owned`, `…_in_grace` | gauge | a cluster node's partitions, and those in a grace period |
+//! | `rangelock_cluster_reclaims_total` | counter | locks reclaimed at this node ([`ClusterStats`](crate::ownership::ClusterStats)) |
+//! | `rangelock_cluster_fenced_requests_total` | counter | requests refused `FENCED` |
+//! | `rangelock_cluster_etcd_errors_total`, `rangelock_cluster_etcd_request_seconds` | counter, histogram | the node manager's etcd requests |
 //!
 //! Histogram buckets: 10 µs to 10 s in 1-2.5-5 steps ([`BOUNDS_NS`]), and `+Inf`. The
 //! wait histogram's count equals `grants_total`; the hold histogram's count equals
@@ -75,9 +83,10 @@
 
 mod clock;
 mod errors;
-mod exposition;
+pub(crate) mod exposition;
 mod histogram;
 pub(crate) mod http;
+mod process;
 mod sessions;
 mod snapshot;
 mod timings;
@@ -91,6 +100,7 @@ pub(crate) use sessions::SessionEnds;
 pub use snapshot::EngineSnapshot;
 pub(crate) use timings::{AtomicTimings, Timings};
 
+use crate::ownership::Phase;
 use crate::session::Shared;
 
 /// The server-wide part of the metrics (present only when metrics are on).
@@ -108,9 +118,18 @@ impl ServerMetrics {
     }
 }
 
-/// One scrape's text, or `None` if the engine has stopped.
-pub(crate) async fn scrape(shared: &Shared) -> Option<String> {
+/// One scrape's text in `format`, or `None` if the engine has stopped.
+pub(crate) async fn scrape(shared: &Shared, format: exposition::Format) -> Option<String> {
     let snapshot = shared.engine.snapshot().await?;
     let ends = shared.metrics.as_ref().map(|m| m.session_ends.snapshot()).unwrap_or_default();
-    Some(exposition::render(shared.config.engine, snapshot, ends))
+    let cluster = shared.config.cluster.as_ref().map(|own| {
+        let owned = own.owned();
+        let in_grace = owned.iter().filter(|(_, ph)| matches!(ph, Phase::Grace { .. })).count();
+        exposition::ClusterScrape {
+            owned: owned.len() as u64,
+            in_grace: in_grace as u64,
+            stats: own.stats().snapshot(),
+        }
+    });
+    Some(exposition::render(shared.config.engine, snapshot, ends, cluster, format))
 }

@@ -41,9 +41,11 @@
 mod fence;
 mod owner;
 mod reports;
+mod stats;
 
 pub use crate::table::HandoverLock;
 pub use fence::Fence;
 pub(crate) use owner::Admission;
 pub use owner::{GiveUp, Ownership, Phase};
 pub(crate) use reports::Reports;
+pub use stats::{ClusterStats, ClusterStatsSnapshot};

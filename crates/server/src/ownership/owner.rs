@@ -8,6 +8,7 @@ use epvs::Epvs;
 
 use super::fence::{now_nanos, Fence};
 use super::reports::Reports;
+use super::stats::ClusterStats;
 use crate::engine::Engine;
 use crate::protocol::{op, token, ClusterMap, OwnerHint, Partitioning, ResponseFrame, Status};
 use crate::table::{Command, HandoverLock, PartitionChange};
@@ -103,6 +104,8 @@ pub struct Ownership {
     grace_done: Arc<Reports>,
     /// Woken by every report of the two above.
     reported: Arc<tokio::sync::Notify>,
+    /// Reclaims and etcd requests, for the metrics.
+    stats: Arc<ClusterStats>,
 }
 
 impl core::fmt::Debug for Ownership {
@@ -131,7 +134,13 @@ impl Ownership {
             epoch_requests: Arc::new(Reports::new(reported.clone())),
             grace_done: Arc::new(Reports::new(reported.clone())),
             reported,
+            stats: Arc::default(),
         })
+    }
+
+    /// The node's reclaim and etcd counters ([`ClusterStats`]).
+    pub fn stats(&self) -> &Arc<ClusterStats> {
+        &self.stats
     }
 
     /// The partitioning of the unit space.

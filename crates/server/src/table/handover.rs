@@ -163,6 +163,7 @@ mod tests {
                 fence,
                 Arc::new(Reports::new(Arc::default())),
                 grace_done.clone(),
+                Arc::default(),
             );
             let limits = TableLimits { max_locks_per_session: 1000, max_stats_entries: 10_000 };
             let mut table = LockTable::new(GrantMode::Push, limits, Arc::default());

@@ -515,6 +515,9 @@ impl LockTable {
                 Some(h) => {
                     let now = self.stamp_now();
                     self.take_over(h, session, id, 0, now);
+                    if let Some(parts) = &self.parts {
+                        parts.count_reclaim();
+                    }
                     self.reply(session, ResponseFrame::new(op::RECLAIM, id, Status::Ok, tok));
                 }
                 None => {
@@ -536,6 +539,9 @@ impl LockTable {
         s.ended.reuse(id);
         s.locks.insert(id, h);
         self.counters.holders += 1;
+        if let Some(parts) = &self.parts {
+            parts.count_reclaim();
+        }
         self.reply(session, ResponseFrame::new(op::RECLAIM, id, Status::Ok, tok));
     }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::handover::Placeholders;
 use super::interval_tree::Handle;
-use crate::ownership::{Fence, Reports};
+use crate::ownership::{ClusterStats, Fence, Reports};
 use crate::protocol::{token, Mode, Partitioning, Status};
 
 /// A lock held or waited for on a partition when its owner handed it over in a planned
@@ -87,6 +87,8 @@ pub(crate) struct TablePartitions {
     /// partition is reported in `grace_done` (its grace period can end early).
     handovers: Vec<Option<Placeholders>>,
     grace_done: Arc<Reports>,
+    /// Where reclaims are counted.
+    stats: Arc<ClusterStats>,
 }
 
 impl TablePartitions {
@@ -95,6 +97,7 @@ impl TablePartitions {
         fence: Arc<Fence>,
         epoch_requests: Arc<Reports>,
         grace_done: Arc<Reports>,
+        stats: Arc<ClusterStats>,
     ) -> Self {
         TablePartitions {
             parts,
@@ -103,7 +106,13 @@ impl TablePartitions {
             epoch_requests,
             handovers: (0..parts.count()).map(|_| None).collect(),
             grace_done,
+            stats,
         }
+    }
+
+    /// Counts a lock reclaimed (for the metrics).
+    pub(crate) fn count_reclaim(&self) {
+        self.stats.reclaimed();
     }
 
     /// Starts `p`'s handover grace with `placeholders` (already in the table).
@@ -253,7 +262,11 @@ mod tests {
         let requests = Arc::new(Reports::new(Arc::default()));
         let p = Partitioning::new(2).unwrap();
         let done = Arc::new(Reports::new(Arc::default()));
-        (TablePartitions::new(p, fence.clone(), requests.clone(), done), fence, requests)
+        (
+            TablePartitions::new(p, fence.clone(), requests.clone(), done, Arc::default()),
+            fence,
+            requests,
+        )
     }
 
     #[test]
