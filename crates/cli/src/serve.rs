@@ -90,6 +90,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot start cluster node {node_id:?}"))?;
         let mut out = std::io::stdout().lock();
         writeln!(out, "listening on {} (cluster node {node_id})", node.addr())?;
+        if let Some(a) = node.metrics_addr() {
+            writeln!(out, "metrics on http://{a}/metrics")?;
+        }
         out.flush()?;
         drop(out);
         loop {
