@@ -41,7 +41,7 @@ struct Served {
 }
 
 impl Served {
-    fn start(args: &[&str]) -> Served {
+    fn start<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Served {
         let mut child = rangelock()
             .args(["serve", "--addr", "127.0.0.1:0"])
             .args(args)
@@ -134,6 +134,28 @@ fn auth_file(tokens: &[(&str, &str)]) -> String {
 }
 
 /// The server's certificate and key files, copied from `pki` into `dir`.
+/// A PKI, and an auth file with the tokens `keep` and `gone` in a new directory.
+fn two_tokens(name: &str) -> (TempPki, PathBuf) {
+    let dir = tempdir(name);
+    let pki = TempPki::generate().unwrap();
+    let auth = dir.join("auth.toml");
+    std::fs::write(&auth, auth_file(&[("keep", KEEP), ("gone", GONE)])).unwrap();
+    (pki, auth)
+}
+
+/// `extra`, then the flags of a server with `pki`'s certificate and the auth file `auth`.
+fn secured(pki: &TempPki, auth: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = extra.iter().map(|a| (*a).to_owned()).collect();
+    for (flag, path) in [
+        ("--tls-cert", pki.server_cert()),
+        ("--tls-key", pki.server_key()),
+        ("--auth-file", auth.to_owned()),
+    ] {
+        args.extend([flag.to_owned(), s(&path)]);
+    }
+    args
+}
+
 fn install_cert(pki: &TempPki, dir: &Path) -> (PathBuf, PathBuf) {
     let (cert, key) = (dir.join("server.pem"), dir.join("server.key"));
     replace(&cert, &std::fs::read(pki.server_cert()).unwrap());
@@ -187,19 +209,9 @@ fn a_certificate_rotation_keeps_the_locks_and_new_handshakes_see_the_new_certifi
 
 #[test]
 fn a_removed_token_ends_its_sessions_and_says_so_and_a_kept_token_keeps_its_lock() {
-    let dir = tempdir("rotate-token");
-    let pki = TempPki::generate().unwrap();
-    let auth = dir.join("auth.toml");
-    std::fs::write(&auth, auth_file(&[("keep", KEEP), ("gone", GONE)])).unwrap();
+    let (pki, auth) = two_tokens("rotate-token");
     let ca = pki.ca();
-    let mut served = Served::start(&[
-        "--tls-cert",
-        &s(&pki.server_cert()),
-        "--tls-key",
-        &s(&pki.server_key()),
-        "--auth-file",
-        &s(&auth),
-    ]);
+    let mut served = Served::start(&secured(&pki, &auth, &[]));
     let kept = served.connect(&ca, Some(KEEP)).unwrap();
     let kept_guard = kept.lock_exclusive(0..10).unwrap();
     let gone = served.connect(&ca, Some(GONE)).unwrap();
@@ -269,7 +281,7 @@ fn a_bad_new_file_is_refused_and_the_old_material_stays_in_force() {
 #[test]
 fn every_signal_is_logged_and_sighup_does_not_stop_the_server() {
     for (sig, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGINT, "SIGINT")] {
-        let mut served = Served::start(&[]);
+        let mut served = Served::start::<&str>(&[]);
         // Nothing to reload: SIGHUP is logged, and the server goes on.
         let line = served.hup();
         assert!(line.contains("reloaded") && line.contains("tls=false"), "{line}");
@@ -291,25 +303,10 @@ fn a_cluster_node_reloads_its_files_on_sighup() {
     let Some(etcd) = local_etcd_or_skip("a_cluster_node_reloads_its_files_on_sighup") else {
         return;
     };
-    let dir = tempdir("rotate-node");
-    let pki = TempPki::generate().unwrap();
-    let auth = dir.join("auth.toml");
-    std::fs::write(&auth, auth_file(&[("keep", KEEP), ("gone", GONE)])).unwrap();
+    let (pki, auth) = two_tokens("rotate-node");
     let ca = pki.ca();
-    let mut served = Served::start(&[
-        "--cluster",
-        &etcd.endpoint(),
-        "--node-id",
-        "a",
-        "--partitions",
-        "1",
-        "--tls-cert",
-        &s(&pki.server_cert()),
-        "--tls-key",
-        &s(&pki.server_key()),
-        "--auth-file",
-        &s(&auth),
-    ]);
+    let node = ["--cluster", &etcd.endpoint(), "--node-id", "a", "--partitions", "1"];
+    let mut served = Served::start(&secured(&pki, &auth, &node));
     let kept = served.connect(&ca, Some(KEEP)).unwrap();
     let gone = served.connect(&ca, Some(GONE)).unwrap();
 
