@@ -39,8 +39,9 @@ impl Format {
     pub(crate) fn from_accept(accept: Option<&str>) -> Format {
         let asks = |range: &str| {
             let mut parts = range.split(';').map(str::trim);
+            let q = |p: &str| p.strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok());
             parts.next() == Some("application/openmetrics-text")
-                && !parts.any(|p| p.replace(' ', "").starts_with("q=0") && !p.contains("q=0."))
+                && !parts.any(|p| q(p).is_some_and(|q| q <= 0.0))
         };
         match accept {
             Some(a) if a.split(',').any(asks) => Format::OpenMetrics,
@@ -324,6 +325,9 @@ mod tests {
         assert_eq!(Format::from_accept(Some("text/plain;version=0.0.4")), Format::Text);
         assert_eq!(Format::from_accept(None), Format::Text);
         assert_eq!(Format::from_accept(Some("application/openmetrics-text; q=0")), Format::Text);
+        assert_eq!(Format::from_accept(Some("application/openmetrics-text;q=0.0")), Format::Text);
+        let half = Some("application/openmetrics-text;version=1.0.0;q=0.5");
+        assert_eq!(Format::from_accept(half), Format::OpenMetrics);
     }
 
     #[test]
