@@ -33,6 +33,8 @@
 //! between runs, so only the first run compiles). Each session runs in its own process
 //! group, killed when the session ends, so no server a block started outlives it.
 
+mod common;
+
 use std::fmt::Write as _;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -309,16 +311,7 @@ fn run(session: &Session, install: &Install, limit: Duration) -> Result<(), Stri
         .spawn()
         .unwrap();
     let pgid = child.id() as i32;
-    let end = Instant::now() + limit;
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break Some(st);
-        }
-        if Instant::now() >= end {
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = common::wait_bounded(&mut child, limit);
     // SAFETY: kill(2) on our own child's process group: no memory is involved.
     unsafe { libc::kill(-pgid, libc::SIGKILL) };
     let _ = child.wait();
