@@ -40,6 +40,19 @@ pub struct Record {
     pub p50_ns: Option<u64>,
     /// 99th percentile sampled latency (null without samples).
     pub p99_ns: Option<u64>,
+    /// The lowest p50 of one round's samples (`None` in records older than the field, or
+    /// without samples).
+    #[serde(default)]
+    pub p50_ns_min: Option<u64>,
+    /// The highest p50 of one round's samples.
+    #[serde(default)]
+    pub p50_ns_max: Option<u64>,
+    /// The lowest p99 of one round's samples.
+    #[serde(default)]
+    pub p99_ns_min: Option<u64>,
+    /// The highest p99 of one round's samples.
+    #[serde(default)]
+    pub p99_ns_max: Option<u64>,
     /// 99.9th percentile (null with fewer than 1000 samples).
     pub p999_ns: Option<u64>,
     /// Latency samples pooled over rounds.
@@ -84,6 +97,10 @@ impl Record {
             ns_per_op: None,
             p50_ns: None,
             p99_ns: None,
+            p50_ns_min: None,
+            p50_ns_max: None,
+            p99_ns_min: None,
+            p99_ns_max: None,
             p999_ns: None,
             latency_samples: 0,
             rounds: 1,

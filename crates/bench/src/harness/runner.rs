@@ -124,6 +124,15 @@ fn summarise(
         extra.insert(machine::LINE_TRANSFER_MIN_NS.to_owned(), min.into());
         extra.insert(machine::LINE_TRANSFER_MAX_NS.to_owned(), max.into());
     }
+    // Each round's own percentiles: a verdict on latencies must hold at their extremes too.
+    let per_round: Vec<Percentiles> =
+        samples.iter().map(|s| Percentiles::of(&mut s.latencies_ns.clone())).collect();
+    let low_high = |get: fn(&Percentiles) -> Option<u64>| {
+        let xs: Vec<u64> = per_round.iter().filter_map(get).collect();
+        (xs.iter().copied().min(), xs.iter().copied().max())
+    };
+    let (p50_ns_min, p50_ns_max) = low_high(|p| p.p50);
+    let (p99_ns_min, p99_ns_max) = low_high(|p| p.p99);
     let mut latencies: Vec<u64> =
         samples.iter().flat_map(|s| s.latencies_ns.iter().copied()).collect();
     let pct = Percentiles::of(&mut latencies);
@@ -139,6 +148,10 @@ fn summarise(
         ns_per_op: (ops_per_sec > 0.0).then(|| 1e9 / ops_per_sec),
         p50_ns: pct.p50,
         p99_ns: pct.p99,
+        p50_ns_min,
+        p50_ns_max,
+        p99_ns_min,
+        p99_ns_max,
         p999_ns: pct.p999,
         latency_samples: latencies.len(),
         rounds,
