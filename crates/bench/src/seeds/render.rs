@@ -12,7 +12,7 @@ use html_escape::{encode_double_quoted_attribute as attr, encode_text as text};
 use serde_json::Value;
 
 use super::check::{self, Outcome, Verdict};
-use super::claims::{self, Claim, Seed};
+use super::claims::{self, Row, Seed, SeedNumber};
 use super::missing::Missing;
 use crate::harness::report::{rate_with_range, svg, value_with_unit};
 use crate::harness::{Measure, Record, RunInfo, XAxis};
@@ -41,6 +41,20 @@ pub(super) struct SuiteData {
     pub note: Option<String>,
 }
 
+/// One claim under a figure: the seed's sentence, what decides it, and the verdict.
+struct ClaimView {
+    quote: String,
+    gist: String,
+    row: Row,
+    /// `>= 4.00x ("four")`, or `None` when the seed states no number.
+    seed_says: Option<String>,
+    /// Our band and its reason (`None` for a claim not tested here).
+    band: Option<String>,
+    /// What is measured.
+    rule: String,
+    verdict: Verdict,
+}
+
 /// One figure of the report.
 struct Figure {
     seed: Seed,
@@ -50,9 +64,16 @@ struct Figure {
     /// What the suite measures, in words, for the heading of a figure without a seed
     /// figure (`None` for a seed's figure: its heading is the figure).
     quantity: Option<String>,
-    claim: String,
+    /// The seed's section and caption (a seed figure), or the question (a project suite).
+    caption: String,
+    section: String,
     about: Option<String>,
-    verdict: Verdict,
+    caveats: Vec<String>,
+    /// Measured context, one line each.
+    context: Vec<String>,
+    claims: Vec<ClaimView>,
+    /// Why the suite has no records, when it has none.
+    not_run: Option<String>,
     settings: Option<String>,
     fixed: Vec<(String, String)>,
     columns: Vec<String>,
@@ -89,29 +110,50 @@ impl Document {
     pub fn build(suites: &[SuiteData], missing: &[Missing]) -> Document {
         // Registry order (seed, then figure as listed), then suites without an entry.
         let mut figures = Vec::new();
-        for claim in claims::CLAIMS {
-            if let Some(suite) = suites.iter().find(|s| s.name == claim.suite) {
-                figures.push(figure(suite, claim));
+        for f in claims::figures() {
+            if let Some(suite) = suites.iter().find(|s| s.name == f.suite) {
+                figures.push(figure(suite, f));
             }
         }
         for suite in suites.iter().filter(|s| claims::for_suite(&s.name).next().is_none()) {
-            let claim = Claim {
+            let f = claims::Figure {
                 suite: "",
                 figure: "-",
                 seed: Seed::Project,
-                claim: "(no entry in the claim registry)",
+                section: "-",
+                caption: "(no entry in the claim registry)",
                 show: &[],
-                checks: &[],
-                because: &[],
-                why: "no claim registered for this suite",
+                caveats: &[],
+                context: &[],
             };
-            figures.push(figure(suite, &claim));
+            figures.push(figure(suite, &f));
         }
         figures.sort_by_key(|f| f.seed); // stable: keeps registry order within a seed
         let plots = figures.iter().filter_map(|f| f.plot.clone()).collect();
         let (machines, unknown_machine) = machine_blocks(suites);
         let missing = missing.iter().map(ToString::to_string).collect();
         Document { machines, unknown_machine, figures, missing, plots }
+    }
+
+    /// Every claim with its figure, in report order.
+    fn all_claims(&self) -> impl Iterator<Item = (&Figure, &ClaimView)> {
+        self.figures.iter().flat_map(|f| f.claims.iter().map(move |c| (f, c)))
+    }
+
+    /// How many claims of the seeds' evaluations each outcome has, in outcome order.
+    fn tally(&self) -> Vec<(Outcome, usize)> {
+        let mut out: Vec<(Outcome, usize)> = Vec::new();
+        for (f, c) in self.all_claims() {
+            if f.seed == Seed::Project || c.row != Row::Seed {
+                continue;
+            }
+            match out.iter_mut().find(|(o, _)| *o == c.verdict.outcome) {
+                Some((_, n)) => *n += 1,
+                None => out.push((c.verdict.outcome, 1)),
+            }
+        }
+        out.sort();
+        out
     }
 
     fn intro(&self) -> String {
@@ -127,12 +169,18 @@ impl Document {
             }
         };
         format!(
-            "{cores}: rows marked `*` oversubscribe them (robustness, not \
-             scaling). A verdict divides our medians the way the seed's claim does, at the most \
-             threads that fit the cores (at the most clients for the server suites), and says \
-             whether the seed's ratio is reached (reproduced), only its direction (direction \
-             reproduced), or neither (differs), and why. Rates are medians over rounds, with \
-             the slowest and fastest round in brackets."
+            "{cores}: rows marked `*` oversubscribe them (robustness, not scaling). Each \
+             figure lists every claim the seed's text makes about it, quoted verbatim, with \
+             the rule that decides it: a number the quote states is the seed's; every band is \
+             ours, with its reason. A value is the ratio of medians over rounds, and its span \
+             over the rounds (slowest against fastest); a test counts only where it holds over \
+             the whole span. Verdicts: reproduced (our band and the seed's number hold), \
+             direction reproduced (our band holds; the seed's number is missed at every round, \
+             or straddled: magnitude inconclusive), inconclusive (the rounds straddle our \
+             band), differs (our band fails at every round), not testable here (with the fact \
+             of the records that rules it out), not covered (with why). Rows marked \
+             \"beyond\" judge the product where it goes past the seed's design. Rates are \
+             medians over rounds, with the slowest and fastest round in brackets."
         )
     }
 
@@ -192,17 +240,39 @@ impl Document {
             }
             s.push('\n');
         }
-        let _ = writeln!(s, "## Summary\n\n| seed | figure | suite | verdict |\n|---|---|---|---|");
+        let _ = writeln!(s, "## Summary\n");
+        let tally: Vec<String> =
+            self.tally().iter().map(|(o, n)| format!("{n} {}", o.label())).collect();
+        let _ = writeln!(
+            s,
+            "Claims of the seeds' evaluations, the seed's design only: {}.\n",
+            tally.join(", ")
+        );
+        let _ = writeln!(s, "| seed | figure | claim | row | verdict |\n|---|---|---|---|---|");
         for f in &self.figures {
-            let _ = writeln!(
-                s,
-                "| {} | [{}](#{}) | `{}` | {} |",
-                short(f.seed),
-                md(&f.link_text()),
-                f.anchor,
-                f.suite,
-                f.verdict.outcome.label()
-            );
+            if f.claims.is_empty() {
+                let outcome = if f.not_run.is_some() { "not run" } else { "records shown, no bar" };
+                let _ = writeln!(
+                    s,
+                    "| {} | [{}](#{}) | {} | - | {outcome} |",
+                    short(f.seed),
+                    md(&f.link_text()),
+                    f.anchor,
+                    md(&f.caption)
+                );
+            }
+            for c in &f.claims {
+                let _ = writeln!(
+                    s,
+                    "| {} | [{}](#{}) | {} | {} | {} |",
+                    short(f.seed),
+                    md(&f.link_text()),
+                    f.anchor,
+                    md(&c.gist),
+                    row_label(f.seed, c.row),
+                    c.verdict.outcome.label()
+                );
+            }
         }
         for seed in Seed::ALL {
             let figs: Vec<&Figure> = self.figures.iter().filter(|f| f.seed == seed).collect();
@@ -216,8 +286,55 @@ impl Document {
                     Some(q) => format!("`{}` — {}", f.suite, md(q)),
                 };
                 let _ = writeln!(s, "\n<a id=\"{}\"></a>\n### {heading}\n", f.anchor);
-                let _ = writeln!(s, "- **Seed:** {}", md(&f.claim));
-                let _ = writeln!(s, "- **Ours:** {}", md(&f.verdict.line));
+                if f.seed == Seed::Project {
+                    let _ = writeln!(s, "_{}_\n", md(&f.caption));
+                } else {
+                    let _ =
+                        writeln!(s, "_{} {}: {}_\n", md(&f.section), md(&f.figure), md(&f.caption));
+                }
+                if let Some(note) = &f.not_run {
+                    let _ = writeln!(s, "- **Not run:** {}", md(note));
+                }
+                if !f.caveats.is_empty() {
+                    let _ = writeln!(s, "- **Caveats** (they hold for every verdict below):");
+                    for c in &f.caveats {
+                        let _ = writeln!(s, "  - {}", md(c));
+                    }
+                }
+                if !f.context.is_empty() {
+                    let _ = writeln!(s, "- **Measured context** (not judged):");
+                    for c in &f.context {
+                        let _ = writeln!(s, "  - {}", md(c));
+                    }
+                }
+                for (i, c) in f.claims.iter().enumerate() {
+                    let _ = writeln!(
+                        s,
+                        "\n**Claim {}: {}** ({}) — **{}**\n",
+                        i + 1,
+                        md(&c.gist),
+                        row_label(f.seed, c.row),
+                        c.verdict.outcome.label()
+                    );
+                    let _ = writeln!(s, "> {}\n", md(&c.quote));
+                    let _ = writeln!(s, "- **Measured:** {}", md(&c.rule));
+                    match &c.seed_says {
+                        Some(n) => {
+                            let _ = writeln!(s, "- **The seed's number:** {}", md(n));
+                        }
+                        None if c.band.is_some() => {
+                            let _ = writeln!(s, "- **The seed's number:** none stated");
+                        }
+                        None => {}
+                    }
+                    if let Some(b) = &c.band {
+                        let _ = writeln!(s, "- **Our band:** {}", md(b));
+                    }
+                    let _ = writeln!(s, "- **Verdict:** {}", md(&c.verdict.line));
+                }
+                if !f.claims.is_empty() {
+                    s.push('\n');
+                }
                 if let Some(about) = &f.about {
                     let _ = writeln!(s, "- **Suite:** {}", md(about));
                 }
@@ -257,8 +374,9 @@ impl Document {
              th:first-child,td:first-child,.summary td,.summary th,.machine td{text-align:left}\n\
              .badge{padding:1px 6px;border-radius:3px;font-size:12px;white-space:nowrap}\n\
              .ok{background:#c8efc8}.partly{background:#f6e7a8}.differs{background:#f4c2c2}\n\
+             .unsure{background:#d6e4f5}blockquote{margin:.3em 1.5em;color:#444}\n\
              .none{background:#e4e4e4}\nsection{border-top:1px solid #999;margin-top:1.5em}\n\
-             svg{max-width:100%;height:auto}\n.claim{font-style:italic}\n\
+             svg{max-width:100%;height:auto}\n.claim{margin:.8em 0}\n\
              </style>\n</head>\n<body>\n<h1>rangelock: the seeds, figure by figure</h1>\n",
         );
         let _ = writeln!(s, "<p>{}</p>", text(&self.intro().replace('`', "")));
@@ -276,18 +394,39 @@ impl Document {
             }
             s.push_str("</table>\n");
         }
-        s.push_str("<h2>Summary</h2>\n<table class=\"summary\">\n<tr><th>seed</th><th>figure</th><th>suite</th><th>verdict</th></tr>\n");
+        let tally: Vec<String> =
+            self.tally().iter().map(|(o, n)| format!("{n} {}", o.label())).collect();
+        let _ = writeln!(
+            s,
+            "<h2>Summary</h2>\n<p>Claims of the seeds' evaluations, the seed's design only: {}.</p>",
+            text(&tally.join(", "))
+        );
+        s.push_str("<table class=\"summary\">\n<tr><th>seed</th><th>figure</th><th>claim</th><th>row</th><th>verdict</th></tr>\n");
         for f in &self.figures {
-            let _ = writeln!(
-                s,
-                "<tr><td>{}</td><td><a href=\"#{}\">{}</a></td><td>{}</td><td><span class=\"badge {}\">{}</span></td></tr>",
-                text(short(f.seed)),
-                attr(&f.anchor),
-                text(&f.link_text()),
-                text(&f.suite),
-                f.verdict.outcome.class(),
-                text(f.verdict.outcome.label())
-            );
+            let mut lines: Vec<(String, &str, &str, &str)> = f
+                .claims
+                .iter()
+                .map(|c| {
+                    let o = c.verdict.outcome;
+                    (c.gist.clone(), row_label(f.seed, c.row), o.class(), o.label())
+                })
+                .collect();
+            if lines.is_empty() {
+                let outcome = if f.not_run.is_some() { "not run" } else { "records shown, no bar" };
+                lines.push((f.caption.clone(), "-", "none", outcome));
+            }
+            for (gist, row, class, label) in lines {
+                let _ = writeln!(
+                    s,
+                    "<tr><td>{}</td><td><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td><span class=\"badge {class}\">{}</span></td></tr>",
+                    text(short(f.seed)),
+                    attr(&f.anchor),
+                    text(&f.link_text()),
+                    text(&gist),
+                    text(row),
+                    text(label)
+                );
+            }
         }
         s.push_str("</table>\n");
         for seed in Seed::ALL {
@@ -304,11 +443,10 @@ impl Document {
             for f in figs {
                 let _ = writeln!(
                     s,
-                    "<section id=\"{}\" data-suite=\"{}\" data-figure=\"{}\" data-verdict=\"{}\">",
+                    "<section id=\"{}\" data-suite=\"{}\" data-figure=\"{}\">",
                     attr(&f.anchor),
                     attr(&f.suite),
                     attr(&f.figure),
-                    f.verdict.outcome.class()
                 );
                 let _ = match &f.quantity {
                     None => writeln!(
@@ -321,15 +459,65 @@ impl Document {
                         writeln!(s, "<h3><code>{}</code> — {}</h3>", text(&f.suite), text(q))
                     }
                 };
-                let _ =
-                    writeln!(s, "<p class=\"claim\"><strong>Seed:</strong> {}</p>", text(&f.claim));
-                let _ = writeln!(
-                    s,
-                    "<p><strong>Ours:</strong> <span class=\"badge {}\">{}</span> {}</p>",
-                    f.verdict.outcome.class(),
-                    text(f.verdict.outcome.label()),
-                    text(&f.verdict.line)
-                );
+                let caption = if f.seed == Seed::Project {
+                    f.caption.clone()
+                } else {
+                    format!("{} {}: {}", f.section, f.figure, f.caption)
+                };
+                let _ = writeln!(s, "<p><em>{}</em></p>", text(&caption));
+                if let Some(note) = &f.not_run {
+                    let _ = writeln!(s, "<p><strong>Not run:</strong> {}</p>", text(note));
+                }
+                let list = |s: &mut String, title: &str, items: &[String]| {
+                    if !items.is_empty() {
+                        let _ = writeln!(s, "<p><strong>{}</strong></p>\n<ul>", text(title));
+                        for i in items {
+                            let _ = writeln!(s, "<li>{}</li>", text(&i.replace('`', "")));
+                        }
+                        s.push_str("</ul>\n");
+                    }
+                };
+                list(&mut s, "Caveats (they hold for every verdict below):", &f.caveats);
+                list(&mut s, "Measured context (not judged):", &f.context);
+                for (i, c) in f.claims.iter().enumerate() {
+                    let o = c.verdict.outcome;
+                    let _ = writeln!(
+                        s,
+                        "<div class=\"claim\" data-verdict=\"{}\">\n<p><strong>Claim {}: {}</strong> ({}) <span class=\"badge {}\">{}</span></p>\n<blockquote>{}</blockquote>\n<ul>",
+                        o.class(),
+                        i + 1,
+                        text(&c.gist),
+                        text(row_label(f.seed, c.row)),
+                        o.class(),
+                        text(o.label()),
+                        text(&c.quote)
+                    );
+                    let _ = writeln!(s, "<li><strong>Measured:</strong> {}</li>", text(&c.rule));
+                    match &c.seed_says {
+                        Some(n) => {
+                            let _ = writeln!(
+                                s,
+                                "<li><strong>The seed's number:</strong> {}</li>",
+                                text(n)
+                            );
+                        }
+                        None if c.band.is_some() => {
+                            let _ = writeln!(
+                                s,
+                                "<li><strong>The seed's number:</strong> none stated</li>"
+                            );
+                        }
+                        None => {}
+                    }
+                    if let Some(b) = &c.band {
+                        let _ = writeln!(s, "<li><strong>Our band:</strong> {}</li>", text(b));
+                    }
+                    let _ = writeln!(
+                        s,
+                        "<li><strong>Verdict:</strong> {}</li>\n</ul>\n</div>",
+                        text(&c.verdict.line)
+                    );
+                }
                 if let Some(about) = &f.about {
                     let _ = writeln!(s, "<p><strong>Suite:</strong> {}</p>", text(about));
                 }
@@ -379,19 +567,57 @@ impl Figure {
     }
 }
 
-fn figure(suite: &SuiteData, claim: &Claim) -> Figure {
-    let shown: Option<Vec<Record>> = suite.records.as_ref().map(|records| {
-        let sel = claims::Sel { variant: None, params: claim.show };
-        records.iter().filter(|r| check::matches(&sel, r)).cloned().collect()
+fn figure(suite: &SuiteData, f: &claims::Figure) -> Figure {
+    let shown: Option<Vec<Record>> = suite
+        .records
+        .as_ref()
+        .map(|records| records.iter().filter(|r| check::shows(f.show, r)).cloned().collect());
+    let all = suite.records.as_deref();
+    let not_run = all.is_none().then(|| {
+        suite
+            .note
+            .clone()
+            .unwrap_or_else(|| format!("no {}.json in the report directory", suite.name))
     });
-    let all = suite.records.as_deref().unwrap_or(&[]);
-    let mut verdict = check::verdict(claim, shown.as_deref(), all);
-    if verdict.outcome == Outcome::NotRun {
-        if let Some(note) = &suite.note {
-            verdict.line = format!("not run: {note}");
-        }
-    }
-    let anchor = slug(&format!("{}-{}", suite.name, claim.figure));
+    let claims = claims::of_figure(f)
+        .map(|c| {
+            let mut verdict = check::verdict(c, all);
+            if let (Outcome::NotRun, Some(note)) = (verdict.outcome, &not_run) {
+                verdict.line = format!("not run: {note}");
+            }
+            ClaimView {
+                quote: c.quote.to_owned(),
+                gist: c.gist.to_owned(),
+                row: c.row,
+                seed_says: c.seed.map(seed_says),
+                band: c.band.map(|b| {
+                    format!(
+                        "{}; {}",
+                        check::test_text(b.test, !matches!(c.rule, claims::Rule::Value(_))),
+                        b.reason
+                    )
+                }),
+                rule: check::describe(&c.rule),
+                verdict,
+            }
+        })
+        .collect();
+    let context = match all {
+        Some(records) => f
+            .context
+            .iter()
+            .flat_map(|(label, ratio)| {
+                let values = check::context(label, ratio, records);
+                if values.is_empty() {
+                    vec![format!("{label}: no matching records")]
+                } else {
+                    values.iter().map(check::Measured::text).collect()
+                }
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let anchor = slug(&format!("{}-{}", suite.name, f.figure));
     let (mut fixed, mut columns, mut rows, mut settings, mut plot) =
         (Vec::new(), Vec::new(), Vec::new(), None, None);
     if let Some(shown) = shown.as_ref().filter(|s| !s.is_empty()) {
@@ -455,19 +681,44 @@ fn figure(suite: &SuiteData, claim: &Claim) -> Figure {
         };
     }
     Figure {
-        seed: claim.seed,
-        figure: claim.figure.to_owned(),
+        seed: f.seed,
+        figure: f.figure.to_owned(),
         suite: suite.name.clone(),
         anchor,
-        quantity: (claim.figure == "-").then(|| suite.quantity.clone()),
-        claim: claim.claim.to_owned(),
+        quantity: (f.figure == "-").then(|| suite.quantity.clone()),
+        caption: f.caption.to_owned(),
+        section: f.section.to_owned(),
         about: suite.about.clone(),
-        verdict,
+        caveats: f.caveats.iter().map(|c| (*c).to_owned()).collect(),
+        context,
+        claims,
+        not_run,
         settings,
         fixed,
         columns,
         rows,
         plot,
+    }
+}
+
+/// The seed's number as the report prints it: the test and the words it is read from.
+fn seed_says(n: SeedNumber) -> String {
+    let test = n.test().map_or_else(|| "unreadable".to_owned(), |t| check::test_text(t, true));
+    let words: Vec<String> = n.written().iter().map(|w| format!("\"{w}\"")).collect();
+    match n {
+        SeedNumber::Derived { .. } => {
+            format!("{test} (the quote's {} over {})", words[0], words[1])
+        }
+        _ => format!("{test} (the quote's {})", words.join(" to ")),
+    }
+}
+
+/// How the summary names a claim's row.
+fn row_label(seed: Seed, row: Row) -> &'static str {
+    match (seed, row) {
+        (Seed::Project, _) => "our bar",
+        (_, Row::Seed) => "the seed's design",
+        (_, Row::Beyond) => "beyond: the product",
     }
 }
 
@@ -543,12 +794,7 @@ fn machine_blocks(suites: &[SuiteData]) -> (Vec<MachineBlock>, Vec<String>) {
 }
 
 fn short(seed: Seed) -> &'static str {
-    match seed {
-        Seed::RangeThesis => "Concurrent Range Locking",
-        Seed::Epvs => "EPVS",
-        Seed::ServerThesis => "Server-sided Range Locking",
-        Seed::Project => "project",
-    }
+    seed.short()
 }
 
 /// `Fig. 5.2` of `w1` as `w1-fig-5-2`.
