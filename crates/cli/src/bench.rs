@@ -13,8 +13,13 @@ use rangelock_bench::{seeds, suites};
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Suite to run; `list` lists the suites, `quick` runs every suite in quick mode,
-    /// `report` runs every suite and writes report.html and report.md (see --from).
+    /// `report` runs every suite and writes report.html and report.md (see --from),
+    /// `claims` lists every claim of the seeds with its quote and rule (see --json).
     pub suite: String,
+    /// `claims` only: print the claims as a JSON array (fields seed, figure, section,
+    /// suite, quote, gist, row, seed_ratio, seed_says, our_band, rule, judged).
+    #[arg(long)]
+    pub json: bool,
     /// Short measurements and smaller sweeps (200 ms x 3 rounds unless overridden).
     #[arg(long)]
     pub quick: bool,
@@ -101,9 +106,22 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
                 "{:<10} every suite, then report.html + report.md (--from DIR: no run)",
                 "report"
             );
+            println!(
+                "{:<10} every claim of the seeds: quote, number, our band, rule (--json)",
+                "claims"
+            );
             Ok(())
         }
         "report" => report(&args),
+        "claims" => {
+            if args.json {
+                let entries = seeds::listing::entries();
+                println!("{}", serde_json::to_string_pretty(&entries)?);
+            } else {
+                print!("{}", seeds::listing::text());
+            }
+            Ok(())
+        }
         // Not a suite: exactly --txns aliasing transactions on this thread, for cachegrind.
         "aliasing-txns" => {
             let (Some(variant), Some(txns)) = (&args.variant, args.txns) else {
@@ -121,6 +139,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             run_all(&opts)
         }
         name => {
+            if args.json {
+                bail!("--json is only for `rangelock bench claims`");
+            }
             if args.from.is_some() {
                 bail!("--from is only for `rangelock bench report`");
             }
