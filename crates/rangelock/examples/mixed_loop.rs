@@ -27,8 +27,8 @@
 //! moves each range to a stripe whose slot in the default stripe table lies in its thread's
 //! share of the table (thread `t` of `n`: slots `t * 2048 / n ..`), still at a random
 //! window, so no two threads ever write one slot line: what is left of the shared lock's
-//! cost over `separate` is then not the slot lines (`docs/BENCH.md`, "`mixed` at 2
-//! threads: the lines both cores write").
+//! cost over `separate` is then not the slot lines (`rangelock-bench`'s `suites::mixed`,
+//! "At 2 threads: the lines both cores write").
 
 #[path = "common/floor.rs"]
 mod floor;

@@ -56,8 +56,9 @@
 //! unlock, nothing allocated, so threads locking different regions share no written cache
 //! line however many ranges are held elsewhere. [`RangeLock::builder`] sets the height and
 //! the stripe tables. The algorithm, its consistency argument and its trade-offs are
-//! documented in the source (`src/skiplist/mod.rs`); `docs/BENCH.md` in the repository
-//! gives the measurements against the other range locks.
+//! documented in the source (`src/skiplist/mod.rs`); `docs/results/report.md` in the
+//! repository gives the measurements against the other range locks (`docs/BENCH.md`: how
+//! to run them).
 //!
 //! C and C++ programs use this lock through the `rangelock-ffi` crate (`rangelock.h`).
 

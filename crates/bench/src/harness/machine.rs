@@ -1,17 +1,33 @@
 //! What the machine does to a measurement while it runs: the price of moving one cache
 //! line between two cores, probed after every case of two threads or more.
 //!
-//! On the 2-vCPU VM this project is measured on, that price is not a constant. Under
-//! sustained load the hypervisor places the two vCPUs far apart (the probe reads 25-60 ns
-//! one way when they are close, 215-330 ns when they are not), and flips back within
-//! seconds. Everything a shared lock does costs whatever its shared lines cost, so a
-//! 2-thread record means little without the price it ran at: `segments-256Ki` misses to
-//! memory either way, `rangelock`'s slot lines move between the cores, and one run can show
-//! either lock 2x ahead (`docs/BENCH.md`, "`mixed` at 2 threads: the lines both cores
-//! write"). Records of two threads or more carry the probe as the extra field
-//! [`LINE_TRANSFER_NS`] (median over rounds) with its range over the rounds
-//! ([`LINE_TRANSFER_MIN_NS`], [`LINE_TRANSFER_MAX_NS`]), and the table shows the median, or
-//! the range when the rounds ran at different placements.
+//! On a 2-vCPU VM that price need not be a constant. [`line_transfer_ns`] bounces one line
+//! between two threads pinned to the two CPUs ([`PROBE_ROUND_TRIPS`] round trips after a
+//! warm-up); `cargo run --release -p rangelock-bench --example line_transfer` prints it
+//! once a second. On an AMD EPYC VM (1 MiB L2 per core, 32 MiB L3) it read 21-60 ns one
+//! way when the vCPUs were close and 190-330 ns when they were not, nothing in between:
+//! under sustained load on both the hypervisor moved them apart within seconds, then back.
+//! On an Intel Xeon VM (2.50 GHz, 2 MiB L2 per core, 33 MiB L3) it read 99-121 ns after
+//! nearly every case.
+//!
+//! Everything a shared lock does costs whatever its shared lines cost, so a 2-thread record
+//! means little without the price it ran at. On the EPYC VM, alternating the probe with
+//! `mixed_loop 30000000 <variant> 2 100` (the `rangelock` crate's example; ns per operation
+//! of both threads), the shared `rangelock` took 19-20 ns with the probe at 22-24 ns and
+//! 40-57 ns with it at 193-204 ns, while a lock per thread (`separate`) stayed at 15-16 ns;
+//! `segments-256Ki` misses to memory at either placement, so one run can show either lock
+//! 2x ahead (`rangelock_bench::suites::mixed`, "At 2 threads: the lines both cores write").
+//! Records of two threads or more carry the probe as the extra field [`LINE_TRANSFER_NS`]
+//! (median over rounds) with its range over the rounds ([`LINE_TRANSFER_MIN_NS`],
+//! [`LINE_TRANSFER_MAX_NS`]), and the table shows the median, or the range when the rounds
+//! ran at different placements.
+//!
+//! The processor matters as much: on the Xeon VM the loop with no lock ran 2.2x slower than
+//! on the EPYC VM (`mixed_loop 3000000 none 1 100`: 9.5 against 4.3 ns per operation), and
+//! what a compute-bound lock gains over a memory-bound one moved with it (`rangelock` over
+//! `segments-256Ki` on `mixed` at 1 thread: 2.26-2.51x on the EPYC VM, 1.27-1.84x on the
+//! Xeon VM, the same lock code but for one line). So every record names its machine
+//! ([`cpu_model`], and the record's machine block).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -42,8 +58,7 @@ const SPINS_BEFORE_YIELD: u32 = 1 << 12;
 ///
 /// Printed with every table: ratios against a memory-bound variant move with the machine.
 /// The same commit gave `rangelock` 2.26-2.51x `segments-256Ki` on `mixed` at 1 thread on
-/// an AMD EPYC VM and 1.27-1.84x on an Intel Xeon VM (`docs/BENCH.md`, "The machine is not
-/// a constant either").
+/// an AMD EPYC VM and 1.27-1.84x on an Intel Xeon VM (module docs).
 pub fn cpu_model() -> Option<String> {
     let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
     model_name(&info)

@@ -19,6 +19,18 @@
 //! the EPVS arrays run on an epoch table of 128 slots and `bravo` on a private
 //! visible-readers table of 128 slots (the other variants have no table and run as in
 //! the push-0 group, for reference). In quick mode too.
+//!
+//! At 2 threads the 10 ms delay bounds Fig. 13: only one other worker can go on while one
+//! sleeps, and resizes are a small share of a run, so even free resizes cannot make `epvs`
+//! much faster (`epvs` without / with the delay in one run of `rangelock bench epvs-array
+//! --threads 1,2` on a 2-vCPU VM: 1.16x at push 10 % and 1.11x at push 50 %, 2 threads;
+//! `epvs-2phase` / `epvs` with the delay 1.02x and 1.00x). With 1-2 threads (8 and 16
+//! oversubscribed) on 128 slots, table collisions are rare, so Fig. 14's group differs
+//! little from the push-0 group; the seed's effect needs tens of threads, and our BRAVO
+//! hashes (thread, lock), which spreads better than the seed's. `final_len` in the records
+//! is the array's length at the end of a measurement. BRAVO (`crates/bravo`) is ours:
+//! Dice and Kogan's algorithm over `parking_lot`'s raw rwlock, a 4096-slot global table,
+//! inhibit multiplier 9.
 
 use std::time::Duration;
 

@@ -32,15 +32,56 @@
 //! cycle's latency is the lock's wait plus the unlock's write.
 //! Transport is TCP over loopback for every server system. Reply-less unlocks (ours would
 //! need a protocol flag, Redis has `CLIENT REPLY SKIP`) are used by neither: the server
-//! already writes an `UNLOCK`'s answer together with the next `LOCK`'s, so they would save
-//! bytes, not messages (`docs/BENCH.md`, "Server suites", has the per-cycle counts and why
-//! issue 4's 1.76x bar over `dslr-redis` is out of reach on one 2-core machine).
+//! already writes an `UNLOCK`'s answer together with the next `LOCK`'s (0.97 segments sent
+//! per cycle), so they would save bytes, not messages (below).
 //! `RANGELOCK_BENCH_ONLY=combiner,dslr-redis` (comma-separated names) runs only those
 //! variants, for profiling one system at a time (`perf stat`).
 //!
 //! `server_cpu_ns_per_op` is the server's CPU time per cycle and the round trips per lock
 //! and per unlock are counted, both as in `server-micro` (none for `dslr-shm` and
 //! `citron-like`).
+//!
+//! Short 2^6-unit ranges rarely cross a DSLR segment, so `dslr-redis` needs barely more
+//! round trips than the combiner here (1.39 per lock in one run on a 2-vCPU VM);
+//! `citron-redis` cost its `redis-server` about 3x `dslr-redis`'s CPU per cycle (32.6 against
+//! 10.6 us): each lock is a script over ~7 words and each unlock ~7 `BITFIELD`s.
+//!
+//! # Why the seed's 1.76x is out of reach on one 2-core host
+//!
+//! The seed's combiner reached 1.76x the best client-sided lock on this mix (its Table 6:
+//! 286 491 ops/s, against 162 720 for Citron and 161 530 for static segmentation). Those
+//! reach their words by one-sided RDMA from another machine: a round trip costs network
+//! latency but no server CPU. Here both systems are CPU-bound on the same 2 cores (49
+//! client threads and the server), so throughput is about 2 cores / (client + server +
+//! kernel CPU per cycle), and the ratio of two systems is the inverse ratio of their CPU
+//! per cycle. `perf record -e cpu-clock` put
+//! ~85 % of it in the kernel (loopback TCP sends, which run the receiver's TCP input and
+//! wake it on the sender's CPU; receives; context switches); our server's user-space share
+//! was ~14 % of its CPU. Counted per cycle with `perf stat` and `perf record -e
+//! raw_syscalls:sys_enter,sched:sched_switch` (one variant per run, with
+//! `RANGELOCK_BENCH_ONLY`), on a loaded 2-vCPU VM:
+//!
+//! | per cycle | `combiner` | `dslr-redis` |
+//! |---|---:|---:|
+//! | client sends (messages to the server) | 1.88 | 2.05 |
+//! | client blocking waits for an answer | 1.0 | 1.21 |
+//! | server sends (messages to clients) | 0.97 | 1.21 |
+//! | all system calls | 5.45 | 6.56 |
+//! | context switches | 1.79 | 2.18 |
+//! | CPU, client / server, us | 22.7 / 18.1 | 24.9 / 18.5 |
+//!
+//! A cycle needs at least three messages (`LOCK`, its answer, `UNLOCK`) and one client
+//! wake-up; the combiner is at that floor. DSLR over Redis needs a round trip per segment
+//! (a 2^6-unit range crosses a 2^8-unit segment boundary a quarter of the time) plus
+//! re-reads, ~1.2-1.33 round trips a cycle. Even with our user-space cost at zero the ratio
+//! of kernel work is ~1.15-1.35, and Redis spends no more server CPU per cycle than ours.
+//! Measured throughput ratios `combiner` / `dslr-redis` (`--rounds 3 --duration-ms 1000`,
+//! seven interleaved runs, a loaded machine): 1.11-1.31; 1.76x would need our whole cycle
+//! at <= 57 % of DSLR-over-Redis's CPU. (The combiner column was measured on a
+//! flat-combining prototype that sends the same messages with fewer futex and `epoll_wait`
+//! calls; it did not raise throughput beyond the noise, and the shipped engine keeps one
+//! combiner thread that owns the table.) The one-sided analog here is `dslr-shm`, which no
+//! server variant can approach on one host.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

@@ -1,5 +1,26 @@
 //! `w1`: the thesis's W1 — lock one 1 KiB range, memset it, unlock (low contention: the
 //! lock holds at most one range per thread; measures acquire/release overhead).
+//!
+//! 16 384 disjoint 1 KiB ranges of a 16 MiB shared mapping (pre-faulted; lock units are its
+//! bytes); each thread owns a contiguous share and walks it in shuffled order. Variants:
+//! the registry's in-process locks, the peer `fcntl-ofd`, and the ceiling `unlocked` (the
+//! same loop with no lock).
+//!
+//! **Against `segments`** (1 KiB segments: exactly these ranges, static segmentation's best
+//! case) the release decides the ratio. A segment is released with a plain store;
+//! `rangelock`'s stripe release is a plain store, a compiler fence and a load of the slot's
+//! waiter count (counted wait words, `rangelock::skiplist` module docs). A release by swap
+//! (an RMW, to read a parked waiter's bit) waits for the memset's stores to drain while the
+//! range is still held: with it `rangelock` ran 0.64-0.76x `segments`. Measured with the
+//! store release on a 2-vCPU AMD EPYC VM, five runs of `rangelock bench w1 --threads 1,2
+//! --rounds 5 --duration-ms 500`: 0.80-1.12x at 1 thread (median 0.93x) and 0.68-0.98x at 2
+//! (median 0.94x), the low ends in runs that caught the VM in a slow phase (`unlocked` at
+//! 26-28 Mops/s at 1 thread instead of 43-52), which hurts `rangelock` more than
+//! `segments`. Without the harness (`scripts/interleaved-medians.sh 9` over
+//! `RANGELOCK_W1_MEMSET=1 target/release/examples/w1_loop 5000000 0 <variant> 1` per
+//! variant, medians, ns per lock + unlock): 68.5 with the swap release, 60.2 with
+//! the store, 50.9 for `segments`, 37.9 for the loop alone. `fcntl-ofd` runs 10-75x behind
+//! `rangelock` here (a system call per lock and per unlock).
 
 use std::marker::PhantomData;
 use std::sync::Arc;

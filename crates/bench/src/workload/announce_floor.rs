@@ -4,6 +4,18 @@
 //! reader: `rangelock`'s `mixed_loop` example includes this file (`#[path]`, beside
 //! `claim_floor.rs`, whose tables it uses) for its own `announce-floor`, so both measure
 //! the same code.
+//!
+//! What it showed on the `mixed` suite (measured in `rangelock_bench::suites::mixed`): readers
+//! that write no shared line help where readers are nearly all there is (0 % exclusive,
+//! 2 threads: 2.45-2.63x `segments-256Ki` against `claim-floor`'s 1.45-1.61x), but at 20 %
+//! each writer loads the lines the other thread's readers keep writing, and at 100 % the
+//! seats are one load more for nothing. Moving `rangelock` to this protocol would take: a
+//! seat per thread and lock (taken once, given back at thread exit) with a waiter count for
+//! the writers that wait on it (a counted wait word, as a slot is); every writer, on every
+//! path, loading the seats after its handshake fence; a reader that sees a writer, or a
+//! count, leaving its seat for the list path; the readers' counts gone from the stripe
+//! protocol's fast path; and loom models for the seat handshake and its waits. Its cost
+//! lands on writers: one load per seat taken, which grows with the threads that ever read.
 
 use core::ops::Range;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};

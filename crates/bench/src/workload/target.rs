@@ -185,7 +185,7 @@ impl RangeTarget for Unlocked {
 /// unreachable on a machine where this floor does not reach it. It is a floor in what a
 /// lock must execute, not a timing law: where the processor overlaps one operation's loop
 /// with the next, one serializing instruction more can even run faster (`mixed` at 0 %
-/// exclusive on the Xeon VM, `docs/BENCH.md`).
+/// exclusive, `suites::mixed` module docs).
 ///
 /// A ceiling, not a lock: its threads exclude nobody. Only sound where no two threads
 /// touch the same data under the lock: `mixed`, whose critical sections touch per-thread

@@ -251,7 +251,7 @@
 //!   of 1 Mi units: a coarse window is 512 Mi units) plus one such table per coarse window
 //!   in use, up to 64. A range inside one stripe is one slot; a range over up to 8
 //!   stripes of one window is one slot per stripe (an RMW and a store per stripe: past 4 to 8 stripes a
-//!   coarse claim is cheaper, see `mixed` in `docs/BENCH.md`); a range of up to 2 coarse
+//!   coarse claim is cheaper, see `rangelock-bench`'s `suites::mixed`); a range of up to 2 coarse
 //!   stripes is 1 or 2 coarse slots plus 2 count RMWs and a load per stripe; a longer range,
 //!   or one across a window boundary, or whose claim meets a taken slot, goes to the list:
 //!   it increments and later decrements the counts of up to 4
@@ -389,8 +389,8 @@
 //!   another core. On the 2-vCPU development VM one such move costs 21-27 ns or 190-215 ns
 //!   depending on where the hypervisor has placed the vCPUs, and that, not the lock's own
 //!   work, is the whole difference between one shared lock and a lock per thread at 2
-//!   threads (`docs/BENCH.md`, "`mixed` at 2 threads: the lines both cores write"). Threads
-//!   working on regions of their own write slot lines of their own.
+//!   threads (`rangelock-bench`'s `suites::mixed`, "At 2 threads: the lines both cores
+//!   write"). Threads working on regions of their own write slot lines of their own.
 //! - Against static segments (`variants::Segments` with 1 KiB segments, exactly the `w1`
 //!   ranges) the uncontended instruction counts are alike (above; without a critical
 //!   section, `w1_loop 20000000 0 <variant> 1`: 15.7-16.7 ns per lock+unlock for this
@@ -403,7 +403,7 @@
 //!   waiters; the counted wait words (`wait`, "Counted words") make it sound by moving the
 //!   cost to the waiter, which passes a process-wide barrier before it parks. With that
 //!   release the same suite measured 1.12x `segments` at 1 thread and 0.94x at 2 (and
-//!   `w2` 1.05x and 1.08x; `docs/BENCH.md`). What the
+//!   `w2` 1.05x and 1.08x; `rangelock-bench`'s `suites::w1`). What the
 //!   segment table cannot do is the rest: any range over the whole `u64` domain without
 //!   memory per unit, no false conflicts between disjoint ranges of one segment, one list
 //!   node (not one CAS per segment) for a long range, parking instead of spinning, and

@@ -140,8 +140,8 @@
 //! So a reader pays two RMWs a stripe (join, leave) on lines that writers and other readers
 //! write too. A protocol whose readers announce on a line of their own thread instead, and
 //! whose writers load every such line, writes no shared line for readers but a load per
-//! reading thread for every writer; `docs/BENCH.md` ("A reader protocol that writes no
-//! shared line") measures both protocols' floors on the `mixed` suite.
+//! reading thread for every writer; the `mixed` suite of `rangelock-bench` measures both
+//! protocols' floors (`claim-floor`, `announce-floor`; its `suites::mixed` module docs).
 //!
 //! # Windows
 //!
