@@ -416,6 +416,7 @@ fn at_text(at: At) -> String {
     match at {
         At::Cores => "at the most threads within the cores".to_owned(),
         At::Most => "at the most threads (clients) measured".to_owned(),
+        At::Threads(1) => "at 1 thread (client)".to_owned(),
         At::Threads(n) => format!("at {n} threads (clients)"),
     }
 }
