@@ -127,6 +127,7 @@ fn summarise(
     let mut latencies: Vec<u64> =
         samples.iter().flat_map(|s| s.latencies_ns.iter().copied()).collect();
     let pct = Percentiles::of(&mut latencies);
+    let (p50_ns_min, p50_ns_max, p99_ns_min, p99_ns_max) = round_extremes(samples);
     Record {
         suite: suite.to_owned(),
         variant: case.variant.clone(),
@@ -140,6 +141,10 @@ fn summarise(
         p50_ns: pct.p50,
         p99_ns: pct.p99,
         p999_ns: pct.p999,
+        p50_ns_min,
+        p50_ns_max,
+        p99_ns_min,
+        p99_ns_max,
         latency_samples: latencies.len(),
         rounds,
         duration_ms: u64::try_from(opts.duration.as_millis()).unwrap_or(u64::MAX),
@@ -148,6 +153,20 @@ fn summarise(
         machine: Some(run_info.clone()),
         extra,
     }
+}
+
+/// The smallest and largest p50 and p99 of one round, each round's percentiles taken from
+/// its own samples (rounds without samples are left out): `(p50 min, p50 max, p99 min,
+/// p99 max)`.
+fn round_extremes(samples: Vec<Sample>) -> (Option<u64>, Option<u64>, Option<u64>, Option<u64>) {
+    let per_round: Vec<Percentiles> = samples
+        .into_iter()
+        .filter(|s| !s.latencies_ns.is_empty())
+        .map(|mut s| Percentiles::of(&mut s.latencies_ns))
+        .collect();
+    let p50s = || per_round.iter().filter_map(|p| p.p50);
+    let p99s = || per_round.iter().filter_map(|p| p.p99);
+    (p50s().min(), p50s().max(), p99s().min(), p99s().max())
 }
 
 /// Median over rounds of each numeric extra field; a non-numeric field keeps its last value.
@@ -237,6 +256,28 @@ pub(crate) fn ceiling_breaches(records: &[Record], ceilings: &[Ceiling]) -> Vec<
         }
     }
     lines
+}
+
+#[cfg(test)]
+mod round_extremes_tests {
+    use super::*;
+
+    fn round(latencies: Vec<u64>) -> Sample {
+        Sample { latencies_ns: latencies, ..Sample::default() }
+    }
+
+    /// Each round's percentiles come from its own samples: a slow round shows as the max
+    /// even where the pooled p50 hides it; a round without samples counts for nothing.
+    #[test]
+    fn extremes_are_of_each_rounds_own_percentiles() {
+        let fast = round((1..=100).collect());
+        let slow = round((1..=100).map(|x| x * 10).collect());
+        let empty = round(Vec::new());
+        let (p50_min, p50_max, p99_min, p99_max) = round_extremes(vec![slow, empty, fast]);
+        assert_eq!((p50_min, p50_max), (Some(50), Some(500)));
+        assert_eq!((p99_min, p99_max), (Some(99), Some(990)));
+        assert_eq!(round_extremes(vec![round(Vec::new())]), (None, None, None, None));
+    }
 }
 
 #[cfg(test)]
