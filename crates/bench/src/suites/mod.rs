@@ -19,6 +19,7 @@ pub mod epvs_table;
 mod epvs_version;
 pub mod height;
 pub mod held;
+pub mod hw_counters;
 pub mod memory;
 pub mod mixed;
 pub mod server_latency;
