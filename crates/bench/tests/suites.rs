@@ -277,6 +277,7 @@ fn registry_names_are_unique_and_findable() {
             "server-micro",
             "server-oltp",
             "server-latency",
+            "server-threads",
             "cluster",
             "cluster-failover"
         ]

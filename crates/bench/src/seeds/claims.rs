@@ -852,6 +852,19 @@ pub const CLAIMS: &[Claim] = &[
         because: &round_trips_and_local(&[]),
         why: SERVER_WHY,
     },
+    Claim {
+        suite: "server-threads",
+        figure: "§5.1 server threads",
+        seed: Seed::ServerThesis,
+        claim: "Out of 1,2,4,8 and 18 server processes, the best throughput was achieved \
+                consistently when the server had only one server thread (the interval tree; \
+                the combiners ran 18); whether the server saturates is left to future work.",
+        show: &[],
+        checks: &[],
+        because: &[],
+        why: "not judged yet: the records give ops/s at 1, 2 and 4 handler threads with how \
+              busy each server thread was (combiner_busy, handlers_busy, process_busy)",
+    },
     // ---- Project suites --------------------------------------------------------------------
     Claim {
         suite: "contended",
