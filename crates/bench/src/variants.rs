@@ -15,6 +15,10 @@ use crate::workload::{RangeTarget, Unlocked};
 /// The product's name in reports: its raw core's.
 pub const PRODUCT: &str = <SkipList as RawRangeLock>::NAME;
 
+/// The product without its stripe table, every exclusive range on the skip list: the
+/// design of Concurrent Range Locking (the thesis's "Our").
+pub const LIST: &str = "rangelock-list";
+
 /// Receives the variants of a [`VariantSet`] (a suite turns each into cases).
 pub trait VariantVisitor {
     /// One variant, built by `make` (an error skips the variant with a note on stderr).
@@ -66,7 +70,7 @@ impl VariantSet for Registered {
     fn locks(v: &mut impl VariantVisitor) {
         v.named_lock(PRODUCT, RangeLock::new);
         // The same lock without its stripe table: every exclusive range on the skip list.
-        v.named_lock("rangelock-list", || RangeLock::builder().stripes(0, 0).build());
+        v.named_lock(LIST, || RangeLock::builder().stripes(0, 0).build());
         v.lock(|| Lock::from_raw(variants::KoganList::new()));
         v.lock(|| Lock::from_raw(variants::SongSkipList::new()));
         v.lock(|| Lock::from_raw(variants::KernelTree::new()));
@@ -77,7 +81,9 @@ impl VariantSet for Registered {
     }
 
     fn heights(v: &mut impl HeightVisitor) {
-        v.visit(PRODUCT, |height| RangeLock::builder().max_height(height).build());
+        // The list path only: the product's stripe table takes the suites' 1 KiB exclusive
+        // ranges, where the height cannot matter (see the `height` suite).
+        v.visit(LIST, |height| RangeLock::builder().stripes(0, 0).max_height(height).build());
     }
 
     fn peers(v: &mut impl VariantVisitor) {

@@ -54,13 +54,15 @@ fn server_micro_runs_engines_and_peers_without_redis() {
             "citron-like",
             "combiner",
             "combiner-auth",
+            "combiner-poll",
             "combiner-shm-poll",
             "combiner-tls-auth",
             "dslr-shm",
             "echo",
             "rangelock",
             "tree-mutex",
-            "tree-single"
+            "tree-single",
+            "tree-single-poll"
         ])
     );
     let pcts: BTreeSet<u64> =
@@ -76,6 +78,24 @@ fn server_micro_runs_engines_and_peers_without_redis() {
         let share = r.extra.get("shm_slot_answer_share").and_then(|v| v.as_f64());
         assert_eq!(share.is_some(), r.variant == "combiner-shm-poll", "{r:?}");
         assert!(share.is_none_or(|s| (0.0..=1.0).contains(&s)), "{r:?}");
+        assert_round_trips(r);
+    }
+}
+
+/// A `rangelockd` lock is at least one round trip, and a pushed grant exactly one: only
+/// the poll variants' clients send more (their `POLL`s).
+fn assert_round_trips(r: &Record) {
+    let Some(rt) = r.extra.get("round_trips_per_lock").and_then(|v| v.as_f64()) else {
+        assert!(["dslr-shm", "citron-like"].contains(&r.variant.as_str()), "{r:?}");
+        return;
+    };
+    if r.variant.starts_with("dslr-") || r.variant.starts_with("citron-") {
+        return; // the client-sided peers count their own round trips
+    }
+    if r.variant.ends_with("-poll") && r.variant != "combiner-shm-poll" {
+        assert!(rt >= 1.0, "{r:?}");
+    } else {
+        assert_eq!(rt, 1.0, "{r:?}");
     }
 }
 
@@ -87,17 +107,81 @@ fn server_oltp_runs_the_mix_without_redis() {
         BTreeSet::from([
             "citron-like",
             "combiner",
+            "combiner-poll",
             "combiner-shm-poll",
             "dslr-shm",
             "rangelock",
             "tree-mutex",
-            "tree-single"
+            "tree-single",
+            "tree-single-poll"
         ])
     );
     for r in &records {
         assert_eq!(r.threads, 49);
         assert_eq!(r.params["readers"], 39);
         assert!(r.p50_ns.is_some());
+        // One round: the round's own percentiles are the pooled ones.
+        assert_eq!((r.p50_ns_min, r.p50_ns_max), (r.p50_ns, r.p50_ns), "{r:?}");
+        assert_eq!((r.p99_ns_min, r.p99_ns_max), (r.p99_ns, r.p99_ns), "{r:?}");
+        assert_round_trips(r);
+    }
+}
+
+/// The full sweeps (cases only, nothing run): `server-micro` has the seed's client counts,
+/// 1 and 2 and the 16-24 of its peak among them; `server-threads` runs 64 clients at 1, 2
+/// and 4 handler threads, at 20 % and 0 % exclusive, with 4 threads marked oversubscribed.
+#[test]
+fn full_sweeps_hold_the_seeds_points() {
+    use rangelock_bench::suites::server_threads::ServerThreads;
+    let full = Options::full();
+    let micro = ServerMicro::with_redis_server(NO_REDIS).cases(&full);
+    let clients: BTreeSet<usize> = micro.iter().map(|c| c.threads).collect();
+    assert_eq!(clients, BTreeSet::from([1, 2, 4, 8, 16, 24, 32, 64]));
+    let names: BTreeSet<&str> = micro.iter().map(|c| c.variant.as_str()).collect();
+    assert!(names.is_superset(&BTreeSet::from(["combiner-poll", "tree-single-poll"])));
+    let threads = ServerThreads.cases(&full);
+    assert_eq!(threads.len(), 2 * 3 * 3);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for c in &threads {
+        assert_eq!(c.threads, 64);
+        let handlers = c.params["handler_threads"].as_u64().unwrap() as usize;
+        assert!([1, 2, 4].contains(&handlers));
+        assert_eq!(c.oversubscribed, handlers > cores, "{:?}", c.params);
+    }
+    let pcts: BTreeSet<u64> =
+        threads.iter().map(|c| c.params["exclusive_pct"].as_u64().unwrap()).collect();
+    assert_eq!(pcts, BTreeSet::from([0, 20]));
+}
+
+/// `server-threads` in quick mode: the three systems at 1 and 2 handler threads, each
+/// record saying how busy the server's threads were.
+#[test]
+fn server_threads_reports_how_busy_each_server_thread_was() {
+    use rangelock_bench::suites::server_threads::ServerThreads;
+    let records = run(&ServerThreads, vec![3]);
+    assert_eq!(variants(&records), BTreeSet::from(["combiner", "echo", "tree-mutex"]));
+    let handlers: BTreeSet<u64> =
+        records.iter().map(|r| r.params["handler_threads"].as_u64().unwrap()).collect();
+    assert_eq!(handlers, BTreeSet::from([1, 2]));
+    assert_eq!(records.len(), 3 * 2);
+    for r in &records {
+        assert_eq!((r.threads, r.params["exclusive_pct"].as_u64()), (3, Some(20)), "{r:?}");
+        let busy = |k: &str| r.extra.get(k).and_then(|v| v.as_f64());
+        let handlers = r.params["handler_threads"].as_f64().unwrap();
+        // Handlers answered every request: they ran, and no more than their number of cores.
+        let h = busy("handlers_busy").unwrap();
+        assert!(h > 0.0 && h <= handlers * 1.05, "{r:?}");
+        assert!(busy("handler_busy_max").unwrap() <= h + 1e-9, "{r:?}");
+        let p = busy("process_busy").unwrap();
+        // The process clock counts the handlers too (its snapshots a moment apart).
+        assert!(p + 0.05 >= h && busy("clients_busy").unwrap() >= 0.0, "{r:?}");
+        // Only engines with a combiner thread report it; echo's idles (pings bypass it).
+        let combiner = busy("combiner_busy");
+        assert_eq!(combiner.is_some(), r.variant != "tree-mutex", "{r:?}");
+        if r.variant == "combiner" {
+            assert!(combiner.unwrap() > 0.0, "{r:?}");
+        }
+        assert!(busy("server_cpu_ns_per_request").unwrap() > 0.0, "{r:?}");
     }
 }
 

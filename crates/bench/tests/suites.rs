@@ -88,11 +88,31 @@ fn contended_sweeps_the_exclusive_share() {
 }
 
 #[test]
-fn height_sweeps_heights_in_quick_mode() {
+fn height_sweeps_heights_under_both_workloads_in_quick_mode() {
     let records = run(&Height::<TestSet>::default());
     let heights: BTreeSet<u64> =
         records.iter().map(|r| r.params["height"].as_u64().unwrap()).collect();
     assert_eq!(heights, BTreeSet::from([4, 10, 16]));
+    let workloads: BTreeSet<&str> =
+        records.iter().map(|r| r.params["workload"].as_str().unwrap()).collect();
+    assert_eq!(workloads, BTreeSet::from(["w1", "w2"]));
+    // Every height under each workload, at 1 and 2 threads; W1 locks one range at a time.
+    assert_eq!(records.len(), 2 * 3 * 2);
+    for r in &records {
+        let batch = if r.params["workload"] == "w1" { 1 } else { 16 };
+        assert_eq!(r.params["batch"], batch, "{r:?}");
+    }
+}
+
+/// The shipped registry's height variant is the thesis's list path, not the product (whose
+/// stripe table takes 1 KiB ranges, where the height cannot matter).
+#[test]
+fn height_runs_the_list_path_of_the_registry() {
+    let dir = TempDir::new("height-registered");
+    let opts = Options { threads: vec![1], ..tiny(&dir, Options::quick()) };
+    let records = run_suite(&Height::<Registered>::default(), &opts).unwrap().records;
+    assert_eq!(variants(&records), BTreeSet::from(["rangelock-list"]));
+    assert_eq!(records.len(), 2 * 3);
 }
 
 #[test]
@@ -257,6 +277,7 @@ fn registry_names_are_unique_and_findable() {
             "server-micro",
             "server-oltp",
             "server-latency",
+            "server-threads",
             "cluster",
             "cluster-failover"
         ]
@@ -541,14 +562,21 @@ fn epvs_sharing_quick() {
 }
 
 #[test]
-fn aliasing_runs_the_five_locks_and_verifies_every_read() {
+fn aliasing_runs_the_six_locks_and_verifies_every_read() {
     use rangelock_bench::suites::aliasing::Aliasing;
     let records = run(&Aliasing);
     assert_eq!(
         variants(&records),
-        BTreeSet::from(["kernel-tree", "kogan-list", "rangelock", "segments", "song-skiplist"])
+        BTreeSet::from([
+            "kernel-tree",
+            "kogan-list",
+            "rangelock",
+            "rangelock-list",
+            "segments",
+            "song-skiplist"
+        ])
     );
-    assert_eq!(records.len(), 10);
+    assert_eq!(records.len(), 12);
     for r in &records {
         // Each worker checks every page it read back (a mismatch panics the run); the count
         // of checked transactions is the record's.

@@ -2,6 +2,7 @@
 //! module for the connection's algorithm).
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +31,8 @@ use rangelock_proto::VERSION;
 #[derive(Debug)]
 pub struct Client {
     core: Arc<SyncCore>,
+    /// `POLL` requests sent ([`Client::polls`]).
+    polls: AtomicU64,
 }
 
 impl Client {
@@ -53,7 +56,7 @@ impl Client {
             },
             Ok(core) => core,
         };
-        Ok(Client { core })
+        Ok(Client { core, polls: AtomicU64::new(0) })
     }
 
     /// The server-assigned session id.
@@ -116,6 +119,14 @@ impl Client {
     /// from their frame (0 without [`Client::attach_shm`]).
     pub fn shm_hits(&self) -> u64 {
         self.core.shm_hits()
+    }
+
+    /// How many `POLL` requests this client has sent: in poll grant mode, a `LOCK` that
+    /// must wait is answered `PENDING` and [`Client::lock`] polls until the grant, one
+    /// round trip per poll (0 with push grants). For counting round trips per lock.
+    pub fn polls(&self) -> u64 {
+        // Relaxed: a counter read for statistics; it orders nothing.
+        self.polls.load(Ordering::Relaxed)
     }
 
     /// The attached shared-memory slot ([`Client::attach_shm`]): its index and the file.
@@ -185,6 +196,8 @@ impl Client {
     fn poll_until_granted(&self, id: u64) -> Result<u64, ClientError> {
         let mut schedule = PollSchedule::new();
         loop {
+            // Relaxed: see `Client::polls`.
+            self.polls.fetch_add(1, Ordering::Relaxed);
             let r = self.core.call(Request::Poll { target: id })?;
             if let Some(outcome) = PollSchedule::outcome(&r) {
                 return outcome;

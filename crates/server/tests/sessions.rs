@@ -267,6 +267,40 @@ fn poll_mode(engine: EngineKind) {
     srv.shutdown();
 }
 
+/// The blocking client counts the `POLL`s it sends: none with push grants or for a lock
+/// granted at once, at least one for a lock that waited in poll mode.
+#[test]
+fn the_blocking_client_counts_its_polls() {
+    for grant in [GrantMode::Push, GrantMode::Poll] {
+        let srv = server(|c| c.grant = grant);
+        let ep = Endpoint::from(srv.tcp_addr().unwrap());
+        let a = Client::connect(&ep).unwrap();
+        let b = Client::connect(&ep).unwrap();
+        let held = a.lock_exclusive(0..10).unwrap();
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| b.lock_exclusive(0..10).map(|g| g.token()));
+            // Wait (on replies) until b's LOCK is queued and, in poll mode, b has polled.
+            let mut ready = false;
+            for _ in 0..100_000 {
+                let queued = a.stats(0).unwrap().counters.waiters == 1;
+                if queued && (grant == GrantMode::Push || b.polls() > 0) {
+                    ready = true;
+                    break;
+                }
+            }
+            assert!(ready, "b's lock never queued (and polled)");
+            held.unlock().unwrap();
+            assert!(waiter.join().unwrap().is_ok());
+        });
+        assert_eq!(a.polls(), 0, "a's lock was granted at once");
+        match grant {
+            GrantMode::Push => assert_eq!(b.polls(), 0),
+            GrantMode::Poll => assert!(b.polls() >= 1, "{}", b.polls()),
+        }
+        srv.shutdown();
+    }
+}
+
 #[test]
 fn dropping_a_waiting_lock_future_withdraws_it() {
     let srv = server(|_| {});

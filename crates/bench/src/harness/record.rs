@@ -9,10 +9,11 @@ use super::run_info::RunInfo;
 ///
 /// Field names are part of the report format: `suite`, `variant`, `threads`,
 /// `oversubscribed`, `params`, `ops_per_sec`, `ops_per_sec_min`, `ops_per_sec_max`,
-/// `ns_per_op`, `p50_ns`, `p99_ns`, `p999_ns`, `latency_samples`, `rounds`, `duration_ms`,
-/// `ratio_vs_baseline`, `ratio_vs_best_other`, `machine`, followed by the case's extra
-/// fields at the top level. The fields added later (`ops_per_sec_min`, `ops_per_sec_max`,
-/// `machine`) default to `None`, so older JSON still loads.
+/// `ns_per_op`, `p50_ns`, `p99_ns`, `p999_ns`, `p50_ns_min`, `p50_ns_max`, `p99_ns_min`,
+/// `p99_ns_max`, `latency_samples`, `rounds`, `duration_ms`, `ratio_vs_baseline`,
+/// `ratio_vs_best_other`, `machine`, followed by the case's extra fields at the top level.
+/// The fields added later (`ops_per_sec_min`, `ops_per_sec_max`, the per-round percentile
+/// extremes, `machine`) default to `None`, so older JSON still loads.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// Suite name.
@@ -40,21 +41,23 @@ pub struct Record {
     pub p50_ns: Option<u64>,
     /// 99th percentile sampled latency (null without samples).
     pub p99_ns: Option<u64>,
-    /// The lowest p50 of one round's samples (`None` in records older than the field, or
-    /// without samples).
-    #[serde(default)]
-    pub p50_ns_min: Option<u64>,
-    /// The highest p50 of one round's samples.
-    #[serde(default)]
-    pub p50_ns_max: Option<u64>,
-    /// The lowest p99 of one round's samples.
-    #[serde(default)]
-    pub p99_ns_min: Option<u64>,
-    /// The highest p99 of one round's samples.
-    #[serde(default)]
-    pub p99_ns_max: Option<u64>,
     /// 99.9th percentile (null with fewer than 1000 samples).
     pub p999_ns: Option<u64>,
+    /// The smallest median latency of one round: each round's p50 is taken from that
+    /// round's samples alone (`p50_ns` pools every round's). With `p50_ns_max`, the spread a
+    /// latency verdict must hold across. Null without samples, and in older records.
+    #[serde(default)]
+    pub p50_ns_min: Option<u64>,
+    /// The largest median latency of one round (see `p50_ns_min`).
+    #[serde(default)]
+    pub p50_ns_max: Option<u64>,
+    /// The smallest 99th percentile of one round, from that round's samples alone (see
+    /// `p50_ns_min`).
+    #[serde(default)]
+    pub p99_ns_min: Option<u64>,
+    /// The largest 99th percentile of one round (see `p99_ns_min`).
+    #[serde(default)]
+    pub p99_ns_max: Option<u64>,
     /// Latency samples pooled over rounds.
     pub latency_samples: usize,
     /// Rounds measured.
@@ -97,11 +100,11 @@ impl Record {
             ns_per_op: None,
             p50_ns: None,
             p99_ns: None,
+            p999_ns: None,
             p50_ns_min: None,
             p50_ns_max: None,
             p99_ns_min: None,
             p99_ns_max: None,
-            p999_ns: None,
             latency_samples: 0,
             rounds: 1,
             duration_ms: 1,
@@ -134,17 +137,31 @@ mod tests {
         let mut r = Record::for_test("v", 1, 5.0);
         r.ops_per_sec_min = Some(4.0);
         r.ops_per_sec_max = Some(6.0);
+        (r.p50_ns_min, r.p50_ns_max, r.p99_ns_min, r.p99_ns_max) =
+            (Some(10), Some(12), Some(30), Some(40));
         r.machine = Some(crate::harness::RunInfo::current());
         let mut value = serde_json::to_value(&r).unwrap();
         let object = value.as_object_mut().unwrap();
         assert!(object["machine"]["cores"].as_u64().is_some(), "{object:?}");
-        for k in ["ops_per_sec_min", "ops_per_sec_max", "machine"] {
+        assert_eq!(object["p99_ns_max"], 40, "{object:?}");
+        let added = ["p50_ns_min", "p50_ns_max", "p99_ns_min", "p99_ns_max"];
+        for k in ["ops_per_sec_min", "ops_per_sec_max", "machine"].into_iter().chain(added) {
             object.remove(k);
         }
         let old: Record = serde_json::from_value(value).unwrap();
+        assert!(old.extra.is_empty(), "{old:?}");
         assert_eq!(
             old,
-            Record { ops_per_sec_min: None, ops_per_sec_max: None, machine: None, ..r }
+            Record {
+                ops_per_sec_min: None,
+                ops_per_sec_max: None,
+                p50_ns_min: None,
+                p50_ns_max: None,
+                p99_ns_min: None,
+                p99_ns_max: None,
+                machine: None,
+                ..r
+            }
         );
     }
 }

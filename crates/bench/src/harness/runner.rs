@@ -124,18 +124,10 @@ fn summarise(
         extra.insert(machine::LINE_TRANSFER_MIN_NS.to_owned(), min.into());
         extra.insert(machine::LINE_TRANSFER_MAX_NS.to_owned(), max.into());
     }
-    // Each round's own percentiles: a verdict on latencies must hold at their extremes too.
-    let per_round: Vec<Percentiles> =
-        samples.iter().map(|s| Percentiles::of(&mut s.latencies_ns.clone())).collect();
-    let low_high = |get: fn(&Percentiles) -> Option<u64>| {
-        let xs: Vec<u64> = per_round.iter().filter_map(get).collect();
-        (xs.iter().copied().min(), xs.iter().copied().max())
-    };
-    let (p50_ns_min, p50_ns_max) = low_high(|p| p.p50);
-    let (p99_ns_min, p99_ns_max) = low_high(|p| p.p99);
     let mut latencies: Vec<u64> =
         samples.iter().flat_map(|s| s.latencies_ns.iter().copied()).collect();
     let pct = Percentiles::of(&mut latencies);
+    let (p50_ns_min, p50_ns_max, p99_ns_min, p99_ns_max) = round_extremes(samples);
     Record {
         suite: suite.to_owned(),
         variant: case.variant.clone(),
@@ -148,11 +140,11 @@ fn summarise(
         ns_per_op: (ops_per_sec > 0.0).then(|| 1e9 / ops_per_sec),
         p50_ns: pct.p50,
         p99_ns: pct.p99,
+        p999_ns: pct.p999,
         p50_ns_min,
         p50_ns_max,
         p99_ns_min,
         p99_ns_max,
-        p999_ns: pct.p999,
         latency_samples: latencies.len(),
         rounds,
         duration_ms: u64::try_from(opts.duration.as_millis()).unwrap_or(u64::MAX),
@@ -161,6 +153,20 @@ fn summarise(
         machine: Some(run_info.clone()),
         extra,
     }
+}
+
+/// The smallest and largest p50 and p99 of one round, each round's percentiles taken from
+/// its own samples (rounds without samples are left out): `(p50 min, p50 max, p99 min,
+/// p99 max)`.
+fn round_extremes(samples: Vec<Sample>) -> (Option<u64>, Option<u64>, Option<u64>, Option<u64>) {
+    let per_round: Vec<Percentiles> = samples
+        .into_iter()
+        .filter(|s| !s.latencies_ns.is_empty())
+        .map(|mut s| Percentiles::of(&mut s.latencies_ns))
+        .collect();
+    let p50s = || per_round.iter().filter_map(|p| p.p50);
+    let p99s = || per_round.iter().filter_map(|p| p.p99);
+    (p50s().min(), p50s().max(), p99s().min(), p99s().max())
 }
 
 /// Median over rounds of each numeric extra field; a non-numeric field keeps its last value.
@@ -250,6 +256,28 @@ pub(crate) fn ceiling_breaches(records: &[Record], ceilings: &[Ceiling]) -> Vec<
         }
     }
     lines
+}
+
+#[cfg(test)]
+mod round_extremes_tests {
+    use super::*;
+
+    fn round(latencies: Vec<u64>) -> Sample {
+        Sample { latencies_ns: latencies, ..Sample::default() }
+    }
+
+    /// Each round's percentiles come from its own samples: a slow round shows as the max
+    /// even where the pooled p50 hides it; a round without samples counts for nothing.
+    #[test]
+    fn extremes_are_of_each_rounds_own_percentiles() {
+        let fast = round((1..=100).collect());
+        let slow = round((1..=100).map(|x| x * 10).collect());
+        let empty = round(Vec::new());
+        let (p50_min, p50_max, p99_min, p99_max) = round_extremes(vec![slow, empty, fast]);
+        assert_eq!((p50_min, p50_max), (Some(50), Some(500)));
+        assert_eq!((p99_min, p99_max), (Some(99), Some(990)));
+        assert_eq!(round_extremes(vec![round(Vec::new())]), (None, None, None, None));
+    }
 }
 
 #[cfg(test)]

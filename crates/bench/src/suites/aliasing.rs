@@ -18,9 +18,11 @@
 //!    another worker wrote while this one held the range shows up as a mismatch. A mismatch
 //!    is a broken lock: the worker panics rather than report a throughput.
 //!
-//! Lock units are pages of the 64 MiB area (16 384 units). Variants: `rangelock`,
-//! `song-skiplist`, `kogan-list`, `kernel-tree`, and `segments` in the role of the seed's
-//! bitmap lock (one reader-writer word per 64 KiB extent: a blob takes 16 CASes).
+//! Lock units are pages of the 64 MiB area (16 384 units). Variants: `rangelock-list`, the
+//! thesis's own design (the skip list alone: the seed's "Our"), and beside it the product
+//! `rangelock` (the same lock with its stripe table), `song-skiplist`, `kogan-list`,
+//! `kernel-tree`, and `segments` in the role of the seed's bitmap lock (one reader-writer
+//! word per 64 KiB extent: a blob takes 16 CASes). `aliasing-counts` counts the same list.
 //! `ops` are transactions; `failed_tries_per_txn` counts the candidates that were taken;
 //! `transactions` is the total count of one measurement.
 //! `RANGELOCK_BENCH_ONLY=segments,rangelock` (comma-separated names) runs only those
@@ -91,7 +93,8 @@ trait LockVisitor {
 
 /// The suite's locks, in the order it runs them.
 fn each_lock(v: &mut impl LockVisitor) {
-    v.visit("rangelock", rangelock::RangeLock::new);
+    v.visit(crate::variants::PRODUCT, rangelock::RangeLock::new);
+    v.visit(crate::variants::LIST, || rangelock::RangeLock::builder().stripes(0, 0).build());
     v.visit("segments", segments);
     v.visit(variants::SongSkipList::NAME, || Lock::from_raw(variants::SongSkipList::new()));
     v.visit(variants::KoganList::NAME, || Lock::from_raw(variants::KoganList::new()));

@@ -19,11 +19,14 @@ pub mod epvs_table;
 mod epvs_version;
 pub mod height;
 pub mod held;
+pub mod hw_counters;
 pub mod memory;
 pub mod mixed;
+mod server_cpu;
 pub mod server_latency;
 pub mod server_micro;
 pub mod server_oltp;
+pub mod server_threads;
 pub mod w1;
 pub mod w2;
 
@@ -53,6 +56,7 @@ pub fn all() -> Vec<Box<dyn Suite>> {
         Box::new(server_micro::ServerMicro::default()),
         Box::new(server_oltp::ServerOltp::default()),
         Box::new(server_latency::ServerLatency),
+        Box::new(server_threads::ServerThreads),
         Box::new(cluster::ClusterSuite),
         Box::new(cluster::ClusterFailover),
     ]

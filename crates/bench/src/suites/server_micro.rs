@@ -3,10 +3,19 @@
 //! shared or exclusive, and unlock it. The paper's question is server-sided against
 //! client-sided locking **over the same network**, so the variants are:
 //!
-//! - **server-sided**: `rangelockd` with every engine (`combiner`, `tree-single`, …);
-//!   `combiner-shm-poll`, the combiner with clients that read their answers from
-//!   shared-memory slots (the paper's "combiner polling with RDMA"); `combiner-auth` and
-//!   `combiner-tls-auth`, the combiner with authentication, over plain TCP and over TLS;
+//! - **server-sided**: `rangelockd` with every engine (`combiner`, `tree-single`, …),
+//!   grants pushed to the waiting client (our product, beyond the seed);
+//!   `combiner-poll` and `tree-single-poll`, the seed's own designs: the combiner and the
+//!   one-thread interval tree with poll grants, a client whose `LOCK` must wait polling
+//!   with `POLL` requests until the grant (the paper's "combiner polling with eRPC" and its
+//!   interval tree, whose clients poll too; one difference: the seed's combiner handler
+//!   answers every `LOCK` before the combiner decides, so its client "must poll at least
+//!   once", while ours answers a lock granted at once with the grant, and only a lock that
+//!   waits is polled for; `round_trips_per_lock` shows it: near 1 here where the seed's
+//!   combiner pays at least 2); `combiner-shm-poll`, the combiner with
+//!   clients that read their answers from shared-memory slots (the paper's "combiner
+//!   polling with RDMA"); `combiner-auth` and `combiner-tls-auth`, the combiner with
+//!   authentication, over plain TCP and over TLS;
 //! - **client-sided over the network**: `dslr-redis` and `citron-redis`, DSLR and the
 //!   Citron-like tree with their words in a `redis-server` over the same loopback TCP, each
 //!   remote operation (or batch, where the paper batches) one round trip, as each RDMA
@@ -18,9 +27,10 @@
 //!
 //! **Round trips** (`round_trips_per_lock`, `round_trips_per_unlock`): network round trips
 //! a client waited for per acquisition (polling included) and per release, averaged over
-//! the measurement. A `rangelockd` request is one (a waiting `LOCK` too: the grant is
-//! pushed); the Redis peers count their connection's (see [`crate::peers::redis`]); the
-//! local-memory references have none and record none.
+//! the measurement. A `rangelockd` request is one (a waiting `LOCK` too when the grant is
+//! pushed); with poll grants every `POLL` the client sent is one more
+//! ([`Client::polls`]); the Redis peers count their connection's (see
+//! [`crate::peers::redis`]); the local-memory references have none and record none.
 //!
 //! `combiner-auth` runs the combiner with an auth table of one token (whose ranges cover
 //! the benchmark's unit space, so every `LOCK` passes the range check); its clients send
@@ -92,10 +102,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rangelock::Mode;
 use rangelock_client::{Client, ConnectOptions, Endpoint, TlsOptions, Wait};
+use rangelock_server::protocol::GrantMode;
 use rangelock_server::{AuthTable, EngineKind, Server, ServerConfig, TlsSettings};
 use serde_json::Value;
 
 use super::common;
+use super::server_cpu::ThreadsCpu;
 use crate::harness::{
     run_threads_with, Case, Ceiling, LatencySampler, Options, Sample, Span, SplitMix64, Suite,
     ThreadCtl, ThreadResult, DEFAULT_THREADS,
@@ -159,8 +171,9 @@ fn auth_file() -> String {
     format!("[[token]]\nname = \"bench\"\nsecret = \"{BENCH_TOKEN}\"\nranges = [\"0..{UNITS}\"]\n")
 }
 
-/// Client counts of a full run.
-const FULL_CLIENTS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
+/// Client counts of a full run: 1 and 2 for the seed's "one or two clients", 16 and 24
+/// for its "peaks at around 16 to 24 clients", up to 64.
+const FULL_CLIENTS: [usize; 8] = [1, 2, 4, 8, 16, 24, 32, 64];
 /// Client counts of a quick run.
 const QUICK_CLIENTS: [usize; 3] = [1, 4, 16];
 
@@ -169,6 +182,9 @@ const QUICK_CLIENTS: [usize; 3] = [1, 4, 16];
 pub(crate) enum Variant {
     /// `rangelockd` with this engine (push grants).
     Engine(EngineKind),
+    /// `rangelockd` with this engine and poll grants: a `LOCK` that must wait is answered
+    /// `PENDING` and the client polls until the grant (the seed's RPC-poll clients).
+    Poll(EngineKind),
     /// `rangelockd` with the combiner engine and shared-memory answer slots; each client
     /// attaches one and learns of its grants by polling it (`docs/PROTOCOL.md` §9).
     CombinerShmPoll,
@@ -193,6 +209,12 @@ impl Variant {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Variant::Engine(e) => e.name(),
+            Variant::Poll(e) => match e {
+                EngineKind::Combiner => "combiner-poll",
+                EngineKind::TreeMutex => "tree-mutex-poll",
+                EngineKind::TreeSingle => "tree-single-poll",
+                EngineKind::RangeLock => "rangelock-poll",
+            },
             Variant::CombinerShmPoll => "combiner-shm-poll",
             Variant::CombinerAuth => "combiner-auth",
             Variant::CombinerTlsAuth => "combiner-tls-auth",
@@ -211,12 +233,14 @@ impl Variant {
         matches!(self, Variant::DslrShm | Variant::CitronShm)
     }
 
-    /// The variants to run: every engine and `combiner-shm-poll`, then `extra` peers, then
+    /// The variants to run: every engine, the seed's poll designs (`combiner-poll`,
+    /// `tree-single-poll`) and `combiner-shm-poll`, then `extra` peers, then
     /// `dslr-redis` and `citron-redis` when `redis_server` runs (else a note on stderr with
     /// the install hint);
     /// only those `RANGELOCK_BENCH_ONLY` names when it is set (`common::selected`).
     pub(crate) fn list(suite: &str, extra: &[Variant], redis_server: &str) -> Vec<Variant> {
         let mut v: Vec<Variant> = EngineKind::ALL.into_iter().map(Variant::Engine).collect();
+        v.extend([Variant::Poll(EngineKind::Combiner), Variant::Poll(EngineKind::TreeSingle)]);
         v.push(Variant::CombinerShmPoll);
         v.extend_from_slice(extra);
         if RedisServer::available(redis_server) {
@@ -283,6 +307,11 @@ impl Backend {
         Ok(match variant {
             Variant::Engine(engine) => Backend::Rangelockd(Server::start(ServerConfig {
                 engine,
+                ..ServerConfig::ephemeral()
+            })?),
+            Variant::Poll(engine) => Backend::Rangelockd(Server::start(ServerConfig {
+                engine,
+                grant: GrantMode::Poll,
                 ..ServerConfig::ephemeral()
             })?),
             Variant::CombinerShmPoll => Backend::Rangelockd(Server::start(ServerConfig {
@@ -388,9 +417,10 @@ impl Backend {
 
 impl Conn {
     /// One lock + unlock cycle of `range` in `mode` (`echo`: two pings), counting its
-    /// round trips: a `rangelockd` request and its answer are one (a waiting `LOCK` too: the
-    /// grant is pushed), a pipelined unlock none (its answer comes with the next request's);
-    /// the Redis peers count their connection's.
+    /// round trips: a `rangelockd` request and its answer are one (a waiting `LOCK` too
+    /// when the grant is pushed; in poll mode each `POLL` is one more), a pipelined unlock
+    /// none (its answer comes with the next request's); the Redis peers count their
+    /// connection's.
     #[inline]
     pub(crate) fn cycle(&mut self, range: Range<u64>, mode: Mode) -> Result<(), String> {
         self.cycles += 1;
@@ -400,10 +430,12 @@ impl Conn {
                     Mode::Shared => rangelock_client::Mode::Shared,
                     Mode::Exclusive => rangelock_client::Mode::Exclusive,
                 };
+                let polls = client.polls();
                 let g = client.lock(range, mode, Wait::Forever).map_err(|e| e.to_string())?;
+                let polls = client.polls() - polls;
                 if *pipelined { g.unlock_pipelined() } else { g.unlock() }
                     .map_err(|e| e.to_string())?;
-                (1, u64::from(!*pipelined))
+                (1 + polls, u64::from(!*pipelined))
             }
             Link::Echo(c) => {
                 echo::cycle(c).map_err(|e| e.to_string())?;
@@ -445,25 +477,7 @@ impl Conn {
 /// CPU time of this process's server threads (named `rangelock-server`,
 /// `rangelock-handler`, `rangelock-combiner`), in nanoseconds.
 pub(crate) fn server_threads_cpu_ns() -> Option<u64> {
-    let mut total = 0;
-    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        let dir = task.path();
-        let Ok(comm) = std::fs::read_to_string(dir.join("comm")) else { continue };
-        let comm = comm.trim_end();
-        // `comm` is the thread name truncated to 15 bytes.
-        if !["rangelock-serve", "rangelock-handl", "rangelock-combi"]
-            .iter()
-            .any(|p| comm.starts_with(p))
-        {
-            continue;
-        }
-        let ns = std::fs::read_to_string(dir.join("schedstat"))
-            .ok()
-            .and_then(|s| s.split_ascii_whitespace().next()?.parse::<u64>().ok())
-            .or_else(|| redis::proc_stat_cpu_ns(&std::fs::read_to_string(dir.join("stat")).ok()?));
-        total += ns.unwrap_or(0);
-    }
-    Some(total)
+    Some(ThreadsCpu::now()?.total_ns())
 }
 
 /// Runs one measurement of `variant` with `clients` clients doing `body` (unlocks
@@ -609,7 +623,8 @@ impl Suite for ServerMicro {
     fn about(&self) -> &'static str {
         "Server-sided Range Locking micro-benchmark: each client locks a random range \
          (1..=1024 of 2^16 units) and unlocks it over its own connection; ops = requests (2 \
-         per cycle). Server-sided: the rangelockd engines, combiner-shm-poll, combiner-auth, \
+         per cycle). Server-sided: the rangelockd engines (grants pushed), the seed's \
+         poll designs combiner-poll and tree-single-poll, combiner-shm-poll, combiner-auth, \
          combiner-tls-auth; client-sided over the same loopback network: dslr-redis, \
          citron-redis; ceiling: echo; local-memory references (no network): dslr-shm, \
          citron-like"
@@ -667,24 +682,40 @@ impl Suite for ServerMicro {
 fn run_micro(variant: Variant, redis: &str, clients: usize, pct: u64, span: Span) -> Sample {
     let key = "server_cpu_ns_per_request";
     let mut s = measure(variant, redis, clients, span, key, false, 2, |i, conn, ctl| {
-        let mut rng = SplitMix64::new(0x5EED_0000 + i as u64);
-        let mut sampler = LatencySampler::new(SAMPLE_EVERY);
-        let mut cycles = 0u64;
-        while ctl.running() {
-            let len = 1 + rng.below(MAX_RANGE_UNITS);
-            let start = rng.below(UNITS - len + 1);
-            let mode = if rng.below(100) < pct { Mode::Exclusive } else { Mode::Shared };
-            let t = sampler.start();
-            conn.cycle(start..start + len, mode)?;
-            sampler.finish(t);
-            cycles += 1;
-        }
-        Ok(ThreadResult { ops: 2 * cycles, latencies_ns: sampler.into_latencies() })
+        micro_client(i, conn, ctl, pct)
     });
+    add_rates(&mut s);
+    s
+}
+
+/// Client `i` of the micro-benchmark: random ranges, exclusive with probability `pct` %,
+/// lock + unlock cycles until the measurement ends; ops are requests (two per cycle).
+pub(crate) fn micro_client(
+    i: usize,
+    conn: &mut Conn,
+    ctl: &ThreadCtl,
+    pct: u64,
+) -> Result<ThreadResult, String> {
+    let mut rng = SplitMix64::new(0x5EED_0000 + i as u64);
+    let mut sampler = LatencySampler::new(SAMPLE_EVERY);
+    let mut cycles = 0u64;
+    while ctl.running() {
+        let len = 1 + rng.below(MAX_RANGE_UNITS);
+        let start = rng.below(UNITS - len + 1);
+        let mode = if rng.below(100) < pct { Mode::Exclusive } else { Mode::Shared };
+        let t = sampler.start();
+        conn.cycle(start..start + len, mode)?;
+        sampler.finish(t);
+        cycles += 1;
+    }
+    Ok(ThreadResult { ops: 2 * cycles, latencies_ns: sampler.into_latencies() })
+}
+
+/// `requests_per_sec` and `cycles_per_sec` of a micro-benchmark sample not skipped.
+pub(crate) fn add_rates(s: &mut Sample) {
     if s.skip_reason().is_none() {
         let secs = s.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
         s.extra.insert("requests_per_sec".into(), Value::from(s.ops as f64 / secs));
         s.extra.insert("cycles_per_sec".into(), Value::from(s.ops as f64 / 2.0 / secs));
     }
-    s
 }

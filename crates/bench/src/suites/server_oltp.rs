@@ -1,6 +1,8 @@
 //! `server-oltp`: the Filebench-OLTP-like mix of *Server-sided range locking is better
-//! than client-sided locking* (§5.2.3) against `rangelockd` (every engine, and
-//! `combiner-shm-poll`: clients read their grants from shared-memory slots), the
+//! than client-sided locking* (§5.2.3) against `rangelockd` (every engine with pushed
+//! grants; the seed's poll designs `combiner-poll` and `tree-single-poll`, whose waiting
+//! clients poll for their grants; and `combiner-shm-poll`: clients read their grants from
+//! shared-memory slots), the
 //! client-sided peers over the same loopback network `dslr-redis` and `citron-redis`, and
 //! the local-memory references `dslr-shm` and `citron-like` (see [`super::server_micro`]).
 //!
