@@ -18,7 +18,7 @@ fn every_registered_suite_has_a_claim_entry() {
     for suite in suites::all() {
         assert!(
             claims::for_suite(suite.name()).next().is_some(),
-            "suite {} has no entry in seeds::claims::CLAIMS",
+            "suite {} has no figure in seeds/registry/",
             suite.name()
         );
     }
