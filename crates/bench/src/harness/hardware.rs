@@ -14,7 +14,8 @@
 //!   scaling, usually a fixed value in a VM), and the nominal `@ x.xxGHz` of the model name
 //!   where the vendor puts one there ([`nominal_ghz`]);
 //! - **caches**: `/sys/devices/system/cpu/cpu0/cache/index*/{level,type,size,
-//!   shared_cpu_list}`, each with how many CPUs share it;
+//!   shared_cpu_list}`, each with how many CPUs share it (in a VM: what the hypervisor
+//!   presents, so a host cache shared with other guests counts only this guest's CPUs);
 //! - **SMT**: threads per core from `cpu0/topology/thread_siblings_list`, else `siblings` /
 //!   `cpu cores` of `/proc/cpuinfo`;
 //! - **virtualisation**: the `hypervisor` CPU flag of `/proc/cpuinfo` (x86: the CPU says it

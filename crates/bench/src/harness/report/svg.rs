@@ -559,7 +559,8 @@ fn shape(i: usize) -> Vec<(i32, i32)> {
 /// Places the points of `panels` on the x axis and names its ticks: each distinct x value
 /// of all panels at its index, labelled with the value (`16*` for an oversubscribed thread
 /// count); or, when all records share one x value, each line group (variant) at its own
-/// index, labelled with its name, p50 and p99 of one variant side by side.
+/// index, labelled with its name (`*` when it oversubscribes), p50 and p99 of one variant
+/// side by side.
 fn layout(x_axis: XAxis, records: &[Record], panels: &mut [Panel]) -> XTicks {
     let set: BTreeSet<u64> = panels
         .iter()
@@ -601,11 +602,22 @@ fn layout(x_axis: XAxis, records: &[Record], panels: &mut [Panel]) -> XTicks {
                     p.x = at + shift;
                 }
             }
-            let axis = match x_axis {
-                XAxis::Threads => format!("variant (all at {} threads)", label(*only)),
-                XAxis::Clients => format!("variant (all at {} clients)", label(*only)),
-                XAxis::Param(p) => format!("variant (all at {} {})", field_label(p), label(*only)),
+            // The value without its star: which variants oversubscribe, their labels say.
+            let at =
+                if only.fract() == 0.0 { format!("{}", *only as i64) } else { format!("{only}") };
+            let all_at = match x_axis {
+                XAxis::Threads => format!("all at {at} threads"),
+                XAxis::Clients => format!("all at {at} clients"),
+                XAxis::Param(p) => format!("all at {} {at}", field_label(p)),
             };
+            let over = |g: &str| records.iter().any(|r| r.oversubscribed && r.variant == g);
+            let starred = groups.iter().any(|g| over(g));
+            let axis = match starred {
+                true => format!("variant ({all_at}; * = oversubscribed)"),
+                false => format!("variant ({all_at})"),
+            };
+            let groups =
+                groups.into_iter().map(|g| if over(&g) { format!("{g}*") } else { g }).collect();
             return XTicks { labels: groups, name: axis };
         }
     }
@@ -826,7 +838,7 @@ mod tests {
     /// variants go on the x axis.
     #[test]
     fn a_latency_table_plots_p50_and_p99_per_variant_on_a_variant_axis() {
-        let records = ["echo", "redis-get", "redis-cas"].map(|v| rec(v, 1, &[], 1e4, true));
+        let mut records = ["echo", "redis-get", "redis-cas"].map(|v| rec(v, 1, &[], 1e4, true));
         let svg = plot(Y::Latency, &PlotSpec::DEFAULT, XAxis::Clients).render(&records).unwrap();
         let texts = texts(&svg);
         for t in ["p50", "p99", "latency (µs)", "variant (all at 1 clients)", "redis-cas"] {
@@ -836,6 +848,14 @@ mod tests {
         let ticks: Vec<&str> = texts.iter().copied().filter(|t| *t == "echo").collect();
         assert_eq!(ticks.len(), 2, "a tick and a legend entry: {texts:?}");
         assert!(svg.contains("stroke-dasharray") || svg.matches("<polyline").count() > 0);
+        // Only the variant that oversubscribes is starred.
+        records[2].oversubscribed = true;
+        let svg = plot(Y::Latency, &PlotSpec::DEFAULT, XAxis::Clients).render(&records).unwrap();
+        let starred = super::tests::texts(&svg);
+        for t in ["variant (all at 1 clients; * = oversubscribed)", "redis-cas*", "echo"] {
+            assert!(starred.contains(&t), "{t}: {starred:?}");
+        }
+        assert!(!starred.contains(&"echo*"), "{starred:?}");
     }
 
     #[test]
