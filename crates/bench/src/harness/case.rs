@@ -147,6 +147,16 @@ impl Measure {
     }
 }
 
+/// The settings sentence of a timed suite ([`Suite::settings`]'s default): `median of 3
+/// rounds of 500 ms per case`.
+pub fn timing_settings(rounds: usize, duration_ms: u64) -> String {
+    let rounds = match rounds {
+        1 => "1 round".to_owned(),
+        n => format!("{n} rounds"),
+    };
+    format!("median of {rounds} of {duration_ms} ms per case")
+}
+
 /// A benchmark suite.
 pub trait Suite {
     /// Exact suite name, e.g. `"w1"`; names the report files.
@@ -187,6 +197,13 @@ pub trait Suite {
     /// counts ([`Measure::Extras`]).
     fn measure(&self) -> Measure {
         Measure::Throughput
+    }
+    /// How one of its records was measured, in a sentence (the report's "Settings" line),
+    /// given one record of the run (its rounds, duration and params). The default is the
+    /// timing ([`timing_settings`]); a suite that counts instead of timing, or runs one
+    /// scenario per round, says what it does.
+    fn settings(&self, record: &super::record::Record) -> String {
+        timing_settings(record.rounds, record.duration_ms)
     }
     /// The cases to measure.
     fn cases(&self, opts: &Options) -> Vec<Case>;

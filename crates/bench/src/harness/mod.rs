@@ -81,6 +81,7 @@
 mod budget;
 mod case;
 mod error;
+pub mod hardware;
 pub mod machine;
 mod options;
 mod progress;
@@ -94,7 +95,7 @@ pub mod stats;
 mod threads;
 
 pub use budget::Budget;
-pub use case::{Case, Ceiling, Measure, Sample, Suite, XAxis, NO_LOCK, SKIPPED};
+pub use case::{timing_settings, Case, Ceiling, Measure, Sample, Suite, XAxis, NO_LOCK, SKIPPED};
 pub use error::BenchError;
 pub use options::{Options, DEFAULT_OUT, DEFAULT_THREADS, OVERSUBSCRIBED_THREADS};
 pub use record::Record;

@@ -7,12 +7,18 @@
 //! renders it. The compiler and the commit are those the binary was *built* with
 //! (`crates/bench/build.rs`): a run measures the code it was compiled from, not whatever
 //! the work tree holds when it runs.
+//!
+//! Beside the model name the block carries what decides the price of a cache line: the
+//! clock, the caches with their sharing, SMT and whether the CPUs are a hypervisor's vCPUs
+//! ([`hardware`](super::hardware) says where each comes from). Those fields came later and
+//! default to empty, so older records still load (their lines read "unknown").
 
 use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use super::hardware::{self, Cache, Hardware};
 use super::machine;
 
 /// Where and with what a run was measured (the `machine` object of a record).
@@ -20,8 +26,22 @@ use super::machine;
 pub struct RunInfo {
     /// Processor model name (`/proc/cpuinfo`), or `"unknown"`.
     pub cpu: String,
+    /// `cpu MHz` of the first processor in `/proc/cpuinfo` at the start of the run (see
+    /// [`hardware`]); `None` where it does not say (or in records older than the field).
+    #[serde(default)]
+    pub cpu_mhz: Option<f64>,
     /// CPUs this process could run on.
     pub cores: usize,
+    /// Hardware threads per core (SMT siblings); `None`: unknown.
+    #[serde(default)]
+    pub threads_per_core: Option<usize>,
+    /// CPU 0's caches (empty: unknown).
+    #[serde(default)]
+    pub caches: Vec<Cache>,
+    /// `VM (KVM): <evidence>`, `bare metal: <evidence>` or `unknown`
+    /// ([`hardware::virtualization`]); `None` in records older than the field.
+    #[serde(default)]
+    pub virtualization: Option<String>,
     /// Memory of the machine in GiB (`/proc/meminfo` MemTotal, one decimal), or `None`.
     pub memory_gib: Option<f64>,
     /// Kernel release (`uname -r`), or `"unknown"`.
@@ -44,9 +64,14 @@ impl RunInfo {
     /// The block of this process: this machine, the build's compiler and commit, today.
     pub fn current() -> RunInfo {
         let read = |path: &str| std::fs::read_to_string(path).ok();
+        let hw = Hardware::current();
         RunInfo {
             cpu: machine::cpu_model().unwrap_or_else(|| "unknown".to_owned()),
+            cpu_mhz: hw.cpu_mhz,
             cores: std::thread::available_parallelism().map_or(1, usize::from),
+            threads_per_core: hw.threads_per_core,
+            caches: hw.caches,
+            virtualization: Some(hw.virtualization),
             memory_gib: read("/proc/meminfo").as_deref().and_then(mem_total_gib),
             kernel: read("/proc/sys/kernel/osrelease")
                 .map(|s| s.trim().to_owned())
@@ -61,13 +86,29 @@ impl RunInfo {
     /// The block as `key: value` lines, in a fixed order (what the report and the table
     /// print).
     pub fn lines(&self) -> Vec<(&'static str, String)> {
+        let unknown = || "unknown".to_owned();
         vec![
             ("cpu", self.cpu.clone()),
+            ("clock", self.clock(self.cpu_mhz.map(|m| (m, m)))),
             ("cores", self.cores.to_string()),
             (
-                "memory",
-                self.memory_gib.map_or_else(|| "unknown".to_owned(), |g| format!("{g:.1} GiB")),
+                "smt",
+                match self.threads_per_core {
+                    None => unknown(),
+                    Some(1) => "off (1 thread per core)".to_owned(),
+                    Some(n) => format!("on ({n} threads per core)"),
+                },
             ),
+            (
+                "caches",
+                if self.caches.is_empty() {
+                    unknown()
+                } else {
+                    self.caches.iter().map(Cache::describe).collect::<Vec<_>>().join(", ")
+                },
+            ),
+            ("memory", self.memory_gib.map_or_else(unknown, |g| format!("{g:.1} GiB"))),
+            ("virtualization", self.virtualization.clone().unwrap_or_else(unknown)),
             ("kernel", self.kernel.clone()),
             ("rustc", self.rustc.clone()),
             ("commit", self.commit.clone()),
@@ -76,12 +117,44 @@ impl RunInfo {
     }
 }
 
+impl RunInfo {
+    /// The `clock` line for the smallest and largest `cpu MHz` of the runs of one machine
+    /// (`None`: not known): `2445 MHz (/proc/cpuinfo cpu MHz at the run's start)`, a range
+    /// when the runs read different values, and the model name's nominal clock where it has
+    /// one ([`hardware::nominal_ghz`]).
+    pub fn clock(&self, mhz: Option<(f64, f64)>) -> String {
+        let nominal = hardware::nominal_ghz(&self.cpu);
+        let measured = match mhz {
+            Some((lo, hi)) if (hi - lo).abs() >= 0.5 => {
+                format!("{lo:.0}–{hi:.0} MHz (/proc/cpuinfo cpu MHz at the start of each run)")
+            }
+            Some((lo, _)) => format!("{lo:.0} MHz (/proc/cpuinfo cpu MHz at the run's start)"),
+            None => String::new(),
+        };
+        match (measured.is_empty(), nominal) {
+            (false, Some(g)) => format!("{measured}; the model name says {g:.2} GHz"),
+            (false, None) => measured,
+            (true, Some(g)) => format!("{g:.2} GHz (nominal, from the model name)"),
+            (true, None) => "unknown".to_owned(),
+        }
+    }
+}
+
 impl fmt::Display for RunInfo {
-    /// One line: `cpu, N CPUs available, M GiB, kernel K, rustc R, commit C, date D`.
+    /// One line: `cpu, clock, N CPUs available, M GiB, VM (...), kernel K, rustc R, commit C,
+    /// date D` (clock and virtualisation where known).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}, {} CPUs available", self.cpu, self.cores)?;
+        write!(f, "{}", self.cpu)?;
+        if let Some(m) = self.cpu_mhz {
+            write!(f, " at {m:.0} MHz")?;
+        }
+        write!(f, ", {} CPUs available", self.cores)?;
         if let Some(g) = self.memory_gib {
             write!(f, ", {g:.1} GiB")?;
+        }
+        if let Some(v) = &self.virtualization {
+            // The verdict without its evidence: `VM (KVM)`, `bare metal`.
+            write!(f, ", {}", v.split(':').next().unwrap_or(v))?;
         }
         write!(
             f,
@@ -147,6 +220,62 @@ mod tests {
         let info = "MemTotal:        8131236 kB\nMemFree:          123456 kB\n";
         assert_eq!(mem_total_gib(info), Some(7.8));
         assert_eq!(mem_total_gib("MemFree: 1 kB\n"), None);
+    }
+
+    fn block() -> RunInfo {
+        RunInfo {
+            cpu: "Intel(R) Xeon(R) CPU E5-2680 v4 @ 2.40GHz".into(),
+            cpu_mhz: Some(2394.6),
+            cores: 2,
+            threads_per_core: Some(2),
+            caches: vec![
+                Cache { level: 1, kind: "Data".into(), size_kib: 32, shared_by: 2 },
+                Cache { level: 3, kind: "Unified".into(), size_kib: 35840, shared_by: 28 },
+            ],
+            virtualization: Some("bare metal: no hypervisor flag".into()),
+            memory_gib: Some(7.8),
+            kernel: "6.1.0".into(),
+            rustc: "rustc 1.99.0".into(),
+            commit: "abc1234".into(),
+            date: "2031-05-17".into(),
+        }
+    }
+
+    /// The lines give the clock (with the model's nominal one), SMT, the caches with their
+    /// sharing and the virtualisation verdict.
+    #[test]
+    fn the_block_shows_clock_caches_smt_and_virtualisation() {
+        let lines: std::collections::BTreeMap<_, _> = block().lines().into_iter().collect();
+        assert_eq!(
+            lines["clock"],
+            "2395 MHz (/proc/cpuinfo cpu MHz at the run's start); the model name says 2.40 GHz"
+        );
+        assert_eq!(lines["smt"], "on (2 threads per core)");
+        assert_eq!(lines["caches"], "L1d 32 KiB (shared by 2 CPUs), L3 35 MiB (shared by 28 CPUs)");
+        assert_eq!(lines["virtualization"], "bare metal: no hypervisor flag");
+        let range = block().clock(Some((1200.0, 3400.0)));
+        assert!(range.starts_with("1200–3400 MHz (/proc/cpuinfo cpu MHz at the start of each"));
+        let text = block().to_string();
+        assert!(text.starts_with("Intel(R) Xeon(R) CPU E5-2680 v4 @ 2.40GHz at 2395 MHz, 2 CPUs"));
+        assert!(text.contains(", bare metal, kernel"), "{text}");
+    }
+
+    /// A block written before the hardware fields loads; its lines say "unknown".
+    #[test]
+    fn an_older_block_loads_and_says_unknown() {
+        let mut value = serde_json::to_value(block()).unwrap();
+        let object = value.as_object_mut().unwrap();
+        for k in ["cpu_mhz", "threads_per_core", "caches", "virtualization"] {
+            assert!(object.remove(k).is_some(), "{k}");
+        }
+        object.insert("cpu".into(), "Intel(R) Xeon(R) Processor".into());
+        let old: RunInfo = serde_json::from_value(value).unwrap();
+        assert!(old.caches.is_empty() && old.cpu_mhz.is_none());
+        for (k, v) in old.lines() {
+            if ["clock", "smt", "caches", "virtualization"].contains(&k) {
+                assert_eq!(v, "unknown", "{k}");
+            }
+        }
     }
 
     #[test]

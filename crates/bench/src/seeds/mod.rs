@@ -18,8 +18,11 @@
 
 pub mod check;
 pub mod claims;
+pub mod glossary;
 pub mod listing;
 pub mod missing;
+pub mod names;
+pub mod plots;
 pub mod quote;
 mod registry;
 mod render;
@@ -220,7 +223,12 @@ pub fn write_report(
             Err(e) => return Err(ReportError::Io { path, source: e }),
         };
         let suite = crate::suites::find(name);
+        let settings = suite
+            .as_ref()
+            .zip(records.as_ref().and_then(|r| r.first()))
+            .map(|(s, first)| s.settings(first));
         suites.push(render::SuiteData {
+            settings,
             name: name.clone(),
             about: suite.as_ref().map(|s| s.about().to_owned()),
             x_axis: suite.as_ref().map_or(XAxis::Threads, |s| s.x_axis()),
@@ -313,7 +321,16 @@ mod tests {
     fn machine(cpu: &str, commit: &str, date: &str) -> RunInfo {
         RunInfo {
             cpu: cpu.into(),
+            cpu_mhz: Some(2445.4),
             cores: 7,
+            threads_per_core: Some(1),
+            caches: vec![crate::harness::hardware::Cache {
+                level: 3,
+                kind: "Unified".into(),
+                size_kib: 32768,
+                shared_by: 7,
+            }],
+            virtualization: Some("VM (KVM): hypervisor flag in /proc/cpuinfo".into()),
             memory_gib: Some(3.5),
             kernel: "6.1.0-test".into(),
             rustc: "rustc 1.99.0 (test)".into(),
@@ -397,6 +414,70 @@ mod tests {
         for dir in [run, again] {
             std::fs::remove_dir_all(dir).unwrap();
         }
+    }
+
+    /// The report of the committed records (`docs/results`) can be read without the code:
+    /// every column and parameter its tables show is in its glossary, the seeds' names are
+    /// mapped, the settings line says what each suite did, the latency table has a latency
+    /// plot, the network plots name what they leave off, and no table ratio has an exponent.
+    #[test]
+    fn the_committed_records_render_a_readable_report() {
+        let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results");
+        let out = temp("readable");
+        write_report(&results, &out, &BTreeMap::new(), true).unwrap();
+        let md = read(&out.join("report.md"));
+        let glossary = &md[md.find("\n## Glossary\n").expect("a glossary")..];
+        let mut shown = 0;
+        for line in md.lines() {
+            let columns: Vec<&str> = if line.starts_with("| variant |") {
+                line.trim_matches('|').split(" | ").map(str::trim).collect()
+            } else if let Some(params) = line.strip_prefix("- **Params:** ") {
+                params.split(' ').filter_map(|kv| kv.split_once('=')).map(|(k, _)| k).collect()
+            } else {
+                continue;
+            };
+            for c in columns {
+                shown += 1;
+                assert!(glossary::lookup(c).is_some(), "column {c:?} has no glossary entry");
+                assert!(glossary.contains(&format!("| `{c}` |")), "{c} not in the glossary");
+            }
+        }
+        assert!(shown > 50, "{shown} columns and params");
+        assert!(glossary.contains("| `*` |") && glossary.contains("| `vs base` |"));
+        // Table ratios are plain decimals.
+        for line in md.lines().filter(|l| l.starts_with("| ") && l.contains("x |")) {
+            let ratios = line.split(" | ").filter_map(|c| c.strip_suffix('x'));
+            for r in ratios.filter(|r| r.starts_with(|c: char| c.is_ascii_digit())) {
+                assert!(r.parse::<f64>().is_ok() && !r.contains('e'), "{r}x in {line}");
+            }
+        }
+        assert!(md.contains("\n## Seed names\n") && md.contains("| Scalable RL | `kogan-list` |"));
+        let section = |anchor: &str| {
+            let at = md.find(&format!("<a id=\"{anchor}\"></a>")).expect(anchor);
+            let end = md[at + 1..].find("<a id=").map_or(md.len(), |e| at + 1 + e);
+            &md[at..end]
+        };
+        let settings = [
+            ("memory", "heap bytes counted by the counting allocator"),
+            ("aliasing-counts-fig-5-5", "cachegrind counts (simulated caches) from two runs of"),
+            ("cluster-failover", "one crash timeline per round"),
+            ("server-latency-table-5", "one client; every operation timed on its own"),
+            ("w1-fig-5-2", "median of 3 rounds of 500 ms per case"),
+        ];
+        for (anchor, words) in settings {
+            let s = section(anchor);
+            assert!(s.contains(&format!("- **Settings:** {words}")), "{anchor}: {s}");
+        }
+        let table6 = section("server-oltp-table-6");
+        assert!(table6.contains("(report-server-oltp-table-6.svg)"), "{table6}");
+        assert!(table6.contains("(report-server-oltp-table-6-latency.svg)"), "{table6}");
+        assert!(out.join("report-server-oltp-table-6-latency.svg").exists());
+        let note = "_Plot: local-memory references dslr-shm, citron-like are left off the axes: \
+                    no network; their numbers are in the table._";
+        assert!(table6.contains(note) && section("server-micro-fig-7").contains(note), "{table6}");
+        let table5 = read(&out.join("report-server-latency-table-5.svg"));
+        assert!(table5.contains("latency (µs)") && !table5.contains(">\nshm-read\n<"));
+        std::fs::remove_dir_all(out).unwrap();
     }
 
     /// Records of two machines (or commits) give two blocks, each with its suites; one

@@ -13,9 +13,12 @@ use serde_json::Value;
 
 use super::check::{self, Outcome, Verdict};
 use super::claims::{self, Row, Seed, SeedNumber};
+use super::glossary::Glossary;
 use super::missing::Missing;
-use crate::harness::report::{rate_with_range, svg, value_with_unit};
-use crate::harness::{Measure, Record, RunInfo, XAxis};
+use super::names;
+use super::plots;
+use crate::harness::report::{rate_with_range, ratio, svg, value_with_unit};
+use crate::harness::{timing_settings, Measure, Record, RunInfo, XAxis};
 
 /// The heading of a report's list of missing comparators.
 const MISSING_TITLE: &str = "Incomplete: comparators missing";
@@ -35,6 +38,9 @@ pub(super) struct SuiteData {
     /// The extra fields the suite's tables show ([`crate::harness::Suite::table_extras`]);
     /// empty: every extra field.
     pub table_extras: &'static [(&'static str, &'static str)],
+    /// How its records were measured ([`crate::harness::Suite::settings`] of its first
+    /// record); `None` (a suite not registered): the timing sentence of the records shown.
+    pub settings: Option<String>,
     /// `None`: no JSON.
     pub records: Option<Vec<Record>>,
     /// Why it did not run, when known.
@@ -78,17 +84,22 @@ struct Figure {
     fixed: Vec<(String, String)>,
     columns: Vec<String>,
     rows: Vec<Vec<String>>,
-    /// (file name, SVG).
-    plot: Option<(String, String)>,
+    /// (file name, SVG) of each of its plots ([`plots::spec`]).
+    plots: Vec<(String, String)>,
+    /// The note under its plots: the variants left off their axes.
+    plot_note: Option<String>,
 }
 
 /// One distinct machine block of the records and the suites whose records carry it.
 struct MachineBlock {
-    /// The block with its `date` cleared: runs a day apart on one machine and commit are
-    /// one block (a full run may pass midnight).
+    /// The block with its `date` and `cpu_mhz` cleared: runs a day apart on one machine
+    /// and commit are one block (a full run may pass midnight), and so are runs that read
+    /// different current clocks (frequency scaling).
     info: RunInfo,
     /// The distinct dates, sorted.
     dates: Vec<String>,
+    /// The smallest and largest `cpu MHz` of its runs (`None`: not recorded).
+    mhz: Option<(f64, f64)>,
     suites: Vec<String>,
 }
 
@@ -104,6 +115,8 @@ pub(super) struct Document {
     missing: Vec<String>,
     /// (file name, SVG) of every plot.
     pub plots: Vec<(String, String)>,
+    /// What the columns, parameters and marks the tables show mean.
+    pub glossary: Glossary,
 }
 
 impl Document {
@@ -129,10 +142,11 @@ impl Document {
             figures.push(figure(suite, &f));
         }
         figures.sort_by_key(|f| f.seed); // stable: keeps registry order within a seed
-        let plots = figures.iter().filter_map(|f| f.plot.clone()).collect();
+        let plots = figures.iter().flat_map(|f| f.plots.clone()).collect();
         let (machines, unknown_machine) = machine_blocks(suites);
         let missing = missing.iter().map(ToString::to_string).collect();
-        Document { machines, unknown_machine, figures, missing, plots }
+        let glossary = Glossary::of(figures.iter().flat_map(Figure::terms));
+        Document { machines, unknown_machine, figures, missing, plots, glossary }
     }
 
     /// Every claim with its figure, in report order.
@@ -180,7 +194,9 @@ impl Document {
              band), differs (our band fails at every round), not testable here (with the fact \
              of the records that rules it out), not covered (with why). Rows marked \
              \"beyond\" judge the product where it goes past the seed's design. Rates are \
-             medians over rounds, with the slowest and fastest round in brackets."
+             medians over rounds, with the slowest and fastest round in brackets. At the end, \
+             \"Seed names\" maps the seeds' names to our variants and the glossary explains \
+             every column."
         )
     }
 
@@ -195,7 +211,10 @@ impl Document {
                 .lines()
                 .into_iter()
                 .filter(|(k, _)| *k != "date")
-                .map(|(k, v)| (k.to_owned(), v))
+                .map(|(k, v)| match k {
+                    "clock" => (k.to_owned(), m.info.clock(m.mhz)),
+                    _ => (k.to_owned(), v),
+                })
                 .collect();
             let dates = match m.dates.as_slice() {
                 [one] => one.clone(),
@@ -354,12 +373,23 @@ impl Document {
                         let _ = writeln!(s, "| {} |", cells.join(" | "));
                     }
                 }
-                if let Some((file, _)) = &f.plot {
+                for (file, _) in &f.plots {
                     let alt = f.quantity.clone().unwrap_or_else(|| f.figure.clone());
                     let _ = writeln!(s, "\n![{} {}]({file})", f.suite, md(&alt));
                 }
+                if let Some(note) = f.plot_note.as_ref().filter(|_| !f.plots.is_empty()) {
+                    let _ = writeln!(s, "\n_Plot: {}_", md(note));
+                }
             }
         }
+        let (header, rows) = names::table(short);
+        let _ = writeln!(s, "\n<a id=\"seed-names\"></a>\n## Seed names\n");
+        let _ = writeln!(s, "| {} |\n|{}", header.join(" | "), "---|".repeat(header.len()));
+        for row in rows {
+            let cells: Vec<String> = row.iter().map(|c| md(c)).collect();
+            let _ = writeln!(s, "| {} |", cells.join(" | "));
+        }
+        let _ = writeln!(s, "\n<a id=\"glossary\"></a>\n{}", self.glossary.markdown());
         s
     }
 
@@ -372,6 +402,7 @@ impl Document {
              table{border-collapse:collapse;margin:.6em 0;font-size:13px}\n\
              th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}\n\
              th:first-child,td:first-child,.summary td,.summary th,.machine td{text-align:left}\n\
+             .names td,.names th,.glossary td,.glossary th{text-align:left}\n\
              .badge{padding:1px 6px;border-radius:3px;font-size:12px;white-space:nowrap}\n\
              .ok{background:#c8efc8}.partly{background:#f6e7a8}.differs{background:#f4c2c2}\n\
              .unsure{background:#d6e4f5}blockquote{margin:.3em 1.5em;color:#444}\n\
@@ -545,18 +576,47 @@ impl Document {
                     }
                     s.push_str("</table>\n");
                 }
-                if let Some((_, svg)) = &f.plot {
+                for (_, svg) in &f.plots {
                     let _ = writeln!(s, "<figure>{}</figure>", strip_prolog(svg));
+                }
+                if let Some(note) = f.plot_note.as_ref().filter(|_| !f.plots.is_empty()) {
+                    let _ = writeln!(s, "<p class=\"note\"><em>Plot: {}</em></p>", text(note));
                 }
                 s.push_str("</section>\n");
             }
         }
+        let (header, rows) = names::table(short);
+        s.push_str("<h2 id=\"seed-names\">Seed names</h2>\n<table class=\"names\">\n<tr>");
+        for h in header {
+            let _ = write!(s, "<th>{}</th>", text(h));
+        }
+        s.push_str("</tr>\n");
+        for row in rows {
+            s.push_str("<tr>");
+            for c in row {
+                let _ = write!(s, "<td>{}</td>", text(&c.replace('`', "")));
+            }
+            s.push_str("</tr>\n");
+        }
+        s.push_str("</table>\n");
+        s.push_str(&self.glossary.html());
         s.push_str("</body>\n</html>\n");
         s
     }
 }
 
 impl Figure {
+    /// The terms its table shows: its columns, its fixed parameters, and `*` when a row is
+    /// oversubscribed.
+    fn terms(&self) -> Vec<&str> {
+        let mut terms: Vec<&str> = self.columns.iter().map(String::as_str).collect();
+        terms.extend(self.fixed.iter().map(|(k, _)| k.as_str()));
+        if self.rows.iter().any(|r| r.get(1).is_some_and(|t| t.ends_with('*'))) {
+            terms.push("*");
+        }
+        terms
+    }
+
     /// The summary's link: the figure, or `(suite)` for a project suite.
     fn link_text(&self) -> String {
         if self.figure == "-" {
@@ -618,8 +678,9 @@ fn figure(suite: &SuiteData, f: &claims::Figure) -> Figure {
         None => Vec::new(),
     };
     let anchor = slug(&format!("{}-{}", suite.name, f.figure));
-    let (mut fixed, mut columns, mut rows, mut settings, mut plot) =
-        (Vec::new(), Vec::new(), Vec::new(), None, None);
+    let (mut fixed, mut columns, mut rows, mut settings) =
+        (Vec::new(), Vec::new(), Vec::new(), None);
+    let (mut plots, mut plot_note) = (Vec::new(), None);
     if let Some(shown) = shown.as_ref().filter(|s| !s.is_empty()) {
         let varying = varying_params(shown);
         fixed = shown[0]
@@ -661,24 +722,39 @@ fn figure(suite: &SuiteData, f: &claims::Figure) -> Figure {
                 row.push(rate_with_range(r));
                 row.push(r.p50_ns.map_or("-".to_owned(), |x| x.to_string()));
                 row.push(r.p99_ns.map_or("-".to_owned(), |x| x.to_string()));
-                row.push(r.ratio_vs_baseline.map_or("-".to_owned(), |x| format!("{x:.2}x")));
+                row.push(r.ratio_vs_baseline.map_or("-".to_owned(), ratio));
             }
             row.extend(
                 extras.iter().map(|k| r.extra.get(*k).map_or("-".to_owned(), |v| number(k, v))),
             );
             rows.push(row);
         }
-        settings = Some(format!(
-            "median of {} round(s) of {} ms per case",
-            shown[0].rounds, shown[0].duration_ms
-        ));
-        plot = match svg::render(&suite.name, &suite.quantity, suite.x_axis, suite.measure, shown) {
-            Ok(svg) => Some((format!("report-{anchor}.svg"), svg)),
-            Err(e) => {
-                eprintln!("report: cannot draw {}: {e}", suite.name);
-                None
+        settings = Some(
+            suite
+                .settings
+                .clone()
+                .unwrap_or_else(|| timing_settings(shown[0].rounds, shown[0].duration_ms)),
+        );
+        let spec = plots::spec(&suite.name, f.figure);
+        plot_note = spec.note(shown);
+        for (i, y) in spec.plots.iter().enumerate() {
+            let file = match i {
+                0 => format!("report-{anchor}.svg"),
+                _ => format!("report-{anchor}-{}.svg", y.suffix()),
+            };
+            let plot = svg::Plot {
+                suite: &suite.name,
+                quantity: &suite.quantity,
+                x_axis: suite.x_axis,
+                measure: suite.measure,
+                y: *y,
+                spec: &spec,
+            };
+            match plot.render(shown) {
+                Ok(svg) => plots.push((file, svg)),
+                Err(e) => eprintln!("report: cannot draw {}: {e}", suite.name),
             }
-        };
+        }
     }
     Figure {
         seed: f.seed,
@@ -697,7 +773,8 @@ fn figure(suite: &SuiteData, f: &claims::Figure) -> Figure {
         fixed,
         columns,
         rows,
-        plot,
+        plots,
+        plot_note,
     }
 }
 
@@ -768,19 +845,23 @@ fn machine_blocks(suites: &[SuiteData]) -> (Vec<MachineBlock>, Vec<String>) {
                 }
                 continue;
             };
-            let undated = RunInfo { date: String::new(), ..info.clone() };
+            let undated = RunInfo { date: String::new(), cpu_mhz: None, ..info.clone() };
             let i = match blocks.iter().position(|b| b.info == undated) {
                 Some(i) => i,
                 None => {
                     blocks.push(MachineBlock {
                         info: undated,
                         dates: Vec::new(),
+                        mhz: None,
                         suites: Vec::new(),
                     });
                     blocks.len() - 1
                 }
             };
             let block = &mut blocks[i];
+            if let Some(m) = info.cpu_mhz {
+                block.mhz = Some(block.mhz.map_or((m, m), |(lo, hi)| (lo.min(m), hi.max(m))));
+            }
             if !block.dates.contains(&info.date) {
                 block.dates.push(info.date.clone());
                 block.dates.sort();

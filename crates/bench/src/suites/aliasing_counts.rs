@@ -95,6 +95,24 @@ impl Suite for AliasingCounts {
         Measure::Extras(FIELDS)
     }
 
+    fn settings(&self, record: &crate::harness::Record) -> String {
+        let n = |k: &str| record.params.get(k).and_then(Value::as_u64);
+        let runs = match (n("txns_small"), n("txns_large")) {
+            (Some(n1), Some(n2)) if n2 > n1 => format!(
+                "two runs of {n1} and {n2} transactions on one thread, per transaction the \
+                 difference of their totals divided by {}",
+                n2 - n1
+            ),
+            _ => "two runs of N1 < N2 transactions on one thread, per transaction the \
+                  difference of their totals divided by N2 - N1"
+                .to_owned(),
+        };
+        format!(
+            "cachegrind counts (simulated caches) from {runs}; counted once per case in the \
+             first round (later rounds repeat the count): a count, not a timing"
+        )
+    }
+
     fn cases(&self, opts: &Options) -> Vec<Case> {
         let (n1, n2) = txns(opts.quick);
         let tool = tool();

@@ -329,6 +329,17 @@ impl Suite for ClusterFailover {
         "failover"
     }
 
+    fn settings(&self, record: &crate::harness::Record) -> String {
+        let rounds = match record.rounds {
+            1 => "1 round".to_owned(),
+            n => format!("{n} rounds"),
+        };
+        format!(
+            "one crash timeline per round (a fresh two-node cluster each time), median of \
+             {rounds}; the measurement time does not apply"
+        )
+    }
+
     fn cases(&self, _opts: &Options) -> Vec<Case> {
         if rangelock_cluster::etcd::etcd_binary().is_none() {
             eprintln!("cluster-failover: skipped: etcd is not installed (bash ci/install-etcd.sh)");

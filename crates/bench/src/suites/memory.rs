@@ -150,6 +150,12 @@ impl<S: VariantSet> Suite for Memory<S> {
         Measure::Extras(FIELDS)
     }
 
+    fn settings(&self, _record: &crate::harness::Record) -> String {
+        "heap bytes counted by the counting allocator, once per case in the first round \
+         (later rounds repeat the count): a count, not a timing"
+            .to_owned()
+    }
+
     fn cases(&self, opts: &Options) -> Vec<Case> {
         if !alloc::counting() {
             eprintln!(

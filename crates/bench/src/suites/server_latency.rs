@@ -127,6 +127,14 @@ impl Suite for ServerLatency {
         crate::harness::XAxis::Clients
     }
 
+    fn settings(&self, record: &crate::harness::Record) -> String {
+        format!(
+            "one client; every operation timed on its own, p50 and p99 over all of them, pooled \
+             over the rounds; ops/s the {}",
+            crate::harness::timing_settings(record.rounds, record.duration_ms)
+        )
+    }
+
     fn about(&self) -> &'static str {
         "Server-sided Range Locking Table 5: p50/p99 of one echo round trip over rangelockd's \
          transport (eRPC), a Redis GET (RDMA read) and CAS script / INCRBY (RDMA atomic) over \

@@ -72,6 +72,29 @@ pub fn value_with_unit(key: &str, x: f64) -> String {
     }
 }
 
+/// A ratio as a plain decimal and `x`, never with an exponent: two decimals from 0.1 to 10
+/// (`0.41x`, `7.20x`), one from 10 (`12.3x`), none from 100 (`123x`), and two significant
+/// digits below 0.1 (`0.095x`, `0.0042x`); `0x` for zero, `-` for what is not a number.
+pub fn ratio(x: f64) -> String {
+    let a = x.abs();
+    if !x.is_finite() {
+        "-".to_owned()
+    } else if a == 0.0 {
+        "0x".to_owned()
+    } else if a >= 100.0 {
+        format!("{x:.0}x")
+    } else if a >= 10.0 {
+        format!("{x:.1}x")
+    } else if a >= 0.1 {
+        format!("{x:.2}x")
+    } else {
+        // Two significant digits: 0.095 has its first digit at the 2nd decimal.
+        let first = (-a.log10()).ceil() as usize; // 0.095 -> 2, 0.0042 -> 3
+        let decimals = (first + 1).min(17);
+        format!("{x:.decimals$}x")
+    }
+}
+
 /// `12_345_678.9` as `12.35M`, for tables and axis labels.
 pub fn human(x: f64) -> String {
     let a = x.abs();
@@ -101,6 +124,25 @@ mod tests {
         assert_eq!(rate_with_range(&r), "12.35M (12.10M–12.60M)");
         r.rounds = 1;
         assert_eq!(rate_with_range(&r), "12.35M");
+    }
+
+    #[test]
+    fn ratios_print_as_plain_decimals() {
+        assert_eq!(ratio(0.095), "0.095x");
+        assert_eq!(ratio(0.0946), "0.095x");
+        assert_eq!(ratio(0.0042), "0.0042x");
+        assert_eq!(ratio(0.00001234), "0.000012x");
+        assert_eq!(ratio(0.41), "0.41x");
+        assert_eq!(ratio(1.0), "1.00x");
+        assert_eq!(ratio(7.2), "7.20x");
+        assert_eq!(ratio(12.34), "12.3x");
+        assert_eq!(ratio(123.4), "123x");
+        assert_eq!(ratio(0.0), "0x");
+        assert_eq!(ratio(f64::NAN), "-");
+        for x in [3e-9, 0.05, 0.099_999, 0.5, 9.999, 99.99, 1e6] {
+            let text = ratio(x);
+            assert!(!text.contains('e') && text.ends_with('x'), "{x}: {text}");
+        }
     }
 
     #[test]

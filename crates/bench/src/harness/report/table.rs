@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::{human, rate_range, value_with_unit};
+use super::{human, rate_range, ratio, value_with_unit};
 use crate::harness::case::{Measure, Suite};
 use crate::harness::machine::{LINE_TRANSFER_MAX_NS, LINE_TRANSFER_MIN_NS, LINE_TRANSFER_NS};
 use crate::harness::options::Options;
@@ -122,8 +122,8 @@ pub fn render(suite: &dyn Suite, opts: &Options, records: &[Record]) -> String {
                 opt(r.p50_ns),
                 opt(r.p99_ns),
                 opt(r.p999_ns),
-                ratio(r.ratio_vs_baseline),
-                ratio(r.ratio_vs_best_other),
+                opt_ratio(r.ratio_vs_baseline),
+                opt_ratio(r.ratio_vs_best_other),
             );
             if spread {
                 let _ = write!(s, " {:>15}", rate_range(r).unwrap_or_else(|| "-".to_owned()));
@@ -180,14 +180,9 @@ fn opt(x: Option<u64>) -> String {
     x.map_or_else(|| "-".to_owned(), |v| v.to_string())
 }
 
-/// Ratios with two decimals, more for small ones so 0.004x does not print as 0.00x.
-fn ratio(x: Option<f64>) -> String {
-    match x {
-        None => "-".to_owned(),
-        Some(v) if v >= 0.1 || v == 0.0 => format!("{v:.2}x"),
-        Some(v) if v >= 0.001 => format!("{v:.3}x"),
-        Some(v) => format!("{v:.0e}x"),
-    }
+/// A ratio as [`ratio`] prints it (`0.0042x`, never `4e-3x`), `-` without one.
+fn opt_ratio(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_owned(), ratio)
 }
 
 #[cfg(test)]
