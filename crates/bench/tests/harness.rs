@@ -12,7 +12,9 @@ use rangelock_bench::harness::{
 use serde_json::{json, Map, Value};
 use support::TempDir;
 
-/// Two variants x two thread counts x two params; "fast" does 2x the ops of "slow".
+/// Two variants x three thread counts (1, 2 and, as for a suite whose claims read the most
+/// threads, the oversubscribed 16) x two params;
+/// "fast" does 2x the ops of "slow".
 struct Fake {
     x: XAxis,
     calls: Rc<Cell<usize>>,
@@ -35,7 +37,7 @@ impl Suite for Fake {
         let span = opts.span();
         let mut cases = Vec::new();
         for size in [1u64, 2] {
-            for (threads, over) in opts.threads_for(true) {
+            for (threads, over) in opts.threads_with_most() {
                 for (variant, factor) in [("slow", 1u64), ("fast", 2)] {
                     let calls = self.calls.clone();
                     let mut round = 0u64;
@@ -47,7 +49,12 @@ impl Suite for Fake {
                         params,
                         oversubscribed: over,
                         run: Box::new(move |given: Span| {
-                            assert_eq!(given, span, "each case gets the options' span");
+                            assert_eq!(
+                                Span { budget: None, ..given },
+                                span,
+                                "each case gets the options' span"
+                            );
+                            assert!(given.budget.is_some(), "and, in a quick run, a budget");
                             calls.set(calls.get() + 1);
                             round += 1;
                             // Rounds give 1000, 2000, 3000 (x factor) ops in 1 s: median 2000.
@@ -86,9 +93,10 @@ fn fake_suite_runs_end_to_end_into_json_and_svg() {
     let opts = Options { min_ops: 2, ..opts(&dir) };
     assert_eq!(opts.span(), Span::new(Duration::from_millis(1), 2));
     let report = run_suite(&suite, &opts).unwrap();
-    // 2 sizes x 4 thread counts x 2 variants, 3 rounds each.
-    assert_eq!(calls.get(), 16 * 3);
-    assert_eq!(report.records.len(), 16);
+    // 2 sizes x 3 thread counts x 2 variants, 3 rounds each.
+    assert_eq!(calls.get(), 12 * 3);
+    assert_eq!(report.records.len(), 12);
+    assert!(report.cut.is_empty() && report.work.iter().all(|w| w.measurements == 3));
     assert_eq!(report.json, dir.0.join("fake.json"));
     assert_eq!(report.svg, dir.0.join("fake.svg"));
 
@@ -301,4 +309,56 @@ fn skipped_cases_leave_the_records_and_are_noted() {
     assert_eq!(report.skipped.len(), 1);
     assert!(report.skipped[0].starts_with("dropped x1") && report.skipped[0].ends_with("too slow"));
     assert!(report.table.contains("skipped: dropped x1"));
+}
+
+#[test]
+fn cut_cases_leave_the_records_run_no_more_rounds_and_are_noted() {
+    struct Cuts(Rc<Cell<usize>>);
+    impl Suite for Cuts {
+        fn name(&self) -> &'static str {
+            "cuts"
+        }
+        fn about(&self) -> &'static str {
+            "one case gives up on its budget in its first round"
+        }
+        fn baseline(&self) -> &'static str {
+            "kept"
+        }
+        fn cases(&self, _: &Options) -> Vec<Case> {
+            let ok = |_| Sample { ops: 10, elapsed: Duration::from_secs(1), ..Sample::default() };
+            let calls = self.0.clone();
+            vec![
+                Case {
+                    variant: "kept".into(),
+                    threads: 1,
+                    params: Map::new(),
+                    oversubscribed: false,
+                    run: Box::new(ok),
+                },
+                Case {
+                    variant: "cut".into(),
+                    threads: 1,
+                    params: Map::new(),
+                    oversubscribed: false,
+                    run: Box::new(move |_| {
+                        calls.set(calls.get() + 1);
+                        Sample::cut("took 3 of 5 steps")
+                    }),
+                },
+            ]
+        }
+    }
+    let dir = TempDir::new("cuts");
+    let calls = Rc::new(Cell::new(0));
+    let report = run_suite(&Cuts(calls.clone()), &opts(&dir)).unwrap();
+    assert_eq!(calls.get(), 1, "a cut case runs no more rounds");
+    assert_eq!(report.records.len(), 1);
+    assert_eq!(report.records[0].variant, "kept");
+    assert_eq!(report.cut.len(), 1);
+    let line = &report.cut[0];
+    assert!(line.starts_with("cut x1 {}: took 3 of 5 steps; round 1 spent "), "{line}");
+    assert!(line.ends_with("its budget is 1000 ms per measurement"), "{line}");
+    assert!(report.table.contains(&format!("   cut: {line}\n")), "{}", report.table);
+    let [kept, cut] = &report.work[..] else { panic!("{:?}", report.work) };
+    assert_eq!((kept.measurements, kept.cut, cut.measurements, cut.cut), (3, false, 1, true));
 }

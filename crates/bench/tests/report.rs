@@ -11,7 +11,7 @@ use rangelock_bench::harness::Options;
 use rangelock_bench::seeds::{self, claims, SuiteStatus};
 use rangelock_bench::suites;
 use scraper::{Html, Selector};
-use support::TempDir;
+use support::{TempDir, TEST_BUDGET};
 
 #[test]
 fn every_registered_suite_has_a_claim_entry() {
@@ -67,6 +67,7 @@ fn a_quick_run_produces_a_report_with_every_suite() {
         // ... and until every thread completed an operation, however busy the machine.
         min_ops: 1,
         out: dir.0.clone(),
+        budget: Some(TEST_BUDGET),
         ..Options::quick()
     };
     let notes = seeds::run_suites(&opts);

@@ -16,7 +16,7 @@ use rangelock_bench::peers::redis::RedisServer;
 use rangelock_bench::suites::server_latency::ServerLatency;
 use rangelock_bench::suites::server_micro::ServerMicro;
 use rangelock_bench::suites::server_oltp::ServerOltp;
-use support::TempDir;
+use support::{TempDir, TEST_BUDGET};
 
 const NO_REDIS: &str = "rangelock-test-no-such-redis-server";
 
@@ -30,10 +30,12 @@ fn run(suite: &dyn Suite, threads: Vec<usize>) -> Vec<Record> {
         // ... and until every thread completed an operation, however busy the machine.
         min_ops: 1,
         out: dir.0.clone(),
+        budget: Some(TEST_BUDGET),
         ..Options::quick()
     };
     let report = run_suite(suite, &opts).unwrap();
     assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    assert!(report.cut.is_empty(), "{:?}", report.cut);
     assert!(report.json.exists() && report.svg.exists());
     for r in &report.records {
         assert!(r.ops_per_sec > 0.0, "{r:?}");

@@ -9,7 +9,7 @@ use rangelock_bench::harness::{run_suite, Options, Record, Span, Suite};
 use rangelock_bench::suites::mixed::{self, Mixed};
 use rangelock_bench::suites::{contended::Contended, height::Height, held::Held, w1::W1, w2::W2};
 use rangelock_bench::variants::Registered;
-use support::{TempDir, TestSet};
+use support::{TempDir, TestSet, TEST_BUDGET};
 
 /// A tiny measurement: 5 ms, and until every thread completed an operation, so a thread the
 /// scheduler left off the CPU for those 5 ms (a busy machine) cannot leave a record at 0.
@@ -24,6 +24,7 @@ fn tiny(dir: &TempDir, base: Options) -> Options {
         duration: TINY.duration,
         min_ops: TINY.min_ops,
         out: dir.0.clone(),
+        budget: Some(TEST_BUDGET),
         ..base
     }
 }
@@ -33,6 +34,7 @@ fn run(suite: &dyn Suite) -> Vec<Record> {
     let opts = tiny(&dir, Options::quick());
     let report = run_suite(suite, &opts).unwrap();
     assert!(report.json.exists() && report.svg.exists());
+    assert!(report.cut.is_empty(), "{:?}", report.cut);
     for r in &report.records {
         assert!(r.ops_per_sec > 0.0, "{r:?}");
         assert!(!r.oversubscribed);

@@ -48,6 +48,8 @@ fn bench_w1_quick_writes_json_and_svg() {
     assert!(stdout.contains("== w1"), "{stdout}");
     assert!(stdout.contains("params {"), "the parameters are printed: {stdout}");
     assert!(stdout.contains(" duration=20ms min_ops=1 "), "the floor is named: {stdout}");
+    let took = stdout.lines().find(|l| l.starts_with("w1: ")).expect("the suite's time");
+    assert!(took.ends_with(" s") && took[4..took.len() - 2].parse::<f64>().is_ok(), "{took}");
 
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("w1.json")).unwrap()).unwrap();
@@ -80,6 +82,8 @@ fn bench_list_names_every_suite() {
 }
 
 /// The binary installs the counting allocator, so `memory` has cases and real byte counts.
+/// (`rangelock` only: the other locks' counts are `crates/bench/tests/memory.rs`'s; the
+/// quick work budget bounds each case.)
 #[test]
 fn bench_memory_counts_bytes_through_the_binarys_allocator() {
     let out = temp_out("memory");
@@ -87,6 +91,7 @@ fn bench_memory_counts_bytes_through_the_binarys_allocator() {
         .args(["bench", "memory", "--quick", "--rounds", "1"])
         .arg("--out")
         .arg(&out)
+        .env("RANGELOCK_BENCH_ONLY", "rangelock")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
@@ -94,6 +99,7 @@ fn bench_memory_counts_bytes_through_the_binarys_allocator() {
     assert!(stdout.contains("bytes_per_range"), "{stdout}");
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("memory.json")).unwrap()).unwrap();
+    assert!(json.as_array().unwrap().iter().all(|r| r["variant"] == "rangelock"), "{json}");
     let rangelock = |param: &str| -> Vec<&Value> {
         let rows = json.as_array().unwrap().iter();
         rows.filter(|r| r["variant"] == "rangelock" && !r["params"][param].is_null()).collect()

@@ -139,20 +139,31 @@ fn every_cluster_command_exits_69_when_etcd_cannot_be_reached() {
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();
     let silent = format!("http://{}", silent.local_addr().unwrap());
     let refused = format!("http://{}", dead_addr());
-    for ep in [&refused, &silent] {
+    let mut commands: Vec<(&str, Vec<&str>)> = Vec::new();
+    for ep in [refused.as_str(), silent.as_str()] {
         for args in [
-            &["cluster", "status", "--etcd", ep][..],
-            &["cluster", "status", "--json", "--etcd", ep],
-            &["cluster", "move", "0", "--to", "a", "--etcd", ep],
-            &["cluster", "balance", "pause", "--etcd", ep],
-            &["cluster", "balance", "resume", "--etcd", ep],
-            &["cluster", "reset", "--yes", "--etcd", ep],
+            vec!["cluster", "status", "--etcd", ep],
+            vec!["cluster", "status", "--json", "--etcd", ep],
+            vec!["cluster", "move", "0", "--to", "a", "--etcd", ep],
+            vec!["cluster", "balance", "pause", "--etcd", ep],
+            vec!["cluster", "balance", "resume", "--etcd", ep],
+            vec!["cluster", "reset", "--yes", "--etcd", ep],
         ] {
-            let (code, out, err) = run_cli(args, Duration::from_secs(20));
-            assert_eq!(code, Some(69), "{args:?}: {err}");
-            assert!(out.is_empty(), "{args:?}: {out}");
-            assert!(failure_line(&err).contains(ep.trim_start_matches("http://")), "{err}");
+            commands.push((ep, args));
         }
+    }
+    // Side by side: each command against the silent listener waits out its own timeout.
+    let runs: Vec<_> = std::thread::scope(|s| {
+        let runs: Vec<_> = commands
+            .iter()
+            .map(|(_, args)| s.spawn(move || run_cli(args, Duration::from_secs(20))))
+            .collect();
+        runs.into_iter().map(|run| run.join().unwrap()).collect()
+    });
+    for ((ep, args), (code, out, err)) in commands.iter().zip(runs) {
+        assert_eq!(code, Some(69), "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert!(failure_line(&err).contains(ep.trim_start_matches("http://")), "{err}");
     }
     // Usage errors are clap's 2.
     let (code, _, _) = run_cli(&["cluster", "status"], Duration::from_secs(10));

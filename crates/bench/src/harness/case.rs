@@ -24,6 +24,9 @@ pub struct Sample {
 
 /// The [`Sample::extra`] key that marks a measurement as not taken (see [`Sample::skipped`]).
 pub const SKIPPED: &str = "skipped";
+/// The [`Sample::extra`] key that marks a measurement as given up on when its work budget
+/// ran out (see [`Sample::cut`]).
+pub const CUT: &str = "cut";
 
 impl Sample {
     /// A measurement that could not be taken (for instance its setup exceeded a time
@@ -38,6 +41,21 @@ impl Sample {
     /// Why this measurement was skipped, if it was.
     pub fn skip_reason(&self) -> Option<&str> {
         self.extra.get(SKIPPED).and_then(Value::as_str)
+    }
+
+    /// A measurement given up on because its work budget ran out (its
+    /// [`Span::running`] turned false in a setup loop): `what` says how far it got. The
+    /// runner cuts the case (see [`run_suite`](super::run_suite)); it would cut it for the
+    /// CPU time spent anyway, this only says where.
+    pub fn cut(what: impl Into<String>) -> Self {
+        let mut extra = Map::new();
+        extra.insert(CUT.to_owned(), Value::String(what.into()));
+        Sample { extra, ..Sample::default() }
+    }
+
+    /// How far a measurement cut by its budget got ([`Sample::cut`]), if it was.
+    pub fn cut_reason(&self) -> Option<&str> {
+        self.extra.get(CUT).and_then(Value::as_str)
     }
 
     /// Operations per second of this sample (0 when nothing was timed).
@@ -169,8 +187,8 @@ pub trait Suite {
     fn x_axis(&self) -> XAxis {
         XAxis::Threads
     }
-    /// Whether the suite also runs oversubscribed thread counts (8, 16) when the user did
-    /// not pass `--threads`; see [`Options::threads_for`].
+    /// Whether the suite also runs oversubscribed thread counts (8, 16; full runs) when
+    /// the user did not pass `--threads`; see [`Options::threads_for`].
     fn oversubscribe(&self) -> bool {
         false
     }

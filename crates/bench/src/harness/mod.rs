@@ -6,6 +6,12 @@
 //! on a busy machine), as much longer as it takes every worker thread to complete that many
 //! operations; the rate is operations over the elapsed time either way.
 //!
+//! A quick run gives every measurement a work budget ([`WorkBudget`], [`Options::budget`]):
+//! CPU time of the process, which the span carries ([`Span::running`],
+//! [`ThreadCtl::running`] turn false once it is spent). A measurement over it cuts its
+//! case: no more rounds, left out of the records, named under the table
+//! ([`SuiteReport::cut`]). Full runs have no budget.
+//!
 //! [`run_suite`] runs the cases *interleaved*: in each of [`Options::rounds`] rounds every
 //! case is measured once, in registration order, so slow drifts of the machine (frequency,
 //! other tenants, page cache) spread over all variants alike instead of biasing whichever
@@ -94,13 +100,17 @@ mod span;
 pub mod stats;
 mod threads;
 
-pub use budget::Budget;
-pub use case::{timing_settings, Case, Ceiling, Measure, Sample, Suite, XAxis, NO_LOCK, SKIPPED};
+pub use budget::{Budget, CpuClock, WorkBudget, BUDGET_POLL};
+pub use case::{
+    timing_settings, Case, Ceiling, Measure, Sample, Suite, XAxis, CUT, NO_LOCK, SKIPPED,
+};
 pub use error::BenchError;
-pub use options::{Options, DEFAULT_OUT, DEFAULT_THREADS, OVERSUBSCRIBED_THREADS};
+pub use options::{
+    Options, DEFAULT_OUT, DEFAULT_THREADS, OVERSUBSCRIBED_THREADS, QUICK_OVERSUBSCRIBED_THREADS,
+};
 pub use record::Record;
 pub use rng::SplitMix64;
 pub use run_info::{utc_date, RunInfo, BUILD_COMMIT, BUILD_RUSTC};
-pub use runner::{run_suite, SuiteReport};
+pub use runner::{run_suite, CaseWork, SuiteReport};
 pub use span::Span;
 pub use threads::{run_threads, run_threads_with, LatencySampler, ThreadCtl, ThreadResult};

@@ -1,10 +1,12 @@
-//! Running a suite: interleaved rounds, medians, ratios, report files.
+//! Running a suite: interleaved rounds, work budgets, medians, ratios, report files.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+use super::budget::{Budget, CpuClock, WorkBudget};
 use super::case::{Case, Ceiling, Measure, Sample, Suite};
 use super::error::BenchError;
 use super::machine;
@@ -22,18 +24,52 @@ pub struct SuiteReport {
     pub records: Vec<Record>,
     /// Cases left out, as `(variant, threads, params, reason)` lines.
     pub skipped: Vec<String>,
+    /// Cases cut by their work budget, left out of the records, as `(variant, threads,
+    /// params, how far it got, CPU time spent, budget)` lines.
+    pub cut: Vec<String>,
+    /// The work of every case, in case order.
+    pub work: Vec<CaseWork>,
     /// The table printed on stdout.
     pub table: String,
     /// `<out>/<suite>.json`.
     pub json: PathBuf,
     /// `<out>/<suite>.svg`.
     pub svg: PathBuf,
+    /// Wall-clock time of the run: building the cases, every round, the report files.
+    pub elapsed: Duration,
+}
+
+/// The work of one case: what its measurements cost the process in CPU time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaseWork {
+    /// The case: `variant xthreads params`.
+    pub case: String,
+    /// The most CPU time (the process's, all threads) one of its measurements took, from
+    /// the call of its closure to the return: setup, measurement and teardown.
+    pub cpu: Duration,
+    /// Measurements taken (a cut case's last is the one that was cut).
+    pub measurements: usize,
+    /// Whether the case was cut by its budget.
+    pub cut: bool,
+}
+
+/// A case as the table's notes name it: `variant xthreads params`.
+fn label(case: &Case) -> String {
+    format!("{} x{} {}", case.variant, case.threads, Value::Object(case.params.clone()))
 }
 
 /// Runs `suite` with `opts`: measures every case once per round, interleaved, keeps
 /// medians, prints the table on stdout and writes `<out>/<suite>.json` and
-/// `<out>/<suite>.svg`.
+/// `<out>/<suite>.svg`, then prints the suite's wall-clock time (`w1: 3.2 s`).
+///
+/// With [`Options::budget`], every measurement gets a fresh [`WorkBudget`] in its
+/// [`Span`](super::Span). A measurement that spends more than it (the process's CPU time,
+/// read before and after the call) or says it gave up ([`Sample::cut`]) **cuts** its
+/// case: the case runs no more rounds, is left out of the records (so nothing judges a
+/// half-measured case) and is named under the table with the CPU time it spent and the
+/// budget (`cut: ...`), and in [`SuiteReport::cut`].
 pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, BenchError> {
+    let started = Instant::now();
     let mut cases = suite.cases(opts);
     if cases.is_empty() {
         return Err(BenchError::NoCases(suite.name().to_owned()));
@@ -41,24 +77,53 @@ pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, Bench
     let rounds = opts.rounds.max(1);
     let bar = suite_bar(suite.name(), (rounds * cases.len()) as u64);
     let mut samples: Vec<Vec<Sample>> = cases.iter().map(|_| Vec::with_capacity(rounds)).collect();
+    let mut work: Vec<CaseWork> = cases
+        .iter()
+        .map(|case| CaseWork {
+            case: label(case),
+            cpu: Duration::ZERO,
+            measurements: 0,
+            cut: false,
+        })
+        .collect();
+    let mut cut: Vec<Option<String>> = vec![None; cases.len()];
     let probe = suite.measure() == Measure::Throughput && machine::can_probe();
     for round in 0..rounds {
-        for (case, out) in cases.iter_mut().zip(&mut samples) {
-            bar.set_message(format!(
-                "round {}/{rounds}: {} x{} {}",
-                round + 1,
-                case.variant,
-                case.threads,
-                Value::Object(case.params.clone())
-            ));
-            let mut sample = (case.run)(opts.span());
+        for (i, case) in cases.iter_mut().enumerate() {
+            if cut[i].is_some() {
+                bar.inc(1);
+                continue;
+            }
+            bar.set_message(format!("round {}/{rounds}: {}", round + 1, work[i].case));
+            let meter = Budget::start_on(CpuClock::Process, Duration::MAX);
+            let span = opts.span().with_budget(opts.budget.map(WorkBudget::start));
+            let mut sample = (case.run)(span);
+            let spent = meter.spent();
+            work[i].cpu = work[i].cpu.max(spent);
+            work[i].measurements += 1;
+            let over = opts.budget.is_some_and(|budget| spent > budget.cpu);
+            if over || sample.cut_reason().is_some() {
+                let how = sample.cut_reason().map_or_else(String::new, |w| format!("{w}; "));
+                let budget = opts.budget.map_or_else(
+                    || "no budget".to_owned(),
+                    |b| format!("its budget is {} ms per measurement", b.cpu.as_millis()),
+                );
+                cut[i] = Some(format!(
+                    "{how}round {} spent {} ms of CPU time, {budget}",
+                    round + 1,
+                    spent.as_millis()
+                ));
+                work[i].cut = true;
+                bar.inc(1);
+                continue;
+            }
             if probe && case.threads >= 2 {
                 // What a line between two cores cost as the case ended (`machine`).
                 if let Some(ns) = machine::line_transfer_ns(machine::PROBE_ROUND_TRIPS) {
                     sample.extra.insert(machine::LINE_TRANSFER_NS.to_owned(), ns.into());
                 }
             }
-            out.push(sample);
+            samples[i].push(sample);
             bar.inc(1);
         }
     }
@@ -67,14 +132,14 @@ pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, Bench
     let run_info = RunInfo::current();
     let mut records = Vec::with_capacity(cases.len());
     let mut skipped = Vec::new();
-    for (case, samples) in cases.iter().zip(samples) {
+    let mut cut_lines = Vec::new();
+    for (((case, samples), cut), work) in cases.iter().zip(samples).zip(cut).zip(&work) {
+        if let Some(why) = cut {
+            cut_lines.push(format!("{}: {why}", work.case));
+            continue;
+        }
         match samples.iter().find_map(Sample::skip_reason) {
-            Some(reason) => skipped.push(format!(
-                "{} x{} {}: {reason}",
-                case.variant,
-                case.threads,
-                Value::Object(case.params.clone())
-            )),
+            Some(reason) => skipped.push(format!("{}: {reason}", work.case)),
             None => records.push(summarise(suite.name(), case, samples, rounds, opts, &run_info)),
         }
     }
@@ -83,6 +148,9 @@ pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, Bench
     let mut table = report::table::render(suite, opts, &records);
     for line in &skipped {
         table.push_str(&format!("   skipped: {line}\n"));
+    }
+    for line in &cut_lines {
+        table.push_str(&format!("   cut: {line}\n"));
     }
     for line in ceiling_breaches(&records, suite.ceilings()) {
         // Loud: in the table, and on stderr for a run whose stdout goes to a file.
@@ -97,7 +165,9 @@ pub fn run_suite(suite: &dyn Suite, opts: &Options) -> Result<SuiteReport, Bench
     let svg = opts.out.join(format!("{}.svg", suite.name()));
     let quantity = suite.quantity();
     report::svg::write(&svg, suite.name(), &quantity, suite.x_axis(), suite.measure(), &records)?;
-    Ok(SuiteReport { records, skipped, table, json, svg })
+    let elapsed = started.elapsed();
+    println!("{}: {:.1} s", suite.name(), elapsed.as_secs_f64());
+    Ok(SuiteReport { records, skipped, cut: cut_lines, work, table, json, svg, elapsed })
 }
 
 /// Folds a case's per-round samples into its record, stamped with the run's machine block

@@ -5,17 +5,21 @@
 //! completed its [`Span::min_ops`] (at once when that is 0), raises every worker's stop
 //! flag and joins the workers. The sample's `elapsed` runs from the barrier to the last
 //! join, so operations a worker finishes after the flag went up, and the wait for a worker
-//! that got no CPU before the deadline, are inside the timed window.
+//! that got no CPU before the deadline, are inside the timed window. With a
+//! [`Span::budget`], the timing thread sleeps and waits in slices of [`BUDGET_POLL`] and
+//! raises the flags as soon as the budget is spent, whether the duration has passed and
+//! the floors are met or not.
 //!
 //! Each worker has a [`ThreadCtl`] of its own, on a cache line of its own. Its state is
 //! *running*, *owing* or *stopped*. [`ThreadCtl::running`] is one load and a compare while
 //! running, as it was before there was a floor; the other states take the cold path. A
 //! worker with a floor starts owing: its polls count down there, and the poll that meets
-//! the floor switches it to running and wakes the timing thread (`unpark`). A worker that
-//! ends while still owing (its loop had nothing to do, or it panicked) settles the same
-//! way on its way out, so the timing thread never waits for a worker that left. Only the
-//! worker leaves *owing*, and the timing thread writes *stopped* only after it read
-//! *running*, so neither overwrites the other.
+//! the floor switches it to running (a compare-exchange from *owing*) and wakes the timing
+//! thread (`unpark`). A worker that ends while still owing (its loop had nothing to do, or
+//! it panicked) settles the same way on its way out, so the timing thread never waits for
+//! a worker that left. The timing thread writes *stopped* over either state: over
+//! *owing* only when the budget is spent, and then the worker's compare-exchange fails, so
+//! no *running* overwrites a *stopped*.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -25,6 +29,7 @@ use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
 
+use super::budget::BUDGET_POLL;
 use super::case::Sample;
 use super::span::Span;
 
@@ -50,7 +55,11 @@ impl ThreadCtl {
     fn new(min_ops: u64, timer: Thread) -> Self {
         let state = if min_ops == 0 { RUNNING } else { OWING };
         // The poll that follows the `min_ops`-th operation is the `min_ops + 1`-th.
-        ThreadCtl { state: AtomicU8::new(state), owed: AtomicU64::new(min_ops + 1), timer }
+        ThreadCtl {
+            state: AtomicU8::new(state),
+            owed: AtomicU64::new(min_ops.saturating_add(1)),
+            timer,
+        }
     }
 
     /// Whether the measurement is still running; poll it between operations (or batches
@@ -81,13 +90,14 @@ impl ThreadCtl {
         true
     }
 
-    /// The worker met its floor, or leaves without: running from now on, and the timing
-    /// thread may stop it.
+    /// The worker met its floor, or leaves without: running from now on (unless the timing
+    /// thread stopped it meanwhile: a spent budget), and the timing thread may stop it.
     fn settle(&self) {
-        // Relaxed: the timing thread acts on this store only after reading it (coherence
-        // of this one location orders its `STOPPED` after it), and `unpark` happens before
-        // the `park` it ends returns, so the timing thread sees it when woken.
-        self.state.store(RUNNING, Ordering::Relaxed);
+        // Relaxed: the timing thread acts on this write only after reading it (coherence of
+        // this one location orders its `STOPPED` after it), and `unpark` happens before the
+        // `park` it ends returns, so the timing thread sees it when woken. A `STOPPED`
+        // written first makes the exchange fail: it stays.
+        let _ = self.state.compare_exchange(OWING, RUNNING, Ordering::Relaxed, Ordering::Relaxed);
         self.timer.unpark();
     }
 
@@ -173,13 +183,7 @@ where
             .collect();
         barrier.wait();
         let start = Instant::now();
-        std::thread::sleep(span.duration);
-        for ctl in &ctls {
-            // Relaxed: see `ThreadCtl::settle`; a spurious wake-up only loops.
-            while ctl.state.load(Ordering::Relaxed) == OWING {
-                std::thread::park();
-            }
-        }
+        wait_for_the_end(&ctls, span, start);
         for ctl in &ctls {
             // Relaxed: see `ThreadCtl::running`.
             ctl.state.store(STOPPED, Ordering::Relaxed);
@@ -196,6 +200,31 @@ where
         sample.latencies_ns.extend(r.latencies_ns);
     }
     sample
+}
+
+/// Returns when the measurement that started at `start` is over: its duration has passed
+/// and every worker has met its floor, or its budget is spent.
+fn wait_for_the_end(ctls: &[CachePadded<ThreadCtl>], span: Span, start: Instant) {
+    // Relaxed: see `ThreadCtl::settle`; a spurious wake-up only loops.
+    let owing = || ctls.iter().any(|ctl| ctl.state.load(Ordering::Relaxed) == OWING);
+    let Some(budget) = span.budget else {
+        std::thread::sleep(span.duration);
+        while owing() {
+            std::thread::park();
+        }
+        return;
+    };
+    let deadline = start + span.duration;
+    while !budget.exceeded() {
+        let now = Instant::now();
+        if now < deadline {
+            std::thread::sleep((deadline - now).min(BUDGET_POLL));
+        } else if owing() {
+            std::thread::park_timeout(BUDGET_POLL);
+        } else {
+            return;
+        }
+    }
 }
 
 /// Times one operation in every `every`, keeping the clock off most of the hot path.
@@ -364,6 +393,32 @@ mod tests {
         assert_eq!(ctl.state.load(Ordering::Relaxed), RUNNING);
         let free = ThreadCtl::new(0, std::thread::current());
         assert_eq!(free.state.load(Ordering::Relaxed), RUNNING, "no floor, no slow path");
+    }
+
+    /// A spent budget stops the workers, even those that owe operations (here: a floor no
+    /// worker can meet), and a worker that settles after the stop stays stopped.
+    #[test]
+    fn a_spent_budget_stops_owing_workers() {
+        use crate::harness::WorkBudget;
+        let budget = WorkBudget::cpu(Duration::from_millis(10)).start();
+        let span = Span::new(Duration::from_secs(3600), u64::MAX).with_budget(Some(budget));
+        let sample = run_threads(2, span, |_, ctl| {
+            let mut ops = 0;
+            while ctl.running() {
+                ops += 1;
+            }
+            ThreadResult { ops, latencies_ns: Vec::new() }
+        });
+        assert!(budget.exceeded() && sample.ops > 0, "{sample:?}");
+        assert!(sample.elapsed < Duration::from_secs(3600));
+        // A worker that read `OWING` just before the stop: its slow path counts down and
+        // settles, and the stop stays.
+        let ctl = ThreadCtl::new(1, std::thread::current());
+        ctl.state.store(STOPPED, Ordering::Relaxed);
+        assert!(ctl.running_slow(OWING) && ctl.running_slow(OWING));
+        // Relaxed: one thread.
+        assert_eq!(ctl.state.load(Ordering::Relaxed), STOPPED, "settling left the stop");
+        assert!(!ctl.running());
     }
 
     #[test]

@@ -162,15 +162,18 @@ pub fn regenerate_matches(dir: &Path) -> Result<(), String> {
     result
 }
 
-/// Runs every suite of [`crate::suites::all`] with `opts` (JSON and SVG into `opts.out`);
-/// returns, per suite that could not run, why (the report shows it as not run).
+/// Runs every suite of [`crate::suites::all`] with `opts` (JSON and SVG into `opts.out`;
+/// each suite's time after its table, the total at the end, on stdout); returns, per suite
+/// that could not run, why (the report shows it as not run).
 pub fn run_suites(opts: &Options) -> BTreeMap<String, String> {
+    let started = std::time::Instant::now();
     let mut failed = BTreeMap::new();
+    let mut ran = 0;
     for suite in crate::suites::all() {
         // A stale JSON from an earlier run must not pass for this run's.
         let _ = std::fs::remove_file(opts.out.join(format!("{}.json", suite.name())));
         match run_suite(suite.as_ref(), opts) {
-            Ok(_) => {}
+            Ok(_) => ran += 1,
             Err(BenchError::NoCases(name)) => {
                 eprintln!("{name}: skipped, no registered variant applies to it");
                 failed.insert(name, "no registered variant applies to it".to_owned());
@@ -181,6 +184,7 @@ pub fn run_suites(opts: &Options) -> BTreeMap<String, String> {
             }
         }
     }
+    println!("\nreport: {ran} suites in {:.1} s", started.elapsed().as_secs_f64());
     failed
 }
 

@@ -36,9 +36,9 @@
 //! crate) every case is skipped with the reason, as it is without `valgrind` on the `PATH`.
 //! `RANGELOCK_ALIASING_TXNS=N1,N2` overrides the transaction counts (default 20,60; quick
 //! runs 5,15). The counts do not depend on time: each case is measured once, in the first
-//! round; later rounds repeat its numbers. Cost on this 2-core VM (release build): about
-//! 2.5-3 s per cachegrind run, about 24 s for the six variants at 20,60 (the same inside
-//! `rangelock bench report`); in `cargo test` nothing runs under valgrind but the CLI
+//! round; later rounds repeat its numbers. A case's two runs go side by side (cachegrind
+//! simulates the caches, so its counts do not depend on what else runs). Cost on this
+//! 2-core VM (release build): about 2.5-3 s per cachegrind run; in `cargo test` nothing runs under valgrind but the CLI
 //! test's one variant at 2,6 transactions (about 3 s).
 //!
 //! One variant by hand:
@@ -203,8 +203,14 @@ fn measure(tool: Result<&PathBuf, &String>, variant: &str, n1: u64, n2: u64) -> 
         Ok(bin) => bin,
         Err(reason) => return Sample::skipped(reason.clone()),
     };
-    let counts = cachegrind(bin, variant, n1)
-        .and_then(|small| per_txn(&small, &cachegrind(bin, variant, n2)?, n2 - n1));
+    // The two runs side by side (the counts are simulated: they do not depend on what
+    // else runs), which halves the wait on 2 cores.
+    let (small, large) = std::thread::scope(|s| {
+        let small = s.spawn(|| cachegrind(bin, variant, n1));
+        let large = cachegrind(bin, variant, n2);
+        (small.join().unwrap_or_else(|p| std::panic::resume_unwind(p)), large)
+    });
+    let counts = small.and_then(|small| per_txn(&small, &large?, n2 - n1));
     match counts {
         Ok(fields) => {
             let mut sample = Sample::default();

@@ -79,7 +79,9 @@ struct Cluster {
 }
 
 impl Cluster {
-    fn start(n: usize, ttl: Duration, grace: Duration) -> Result<Cluster, String> {
+    /// Starts `n` nodes and waits until they are balanced; gives up when `span`'s work
+    /// budget runs out first.
+    fn start(n: usize, ttl: Duration, grace: Duration, span: Span) -> Result<Cluster, String> {
         let etcd = LocalEtcd::start().map_err(|e| e.to_string())?;
         let mut nodes = Vec::new();
         for i in 0..n {
@@ -90,7 +92,7 @@ impl Cluster {
             nodes.push(Node::start(c).map_err(|e| e.to_string())?);
         }
         let cluster = Cluster { nodes, _etcd: etcd };
-        cluster.wait_balanced()?;
+        cluster.wait_balanced(span)?;
         Ok(cluster)
     }
 
@@ -101,7 +103,7 @@ impl Cluster {
     /// Waits until every partition is served, the counts differ by at most one, and every
     /// node's published map says so (clients read the map from any node: one that still
     /// shows a partition unowned sends them into backoff, which would be measured).
-    fn wait_balanced(&self) -> Result<(), String> {
+    fn wait_balanced(&self, span: Span) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let counts: Vec<usize> = self.nodes.iter().map(Cluster::serving).collect();
@@ -112,6 +114,9 @@ impl Cluster {
             }
             if Instant::now() > deadline {
                 return Err(format!("cluster not balanced after 30 s: {counts:?}"));
+            }
+            if !span.running() {
+                return Err(format!("cluster not balanced yet: {counts:?}"));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -168,8 +173,9 @@ fn run_cycles(variant: Variant, clients: usize, span: Span) -> Sample {
             Err(e) => return Sample::skipped(format!("cannot start the server: {e}")),
         },
         Variant::Cluster(n) => {
-            match Cluster::start(n, Duration::from_secs(5), Duration::from_secs(1)) {
+            match Cluster::start(n, Duration::from_secs(5), Duration::from_secs(1), span) {
                 Ok(c) => (None, Some(c)),
+                Err(e) if !span.running() => return Sample::cut(format!("starting: {e}")),
                 Err(e) => return Sample::skipped(format!("cannot start the cluster: {e}")),
             }
         }
@@ -350,7 +356,7 @@ impl Suite for ClusterFailover {
             threads: 1,
             params: common::params([("partitions", PARTITIONS.into()), ("held_locks", 32.into())]),
             oversubscribed: false,
-            run: Box::new(|_| failover()),
+            run: Box::new(failover),
         }]
     }
 }
@@ -363,15 +369,17 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn failover() -> Sample {
-    match runtime().block_on(failover_async()) {
+/// One failover run; given up on (cut) when `span`'s work budget runs out first.
+fn failover(span: Span) -> Sample {
+    match runtime().block_on(failover_async(span)) {
         Ok(s) => s,
+        Err(e) if !span.running() => Sample::cut(e),
         Err(e) => Sample::skipped(format!("failover run failed: {e}")),
     }
 }
 
-async fn failover_async() -> Result<Sample, String> {
-    let cluster = tokio::task::spawn_blocking(|| Cluster::start(2, TTL, GRACE))
+async fn failover_async(span: Span) -> Result<Sample, String> {
+    let cluster = tokio::task::spawn_blocking(move || Cluster::start(2, TTL, GRACE, span))
         .await
         .map_err(|e| e.to_string())??;
     let Cluster { mut nodes, _etcd: etcd } = cluster;
@@ -407,7 +415,7 @@ async fn failover_async() -> Result<Sample, String> {
     let (mut expiry, mut claim, mut grace_end, mut first_grant) = (None, None, None, None);
     let probe_start = parts.start(probe_p) + UNITS; // away from the held locks
     let deadline = crashed + Duration::from_secs(30);
-    while first_grant.is_none() && Instant::now() < deadline {
+    while first_grant.is_none() && Instant::now() < deadline && span.running() {
         if expiry.is_none() {
             if let Ok((_, None)) = etcd_client.get(&node_key).await {
                 expiry = Some(crashed.elapsed());
@@ -431,7 +439,14 @@ async fn failover_async() -> Result<Sample, String> {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let first_grant = first_grant.ok_or("no new grant within 30 s")?;
+    let first_grant = first_grant.ok_or_else(|| {
+        let after = crashed.elapsed().as_millis();
+        if span.running() {
+            "no new grant within 30 s".to_owned()
+        } else {
+            format!("no new grant yet {after} ms after the crash")
+        }
+    })?;
     let reclaimed = held.iter().filter(|g| !g.is_lost()).count();
     let lost = held.len() - reclaimed;
     let same_tokens = held

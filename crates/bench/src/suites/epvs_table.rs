@@ -54,7 +54,7 @@ impl Suite for EpvsTable {
         let sizes: &[usize] = if opts.quick { &QUICK_SLOTS } else { &FULL_SLOTS };
         let mut cases = Vec::new();
         for &slots in sizes {
-            for (threads, over) in opts.threads_for(true) {
+            for (threads, over) in opts.threads_with_most() {
                 let c = Cfg { slots, threads, over };
                 let new_epvs =
                     || Epvs::with_epoch(LightEpoch::with_options(slots, Announce::Asymmetric));

@@ -14,8 +14,8 @@
 //!    (lazily allocated tables, epoch registration, pooled nodes);
 //! 4. holds K ranges at once, highest first, with `try_lock` (a variant that cannot hold
 //!    them all is skipped with a note: segments wider than the stride, or ranges past the
-//!    segments' domain; so is one that needs more than 1 s of CPU time in a quick run, 60 s
-//!    in a full one, to take them, see [`Budget`]):
+//!    segments' domain; so is one that needs more than [`SETUP_BUDGET`] of CPU time to take
+//!    them, see [`Budget`]):
 //!    `held_bytes` is the heap growth, `bytes_per_range` = `held_bytes / K`;
 //! 5. `released_bytes`: what of that growth remains after releasing them (pooled nodes).
 //!
@@ -48,6 +48,14 @@
 //! `segments-256Ki` at 1000 and 100 000 ranges 1 Ki apart (many per segment), `segments`
 //! at 100 000 ranges 256 Ki apart (past its 2^32 units), and `global-mutex` at K = 100 000
 //! in quick runs (it scans its vector on every insertion, seconds of CPU time).
+//!
+//! In a quick run, each of those measurements has the run's work budget
+//! ([`WorkBudget`](crate::harness::WorkBudget)): taking the K ranges, building the idle
+//! locks and the one-holder operations poll it ([`Span::running`]) and give up once it is
+//! spent, and the runner cuts the case (the one-holder case of `segments`, whose ranges
+//! over the whole domain take a counter of each of its 2^22 segments, would need minutes).
+//! `RANGELOCK_BENCH_ONLY=rangelock,segments` (comma-separated names) runs only those
+//! variants.
 
 use std::marker::PhantomData;
 use std::time::Duration;
@@ -59,18 +67,19 @@ use rangelock_baselines::Segments;
 use super::common;
 use super::mixed::{self, SEGMENTS_NAME};
 use crate::alloc;
-use crate::harness::{Budget, Case, Measure, Options, Sample, Suite, XAxis};
+use crate::harness::{Budget, Case, Measure, Options, Sample, Span, Suite, XAxis};
 use crate::variants::{Registered, VariantSet, VariantVisitor};
 use crate::workload::RangeTarget;
 
 /// Held ranges per measurement.
 pub const HELD: [u64; 3] = [1, 1000, 100_000];
-/// CPU time allowed for taking the K ranges of one measurement in a quick run; a lock whose
-/// insertions cost O(held) (`global-mutex` scans a vector: seconds for 100 000) is skipped
-/// with a note beyond it.
-pub const QUICK_SETUP_BUDGET: Duration = Duration::from_secs(1);
-/// As [`QUICK_SETUP_BUDGET`], for a full run.
+/// CPU time (the runner thread's) allowed for taking the K ranges of one measurement; a
+/// lock whose insertions cost O(held) beyond it is skipped with a note. (`global-mutex`
+/// scans a vector: seconds for 100 000; a quick run's work budget cuts it sooner.)
 pub const SETUP_BUDGET: Duration = Duration::from_secs(60);
+/// Setup steps (insertions, locks built, operations) between two polls of the work
+/// budget: a poll reads the process's CPU clock.
+const POLL_EVERY: u64 = 64;
 
 /// Where the held ranges lie: range `i` is `[i * stride, i * stride + len)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,7 +165,7 @@ impl<S: VariantSet> Suite for Memory<S> {
             .to_owned()
     }
 
-    fn cases(&self, opts: &Options) -> Vec<Case> {
+    fn cases(&self, _opts: &Options) -> Vec<Case> {
         if !alloc::counting() {
             eprintln!(
                 "memory: skipped: the counting allocator is not installed (a binary must set \
@@ -165,8 +174,7 @@ impl<S: VariantSet> Suite for Memory<S> {
             );
             return Vec::new();
         }
-        let budget = if opts.quick { QUICK_SETUP_BUDGET } else { SETUP_BUDGET };
-        let mut b = Builder { budget, cases: Vec::new() };
+        let mut b = Builder { budget: SETUP_BUDGET, cases: Vec::new() };
         S::locks(&mut b);
         b.cases
     }
@@ -186,6 +194,20 @@ impl VariantVisitor for Builder {
     }
 
     fn named_lock<T: RangeTarget<Local = ()>>(&mut self, name: &'static str, make: fn() -> T) {
+        if common::selected(name) {
+            self.push_cases(name, make);
+        } else {
+            eprintln!("memory: skipping {name}: not in RANGELOCK_BENCH_ONLY");
+        }
+        if name == Segments::NAME {
+            self.named_lock(SEGMENTS_NAME, mixed::segments);
+        }
+    }
+}
+
+impl Builder {
+    /// The cases of the lock `name` built by `make`.
+    fn push_cases<T: RangeTarget<Local = ()>>(&mut self, name: &'static str, make: fn() -> T) {
         let budget = self.budget;
         for spacing in LAYOUTS {
             for k in HELD {
@@ -200,8 +222,8 @@ impl VariantVisitor for Builder {
                     ]),
                     oversubscribed: false,
                     // Counts do not depend on time: measured once, repeated in later rounds.
-                    run: Box::new(move |_| {
-                        first.get_or_insert_with(|| measure(make, spacing, k, budget)).clone()
+                    run: Box::new(move |span| {
+                        first.get_or_insert_with(|| measure(make, spacing, k, budget, span)).clone()
                     }),
                 });
             }
@@ -216,30 +238,29 @@ impl VariantVisitor for Builder {
                 params: common::params([(param, value.into())]),
                 oversubscribed: false,
                 // Counts do not depend on time: measured once, repeated in later rounds.
-                run: Box::new(move |_| {
+                run: Box::new(move |span| {
                     first
                         .get_or_insert_with(|| match param {
-                            "idle_locks" => idle_locks(make),
-                            _ => one_holder(make),
+                            "idle_locks" => idle_locks(make, span),
+                            _ => one_holder(make, span),
                         })
                         .clone()
                 }),
             });
-        }
-        if name == Segments::NAME {
-            self.named_lock(SEGMENTS_NAME, mixed::segments);
         }
     }
 }
 
 /// One measurement of a fresh lock from `make` holding `k` ranges laid out by `spacing`
 /// (steps in the module docs), on the calling thread; a lock that needs more than `budget`
-/// of the thread's CPU time to take the ranges is given up on (skipped).
+/// of the thread's CPU time to take the ranges is given up on (skipped), and so is one
+/// that outlasts the span's work budget (cut).
 pub fn measure<T: RangeTarget<Local = ()>>(
     make: fn() -> T,
     spacing: Spacing,
     k: u64,
     budget: Duration,
+    span: Span,
 ) -> Sample {
     fn use_once<T: RangeTarget<Local = ()>>(lock: &T) {
         let held = lock.acquire(&mut (), 0..1, Mode::Exclusive);
@@ -259,13 +280,18 @@ pub fn measure<T: RangeTarget<Local = ()>>(
     let before = alloc::net_bytes();
     let spent = Budget::start(budget);
     for i in (0..k).rev() {
-        if i % 1024 == 0 && spent.exceeded() {
+        if i % POLL_EVERY == 0 && spent.exceeded() {
             let n = held.len();
             drop(held);
             return Sample::skipped(format!(
                 "holding {k} ranges took over {budget:?} of CPU time after {n} (insertion cost \
                  grows with the held count)"
             ));
+        }
+        if i % POLL_EVERY == 0 && !span.running() {
+            let n = held.len();
+            drop(held);
+            return Sample::cut(format!("took {n} of {k} ranges"));
         }
         match lock.try_acquire(&mut (), spacing.range(i), Mode::Exclusive) {
             Some(guard) => held.push(guard),
@@ -305,8 +331,9 @@ fn per_lock(total: i64, locks: usize) -> Sample {
     sample
 }
 
-/// The idle-locks case: [`IDLE_LOCKS`] locks from `make`, never used, in one `Vec`.
-pub fn idle_locks<T: RangeTarget<Local = ()>>(make: fn() -> T) -> Sample {
+/// The idle-locks case: [`IDLE_LOCKS`] locks from `make`, never used, in one `Vec`; given up
+/// on (cut) when the span's work budget runs out first.
+pub fn idle_locks<T: RangeTarget<Local = ()>>(make: fn() -> T, span: Span) -> Sample {
     drop(make()); // one-time per-thread allocations, not charged (as in `measure`)
     let start = alloc::net_bytes();
     let one = make();
@@ -319,30 +346,46 @@ pub fn idle_locks<T: RangeTarget<Local = ()>>(make: fn() -> T) -> Sample {
         ));
     }
     let start = alloc::net_bytes();
-    let locks: Vec<T> = (0..IDLE_LOCKS).map(|_| make()).collect();
     // The `Vec`'s buffer holds every lock's inline bytes (its capacity is exact).
+    let mut locks: Vec<T> = Vec::with_capacity(IDLE_LOCKS);
+    for n in 0..IDLE_LOCKS {
+        if n as u64 % (16 * POLL_EVERY) == 0 && !span.running() {
+            return Sample::cut(format!("built {n} of {IDLE_LOCKS} locks"));
+        }
+        locks.push(make());
+    }
     let total = alloc::net_bytes() - start;
     drop(locks);
     per_lock(total, IDLE_LOCKS)
 }
 
 /// The one-holder case: one lock from `make`, [`ONE_HOLDER_OPS`] lock + unlock pairs in a
-/// row, counted (inline plus heap) after the last release.
-pub fn one_holder<T: RangeTarget<Local = ()>>(make: fn() -> T) -> Sample {
+/// row, counted (inline plus heap) after the last release; given up on (cut) when the
+/// span's work budget runs out first.
+pub fn one_holder<T: RangeTarget<Local = ()>>(make: fn() -> T, span: Span) -> Sample {
     // A throwaway run first: one-time per-thread allocations are not charged (as in
     // `measure`).
-    one_holder_ops(&make());
+    if let Err(n) = one_holder_ops(&make(), span) {
+        return Sample::cut(format!("did {n} of {ONE_HOLDER_OPS} operations (a throwaway run)"));
+    }
     let start = alloc::net_bytes();
     let lock = make();
-    one_holder_ops(&lock);
+    if let Err(n) = one_holder_ops(&lock, span) {
+        return Sample::cut(format!("did {n} of {ONE_HOLDER_OPS} operations"));
+    }
     let total = alloc::net_bytes() - start + size_of::<T>() as i64;
     drop(lock);
     per_lock(total, 1)
 }
 
-/// The operations of [`one_holder`].
-fn one_holder_ops<T: RangeTarget<Local = ()>>(lock: &T) {
+/// The operations of [`one_holder`]; `Err` with the count done when the span's budget ran
+/// out first.
+fn one_holder_ops<T: RangeTarget<Local = ()>>(lock: &T, span: Span) -> Result<(), u64> {
     for i in 0..ONE_HOLDER_OPS {
+        // One operation of `segments` over its whole domain takes 2^22 counters: poll often.
+        if i % 8 == 0 && !span.running() {
+            return Err(i);
+        }
         let (start, end) = ONE_HOLDER_RANGES[i as usize % ONE_HOLDER_RANGES.len()];
         let shift = (i / ONE_HOLDER_RANGES.len() as u64) << 12;
         let range = start + shift..end.saturating_add(shift);
@@ -352,4 +395,5 @@ fn one_holder_ops<T: RangeTarget<Local = ()>>(lock: &T) {
             lock.release(&mut (), held);
         }
     }
+    Ok(())
 }

@@ -572,7 +572,7 @@ where
     sample
 }
 
-/// Client counts: the suite's sweep (1..=64, quick 1, 4, 16) unless the user gave
+/// Client counts: the suite's sweep (1..=64, quick 1, 4 and 16) unless the user gave
 /// `--threads`; more clients than cores are marked oversubscribed.
 pub(crate) fn client_counts(opts: &Options, full: &[usize], quick: &[usize]) -> Vec<(usize, bool)> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

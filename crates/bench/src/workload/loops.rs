@@ -199,7 +199,8 @@ pub fn held_ranges_descending(total: u64) -> impl Iterator<Item = Range<u64>> {
 /// below the W1 area, acquired highest first) while the threads run [`w1`]. Setting up and
 /// tearing down the held ranges is not timed; a setup that takes more than `budget` of the
 /// thread's CPU time (a lock whose insertions cost O(held); see [`Budget`]) is abandoned
-/// and the sample marked [`Sample::skipped`].
+/// and the sample marked [`Sample::skipped`], and one that outlasts the span's work budget
+/// ([`Span::running`]) marked [`Sample::cut`].
 pub fn held<T: RangeTarget>(
     target: &T,
     region: &SharedRegion,
@@ -215,9 +216,13 @@ pub fn held<T: RangeTarget>(
     let mut kept = Vec::with_capacity(usize::try_from(total).expect("fits"));
     let spent = Budget::start(budget);
     for (n, range) in held_ranges_descending(total).enumerate() {
-        if n % 1024 == 1023 && spent.exceeded() {
+        let cut = n % 256 == 255 && !span.running();
+        if cut || (n % 256 == 255 && spent.exceeded()) {
             for h in kept {
                 target.release(&mut bg, h);
+            }
+            if cut {
+                return Sample::cut(format!("took {n} of {total} background ranges"));
             }
             return Sample::skipped(format!(
                 "holding {total} ranges took over {budget:?} of CPU time after {n} (setup cost \

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use rangelock::internals::{Lock, RawRangeLock};
 use rangelock::Mode;
+use rangelock_bench::harness::WorkBudget;
 use rangelock_bench::peers::FcntlOfd;
 use rangelock_bench::variants::{HeightVisitor, VariantSet, VariantVisitor};
 use rangelock_bench::workload::Unlocked;
@@ -138,6 +139,13 @@ impl VariantSet for TestSet {
         v.visit(Unlocked::NAME, &|| Ok(Unlocked));
     }
 }
+
+/// The work budget of the tests' suite runs: 10 s of CPU time per measurement. The
+/// tests of one binary run in parallel in one process and spend each other's budget (the
+/// process's CPU clock), so it is far above what a tiny case needs (milliseconds): it cuts
+/// a case that runs away, never one that shares the machine. (`tests/budget.rs` checks
+/// the budget itself, alone in its process.)
+pub const TEST_BUDGET: WorkBudget = WorkBudget::cpu(std::time::Duration::from_secs(10));
 
 /// A fresh, empty directory under the system temp dir, removed on drop.
 #[derive(Debug)]
