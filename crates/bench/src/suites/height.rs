@@ -50,7 +50,7 @@ impl<S: VariantSet> Suite for Height<S> {
     }
 
     fn about(&self) -> &'static str {
-        "W1 (one 1 KiB range at a time) and W2 (batches of 16) on the thesis's skip list \
+        "W1 (one 1 KiB range at a time) and W2 (batches of 16) on the list algorithm \
          (rangelock-list) at maximum heights 4..=16 (Concurrent Range Locking §5.3.2)"
     }
 
