@@ -21,7 +21,7 @@
 //! Claims this machine cannot test say so with a measured reason ([`Rule::NotTestable`]:
 //! say, more threads than the records' machine has cores), and claims no suite measures
 //! are listed as [`Rule::NotCovered`], so the report accounts for every claim of each
-//! seed's evaluation. The data lives in [`super::registry`], one file per seed.
+//! seed's evaluation. The data lives in `seeds::registry`, one file per seed.
 //!
 //! **The seed's design in the seed's row.** A claim about a seed's own system judges the
 //! variant that implements the seed's design ([`Row::Seed`]; for the range-lock thesis the
