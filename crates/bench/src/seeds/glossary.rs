@@ -176,6 +176,12 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("held_ranges", "memory: ranges held at once"),
     ("range_units", "memory: units per held range"),
     ("stride_units", "memory: units from one held range's start to the next"),
+    ("idle_locks", "memory: locks built and never used, kept in one Vec"),
+    (
+        "one_holder_ops",
+        "memory: lock + unlock pairs by one holder at a time on one lock, counted after the \
+         last release",
+    ),
     ("area_bytes", "aliasing: the shared aliasing area"),
     ("blob_bytes", "aliasing: one BLOB, copied in and out per transaction"),
     ("extent_bytes", "aliasing: the extent candidates are aligned to"),
