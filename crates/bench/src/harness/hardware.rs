@@ -113,7 +113,7 @@ impl Hardware {
 }
 
 /// The value of the first `key : value` line of `/proc/cpuinfo` text.
-fn cpuinfo_value<'a>(cpuinfo: &'a str, key: &str) -> Option<&'a str> {
+pub(crate) fn cpuinfo_value<'a>(cpuinfo: &'a str, key: &str) -> Option<&'a str> {
     cpuinfo.lines().find_map(|line| {
         let (k, v) = line.split_once(':')?;
         (k.trim() == key).then(|| v.trim())

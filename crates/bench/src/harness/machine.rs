@@ -66,10 +66,7 @@ pub fn cpu_model() -> Option<String> {
 
 /// The first `model name` line's value in the text of `/proc/cpuinfo`.
 fn model_name(cpuinfo: &str) -> Option<String> {
-    cpuinfo.lines().find_map(|line| {
-        let (key, value) = line.split_once(':')?;
-        (key.trim() == "model name").then(|| value.trim().to_owned())
-    })
+    super::hardware::cpuinfo_value(cpuinfo, "model name").map(str::to_owned)
 }
 
 /// Whether probing means anything here: two CPUs this process may run on.
