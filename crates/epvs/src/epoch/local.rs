@@ -140,7 +140,7 @@ pub(crate) fn acquire(id: u64) -> Option<(u32, NonNull<AtomicU64>)> {
 
 /// The way instance `id` lives in, if this thread caches it (see [`WAYS`]).
 #[inline(always)]
-fn way_of(id: u64) -> usize {
+pub(crate) fn way_of(id: u64) -> usize {
     id as usize % WAYS
 }
 

@@ -78,6 +78,12 @@ impl LightEpoch {
         }
     }
 
+    /// The way of the thread's sticky-slot cache this instance maps to.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn sticky_way(&self) -> usize {
+        local::way_of(self.id)
+    }
+
     /// Stops announcing in `p`'s sticky slot (the region no longer protects anything) and
     /// runs ready actions, keeping the way in use; [`resume`](Self::resume) announces
     /// again.

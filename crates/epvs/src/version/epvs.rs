@@ -221,6 +221,13 @@ impl Epvs {
         self.core.epoch.region_uses() > 0
     }
 
+    /// The way of the thread's sticky-slot cache this instance maps to (instances in the
+    /// same way share it).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn sticky_way(&self) -> usize {
+        self.core.epoch.sticky_way()
+    }
+
     /// How many process-wide barriers the instance's scans have issued.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn heavy_barriers(&self) -> u64 {
