@@ -99,8 +99,9 @@ pub(crate) struct ServeSettings {
     #[serde(with = "text")]
     pub metrics: Option<SocketAddr>,
     /// Speak TLS on the TCP listener with the certificate chain in this PEM file (the
-    /// server's certificate first); needs --tls-key. The Unix socket stays plain. Read
-    /// once at start: restart to rotate. See docs/OPERATIONS.md [default: no TLS].
+    /// server's certificate first); needs --tls-key. The Unix socket stays plain. Read at
+    /// start and again on SIGHUP, with --tls-key and --tls-client-ca. See
+    /// docs/OPERATIONS.md [default: no TLS].
     #[arg(long, value_name = "PEM")]
     pub tls_cert: Option<PathBuf>,
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
@@ -113,8 +114,9 @@ pub(crate) struct ServeSettings {
     #[allow(rustdoc::broken_intra_doc_links)] // `[[token]]` is TOML, and --help prints it as is
     /// Require every client to authenticate with a token of this file (TOML: one
     /// [[token]] per token, with its name, its secret or the secret's SHA-256, and
-    /// optionally the ranges it may lock; see docs/OPERATIONS.md). Read at startup: a file
-    /// that cannot be used stops the server from starting [default: no authentication].
+    /// optionally the ranges it may lock; see docs/OPERATIONS.md). Read at start (a file
+    /// that cannot be used stops the server from starting) and again on SIGHUP (one that
+    /// cannot be used leaves the old tokens in force) [default: no authentication].
     #[arg(long, value_name = "FILE")]
     pub auth_file: Option<PathBuf>,
     /// Run as a node of a cluster whose state lives in etcd at these endpoints
