@@ -184,3 +184,29 @@ fn the_readme_says_how_long_its_two_commands_take() {
     }
     assert!(head.contains("On 2 quiet cores"), "the README does not say on what machine: {head}");
 }
+
+/// The README's CI section names every script `.ci/run` runs, and the test command.
+#[test]
+fn the_readme_names_every_step_of_ci() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let ci = &readme[readme.find("\n## CI\n").expect("a CI section")..];
+    let ci = ci.split_whitespace().collect::<Vec<_>>().join(" ");
+    let run = std::fs::read_to_string(repo().join(".ci/run")).unwrap();
+    let mut steps = 0;
+    for line in run.lines().map(str::trim).filter(|l| !l.starts_with('#')) {
+        if let Some(script) = line.strip_prefix("bash ") {
+            assert!(
+                ci.contains(&format!("`{script}`")),
+                "the README's CI section does not name {script}"
+            );
+            steps += 1;
+        } else if line.starts_with("cargo ") {
+            assert!(
+                ci.contains(&format!("`{line}`")),
+                "the README's CI section does not name `{line}`"
+            );
+            steps += 1;
+        }
+    }
+    assert!(steps >= 7, "found only {steps} steps in .ci/run");
+}
