@@ -5,9 +5,12 @@ own forms (``async with``, cancellation)."""
 from __future__ import annotations
 
 import asyncio
+import builtins
+import re
 import threading
 import warnings
-from typing import Any, Callable, Dict
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Set, Tuple
 
 import pytest
 
@@ -17,6 +20,9 @@ from conftest import Server, wait_until
 from test_locking import holders, waiters
 
 Connect = Callable[..., Any]
+
+#: The Python client's README.
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def test_acquire_and_release_like_threading_lock(server: Server, connect: Connect) -> None:
@@ -107,26 +113,112 @@ def test_acquire_after_a_lost_connection_raises(start_server: Callable[..., Serv
     c.close()
 
 
-def test_exceptions_derive_from_the_builtins() -> None:
+#: Every exception class the package exports, with the builtin exceptions it derives from
+#: (the most derived ones: a ``ConnectionError`` is an ``OSError`` too). The README's
+#: "Errors" table says the same (``test_the_readme_names_the_builtin_of_every_exception``).
+BUILTIN_BASES: Dict[str, Tuple[type, ...]] = {
+    "RangelockError": (),
+    "ConnectError": (ConnectionError,),
+    "HandshakeError": (ConnectionError,),
+    "TlsError": (ConnectionError,),
+    "HelloRefusedError": (ConnectionError,),
+    "UnsupportedVersionError": (ConnectionError,),
+    "AuthRequiredError": (ConnectionError, PermissionError),
+    "AuthFailedError": (ConnectionError, PermissionError),
+    "TlsRequiredError": (ConnectionError,),
+    "ConnectionLostError": (ConnectionError,),
+    "ClientClosedError": (ConnectionError,),
+    "SessionEndedError": (ConnectionError,),
+    "SessionExpiredError": (ConnectionError,),
+    "ServerShuttingDownError": (ConnectionError,),
+    "ProtocolError": (ValueError,),
+    "ServerError": (),
+    "LockNotGrantedError": (),
+    "WouldBlockError": (BlockingIOError,),
+    "TimedOutError": (TimeoutError,),
+    "LockCancelledError": (),
+    "ShuttingDownError": (ConnectionError,),
+    "ForbiddenError": (PermissionError,),
+    "InvalidRangeError": (ValueError,),
+    "NotHeldError": (),
+    "TooManyLocksError": (),
+    "AlreadyReleasedError": (),
+    "MalformedError": (),
+    "UnknownOpError": (),
+    "DuplicateIdError": (),
+    "FrameTooLargeError": (),
+    "NotWaitingError": (),
+    "NotOwnerError": (),
+    "InGraceError": (),
+    "CrossesPartitionError": (),
+    "ReclaimRefusedError": (),
+    "FencedError": (),
+    "NotClusteredError": (),
+    "ShmUnavailableError": (),
+    "ShmFullError": (),
+    "ShmAlreadyAttachedError": (),
+}
+
+
+def builtin_bases(cls: type) -> Set[type]:
+    """The most derived builtin exceptions among ``cls``'s bases (``Exception`` and its
+    bases left out)."""
+    found = {
+        c
+        for c in cls.__mro__
+        if c.__module__ == "builtins" and c not in (Exception, BaseException, object)
+    }
+    return {c for c in found if not any(o is not c and issubclass(o, c) for o in found)}
+
+
+def test_every_exception_derives_from_its_builtin() -> None:
     E = rangelock
-    assert issubclass(E.TimedOutError, TimeoutError)
-    assert issubclass(E.WouldBlockError, BlockingIOError)
-    for cls in (E.ConnectError, E.ConnectionLostError, E.SessionExpiredError, E.ServerShuttingDownError, E.ClientClosedError):
-        assert issubclass(cls, ConnectionError) and issubclass(cls, OSError), cls
-    assert issubclass(E.AuthRequiredError, PermissionError)
-    assert issubclass(E.AuthFailedError, PermissionError)
-    assert issubclass(E.ForbiddenError, PermissionError)
-    assert issubclass(E.InvalidRangeError, ValueError)
-    assert issubclass(E.ProtocolError, ValueError)
-    for name in E.errors.__all__:
-        obj = getattr(E, name)
-        if isinstance(obj, type):
-            assert issubclass(obj, E.RangelockError), name
-            assert name.endswith("Error"), name
+    exported = {
+        name
+        for name in E.errors.__all__
+        if isinstance(getattr(E.errors, name), type) and issubclass(getattr(E.errors, name), BaseException)
+    }
+    assert exported == set(BUILTIN_BASES), "the table names every exported exception class"
+    # Walk the whole hierarchy: no class of the package is left out of the table.
+    seen: Set[type] = set()
+    todo: List[type] = [E.RangelockError]
+    while todo:
+        cls = todo.pop()
+        if cls not in seen:
+            seen.add(cls)
+            todo.extend(cls.__subclasses__())
+    ours = {c.__name__ for c in seen if c.__module__.startswith("rangelock")}
+    assert ours == set(BUILTIN_BASES)
+    for name, bases in BUILTIN_BASES.items():
+        cls = getattr(E, name)
+        assert cls is getattr(E.errors, name), name
+        assert issubclass(cls, E.RangelockError), name
+        assert name.endswith("Error"), name
+        assert builtin_bases(cls) == set(bases), name
+        for b in bases:
+            assert issubclass(cls, b), (name, b)
     e = E.TimedOutError("lock 0..1 exclusive: timed out")
     assert str(e) == "lock 0..1 exclusive: timed out" and e.status is E.Status.TIMED_OUT
     c = E.ConnectError("cannot connect to x: refused", "x")
     assert str(c) == "cannot connect to x: refused" and c.address == "x"
+    s = E.error_for_status(E.Status.SHUTTING_DOWN, 0, "lock 0..10 exclusive")
+    assert isinstance(s, E.ShuttingDownError) and isinstance(s, ConnectionError)
+    assert str(s) == "lock 0..10 exclusive: the server is shutting down: nothing is granted any more (SHUTTING_DOWN)"
+
+
+def test_the_readme_names_the_builtin_of_every_exception() -> None:
+    """The README's "Errors" table: one row per exported class, its builtin bases as in
+    :data:`BUILTIN_BASES`."""
+    text = README.read_text()
+    section = text[text.index("## Errors") :]
+    rows = re.findall(r"^\| `(\w+)` \| ([^|]*) \|", section, re.M)
+    table: Dict[str, Tuple[type, ...]] = {}
+    for name, bases in rows:
+        assert name not in table, f"README: {name} has two rows"
+        names = re.findall(r"`(\w+)`", bases)
+        assert names or bases.strip() == "—", f"README: {name}: {bases!r}"
+        table[name] = tuple(getattr(builtins, b) for b in names)
+    assert table == BUILTIN_BASES
 
 
 def test_old_names_are_deprecated_aliases() -> None:
