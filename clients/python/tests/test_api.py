@@ -1,5 +1,5 @@
 """The Pythonic surface: ``acquire``/``release`` as in ``threading.Lock``, exceptions that
-derive from the builtins, the deprecated names of release 0.1, and the asyncio client's
+derive from the builtins, the deprecated names without the ``Error`` suffix, and the asyncio client's
 own forms (``async with``, cancellation)."""
 
 from __future__ import annotations

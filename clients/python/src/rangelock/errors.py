@@ -29,7 +29,7 @@ means the same thing, so ``except TimeoutError``, ``except ConnectionError`` or
 The README's "Errors" table (``clients/python/README.md``) names the builtin of every
 class; ``tests/test_api.py`` checks the classes against it.
 
-The names without the ``Error`` suffix of release 0.1 (``TimedOut``, ``ConnectionLost``,
+The earlier names without the ``Error`` suffix (``TimedOut``, ``ConnectionLost``,
 ``WouldBlock``, ...) are deprecated aliases of the same classes, kept for one release:
 using one warns with :class:`DeprecationWarning`.
 """
@@ -413,7 +413,7 @@ def session_ended_error(reason: EndReason, message: str) -> SessionEndedError:
 
 # --------------------------------------------------------------------------- old names
 
-#: The names of release 0.1, deprecated: each maps to its ``Error``-suffixed class.
+#: The earlier names without the ``Error`` suffix, deprecated: each maps to its ``Error``-suffixed class.
 DEPRECATED_ALIASES: Dict[str, str] = {
     "HelloRefused": "HelloRefusedError",
     "UnsupportedVersion": "UnsupportedVersionError",
