@@ -16,7 +16,7 @@ import pytest
 
 import rangelock
 import rangelock.aio
-from conftest import Server, wait_until
+from conftest import BlockedLock, Server, StartServer, require_flag, wait_until
 from test_locking import holders, waiters
 
 Connect = Callable[..., Any]
@@ -28,26 +28,72 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 def test_acquire_and_release_like_threading_lock(server: Server, connect: Connect) -> None:
     with connect(server.address) as a, connect(server.address) as b:
         lock = a.range_lock(0, 4096)
-        assert not lock.locked() and lock.token is None and lock.guard is None
+        assert not lock.owned() and not lock.locked() and lock.token is None and lock.guard is None
         assert lock.acquire() is True
-        assert lock.locked() and lock.token is not None and lock.token >= 1
+        assert lock.owned() and lock.locked() and lock.token is not None and lock.token >= 1
         assert lock.guard is not None and lock.guard.token == lock.token
         assert holders(b) == [(a.session, 0, 4096, False)]
         other = b.range_lock(100, 200, shared=True)
         assert other.acquire(blocking=False) is False  # a try
         assert other.acquire(timeout=0) is False  # queued, timed out at once
         assert other.acquire(timeout=0.05) is False
-        assert not other.locked() and other.token is None
+        # Not owned, but locked: a holds an overlapping range (redis-py's meanings).
+        assert not other.owned() and other.locked() and other.token is None
         first = lock.token
         lock.release()
-        assert not lock.locked() and lock.token is None
+        assert not lock.owned() and not lock.locked() and lock.token is None
         assert holders(b) == []
         assert other.acquire(blocking=False) is True
         assert other.token is not None and other.token > first
         other.release()
         with lock as held:
-            assert held is lock and lock.locked()
-        assert not lock.locked()
+            assert held is lock and lock.owned()
+        assert not lock.owned()
+
+
+def test_locked_says_whether_anyone_holds_the_range(server: Server, connect: Connect) -> None:
+    """``locked()`` as in redis-py: whether anyone holds the range (asked of the server);
+    ``owned()``: whether this lock does (local)."""
+    with connect(server.address) as c1, connect(server.address) as c2:
+        mine = c1.range_lock(0, 100)
+        theirs = c2.range_lock(10, 20)
+        assert not theirs.locked() and not mine.locked()  # nobody holds anything
+        assert mine.acquire()
+        assert mine.owned() and mine.locked()
+        assert theirs.locked() and not theirs.owned()
+        assert c2.range_lock(10, 20, shared=True).locked()  # shared conflicts with exclusive
+        assert c1.range_lock(50, 60).locked()  # the same client's other lock is "anyone"
+        assert not c2.range_lock(100, 200).locked()  # half-open: 0..100 ends before 100
+        readers = c1.range_lock(300, 400, shared=True)
+        assert readers.acquire()
+        assert not c2.range_lock(350, 360, shared=True).locked()  # shared with shared: free
+        assert c2.range_lock(350, 360).locked()
+        # A queued lock is not a holder.
+        waiter = BlockedLock(c2, 0, 10)
+        wait_until(lambda: len(waiters(c1)) == 1, what="the lock to be queued")
+        mine.release()
+        assert waiter.result() is None
+        assert not mine.owned() and mine.locked()  # c2 holds 0..10 now
+        readers.release()
+        assert not c2.range_lock(350, 360).locked()
+
+
+def test_locked_probes_when_the_servers_list_is_cut_short(start_server: StartServer, connect: Connect) -> None:
+    """A server that lists one entry per STATS: ``locked()`` cannot see every holder in
+    the list and falls back to a try-lock, released at once."""
+    require_flag("--max-stats-entries")
+    server = start_server("--max-stats-entries", "1")
+    with connect(server.address) as c1, connect(server.address) as c2:
+        c1.lock(500, 600)  # the one entry listed (the oldest)
+        c1.lock(0, 100)  # left out of the list
+        stats = c2.stats()
+        assert len(stats.entries) == 1 and stats.omitted == 1
+        assert c2.range_lock(10, 20).locked()
+        assert not c2.range_lock(200, 300).locked()
+        # The probe's grant was released: still the two holders of c1, and c2 holds nothing.
+        after = c2.stats()
+        assert after.counters.holders == 2 and after.counters.grants == 3
+        assert c2.range_lock(200, 300).acquire(blocking=False)
 
 
 def test_acquire_arguments_are_those_of_threading(server: Server, connect: Connect) -> None:
@@ -80,7 +126,7 @@ def test_a_waiting_acquire_is_granted_when_the_holder_releases(server: Server, c
         wait_until(lambda: len(waiters(a)) == 1, what="the acquire to be queued")
         held.release()
         t.join(timeout=30)
-        assert got == {"ok": True} and wanted.locked()
+        assert got == {"ok": True} and wanted.owned()
         wanted.release()
 
 
@@ -107,7 +153,7 @@ def test_acquire_after_a_lost_connection_raises(start_server: Callable[..., Serv
     assert c.wait_lost(timeout=10) is not None
     with pytest.raises(rangelock.ConnectionLostError):
         lock.release()
-    assert not lock.locked()
+    assert not lock.owned()
     with pytest.raises(ConnectionError):
         lock.acquire()
     c.close()
