@@ -341,9 +341,9 @@ class AsyncLock:
 
         A coroutine, unlike :meth:`asyncio.Lock.locked` (as in redis-py's asyncio
         ``Lock``): it asks the server with one ``STATS`` (its answer lists every holder
-        and waiter, up to the server's ``--max-stats-entries``). If the server cut the list
-        short and it shows no conflicting holder, it probes instead: a try-lock of the range,
-        released at once when granted (``True`` if the try is refused: then a conflicting
+        and waiter, up to the server's ``--max-stats-entries``). If the server cut the
+        list short and it shows no conflicting holder, it probes instead: a try-lock of the
+        range, released at once when granted (``True`` if the try is refused: then a conflicting
         *queued* lock may be the cause). Raises :class:`ConnectionLostError`, and for the
         probe :class:`ForbiddenError` (a range outside the session's token)."""
         g = self._guard

@@ -400,10 +400,10 @@ class Lock:
         conflicting waiter makes it fail, protocol §3). The meaning of redis-py's
         ``Lock.locked()``; :meth:`owned` says whether this lock holds it.
 
-        Asks the server with one ``STATS`` (its answer lists every holder
-        and waiter, up to the server's ``--max-stats-entries``). If the server cut the list
-        short and it shows no conflicting holder, it probes instead: a try-lock of the range,
-        released at once when granted (``True`` if the try is refused: then a conflicting
+        Asks the server with one ``STATS`` (its answer lists every holder and waiter, up
+        to the server's ``--max-stats-entries``). If the server cut the list short and it
+        shows no conflicting holder, it probes instead: a try-lock of the range, released
+        at once when granted (``True`` if the try is refused: then a conflicting
         *queued* lock may be the cause). Raises :class:`ConnectionLostError`, and for the
         probe :class:`ForbiddenError` (a range outside the session's token)."""
         g = self._guard
