@@ -73,8 +73,11 @@ class BridgedLock:
         g = self.inner.guard
         return None if g is None else BridgedGuard(self._loop, g)
 
+    def owned(self) -> bool:
+        return self.inner.owned()
+
     def locked(self) -> bool:
-        return self.inner.locked()
+        return self._loop.run(self.inner.locked())
 
     def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
         return self._loop.run(self.inner.acquire(blocking, timeout))

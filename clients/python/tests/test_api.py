@@ -1,47 +1,99 @@
 """The Pythonic surface: ``acquire``/``release`` as in ``threading.Lock``, exceptions that
-derive from the builtins, the deprecated names of release 0.1, and the asyncio client's
+derive from the builtins, the deprecated names without the ``Error`` suffix, and the asyncio client's
 own forms (``async with``, cancellation)."""
 
 from __future__ import annotations
 
 import asyncio
+import builtins
+import re
 import threading
 import warnings
-from typing import Any, Callable, Dict
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Set, Tuple
 
 import pytest
 
 import rangelock
 import rangelock.aio
-from conftest import Server, wait_until
+from conftest import BlockedLock, Server, StartServer, require_flag, wait_until
 from test_locking import holders, waiters
 
 Connect = Callable[..., Any]
+
+#: The Python client's README.
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def test_acquire_and_release_like_threading_lock(server: Server, connect: Connect) -> None:
     with connect(server.address) as a, connect(server.address) as b:
         lock = a.range_lock(0, 4096)
-        assert not lock.locked() and lock.token is None and lock.guard is None
+        assert not lock.owned() and not lock.locked() and lock.token is None and lock.guard is None
         assert lock.acquire() is True
-        assert lock.locked() and lock.token is not None and lock.token >= 1
+        assert lock.owned() and lock.locked() and lock.token is not None and lock.token >= 1
         assert lock.guard is not None and lock.guard.token == lock.token
         assert holders(b) == [(a.session, 0, 4096, False)]
         other = b.range_lock(100, 200, shared=True)
         assert other.acquire(blocking=False) is False  # a try
         assert other.acquire(timeout=0) is False  # queued, timed out at once
         assert other.acquire(timeout=0.05) is False
-        assert not other.locked() and other.token is None
+        # Not owned, but locked: a holds an overlapping range (redis-py's meanings).
+        assert not other.owned() and other.locked() and other.token is None
         first = lock.token
         lock.release()
-        assert not lock.locked() and lock.token is None
+        assert not lock.owned() and not lock.locked() and lock.token is None
         assert holders(b) == []
         assert other.acquire(blocking=False) is True
         assert other.token is not None and other.token > first
         other.release()
         with lock as held:
-            assert held is lock and lock.locked()
-        assert not lock.locked()
+            assert held is lock and lock.owned()
+        assert not lock.owned()
+
+
+def test_locked_says_whether_anyone_holds_the_range(server: Server, connect: Connect) -> None:
+    """``locked()`` as in redis-py: whether anyone holds the range (asked of the server);
+    ``owned()``: whether this lock does (local)."""
+    with connect(server.address) as c1, connect(server.address) as c2:
+        mine = c1.range_lock(0, 100)
+        theirs = c2.range_lock(10, 20)
+        assert not theirs.locked() and not mine.locked()  # nobody holds anything
+        assert mine.acquire()
+        assert mine.owned() and mine.locked()
+        assert theirs.locked() and not theirs.owned()
+        assert c2.range_lock(10, 20, shared=True).locked()  # shared conflicts with exclusive
+        assert c1.range_lock(50, 60).locked()  # the same client's other lock is "anyone"
+        assert not c2.range_lock(100, 200).locked()  # half-open: 0..100 ends before 100
+        readers = c1.range_lock(300, 400, shared=True)
+        assert readers.acquire()
+        assert not c2.range_lock(350, 360, shared=True).locked()  # shared with shared: free
+        assert c2.range_lock(350, 360).locked()
+        # A queued lock is not a holder.
+        waiter = BlockedLock(c2, 0, 10)
+        wait_until(lambda: len(waiters(c1)) == 1, what="the lock to be queued")
+        mine.release()
+        assert waiter.result() is None
+        assert not mine.owned() and mine.locked()  # c2 holds 0..10 now
+        readers.release()
+        assert not c2.range_lock(350, 360).locked()
+
+
+def test_locked_probes_when_the_servers_list_is_cut_short(start_server: StartServer, connect: Connect) -> None:
+    """A server that lists one entry per STATS: ``locked()`` cannot see every holder in
+    the list and falls back to a try-lock, released at once."""
+    require_flag("--max-stats-entries")
+    server = start_server("--max-stats-entries", "1")
+    with connect(server.address) as c1, connect(server.address) as c2:
+        c1.lock(500, 600)  # the one entry listed (the oldest)
+        c1.lock(0, 100)  # left out of the list
+        stats = c2.stats()
+        assert len(stats.entries) == 1 and stats.omitted == 1
+        assert c2.range_lock(10, 20).locked()
+        assert not c2.range_lock(200, 300).locked()
+        # The probe's grant was released: still the two holders of c1, and c2 holds nothing.
+        after = c2.stats()
+        assert after.counters.holders == 2 and after.counters.grants == 3
+        assert c2.range_lock(200, 300).acquire(blocking=False)
 
 
 def test_acquire_arguments_are_those_of_threading(server: Server, connect: Connect) -> None:
@@ -74,7 +126,7 @@ def test_a_waiting_acquire_is_granted_when_the_holder_releases(server: Server, c
         wait_until(lambda: len(waiters(a)) == 1, what="the acquire to be queued")
         held.release()
         t.join(timeout=30)
-        assert got == {"ok": True} and wanted.locked()
+        assert got == {"ok": True} and wanted.owned()
         wanted.release()
 
 
@@ -101,32 +153,118 @@ def test_acquire_after_a_lost_connection_raises(start_server: Callable[..., Serv
     assert c.wait_lost(timeout=10) is not None
     with pytest.raises(rangelock.ConnectionLostError):
         lock.release()
-    assert not lock.locked()
+    assert not lock.owned()
     with pytest.raises(ConnectionError):
         lock.acquire()
     c.close()
 
 
-def test_exceptions_derive_from_the_builtins() -> None:
+#: Every exception class the package exports, with the builtin exceptions it derives from
+#: (the most derived ones: a ``ConnectionError`` is an ``OSError`` too). The README's
+#: "Errors" table says the same (``test_the_readme_names_the_builtin_of_every_exception``).
+BUILTIN_BASES: Dict[str, Tuple[type, ...]] = {
+    "RangelockError": (),
+    "ConnectError": (ConnectionError,),
+    "HandshakeError": (ConnectionError,),
+    "TlsError": (ConnectionError,),
+    "HelloRefusedError": (ConnectionError,),
+    "UnsupportedVersionError": (ConnectionError,),
+    "AuthRequiredError": (ConnectionError, PermissionError),
+    "AuthFailedError": (ConnectionError, PermissionError),
+    "TlsRequiredError": (ConnectionError,),
+    "ConnectionLostError": (ConnectionError,),
+    "ClientClosedError": (ConnectionError,),
+    "SessionEndedError": (ConnectionError,),
+    "SessionExpiredError": (ConnectionError,),
+    "ServerShuttingDownError": (ConnectionError,),
+    "ProtocolError": (ValueError,),
+    "ServerError": (),
+    "LockNotGrantedError": (),
+    "WouldBlockError": (BlockingIOError,),
+    "TimedOutError": (TimeoutError,),
+    "LockCancelledError": (),
+    "ShuttingDownError": (ConnectionError,),
+    "ForbiddenError": (PermissionError,),
+    "InvalidRangeError": (ValueError,),
+    "NotHeldError": (),
+    "TooManyLocksError": (),
+    "AlreadyReleasedError": (),
+    "MalformedError": (),
+    "UnknownOpError": (),
+    "DuplicateIdError": (),
+    "FrameTooLargeError": (),
+    "NotWaitingError": (),
+    "NotOwnerError": (),
+    "InGraceError": (),
+    "CrossesPartitionError": (),
+    "ReclaimRefusedError": (),
+    "FencedError": (),
+    "NotClusteredError": (),
+    "ShmUnavailableError": (),
+    "ShmFullError": (),
+    "ShmAlreadyAttachedError": (),
+}
+
+
+def builtin_bases(cls: type) -> Set[type]:
+    """The most derived builtin exceptions among ``cls``'s bases (``Exception`` and its
+    bases left out)."""
+    found = {
+        c
+        for c in cls.__mro__
+        if c.__module__ == "builtins" and c not in (Exception, BaseException, object)
+    }
+    return {c for c in found if not any(o is not c and issubclass(o, c) for o in found)}
+
+
+def test_every_exception_derives_from_its_builtin() -> None:
     E = rangelock
-    assert issubclass(E.TimedOutError, TimeoutError)
-    assert issubclass(E.WouldBlockError, BlockingIOError)
-    for cls in (E.ConnectError, E.ConnectionLostError, E.SessionExpiredError, E.ServerShuttingDownError, E.ClientClosedError):
-        assert issubclass(cls, ConnectionError) and issubclass(cls, OSError), cls
-    assert issubclass(E.AuthRequiredError, PermissionError)
-    assert issubclass(E.AuthFailedError, PermissionError)
-    assert issubclass(E.ForbiddenError, PermissionError)
-    assert issubclass(E.InvalidRangeError, ValueError)
-    assert issubclass(E.ProtocolError, ValueError)
-    for name in E.errors.__all__:
-        obj = getattr(E, name)
-        if isinstance(obj, type):
-            assert issubclass(obj, E.RangelockError), name
-            assert name.endswith("Error"), name
+    exported = {
+        name
+        for name in E.errors.__all__
+        if isinstance(getattr(E.errors, name), type) and issubclass(getattr(E.errors, name), BaseException)
+    }
+    assert exported == set(BUILTIN_BASES), "the table names every exported exception class"
+    # Walk the whole hierarchy: no class of the package is left out of the table.
+    seen: Set[type] = set()
+    todo: List[type] = [E.RangelockError]
+    while todo:
+        cls = todo.pop()
+        if cls not in seen:
+            seen.add(cls)
+            todo.extend(cls.__subclasses__())
+    ours = {c.__name__ for c in seen if c.__module__.startswith("rangelock")}
+    assert ours == set(BUILTIN_BASES)
+    for name, bases in BUILTIN_BASES.items():
+        cls = getattr(E, name)
+        assert cls is getattr(E.errors, name), name
+        assert issubclass(cls, E.RangelockError), name
+        assert name.endswith("Error"), name
+        assert builtin_bases(cls) == set(bases), name
+        for b in bases:
+            assert issubclass(cls, b), (name, b)
     e = E.TimedOutError("lock 0..1 exclusive: timed out")
     assert str(e) == "lock 0..1 exclusive: timed out" and e.status is E.Status.TIMED_OUT
     c = E.ConnectError("cannot connect to x: refused", "x")
     assert str(c) == "cannot connect to x: refused" and c.address == "x"
+    s = E.error_for_status(E.Status.SHUTTING_DOWN, 0, "lock 0..10 exclusive")
+    assert isinstance(s, E.ShuttingDownError) and isinstance(s, ConnectionError)
+    assert str(s) == "lock 0..10 exclusive: the server is shutting down: nothing is granted any more (SHUTTING_DOWN)"
+
+
+def test_the_readme_names_the_builtin_of_every_exception() -> None:
+    """The README's "Errors" table: one row per exported class, its builtin bases as in
+    :data:`BUILTIN_BASES`."""
+    text = README.read_text()
+    section = text[text.index("## Errors") :]
+    rows = re.findall(r"^\| `(\w+)` \| ([^|]*) \|", section, re.M)
+    table: Dict[str, Tuple[type, ...]] = {}
+    for name, bases in rows:
+        assert name not in table, f"README: {name} has two rows"
+        names = re.findall(r"`(\w+)`", bases)
+        assert names or bases.strip() == "—", f"README: {name}: {bases!r}"
+        table[name] = tuple(getattr(builtins, b) for b in names)
+    assert table == BUILTIN_BASES
 
 
 def test_old_names_are_deprecated_aliases() -> None:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
 import rangelock
+from rangelock import protocol as P
 from conftest import BlockedLock, Connect, StartServer, wait_until
 from test_locking import holders, waiters
+from test_protocol import VECTORS
 
 
 def test_keepalive_keeps_a_session_past_its_lease(start_server: StartServer, connect: Connect) -> None:
@@ -117,9 +121,20 @@ def test_with_block_reports_a_connection_lost_inside_it(start_server: StartServe
     c.close()
 
 
-def test_server_shutdown_answers_a_waiting_lock(start_server: StartServer, connect: Connect) -> None:
-    """SIGTERM: queued LOCKs are answered SHUTTING_DOWN (§2), then the connection closes."""
-    server = start_server()
+#: The server's engines (``rangelock serve --engine``).
+ENGINES = ["combiner", "tree-mutex", "tree-single", "rangelock"]
+
+
+@pytest.mark.parametrize("grant", ["push", "poll"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_server_shutdown_ends_a_waiting_lock_with_a_connection_error(
+    start_server: StartServer, connect: Connect, engine: str, grant: str
+) -> None:
+    """SIGTERM: the session gets the SESSION_ENDED notice, then its queued LOCKs are
+    answered SHUTTING_DOWN (§2.1), then the connection closes. The waiting call raises a
+    ``ConnectionError`` on every engine, whichever of those it learns from first (poll: the
+    answer to its next POLL, or the closed connection)."""
+    server = start_server("--engine", engine, "--grant", grant)
     holder = connect(server.address)
     c = connect(server.address)
     holder.lock(0, 10)
@@ -127,8 +142,11 @@ def test_server_shutdown_answers_a_waiting_lock(start_server: StartServer, conne
     wait_until(lambda: len(waiters(holder)) == 1, what="the lock to be queued")
     assert server.stop() == 0
     error = blocked.result()
-    assert isinstance(error, rangelock.ShuttingDownError), error
+    assert isinstance(error, ConnectionError), repr(error)
+    assert isinstance(error, (rangelock.ShuttingDownError, rangelock.ServerShuttingDownError)), repr(error)
     assert "shutting down" in str(error)
+    if grant == "push":
+        assert isinstance(error, rangelock.ShuttingDownError), repr(error)
     for client in (c, holder):
         lost = client.wait_lost(timeout=10)
         assert isinstance(lost, rangelock.ServerShuttingDownError), repr(lost)
@@ -136,6 +154,70 @@ def test_server_shutdown_answers_a_waiting_lock(start_server: StartServer, conne
         assert f"ended session {client.session}: the server is shutting down" in str(lost)
     holder.close()
     c.close()
+
+
+class StoppingPeer:
+    """A one-connection stand-in for a server that stops while a LOCK waits: it accepts
+    the hello, reads one LOCK and answers with ``frames(lock_id)``, then closes. For the
+    orders of the stop's frames that a real server does not produce on demand."""
+
+    def __init__(self, frames: Callable[[int], bytes]) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.address = "127.0.0.1:%d" % self.listener.getsockname()[1]
+        self._frames = frames
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _read(self, conn: socket.socket, n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            data = conn.recv(n - len(buf))
+            assert data, "the client closed the connection early"
+            buf += data
+        return buf
+
+    def _serve(self) -> None:
+        conn, _ = self.listener.accept()
+        with conn:
+            self._read(conn, P.CLIENT_HELLO_LEN)
+            conn.sendall(VECTORS["server-hello"])
+            size = int.from_bytes(self._read(conn, 4), "little")
+            frame = self._read(conn, size)
+            assert frame[0] == P.Op.LOCK
+            conn.sendall(self._frames(int.from_bytes(frame[1:9], "little")))
+
+    def close(self) -> None:
+        self.thread.join(timeout=10)
+        self.listener.close()
+
+
+def _answer(lock_id: int) -> bytes:
+    return P.encode_response(P.Response(P.Op.LOCK, lock_id, P.Status.SHUTTING_DOWN, 0))
+
+
+_NOTICE = P.encode_notice(P.Status.SESSION_ENDED, P.EndReason.SHUTDOWN)
+
+
+@pytest.mark.parametrize(
+    "order,frames",
+    [
+        ("notice, answer", lambda id: _NOTICE + _answer(id)),
+        ("answer, notice", lambda id: _answer(id) + _NOTICE),
+        ("notice only", lambda id: _NOTICE),
+        ("answer only", _answer),
+    ],
+)
+def test_a_stop_while_a_lock_waits_is_a_connection_error_in_any_order(
+    connect: Connect, order: str, frames: Callable[[int], bytes]
+) -> None:
+    peer = StoppingPeer(frames)
+    with connect(peer.address, keepalive=False) as c:
+        with pytest.raises(ConnectionError) as info:
+            c.lock(0, 10)
+        assert isinstance(info.value, (rangelock.ShuttingDownError, rangelock.ServerShuttingDownError)), order
+        assert "shutting down" in str(info.value), order
+        assert isinstance(c.wait_lost(timeout=10), rangelock.ConnectionLostError)
+    peer.close()
 
 
 def test_poll_grant_server(start_server: StartServer, connect: Connect) -> None:

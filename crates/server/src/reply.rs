@@ -78,7 +78,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Notify;
 
-use crate::protocol::ResponseFrame;
+use crate::protocol::{EndReason, ResponseFrame, Status};
 
 /// Something that takes a session's responses.
 pub trait ReplyTo: Send + Sync + fmt::Debug {
@@ -219,6 +219,9 @@ struct Out {
     ended: bool,
     /// Bytes the writer task took from `buf` that the socket has not accepted yet.
     in_flight: usize,
+    /// The session's end is settled: its `SESSION_ENDED` notice is in `buf` (or was
+    /// written), or it gets none ([`SocketSink::end_session`]).
+    end_settled: bool,
 }
 
 /// What a non-blocking write of a sink's buffer did ([`SocketSink::send_locked`]); the
@@ -247,11 +250,16 @@ pub(crate) struct SocketSink<W> {
     max_bytes: usize,
     /// Notified (once) when the output limit is passed.
     overflow: Notify,
+    /// The session speaks protocol version 4: it gets a `SESSION_ENDED` notice when the
+    /// server ends it (`docs/PROTOCOL.md` §2.1).
+    end_notices: bool,
 }
 
 impl<W: DirectWrite> SocketSink<W> {
     /// A sink writing to `wr` that holds at most `max_bytes` of unwritten responses.
-    pub(crate) fn new(wr: W, max_bytes: usize) -> Arc<Self> {
+    /// `end_notices`: the session gets `SESSION_ENDED` notices (version 4); then the sink
+    /// puts the shutdown notice before the session's first `SHUTTING_DOWN` answer.
+    pub(crate) fn new(wr: W, max_bytes: usize, end_notices: bool) -> Arc<Self> {
         Arc::new(SocketSink {
             out: Mutex::new(Out::default()),
             wr,
@@ -260,7 +268,25 @@ impl<W: DirectWrite> SocketSink<W> {
             progress: Notify::new(),
             max_bytes,
             overflow: Notify::new(),
+            end_notices,
         })
+    }
+
+    /// Settles how the session ends: queues `notice` (its `SESSION_ENDED` notice) and
+    /// flushes, unless the session's end was settled already — by an earlier call, or by
+    /// a `SHUTTING_DOWN` answer, which [`ReplyTo::queue`] put the shutdown notice before.
+    /// `None` (the client closed the session, or another notice stood in for this one):
+    /// no notice, and none later. A session without end notices gets none either way.
+    pub(crate) fn end_session(&self, notice: Option<&ResponseFrame>) {
+        let mut o = self.lock();
+        if std::mem::replace(&mut o.end_settled, true) || !self.end_notices {
+            return;
+        }
+        if let Some(n) = notice {
+            if self.push(o, n) {
+                self.flush();
+            }
+        }
     }
 
     /// Completes once the session's unwritten responses would pass its output limit (a
@@ -404,6 +430,33 @@ impl<W: DirectWrite> SocketSink<W> {
 impl<W: DirectWrite> ReplyTo for SocketSink<W> {
     fn queue(&self, r: &ResponseFrame) -> bool {
         let mut o = self.lock();
+        // The server is stopping. A version 4 session learns it from the notice first,
+        // then from the answers of its requests (`docs/PROTOCOL.md` §2.1): whichever comes
+        // first — the engine answering a waiting LOCK, or the session's read loop
+        // ending — puts the notice in the buffer, under this mutex, ahead of the answer.
+        if r.status == Status::ShuttingDown
+            && !r.is_notice()
+            && self.end_notices
+            && !std::mem::replace(&mut o.end_settled, true)
+        {
+            ResponseFrame::session_ended(EndReason::Shutdown).encode(&mut o.buf);
+            o.frames += 1;
+        }
+        self.push(o, r)
+    }
+
+    fn flush(&self) {
+        let mut o = self.lock();
+        o.dirty = false;
+        let sent = self.send_locked(&mut o);
+        drop(o);
+        self.report(sent);
+    }
+}
+
+impl<W: DirectWrite> SocketSink<W> {
+    /// Appends `r` to the buffer `o` of this sink; what [`ReplyTo::queue`] returns.
+    fn push(&self, mut o: MutexGuard<'_, Out>, r: &ResponseFrame) -> bool {
         if o.broken {
             return false;
         }
@@ -432,14 +485,6 @@ impl<W: DirectWrite> ReplyTo for SocketSink<W> {
         drop(o);
         self.report(sent);
         owed
-    }
-
-    fn flush(&self) {
-        let mut o = self.lock();
-        o.dirty = false;
-        let sent = self.send_locked(&mut o);
-        drop(o);
-        self.report(sent);
     }
 }
 
@@ -542,7 +587,7 @@ mod tests {
     async fn bytes_held_back_by_the_transport_are_not_stranded() {
         let t = Arc::new(HoldBack::default());
         t.state().full = true;
-        let sink = SocketSink::new(t.clone(), 1 << 20);
+        let sink = SocketSink::new(t.clone(), 1 << 20, false);
         let writer = tokio::spawn(sink.clone().run_writer());
         // Let the writer go idle (the test runs on one thread).
         for _ in 0..3 {
@@ -639,7 +684,7 @@ mod tests {
     #[test]
     fn answers_the_socket_takes_do_not_count_even_before_the_batch_is_flushed() {
         let room = Room::with(1 << 20);
-        let sink = SocketSink::new(room.clone(), 5 * FRAME);
+        let sink = SocketSink::new(room.clone(), 5 * FRAME, false);
         for id in 0..100 {
             sink.queue(&frame(id));
             assert!(!sink.lock().broken, "closed at frame {id}, the socket took every byte");
@@ -654,7 +699,7 @@ mod tests {
     #[test]
     fn with_a_full_socket_the_frame_that_passes_the_limit_ends_the_session() {
         let room = Room::with(0);
-        let sink = SocketSink::new(room.clone(), 3 * FRAME);
+        let sink = SocketSink::new(room.clone(), 3 * FRAME, false);
         for id in 0..3 {
             sink.queue(&frame(id));
         }
@@ -669,7 +714,7 @@ mod tests {
     #[tokio::test]
     async fn the_writers_bytes_count_down_as_the_socket_takes_them() {
         let room = Room::with(0);
-        let sink = SocketSink::new(room.clone(), 3 * FRAME);
+        let sink = SocketSink::new(room.clone(), 3 * FRAME, false);
         let writer = tokio::spawn(sink.clone().run_writer());
         let handle = SinkHandle(sink.clone());
         for id in 0..3 {

@@ -31,8 +31,12 @@
 //! 3. End (EOF, I/O error, lease expiry, bad framing, server shutdown, the session's token
 //!    revoked by a reload of the auth file: the `reload` module): a version 4 session
 //!    that the server ends on its own gets a `SESSION_ENDED` notice with the
-//!    [`EndReason`] first (`docs/PROTOCOL.md` §2.1). Then submit `Close`, which
-//!    releases every lock of the session and withdraws its waits, waking other sessions.
+//!    [`EndReason`] first (`docs/PROTOCOL.md` §2.1). At shutdown the engine may answer
+//!    the session's waiting LOCKs `SHUTTING_DOWN` before the loop sees the shutdown: the
+//!    sink then puts the shutdown notice ahead of the first such answer
+//!    ([`SocketSink::end_session`]), so the order holds on every engine. Then submit
+//!    `Close`, which releases every lock of the session and withdraws its waits, waking
+//!    other sessions.
 //!    Timers of the session are aborted. The writer drains what is queued and shuts the
 //!    socket down once the table and the read loop have dropped their sink handles.
 
@@ -202,7 +206,7 @@ pub(crate) async fn run<S: Transport>(
     if reply::write_all(&wr, &out).await.is_err() {
         return;
     }
-    let sink = SocketSink::new(wr, shared.config.max_output_bytes);
+    let sink = SocketSink::new(wr, shared.config.max_output_bytes, version >= 4);
     let mut tx: ReplySink = Arc::new(SinkHandle(sink.clone()));
     // On a server with slots every session's answers pass through a `ShmSink`, which
     // publishes them once the session attaches a slot (and returns the slot when the
@@ -319,11 +323,11 @@ pub(crate) async fn run<S: Transport>(
             }
         }
     };
-    // Tell a version 4 client why the server ends its session (PROTOCOL.md §2.1): the
-    // last frame before the writer shuts the socket down.
-    if let Some(why) = end_reason(reason).filter(|_| version >= 4 && !fenced) {
-        reply::send_now(&handler.tx, ResponseFrame::session_ended(why));
-    }
+    // Tell a version 4 client why the server ends its session (PROTOCOL.md §2.1), before
+    // the answers still owed (the sink ignores this when a `SHUTTING_DOWN` answer already
+    // put the shutdown notice first; a version 3 session gets no notice).
+    let notice = end_reason(reason).filter(|_| !fenced).map(ResponseFrame::session_ended);
+    sink.end_session(notice.as_ref());
     match reason {
         "closed by client" | "server shutdown" => {
             tracing::debug!(%peer, session, reason, "session closing")

@@ -402,6 +402,52 @@ fn server_shutdown_answers_waiters_then_closes() {
     }
 }
 
+/// PROTOCOL.md §2.1: at shutdown a version 4 session with a waiting LOCK gets the
+/// `SESSION_ENDED` notice (reason shutdown) first, then the `SHUTTING_DOWN` answer of the
+/// LOCK, then the connection closes. On every engine, 20 times each: the order was a race
+/// (the engine's answer could reach the socket before the session's notice).
+#[test]
+fn shutdown_sends_the_end_notice_before_the_shutting_down_answers() {
+    let mut wrong = Vec::new();
+    for engine in EngineKind::ALL {
+        let mut bad = 0;
+        let mut first = None;
+        for round in 0..20 {
+            if let Err(e) = shutdown_order(engine) {
+                bad += 1;
+                first.get_or_insert(format!("round {round}: {e}"));
+            }
+        }
+        if let Some(first) = first {
+            wrong.push(format!("{engine:?}: {bad} of 20 rounds, first {first}"));
+        }
+    }
+    assert!(wrong.is_empty(), "the shutdown order was wrong:\n{}", wrong.join("\n"));
+}
+
+/// One server, a holder and a waiter, a shutdown; what the waiter reads after it.
+fn shutdown_order(engine: EngineKind) -> Result<(), String> {
+    let srv = server(|c| c.engine = engine);
+    let addr = srv.tcp_addr().unwrap();
+    let mut holder = Raw::connect(addr);
+    assert_eq!(holder.call(1, lock(0, 10, Mode::Exclusive, Wait::Forever)).status, Status::Ok);
+    let mut waiter = Raw::connect(addr);
+    // Returns once the server has taken the LOCK (it waits behind the holder).
+    waiter.queue(7, lock(0, 10, Mode::Exclusive, Wait::Forever));
+    srv.shutdown();
+    let frames: Vec<ResponseFrame> = std::iter::from_fn(|| waiter.recv()).collect();
+    let notice = ResponseFrame::session_ended(EndReason::Shutdown);
+    let answer = ResponseFrame::new(op::LOCK, 7, Status::ShuttingDown, 0);
+    if frames != [notice, answer] {
+        return Err(format!("the waiter read {frames:?}, not the notice, the answer, EOF"));
+    }
+    // The holder had nothing waiting: the notice alone, then EOF.
+    match holder.end_reason() {
+        Ok(Some(EndReason::Shutdown)) => Ok(()),
+        other => Err(format!("the holder's end: {other:?}")),
+    }
+}
+
 fn shutdown_with_a_waiter(engine: EngineKind, grant: GrantMode) {
     let srv = server(|c| {
         c.engine = engine;

@@ -31,7 +31,7 @@ from .errors import RangelockError, deprecated_alias
 from .errors import __all__ as _errors_all
 from .protocol import Counters, EndReason, GrantMode, Stats, StatsEntry, Status
 
-__version__ = "0.2.0"
+__version__ = "0.1.0"
 
 __all__ = [
     "Client",
@@ -51,5 +51,5 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Type[RangelockError]:
-    """The deprecated exception names of release 0.1 (``rangelock.TimedOut``, ...)."""
+    """The deprecated exception names without the ``Error`` suffix (``rangelock.TimedOut``, ...)."""
     return deprecated_alias(name)

@@ -266,3 +266,19 @@ class Loss:
                 return session_ended_error(self.reason, self.message)
             return SessionEndedError(self.message)
         return ConnectionLostError(self.message)
+
+
+#: The ``max_entries`` of the STATS that ``Lock.locked()`` sends: every entry the server
+#: will send (it cuts the list at its ``--max-stats-entries`` and output limit).
+ALL_ENTRIES = 0xFFFF_FFFF
+
+
+def held_in_conflict(stats: P.Stats, start: int, end: int, shared: bool) -> Optional[bool]:
+    """Whether a STATS answer shows a *held* lock that overlaps ``[start, end)`` in a mode
+    that conflicts with ``shared`` (exclusive conflicts with everything, shared with
+    exclusive); queued locks do not count. ``None`` when the answer shows none but the
+    server left entries out (``stats.omitted``): then it cannot tell."""
+    for e in stats.entries:
+        if e.held and e.start < end and start < e.end and not (shared and e.shared):
+            return True
+    return False if stats.omitted == 0 else None

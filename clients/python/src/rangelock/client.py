@@ -38,6 +38,7 @@ from typing import Dict, Optional, Type, Union
 
 from . import protocol as P
 from ._common import (
+    ALL_ENTRIES,
     DEFAULT_ADDRESS,
     Loss,
     TlsArg,
@@ -46,6 +47,7 @@ from ._common import (
     brief,
     check_range,
     fallback_version,
+    held_in_conflict,
     lock_wait,
     lock_what,
     parse_address,
@@ -64,6 +66,7 @@ from .errors import (
     RangelockError,
     TlsError,
     UnsupportedVersionError,
+    WouldBlockError,
     error_for_status,
 )
 
@@ -383,10 +386,38 @@ class Lock:
         g = self._guard
         return None if g is None else g.token
 
-    def locked(self) -> bool:
-        """Whether this lock is held (acquired and not released; the connection may be
-        lost meanwhile: see ``guard.valid``)."""
+    def owned(self) -> bool:
+        """Whether this :class:`Lock` holds its range: acquired and not released (the
+        connection may be lost meanwhile: see ``guard.valid``). Local: nothing is sent.
+        The meaning of redis-py's ``Lock.owned()``."""
         return self._guard is not None
+
+    def locked(self) -> bool:
+        """Whether anyone holds the range: this :class:`Lock`, or any session (this
+        client's other locks included) that holds an overlapping range in a conflicting
+        mode (for a shared lock: an exclusive holder; for an exclusive one: any holder).
+        Queued locks do not count, so ``False`` does not promise that a try succeeds (a
+        conflicting waiter makes it fail, protocol §3). The meaning of redis-py's
+        ``Lock.locked()``; :meth:`owned` says whether this lock holds it.
+
+        Asks the server with one ``STATS`` (its answer lists every holder and waiter, up
+        to the server's ``--max-stats-entries``). If the server cut the list short and it
+        shows no conflicting holder, it probes instead: a try-lock of the range, released
+        at once when granted (``True`` if the try is refused: then a conflicting
+        *queued* lock may be the cause). Raises :class:`ConnectionLostError`, and for the
+        probe :class:`ForbiddenError` (a range outside the session's token)."""
+        g = self._guard
+        if g is not None and g.valid:
+            return True
+        held = held_in_conflict(self.client.stats(ALL_ENTRIES), self.start, self.end, self.shared)
+        if held is not None:
+            return held
+        try:
+            probe = self.client.try_lock(self.start, self.end, shared=self.shared)
+        except WouldBlockError:
+            return True
+        probe.unlock()
+        return False
 
     def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
         """Locks the range; returns whether it was granted, as
@@ -454,7 +485,7 @@ class Lock:
 
     def __repr__(self) -> str:
         mode = "shared" if self.shared else "exclusive"
-        state = f"locked token={self.token}" if self.locked() else "unlocked"
+        state = f"owned token={self.token}" if self.owned() else "not owned"
         return f"<rangelock.Lock {self.start}..{self.end} {mode} {state}>"
 
 

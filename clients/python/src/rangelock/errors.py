@@ -20,10 +20,16 @@ means the same thing, so ``except TimeoutError``, ``except ConnectionError`` or
   (``docs/PROTOCOL.md`` §2); one subclass per status, e.g. :class:`WouldBlockError` (a
   :class:`BlockingIOError`), :class:`TimedOutError` (a :class:`TimeoutError`),
   :class:`InvalidRangeError` (a :class:`ValueError`), :class:`ForbiddenError` (a
-  :class:`PermissionError`). The request had no effect and the session goes on.
-  ``exc.status`` is the :class:`rangelock.protocol.Status`.
+  :class:`PermissionError`). The request had no effect and the session goes on, except
+  after :class:`ShuttingDownError` (a :class:`ConnectionError`): the server is stopping
+  and closes the connection next. ``exc.status`` is the
+  :class:`rangelock.protocol.Status`.
+* :class:`ProtocolError` (a :class:`ValueError`): bytes that do not decode.
 
-The names without the ``Error`` suffix of release 0.1 (``TimedOut``, ``ConnectionLost``,
+The README's "Errors" table (``clients/python/README.md``) names the builtin of every
+class; ``tests/test_api.py`` checks the classes against it.
+
+The earlier names without the ``Error`` suffix (``TimedOut``, ``ConnectionLost``,
 ``WouldBlock``, ...) are deprecated aliases of the same classes, kept for one release:
 using one warns with :class:`DeprecationWarning`.
 """
@@ -284,7 +290,12 @@ class NotWaitingError(ServerError):
     meaning = "the lock is already granted, so it cannot be cancelled (unlock it)"
 
 
-class ShuttingDownError(ServerError):
+class ShuttingDownError(ServerError, ConnectionError):
+    """The server is stopping: it answered a waiting (or new) LOCK this, and closes the
+    connection next. A :class:`ConnectionError`, like the :class:`ServerShuttingDownError`
+    that the same stop raises when the connection closes before the answer arrives, so
+    ``except ConnectionError`` catches a server that stops while a lock waits."""
+
     code = 0x18
     meaning = "the server is shutting down: nothing is granted any more"
 
@@ -402,7 +413,7 @@ def session_ended_error(reason: EndReason, message: str) -> SessionEndedError:
 
 # --------------------------------------------------------------------------- old names
 
-#: The names of release 0.1, deprecated: each maps to its ``Error``-suffixed class.
+#: The earlier names without the ``Error`` suffix, deprecated: each maps to its ``Error``-suffixed class.
 DEPRECATED_ALIASES: Dict[str, str] = {
     "HelloRefused": "HelloRefusedError",
     "UnsupportedVersion": "UnsupportedVersionError",
