@@ -77,14 +77,23 @@ mod slice;
 #[cfg_attr(loom, allow(dead_code))]
 mod spin;
 
-pub use error::{LockError, RangeError};
+pub use error::{LockError, RangeError, SliceError};
 pub use guard::{ManyGuard, OwnedRangeGuard, RangeGuard};
+pub use many::LockRequest;
 pub use range::Mode;
 pub use range_lock::RangeLock;
 pub use skiplist::Builder;
 #[cfg(not(loom))]
-pub use skiplist::LockFuture;
-pub use slice::{SliceGuard, SliceLock, SliceReadGuard};
+pub use skiplist::{
+    LockFuture, ManyLockFuture, OwnedLockFuture, OwnedTryLockFuture, TryLockFuture,
+    TryManyLockFuture,
+};
+pub use slice::{
+    OwnedSliceGuard, OwnedSliceReadGuard, SliceGuard, SliceLock, SliceManyGuard, SlicePart,
+    SliceReadGuard,
+};
+#[cfg(not(loom))]
+pub use slice::{SliceLockFuture, SliceReadFuture, SliceTryLockFuture, SliceTryReadFuture};
 
 /// The machinery under [`RangeLock`], for the project's own tests, baselines and
 /// benchmarks: not part of the API and not covered by semver (the `internals` feature).

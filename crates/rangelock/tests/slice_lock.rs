@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 
-use rangelock::{LockError, SliceLock};
+use rangelock::{SliceError, SliceLock};
 
 const ELEMENTS: usize = 192;
 const THREADS: u64 = 6;
@@ -70,11 +70,11 @@ fn guards_never_alias() {
                                 1 => Some(data.lock(range.clone())),
                                 2 => match data.try_lock(range.clone()) {
                                     Ok(g) => Some(g),
-                                    Err(LockError::WouldBlock) => None,
+                                    Err(SliceError::WouldBlock) => None,
                                     Err(e) => panic!("{e}"),
                                 },
                                 _ => data
-                                    .lock_timeout(
+                                    .try_lock_for(
                                         range.clone(),
                                         std::time::Duration::from_millis(5),
                                     )
