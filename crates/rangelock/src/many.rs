@@ -291,7 +291,7 @@ impl<R: RawRangeLock> Lock<R> {
 /// let v: Vec<(Range<u64>, Mode)> = vec![(0..10, Mode::Exclusive), (20..30, Mode::Shared)];
 /// drop(lock.lock_many(&v));                               // borrowed: `v` stays usable
 /// drop(lock.lock_many(v.iter().filter(|(r, _)| r.start > 0)));
-/// drop(lock.lock_many([(0..=9, Mode::Shared), (10.., Mode::Exclusive)]));
+/// drop(lock.lock_many([(0..=9, Mode::Shared), (20..=29, Mode::Exclusive)]));
 /// drop(lock.lock_many(v));                                // by value
 /// ```
 ///

@@ -26,8 +26,8 @@ use crate::skiplist::{
 /// Ranges are any `impl RangeBounds<u64>` (`a..b`, `a..=b`, `..b`, `a..`, `..`) and stand
 /// for `start..end` with `start < end <= u64::MAX`: every unit from 0 to `u64::MAX - 1` can
 /// be locked, and `u64::MAX` is only ever an end bound. Blocking calls panic on a range that
-/// locks nothing (empty, inverted, or `..=u64::MAX`), as slice indexing does; `try_` and
-/// timed calls answer it with [`LockError::InvalidRange`].
+/// locks nothing (empty, inverted, or `..=u64::MAX`), as slice indexing does; `try_`
+/// calls (timed ones too) answer it with [`LockError::InvalidRange`].
 ///
 /// **Not reentrant.** A thread that holds a range and then asks, with a blocking call, for
 /// an overlapping range in a conflicting mode waits for itself forever; use a `try_` or
