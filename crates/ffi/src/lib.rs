@@ -157,8 +157,7 @@ fn lock_error(err: LockError) -> c_int {
         LockError::TimedOut => rl_status::RL_TIMED_OUT,
         // `request_from` rejects overlapping requests before they reach the lock.
         LockError::Overlapping { .. } => rl_status::RL_OVERLAPPING,
-        // `LockError` is `#[non_exhaustive]`; the lock calls used here answer only the above
-        // (`OutOfBounds` is `SliceLock`'s).
+        // `LockError` is `#[non_exhaustive]`: a variant added later is not one of the above.
         _ => rl_status::RL_INVALID_RANGE,
     })
 }

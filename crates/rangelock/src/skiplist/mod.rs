@@ -475,7 +475,7 @@ use wait::{wait_for, Wait};
 /// The default number of skip-list levels (see `# Trade-offs` in the module docs).
 pub const DEFAULT_MAX_HEIGHT: usize = 12;
 
-/// Options of a [`RangeLock`] that differs from [`RangeLock::new`]'s defaults:
+/// Options for a [`RangeLock`] other than [`RangeLock::new`]'s defaults:
 /// [`RangeLock::builder`].
 #[derive(Clone, Copy, Debug)]
 pub struct Builder {
