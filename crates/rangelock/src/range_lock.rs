@@ -246,6 +246,14 @@ impl RangeLock {
     ///
     /// Not reentrant: see [`lock`](Self::lock).
     ///
+    /// ```
+    /// # async fn demo(lock: &rangelock::RangeLock) {
+    /// let page = lock.lock_async(4096..8192).await;
+    /// // ... write the page ...
+    /// drop(page);
+    /// # }
+    /// ```
+    ///
     /// # Panics
     ///
     /// If `range` locks nothing (when called, not when polled).
@@ -358,6 +366,16 @@ impl RangeLock {
 
     /// [`lock`](Self::lock) through an `Arc`: the guard keeps the lock alive and
     /// has no lifetime, so it can move into a spawned thread or task.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rangelock::RangeLock;
+    ///
+    /// let lock = Arc::new(RangeLock::new());
+    /// let guard = lock.lock_owned(0..10);
+    /// std::thread::spawn(move || drop(guard)).join().unwrap();
+    /// assert!(lock.try_lock(0..10).is_ok());
+    /// ```
     ///
     /// # Panics
     ///
