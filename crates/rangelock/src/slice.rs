@@ -17,7 +17,10 @@
 //!   holder.
 //!
 //! Access without a guard needs `&mut self` ([`get_mut`](SliceLock::get_mut),
-//! [`into_inner`](SliceLock::into_inner)), which no guard can outlive. Hence the bounds, as
+//! [`into_inner`](SliceLock::into_inner)), which no guard can outlive: a borrowed guard
+//! borrows the lock, and an owned guard holds a clone of its `Arc`, so `Arc::get_mut` and
+//! `Arc::try_unwrap` fail while it lives. A many-range guard is one guard per range, each
+//! with its own elements. Hence the bounds, as
 //! for `RwLock<[T]>`: `SliceLock<T>` is `Sync` when `T: Send + Sync` (exclusive guards move
 //! values between threads; shared guards share `&T`), and `Send` when `T: Send`.
 
