@@ -157,8 +157,7 @@ fn lock_error(err: LockError) -> c_int {
         LockError::TimedOut => rl_status::RL_TIMED_OUT,
         // `request_from` rejects overlapping requests before they reach the lock.
         LockError::Overlapping { .. } => rl_status::RL_OVERLAPPING,
-        // `LockError` is `#[non_exhaustive]`; the lock calls used here answer only the above
-        // (`OutOfBounds` is `SliceLock`'s).
+        // `LockError` is `#[non_exhaustive]`: a variant added later is not one of the above.
         _ => rl_status::RL_INVALID_RANGE,
     })
 }
@@ -263,8 +262,8 @@ unsafe fn acquire(
             (Wait::Forever, Mode::Shared) => Ok(lock.lock_shared(range)),
             (Wait::Never, Mode::Exclusive) => lock.try_lock(range),
             (Wait::Never, Mode::Shared) => lock.try_lock_shared(range),
-            (Wait::For(timeout), Mode::Exclusive) => lock.lock_timeout(range, timeout),
-            (Wait::For(timeout), Mode::Shared) => lock.lock_shared_timeout(range, timeout),
+            (Wait::For(timeout), Mode::Exclusive) => lock.try_lock_for(range, timeout),
+            (Wait::For(timeout), Mode::Shared) => lock.try_lock_shared_for(range, timeout),
         };
         match held {
             // SAFETY: `start_acquire` checked that `out` is not NULL; the caller guarantees
@@ -336,7 +335,7 @@ unsafe fn acquire_many(
             // Panics on an invalid or overlapping request: `request_from` checked it.
             Wait::Forever => Ok(lock.lock_many(request)),
             Wait::Never => lock.try_lock_many(request),
-            Wait::For(timeout) => lock.lock_many_timeout(request, timeout),
+            Wait::For(timeout) => lock.try_lock_many_for(request, timeout),
         };
         match held {
             Ok(many) => {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rangelock::{LockError, SliceLock};
+use rangelock::{SliceError, SliceLock};
 
 /// Bytes per page (the unit of the range lock).
 const PAGE: usize = 4096;
@@ -67,7 +67,7 @@ fn worker(area: &AliasingArea, id: u64, stop: &AtomicBool, max: u64) -> Stats {
         let mut extent = loop {
             match area.pages.try_lock(first..first + PAYLOAD_PAGES) {
                 Ok(extent) => break extent,
-                Err(LockError::WouldBlock) => {
+                Err(SliceError::WouldBlock) => {
                     stats.collisions += 1;
                     first = (first + PAYLOAD_PAGES / 4) % slots as usize;
                 }

@@ -44,7 +44,7 @@ fn main() {
     let all = table.lock_many([(0..200, Mode::Exclusive), (300..400, Mode::Shared)]);
     assert_eq!(all.len(), 2);
     drop(all);
-    assert!(table.lock_timeout(.., Duration::from_millis(100)).is_ok());
+    assert!(table.try_lock_for(.., Duration::from_millis(100)).is_ok());
 
     // The data itself: 16 pages written in parallel through their guards.
     let pages = SliceLock::new(vec![[0u8; PAGE]; 16]);

@@ -91,6 +91,22 @@ impl OwnedRangeGuard {
         OwnedRangeGuard { lock: Arc::clone(lock), range, mode, token }
     }
 
+    /// The hold of `range` in `mode` on `lock` that `token` names.
+    ///
+    /// # Safety
+    ///
+    /// `token` comes from an acquisition of `range` in `mode` on `lock` and has not been
+    /// released (the guard releases it on drop).
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) unsafe fn from_token(
+        lock: Arc<RangeLock>,
+        range: Range<u64>,
+        mode: Mode,
+        token: SkipToken,
+    ) -> Self {
+        OwnedRangeGuard { lock, range, mode, token: ManuallyDrop::new(token) }
+    }
+
     /// The lock this guard holds a range of.
     pub fn lock(&self) -> &Arc<RangeLock> {
         &self.lock

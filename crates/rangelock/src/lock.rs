@@ -77,27 +77,58 @@ impl<R: RawRangeLock> Lock<R> {
 
     /// Locks `range` exclusively, giving up after `timeout`.
     #[inline]
-    pub fn lock_timeout(
+    pub fn try_lock_for(
         &self,
         range: Range<u64>,
         timeout: Duration,
     ) -> Result<Guard<'_, R>, LockError> {
-        self.lock_mode_until(range, Mode::Exclusive, deadline_after(timeout))
+        self.try_lock_mode_until(range, Mode::Exclusive, deadline_after(timeout))
     }
 
     /// Locks `range` shared, giving up after `timeout`.
     #[inline]
-    pub fn lock_shared_timeout(
+    pub fn try_lock_shared_for(
         &self,
         range: Range<u64>,
         timeout: Duration,
     ) -> Result<Guard<'_, R>, LockError> {
-        self.lock_mode_until(range, Mode::Shared, deadline_after(timeout))
+        self.try_lock_mode_until(range, Mode::Shared, deadline_after(timeout))
+    }
+
+    /// Locks `range` in `mode`, giving up after `timeout`.
+    #[inline]
+    pub fn try_lock_mode_for(
+        &self,
+        range: Range<u64>,
+        mode: Mode,
+        timeout: Duration,
+    ) -> Result<Guard<'_, R>, LockError> {
+        self.try_lock_mode_until(range, mode, deadline_after(timeout))
+    }
+
+    /// Locks `range` exclusively, giving up at `deadline`.
+    #[inline]
+    pub fn try_lock_until(
+        &self,
+        range: Range<u64>,
+        deadline: Instant,
+    ) -> Result<Guard<'_, R>, LockError> {
+        self.try_lock_mode_until(range, Mode::Exclusive, deadline)
+    }
+
+    /// Locks `range` shared, giving up at `deadline`.
+    #[inline]
+    pub fn try_lock_shared_until(
+        &self,
+        range: Range<u64>,
+        deadline: Instant,
+    ) -> Result<Guard<'_, R>, LockError> {
+        self.try_lock_mode_until(range, Mode::Shared, deadline)
     }
 
     /// Locks `range` in `mode`, giving up at `deadline`.
     #[inline]
-    pub fn lock_mode_until(
+    pub fn try_lock_mode_until(
         &self,
         range: Range<u64>,
         mode: Mode,

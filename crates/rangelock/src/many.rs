@@ -7,13 +7,16 @@
 #![cfg_attr(not(feature = "internals"), allow(dead_code))]
 
 use core::fmt;
-use core::ops::Range;
+use core::ops::{Bound, Range, RangeBounds};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::error::RangeError;
+
+use crate::bounds::half_open;
 use crate::error::LockError;
 use crate::lock::{deadline_after, Guard, Lock};
-use crate::range::{check_range, overlaps, Mode};
+use crate::range::{overlaps, Mode};
 use crate::raw::RawRangeLock;
 
 /// Failed attempts after which a request takes the fair path, where the variant has one
@@ -123,7 +126,7 @@ impl<R: RawRangeLock> Lock<R> {
     /// for the older intents (`rangelock::skiplist`, "Trade-offs"). Whoever comes to one
     /// of its ranges later waits behind it. The price, on the fair path only: a list node
     /// per range, and readers of its shared ranges kept out until it holds them all. The
-    /// other variants have no fair path, and [`lock_many_timeout`](Self::lock_many_timeout)
+    /// other variants have no fair path, and [`try_lock_many_for`](Self::try_lock_many_for)
     /// is what bounds their wait.
     ///
     /// # Variants with false conflicts
@@ -131,13 +134,13 @@ impl<R: RawRangeLock> Lock<R> {
     /// A variant may refuse disjoint ranges: [`Segments`](crate::variants::Segments) locks
     /// whole segments (and clamps units past its domain into the last one). If it refuses
     /// two ranges of one request against each other, the request can never be granted:
-    /// `try_lock_many` fails, `lock_many_timeout` times out, and `lock_many` retries
+    /// `try_lock_many` fails, `try_lock_many_for` times out, and `lock_many` retries
     /// forever (each retry yields and then waits only for itself). There, keep a request's
     /// ranges in different segments, or make them shared.
     ///
     pub fn lock_many(
         &self,
-        request: impl IntoIterator<Item = (Range<u64>, Mode)>,
+        request: impl IntoIterator<Item = impl LockRequest>,
     ) -> Result<Guards<'_, R>, LockError> {
         self.acquire_many(request, Wait::Forever)
     }
@@ -151,7 +154,7 @@ impl<R: RawRangeLock> Lock<R> {
     ///
     pub fn try_lock_many(
         &self,
-        request: impl IntoIterator<Item = (Range<u64>, Mode)>,
+        request: impl IntoIterator<Item = impl LockRequest>,
     ) -> Result<Guards<'_, R>, LockError> {
         self.acquire_many(request, Wait::Never)
     }
@@ -162,21 +165,21 @@ impl<R: RawRangeLock> Lock<R> {
     /// The request is validated as in [`lock_many`](Self::lock_many). The timeout bounds
     /// the whole call, across the protocol's restarts.
     ///
-    pub fn lock_many_timeout(
+    pub fn try_lock_many_for(
         &self,
-        request: impl IntoIterator<Item = (Range<u64>, Mode)>,
+        request: impl IntoIterator<Item = impl LockRequest>,
         timeout: Duration,
     ) -> Result<Guards<'_, R>, LockError> {
-        self.lock_many_until(request, deadline_after(timeout))
+        self.try_lock_many_until(request, deadline_after(timeout))
     }
 
     /// Locks every range of `request` in its mode, all or nothing, giving up at `deadline`
     /// with [`LockError::TimedOut`] (and nothing held).
     ///
-    /// See [`lock_many_timeout`](Self::lock_many_timeout).
-    pub fn lock_many_until(
+    /// See [`try_lock_many_for`](Self::try_lock_many_for).
+    pub fn try_lock_many_until(
         &self,
-        request: impl IntoIterator<Item = (Range<u64>, Mode)>,
+        request: impl IntoIterator<Item = impl LockRequest>,
         deadline: Instant,
     ) -> Result<Guards<'_, R>, LockError> {
         self.acquire_many(request, Wait::Until(deadline))
@@ -185,7 +188,7 @@ impl<R: RawRangeLock> Lock<R> {
     /// Validates `request` and runs the protocol of [`lock_many`](Self::lock_many).
     fn acquire_many(
         &self,
-        request: impl IntoIterator<Item = (Range<u64>, Mode)>,
+        request: impl IntoIterator<Item = impl LockRequest>,
         wait: Wait,
     ) -> Result<Guards<'_, R>, LockError> {
         let request = prepare(request)?;
@@ -203,7 +206,7 @@ impl<R: RawRangeLock> Lock<R> {
             let first = match wait {
                 Wait::Never => self.try_lock_mode(range, mode)?,
                 Wait::Forever => self.lock_mode(range, mode)?,
-                Wait::Until(deadline) => self.lock_mode_until(range, mode, deadline)?,
+                Wait::Until(deadline) => self.try_lock_mode_until(range, mode, deadline)?,
             };
             match self.try_rest(&request, anchor, first) {
                 Ok(guards) => return Ok(Guards { guards }),
@@ -252,7 +255,7 @@ impl<R: RawRangeLock> Lock<R> {
     /// `request` in ascending order without waiting. Returns all the guards in ascending
     /// order, or (having dropped every guard) the index of the range that could not be
     /// taken.
-    fn try_rest<'a>(
+    pub(crate) fn try_rest<'a>(
         &'a self,
         request: &[(Range<u64>, Mode)],
         anchor: usize,
@@ -275,15 +278,66 @@ impl<R: RawRangeLock> Lock<R> {
     }
 }
 
+/// One `(range, mode)` item of a many-range request ([`RangeLock::lock_many`] and its
+/// siblings, [`SliceLock::lock_many`]): a pair of any `impl RangeBounds` and a [`Mode`], by
+/// value or by reference, so a request is whatever the caller has: an array, a `Vec` or a
+/// slice of pairs, a reference to one (`&v`), or an iterator.
+///
+/// ```
+/// use std::ops::Range;
+/// use rangelock::{Mode, RangeLock};
+///
+/// let lock = RangeLock::new();
+/// let v: Vec<(Range<u64>, Mode)> = vec![(0..10, Mode::Exclusive), (20..30, Mode::Shared)];
+/// drop(lock.lock_many(&v));                               // borrowed: `v` stays usable
+/// drop(lock.lock_many(v.iter().filter(|(r, _)| r.start > 0)));
+/// drop(lock.lock_many([(0..=9, Mode::Shared), (20..=29, Mode::Exclusive)]));
+/// drop(lock.lock_many(v));                                // by value
+/// ```
+///
+/// [`RangeLock::lock_many`]: crate::RangeLock::lock_many
+/// [`SliceLock::lock_many`]: crate::SliceLock::lock_many
+pub trait LockRequest<Idx = u64> {
+    /// The bounds of the range, as the caller wrote them.
+    fn bounds(&self) -> (Bound<Idx>, Bound<Idx>);
+    /// The mode to hold the range in.
+    fn mode(&self) -> Mode;
+}
+
+impl<Idx: Clone, R: RangeBounds<Idx>> LockRequest<Idx> for (R, Mode) {
+    fn bounds(&self) -> (Bound<Idx>, Bound<Idx>) {
+        (self.0.start_bound().cloned(), self.0.end_bound().cloned())
+    }
+
+    fn mode(&self) -> Mode {
+        self.1
+    }
+}
+
+impl<Idx: Clone, R: RangeBounds<Idx>> LockRequest<Idx> for &(R, Mode) {
+    fn bounds(&self) -> (Bound<Idx>, Bound<Idx>) {
+        (**self).bounds()
+    }
+
+    fn mode(&self) -> Mode {
+        self.1
+    }
+}
+
+/// The half-open ranges of a request, each checked (the first that locks nothing, in
+/// request order, is reported with the caller's bounds).
+pub(crate) fn half_open_request(
+    request: impl IntoIterator<Item = impl LockRequest>,
+) -> Result<Vec<(Range<u64>, Mode)>, RangeError> {
+    request.into_iter().map(|item| Ok((half_open(&item.bounds())?, item.mode()))).collect()
+}
+
 /// Validates a request: every range valid (the first bad one in request order is
 /// reported), then sorted by start and pairwise disjoint.
-fn prepare(
-    request: impl IntoIterator<Item = (Range<u64>, Mode)>,
+pub(crate) fn prepare(
+    request: impl IntoIterator<Item = impl LockRequest>,
 ) -> Result<Vec<(Range<u64>, Mode)>, LockError> {
-    let mut request: Vec<(Range<u64>, Mode)> = request.into_iter().collect();
-    for (range, _) in &request {
-        check_range(range)?;
-    }
+    let mut request = half_open_request(request)?;
     request.sort_by_key(|(range, _)| (range.start, range.end));
     // Sorted by start, ranges are pairwise disjoint iff neighbours are: if `a` overlaps a
     // later `c` but not its successor `b`, then `a.end <= b.start <= c.start < a.end`.
@@ -307,6 +361,12 @@ pub struct Guards<'a, R: RawRangeLock> {
 }
 
 impl<'a, R: RawRangeLock> Guards<'a, R> {
+    /// The guards of a granted request, sorted by start.
+    #[cfg_attr(loom, allow(dead_code))] // the async requests' (no futures under loom)
+    pub(crate) fn new(guards: Vec<Guard<'a, R>>) -> Self {
+        Guards { guards }
+    }
+
     /// The held ranges with their modes, sorted by start.
     pub fn ranges(&self) -> impl ExactSizeIterator<Item = (Range<u64>, Mode)> + '_ {
         self.guards.iter().map(|guard| (guard.range(), guard.mode()))
@@ -353,7 +413,7 @@ mod tests {
             sorted,
             [(0..1, Mode::Shared), (10..20, Mode::Exclusive), (20..30, Mode::Shared)]
         );
-        assert!(prepare([]).expect("empty").is_empty());
+        assert!(prepare(Vec::<(Range<u64>, Mode)>::new()).expect("empty").is_empty());
     }
 
     #[test]

@@ -1,9 +1,7 @@
 //! [`RangeLock`]: the product's API over the skip-list core.
 
 use core::fmt;
-#[cfg(not(loom))]
-use core::future::Future;
-use core::ops::{Range, RangeBounds};
+use core::ops::RangeBounds;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,10 +9,16 @@ use crate::bounds::{expect_valid, half_open};
 use crate::error::LockError;
 use crate::guard::{ManyGuard, OwnedRangeGuard, RangeGuard};
 use crate::lock::{deadline_after, Lock};
-use crate::range::Mode;
 #[cfg(not(loom))]
-use crate::skiplist::LockFuture;
+use crate::many::prepare;
+use crate::many::LockRequest;
+use crate::range::Mode;
 use crate::skiplist::{Builder, SkipList};
+#[cfg(not(loom))]
+use crate::skiplist::{
+    LockFuture, ManyLockFuture, OwnedLockFuture, OwnedTryLockFuture, TryLockFuture,
+    TryManyLockFuture,
+};
 
 /// A range lock over `u64` units: exclusive and shared holds of half-open ranges, blocking,
 /// `try_`, timed, async and many-at-once acquisition, released by dropping the guard.
@@ -22,8 +26,8 @@ use crate::skiplist::{Builder, SkipList};
 /// Ranges are any `impl RangeBounds<u64>` (`a..b`, `a..=b`, `..b`, `a..`, `..`) and stand
 /// for `start..end` with `start < end <= u64::MAX`: every unit from 0 to `u64::MAX - 1` can
 /// be locked, and `u64::MAX` is only ever an end bound. Blocking calls panic on a range that
-/// locks nothing (empty, inverted, or `..=u64::MAX`), as slice indexing does; `try_` and
-/// timed calls answer it with [`LockError::InvalidRange`].
+/// locks nothing (empty, inverted, or `..=u64::MAX`), as slice indexing does; `try_`
+/// calls (timed ones too) answer it with [`LockError::InvalidRange`].
 ///
 /// **Not reentrant.** A thread that holds a range and then asks, with a blocking call, for
 /// an overlapping range in a conflicting mode waits for itself forever; use a `try_` or
@@ -39,7 +43,7 @@ use crate::skiplist::{Builder, SkipList};
 /// let next = LOCK.try_lock(8192..=12287)?;           // adjacent: no conflict
 /// assert_eq!(LOCK.try_lock_shared(..5000).unwrap_err(), LockError::WouldBlock);
 /// assert_eq!(
-///     LOCK.lock_timeout(5000..5001, Duration::from_millis(1)).unwrap_err(),
+///     LOCK.try_lock_for(5000..5001, Duration::from_millis(1)).unwrap_err(),
 ///     LockError::TimedOut
 /// );
 /// drop((page, next));
@@ -120,7 +124,7 @@ impl RangeLock {
     ///
     /// # Panics
     ///
-    /// If `range` locks nothing.
+    /// If `range` locks nothing (empty, inverted, or `..=u64::MAX`).
     #[inline]
     #[track_caller]
     pub fn lock_shared(&self, range: impl RangeBounds<u64>) -> RangeGuard<'_> {
@@ -171,36 +175,460 @@ impl RangeLock {
     }
 
     /// Locks `range` exclusively, giving up with [`LockError::TimedOut`] after `timeout`.
-    ///
-    /// Not reentrant: a conflict with this thread's own holds times out.
     #[inline]
-    pub fn lock_timeout(
+    pub fn try_lock_for(
         &self,
         range: impl RangeBounds<u64>,
         timeout: Duration,
     ) -> Result<RangeGuard<'_>, LockError> {
-        self.lock_mode_until(range, Mode::Exclusive, deadline_after(timeout))
+        self.try_lock_mode_until(range, Mode::Exclusive, deadline_after(timeout))
     }
 
     /// Locks `range` shared, giving up with [`LockError::TimedOut`] after `timeout`.
     #[inline]
-    pub fn lock_shared_timeout(
+    pub fn try_lock_shared_for(
         &self,
         range: impl RangeBounds<u64>,
         timeout: Duration,
     ) -> Result<RangeGuard<'_>, LockError> {
-        self.lock_mode_until(range, Mode::Shared, deadline_after(timeout))
+        self.try_lock_mode_until(range, Mode::Shared, deadline_after(timeout))
+    }
+
+    /// Locks `range` in `mode`, giving up with [`LockError::TimedOut`] after `timeout`.
+    #[inline]
+    pub fn try_lock_mode_for(
+        &self,
+        range: impl RangeBounds<u64>,
+        mode: Mode,
+        timeout: Duration,
+    ) -> Result<RangeGuard<'_>, LockError> {
+        self.try_lock_mode_until(range, mode, deadline_after(timeout))
+    }
+
+    /// Locks `range` exclusively, giving up with [`LockError::TimedOut`] at `deadline`.
+    #[inline]
+    pub fn try_lock_until(
+        &self,
+        range: impl RangeBounds<u64>,
+        deadline: Instant,
+    ) -> Result<RangeGuard<'_>, LockError> {
+        self.try_lock_mode_until(range, Mode::Exclusive, deadline)
+    }
+
+    /// Locks `range` shared, giving up with [`LockError::TimedOut`] at `deadline`.
+    #[inline]
+    pub fn try_lock_shared_until(
+        &self,
+        range: impl RangeBounds<u64>,
+        deadline: Instant,
+    ) -> Result<RangeGuard<'_>, LockError> {
+        self.try_lock_mode_until(range, Mode::Shared, deadline)
     }
 
     /// Locks `range` in `mode`, giving up with [`LockError::TimedOut`] at `deadline`.
+    ///
+    /// Not reentrant: a conflict with this thread's own holds times out.
     #[inline]
-    pub fn lock_mode_until(
+    pub fn try_lock_mode_until(
         &self,
         range: impl RangeBounds<u64>,
         mode: Mode,
         deadline: Instant,
     ) -> Result<RangeGuard<'_>, LockError> {
-        self.inner.lock_mode_until(half_open(&range)?, mode, deadline).map(RangeGuard::from_inner)
+        self.inner
+            .try_lock_mode_until(half_open(&range)?, mode, deadline)
+            .map(RangeGuard::from_inner)
+    }
+
+    #[cfg(not(loom))]
+    /// Locks `range` exclusively, waiting asynchronously as long as it takes: a cancel-safe
+    /// future (dropping it leaves nothing behind) for any executor.
+    ///
+    /// Not reentrant: see [`lock`](Self::lock).
+    ///
+    /// ```
+    /// # async fn demo(lock: &rangelock::RangeLock) {
+    /// let page = lock.lock_async(4096..8192).await;
+    /// // ... write the page ...
+    /// drop(page);
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `range` locks nothing (when called, not when polled).
+    #[track_caller]
+    pub fn lock_async(&self, range: impl RangeBounds<u64>) -> LockFuture<'_> {
+        LockFuture::new(self, expect_valid(&range), Mode::Exclusive)
+    }
+
+    #[cfg(not(loom))]
+    /// Locks `range` shared, waiting asynchronously as long as it takes: a cancel-safe
+    /// future (dropping it leaves nothing behind) for any executor.
+    ///
+    /// Not reentrant: see [`lock`](Self::lock).
+    ///
+    /// # Panics
+    ///
+    /// If `range` locks nothing (when called, not when polled).
+    #[track_caller]
+    pub fn lock_shared_async(&self, range: impl RangeBounds<u64>) -> LockFuture<'_> {
+        LockFuture::new(self, expect_valid(&range), Mode::Shared)
+    }
+
+    #[cfg(not(loom))]
+    /// Locks `range` in `mode`, waiting asynchronously as long as it takes: a cancel-safe
+    /// future (dropping it leaves nothing behind) for any executor.
+    ///
+    /// Not reentrant: see [`lock`](Self::lock).
+    ///
+    /// # Panics
+    ///
+    /// If `range` locks nothing (when called, not when polled).
+    #[track_caller]
+    pub fn lock_mode_async(&self, range: impl RangeBounds<u64>, mode: Mode) -> LockFuture<'_> {
+        LockFuture::new(self, expect_valid(&range), mode)
+    }
+
+    #[cfg(not(loom))]
+    /// Locks `range` exclusively, waiting asynchronously and giving up with
+    /// [`LockError::TimedOut`] after `timeout`; a range that locks nothing resolves to
+    /// [`LockError::InvalidRange`].
+    pub fn try_lock_async_for(
+        &self,
+        range: impl RangeBounds<u64>,
+        timeout: Duration,
+    ) -> TryLockFuture<'_> {
+        TryLockFuture::new(self, half_open(&range), Mode::Exclusive, deadline_after(timeout))
+    }
+
+    #[cfg(not(loom))]
+    /// Locks `range` shared, waiting asynchronously and giving up with
+    /// [`LockError::TimedOut`] after `timeout`; a range that locks nothing resolves to
+    /// [`LockError::InvalidRange`].
+    pub fn try_lock_shared_async_for(
+        &self,
+        range: impl RangeBounds<u64>,
+        timeout: Duration,
+    ) -> TryLockFuture<'_> {
+        TryLockFuture::new(self, half_open(&range), Mode::Shared, deadline_after(timeout))
+    }
+
+    #[cfg(not(loom))]
+    /// Locks `range` in `mode`, waiting asynchronously and giving up with
+    /// [`LockError::TimedOut`] after `timeout`; a range that locks nothing resolves to
+    /// [`LockError::InvalidRange`].
+    pub fn try_lock_mode_async_for(
+        &self,
+        range: impl RangeBounds<u64>,
+        mode: Mode,
+        timeout: Duration,
+    ) -> TryLockFuture<'_> {
+        TryLockFuture::new(self, half_open(&range), mode, deadline_after(timeout))
+    }
+
+    #[cfg(not(loom))]
+    /// Locks `range` exclusively, waiting asynchronously and giving up with
+    /// [`LockError::TimedOut`] at `deadline`; a range that locks nothing resolves to
+    /// [`LockError::InvalidRange`].
+    pub fn try_lock_async_until(
+        &self,
+        range: impl RangeBounds<u64>,
+        deadline: Instant,
+    ) -> TryLockFuture<'_> {
+        TryLockFuture::new(self, half_open(&range), Mode::Exclusive, deadline)
+    }
+
+    #[cfg(not(loom))]
+    /// Locks `range` shared, waiting asynchronously and giving up with
+    /// [`LockError::TimedOut`] at `deadline`; a range that locks nothing resolves to
+    /// [`LockError::InvalidRange`].
+    pub fn try_lock_shared_async_until(
+        &self,
+        range: impl RangeBounds<u64>,
+        deadline: Instant,
+    ) -> TryLockFuture<'_> {
+        TryLockFuture::new(self, half_open(&range), Mode::Shared, deadline)
+    }
+
+    #[cfg(not(loom))]
+    /// Locks `range` in `mode`, waiting asynchronously and giving up with
+    /// [`LockError::TimedOut`] at `deadline`; a range that locks nothing resolves to
+    /// [`LockError::InvalidRange`].
+    pub fn try_lock_mode_async_until(
+        &self,
+        range: impl RangeBounds<u64>,
+        mode: Mode,
+        deadline: Instant,
+    ) -> TryLockFuture<'_> {
+        TryLockFuture::new(self, half_open(&range), mode, deadline)
+    }
+
+    /// [`lock`](Self::lock) through an `Arc`: the guard keeps the lock alive and
+    /// has no lifetime, so it can move into a spawned thread or task.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rangelock::RangeLock;
+    ///
+    /// let lock = Arc::new(RangeLock::new());
+    /// let guard = lock.lock_owned(0..10);
+    /// std::thread::spawn(move || drop(guard)).join().unwrap();
+    /// assert!(lock.try_lock(0..10).is_ok());
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `range` locks nothing.
+    #[track_caller]
+    pub fn lock_owned(self: &Arc<Self>, range: impl RangeBounds<u64>) -> OwnedRangeGuard {
+        OwnedRangeGuard::new(self, self.lock_mode(range, Mode::Exclusive))
+    }
+
+    /// [`lock_shared`](Self::lock_shared) through an `Arc`: the guard keeps the lock alive and
+    /// has no lifetime, so it can move into a spawned thread or task.
+    ///
+    /// # Panics
+    ///
+    /// If `range` locks nothing.
+    #[track_caller]
+    pub fn lock_shared_owned(self: &Arc<Self>, range: impl RangeBounds<u64>) -> OwnedRangeGuard {
+        OwnedRangeGuard::new(self, self.lock_mode(range, Mode::Shared))
+    }
+
+    /// [`lock_mode`](Self::lock_mode) through an `Arc`: the guard keeps the lock alive and
+    /// has no lifetime, so it can move into a spawned thread or task.
+    ///
+    /// # Panics
+    ///
+    /// If `range` locks nothing.
+    #[track_caller]
+    pub fn lock_mode_owned(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+        mode: Mode,
+    ) -> OwnedRangeGuard {
+        OwnedRangeGuard::new(self, self.lock_mode(range, mode))
+    }
+
+    /// [`try_lock`](Self::try_lock) through an `Arc` (see
+    /// [`lock_owned`](Self::lock_owned)).
+    pub fn try_lock_owned(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+    ) -> Result<OwnedRangeGuard, LockError> {
+        Ok(OwnedRangeGuard::new(self, self.try_lock_mode(range, Mode::Exclusive)?))
+    }
+
+    /// [`try_lock_shared`](Self::try_lock_shared) through an `Arc` (see
+    /// [`lock_owned`](Self::lock_owned)).
+    pub fn try_lock_shared_owned(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+    ) -> Result<OwnedRangeGuard, LockError> {
+        Ok(OwnedRangeGuard::new(self, self.try_lock_mode(range, Mode::Shared)?))
+    }
+
+    /// [`try_lock_mode`](Self::try_lock_mode) through an `Arc` (see
+    /// [`lock_owned`](Self::lock_owned)).
+    pub fn try_lock_mode_owned(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+        mode: Mode,
+    ) -> Result<OwnedRangeGuard, LockError> {
+        Ok(OwnedRangeGuard::new(self, self.try_lock_mode(range, mode)?))
+    }
+
+    /// [`try_lock_for`](Self::try_lock_for) through an `Arc` (see
+    /// [`lock_owned`](Self::lock_owned)).
+    pub fn try_lock_owned_for(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+        timeout: Duration,
+    ) -> Result<OwnedRangeGuard, LockError> {
+        Ok(OwnedRangeGuard::new(
+            self,
+            self.try_lock_mode_until(range, Mode::Exclusive, deadline_after(timeout))?,
+        ))
+    }
+
+    /// [`try_lock_shared_for`](Self::try_lock_shared_for) through an `Arc` (see
+    /// [`lock_owned`](Self::lock_owned)).
+    pub fn try_lock_shared_owned_for(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+        timeout: Duration,
+    ) -> Result<OwnedRangeGuard, LockError> {
+        Ok(OwnedRangeGuard::new(
+            self,
+            self.try_lock_mode_until(range, Mode::Shared, deadline_after(timeout))?,
+        ))
+    }
+
+    /// [`try_lock_mode_for`](Self::try_lock_mode_for) through an `Arc` (see
+    /// [`lock_owned`](Self::lock_owned)).
+    pub fn try_lock_mode_owned_for(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+        mode: Mode,
+        timeout: Duration,
+    ) -> Result<OwnedRangeGuard, LockError> {
+        Ok(OwnedRangeGuard::new(
+            self,
+            self.try_lock_mode_until(range, mode, deadline_after(timeout))?,
+        ))
+    }
+
+    /// [`try_lock_until`](Self::try_lock_until) through an `Arc` (see
+    /// [`lock_owned`](Self::lock_owned)).
+    pub fn try_lock_owned_until(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+        deadline: Instant,
+    ) -> Result<OwnedRangeGuard, LockError> {
+        Ok(OwnedRangeGuard::new(self, self.try_lock_mode_until(range, Mode::Exclusive, deadline)?))
+    }
+
+    /// [`try_lock_shared_until`](Self::try_lock_shared_until) through an `Arc` (see
+    /// [`lock_owned`](Self::lock_owned)).
+    pub fn try_lock_shared_owned_until(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+        deadline: Instant,
+    ) -> Result<OwnedRangeGuard, LockError> {
+        Ok(OwnedRangeGuard::new(self, self.try_lock_mode_until(range, Mode::Shared, deadline)?))
+    }
+
+    /// [`try_lock_mode_until`](Self::try_lock_mode_until) through an `Arc` (see
+    /// [`lock_owned`](Self::lock_owned)).
+    pub fn try_lock_mode_owned_until(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+        mode: Mode,
+        deadline: Instant,
+    ) -> Result<OwnedRangeGuard, LockError> {
+        Ok(OwnedRangeGuard::new(self, self.try_lock_mode_until(range, mode, deadline)?))
+    }
+
+    #[cfg(not(loom))]
+    /// [`lock_async`](Self::lock_async) through an `Arc`: a `'static` future whose
+    /// guard can move between tasks (`tokio::spawn`).
+    ///
+    /// # Panics
+    ///
+    /// If `range` locks nothing (when called).
+    #[track_caller]
+    pub fn lock_owned_async(self: &Arc<Self>, range: impl RangeBounds<u64>) -> OwnedLockFuture {
+        OwnedLockFuture::new(Arc::clone(self), expect_valid(&range), Mode::Exclusive)
+    }
+
+    #[cfg(not(loom))]
+    /// [`lock_shared_async`](Self::lock_shared_async) through an `Arc`: a `'static` future whose
+    /// guard can move between tasks (`tokio::spawn`).
+    ///
+    /// # Panics
+    ///
+    /// If `range` locks nothing (when called).
+    #[track_caller]
+    pub fn lock_shared_owned_async(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+    ) -> OwnedLockFuture {
+        OwnedLockFuture::new(Arc::clone(self), expect_valid(&range), Mode::Shared)
+    }
+
+    #[cfg(not(loom))]
+    /// [`lock_mode_async`](Self::lock_mode_async) through an `Arc`: a `'static` future whose
+    /// guard can move between tasks (`tokio::spawn`).
+    ///
+    /// # Panics
+    ///
+    /// If `range` locks nothing (when called).
+    #[track_caller]
+    pub fn lock_mode_owned_async(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+        mode: Mode,
+    ) -> OwnedLockFuture {
+        OwnedLockFuture::new(Arc::clone(self), expect_valid(&range), mode)
+    }
+
+    #[cfg(not(loom))]
+    /// [`try_lock_async_for`](Self::try_lock_async_for) through an `Arc`: a
+    /// `'static` future.
+    pub fn try_lock_owned_async_for(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+        timeout: Duration,
+    ) -> OwnedTryLockFuture {
+        OwnedTryLockFuture::new(
+            Arc::clone(self),
+            half_open(&range),
+            Mode::Exclusive,
+            deadline_after(timeout),
+        )
+    }
+
+    #[cfg(not(loom))]
+    /// [`try_lock_shared_async_for`](Self::try_lock_shared_async_for) through an `Arc`: a
+    /// `'static` future.
+    pub fn try_lock_shared_owned_async_for(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+        timeout: Duration,
+    ) -> OwnedTryLockFuture {
+        OwnedTryLockFuture::new(
+            Arc::clone(self),
+            half_open(&range),
+            Mode::Shared,
+            deadline_after(timeout),
+        )
+    }
+
+    #[cfg(not(loom))]
+    /// [`try_lock_mode_async_for`](Self::try_lock_mode_async_for) through an `Arc`: a
+    /// `'static` future.
+    pub fn try_lock_mode_owned_async_for(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+        mode: Mode,
+        timeout: Duration,
+    ) -> OwnedTryLockFuture {
+        OwnedTryLockFuture::new(Arc::clone(self), half_open(&range), mode, deadline_after(timeout))
+    }
+
+    #[cfg(not(loom))]
+    /// [`try_lock_async_until`](Self::try_lock_async_until) through an `Arc`: a
+    /// `'static` future.
+    pub fn try_lock_owned_async_until(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+        deadline: Instant,
+    ) -> OwnedTryLockFuture {
+        OwnedTryLockFuture::new(Arc::clone(self), half_open(&range), Mode::Exclusive, deadline)
+    }
+
+    #[cfg(not(loom))]
+    /// [`try_lock_shared_async_until`](Self::try_lock_shared_async_until) through an `Arc`: a
+    /// `'static` future.
+    pub fn try_lock_shared_owned_async_until(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+        deadline: Instant,
+    ) -> OwnedTryLockFuture {
+        OwnedTryLockFuture::new(Arc::clone(self), half_open(&range), Mode::Shared, deadline)
+    }
+
+    #[cfg(not(loom))]
+    /// [`try_lock_mode_async_until`](Self::try_lock_mode_async_until) through an `Arc`: a
+    /// `'static` future.
+    pub fn try_lock_mode_owned_async_until(
+        self: &Arc<Self>,
+        range: impl RangeBounds<u64>,
+        mode: Mode,
+        deadline: Instant,
+    ) -> OwnedTryLockFuture {
+        OwnedTryLockFuture::new(Arc::clone(self), half_open(&range), mode, deadline)
     }
 
     /// Locks every range of `request` in its mode, all or nothing, waiting as long as it
@@ -235,11 +663,8 @@ impl RangeLock {
     /// If a range locks nothing or two ranges overlap ([`try_lock_many`](Self::try_lock_many)
     /// and the timed forms answer those with an error instead).
     #[track_caller]
-    pub fn lock_many<R: RangeBounds<u64>>(
-        &self,
-        request: impl IntoIterator<Item = (R, Mode)>,
-    ) -> ManyGuard<'_> {
-        match self.inner.lock_many(requested(request).unwrap_or_else(|e| invalid_request(e))) {
+    pub fn lock_many(&self, request: impl IntoIterator<Item = impl LockRequest>) -> ManyGuard<'_> {
+        match self.inner.lock_many(request) {
             Ok(guards) => ManyGuard::from_inner(guards),
             Err(e) => invalid_request(e),
         }
@@ -265,11 +690,11 @@ impl RangeLock {
     /// );
     /// # Ok::<(), LockError>(())
     /// ```
-    pub fn try_lock_many<R: RangeBounds<u64>>(
+    pub fn try_lock_many(
         &self,
-        request: impl IntoIterator<Item = (R, Mode)>,
+        request: impl IntoIterator<Item = impl LockRequest>,
     ) -> Result<ManyGuard<'_>, LockError> {
-        self.inner.try_lock_many(requested(request)?).map(ManyGuard::from_inner)
+        self.inner.try_lock_many(request).map(ManyGuard::from_inner)
     }
 
     /// [`lock_many`](Self::lock_many), giving up after `timeout` with
@@ -283,247 +708,79 @@ impl RangeLock {
     /// let held = lock.lock_shared(40..50);
     /// let request = [(0..10, Mode::Shared), (45..46, Mode::Exclusive)];
     /// let ms = Duration::from_millis(5);
-    /// assert_eq!(lock.lock_many_timeout(request.clone(), ms).unwrap_err(), LockError::TimedOut);
+    /// assert_eq!(lock.try_lock_many_for(request.clone(), ms).unwrap_err(), LockError::TimedOut);
     /// assert!(lock.try_lock(0..10).is_ok(), "the timed-out request holds nothing");
     /// drop(held);
-    /// assert!(lock.lock_many_timeout(request, ms).is_ok());
+    /// assert!(lock.try_lock_many_for(request, ms).is_ok());
     /// ```
-    pub fn lock_many_timeout<R: RangeBounds<u64>>(
+    pub fn try_lock_many_for(
         &self,
-        request: impl IntoIterator<Item = (R, Mode)>,
+        request: impl IntoIterator<Item = impl LockRequest>,
         timeout: Duration,
     ) -> Result<ManyGuard<'_>, LockError> {
-        self.lock_many_until(request, deadline_after(timeout))
+        self.try_lock_many_until(request, deadline_after(timeout))
     }
 
     /// [`lock_many`](Self::lock_many), giving up at `deadline` with
     /// [`LockError::TimedOut`] (and nothing held).
-    pub fn lock_many_until<R: RangeBounds<u64>>(
+    pub fn try_lock_many_until(
         &self,
-        request: impl IntoIterator<Item = (R, Mode)>,
+        request: impl IntoIterator<Item = impl LockRequest>,
         deadline: Instant,
     ) -> Result<ManyGuard<'_>, LockError> {
-        self.inner.lock_many_until(requested(request)?, deadline).map(ManyGuard::from_inner)
+        self.inner.try_lock_many_until(request, deadline).map(ManyGuard::from_inner)
     }
 
     #[cfg(not(loom))]
-    /// Locks `range` exclusively, waiting asynchronously as long as it takes. The future is
-    /// cancel-safe (dropping it leaves nothing behind) and works on any executor.
+    /// [`lock_many`](Self::lock_many), waiting asynchronously: a cancel-safe future that
+    /// resolves to the [`ManyGuard`].
     ///
-    /// Not reentrant: see [`lock`](Self::lock).
+    /// It runs the protocol's steps 1 to 3 (wait for one range holding nothing, take the
+    /// others without waiting, on a conflict release all, yield once and wait for the range
+    /// that failed), but not the fair path of the blocking call, whose ordered waits park
+    /// the thread: against a steady stream of lockers of its ranges it can starve, and the
+    /// timed forms are what bound its wait.
     ///
     /// ```
-    /// # async fn demo(lock: &rangelock::RangeLock) {
-    /// let page = lock.lock_async(4096..8192).await;
-    /// // ... write the page ...
-    /// drop(page);
+    /// use rangelock::{Mode, RangeLock};
+    /// # async fn demo(lock: &RangeLock) {
+    /// let both = lock.lock_many_async([(0..10, Mode::Exclusive), (20..30, Mode::Shared)]).await;
+    /// assert_eq!(both.len(), 2);
     /// # }
     /// ```
     ///
     /// # Panics
     ///
-    /// If `range` locks nothing (when called, not when polled).
+    /// When called, if a range locks nothing or two ranges overlap.
     #[track_caller]
-    pub fn lock_async(
+    pub fn lock_many_async(
         &self,
-        range: impl RangeBounds<u64>,
-    ) -> impl Future<Output = RangeGuard<'_>> + Send + '_ {
-        self.lock_mode_async(range, Mode::Exclusive)
+        request: impl IntoIterator<Item = impl LockRequest>,
+    ) -> ManyLockFuture<'_> {
+        ManyLockFuture::new(self, prepare(request).unwrap_or_else(|e| invalid_request(e)))
     }
 
     #[cfg(not(loom))]
-    /// Locks `range` shared, waiting asynchronously as long as it takes.
-    ///
-    /// # Panics
-    ///
-    /// If `range` locks nothing.
-    #[track_caller]
-    pub fn lock_shared_async(
+    /// [`lock_many_async`](Self::lock_many_async), giving up after `timeout` with
+    /// [`LockError::TimedOut`] (and nothing held); an invalid request resolves to its error.
+    pub fn try_lock_many_async_for(
         &self,
-        range: impl RangeBounds<u64>,
-    ) -> impl Future<Output = RangeGuard<'_>> + Send + '_ {
-        self.lock_mode_async(range, Mode::Shared)
-    }
-
-    #[cfg(not(loom))]
-    /// Locks `range` in `mode`, waiting asynchronously as long as it takes.
-    ///
-    /// # Panics
-    ///
-    /// If `range` locks nothing.
-    #[track_caller]
-    pub fn lock_mode_async(
-        &self,
-        range: impl RangeBounds<u64>,
-        mode: Mode,
-    ) -> impl Future<Output = RangeGuard<'_>> + Send + '_ {
-        let future = LockFuture::new(&self.inner, expect_valid(&range), mode, None);
-        async move {
-            match future.await {
-                Ok(guard) => guard,
-                Err(_) => unreachable!("a checked range without a deadline always resolves"),
-            }
-        }
-    }
-
-    #[cfg(not(loom))]
-    /// Locks `range` exclusively, giving up with [`LockError::TimedOut`] after `timeout`.
-    pub fn lock_async_timeout(
-        &self,
-        range: impl RangeBounds<u64>,
+        request: impl IntoIterator<Item = impl LockRequest>,
         timeout: Duration,
-    ) -> LockFuture<'_> {
-        self.lock_mode_async_until(range, Mode::Exclusive, deadline_after(timeout))
+    ) -> TryManyLockFuture<'_> {
+        self.try_lock_many_async_until(request, deadline_after(timeout))
     }
 
     #[cfg(not(loom))]
-    /// Locks `range` shared, giving up with [`LockError::TimedOut`] after `timeout`.
-    pub fn lock_shared_async_timeout(
+    /// [`lock_many_async`](Self::lock_many_async), giving up at `deadline` with
+    /// [`LockError::TimedOut`] (and nothing held); an invalid request resolves to its error.
+    pub fn try_lock_many_async_until(
         &self,
-        range: impl RangeBounds<u64>,
-        timeout: Duration,
-    ) -> LockFuture<'_> {
-        self.lock_mode_async_until(range, Mode::Shared, deadline_after(timeout))
-    }
-
-    #[cfg(not(loom))]
-    /// Locks `range` in `mode`, giving up with [`LockError::TimedOut`] at `deadline`; a
-    /// range that locks nothing resolves to [`LockError::InvalidRange`].
-    pub fn lock_mode_async_until(
-        &self,
-        range: impl RangeBounds<u64>,
-        mode: Mode,
+        request: impl IntoIterator<Item = impl LockRequest>,
         deadline: Instant,
-    ) -> LockFuture<'_> {
-        // An invalid range is answered on the first poll (`LockFuture`'s `Start` state).
-        #[allow(clippy::reversed_empty_ranges)]
-        let range = half_open(&range).unwrap_or(1..0);
-        LockFuture::new(&self.inner, range, mode, Some(deadline))
+    ) -> TryManyLockFuture<'_> {
+        TryManyLockFuture::new(self, prepare(request), deadline)
     }
-
-    /// [`lock`](Self::lock) through an `Arc`: the guard keeps the lock alive and has no
-    /// lifetime, so it can move into a spawned thread or task.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use rangelock::RangeLock;
-    ///
-    /// let lock = Arc::new(RangeLock::new());
-    /// let guard = lock.lock_owned(0..10);
-    /// std::thread::spawn(move || drop(guard)).join().unwrap();
-    /// assert!(lock.try_lock(0..10).is_ok());
-    /// ```
-    ///
-    /// # Panics
-    ///
-    /// If `range` locks nothing.
-    #[track_caller]
-    pub fn lock_owned(self: &Arc<Self>, range: impl RangeBounds<u64>) -> OwnedRangeGuard {
-        OwnedRangeGuard::new(self, self.lock(range))
-    }
-
-    /// [`lock_shared`](Self::lock_shared) through an `Arc` (see
-    /// [`lock_owned`](Self::lock_owned)).
-    ///
-    /// # Panics
-    ///
-    /// If `range` locks nothing.
-    #[track_caller]
-    pub fn lock_shared_owned(self: &Arc<Self>, range: impl RangeBounds<u64>) -> OwnedRangeGuard {
-        OwnedRangeGuard::new(self, self.lock_shared(range))
-    }
-
-    /// [`try_lock`](Self::try_lock) through an `Arc` (see [`lock_owned`](Self::lock_owned)).
-    pub fn try_lock_owned(
-        self: &Arc<Self>,
-        range: impl RangeBounds<u64>,
-    ) -> Result<OwnedRangeGuard, LockError> {
-        Ok(OwnedRangeGuard::new(self, self.try_lock(range)?))
-    }
-
-    /// [`try_lock_shared`](Self::try_lock_shared) through an `Arc`.
-    pub fn try_lock_shared_owned(
-        self: &Arc<Self>,
-        range: impl RangeBounds<u64>,
-    ) -> Result<OwnedRangeGuard, LockError> {
-        Ok(OwnedRangeGuard::new(self, self.try_lock_shared(range)?))
-    }
-
-    /// [`lock_timeout`](Self::lock_timeout) through an `Arc`.
-    pub fn lock_owned_timeout(
-        self: &Arc<Self>,
-        range: impl RangeBounds<u64>,
-        timeout: Duration,
-    ) -> Result<OwnedRangeGuard, LockError> {
-        Ok(OwnedRangeGuard::new(self, self.lock_timeout(range, timeout)?))
-    }
-
-    /// [`lock_shared_timeout`](Self::lock_shared_timeout) through an `Arc`.
-    pub fn lock_shared_owned_timeout(
-        self: &Arc<Self>,
-        range: impl RangeBounds<u64>,
-        timeout: Duration,
-    ) -> Result<OwnedRangeGuard, LockError> {
-        Ok(OwnedRangeGuard::new(self, self.lock_shared_timeout(range, timeout)?))
-    }
-
-    #[cfg(not(loom))]
-    /// [`lock_async`](Self::lock_async) through an `Arc`: a `'static` future whose guard
-    /// can move between tasks (`tokio::spawn`).
-    ///
-    /// ```
-    /// # async fn demo() {
-    /// use std::sync::Arc;
-    /// let lock = Arc::new(rangelock::RangeLock::new());
-    /// let guard = lock.lock_owned_async(0..10).await;
-    /// # drop(guard);
-    /// # }
-    /// ```
-    ///
-    /// # Panics
-    ///
-    /// If `range` locks nothing (when called).
-    #[track_caller]
-    pub fn lock_owned_async(
-        self: &Arc<Self>,
-        range: impl RangeBounds<u64>,
-    ) -> impl Future<Output = OwnedRangeGuard> + Send + 'static {
-        self.owned_async(expect_valid(&range), Mode::Exclusive)
-    }
-
-    #[cfg(not(loom))]
-    /// [`lock_shared_async`](Self::lock_shared_async) through an `Arc`.
-    ///
-    /// # Panics
-    ///
-    /// If `range` locks nothing (when called).
-    #[track_caller]
-    pub fn lock_shared_owned_async(
-        self: &Arc<Self>,
-        range: impl RangeBounds<u64>,
-    ) -> impl Future<Output = OwnedRangeGuard> + Send + 'static {
-        self.owned_async(expect_valid(&range), Mode::Shared)
-    }
-
-    #[cfg(not(loom))]
-    fn owned_async(
-        self: &Arc<Self>,
-        range: Range<u64>,
-        mode: Mode,
-    ) -> impl Future<Output = OwnedRangeGuard> + Send + 'static {
-        let lock = Arc::clone(self);
-        async move {
-            let guard = lock.lock_mode_async(range, mode).await;
-            OwnedRangeGuard::new(&lock, guard)
-        }
-    }
-}
-
-/// Checks the bounds of a request and turns them into half-open ranges.
-fn requested<R: RangeBounds<u64>>(
-    request: impl IntoIterator<Item = (R, Mode)>,
-) -> Result<Vec<(Range<u64>, Mode)>, LockError> {
-    request.into_iter().map(|(bounds, mode)| Ok((half_open(&bounds)?, mode))).collect()
 }
 
 #[cold]

@@ -131,14 +131,14 @@ fn a_timeout_resolves_without_another_wake_up() {
         for mode in [Mode::Exclusive, Mode::Shared] {
             let start = Instant::now();
             let deadline = start + Duration::from_millis(20);
-            let err = lock.lock_mode_async_until(5..6, mode, deadline).await.unwrap_err();
+            let err = lock.try_lock_mode_async_until(5..6, mode, deadline).await.unwrap_err();
             assert_eq!(err, LockError::TimedOut);
             assert!(start.elapsed() >= Duration::from_millis(20));
         }
-        let err = lock.lock_async_timeout(5..6, Duration::ZERO).await.unwrap_err();
+        let err = lock.try_lock_async_for(5..6, Duration::ZERO).await.unwrap_err();
         assert_eq!(err, LockError::TimedOut);
         #[allow(clippy::reversed_empty_ranges)] // the invalid input under test
-        let err = lock.lock_async_timeout(9..3, Duration::from_secs(1)).await.unwrap_err();
+        let err = lock.try_lock_async_for(9..3, Duration::from_secs(1)).await.unwrap_err();
         assert!(matches!(err, LockError::InvalidRange(_)));
     });
     drop(held);
@@ -158,7 +158,7 @@ fn the_deadline_wakes_the_waker_of_the_latest_poll() {
         let (latest, latest_waker) = counting();
         let start = Instant::now();
         let timeout = Duration::from_millis(30);
-        let mut fut = Box::pin(lock.lock_mode_async_until(5..6, mode, start + timeout));
+        let mut fut = Box::pin(lock.try_lock_mode_async_until(5..6, mode, start + timeout));
         assert!(fut.as_mut().poll(&mut Context::from_waker(&first_waker)).is_pending());
         // Polled again under another waker (`select!`, `join`, a task moved elsewhere).
         assert!(fut.as_mut().poll(&mut Context::from_waker(&latest_waker)).is_pending());
@@ -185,7 +185,7 @@ fn dropping_a_timed_future_releases_every_waker_clone_at_once() {
         let (first, first_waker) = counting();
         let (latest, latest_waker) = counting();
         let hour = Duration::from_secs(3600);
-        let mut fut = Box::pin(lock.lock_mode_async_until(want, mode, Instant::now() + hour));
+        let mut fut = Box::pin(lock.try_lock_mode_async_until(want, mode, Instant::now() + hour));
         assert!(fut.as_mut().poll(&mut Context::from_waker(&first_waker)).is_pending());
         assert!(clones(&first) > 0, "{held_range:?}: registered");
         assert!(fut.as_mut().poll(&mut Context::from_waker(&latest_waker)).is_pending());
@@ -208,7 +208,7 @@ fn a_timed_future_that_acquires_keeps_no_waker() {
     let held = lock.lock(0..10);
     let (count, waker) = counting();
     let mut cx = Context::from_waker(&waker);
-    let mut fut = Box::pin(lock.lock_async_timeout(5..6, Duration::from_secs(3600)));
+    let mut fut = Box::pin(lock.try_lock_async_for(5..6, Duration::from_secs(3600)));
     assert!(fut.as_mut().poll(&mut cx).is_pending());
     drop(held);
     let Poll::Ready(guard) = fut.as_mut().poll(&mut cx) else { panic!("not granted") };
@@ -241,7 +241,7 @@ fn a_timed_future_moved_to_another_task_times_out_at_its_deadline() {
         let (tx, rx) = tokio::sync::oneshot::channel();
         // Polled first in one task...
         tokio::spawn(async move {
-            let mut fut = Box::pin(lock.lock_async_timeout(5..6, timeout));
+            let mut fut = Box::pin(lock.try_lock_async_for(5..6, timeout));
             poll_once(&mut fut).await;
             tx.send(fut).unwrap_or_else(|_| panic!("the receiver waits"));
         });
@@ -273,7 +273,7 @@ fn a_holder_that_hands_a_timed_future_to_another_task_is_not_deadlocked() {
                 assert!(begin.elapsed() < EVENT_BOUND, "the writer never queued");
                 tokio::task::yield_now().await;
             }
-            let mut fut = Box::pin(lock.lock_async_timeout(20..21, Duration::from_millis(30)));
+            let mut fut = Box::pin(lock.try_lock_async_for(20..21, Duration::from_millis(30)));
             poll_once(&mut fut).await;
             let other = tokio::spawn(async move { fut.await.map(drop) });
             let result = other.await.unwrap();

@@ -1,4 +1,4 @@
-//! `Lock::lock_many`, `try_lock_many` and `lock_many_timeout` on every range-lock variant:
+//! `Lock::lock_many`, `try_lock_many` and `try_lock_many_for` on every range-lock variant:
 //! request validation, all-or-nothing failure, release on drop, a property test against a
 //! sequential model, a deadlock stress test with the exclusivity checker, and the two
 //! request interleavings that deadlock "sort, then block in order".
@@ -130,7 +130,7 @@ fn segments_false_conflicts() {
     let lock = Lock::from_raw(Segments::new(64, 4));
     let request = [(0..1, X), (2..3, S)];
     assert_eq!(lock.try_lock_many(request.clone()).unwrap_err(), LockError::WouldBlock);
-    let timed = lock.lock_many_timeout(request, Duration::from_millis(5));
+    let timed = lock.try_lock_many_for(request, Duration::from_millis(5));
     assert_eq!(timed.unwrap_err(), LockError::TimedOut);
     assert_free(&lock, &[0..32, 32..64], "the failed requests hold nothing");
     // Shared ranges in one segment are compatible; other segments are independent.
@@ -163,7 +163,7 @@ fn overlapping_request_rejected<R: RawRangeLock>(raw: R) {
         let expect = LockError::Overlapping { first, second };
         assert_eq!(lock.lock_many(request.clone()).unwrap_err(), expect, "{request:?}");
         assert_eq!(lock.try_lock_many(request.clone()).unwrap_err(), expect, "{request:?}");
-        let timed = lock.lock_many_timeout(request.clone(), Duration::from_millis(1));
+        let timed = lock.try_lock_many_for(request.clone(), Duration::from_millis(1));
         assert_eq!(timed.unwrap_err(), expect, "{request:?}");
     }
     assert_free(&lock, &ALL, "rejected requests lock nothing");
@@ -187,7 +187,7 @@ fn invalid_range_rejected<R: RawRangeLock>(raw: R) {
     for (request, expect) in cases {
         assert_eq!(lock.lock_many(request.clone()).unwrap_err().to_string(), expect);
         assert_eq!(lock.try_lock_many(request.clone()).unwrap_err().to_string(), expect);
-        let timed = lock.lock_many_timeout(request, Duration::ZERO);
+        let timed = lock.try_lock_many_for(request, Duration::ZERO);
         assert_eq!(timed.unwrap_err().to_string(), expect);
     }
     assert_free(&lock, &ALL, "rejected requests lock nothing");
@@ -205,9 +205,9 @@ fn failed_request_holds_nothing<R: RawRangeLock>(raw: R) {
         let others: Vec<Range<u64>> =
             ranges.iter().filter(|r| !overlaps(r, &blocker)).cloned().collect();
         assert_free(&lock, &others, "after try_lock_many failed");
-        let timed = lock.lock_many_timeout(request.clone(), Duration::from_millis(2));
+        let timed = lock.try_lock_many_for(request.clone(), Duration::from_millis(2));
         assert_eq!(timed.unwrap_err(), LockError::TimedOut);
-        assert_free(&lock, &others, "after lock_many_timeout timed out");
+        assert_free(&lock, &others, "after try_lock_many_for timed out");
         drop(held);
         assert_free(&lock, &ranges, "after the blocker left");
     }
@@ -243,14 +243,18 @@ fn guard_drop_releases_all<R: RawRangeLock>(raw: R) {
     assert_free(&lock, &ALL, "every guard was dropped");
 }
 
+/// An empty request (its item type named: an empty literal has none to infer).
+const NOTHING: [(Range<u64>, Mode); 0] = [];
+
 fn empty_request<R: RawRangeLock>(raw: R) {
     let lock = Lock::from_raw(raw);
     let held = lock.lock(0..u64::MAX).expect("whole domain");
     // An empty request needs nothing, so it succeeds even though everything is held.
     for guard in [
-        lock.lock_many([]).expect("lock_many"),
-        lock.try_lock_many(Vec::new()).expect("try_lock_many"),
-        lock.lock_many_timeout(None, Duration::ZERO).expect("lock_many_timeout"),
+        lock.lock_many(NOTHING).expect("lock_many"),
+        lock.try_lock_many(Vec::<(Range<u64>, Mode)>::new()).expect("try_lock_many"),
+        lock.try_lock_many_for(None::<(Range<u64>, Mode)>, Duration::ZERO)
+            .expect("try_lock_many_for"),
     ] {
         assert!(guard.is_empty());
         assert_eq!(guard.len(), 0);
@@ -293,19 +297,22 @@ fn timeout_spans_restarts<R: RawRangeLock>(raw: R) {
     let request = [(0..10, S), (20..30, X)];
     let timeout = Duration::from_millis(30);
     let begin = Instant::now();
-    assert_eq!(lock.lock_many_timeout(request.clone(), timeout).unwrap_err(), LockError::TimedOut);
+    assert_eq!(lock.try_lock_many_for(request.clone(), timeout).unwrap_err(), LockError::TimedOut);
     let waited = begin.elapsed();
     assert!(waited >= timeout, "gave up after {waited:?}, before the deadline");
     assert!(waited < WATCHDOG, "ignored the deadline: {waited:?}");
     assert_eq!(
-        lock.lock_many_timeout(request.clone(), Duration::ZERO).unwrap_err(),
+        lock.try_lock_many_for(request.clone(), Duration::ZERO).unwrap_err(),
         LockError::TimedOut
     );
     let deadline = Instant::now() + Duration::from_millis(1);
-    assert_eq!(lock.lock_many_until(request.clone(), deadline).unwrap_err(), LockError::TimedOut);
+    assert_eq!(
+        lock.try_lock_many_until(request.clone(), deadline).unwrap_err(),
+        LockError::TimedOut
+    );
     assert_free(&lock, &[0..10, 20..25, 26..30], "after the timeouts");
     drop(held);
-    let guard = lock.lock_many_timeout(request, timeout).expect("free now");
+    let guard = lock.try_lock_many_for(request, timeout).expect("free now");
     assert_eq!(guard.len(), 2);
 }
 
@@ -317,7 +324,7 @@ fn timeout_spans_restarts<R: RawRangeLock>(raw: R) {
 enum Call {
     /// `try_lock_many`.
     Try,
-    /// `lock_many` when the model says the request is free, else `lock_many_timeout` with
+    /// `lock_many` when the model says the request is free, else `try_lock_many_for` with
     /// a zero timeout (a blocking call would wait forever in one thread).
     Block,
 }
@@ -376,7 +383,7 @@ fn check_many_against_model<R: RawRangeLock>(raw: R, ops: &[ManyOp]) -> Result<(
         let result = match call {
             Call::Try => lock.try_lock_many(request.clone()),
             Call::Block if free || self_overlap => lock.lock_many(request.clone()),
-            Call::Block => lock.lock_many_timeout(request.clone(), Duration::ZERO),
+            Call::Block => lock.try_lock_many_for(request.clone(), Duration::ZERO),
         };
         match result {
             Ok(guard) => {
@@ -531,7 +538,7 @@ fn no_deadlock_random_sets<R: RawRangeLock + 'static>(make: fn() -> R, seed: u64
                             }
                             let guard = match rng.below(8) {
                                 0 => lock.try_lock_many(request.clone()),
-                                1 => lock.lock_many_timeout(
+                                1 => lock.try_lock_many_for(
                                     request.clone(),
                                     Duration::from_micros(rng.below(300)),
                                 ),
@@ -732,7 +739,7 @@ fn run_crossing<R: RawRangeLock>(
                 let deadline = Instant::now() + Duration::from_millis(100);
                 let mut guards = Vec::new();
                 request.iter().try_for_each(|(range, mode)| {
-                    guards.push(lock.lock_mode_until(range.clone(), *mode, deadline)?);
+                    guards.push(lock.try_lock_mode_until(range.clone(), *mode, deadline)?);
                     Ok(())
                 })
             }
@@ -740,7 +747,7 @@ fn run_crossing<R: RawRangeLock>(
                 lock.lock_many(request.clone()).map(|g| assert_eq!(g.len(), 2, "{g:?}"))
             }
             Protocol::LockManyTimeout => lock
-                .lock_many_timeout(request.clone(), WATCHDOG)
+                .try_lock_many_for(request.clone(), WATCHDOG)
                 .map(|g| assert_eq!(g.len(), 2, "{g:?}")),
         };
         b.join().expect("B");

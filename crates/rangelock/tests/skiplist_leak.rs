@@ -65,7 +65,7 @@ fn workload() {
                     match i % 3 {
                         0 => drop(lock.lock_mode(range, mode)),
                         1 => drop(lock.try_lock_mode(range, mode)),
-                        _ => drop(lock.lock_mode_until(
+                        _ => drop(lock.try_lock_mode_until(
                             range,
                             mode,
                             std::time::Instant::now() + Duration::from_micros(50),

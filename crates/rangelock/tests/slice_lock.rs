@@ -8,10 +8,13 @@
 //! the counts must add up to exactly the elements the writers held.
 #![cfg(not(loom))]
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::thread;
+use std::time::{Duration, Instant};
 
-use rangelock::{LockError, SliceLock};
+use rangelock::{Mode, SliceError, SliceLock, SlicePart};
 
 const ELEMENTS: usize = 192;
 const THREADS: u64 = 6;
@@ -70,11 +73,11 @@ fn guards_never_alias() {
                                 1 => Some(data.lock(range.clone())),
                                 2 => match data.try_lock(range.clone()) {
                                     Ok(g) => Some(g),
-                                    Err(LockError::WouldBlock) => None,
+                                    Err(SliceError::WouldBlock) => None,
                                     Err(e) => panic!("{e}"),
                                 },
                                 _ => data
-                                    .lock_timeout(
+                                    .try_lock_for(
                                         range.clone(),
                                         std::time::Duration::from_millis(5),
                                     )
@@ -129,4 +132,161 @@ fn the_checks_catch_overlapping_writers() {
         }
     });
     assert!(foreign.load(Ordering::Relaxed) > 0, "overlapping writers were never seen");
+}
+
+/// Stamps `id` over `cells`, pauses, checks no other writer overwrote a stamp, and counts
+/// each element once; returns how many were written.
+fn stamp(cells: &mut [Cell], id: u64, x: &mut u64, what: &str) -> u64 {
+    for c in cells.iter_mut() {
+        c.owner = id;
+    }
+    pause(x);
+    for c in cells.iter_mut() {
+        assert_eq!(c.owner, id, "another writer inside a {what} guard");
+        c.count += 1;
+    }
+    cells.len() as u64
+}
+
+/// The owned, async and many-range forms keep writers apart too: each holder stamps its id
+/// over its elements and checks them, and the counts add up to exactly what was written.
+#[test]
+fn owned_async_and_many_guards_never_alias() {
+    let data = Arc::new(SliceLock::new(vec![Cell::default(); ELEMENTS]));
+    let written = Arc::new(AtomicU64::new(0));
+    let ops = OPS / 4;
+    let threads: Vec<_> = (1..=THREADS)
+        .map(|id| {
+            let (data, written) = (Arc::clone(&data), Arc::clone(&written));
+            thread::spawn(move || {
+                let rt =
+                    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                let mut x = id * 7919;
+                let pick = |x: &mut u64| -> Range<usize> {
+                    let start = (next(x) % ELEMENTS as u64) as usize;
+                    start..(start + 1 + (next(x) % 24) as usize).min(ELEMENTS)
+                };
+                for _ in 0..ops {
+                    let range = pick(&mut x);
+                    let n = match next(&mut x) % 7 {
+                        0 => stamp(&mut data.lock_owned(range), id, &mut x, "lock_owned"),
+                        1 => match data.try_lock_owned_for(range, Duration::from_millis(2)) {
+                            Ok(mut g) => stamp(&mut g, id, &mut x, "try_lock_owned_for"),
+                            Err(SliceError::TimedOut) => 0,
+                            Err(e) => panic!("{e}"),
+                        },
+                        2 => {
+                            let mut g = rt.block_on(data.lock_async(range));
+                            stamp(&mut g, id, &mut x, "lock_async")
+                        }
+                        3 => {
+                            let deadline = Instant::now() + Duration::from_millis(2);
+                            match rt.block_on(data.try_lock_async_until(range, deadline)) {
+                                Ok(mut g) => stamp(&mut g, id, &mut x, "try_lock_async_until"),
+                                Err(SliceError::TimedOut) => 0,
+                                Err(e) => panic!("{e}"),
+                            }
+                        }
+                        4 => {
+                            // Two disjoint parts, one written and one read.
+                            let (a, b) = (range.start / 2, range.start.div_ceil(2) + ELEMENTS / 2);
+                            let b = b.min(ELEMENTS - 1);
+                            let request = [(a..a + 1, Mode::Exclusive), (b..b + 1, Mode::Shared)];
+                            let mut both = data.lock_many(&request);
+                            let n = stamp(both.get_mut(0).expect("exclusive"), id, &mut x, "many");
+                            let seen = both.get(1).to_vec();
+                            pause(&mut x);
+                            assert_eq!(both.get(1), seen, "a writer inside a shared part");
+                            n
+                        }
+                        5 => {
+                            let seen = data.lock_shared_owned(range);
+                            let before = seen.to_vec();
+                            pause(&mut x);
+                            assert_eq!(
+                                &seen[..],
+                                &before[..],
+                                "a writer inside a shared owned guard"
+                            );
+                            0
+                        }
+                        _ => {
+                            let seen = rt.block_on(data.lock_shared_async(range));
+                            let before = seen.to_vec();
+                            pause(&mut x);
+                            assert_eq!(
+                                &seen[..],
+                                &before[..],
+                                "a writer inside a shared async guard"
+                            );
+                            0
+                        }
+                    };
+                    written.fetch_add(n, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let data = Arc::try_unwrap(data).expect("every owned guard was dropped");
+    let total: u64 = data.into_inner().iter().map(|c| c.count).sum();
+    assert_eq!(total, written.load(Ordering::Relaxed), "lost updates: guards aliased");
+}
+
+/// Every form of `SliceLock` answers what it should: owned guards move into threads, the
+/// parts of a many-range guard are exactly their elements, and bad ranges are
+/// `SliceError`s in element indices.
+#[test]
+fn every_slice_form_reaches_exactly_its_elements() {
+    let data = Arc::new(SliceLock::new((0..100u32).collect::<Vec<_>>()));
+    let mut owned = data.lock_owned(10..20);
+    assert_eq!(owned.range(), 10..20);
+    assert_eq!(data.try_lock_shared(15..16).unwrap_err(), SliceError::WouldBlock);
+    assert_eq!(
+        data.try_lock_shared_owned_for(15..16, Duration::from_millis(1)).unwrap_err(),
+        SliceError::TimedOut
+    );
+    thread::spawn(move || owned.fill(0)).join().unwrap();
+    let reader = data.try_lock_shared_owned(5..15).expect("the owned guard was dropped");
+    assert_eq!(reader[..], [5, 6, 7, 8, 9, 0, 0, 0, 0, 0]);
+    assert_eq!(data.try_lock_owned(14..15).unwrap_err(), SliceError::WouldBlock);
+    drop(reader);
+
+    let request = vec![(90..95, Mode::Shared), (0..2, Mode::Exclusive)];
+    let mut many = data.try_lock_many(&request).expect("free");
+    assert_eq!(
+        many.ranges().collect::<Vec<_>>(),
+        [(0..2, Mode::Exclusive), (90..95, Mode::Shared)]
+    );
+    many.get_mut(0).expect("exclusive").copy_from_slice(&[7, 7]);
+    assert_eq!(many.get(1), [90, 91, 92, 93, 94]);
+    assert_eq!(
+        data.try_lock_many_for(&request, Duration::from_millis(1)).unwrap_err(),
+        SliceError::TimedOut
+    );
+    let parts = many.into_parts();
+    assert!(matches!(&parts[..], [SlicePart::Exclusive(w), SlicePart::Shared(r)]
+        if w[..] == [7, 7] && r.range() == (90..95)));
+    drop(parts);
+
+    assert_eq!(
+        data.try_lock_many([(0..10, Mode::Shared), (5..15, Mode::Shared)]).unwrap_err(),
+        SliceError::Overlapping { first: (0, 10), second: (5, 15) }
+    );
+    assert_eq!(
+        data.try_lock_many_until([(0..1, Mode::Shared), (99..101, Mode::Shared)], Instant::now())
+            .unwrap_err(),
+        SliceError::OutOfBounds { range: (99, 101), len: 100 }
+    );
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let err = rt.block_on(data.try_lock_shared_async_for(95..=100, Duration::from_secs(1)));
+    assert_eq!(err.unwrap_err(), SliceError::OutOfBounds { range: (95, 101), len: 100 });
+    let w = data.lock(0..1);
+    let late = rt.block_on(data.try_lock_async_for(0..1, Duration::from_millis(1)));
+    assert_eq!(late.unwrap_err(), SliceError::TimedOut);
+    drop(w);
+    assert_eq!(rt.block_on(data.lock_shared_async(..2))[..], [7, 7]);
+    assert_eq!(Arc::try_unwrap(data).expect("no guard left").into_inner()[..3], [7, 7, 2]);
 }

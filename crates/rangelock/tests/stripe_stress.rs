@@ -9,7 +9,7 @@
 //! window directory on fresh locks, so later windows land in the overflow table while other
 //! threads hold ranges there. Every hold goes through [`support::Checker`].
 //!
-//! Two tests bound latencies: the worst overrun of contended `lock_timeout(.., 1 ms)` calls
+//! Two tests bound latencies: the worst overrun of contended `try_lock_for(.., 1 ms)` calls
 //! and the worst `try_lock` call, both at 8 threads.
 //!
 //! The long run is ignored by default; it runs the same phases over several geometries for
@@ -880,7 +880,7 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Took) {
     (result, Took { own, wall })
 }
 
-/// Contended `lock_timeout(.., 1 ms)` / `lock_shared_timeout` calls at 8 threads: none
+/// Contended `try_lock_for(.., 1 ms)` / `try_lock_shared_for` calls at 8 threads: none
 /// gives up before its timeout, some do give up, and none returns 50 ms or more after its
 /// deadline (acquired or not); on the wall clock if `wall_clock`, else without the time
 /// the caller waited for a CPU.
@@ -901,9 +901,9 @@ fn timeout_overruns(wall_clock: bool) {
             let shared = rng.below(4) == 0;
             let (result, took) = timed(|| {
                 if shared {
-                    lock.lock_shared_timeout(range.clone(), TIMEOUT)
+                    lock.try_lock_shared_for(range.clone(), TIMEOUT)
                 } else {
-                    lock.lock_timeout(range.clone(), TIMEOUT)
+                    lock.try_lock_for(range.clone(), TIMEOUT)
                 }
             });
             let over = Took {
@@ -933,7 +933,7 @@ fn timeout_overruns(wall_clock: bool) {
     let late_timeout = results.iter().fold(Took::default(), |w, r| w.worse(r.0));
     let late_acquired = results.iter().fold(Took::default(), |w, r| w.worse(r.1));
     eprintln!(
-        "lock_timeout(1 ms) at 8 threads: {timeouts} timed out, worst overrun {:?} without run \
+        "try_lock_for(1 ms) at 8 threads: {timeouts} timed out, worst overrun {:?} without run \
          queue waits ({:?} wall clock); {acquisitions} acquired, worst {:?} after the deadline \
          ({:?} wall clock){}",
         late_timeout.own,

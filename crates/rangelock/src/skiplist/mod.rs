@@ -455,7 +455,10 @@ use crate::raw::{RawRangeLock, RawRangeLockDowngrade};
 use crate::RangeLock;
 
 #[cfg(not(loom))]
-pub use future::LockFuture;
+pub use future::{
+    LockFuture, ManyLockFuture, OwnedLockFuture, OwnedTryLockFuture, TryLockFuture,
+    TryManyLockFuture,
+};
 use intents::Intents;
 use list::{Conflict, List};
 use node::{Node, MAX_HEIGHT};
@@ -472,7 +475,8 @@ use wait::{wait_for, Wait};
 /// The default number of skip-list levels (see `# Trade-offs` in the module docs).
 pub const DEFAULT_MAX_HEIGHT: usize = 12;
 
-/// Options of a [`SkipList`]: [`RangeLock::builder`].
+/// Options for a [`RangeLock`] other than [`RangeLock::new`]'s defaults:
+/// [`RangeLock::builder`].
 #[derive(Clone, Copy, Debug)]
 pub struct Builder {
     max_height: usize,

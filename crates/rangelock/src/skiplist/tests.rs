@@ -113,7 +113,7 @@ fn invalid_ranges_are_rejected_without_locking() {
     #[allow(clippy::reversed_empty_ranges)]
     let err = lock.try_lock(5..3).unwrap_err();
     assert!(matches!(err, LockError::InvalidRange(_)));
-    assert!(lock.lock_shared_timeout(7..7, std::time::Duration::ZERO).is_err());
+    assert!(lock.try_lock_shared_for(7..7, std::time::Duration::ZERO).is_err());
     let _g = lock.try_lock(0..u64::MAX).unwrap();
 }
 
@@ -127,9 +127,9 @@ fn zero_height_is_refused() {
 fn lock_timeout_gives_up_and_leaves_no_trace() {
     let lock = RangeLock::new();
     let held = lock.lock(10..20);
-    let err = lock.lock_timeout(15..16, Duration::from_millis(20)).unwrap_err();
+    let err = lock.try_lock_for(15..16, Duration::from_millis(20)).unwrap_err();
     assert_eq!(err, LockError::TimedOut);
-    let err = lock.lock_shared_timeout(0..11, Duration::from_millis(1)).unwrap_err();
+    let err = lock.try_lock_shared_for(0..11, Duration::from_millis(1)).unwrap_err();
     assert_eq!(err, LockError::TimedOut);
     drop(held);
     // Nothing of the timed-out attempts stays behind.
@@ -140,7 +140,7 @@ fn lock_timeout_gives_up_and_leaves_no_trace() {
 fn writer_times_out_on_a_reader_and_unlinks_its_pending_node() {
     let lock = RangeLock::new();
     let reader = lock.lock_shared(0..10);
-    assert_eq!(lock.lock_timeout(5..6, Duration::from_millis(5)).unwrap_err(), LockError::TimedOut);
+    assert_eq!(lock.try_lock_for(5..6, Duration::from_millis(5)).unwrap_err(), LockError::TimedOut);
     // The pending node is gone: another reader gets in.
     let reader2 = lock.try_lock_shared(5..6).unwrap();
     drop((reader, reader2));
@@ -260,7 +260,7 @@ fn stress(threads: usize, ops: usize, units: usize) {
                     let guard = match (r >> 40) % 3 {
                         0 => lock.try_lock_mode(range, mode),
                         1 => Ok(lock.lock_mode(range, mode)),
-                        _ => lock.lock_mode_until(
+                        _ => lock.try_lock_mode_until(
                             range,
                             mode,
                             Instant::now() + Duration::from_micros(200),

@@ -21,7 +21,7 @@
 //!
 //! A future that is dropped while registered removes its entry ([`Registration::cancel`]).
 //!
-//! **Deadlines.** `lock_async_timeout` must complete with `TimedOut` even if nothing else
+//! **Deadlines.** `try_lock_async_for` must complete with `TimedOut` even if nothing else
 //! wakes it. With no runtime to ask, one lazily started thread (`rangelock-timer`) sleeps
 //! until the earliest deadline in its map (a `BTreeMap` keyed by deadline and a unique
 //! number, under one mutex) and wakes the waker of each alarm due. A future arms an

@@ -101,7 +101,7 @@ pub enum Call {
     Try,
     /// `lock_mode` (waits as long as it takes).
     Blocking,
-    /// `lock_mode_until(now + d)`.
+    /// `try_lock_mode_until(now + d)`.
     Timeout(Duration),
 }
 
@@ -137,7 +137,7 @@ pub fn acquire<R: RawRangeLock>(
     let result = match call {
         Call::Try => lock.try_lock_mode(range.clone(), mode),
         Call::Blocking => lock.lock_mode(range.clone(), mode),
-        Call::Timeout(d) => lock.lock_mode_until(range.clone(), mode, Instant::now() + d),
+        Call::Timeout(d) => lock.try_lock_mode_until(range.clone(), mode, Instant::now() + d),
     };
     match result {
         Ok(guard) => Some(guard),
@@ -611,8 +611,8 @@ fn invalid_ranges<R: RawRangeLock>(raw: R) {
     assert!(bad(lock.lock_shared(7..3).unwrap_err()));
     assert!(bad(lock.try_lock(0..0).unwrap_err()));
     assert!(bad(lock.try_lock_shared(u64::MAX..u64::MAX).unwrap_err()));
-    assert!(bad(lock.lock_timeout(9..1, Duration::from_millis(1)).unwrap_err()));
-    assert!(bad(lock.lock_shared_timeout(3..3, Duration::from_millis(1)).unwrap_err()));
+    assert!(bad(lock.try_lock_for(9..1, Duration::from_millis(1)).unwrap_err()));
+    assert!(bad(lock.try_lock_shared_for(3..3, Duration::from_millis(1)).unwrap_err()));
     // Nothing was locked by the rejected calls.
     assert!(lock.try_lock(0..u64::MAX).is_ok());
 }
@@ -637,16 +637,16 @@ fn timeout_while_held<R: RawRangeLock>(raw: R) {
     let lock = Lock::from_raw(raw);
     let held = lock.lock(0..10).expect("0..10");
     let ms = Duration::from_millis(2);
-    assert_eq!(lock.lock_timeout(5..6, ms).unwrap_err(), LockError::TimedOut);
-    assert_eq!(lock.lock_shared_timeout(0..1, ms).unwrap_err(), LockError::TimedOut);
-    assert_eq!(lock.lock_timeout(9..20, Duration::ZERO).unwrap_err(), LockError::TimedOut);
-    assert!(lock.lock_timeout(10..20, ms).is_ok(), "a free range does not time out");
+    assert_eq!(lock.try_lock_for(5..6, ms).unwrap_err(), LockError::TimedOut);
+    assert_eq!(lock.try_lock_shared_for(0..1, ms).unwrap_err(), LockError::TimedOut);
+    assert_eq!(lock.try_lock_for(9..20, Duration::ZERO).unwrap_err(), LockError::TimedOut);
+    assert!(lock.try_lock_for(10..20, ms).is_ok(), "a free range does not time out");
     drop(held);
-    let again = lock.lock_timeout(5..6, ms).expect("free after the holder left");
+    let again = lock.try_lock_for(5..6, ms).expect("free after the holder left");
     drop(again);
     let shared = lock.lock_shared(0..10).expect("shared");
-    assert!(lock.lock_shared_timeout(5..15, ms).is_ok(), "shared is compatible");
-    assert_eq!(lock.lock_timeout(5..15, ms).unwrap_err(), LockError::TimedOut);
+    assert!(lock.try_lock_shared_for(5..15, ms).is_ok(), "shared is compatible");
+    assert_eq!(lock.try_lock_for(5..15, ms).unwrap_err(), LockError::TimedOut);
     drop(shared);
     assert!(lock.try_lock(0..20).is_ok());
 }
@@ -658,7 +658,7 @@ fn timed_out_waiter_leaves_no_trace<R: RawRangeLock>(raw: R) {
     let held = lock.lock(0..10).expect("0..10");
     thread::scope(|s| {
         s.spawn(|| {
-            let r = lock.lock_timeout(5..15, Duration::from_millis(3));
+            let r = lock.try_lock_for(5..15, Duration::from_millis(3));
             assert_eq!(r.unwrap_err(), LockError::TimedOut);
         });
     });
