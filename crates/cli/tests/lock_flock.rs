@@ -1,8 +1,8 @@
 //! `rangelock lock` as flock(1) and `etcdctl lock` users expect it, through the binary:
 //! every range form (checked by what the server lists as held), `-x`/`-e`, `-s`, `-w`,
-//! `-c`, `-q`, the hold mode without a command (token on stdout, held until SIGTERM or
-//! SIGINT), `$RANGELOCK_SERVER` / `$RANGELOCK_CLUSTER` below the flags, and the exit codes
-//! of the refusals docs/OPERATIONS.md shows.
+//! `-c`, `-q`, the hold mode without a command (token on stdout, held until SIGTERM,
+//! SIGINT, SIGHUP or SIGQUIT), `$RANGELOCK_SERVER` / `$RANGELOCK_CLUSTER` below the
+//! flags, and the exit codes of the refusals docs/OPERATIONS.md shows.
 
 mod common;
 
