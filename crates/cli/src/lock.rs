@@ -1,8 +1,19 @@
-//! `rangelock lock RANGE [-s] [-w SECS] -- CMD ARGS…` (or `-c 'command'`): run a command
+//! `rangelock lock RANGE [-s] [-w SECS] [--] CMD ARGS…` (or `-c 'command'`): run a command
 //! while holding a range lock of a `rangelock serve` server, in the manner of flock(1);
 //! the range grammar is in the `range_arg` module. Without a command, hold the lock as
 //! `etcdctl lock NAME` does: print the fencing token on stdout and hold until SIGTERM,
 //! SIGINT, SIGHUP or SIGQUIT, then release and exit 0 (75 if the lock is lost first).
+//!
+//! # Where the command starts
+//!
+//! As `flock FILE CMD ARGS…` reads its arguments: options come first (before or after
+//! RANGE), RANGE is the first argument that is not an option, and the next one that is
+//! not an option starts the command; from there on every argument is the command's, `-c`
+//! or `--server` included (clap's `trailing_var_arg`). `--` before the command is always
+//! allowed, and needed for a command that starts with `-`: such an argument is otherwise
+//! read as an option, and one `lock` does not know is refused with the hint to add `--`
+//! ([`with_dashdash_hint`]). The rule looks only at what follows RANGE, so an optional
+//! argument before RANGE can be added without changing it.
 //!
 //! The child sees the lock's fencing token in `RANGELOCK_TOKEN`. If this process dies,
 //! the server releases the lock when the connection closes (the child keeps running, as
@@ -94,18 +105,46 @@ pub struct LockArgs {
     /// is held until the command exits; see below.)
     #[arg(long, value_name = "SIGNAL", default_value = "TERM", value_parser = parse_signal)]
     on_lost: OnLost,
-    /// Run this command with `/bin/sh -c` (flock(1)'s -c) instead of `-- CMD ARGS…`.
+    /// Run this command with `/bin/sh -c` (flock(1)'s -c) instead of `[--] CMD ARGS…`.
     #[arg(short = 'c', long = "command", value_name = "COMMAND", conflicts_with = "command")]
     shell_command: Option<String>,
-    /// The command and its arguments. It sees the fencing token in `RANGELOCK_TOKEN`; with
-    /// --cluster, a range across partitions is locked piece by piece, every piece's token
-    /// is in `RANGELOCK_TOKENS` (`START..END=TOKEN`, space-separated) and `RANGELOCK_TOKEN`
-    /// is set for a one-piece range; the lock survives a node's failover (reclaimed at the
-    /// new owner) or is lost (see --on-lost). Without a command (nor -c): print the token
-    /// (`RANGELOCK_TOKENS`' form for several pieces) on stdout and hold the lock until
-    /// SIGTERM, SIGINT, SIGHUP or SIGQUIT, then release it and exit 0.
-    #[arg(last = true, value_name = "CMD")]
+    /// The command and its arguments, as flock(1) takes them: rangelock's options go before
+    /// it, and the first argument after RANGE that is not an option starts the command;
+    /// every argument from there on is the command's (`rangelock lock 0..10 sh -c 'x'`).
+    /// A command that starts with `-` needs `--` before it (`rangelock lock 0..10 -- -x`);
+    /// `--` is allowed before any command. The command sees the fencing token in
+    /// `RANGELOCK_TOKEN`; with --cluster, a range across partitions is locked piece by
+    /// piece, every piece's token is in `RANGELOCK_TOKENS` (`START..END=TOKEN`,
+    /// space-separated) and `RANGELOCK_TOKEN` is set for a one-piece range; the lock
+    /// survives a node's failover (reclaimed at the new owner) or is lost (see --on-lost).
+    /// Without a command (nor -c): print the token (`RANGELOCK_TOKENS`' form for several
+    /// pieces) on stdout and hold the lock until SIGTERM, SIGINT, SIGHUP or SIGQUIT, then
+    /// release it and exit 0.
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
     command: Vec<String>,
+}
+
+/// The hint for a `lock` argument that looks like an option and is none: it may be a
+/// command that starts with `-`, or a misspelled option before the command.
+const DASHDASH_HINT: &str = "add `--` before the command if it starts with `-`: \
+                             rangelock lock [OPTIONS] RANGE -- CMD [ARGS]...";
+
+/// Clap's error for `rangelock lock` with an argument it does not know, with the hint to
+/// add `--` in place of clap's generic "to pass '-x' as a value" (a "similar argument
+/// exists" suggestion stays). Other errors are returned as they are.
+pub(crate) fn with_dashdash_hint(mut e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return e;
+    }
+    let mut tips = match e.remove(ContextKind::Suggested) {
+        Some(ContextValue::StyledStrs(tips)) => tips,
+        _ => Vec::new(),
+    };
+    tips.retain(|t| !t.to_string().contains("as a value"));
+    tips.push(DASHDASH_HINT.into());
+    e.insert(ContextKind::Suggested, ContextValue::StyledStrs(tips));
+    e
 }
 
 /// How to fail when the lock cannot be had: `-E` and `-q`.
