@@ -15,10 +15,21 @@
 //! ([`with_dashdash_hint`]). The rule looks only at what follows RANGE, so an optional
 //! argument before RANGE can be added without changing it.
 //!
-//! The child sees the lock's fencing token in `RANGELOCK_TOKEN`. If this process dies,
-//! the server releases the lock when the connection closes (the child keeps running, as
-//! with flock). With `--cluster` the lock is taken through a cluster (see the
-//! `lock_cluster` module).
+//! The child sees the lock's fencing token in `RANGELOCK_TOKEN`. With `--cluster` the
+//! lock is taken through a cluster (see the `lock_cluster` module).
+//!
+//! # A command never runs without its lock
+//!
+//! If this process dies while the command runs (SIGKILL, which it cannot catch, the OOM
+//! killer, a crash), the server releases the lock when the connection closes, and the
+//! command is killed in the same exit: the child asks the kernel for SIGKILL at its parent's death
+//! (`PR_SET_PDEATHSIG`, [`die_with_parent`]). Unlike flock(1), whose lock is an open file
+//! the child shares and keeps, the lock here is this process's session, so a command left
+//! running would run unlocked. SIGKILL, not SIGTERM: the range is already released when
+//! the signal comes, and a command that caught SIGTERM to clean up would clean up
+//! unlocked (or, ignoring it, run on). Only the command is killed, not processes it
+//! started (as with the other signals). `--on-lost none` asks to leave the command
+//! running when the lock is lost, and leaves it running here too.
 //!
 //! # A lapsed lease ends the lock
 //!
@@ -101,7 +112,9 @@ pub struct LockArgs {
     quiet: bool,
     /// Signal sent to the command if the lock is lost while it runs (the server ended the
     /// session, e.g. its lease lapsed): a name (`TERM`, `SIGKILL`, `INT`, `HUP`, `USR1`…),
-    /// a number, or `none`. (Signals sent to rangelock itself are another matter: the lock
+    /// a number, or `none`. `none` also leaves the command running if rangelock itself is
+    /// killed (SIGKILL), which otherwise kills the command at once: the server then
+    /// releases the range. (Other signals sent to rangelock are another matter: the lock
     /// is held until the command exits; see below.)
     #[arg(long, value_name = "SIGNAL", default_value = "TERM", value_parser = parse_signal)]
     on_lost: OnLost,
@@ -354,7 +367,14 @@ pub fn run(args: LockArgs) -> Result<i32, Failure> {
         held.release(&what, prog)?;
         return Ok(128 + sig);
     }
-    let spawned = std::process::Command::new(prog).args(rest).envs(held.env()).spawn();
+    let mut command = std::process::Command::new(prog);
+    command.args(rest).envs(held.env());
+    if args.on_lost != OnLost::Nothing {
+        die_with_parent(&mut command);
+    }
+    // Spawned from the main thread, which lives as long as the process: the death signal
+    // set in the child fires when the thread that forked it ends, not the process.
+    let spawned = command.spawn();
     let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
@@ -472,6 +492,45 @@ fn hold(held: Box<dyn Held>, what: &str) -> Result<i32, Failure> {
             Ok(0)
         }
     }
+}
+
+/// The signal a command gets when `rangelock lock` dies without releasing (SIGKILL of
+/// it): SIGKILL, the one signal the command can neither catch nor ignore. The range is
+/// released as the process dies, so a command left to clean up after SIGTERM would do it
+/// without the lock.
+const PARENT_DEATH_SIGNAL: libc::c_int = libc::SIGKILL;
+
+/// Makes the child `command` starts get [`PARENT_DEATH_SIGNAL`] when this process dies
+/// (`PR_SET_PDEATHSIG`): then the server releases the range, so the command must not run
+/// on. A parent that died before the child set it is found by `getppid`, and the child
+/// exits before running the command.
+///
+/// The kernel sends the signal when the *thread* that forked the child ends: call
+/// `spawn` from a thread that lives until the process exits (the main thread).
+fn die_with_parent(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // The child's parent: this process.
+    let parent = std::process::id() as libc::pid_t;
+    let hook = move || {
+        // prctl reads its second argument as an unsigned long.
+        let sig = PARENT_DEATH_SIGNAL as libc::c_ulong;
+        // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and touches no memory of
+        // ours; like getppid and _exit it is async-signal-safe, as a pre_exec hook needs.
+        if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: getppid(2) cannot fail and has no memory effects.
+        if unsafe { libc::getppid() } != parent {
+            // SAFETY: _exit(2) ends this forked child at once without running anything of
+            // the parent's (no atexit handlers, no unwinding through the parent's frames).
+            unsafe { libc::_exit(128 + PARENT_DEATH_SIGNAL) };
+        }
+        Ok(())
+    };
+    // SAFETY: the hook runs in the forked child before exec and calls only
+    // async-signal-safe functions (prctl, getppid, _exit), allocating nothing and taking
+    // no lock (io::Error::last_os_error only reads errno).
+    unsafe { command.pre_exec(hook) };
 }
 
 /// Sends child `pid` signal `sig` (0: none, only asks) unless it has exited (`None`).
