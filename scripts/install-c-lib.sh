@@ -10,7 +10,14 @@
 # Usage: scripts/install-c-lib.sh --prefix DIR [--libdir DIR] [--includedir DIR]
 # DESTDIR (environment) stages the install under DESTDIR/PREFIX; the paths written into
 # rangelock.pc stay PREFIX. CARGO_TARGET_DIR and CARGO are honoured. Linux with GNU
-# binutils (ld, objcopy, nm, ar) only. Why a script and not cargo-c: crates/ffi/README.md.
+# binutils (ld, objcopy, nm, ar, readelf) only. Why a script and not cargo-c:
+# crates/ffi/README.md.
+#
+# A program built with `pkg-config --libs rangelock` finds the shared library when it
+# starts: for a libdir the dynamic loader does not search by itself (its "system search
+# path", e.g. /usr/lib and /usr/lib/x86_64-linux-gnu; `ld.so --help` lists it), Libs in
+# rangelock.pc carries `-Wl,-rpath,${libdir}` (so $HOME/.local or /usr/local need neither
+# LD_LIBRARY_PATH nor ldconfig); for a system libdir it does not, as distributions want.
 set -euo pipefail
 
 usage() {
@@ -44,14 +51,15 @@ if [ "$(uname -s)" != Linux ]; then
     echo "$0: only Linux is supported (GNU ld, objcopy, soname)" >&2
     exit 1
 fi
-for tool in ld objcopy nm ar; do
+for tool in ld objcopy nm ar readelf; do
     if ! command -v "$tool" >/dev/null 2>&1; then
         echo "$0: \`$tool\` not found; install GNU binutils (apt-get install binutils)" >&2
         exit 1
     fi
 done
 
-cd "$(dirname "$0")/.."
+# The repository of the script itself, wherever it is called from (through a symlink too).
+cd "$(dirname "$(readlink -f "$0")")/.."
 cargo="${CARGO:-cargo}"
 
 # The version of crates/ffi: `cargo pkgid` prints e.g. path+file:///…/crates/ffi#rangelock-ffi@0.1.0.
@@ -131,6 +139,24 @@ rel() {
         *) echo "$1" ;;
     esac
 }
+# The directories the dynamic loader searches without being told: its own list (glibc
+# 2.33 and later print it), else the usual ones.
+system_libdirs() {
+    local loader
+    loader="$(readelf -l /bin/sh 2>/dev/null |
+        sed -n 's/.*Requesting program interpreter: \(.*\)\]$/\1/p')"
+    if [ -n "$loader" ] && "$loader" --help 2>/dev/null |
+        sed -n 's/^ *\(\/[^ ]*\) (system search path)$/\1/p' | grep .; then
+        return
+    fi
+    printf '%s\n' /lib /usr/lib /lib64 /usr/lib64
+}
+rpath="-Wl,-rpath,\${libdir} "
+system_dirs="$(system_libdirs)"
+if grep -qxF "${libdir%/}" <<<"$system_dirs"; then
+    rpath=""
+fi
+
 cat >"$destdir$libdir/pkgconfig/rangelock.pc" <<EOF
 prefix=$prefix
 libdir=$(rel "$libdir")
@@ -139,7 +165,7 @@ includedir=$(rel "$includedir")
 Name: rangelock
 Description: In-process range lock (C API; C++17 RAII wrapper in rangelock.hpp)
 Version: $version
-Libs: -L\${libdir} -lrangelock
+Libs: -L\${libdir} $rpath-lrangelock
 Libs.private: $native_libs
 Cflags: -I\${includedir}
 EOF

@@ -190,8 +190,10 @@ pub fn lock_help() -> String {
          on to the command; the same signal again, 1 s or more later, sends it KILL. The \
          command stays in rangelock's process group, as with flock(1), so a terminal's Ctrl-C, Ctrl-\\ or \
          hang-up reaches it directly, once, and is not passed on. Only the command is \
-         signalled, not processes it started. KILL or STOP of rangelock itself cannot be \
-         caught: KILL releases the range while the command may still run.",
+         signalled, not processes it started. KILL of rangelock itself cannot be caught: it \
+         releases the range, and the command is killed with it (KILL, so that it cannot run \
+         on unlocked; --on-lost none leaves it running). STOP cannot be caught either: a \
+         stop longer than the lease loses the lock.",
     );
     s
 }

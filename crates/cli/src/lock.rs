@@ -1,13 +1,37 @@
-//! `rangelock lock RANGE [-s] [-w SECS] -- CMD ARGS…` (or `-c 'command'`): run a command
+//! `rangelock lock RANGE [-s] [-w SECS] [--] CMD ARGS…` (or `-c 'command'`): run a command
 //! while holding a range lock of a `rangelock serve` server, in the manner of flock(1);
 //! the range grammar is in the `range_arg` module. Without a command, hold the lock as
 //! `etcdctl lock NAME` does: print the fencing token on stdout and hold until SIGTERM,
 //! SIGINT, SIGHUP or SIGQUIT, then release and exit 0 (75 if the lock is lost first).
 //!
-//! The child sees the lock's fencing token in `RANGELOCK_TOKEN`. If this process dies,
-//! the server releases the lock when the connection closes (the child keeps running, as
-//! with flock). With `--cluster` the lock is taken through a cluster (see the
-//! `lock_cluster` module).
+//! # Where the command starts
+//!
+//! As `flock FILE CMD ARGS…` reads its arguments: options come first (before or after
+//! RANGE), RANGE is the first argument that is not an option, and the next one that is
+//! not an option starts the command; from there on every argument is the command's, `-c`
+//! or `--server` included (clap's `trailing_var_arg`). `--` before the command is always
+//! allowed, and needed for a command that starts with `-`: such an argument is otherwise
+//! read as an option, and one `lock` does not know is refused with the hint to add `--`
+//! ([`with_dashdash_hint`]). The rule looks only at what follows RANGE, so an optional
+//! argument before RANGE can be added without changing it.
+//!
+//! The child sees the lock's fencing token in `RANGELOCK_TOKEN`. With `--cluster` the
+//! lock is taken through a cluster (see the `lock_cluster` module).
+//!
+//! # A command never runs without its lock
+//!
+//! If this process dies while the command runs (SIGKILL, which it cannot catch, the OOM
+//! killer, a crash), the server releases the lock when the connection closes, and the
+//! command is killed in the same exit: the child asks the kernel for SIGKILL at its parent's death
+//! (`PR_SET_PDEATHSIG`, [`die_with_parent`]). Unlike flock(1), whose lock is an open file
+//! the child shares and keeps, the lock here is this process's session, so a command left
+//! running would run unlocked. SIGKILL, not SIGTERM: the range is already released when
+//! the signal comes, and a command that caught SIGTERM to clean up would clean up
+//! unlocked (or, ignoring it, run on). The kernel closes the connection a moment before
+//! it signals the command, both in this process's exit, and the command ends once it is
+//! next scheduled: it can outlive the lock by that much, not by a command's own choice.
+//! Only the command is killed, not processes it started (as with the other signals). `--on-lost none` asks to leave the command
+//! running when the lock is lost, and leaves it running here too.
 //!
 //! # A lapsed lease ends the lock
 //!
@@ -90,22 +114,52 @@ pub struct LockArgs {
     quiet: bool,
     /// Signal sent to the command if the lock is lost while it runs (the server ended the
     /// session, e.g. its lease lapsed): a name (`TERM`, `SIGKILL`, `INT`, `HUP`, `USR1`…),
-    /// a number, or `none`. (Signals sent to rangelock itself are another matter: the lock
+    /// a number, or `none`. `none` also leaves the command running if rangelock itself is
+    /// killed (SIGKILL), which otherwise kills the command at once: the server then
+    /// releases the range. (Other signals sent to rangelock are another matter: the lock
     /// is held until the command exits; see below.)
     #[arg(long, value_name = "SIGNAL", default_value = "TERM", value_parser = parse_signal)]
     on_lost: OnLost,
-    /// Run this command with `/bin/sh -c` (flock(1)'s -c) instead of `-- CMD ARGS…`.
+    /// Run this command with `/bin/sh -c` (flock(1)'s -c) instead of `[--] CMD ARGS…`.
     #[arg(short = 'c', long = "command", value_name = "COMMAND", conflicts_with = "command")]
     shell_command: Option<String>,
-    /// The command and its arguments. It sees the fencing token in `RANGELOCK_TOKEN`; with
-    /// --cluster, a range across partitions is locked piece by piece, every piece's token
-    /// is in `RANGELOCK_TOKENS` (`START..END=TOKEN`, space-separated) and `RANGELOCK_TOKEN`
-    /// is set for a one-piece range; the lock survives a node's failover (reclaimed at the
-    /// new owner) or is lost (see --on-lost). Without a command (nor -c): print the token
-    /// (`RANGELOCK_TOKENS`' form for several pieces) on stdout and hold the lock until
-    /// SIGTERM, SIGINT, SIGHUP or SIGQUIT, then release it and exit 0.
-    #[arg(last = true, value_name = "CMD")]
+    /// The command and its arguments, as flock(1) takes them: rangelock's options go before
+    /// it, and the first argument after RANGE that is not an option starts the command;
+    /// every argument from there on is the command's (`rangelock lock 0..10 sh -c 'x'`).
+    /// A command that starts with `-` needs `--` before it (`rangelock lock 0..10 -- -x`);
+    /// `--` is allowed before any command. The command sees the fencing token in
+    /// `RANGELOCK_TOKEN`; with --cluster, a range across partitions is locked piece by
+    /// piece, every piece's token is in `RANGELOCK_TOKENS` (`START..END=TOKEN`,
+    /// space-separated) and `RANGELOCK_TOKEN` is set for a one-piece range; the lock
+    /// survives a node's failover (reclaimed at the new owner) or is lost (see --on-lost).
+    /// Without a command (nor -c): print the token (`RANGELOCK_TOKENS`' form for several
+    /// pieces) on stdout and hold the lock until SIGTERM, SIGINT, SIGHUP or SIGQUIT, then
+    /// release it and exit 0.
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
     command: Vec<String>,
+}
+
+/// The hint for a `lock` argument that looks like an option and is none: it may be a
+/// command that starts with `-`, or a misspelled option before the command.
+const DASHDASH_HINT: &str = "add `--` before the command if it starts with `-`: \
+                             rangelock lock [OPTIONS] RANGE -- CMD [ARGS]...";
+
+/// Clap's error for `rangelock lock` with an argument it does not know, with the hint to
+/// add `--` in place of clap's generic "to pass '-x' as a value" (a "similar argument
+/// exists" suggestion stays). Other errors are returned as they are.
+pub(crate) fn with_dashdash_hint(mut e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return e;
+    }
+    let mut tips = match e.remove(ContextKind::Suggested) {
+        Some(ContextValue::StyledStrs(tips)) => tips,
+        _ => Vec::new(),
+    };
+    tips.retain(|t| !t.to_string().contains("as a value"));
+    tips.push(DASHDASH_HINT.into());
+    e.insert(ContextKind::Suggested, ContextValue::StyledStrs(tips));
+    e
 }
 
 /// How to fail when the lock cannot be had: `-E` and `-q`.
@@ -315,7 +369,14 @@ pub fn run(args: LockArgs) -> Result<i32, Failure> {
         held.release(&what, prog)?;
         return Ok(128 + sig);
     }
-    let spawned = std::process::Command::new(prog).args(rest).envs(held.env()).spawn();
+    let mut command = std::process::Command::new(prog);
+    command.args(rest).envs(held.env());
+    if args.on_lost != OnLost::Nothing {
+        die_with_parent(&mut command);
+    }
+    // Spawned from the main thread, which lives as long as the process: the death signal
+    // set in the child fires when the thread that forked it ends, not the process.
+    let spawned = command.spawn();
     let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
@@ -433,6 +494,45 @@ fn hold(held: Box<dyn Held>, what: &str) -> Result<i32, Failure> {
             Ok(0)
         }
     }
+}
+
+/// The signal a command gets when `rangelock lock` dies without releasing (SIGKILL of
+/// it): SIGKILL, the one signal the command can neither catch nor ignore. The range is
+/// released as the process dies, so a command left to clean up after SIGTERM would do it
+/// without the lock.
+const PARENT_DEATH_SIGNAL: libc::c_int = libc::SIGKILL;
+
+/// Makes the child `command` starts get [`PARENT_DEATH_SIGNAL`] when this process dies
+/// (`PR_SET_PDEATHSIG`): then the server releases the range, so the command must not run
+/// on. A parent that died before the child set it is found by `getppid`, and the child
+/// exits before running the command.
+///
+/// The kernel sends the signal when the *thread* that forked the child ends: call
+/// `spawn` from a thread that lives until the process exits (the main thread).
+fn die_with_parent(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // The child's parent: this process.
+    let parent = std::process::id() as libc::pid_t;
+    let hook = move || {
+        // prctl reads its second argument as an unsigned long.
+        let sig = PARENT_DEATH_SIGNAL as libc::c_ulong;
+        // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and touches no memory of
+        // ours; like getppid and _exit it is async-signal-safe, as a pre_exec hook needs.
+        if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: getppid(2) cannot fail and has no memory effects.
+        if unsafe { libc::getppid() } != parent {
+            // SAFETY: _exit(2) ends this forked child at once without running anything of
+            // the parent's (no atexit handlers, no unwinding through the parent's frames).
+            unsafe { libc::_exit(128 + PARENT_DEATH_SIGNAL) };
+        }
+        Ok(())
+    };
+    // SAFETY: the hook runs in the forked child before exec and calls only
+    // async-signal-safe functions (prctl, getppid, _exit), allocating nothing and taking
+    // no lock (io::Error::last_os_error only reads errno).
+    unsafe { command.pre_exec(hook) };
 }
 
 /// Sends child `pid` signal `sig` (0: none, only asks) unless it has exited (`None`).

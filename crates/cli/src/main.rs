@@ -51,7 +51,12 @@ fn main() {
     // Usage errors exit 2, help 0. `serve --help` shows the defaults of its settings from
     // the one place they are kept.
     let cmd = Cli::command().mut_subcommand("serve", serve::ServeSettings::document_defaults);
-    let matches = cmd.get_matches();
+    let matches = cmd.try_get_matches().unwrap_or_else(|e| {
+        // `lock`'s command starts at the first argument after RANGE that is no option; one
+        // that starts with `-` needs `--` (the `lock` module's rule), so say so.
+        let lock = std::env::args_os().nth(1).is_some_and(|a| a == "lock");
+        if lock { lock::with_dashdash_hint(e) } else { e }.exit()
+    });
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // `--server` and `--cluster` beat the environment: say which were flags.
     if let Some((name, sub)) = matches.subcommand() {

@@ -26,8 +26,9 @@
 //!
 //! Only the command itself is signalled, not processes it started: a shell script should
 //! pass the signal on or `exec` its last command. SIGKILL and SIGSTOP cannot be caught:
-//! SIGKILL ends this process, and the server releases the range while the command may
-//! still run (as when the lease lapses, see the `lock` module).
+//! SIGKILL ends this process, the server releases the range, and the command is killed
+//! with it (`PR_SET_PDEATHSIG`, see the `lock` module); a SIGSTOP longer than the lease
+//! loses the lock (as the `lock` module says).
 //!
 //! Hand-written handlers would need the same self-pipe and `siginfo` plumbing that
 //! `signal_hook`'s iterator with [`WithOrigin`] is; the pid-reuse reasoning (only an

@@ -1,6 +1,7 @@
 //! Exit codes and error messages of `rangelock lock` and `rangelock stat`: each failure
 //! has its own documented code, is told once on one line of stderr (no backtrace, even
-//! with `RUST_BACKTRACE=1`), and durations are human and bounded.
+//! with `RUST_BACKTRACE=1`), durations are human and bounded, and a refusal of the
+//! protocol version names every version this client speaks.
 
 mod common;
 
@@ -147,4 +148,34 @@ fn the_first_line_of_help_names_every_subcommand() {
     for c in commands {
         assert!(first.split(' ').any(|w| w == c), "{c} missing from the first line {first:?}");
     }
+}
+
+/// A server of a version this client does not speak (2, older than any it does): the
+/// message names the versions the client speaks, all of them, and the exit code is 69.
+#[test]
+fn a_server_of_an_unknown_version_is_told_the_versions_this_client_speaks() {
+    use rangelock_server::protocol::{
+        GrantMode, HelloStatus, ServerHello, CLIENT_HELLO_LEN, MIN_VERSION, VERSION,
+    };
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    // A version 2 server: refuses the hello, naming its version, and closes.
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut hello = [0u8; CLIENT_HELLO_LEN];
+        s.read_exact(&mut hello).unwrap();
+        let mut out = Vec::new();
+        let (status, grant) = (HelloStatus::UnsupportedVersion, GrantMode::Push);
+        ServerHello { version: 2, status, grant, session: 0, lease_ms: 0, max_frame: 0 }
+            .encode(&mut out);
+        s.write_all(&out).unwrap();
+    });
+    let (code, err) = run_failing(&mut lock_cmd(&addr, "0..10", &[], &["true"]));
+    server.join().unwrap();
+    assert_eq!(code, Some(69), "{err}");
+    let speaks = format!(
+        "server speaks protocol version 2, this client speaks versions {MIN_VERSION} to {VERSION}"
+    );
+    assert!(err.contains(&speaks), "{err}");
 }

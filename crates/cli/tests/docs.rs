@@ -469,3 +469,44 @@ fn patterns_match_as_documented() {
     assert!(output_matches(&["a", "…", "z"], &["a", "b", "c", "z"]));
     assert!(!output_matches(&["a", "…", "z"], &["a", "b"]));
 }
+
+/// The signals named right after `marker` in `text` (its words joined by single spaces):
+/// `SIGTERM, SIGINT, SIGHUP or SIGQUIT` and `TERM, INT, HUP or QUIT` both give
+/// `[TERM, INT, HUP, QUIT]`. Panics if `marker` is not in `text`.
+fn signals_after(text: &str, marker: &str, what: &str) -> Vec<String> {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let at = text.find(marker).unwrap_or_else(|| panic!("{what}: no {marker:?}"));
+    let mut signals = Vec::new();
+    for word in text[at + marker.len()..].split(' ').filter(|w| !w.is_empty()) {
+        let word = word.trim_matches(|c: char| c == ',' || c == '`' || c == '.');
+        if word == "or" || word == "and" {
+            continue;
+        }
+        let name = word.strip_prefix("SIG").unwrap_or(word);
+        if name.len() < 2 || !name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()) {
+            break;
+        }
+        signals.push(name.to_owned());
+    }
+    assert!(!signals.is_empty(), "{what}: no signal after {marker:?}");
+    signals
+}
+
+/// The signals that end `rangelock lock` without a command are named by `--help` (twice)
+/// and by the README (twice): every list is the same, so the README cannot drift from
+/// what the code does again.
+#[test]
+fn the_readme_names_the_signals_that_end_a_hold_as_the_help_does() {
+    let out = Command::new(common::BIN).args(["lock", "--help"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let help = String::from_utf8(out.stdout).unwrap();
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let want = signals_after(&help, "hold the lock until", "lock --help");
+    for (text, marker, what) in [
+        (&help, "exits 0 once", "lock --help"),
+        (&readme, "holds the range until", "README.md"),
+        (&readme, "Without a command: `0` once", "README.md"),
+    ] {
+        assert_eq!(signals_after(text, marker, what), want, "{what}, after {marker:?}");
+    }
+}

@@ -1,8 +1,9 @@
 //! `rangelock lock` as flock(1) and `etcdctl lock` users expect it, through the binary:
 //! every range form (checked by what the server lists as held), `-x`/`-e`, `-s`, `-w`,
-//! `-c`, `-q`, the hold mode without a command (token on stdout, held until SIGTERM or
-//! SIGINT), `$RANGELOCK_SERVER` / `$RANGELOCK_CLUSTER` below the flags, and the exit codes
-//! of the refusals docs/OPERATIONS.md shows.
+//! `-c`, `-q`, the command after RANGE with or without `--`, the hold mode without a
+//! command (token on stdout, held until SIGTERM, SIGINT, SIGHUP or SIGQUIT),
+//! `$RANGELOCK_SERVER` / `$RANGELOCK_CLUSTER` below the flags, and the exit codes of the
+//! refusals docs/OPERATIONS.md shows.
 
 mod common;
 
@@ -180,6 +181,45 @@ fn a_shell_command_with_c() {
     // -c and a command after `--` are a usage error.
     let out = lock(&server.addr, &["0..10", "-c", "true", "--", "true"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+/// As `flock FILE CMD ARGS…`: the first argument after RANGE that is not an option starts
+/// the command, and every argument from there on is the command's, options of rangelock's
+/// included; `--` is still allowed.
+#[test]
+fn the_command_may_follow_the_range_without_dashdash_as_with_flock() {
+    let server = ServerProc::start(&[]);
+    let out = lock(&server.addr, &["0..10", "true"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // `-c` is sh's here: rangelock's own `-c` would conflict with a command (exit 2).
+    let out = lock(&server.addr, &["0..10", "sh", "-c", "echo token=$RANGELOCK_TOKEN; exit 3"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("token="), "{}", stdout(&out));
+    // Options before the command are rangelock's, after it the command's.
+    let out = lock(&server.addr, &["0..10", "-n", "printf", "%s|", "-n", "--server", "x", "--"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "-n|--server|x|--|");
+    let out = lock(&server.addr, &["0..10", "--", "printf", "%s|", "a"]);
+    assert_eq!((out.status.code(), stdout(&out)), (Some(0), "a|".to_owned()), "{}", stderr(&out));
+}
+
+/// A command that starts with `-` reads as an option: one `lock` does not know is a usage
+/// error that says to add `--`; with `--` it is the command.
+#[test]
+fn a_command_that_starts_with_a_dash_needs_dashdash_and_the_error_says_so() {
+    let server = ServerProc::start(&[]);
+    let out = lock(&server.addr, &["0..10", "-rangelock-no-such-command"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("tip: add `--` before the command"), "{err}");
+    assert!(!err.contains("as a value"), "only our tip: {err}");
+    let out = lock(&server.addr, &["0..10", "--", "-rangelock-no-such-command"]);
+    assert_eq!(out.status.code(), Some(127), "run as the command: {}", stderr(&out));
+    // A misspelled option keeps clap's suggestion beside the tip.
+    let out = lock(&server.addr, &["0..10", "--nonblok", "true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("--nonblock") && err.contains("add `--` before"), "{err}");
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! releases and exits 128+N. The same signal again (a second later) kills the command; at
 //! once (as timeout(1) sends it) it is one signal. A terminal's Ctrl-C
 //! reaches the command once (the terminal's own), not twice. For one server and a cluster.
+//! SIGKILL of the CLI, which it cannot catch, kills the command too.
 
 mod common;
 
@@ -313,4 +314,90 @@ fn through_a_cluster_each_signal_is_passed_on_and_the_range_held() {
     }
     drop(a);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether process `pid` (not our child) still runs: a zombie no longer does.
+fn runs(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The state follows the command name's closing parenthesis.
+    stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
+}
+
+/// Whether process `pid` has a SIGKILL pending (its own or its thread group's).
+fn kill_pending(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let bit = 1u64 << (libc::SIGKILL - 1);
+    status
+        .lines()
+        .filter_map(|l| l.strip_prefix("SigPnd:").or(l.strip_prefix("ShdPnd:")))
+        .any(|v| u64::from_str_radix(v.trim(), 16).is_ok_and(|mask| mask & bit != 0))
+}
+
+/// A command started under `rangelock lock`, told by the pid it prints: it is killed when
+/// the test ends, whatever became of its CLI.
+struct Orphan(u32);
+
+impl Orphan {
+    /// Starts `rangelock lock … -- sh -c 'echo $$; exec sleep 600'` and reads the
+    /// command's pid (the range is held once it prints).
+    fn start(target: &Target, extra: &[&str]) -> (Child, Orphan) {
+        let [flag, addr] = target.flag();
+        let mut cli = rangelock()
+            .args(["lock", flag, addr])
+            .args(extra)
+            .args(["0..100", "--", "sh", "-c", "echo $$; exec sleep 600"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(cli.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let pid = line.trim().parse().unwrap_or_else(|_| panic!("a pid: {line:?}"));
+        (cli, Orphan(pid))
+    }
+}
+
+impl Drop for Orphan {
+    fn drop(&mut self) {
+        signal(self.0, libc::SIGKILL);
+    }
+}
+
+/// SIGKILL of `rangelock lock` cannot be caught and releases the range: its command is
+/// killed with it (within a second; it is sent in the CLI's own exit), so that it never
+/// runs without the lock. With `--on-lost none` it is left running, as asked.
+#[test]
+fn sigkill_of_the_cli_kills_its_command_unless_on_lost_none() {
+    let server = ServerProc::start(&[]);
+    let target = Target::Server(&server.addr);
+    let (mut cli, command) = Orphan::start(&target, &[]);
+    assert!(runs(command.0));
+    assert!(signal(cli.id(), libc::SIGKILL));
+    cli.wait().unwrap();
+    let end = Instant::now() + Duration::from_secs(1);
+    while runs(command.0) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(!runs(command.0), "the command still runs 1 s after its CLI was killed");
+    released(&server.addr);
+
+    let (mut cli, command) = Orphan::start(&target, &["--on-lost", "none"]);
+    assert!(signal(cli.id(), libc::SIGKILL));
+    cli.wait().unwrap();
+    released(&server.addr);
+    // The CLI's exit is over (reaped, and the server saw it), and would have sent the
+    // signal in it.
+    assert!(runs(command.0) && !kill_pending(command.0), "--on-lost none: left running");
+}
+
+/// Waits (a lock with a timeout: until the server's release, an event) for the range the
+/// killed CLI held.
+fn released(addr: &str) {
+    use rangelock_client::{Client, Mode, Wait};
+    let c = Client::connect(&addr.parse().unwrap()).unwrap();
+    let g = c.lock(0..100, Mode::Exclusive, Wait::Timeout(Duration::from_secs(30)));
+    g.expect("the range is released when the CLI is killed").unlock().unwrap();
 }

@@ -80,7 +80,7 @@ fn exit_codes_pass_through_and_conflicts_exit_1() {
 #[test]
 fn kill_9_of_a_holder_releases_its_lock_and_grants_the_waiter() {
     let server = ServerProc::start(&["--grant", "poll"]);
-    // The holder prints its shell's pid, then becomes `sleep` (so we can reap the orphan).
+    // The holder prints its shell's pid, then becomes `sleep` (so we can kill the orphan).
     let mut holder =
         lock_cmd(&server.addr, "100..200", &[], &["sh", "-c", "echo $$; exec sleep 1000"])
             .stdout(Stdio::piped())
@@ -110,7 +110,9 @@ fn kill_9_of_a_holder_releases_its_lock_and_grants_the_waiter() {
     let s = stat(&server.addr);
     assert_eq!(stat_field(&s, "released by close"), 1, "{s}");
     assert_eq!(stat_field(&s, "holders"), 0);
-    assert!(signal(sleeper, libc::SIGKILL));
+    // The command died with its CLI (lock_signals.rs checks it); in case it did not. It may
+    // be reaped already, so the signal may find no one.
+    signal(sleeper, libc::SIGKILL);
 }
 
 #[test]

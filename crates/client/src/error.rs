@@ -33,12 +33,16 @@ pub enum ClientError {
     /// The peer is not a rangelock server.
     #[error("handshake failed: {0}")]
     Handshake(DecodeError),
-    /// The server speaks another protocol version.
-    #[error("server speaks protocol version {server}, this client speaks {client}")]
+    /// The server speaks another protocol version, and none this client speaks
+    /// ([`MIN_VERSION`] to `client`).
+    #[error(
+        "server speaks protocol version {server}, this client speaks versions {min} to {client}",
+        min = MIN_VERSION
+    )]
     UnsupportedVersion {
         /// The server's version.
         server: u16,
-        /// Ours.
+        /// The newest version this client speaks (the one it offered first).
         client: u16,
     },
     /// The server needs an authentication token and the client sent none.

@@ -5,7 +5,9 @@
 //! library and, with `--static`, to the archive, and run. It also checks what the install
 //! exports (only the `rl_*` functions of the header, in the `.so` and the `.a`), the soname
 //! and its links, that two copies of the archive link into one program (what a second Rust
-//! static library looks like to the linker), and the quick start of `crates/ffi/README.md`.
+//! static library looks like to the linker), the quick start of `crates/ffi/README.md`, and
+//! the repository README's commands, run as written. Programs run without
+//! `LD_LIBRARY_PATH`: the installed `.pc` gives them an rpath to the prefix.
 //!
 //! The library is built by the script with the `dist` profile in its own target directory
 //! (`$CARGO_TARGET_TMPDIR/c-lib-target`, kept between runs), not in the one `cargo test`
@@ -235,7 +237,8 @@ fn a_c_program_builds_with_pkg_config_and_runs_against_the_shared_library() {
     let exe = compile(&installed.cc, &["-std=c11"], &source, "installed_c_shared", &libs);
     let (needed, _) = dynamic_section(&exe);
     assert!(needed.contains(&soname()), "{needed:?}");
-    assert!(run(&exe, Some(&installed.lib())).contains("all checks passed"));
+    // Found through the rpath `rangelock.pc` gives for a prefix the loader does not search.
+    assert!(run(&exe, None).contains("all checks passed"));
 }
 
 #[test]
@@ -318,25 +321,56 @@ fn the_readme_quick_start_builds_and_prints_the_version() {
     std::fs::write(&source, program).unwrap();
     let libs = installed.pkg_config(&["--cflags", "--libs"]);
     let exe = compile(&installed.cc, &[], &source, "installed_quick_start", &libs);
-    assert_eq!(run(&exe, Some(&installed.lib())), expected);
+    assert_eq!(run(&exe, None), expected);
 }
 
-/// The C example of the repository's README ("Use it"), built and run the same way.
+/// The C example of the repository's README ("Use it"), as a user runs it: its shell
+/// block verbatim, with `$HOME` a fresh directory (so `$HOME/.local` is a prefix the
+/// loader does not search) and the README's `app.c` beside `scripts/`; the block's own
+/// `./app`, and `./app` run again here, must start (no `LD_LIBRARY_PATH`: the rpath that
+/// `rangelock.pc` gives) and print `rangelock VERSION`.
 #[test]
-fn the_repository_readme_c_example_builds_and_runs() {
-    let Some(installed) = installed() else { return };
+fn the_repository_readme_c_example_runs_as_written() {
+    // The shared install first: it is the one other run of the script, which must not
+    // share the target directory with this one at the same time.
+    let Some(_) = installed() else { return };
     let readme = std::fs::read_to_string(crate_dir().join("../../README.md")).unwrap();
     let start = readme.find("**C and C++**").expect("README: **C and C++**");
     let section = &readme[start..];
-    assert!(section.contains("scripts/install-c-lib.sh --prefix"), "the install command");
-    assert!(section.contains("pkg-config --cflags --libs rangelock"), "the build command");
-    let program = section.split("```c\n").nth(1).and_then(|rest| rest.split("```").next());
-    let program = program.expect("README: a ```c block under **C and C++**");
+    let block = |fence: &str| {
+        let rest = section.split(fence).nth(1)?;
+        rest.split_once('\n')?.1.split("\n```").next()
+    };
+    let commands = block("```sh").expect("README: a ```sh block under **C and C++**");
+    let program = block("```c").expect("README: a ```c block under **C and C++**");
+    assert!(commands.contains("scripts/install-c-lib.sh --prefix"), "{commands}");
+    assert!(commands.contains("pkg-config --cflags --libs rangelock"), "{commands}");
+
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let source = dir.path().join("app.c");
-    std::fs::write(&source, program).unwrap();
-    let libs = installed.pkg_config(&["--cflags", "--libs"]);
-    let exe = compile(&installed.cc, &[], &source, "repository_readme_c", &libs);
+    let (home, work) = (dir.path().join("home"), dir.path().join("work"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    std::os::unix::fs::symlink(crate_dir().join("../../scripts"), work.join("scripts")).unwrap();
+    std::fs::write(work.join("app.c"), program).unwrap();
+    // cargo and rustup keep their homes (a fresh $HOME has neither); the build reuses the
+    // shared install's target directory.
+    let real_home = std::env::var("HOME").unwrap_or_default();
+    let var_or = |var: &str, dir: &str| std::env::var(var).unwrap_or(format!("{real_home}/{dir}"));
+    let output = Command::new("bash")
+        .args(["-e", "-o", "pipefail", "-c", commands])
+        .current_dir(&work)
+        .env("HOME", &home)
+        .env("CARGO_HOME", var_or("CARGO_HOME", ".cargo"))
+        .env("RUSTUP_HOME", var_or("RUSTUP_HOME", ".rustup"))
+        .env("CARGO", env!("CARGO"))
+        .env("CARGO_TARGET_DIR", Path::new(env!("CARGO_TARGET_TMPDIR")).join("c-lib-target"))
+        .env_remove("LD_LIBRARY_PATH")
+        .env_remove("PKG_CONFIG_PATH")
+        .output()
+        .expect("run bash");
+    let stdout = check(&format!("the README's commands:\n{commands}"), output);
     let expected = format!("rangelock {}\n", env!("CARGO_PKG_VERSION"));
-    assert_eq!(run(&exe, Some(&installed.lib())), expected);
+    assert!(stdout.ends_with(&expected), "the README's ./app printed:\n{stdout}");
+    assert!(section.contains(&format!("`./app` prints `{}`", expected.trim_end())), "README");
+    assert_eq!(run(&work.join("app"), None), expected);
 }
