@@ -126,7 +126,7 @@ impl Raw {
     }
 }
 
-fn lock(range: Range<u64>, wait: Wait) -> Request {
+fn lock(range: Range<u64>, wait: Wait) -> Request<'static> {
     Request::Lock { start: range.start, end: range.end, mode: Mode::Exclusive, wait }
 }
 

@@ -219,7 +219,7 @@ impl Drop for CloseOnDrop {
 
 #[derive(Debug)]
 pub(crate) struct Core {
-    out: mpsc::UnboundedSender<RequestFrame>,
+    out: mpsc::UnboundedSender<RequestFrame<'static>>,
     pending: Arc<Pending>,
     notices: broadcast::Sender<Notice>,
     next_id: AtomicU64,
@@ -237,7 +237,10 @@ impl Core {
     }
 
     /// Sends a request and waits for its response.
-    pub(crate) async fn call(&self, request: Request) -> Result<ResponseFrame, ClientError> {
+    pub(crate) async fn call(
+        &self,
+        request: Request<'static>,
+    ) -> Result<ResponseFrame, ClientError> {
         let id = self.next_id();
         let rx = self.register(id)?;
         self.send(id, request)?;
@@ -258,12 +261,12 @@ impl Core {
         self.pending.lock().waiters.remove(&id);
     }
 
-    fn send(&self, id: u64, request: Request) -> Result<(), ClientError> {
+    fn send(&self, id: u64, request: Request<'static>) -> Result<(), ClientError> {
         self.out.send(RequestFrame { id, request }).map_err(|_| ClientError::ConnectionLost)
     }
 
     /// Sends a request whose response nobody awaits (the reader drops it).
-    pub(crate) fn send_and_forget(&self, request: Request) {
+    pub(crate) fn send_and_forget(&self, request: Request<'static>) {
         let _ = self.send(self.next_id(), request);
     }
 
@@ -509,7 +512,7 @@ impl AsyncClient {
     /// withdraws the request, so a caller that gives up leaves nothing held.
     async fn send_lock_request(
         &self,
-        request: Request,
+        request: Request<'static>,
     ) -> Result<(u64, ResponseFrame, WithdrawOnDrop<'_>), ClientError> {
         let core = &*self.core;
         let id = core.next_id();
@@ -568,12 +571,12 @@ impl AsyncClient {
 
     /// Queues `request` behind those already sent, without waiting for its answer (the
     /// reader drops it).
-    pub(crate) fn send_and_forget(&self, request: Request) {
+    pub(crate) fn send_and_forget(&self, request: Request<'static>) {
         self.core.send_and_forget(request);
     }
 
     /// Sends any request and returns the raw response (for tools and tests).
-    pub async fn raw(&self, request: Request) -> Result<ResponseFrame, ClientError> {
+    pub async fn raw(&self, request: Request<'static>) -> Result<ResponseFrame, ClientError> {
         self.core.call(request).await
     }
 }
@@ -604,7 +607,7 @@ impl Drop for WithdrawOnDrop<'_> {
 
 async fn write_loop<S: AsyncWrite>(
     mut wr: WriteHalf<S>,
-    mut rx: mpsc::UnboundedReceiver<RequestFrame>,
+    mut rx: mpsc::UnboundedReceiver<RequestFrame<'static>>,
     pending: Arc<Pending>,
 ) {
     let mut out = Vec::with_capacity(4096);

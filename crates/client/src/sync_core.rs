@@ -511,7 +511,7 @@ impl SyncCore {
     /// Writes `frames` with one write.
     fn send_frames<'a>(
         &self,
-        frames: impl IntoIterator<Item = &'a RequestFrame>,
+        frames: impl IntoIterator<Item = &'a RequestFrame<'a>>,
     ) -> Result<(), ClientError> {
         let mut w = lock(&self.writer);
         let w = &mut *w;

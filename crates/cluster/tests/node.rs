@@ -49,13 +49,13 @@ impl Conn {
         Conn(s)
     }
 
-    fn send(&mut self, id: u64, request: Request) {
+    fn send(&mut self, id: u64, request: Request<'_>) {
         let mut out = Vec::new();
         RequestFrame { id, request }.encode(&mut out);
         self.0.write_all(&out).unwrap();
     }
 
-    fn call(&mut self, id: u64, request: Request) -> ResponseFrame {
+    fn call(&mut self, id: u64, request: Request<'_>) -> ResponseFrame {
         self.send(id, request);
         let r = self.recv();
         assert_eq!(r.id, id);
@@ -77,7 +77,7 @@ impl Conn {
     }
 }
 
-fn lock(start: u64) -> Request {
+fn lock(start: u64) -> Request<'static> {
     Request::Lock { start, end: start + 1, mode: Mode::Exclusive, wait: Wait::Try }
 }
 

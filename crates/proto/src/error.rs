@@ -47,6 +47,10 @@ pub enum DecodeError {
     /// A string field (a node id or address) was not UTF-8.
     #[error("field {0} is not UTF-8")]
     BadUtf8(&'static str),
+    /// A resource name of this many bytes: empty, or longer than
+    /// [`MAX_RESOURCE_NAME_LEN`](crate::MAX_RESOURCE_NAME_LEN).
+    #[error("a resource name of {0} bytes: names are 1 to {max} bytes", max = crate::MAX_RESOURCE_NAME_LEN)]
+    BadName(u16),
 }
 
 impl DecodeError {
@@ -55,6 +59,7 @@ impl DecodeError {
         match self {
             DecodeError::UnknownOp(_) => Status::UnknownOp,
             DecodeError::InvalidRange { .. } => Status::InvalidRange,
+            DecodeError::BadName(_) => Status::BadName,
             _ => Status::Malformed,
         }
     }

@@ -82,7 +82,10 @@ pub use map::{
 };
 pub use partition::{PartitionError, Partitioning, Piece, Split, MAX_PARTITIONS};
 pub use port::DEFAULT_PORT;
-pub use request::{op, Mode, Request, RequestFrame, Wait, FRAME_HEADER_LEN, MAX_REQUEST_FRAME};
+pub use request::{
+    op, Mode, Request, RequestFrame, Wait, FRAME_HEADER_LEN, MAX_REQUEST_FRAME,
+    MAX_RESOURCE_NAME_LEN,
+};
 pub use response::{ResponseFrame, ALL_PARTITIONS};
 pub use shm::{ShmAttached, SlotState, SLOT_BYTES};
 pub use stats::{Counters, EntryState, StatsBody, StatsEntry, STATS_ENTRY_LEN};

@@ -9,9 +9,14 @@ use super::error::DecodeError;
 /// (`op u8 | id u64`).
 pub const FRAME_HEADER_LEN: usize = 9;
 
-/// The largest request frame's length prefix value (a `RECLAIM`: header + 25 payload
-/// bytes). A server's `max_frame` is at least this.
-pub const MAX_REQUEST_FRAME: u32 = FRAME_HEADER_LEN as u32 + 25;
+/// The longest name of a resource, in bytes (`docs/design/names.md`): an id (a Lustre
+/// FID, an NFSv4 file handle, a table id) or a short path; a client hashes a longer one.
+pub const MAX_RESOURCE_NAME_LEN: usize = 1024;
+
+/// The largest request frame's length prefix value (a `RECLAIM_NAMED` with the longest
+/// name: header + 25 + 2 + [`MAX_RESOURCE_NAME_LEN`] payload bytes). A server's `max_frame` is at
+/// least this.
+pub const MAX_REQUEST_FRAME: u32 = FRAME_HEADER_LEN as u32 + 27 + MAX_RESOURCE_NAME_LEN as u32;
 
 /// Operation codes (the `op` byte of a request; a response carries `op | 0x80`).
 pub mod op {
@@ -38,6 +43,10 @@ pub mod op {
     pub const SHM_ATTACH: u8 = 0x0a;
     /// Cluster: ask for a `MAP_CHANGED` notice whenever the node's map changes.
     pub const WATCH_MAP: u8 = 0x0b;
+    /// Lock a range of a named resource.
+    pub const LOCK_NAMED: u8 = 0x0c;
+    /// Cluster: re-assert a lock of a named resource.
+    pub const RECLAIM_NAMED: u8 = 0x0d;
     /// The bit that marks a response.
     pub const RESPONSE: u8 = 0x80;
     /// The op of every `UNKNOWN_OP` response (on the wire `0xff`), whatever the request's
@@ -78,9 +87,10 @@ pub enum Wait {
     Forever,
 }
 
-/// An operation and its arguments.
+/// An operation and its arguments; a name is borrowed from the frame it was decoded from
+/// (or from the caller, to encode).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Request {
+pub enum Request<'a> {
     /// Lock `[start, end)`. Payload: `start u64 | end u64 | mode u8 | wait u8 | timeout_ms u32`.
     Lock {
         /// First unit.
@@ -139,9 +149,38 @@ pub enum Request {
     /// this node serves to `MAP` changes (`docs/PROTOCOL.md` §7.7). Answered `OK` with the
     /// revision of the node's current map as value. No payload.
     WatchMap,
+    /// [`Lock`](Request::Lock) of `[start, end)` of the resource `name` (1 to
+    /// [`MAX_RESOURCE_NAME_LEN`] bytes; locks of different names never conflict). Payload: `start
+    /// u64 | end u64 | mode u8 | wait u8 | timeout_ms u32 | name_len u16 | name`.
+    LockNamed {
+        /// First unit.
+        start: u64,
+        /// One past the last unit (`start < end`).
+        end: u64,
+        /// Shared or exclusive.
+        mode: Mode,
+        /// Try, timeout or forever.
+        wait: Wait,
+        /// The resource's name.
+        name: &'a [u8],
+    },
+    /// Cluster: [`Reclaim`](Request::Reclaim) of a lock of the resource `name`. Payload:
+    /// `start u64 | end u64 | mode u8 | token u64 | name_len u16 | name`.
+    ReclaimNamed {
+        /// First unit.
+        start: u64,
+        /// One past the last unit (`start < end`).
+        end: u64,
+        /// Shared or exclusive.
+        mode: Mode,
+        /// The token the previous owner granted.
+        token: u64,
+        /// The resource's name.
+        name: &'a [u8],
+    },
 }
 
-impl Request {
+impl Request<'_> {
     /// The operation byte.
     pub fn op(&self) -> u8 {
         match self {
@@ -155,21 +194,63 @@ impl Request {
             Request::Map => op::MAP,
             Request::ShmAttach => op::SHM_ATTACH,
             Request::WatchMap => op::WATCH_MAP,
+            Request::LockNamed { .. } => op::LOCK_NAMED,
+            Request::ReclaimNamed { .. } => op::RECLAIM_NAMED,
         }
     }
 }
 
 /// A request with its id: what travels in one frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RequestFrame {
+pub struct RequestFrame<'a> {
     /// Chosen by the client; echoed in the response. A `LOCK`'s (or `RECLAIM`'s) id names
     /// the lock.
     pub id: u64,
     /// The operation.
-    pub request: Request,
+    pub request: Request<'a>,
 }
 
-impl RequestFrame {
+/// The wire bytes of a wait: `(wait u8, timeout_ms u32)`.
+fn wait_code(wait: Wait) -> (u8, u32) {
+    match wait {
+        Wait::Try => (0, 0),
+        Wait::Timeout(d) => (1, u32::try_from(d.as_millis()).unwrap_or(u32::MAX)),
+        Wait::Forever => (2, 0),
+    }
+}
+
+/// Reads `wait u8 | timeout_ms u32`.
+fn read_wait(c: &mut Cursor<'_>) -> Result<Wait, DecodeError> {
+    let w = c.u8()?;
+    let ms = c.u32()?;
+    if w != 1 && ms != 0 && w <= 2 {
+        return Err(DecodeError::BadField(ms.into(), "lock.timeout_ms"));
+    }
+    match w {
+        0 => Ok(Wait::Try),
+        1 => Ok(Wait::Timeout(Duration::from_millis(ms.into()))),
+        2 => Ok(Wait::Forever),
+        _ => Err(DecodeError::BadWait(w)),
+    }
+}
+
+/// Writes `name_len u16 | name`. Panics if the name is longer than `u16::MAX` (the
+/// encoder writes what it is given, a server refuses a name over [`MAX_RESOURCE_NAME_LEN`]).
+fn put_name(out: &mut Vec<u8>, name: &[u8]) {
+    out.put_u16(u16::try_from(name.len()).expect("a name of at most 65 535 bytes"));
+    out.extend_from_slice(name);
+}
+
+/// Reads `name_len u16 | name`: 1 to [`MAX_RESOURCE_NAME_LEN`] bytes.
+fn read_name<'a>(c: &mut Cursor<'a>) -> Result<&'a [u8], DecodeError> {
+    let len = c.u16()?;
+    if len == 0 || usize::from(len) > MAX_RESOURCE_NAME_LEN {
+        return Err(DecodeError::BadName(len));
+    }
+    c.take(len.into())
+}
+
+impl<'a> RequestFrame<'a> {
     /// Appends the whole frame, length prefix included, to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
         let at = begin_frame(out);
@@ -180,13 +261,25 @@ impl RequestFrame {
                 out.put_u64(start);
                 out.put_u64(end);
                 out.put_u8(mode_code(mode));
-                let (w, ms) = match wait {
-                    Wait::Try => (0, 0),
-                    Wait::Timeout(d) => (1, u32::try_from(d.as_millis()).unwrap_or(u32::MAX)),
-                    Wait::Forever => (2, 0),
-                };
+                let (w, ms) = wait_code(wait);
                 out.put_u8(w);
                 out.put_u32(ms);
+            }
+            Request::LockNamed { start, end, mode, wait, name } => {
+                out.put_u64(start);
+                out.put_u64(end);
+                out.put_u8(mode_code(mode));
+                let (w, ms) = wait_code(wait);
+                out.put_u8(w);
+                out.put_u32(ms);
+                put_name(out, name);
+            }
+            Request::ReclaimNamed { start, end, mode, token, name } => {
+                out.put_u64(start);
+                out.put_u64(end);
+                out.put_u8(mode_code(mode));
+                out.put_u64(token);
+                put_name(out, name);
             }
             Request::Unlock { target } | Request::Cancel { target } | Request::Poll { target } => {
                 out.put_u64(target)
@@ -213,7 +306,7 @@ impl RequestFrame {
 
     /// Decodes a frame body (the bytes after the length prefix). Total: any input yields a
     /// value or an error, never a panic.
-    pub fn decode(body: &[u8]) -> Result<Self, DecodeError> {
+    pub fn decode(body: &'a [u8]) -> Result<Self, DecodeError> {
         let mut c = Cursor::new(body);
         let op_byte = c.u8()?;
         let id = c.u64()?;
@@ -222,22 +315,36 @@ impl RequestFrame {
                 let start = c.u64()?;
                 let end = c.u64()?;
                 let mode = mode_from_code(c.u8()?)?;
-                let w = c.u8()?;
-                let ms = c.u32()?;
-                let wait = match w {
-                    0 => Wait::Try,
-                    1 => Wait::Timeout(Duration::from_millis(ms.into())),
-                    2 => Wait::Forever,
-                    _ => return Err(DecodeError::BadWait(w)),
-                };
-                if w != 1 && ms != 0 {
-                    return Err(DecodeError::BadField(ms.into(), "lock.timeout_ms"));
-                }
+                let wait = read_wait(&mut c)?;
                 c.finish()?;
                 if start >= end {
                     return Err(DecodeError::InvalidRange { start, end });
                 }
                 Request::Lock { start, end, mode, wait }
+            }
+            op::LOCK_NAMED => {
+                let start = c.u64()?;
+                let end = c.u64()?;
+                let mode = mode_from_code(c.u8()?)?;
+                let wait = read_wait(&mut c)?;
+                let name = read_name(&mut c)?;
+                c.finish()?;
+                if start >= end {
+                    return Err(DecodeError::InvalidRange { start, end });
+                }
+                Request::LockNamed { start, end, mode, wait, name }
+            }
+            op::RECLAIM_NAMED => {
+                let start = c.u64()?;
+                let end = c.u64()?;
+                let mode = mode_from_code(c.u8()?)?;
+                let token = c.u64()?;
+                let name = read_name(&mut c)?;
+                c.finish()?;
+                if start >= end {
+                    return Err(DecodeError::InvalidRange { start, end });
+                }
+                Request::ReclaimNamed { start, end, mode, token, name }
             }
             op::UNLOCK => Request::Unlock { target: c.u64()? },
             op::CANCEL => Request::Cancel { target: c.u64()? },

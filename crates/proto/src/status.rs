@@ -78,11 +78,15 @@ pub enum Status {
     /// map the node serves changed; `value` is the new map's revision
     /// (`docs/PROTOCOL.md` §7.7).
     MapChanged = 0x24,
+    /// `LOCK_NAMED` or `RECLAIM_NAMED` with an empty name or one longer than
+    /// [`MAX_RESOURCE_NAME_LEN`](crate::MAX_RESOURCE_NAME_LEN) bytes; `value` is the limit. Nothing changed,
+    /// the session goes on.
+    BadName = 0x25,
 }
 
 impl Status {
     /// Every status, in code order.
-    pub const ALL: [Status; 27] = [
+    pub const ALL: [Status; 28] = [
         Status::Ok,
         Status::Pending,
         Status::WouldBlock,
@@ -110,6 +114,7 @@ impl Status {
         Status::Forbidden,
         Status::SessionEnded,
         Status::MapChanged,
+        Status::BadName,
     ];
 
     /// The wire byte.
@@ -164,6 +169,7 @@ impl core::fmt::Display for Status {
             Status::Forbidden => "range outside what this session's token may lock",
             Status::SessionEnded => "the server ended the session",
             Status::MapChanged => "the node's cluster map changed",
+            Status::BadName => "a resource name must be 1 to 1024 bytes",
         };
         f.write_str(s)
     }
@@ -182,7 +188,7 @@ mod tests {
             assert_eq!(Status::from_code(s.code()), Ok(s));
             assert_eq!(s.is_error(), s.code() >= 0x10);
         }
-        assert_eq!(Status::from_code(0x25), Err(DecodeError::UnknownStatus(0x25)));
+        assert_eq!(Status::from_code(0x26), Err(DecodeError::UnknownStatus(0x26)));
     }
 
     #[test]

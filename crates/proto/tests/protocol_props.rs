@@ -18,8 +18,35 @@ fn wait() -> impl Strategy<Value = Wait> {
     ]
 }
 
-fn request() -> impl Strategy<Value = Request> {
+/// Resource names: one byte, a path, bytes that are not UTF-8 (a NUL among them), and the
+/// longest allowed.
+fn resource_name() -> impl Strategy<Value = &'static [u8]> {
+    static LONGEST: std::sync::LazyLock<Vec<u8>> =
+        std::sync::LazyLock::new(|| (0..MAX_RESOURCE_NAME_LEN).map(|i| i as u8).collect());
     prop_oneof![
+        Just(&b"a"[..]),
+        Just(&b"db/orders/7"[..]),
+        Just(&b"\xff\x00\xfe"[..]),
+        Just(&LONGEST[..]),
+    ]
+}
+
+fn request() -> impl Strategy<Value = Request<'static>> {
+    prop_oneof![
+        (any::<u64>(), 1u64.., mode(), wait(), resource_name()).prop_map(
+            |(s, l, mode, wait, name)| {
+                let start = s.min(u64::MAX - 1);
+                let end = start.saturating_add(l).max(start + 1);
+                Request::LockNamed { start, end, mode, wait, name }
+            }
+        ),
+        (any::<u64>(), 1u64.., mode(), any::<u64>(), resource_name()).prop_map(
+            |(s, l, mode, token, name)| {
+                let start = s.min(u64::MAX - 1);
+                let end = start.saturating_add(l).max(start + 1);
+                Request::ReclaimNamed { start, end, mode, token, name }
+            }
+        ),
         (any::<u64>(), 1u64.., mode(), wait()).prop_map(|(s, l, mode, wait)| {
             let start = s.min(u64::MAX - 1);
             let end = start.saturating_add(l).max(start + 1);
@@ -335,7 +362,7 @@ fn reclaim_validates_like_lock() {
     };
     let mut out = Vec::new();
     reclaim.encode(&mut out);
-    assert_eq!(out.len() - 4, MAX_REQUEST_FRAME as usize);
+    assert_eq!(out.len() - 4, 9 + 25);
     let mut inverted = out[4..].to_vec();
     inverted[9..17].copy_from_slice(&5u64.to_le_bytes());
     inverted[17..25].copy_from_slice(&5u64.to_le_bytes());
@@ -357,9 +384,54 @@ fn reclaim_validates_like_lock() {
     assert_eq!(RequestFrame::decode(&map).unwrap_err(), DecodeError::TrailingBytes(1));
 }
 
+/// A named request's name is 1 to `MAX_RESOURCE_NAME_LEN` bytes: an empty or longer one is
+/// `BAD_NAME`, whatever else is wrong after it; the longest is the largest request there is.
+#[test]
+fn resource_names_are_one_to_the_limit_of_bytes() {
+    let longest = vec![b'n'; MAX_RESOURCE_NAME_LEN];
+    let named = |name: &[u8], reclaim: bool| {
+        let request = if reclaim {
+            Request::ReclaimNamed { start: 0, end: 1, mode: Mode::Shared, token: 5, name }
+        } else {
+            Request::LockNamed { start: 0, end: 1, mode: Mode::Exclusive, wait: Wait::Try, name }
+        };
+        let mut out = Vec::new();
+        RequestFrame { id: 3, request }.encode(&mut out);
+        out.split_off(4)
+    };
+    for reclaim in [false, true] {
+        let body = named(&longest, reclaim);
+        let back = RequestFrame::decode(&body).unwrap();
+        assert!(matches!(back.request,
+            Request::LockNamed { name, .. } | Request::ReclaimNamed { name, .. } if name == &longest[..]));
+        if reclaim {
+            assert_eq!(body.len(), MAX_REQUEST_FRAME as usize, "the largest request");
+        }
+        for bad in [0, MAX_RESOURCE_NAME_LEN + 1, usize::from(u16::MAX)] {
+            let body = named(&vec![b'n'; bad], reclaim);
+            let err = RequestFrame::decode(&body).unwrap_err();
+            assert_eq!(err, DecodeError::BadName(bad as u16));
+            assert_eq!(err.status(), Status::BadName);
+        }
+        // A name_len that claims more bytes than follow is a truncated frame.
+        let mut short = named(b"abc", reclaim);
+        short.pop();
+        assert_eq!(RequestFrame::decode(&short).unwrap_err(), DecodeError::Truncated);
+    }
+}
+
 #[test]
 fn every_request_fits_the_smallest_max_frame() {
+    let longest = vec![0xffu8; MAX_RESOURCE_NAME_LEN];
     let largest = [
+        Request::LockNamed {
+            start: 0,
+            end: 1,
+            mode: Mode::Shared,
+            wait: Wait::Forever,
+            name: &longest,
+        },
+        Request::ReclaimNamed { start: 0, end: 1, mode: Mode::Shared, token: 0, name: &longest },
         Request::Lock { start: 0, end: 1, mode: Mode::Shared, wait: Wait::Forever },
         Request::Reclaim { start: 0, end: 1, mode: Mode::Shared, token: 0 },
         Request::Stats { max_entries: 0 },

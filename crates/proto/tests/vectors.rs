@@ -41,7 +41,7 @@ fn doc_vectors() -> BTreeMap<String, Vec<u8>> {
 enum Msg {
     ClientHello(ClientHello),
     ServerHello(ServerHello),
-    Request(RequestFrame),
+    Request(RequestFrame<'static>),
     Response(ResponseFrame),
 }
 

@@ -540,11 +540,23 @@ impl Handler<'_> {
 
     fn frame(&mut self, body: &[u8]) {
         let frame = match RequestFrame::decode(body) {
+            // Named resources are not served yet (docs/design/names.md): their ops are
+            // unknown to this server, whatever their payload.
+            Ok(RequestFrame {
+                request: Request::LockNamed { .. } | Request::ReclaimNamed { .. },
+                id,
+            }) => {
+                return self.error(op::UNKNOWN, id, Status::UnknownOp);
+            }
             Ok(f) => f,
             Err(e) => {
                 let (op, id) = RequestFrame::peek_header(body).unwrap_or((0, 0));
                 tracing::debug!(session = self.session, error = %e, "bad request");
-                let status = e.status();
+                let status = if matches!(op, op::LOCK_NAMED | op::RECLAIM_NAMED) {
+                    Status::UnknownOp
+                } else {
+                    e.status()
+                };
                 // Never echo an unknown op byte: `0x81` would come back as a LOCK reply.
                 let op = if status == Status::UnknownOp { op::UNKNOWN } else { op };
                 self.error(op, id, status);
@@ -598,6 +610,9 @@ impl Handler<'_> {
                 engine.submit(Command::Cancel { session, id, target })
             }
             Request::Poll { target } => engine.submit(Command::Poll { session, id, target }),
+            Request::LockNamed { .. } | Request::ReclaimNamed { .. } => {
+                unreachable!("answered UNKNOWN_OP above")
+            }
             Request::Keepalive => {
                 reply::send_now(&self.tx, ResponseFrame::new(op::KEEPALIVE, id, Status::Ok, 0));
             }

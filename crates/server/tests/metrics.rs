@@ -297,7 +297,7 @@ fn metrics_config(engine: EngineKind, grant: GrantMode) -> ServerConfig {
     }
 }
 
-fn lock(start: u64, end: u64, mode: Mode, wait: Wait) -> Request {
+fn lock(start: u64, end: u64, mode: Mode, wait: Wait) -> Request<'static> {
     Request::Lock { start, end, mode, wait }
 }
 

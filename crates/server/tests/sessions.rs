@@ -186,6 +186,19 @@ fn bad_requests(engine: EngineKind) {
     c.send_bytes(&[9, 0, 0, 0, 0x81, 18, 0, 0, 0, 0, 0, 0, 0]);
     let r = c.recv().unwrap();
     assert_eq!((r.op, r.id, r.status), (op::UNKNOWN, 18, Status::UnknownOp));
+    // Named resources are not served yet: a well-formed or a bad LOCK_NAMED or
+    // RECLAIM_NAMED is an unknown op, and the session goes on.
+    for request in [
+        Request::LockNamed { start: 0, end: 1, mode: Mode::Shared, wait: Wait::Try, name: b"db/t" },
+        Request::ReclaimNamed { start: 0, end: 1, mode: Mode::Shared, token: 1, name: b"db/t" },
+        Request::LockNamed { start: 0, end: 1, mode: Mode::Shared, wait: Wait::Try, name: b"" },
+    ] {
+        let mut bytes = Vec::new();
+        RequestFrame { id: 18, request }.encode(&mut bytes);
+        c.send_bytes(&bytes);
+        let r = c.recv().unwrap();
+        assert_eq!((r.op, r.id, r.status), (op::UNKNOWN, 18, Status::UnknownOp), "{request:?}");
+    }
     c.send_bytes(&[10, 0, 0, 0, op::KEEPALIVE, 19, 0, 0, 0, 0, 0, 0, 0, 0xff]);
     assert_eq!(c.recv().unwrap().status, Status::Malformed);
     assert_eq!(c.call(20, Request::Keepalive).status, Status::Ok);

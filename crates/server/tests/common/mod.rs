@@ -165,7 +165,7 @@ impl Raw {
         Raw::handshake(s)
     }
 
-    pub fn send(&mut self, id: u64, request: Request) {
+    pub fn send(&mut self, id: u64, request: Request<'_>) {
         let mut out = Vec::new();
         RequestFrame { id, request }.encode(&mut out);
         self.s.write_all(&out).unwrap();
@@ -188,12 +188,12 @@ impl Raw {
 
     /// Sends a request that is not answered yet (a LOCK that waits) and returns once the
     /// server has taken it: a STATS sent after it on the same session is answered after it.
-    pub fn queue(&mut self, id: u64, request: Request) {
+    pub fn queue(&mut self, id: u64, request: Request<'_>) {
         self.send(id, request);
         self.call(u64::MAX, Request::Stats { max_entries: 0 });
     }
 
-    pub fn call(&mut self, id: u64, request: Request) -> ResponseFrame {
+    pub fn call(&mut self, id: u64, request: Request<'_>) -> ResponseFrame {
         self.send(id, request);
         let r = self.recv().expect("response");
         assert_eq!(r.id, id);
@@ -228,6 +228,6 @@ impl Raw {
     }
 }
 
-pub fn lock(start: u64, end: u64, mode: Mode, wait: Wait) -> Request {
+pub fn lock(start: u64, end: u64, mode: Mode, wait: Wait) -> Request<'static> {
     Request::Lock { start, end, mode, wait }
 }
