@@ -14,6 +14,12 @@
 //! `start < e` (right subtrees start no earlier). It costs `O(log n + k)` expected for `k`
 //! reported intervals.
 //!
+//! # Points
+//!
+//! Interval ends are any [`Point`]: `u64` units for one number line, or `u128` for many
+//! lines laid end to end (a named resource's line in the high 64 bits, its unit in the low
+//! ones: ranges of different lines can never overlap, and one tree serves them all).
+//!
 //! # Trade-offs
 //!
 //! A treap instead of a red-black tree (the seed's choice): the same expected bounds,
@@ -22,16 +28,23 @@
 
 const NIL: u32 = u32::MAX;
 
+/// What an interval's ends are: a totally ordered copyable number whose `Default` is its
+/// least value (the `max_end` of an empty subtree).
+pub(crate) trait Point: Copy + Ord + Default + core::fmt::Debug {}
+
+impl Point for u64 {}
+impl Point for u128 {}
+
 /// Names a node of an [`IntervalTree`] until it is removed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Handle(u32);
 
 #[derive(Debug)]
-struct Node<T> {
-    start: u64,
-    end: u64,
+struct Node<T, K> {
+    start: K,
+    end: K,
     seq: u64,
-    max_end: u64,
+    max_end: K,
     prio: u64,
     left: u32,
     right: u32,
@@ -40,15 +53,15 @@ struct Node<T> {
 
 /// Half-open intervals `[start, end)` with a unique sequence number each, and a value.
 #[derive(Debug)]
-pub(crate) struct IntervalTree<T> {
-    nodes: Vec<Node<T>>,
+pub(crate) struct IntervalTree<T, K = u64> {
+    nodes: Vec<Node<T, K>>,
     free: Vec<u32>,
     root: u32,
     len: usize,
     rng: u64,
 }
 
-impl<T> IntervalTree<T> {
+impl<T, K: Point> IntervalTree<T, K> {
     /// An empty tree.
     pub(crate) fn new() -> Self {
         IntervalTree {
@@ -76,14 +89,14 @@ impl<T> IntervalTree<T> {
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    fn key(&self, i: u32) -> (u64, u64) {
+    fn key(&self, i: u32) -> (K, u64) {
         let n = &self.nodes[i as usize];
         (n.start, n.seq)
     }
 
-    fn max_end_of(&self, i: u32) -> u64 {
+    fn max_end_of(&self, i: u32) -> K {
         if i == NIL {
-            0
+            K::default()
         } else {
             self.nodes[i as usize].max_end
         }
@@ -96,7 +109,7 @@ impl<T> IntervalTree<T> {
     }
 
     /// Splits `t` into keys `< key` and keys `>= key`.
-    fn split(&mut self, t: u32, key: (u64, u64)) -> (u32, u32) {
+    fn split(&mut self, t: u32, key: (K, u64)) -> (u32, u32) {
         if t == NIL {
             return (NIL, NIL);
         }
@@ -139,7 +152,7 @@ impl<T> IntervalTree<T> {
     }
 
     /// Inserts `[start, end)` with the unique `seq`. `start < end` is the caller's duty.
-    pub(crate) fn insert(&mut self, start: u64, end: u64, seq: u64, val: T) -> Handle {
+    pub(crate) fn insert(&mut self, start: K, end: K, seq: u64, val: T) -> Handle {
         debug_assert!(start < end);
         let prio = self.next_prio();
         let node =
@@ -187,13 +200,13 @@ impl<T> IntervalTree<T> {
     }
 
     /// The interval and sequence number of a live node.
-    pub(crate) fn interval(&self, h: Handle) -> (u64, u64, u64) {
+    pub(crate) fn interval(&self, h: Handle) -> (K, K, u64) {
         let n = &self.nodes[h.0 as usize];
         (n.start, n.end, n.seq)
     }
 
     /// Appends to `out` the handle of every node overlapping `[start, end)`, in key order.
-    pub(crate) fn overlaps(&self, start: u64, end: u64, out: &mut Vec<Handle>) {
+    pub(crate) fn overlaps(&self, start: K, end: K, out: &mut Vec<Handle>) {
         // In-order traversal with an explicit stack, pruned by max_end and start.
         let mut stack: Vec<u32> = Vec::new();
         let mut t = self.root;
@@ -278,6 +291,39 @@ mod tests {
                 }
                 prop_assert_eq!(tree.len(), model.len());
             }
+        }
+    }
+
+    proptest! {
+        /// With `u128` points, intervals on different lines (the high 64 bits) never
+        /// overlap, even where their units do, and a query sees exactly its line's.
+        #[test]
+        fn lines_laid_end_to_end_never_overlap(
+            ops in proptest::collection::vec((0u128..3, 0u64..100, 1u64..40), 1..120),
+            queries in proptest::collection::vec((0u128..3, 0u64..120, 1u64..60), 1..40),
+        ) {
+            let at = |line: u128, unit: u64| line << 64 | u128::from(unit);
+            let mut tree: IntervalTree<(u128, u64, u64), u128> = IntervalTree::new();
+            for (seq, &(line, s, l)) in (1..).zip(&ops) {
+                tree.insert(at(line, s), at(line, s + l), seq, (line, s, s + l));
+            }
+            // The last unit of a line and the first of the next are neighbours, not overlaps.
+            tree.insert(at(0, u64::MAX - 1), at(0, u64::MAX), 0, (0, u64::MAX - 1, u64::MAX));
+            for (line, s, l) in queries {
+                let mut got = Vec::new();
+                tree.overlaps(at(line, s), at(line, s + l), &mut got);
+                let mut got: Vec<_> = got.into_iter().map(|h| *tree.get(h)).collect();
+                got.sort_unstable();
+                let mut want: Vec<_> = ops.iter()
+                    .filter(|(ml, ms, ml_len)| *ml == line && *ms < s + l && s < ms + ml_len)
+                    .map(|&(ml, ms, ml_len)| (ml, ms, ms + ml_len))
+                    .collect();
+                want.sort_unstable();
+                prop_assert_eq!(got, want);
+            }
+            let mut edge = Vec::new();
+            tree.overlaps(at(1, 0), at(1, 1), &mut edge);
+            prop_assert!(edge.iter().all(|h| tree.get(*h).0 == 1));
         }
     }
 
