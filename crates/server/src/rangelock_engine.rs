@@ -225,7 +225,8 @@ impl RangeLockEngine {
                 inc(&self.counters.sessions_open);
                 inc(&self.counters.sessions_total);
             }
-            Command::Lock { session, id, start, end, mode, may_wait, nonce, arrived } => {
+            Command::Lock { session, id, start, end, name, mode, may_wait, nonce, arrived } => {
+                debug_assert!(name.is_none(), "the rangelock engine serves no names yet");
                 if let Some(s) = self.session(session) {
                     self.lock_cmd(&s, id, start..end, mode, may_wait, nonce, arrived);
                 }

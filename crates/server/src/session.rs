@@ -574,7 +574,17 @@ impl Handler<'_> {
                 let nonce = self.nonce;
                 let may_wait = wait != Wait::Try;
                 let arrived = self.shared.metrics.as_ref().map_or(0, |m| m.clock.now());
-                let cmd = Command::Lock { session, id, start, end, mode, may_wait, nonce, arrived };
+                let cmd = Command::Lock {
+                    session,
+                    id,
+                    start,
+                    end,
+                    name: None,
+                    mode,
+                    may_wait,
+                    nonce,
+                    arrived,
+                };
                 if let Some(own) = &self.shared.config.cluster {
                     let submit = || engine.submit(cmd);
                     if let Err(r) = own.admit(Admission::Lock, op::LOCK, id, start, end, submit) {

@@ -1,5 +1,6 @@
 //! The lock table against a sequential model: a list of requests in arrival order where
-//! an entry is held iff no earlier entry overlaps it in a conflicting mode.
+//! an entry is held iff no earlier entry of the same resource (the unnamed one, or a name)
+//! overlaps it in a conflicting mode.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use tokio::sync::mpsc;
 
 #[derive(Clone, Debug)]
 enum Op {
-    Lock { session: usize, start: u64, len: u64, shared: bool, may_wait: bool },
+    Lock { session: usize, start: u64, len: u64, shared: bool, may_wait: bool, name: u8 },
     Unlock { session: usize, pick: usize },
     Cancel { session: usize, pick: usize },
     Expire { session: usize, pick: usize },
@@ -22,8 +23,8 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
     let s = 0usize..3;
     proptest::collection::vec(
         prop_oneof![
-            6 => (s.clone(), 0u64..40, 1u64..12, any::<bool>(), prop::bool::weighted(0.8))
-                .prop_map(|(session, start, len, shared, may_wait)| Op::Lock { session, start, len, shared, may_wait }),
+            6 => (s.clone(), 0u64..40, 1u64..12, any::<bool>(), prop::bool::weighted(0.8), 0u8..3)
+                .prop_map(|(session, start, len, shared, may_wait, name)| Op::Lock { session, start, len, shared, may_wait, name }),
             4 => (s.clone(), any::<usize>()).prop_map(|(session, pick)| Op::Unlock { session, pick }),
             1 => (s.clone(), any::<usize>()).prop_map(|(session, pick)| Op::Cancel { session, pick }),
             1 => (s.clone(), any::<usize>()).prop_map(|(session, pick)| Op::Expire { session, pick }),
@@ -40,11 +41,20 @@ struct MEntry {
     start: u64,
     end: u64,
     mode: Mode,
+    /// 0: the unnamed resource; else the name `[name]`.
+    name: u8,
 }
 
 fn held(model: &[MEntry], i: usize) -> bool {
     let e = &model[i];
-    !model[..i].iter().any(|x| x.start < e.end && e.start < x.end && !x.mode.compatible(e.mode))
+    !model[..i].iter().any(|x| {
+        x.name == e.name && x.start < e.end && e.start < x.end && !x.mode.compatible(e.mode)
+    })
+}
+
+/// The name of model name `n` (`None` for 0, the unnamed resource).
+fn resource(n: u8) -> Option<Arc<[u8]>> {
+    (n != 0).then(|| Arc::from(&[b'n', n][..]))
 }
 
 struct Harness {
@@ -125,16 +135,20 @@ impl Harness {
         assert_eq!(got, want);
         assert_eq!(st.counters.holders as usize, want.iter().filter(|w| w.2).count());
         assert_eq!(st.counters.waiters as usize, want.iter().filter(|w| !w.2).count());
+        // A name is live while something is held or queued on it, and only then.
+        let names: std::collections::HashSet<u8> =
+            self.model.iter().map(|e| e.name).filter(|&n| n != 0).collect();
+        assert_eq!(self.table.names_live(), names.len());
     }
 
     fn run(&mut self, op: Op, grant: GrantMode) {
         match op {
-            Op::Lock { session, start, len, shared, may_wait } => {
+            Op::Lock { session, start, len, shared, may_wait, name } => {
                 let s = self.slot[session];
                 self.next_id += 1;
                 let id = self.next_id;
                 let mode = if shared { Mode::Shared } else { Mode::Exclusive };
-                let e = MEntry { session: s, id, start, end: start + len, mode };
+                let e = MEntry { session: s, id, start, end: start + len, mode, name };
                 self.model.push(e);
                 let would_hold = held(&self.model, self.model.len() - 1);
                 if !would_hold && !may_wait {
@@ -145,6 +159,7 @@ impl Harness {
                     id,
                     start,
                     end: start + len,
+                    name: resource(name),
                     mode,
                     may_wait,
                     nonce: id,
@@ -222,21 +237,52 @@ proptest! {
 fn a_writer_is_not_starved_by_a_stream_of_readers() {
     let mut h = Harness::new(GrantMode::Push);
     h.run(
-        Op::Lock { session: 0, start: 0, len: 10, shared: true, may_wait: true },
+        Op::Lock { session: 0, start: 0, len: 10, shared: true, may_wait: true, name: 0 },
         GrantMode::Push,
     );
     h.run(
-        Op::Lock { session: 1, start: 5, len: 1, shared: false, may_wait: true },
+        Op::Lock { session: 1, start: 5, len: 1, shared: false, may_wait: true, name: 0 },
         GrantMode::Push,
     );
     // A later reader queues behind the waiting writer even though it is compatible with
     // the current holder.
     h.run(
-        Op::Lock { session: 2, start: 0, len: 10, shared: true, may_wait: true },
+        Op::Lock { session: 2, start: 0, len: 10, shared: true, may_wait: true, name: 0 },
         GrantMode::Push,
     );
     assert!(!held(&h.model, 2));
     h.run(Op::Unlock { session: 0, pick: 0 }, GrantMode::Push);
     assert!(held(&h.model, 0), "the writer is granted first");
     assert!(!held(&h.model, 1));
+}
+
+/// Two names and the unnamed resource on the same units never conflict; the same name
+/// does; the release of a name's last lock forgets the name, and it comes back fresh.
+#[test]
+fn names_are_separate_lines_that_live_while_locked() {
+    let mut h = Harness::new(GrantMode::Push);
+    let x = |session, name| Op::Lock {
+        session,
+        start: 0,
+        len: 10,
+        shared: false,
+        may_wait: true,
+        name,
+    };
+    h.run(x(0, 0), GrantMode::Push);
+    h.run(x(1, 1), GrantMode::Push);
+    h.run(x(2, 2), GrantMode::Push);
+    assert!((0..3).all(|i| held(&h.model, i)), "three resources, three holders");
+    assert_eq!(h.table.names_live(), 2);
+    h.run(x(0, 1), GrantMode::Push);
+    assert!(!held(&h.model, 3), "the same name conflicts");
+    h.run(Op::Unlock { session: 1, pick: 0 }, GrantMode::Push);
+    assert!(held(&h.model, 2), "the waiter on name 1 is granted");
+    h.run(Op::Close { session: 0 }, GrantMode::Push);
+    assert_eq!(h.table.names_live(), 1, "name 1 had only session 0's lock left");
+    h.run(Op::Close { session: 2 }, GrantMode::Push);
+    assert_eq!(h.table.names_live(), 0);
+    h.run(x(1, 2), GrantMode::Push);
+    assert!(held(&h.model, 0));
+    assert_eq!(h.table.names_live(), 1);
 }

@@ -26,6 +26,8 @@ pub enum Command {
         start: u64,
         /// One past the last unit.
         end: u64,
+        /// The resource's name (`LOCK_NAMED`); `None`: the unnamed resource.
+        name: Option<std::sync::Arc<[u8]>>,
         /// Shared or exclusive.
         mode: Mode,
         /// Whether the request may queue (`false` for `try`).

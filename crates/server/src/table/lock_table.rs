@@ -34,6 +34,15 @@
 //!   hold for them; a returning client takes one over with its arrival number, and the
 //!   pseudo-session they belong to until then is never granted anything.
 //!
+//! # Named resources
+//!
+//! Every resource has its own number line: the unnamed one is line 0, and each live name
+//! gets a line of its own, never reused. The tree holds every line laid end to end, keyed
+//! by `line << 64 | unit` (see [`at`]), so ranges of different names never overlap and
+//! everything above holds per name with one tree, one arrival order and one token
+//! counter. A name's line exists while an entry is on it: the removal of its last entry
+//! forgets the name ([`LockTable::names_live`]).
+//!
 //! # Trade-offs
 //!
 //! The table is sequential; engines decide who runs it (one combiner thread, any handler
@@ -52,6 +61,30 @@ use crate::metrics::{Clock, EngineSnapshot, ErrorCounts, ErrorTally, Timings};
 use crate::protocol::{
     op, Counters, EntryState, GrantMode, Mode, ResponseFrame, StatsBody, StatsEntry, Status,
 };
+
+/// The point of `unit` on resource line `line` (0: the unnamed resource), as the tree
+/// keys it.
+fn at(line: u64, unit: u64) -> u128 {
+    u128::from(line) << 64 | u128::from(unit)
+}
+
+/// The unit of a tree point (its low 64 bits).
+fn unit(point: u128) -> u64 {
+    // Truncation intended: the low half is the unit.
+    point as u64
+}
+
+/// The resource line of a tree point (its high 64 bits).
+fn line(point: u128) -> u64 {
+    (point >> 64) as u64
+}
+
+/// A live name: its line, and how many entries (held or waiting) are on it.
+#[derive(Debug)]
+struct Line {
+    name: Arc<[u8]>,
+    live: usize,
+}
 
 #[derive(Debug)]
 struct Entry {
@@ -126,7 +159,13 @@ impl TableLimits {
 /// The sequential lock table; see the module docs.
 #[derive(Debug)]
 pub struct LockTable {
-    tree: IntervalTree<Entry>,
+    tree: IntervalTree<Entry, u128>,
+    /// The live names by line (the unnamed resource, line 0, is not here).
+    lines: HashMap<u64, Line>,
+    /// The line of each live name.
+    line_of: HashMap<Arc<[u8]>, u64>,
+    /// The line the next new name gets (never reused in a run).
+    next_line: u64,
     sessions: HashMap<u64, SessionState>,
     grant: GrantMode,
     limits: TableLimits,
@@ -152,6 +191,9 @@ impl LockTable {
     pub fn new(grant: GrantMode, limits: TableLimits, handler_errors: Arc<ErrorCounts>) -> Self {
         LockTable {
             tree: IntervalTree::new(),
+            lines: HashMap::new(),
+            line_of: HashMap::new(),
+            next_line: 1,
             sessions: HashMap::new(),
             grant,
             limits,
@@ -198,8 +240,8 @@ impl LockTable {
                     SessionState { sink, locks: HashMap::new(), ended: Ended::default() },
                 );
             }
-            Command::Lock { session, id, start, end, mode, may_wait, nonce, arrived } => {
-                self.lock(session, id, start, end, mode, may_wait, nonce, arrived)
+            Command::Lock { session, id, start, end, name, mode, may_wait, nonce, arrived } => {
+                self.lock(session, id, start, end, name, mode, may_wait, nonce, arrived)
             }
             Command::Unlock { session, id, target } => self.unlock(session, id, target),
             Command::Cancel { session, id, target } => self.cancel(session, id, target),
@@ -240,12 +282,14 @@ impl LockTable {
         id: u64,
         start: u64,
         end: u64,
+        name: Option<Arc<[u8]>>,
         mode: Mode,
         may_wait: bool,
         nonce: u64,
         arrived: u64,
     ) {
         let Some(s) = self.sessions.get(&session) else { return };
+        debug_assert!(name.is_none() || self.parts.is_none(), "cluster nodes serve no names yet");
         // Precedence (PROTOCOL.md §2): shutdown and range, then ownership, then the
         // session's own limits.
         let early = self.limits.refuse_lock(self.shutting_down, start, end, false, 0);
@@ -262,15 +306,21 @@ impl LockTable {
             return;
         }
         self.sessions.get_mut(&session).expect("checked above").ended.reuse(id);
-        let blocking = self.blocking(start, end, mode);
+        // A name that is not live has nothing on its line.
+        let live = match &name {
+            None => Some(0),
+            Some(n) => self.line_of.get(n).copied(),
+        };
+        let blocking = live.map_or(0, |l| self.blocking(l, start, end, mode));
         if blocking > 0 && !may_wait {
             self.counters.would_block += 1;
             self.reply(session, ResponseFrame::new(op::LOCK, id, Status::WouldBlock, 0));
             return;
         }
+        let l = self.enter_line(name);
         self.next_seq += 1;
         let entry = Entry { session, id, mode, nonce, blocking, token: None, stamp: arrived };
-        let h = self.tree.insert(start, end, self.next_seq, entry);
+        let h = self.tree.insert(at(l, start), at(l, end), self.next_seq, entry);
         let s = self.sessions.get_mut(&session).expect("checked above");
         s.locks.insert(id, h);
         if blocking == 0 && self.grant(h, false) {
@@ -303,7 +353,7 @@ impl LockTable {
             None => self.counters.grants + 1,
             // A placeholder waits for its client (see `handover`).
             Some(_) if self.tree.get(h).session == HANDOVER_SESSION => return false,
-            Some(parts) => match parts.mint(self.tree.interval(h).0) {
+            Some(parts) => match parts.mint(unit(self.tree.interval(h).0)) {
                 Some(t) => t,
                 None => return false,
             },
@@ -350,7 +400,41 @@ impl LockTable {
             }
         }
         self.scratch = scratch;
+        self.leave_line(line(start));
         entry
+    }
+
+    /// One more entry on the line of `name`, which becomes live if it was not: the line.
+    fn enter_line(&mut self, name: Option<Arc<[u8]>>) -> u64 {
+        let Some(name) = name else { return 0 };
+        if let Some(&l) = self.line_of.get(&name) {
+            self.lines.get_mut(&l).expect("a live name has its line").live += 1;
+            return l;
+        }
+        let l = self.next_line;
+        self.next_line += 1;
+        self.line_of.insert(Arc::clone(&name), l);
+        self.lines.insert(l, Line { name, live: 1 });
+        l
+    }
+
+    /// One entry fewer on line `l`: its name is forgotten with its last entry.
+    fn leave_line(&mut self, l: u64) {
+        if l == 0 {
+            return;
+        }
+        let entry = self.lines.get_mut(&l).expect("an entry's line is live");
+        entry.live -= 1;
+        if entry.live == 0 {
+            let gone = self.lines.remove(&l).expect("present");
+            self.line_of.remove(&gone.name);
+        }
+    }
+
+    /// How many names have something held or queued on them (the unnamed resource not
+    /// counted).
+    pub fn names_live(&self) -> usize {
+        self.lines.len()
     }
 
     /// Ends a waiting entry with `status` (timeout or cancel). Push mode: the waiting
@@ -449,8 +533,8 @@ impl LockTable {
                 StatsEntry {
                     session: e.session,
                     id: e.id,
-                    start,
-                    end,
+                    start: unit(start),
+                    end: unit(end),
                     mode: e.mode,
                     state: if e.token.is_some() { EntryState::Held } else { EntryState::Waiting },
                     token: e.token.unwrap_or(0),
@@ -527,14 +611,14 @@ impl LockTable {
             }
             return;
         }
-        if self.blocking(start, end, mode) > 0 {
+        if self.blocking(0, start, end, mode) > 0 {
             self.reply(session, ResponseFrame::new(op::RECLAIM, id, Status::ReclaimRefused, 0));
             return;
         }
         self.next_seq += 1;
         let stamp = self.stamp_now();
         let entry = Entry { session, id, mode, nonce: 0, blocking: 0, token: Some(tok), stamp };
-        let h = self.tree.insert(start, end, self.next_seq, entry);
+        let h = self.tree.insert(at(0, start), at(0, end), self.next_seq, entry);
         let s = self.sessions.get_mut(&session).expect("checked above");
         s.ended.reuse(id);
         s.locks.insert(id, h);
@@ -545,12 +629,12 @@ impl LockTable {
         self.reply(session, ResponseFrame::new(op::RECLAIM, id, Status::Ok, tok));
     }
 
-    /// The entries on `[start, end)` a request in `mode` would wait for: its `blocking`
-    /// number if it arrived now.
-    fn blocking(&mut self, start: u64, end: u64, mode: Mode) -> u32 {
+    /// The entries on `[start, end)` of line `l` a request in `mode` would wait for: its
+    /// `blocking` number if it arrived now.
+    fn blocking(&mut self, l: u64, start: u64, end: u64, mode: Mode) -> u32 {
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
-        self.tree.overlaps(start, end, &mut scratch);
+        self.tree.overlaps(at(l, start), at(l, end), &mut scratch);
         let n = scratch.iter().filter(|h| !self.tree.get(**h).mode.compatible(mode)).count();
         self.scratch = scratch;
         n as u32
@@ -562,13 +646,14 @@ impl LockTable {
         let Some(parts) = &self.parts else { return Vec::new() };
         let (start, end) = (parts.partitioning().start(p), parts.partitioning().end(p));
         let mut hs = Vec::new();
-        self.tree.overlaps(start, end, &mut hs);
+        self.tree.overlaps(at(0, start), at(0, end), &mut hs);
         hs.sort_unstable_by_key(|h| self.tree.interval(*h).2);
         hs.into_iter()
             .filter(|h| self.tree.get(*h).session != HANDOVER_SESSION)
             .map(|h| {
                 let (start, end, _) = self.tree.interval(h);
                 let e = self.tree.get(h);
+                let (start, end) = (unit(start), unit(end));
                 HandoverLock { start, end, mode: e.mode, token: e.token.unwrap_or(0) }
             })
             .collect()
@@ -583,7 +668,7 @@ impl LockTable {
         }
         let mut placeholders = Placeholders::default();
         for (i, lock) in locks.into_iter().enumerate() {
-            let blocking = self.blocking(lock.start, lock.end, lock.mode);
+            let blocking = self.blocking(0, lock.start, lock.end, lock.mode);
             let token = (!lock.is_waiter()).then_some(lock.token);
             if token.is_some() && blocking > 0 {
                 // Two conflicting holders in one list cannot come from a correct owner:
@@ -601,7 +686,7 @@ impl LockTable {
                 token,
                 stamp: self.stamp_now(),
             };
-            let h = self.tree.insert(lock.start, lock.end, self.next_seq, entry);
+            let h = self.tree.insert(at(0, lock.start), at(0, lock.end), self.next_seq, entry);
             if token.is_some() {
                 self.counters.holders += 1;
             } else {
@@ -666,7 +751,7 @@ impl LockTable {
         parts.change(p, change);
         let (start, end) = (parts.partitioning().start(p), parts.partitioning().end(p));
         let mut hs = Vec::new();
-        self.tree.overlaps(start, end, &mut hs);
+        self.tree.overlaps(at(0, start), at(0, end), &mut hs);
         // Earliest first when granting, latest first when dropping (so that removing an
         // entry wakes only entries that are already gone).
         hs.sort_unstable_by_key(|h| self.tree.interval(*h).2);
