@@ -1,4 +1,4 @@
-"""The version 4 handshake (and the fallback to version 3): the bytes the client sends, how it reports each hello
+"""The version 5 handshake (and the fallback to version 3): the bytes the client sends, how it reports each hello
 refusal, and the real server's answers to hellos it must refuse."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def test_hello_bytes_without_and_with_token(connect: Connect) -> None:
 @pytest.mark.parametrize(
     "vector,exc,words",
     [
-        ("server-hello-refused", rangelock.UnsupportedVersionError, "speaks protocol version 4, this client speaks 3 to 4"),
+        ("server-hello-refused", rangelock.UnsupportedVersionError, "speaks protocol version 5, this client speaks 3 to 5"),
         ("server-hello-auth-required", rangelock.AuthRequiredError, "requires authentication: pass token="),
         ("server-hello-auth-failed", rangelock.AuthFailedError, "refused the token"),
         ("server-hello-tls-required", rangelock.TlsRequiredError, "speaks TLS on this port: pass tls="),
@@ -109,7 +109,7 @@ def test_connect_refused_says_where_and_why(connect: Connect) -> None:
 
 def test_real_server_accepts_a_version_4_hello(server: Server, connect: Connect) -> None:
     with connect(server.address) as c:
-        assert c.hello.version == 4
+        assert c.hello.version == 5
         assert c.session >= 1
         assert c.grant_mode == P.GrantMode.PUSH
         assert c.lease == 10.0
@@ -125,16 +125,16 @@ def test_real_server_refuses_a_version_2_hello(server: Server) -> None:
             assert data, "closed before the refusal"
             reply += data
         h = P.decode_server_hello(reply[:24])
-        assert (h.version, h.status, h.session) == (4, P.HelloStatus.UNSUPPORTED_VERSION, 0)
+        assert (h.version, h.status, h.session) == (5, P.HelloStatus.UNSUPPORTED_VERSION, 0)
         assert s.recv(64) == b"", "the server closes after a refusal"
 
 
 def test_client_of_another_version_is_told_the_servers(server: Server, monkeypatch: pytest.MonkeyPatch, connect: Connect) -> None:
-    monkeypatch.setattr(P, "VERSION", 5)
-    monkeypatch.setattr(P, "MIN_VERSION", 5)
-    with pytest.raises(rangelock.UnsupportedVersionError, match="speaks protocol version 4") as info:
+    monkeypatch.setattr(P, "VERSION", 6)
+    monkeypatch.setattr(P, "MIN_VERSION", 6)
+    with pytest.raises(rangelock.UnsupportedVersionError, match="speaks protocol version 5") as info:
         connect(server.address)
-    assert info.value.server_version == 4
+    assert info.value.server_version == 5
 
 
 def test_real_server_accepts_a_version_3_hello(server: Server) -> None:
@@ -153,7 +153,7 @@ def test_real_server_accepts_a_version_3_hello(server: Server) -> None:
 
 
 def test_falls_back_to_version_3_for_a_version_3_server(connect: Connect) -> None:
-    """A version 3 server refuses the version 4 hello and names version 3: the client
+    """A version 3 server refuses the version 5 hello and names version 3: the client
     connects again and offers 3 (§1)."""
     listener = socket.create_server(("127.0.0.1", 0))
     address = "127.0.0.1:%d" % listener.getsockname()[1]

@@ -42,12 +42,12 @@ def vec(name: str) -> bytes:
 
 
 def test_client_hellos() -> None:
-    assert P.VERSION == 4 and P.MIN_VERSION == 3
+    assert P.VERSION == 5 and P.MIN_VERSION == 3
     assert P.encode_client_hello() == vec("client-hello")
     assert P.encode_client_hello(b"secret") == vec("client-hello-token")
     assert P.encode_client_hello(version=3) == vec("client-hello-v3")
     assert P.encode_client_hello(version=2) == vec("client-hello-v2")
-    assert P.decode_client_hello(vec("client-hello")) == (4, None)
+    assert P.decode_client_hello(vec("client-hello")) == (5, None)
     assert P.decode_client_hello(vec("client-hello-token")) == (4, b"secret")
     assert P.decode_client_hello(vec("client-hello-v3")) == (3, None)
     assert P.decode_client_hello(vec("client-hello-v2")) == (2, None)
@@ -63,12 +63,12 @@ def test_token_length_is_checked_before_sending() -> None:
 @pytest.mark.parametrize(
     "name,version,status,grant,session",
     [
-        ("server-hello", 4, P.HelloStatus.ACCEPTED, P.GrantMode.PUSH, 1),
+        ("server-hello", 5, P.HelloStatus.ACCEPTED, P.GrantMode.PUSH, 1),
         ("server-hello-v3", 3, P.HelloStatus.ACCEPTED, P.GrantMode.PUSH, 2),
-        ("server-hello-refused", 4, P.HelloStatus.UNSUPPORTED_VERSION, P.GrantMode.POLL, 0),
-        ("server-hello-auth-required", 4, P.HelloStatus.AUTH_REQUIRED, P.GrantMode.PUSH, 0),
-        ("server-hello-auth-failed", 4, P.HelloStatus.AUTH_FAILED, P.GrantMode.PUSH, 0),
-        ("server-hello-tls-required", 4, P.HelloStatus.TLS_REQUIRED, P.GrantMode.PUSH, 0),
+        ("server-hello-refused", 5, P.HelloStatus.UNSUPPORTED_VERSION, P.GrantMode.POLL, 0),
+        ("server-hello-auth-required", 5, P.HelloStatus.AUTH_REQUIRED, P.GrantMode.PUSH, 0),
+        ("server-hello-auth-failed", 5, P.HelloStatus.AUTH_FAILED, P.GrantMode.PUSH, 0),
+        ("server-hello-tls-required", 5, P.HelloStatus.TLS_REQUIRED, P.GrantMode.PUSH, 0),
     ],
 )
 def test_server_hellos(name: str, version: int, status: P.HelloStatus, grant: P.GrantMode, session: int) -> None:

@@ -295,8 +295,9 @@ impl AsyncClient {
 
     /// Connects with `options` (an authentication token) and performs the handshake.
     ///
-    /// The client offers protocol version 4; a server that refuses it and speaks version 3
-    /// is connected to again with a version 3 hello (`docs/PROTOCOL.md` §1).
+    /// The client offers protocol version 5; an older server that refuses it naming a
+    /// version this client speaks (4 or 3) is connected to again with a hello of that
+    /// version (`docs/PROTOCOL.md` §1).
     pub async fn connect_with(
         endpoint: &Endpoint,
         options: &ConnectOptions,

@@ -51,7 +51,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
 use crate::auth::{self, AuthTable, Principal};
-use crate::config::ServerConfig;
+use crate::config::{EngineKind, ServerConfig};
 use crate::end_log::EndLog;
 use crate::engine::Engine;
 use crate::lapse::{self, Verdict};
@@ -66,6 +66,20 @@ use crate::reload::Live;
 use crate::reply::{self, DirectWrite, ReplySink, SinkHandle, SocketSink};
 use crate::shm::{ShmArea, ShmSink};
 use crate::table::Command;
+use rangelock_proto::Mode;
+
+/// Whether a session may lock named resources (`LOCK_NAMED`, `docs/design/names.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Names {
+    /// Served: a version 5 session of a single server on a table engine, without
+    /// authentication.
+    Served,
+    /// Refused `FORBIDDEN`: an authenticated session (no token scope names resources yet).
+    Forbidden,
+    /// Answered `UNKNOWN_OP`, as by a server that predates names: a session before
+    /// version 5, a cluster node, or the rangelock engine (not served there yet).
+    Unknown,
+}
 
 /// Responses a session may have queued beyond its waiting locks before its read loop
 /// pauses.
@@ -232,6 +246,16 @@ pub(crate) async fn run<S: Transport>(
         local,
         // Only a token with ranges costs a check per LOCK and RECLAIM.
         limits: principal.as_ref().map(|(_, p)| p.clone()).filter(|p| p.ranges().is_some()),
+        names: if version < 5
+            || shared.config.cluster.is_some()
+            || shared.config.engine == EngineKind::RangeLock
+        {
+            Names::Unknown
+        } else if principal.is_some() {
+            Names::Forbidden
+        } else {
+            Names::Served
+        },
         nonce: 0,
         timers: JoinSet::new(),
         timer_of: HashMap::new(),
@@ -495,6 +519,8 @@ struct Handler<'a> {
     /// The session's principal when its token may lock only some ranges (`None`: the
     /// whole unit space, or no authentication).
     limits: Option<Arc<Principal>>,
+    /// Whether `LOCK_NAMED` is served.
+    names: Names,
     nonce: u64,
     /// Timeout timers of this session's locks; aborted when the session ends.
     timers: JoinSet<()>,
@@ -538,25 +564,76 @@ impl Handler<'_> {
         }
     }
 
+    /// `LOCK`, and `LOCK_NAMED` of `name`: both are answered as `LOCK`s.
+    fn lock(
+        &mut self,
+        id: u64,
+        start: u64,
+        end: u64,
+        name: Option<Arc<[u8]>>,
+        mode: Mode,
+        wait: Wait,
+    ) {
+        if !self.permitted(op::LOCK, id, start, end) {
+            return;
+        }
+        let (session, engine) = (self.session, &self.shared.engine);
+        self.nonce += 1;
+        let nonce = self.nonce;
+        let may_wait = wait != Wait::Try;
+        let arrived = self.shared.metrics.as_ref().map_or(0, |m| m.clock.now());
+        let cmd = Command::Lock { session, id, start, end, name, mode, may_wait, nonce, arrived };
+        if let Some(own) = &self.shared.config.cluster {
+            let submit = || engine.submit(cmd);
+            if let Err(r) = own.admit(Admission::Lock, op::LOCK, id, start, end, submit) {
+                return self.refuse(r);
+            }
+        } else {
+            engine.submit(cmd);
+        }
+        if let Wait::Timeout(d) = wait {
+            while self.timers.try_join_next().is_some() {}
+            let engine = engine.clone();
+            let h = self.timers.spawn(async move {
+                tokio::time::sleep(d).await;
+                engine.submit(Command::Expire { session, target: id, nonce });
+            });
+            if self.timer_of.len() > 2 * self.shared.config.max_locks_per_session {
+                self.timer_of.retain(|_, hs| {
+                    hs.retain(|h| !h.is_finished());
+                    !hs.is_empty()
+                });
+            }
+            self.timer_of.entry(id).or_default().push(h);
+        }
+    }
+
     fn frame(&mut self, body: &[u8]) {
-        let frame = match RequestFrame::decode(body) {
-            // Named resources are not served yet (docs/design/names.md): their ops are
-            // unknown to this server, whatever their payload.
-            Ok(RequestFrame {
-                request: Request::LockNamed { .. } | Request::ReclaimNamed { .. },
-                id,
-            }) => {
+        // Named ops where names are not served are unknown whatever their payload, as to
+        // a server that predates them; RECLAIM_NAMED is a cluster's (not served yet).
+        if let Some((o @ (op::LOCK_NAMED | op::RECLAIM_NAMED), id)) =
+            RequestFrame::peek_header(body)
+        {
+            if o == op::RECLAIM_NAMED || self.names == Names::Unknown {
                 return self.error(op::UNKNOWN, id, Status::UnknownOp);
             }
+            if self.names == Names::Forbidden {
+                tracing::debug!(
+                    session = self.session,
+                    id,
+                    "named lock: no token may lock names yet"
+                );
+                return self.error(op::LOCK, id, Status::Forbidden);
+            }
+        }
+        let frame = match RequestFrame::decode(body) {
             Ok(f) => f,
             Err(e) => {
                 let (op, id) = RequestFrame::peek_header(body).unwrap_or((0, 0));
                 tracing::debug!(session = self.session, error = %e, "bad request");
-                let status = if matches!(op, op::LOCK_NAMED | op::RECLAIM_NAMED) {
-                    Status::UnknownOp
-                } else {
-                    e.status()
-                };
+                // A named lock is answered as a lock.
+                let op = if op == op::LOCK_NAMED { op::LOCK } else { op };
+                let status = e.status();
                 // Never echo an unknown op byte: `0x81` would come back as a LOCK reply.
                 let op = if status == Status::UnknownOp { op::UNKNOWN } else { op };
                 self.error(op, id, status);
@@ -566,48 +643,9 @@ impl Handler<'_> {
         let (session, id) = (self.session, frame.id);
         let engine = &self.shared.engine;
         match frame.request {
-            Request::Lock { start, end, mode, wait } => {
-                if !self.permitted(op::LOCK, id, start, end) {
-                    return;
-                }
-                self.nonce += 1;
-                let nonce = self.nonce;
-                let may_wait = wait != Wait::Try;
-                let arrived = self.shared.metrics.as_ref().map_or(0, |m| m.clock.now());
-                let cmd = Command::Lock {
-                    session,
-                    id,
-                    start,
-                    end,
-                    name: None,
-                    mode,
-                    may_wait,
-                    nonce,
-                    arrived,
-                };
-                if let Some(own) = &self.shared.config.cluster {
-                    let submit = || engine.submit(cmd);
-                    if let Err(r) = own.admit(Admission::Lock, op::LOCK, id, start, end, submit) {
-                        return self.refuse(r);
-                    }
-                } else {
-                    engine.submit(cmd);
-                }
-                if let Wait::Timeout(d) = wait {
-                    while self.timers.try_join_next().is_some() {}
-                    let engine = engine.clone();
-                    let h = self.timers.spawn(async move {
-                        tokio::time::sleep(d).await;
-                        engine.submit(Command::Expire { session, target: id, nonce });
-                    });
-                    if self.timer_of.len() > 2 * self.shared.config.max_locks_per_session {
-                        self.timer_of.retain(|_, hs| {
-                            hs.retain(|h| !h.is_finished());
-                            !hs.is_empty()
-                        });
-                    }
-                    self.timer_of.entry(id).or_default().push(h);
-                }
+            Request::Lock { start, end, mode, wait } => self.lock(id, start, end, None, mode, wait),
+            Request::LockNamed { start, end, mode, wait, name } => {
+                self.lock(id, start, end, Some(Arc::from(name)), mode, wait)
             }
             Request::Unlock { target } => {
                 // The lock is released or withdrawn: its timeout no longer matters.
@@ -620,9 +658,7 @@ impl Handler<'_> {
                 engine.submit(Command::Cancel { session, id, target })
             }
             Request::Poll { target } => engine.submit(Command::Poll { session, id, target }),
-            Request::LockNamed { .. } | Request::ReclaimNamed { .. } => {
-                unreachable!("answered UNKNOWN_OP above")
-            }
+            Request::ReclaimNamed { .. } => unreachable!("answered UNKNOWN_OP above"),
             Request::Keepalive => {
                 reply::send_now(&self.tx, ResponseFrame::new(op::KEEPALIVE, id, Status::Ok, 0));
             }

@@ -43,7 +43,7 @@ const REASONS: [&str; 9] = [
 ];
 
 /// The `status` labels of `errors_total`: every error status of PROTOCOL.md.
-const ERRORS: [&str; 19] = [
+const ERRORS: [&str; 20] = [
     "MALFORMED",
     "UNKNOWN_OP",
     "INVALID_RANGE",
@@ -63,6 +63,7 @@ const ERRORS: [&str; 19] = [
     "SHM_FULL",
     "SHM_ALREADY_ATTACHED",
     "FORBIDDEN",
+    "BAD_NAME",
 ];
 
 /// The `process_*` series (unlabelled) every scrape has on Linux.

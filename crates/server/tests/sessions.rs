@@ -186,19 +186,6 @@ fn bad_requests(engine: EngineKind) {
     c.send_bytes(&[9, 0, 0, 0, 0x81, 18, 0, 0, 0, 0, 0, 0, 0]);
     let r = c.recv().unwrap();
     assert_eq!((r.op, r.id, r.status), (op::UNKNOWN, 18, Status::UnknownOp));
-    // Named resources are not served yet: a well-formed or a bad LOCK_NAMED or
-    // RECLAIM_NAMED is an unknown op, and the session goes on.
-    for request in [
-        Request::LockNamed { start: 0, end: 1, mode: Mode::Shared, wait: Wait::Try, name: b"db/t" },
-        Request::ReclaimNamed { start: 0, end: 1, mode: Mode::Shared, token: 1, name: b"db/t" },
-        Request::LockNamed { start: 0, end: 1, mode: Mode::Shared, wait: Wait::Try, name: b"" },
-    ] {
-        let mut bytes = Vec::new();
-        RequestFrame { id: 18, request }.encode(&mut bytes);
-        c.send_bytes(&bytes);
-        let r = c.recv().unwrap();
-        assert_eq!((r.op, r.id, r.status), (op::UNKNOWN, 18, Status::UnknownOp), "{request:?}");
-    }
     c.send_bytes(&[10, 0, 0, 0, op::KEEPALIVE, 19, 0, 0, 0, 0, 0, 0, 0, 0xff]);
     assert_eq!(c.recv().unwrap().status, Status::Malformed);
     assert_eq!(c.call(20, Request::Keepalive).status, Status::Ok);
@@ -560,5 +547,75 @@ fn a_blocking_client_is_shared_by_threads() {
     c.flush().unwrap();
     assert_eq!(c.stats(0).unwrap().counters.holders, 0);
     drop(c);
+    srv.shutdown();
+}
+
+/// Version 5 sessions of a table engine lock named resources: locks on different names
+/// and on the unnamed resource never conflict, the same name does, a bad name is refused
+/// and the session goes on. Where names are not served (a version 4 session, the
+/// rangelock engine, and RECLAIM_NAMED on a single server) the named ops are unknown, as
+/// to a server that predates them.
+#[test]
+fn version_5_sessions_lock_named_resources_on_the_table_engines() {
+    let named = |name: &'static [u8], start, end, wait| Request::LockNamed {
+        start,
+        end,
+        mode: Mode::Exclusive,
+        wait,
+        name,
+    };
+    for engine in [EngineKind::Combiner, EngineKind::TreeMutex, EngineKind::TreeSingle] {
+        let srv = server(|c| c.engine = engine);
+        let addr = srv.tcp_addr().unwrap();
+        let (mut a, mut b) = (Raw::connect(addr), Raw::connect(addr));
+        assert_eq!(a.hello.version, 5);
+        let ok = |r: ResponseFrame| (r.op, r.status);
+        assert_eq!(ok(a.call(1, named(b"db/a", 0, 10, Wait::Try))), (op::LOCK, Status::Ok));
+        assert_eq!(ok(b.call(1, named(b"db/b", 0, 10, Wait::Try))), (op::LOCK, Status::Ok));
+        assert_eq!(b.call(2, lock(0, 10, Mode::Exclusive, Wait::Try)).status, Status::Ok);
+        let r = b.call(3, named(b"db/a", 5, 6, Wait::Try));
+        assert_eq!((r.op, r.status), (op::LOCK, Status::WouldBlock), "{engine:?}: same name");
+        b.queue(4, named(b"db/a", 5, 6, Wait::Forever));
+        assert_eq!(a.call(2, Request::Unlock { target: 1 }).status, Status::Ok);
+        let r = b.recv().unwrap();
+        assert_eq!((r.id, r.status), (4, Status::Ok), "{engine:?}: the waiter on db/a");
+        let st = a.call(3, Request::Stats { max_entries: 10 }).stats.unwrap();
+        assert_eq!(st.counters.holders, 3, "{engine:?}");
+        for bad in [vec![], vec![b'n'; MAX_RESOURCE_NAME_LEN + 1]] {
+            let mut bytes = Vec::new();
+            let request = Request::LockNamed {
+                start: 0,
+                end: 1,
+                mode: Mode::Shared,
+                wait: Wait::Try,
+                name: &bad,
+            };
+            RequestFrame { id: 9, request }.encode(&mut bytes);
+            a.send_bytes(&bytes);
+            let r = a.recv().unwrap();
+            assert_eq!(
+                (r.op, r.id, r.status),
+                (op::LOCK, 9, Status::BadName),
+                "{engine:?}: {} bytes",
+                bad.len()
+            );
+        }
+        assert_eq!(a.call(10, Request::Keepalive).status, Status::Ok);
+        let reclaim =
+            Request::ReclaimNamed { start: 0, end: 1, mode: Mode::Shared, token: 1, name: b"x" };
+        let r = a.call(11, reclaim);
+        assert_eq!((r.op, r.status), (op::UNKNOWN, Status::UnknownOp), "{engine:?}");
+        srv.shutdown();
+    }
+    // Not served: a version 4 session, and the rangelock engine.
+    let srv = server(|c| c.engine = EngineKind::Combiner);
+    let mut old = Raw::connect_version(srv.tcp_addr().unwrap(), 4);
+    let r = old.call(1, named(b"db/a", 0, 10, Wait::Try));
+    assert_eq!((r.op, r.status), (op::UNKNOWN, Status::UnknownOp));
+    srv.shutdown();
+    let srv = server(|c| c.engine = EngineKind::RangeLock);
+    let mut c = Raw::connect(srv.tcp_addr().unwrap());
+    let r = c.call(1, named(b"db/a", 0, 10, Wait::Try));
+    assert_eq!((r.op, r.status), (op::UNKNOWN, Status::UnknownOp));
     srv.shutdown();
 }

@@ -458,8 +458,8 @@ class AsyncClient:
     # ---------------------------------------------------------------- connecting
 
     async def connect(self) -> AsyncClient:
-        """Connects and does the handshake (offering version 4, then 3 to a version 3
-        server); returns the client. Raises :class:`ConnectError` and its subclasses, as
+        """Connects and does the handshake (offering version 5, then the version an older
+        server names); returns the client. Raises :class:`ConnectError` and its subclasses, as
         :class:`rangelock.Client` does."""
         if self._conn is not None:
             raise RuntimeError("the client is already connected")

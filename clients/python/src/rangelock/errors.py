@@ -83,6 +83,7 @@ __all__ = [
     "ShmFullError",
     "ShmAlreadyAttachedError",
     "ForbiddenError",
+    "BadNameError",
     "error_for_status",
     "session_ended_error",
 ]
@@ -353,6 +354,11 @@ class ForbiddenError(ServerError, PermissionError):
     )
 
 
+class BadNameError(ServerError, ValueError):
+    code = 0x25
+    meaning = "a resource name must be 1 to 1024 bytes"
+
+
 _BY_CODE: Dict[int, Type[ServerError]] = {
     cls.code: cls
     for cls in (
@@ -379,6 +385,7 @@ _BY_CODE: Dict[int, Type[ServerError]] = {
         ShmFullError,
         ShmAlreadyAttachedError,
         ForbiddenError,
+        BadNameError,
     )
 }
 

@@ -71,7 +71,7 @@ __all__ = [
 #: The four bytes every hello starts with.
 MAGIC = b"RLCK"
 #: The newest protocol version this package speaks (the one its hello offers).
-VERSION = 4
+VERSION = 5
 #: The oldest version it still speaks: it falls back to it when a server refuses
 #: :data:`VERSION` and names this one.
 MIN_VERSION = 3
@@ -164,6 +164,9 @@ class Status(enum.IntEnum):
     #: NOTICE only, to a session that sent ``WATCH_MAP`` (§7.7): the node's cluster map
     #: changed; ``value`` is its revision. This client never asks for it.
     MAP_CHANGED = 0x24
+    #: LOCK_NAMED (§2.2): the name is empty or longer than 1024 bytes. This client sends
+    #: no named locks yet.
+    BAD_NAME = 0x25
 
     @property
     def is_error(self) -> bool:
