@@ -151,13 +151,46 @@ impl Client {
         mode: Mode,
         wait: Wait,
     ) -> Result<LockGuard, ClientError> {
-        self.lock_after_unlock(None, range, mode, wait)
+        self.lock_after_unlock(None, None, range, mode, wait)
     }
 
-    /// Locks after writing a pipelined `UNLOCK` of lock `unlock` in the same write.
+    /// The named resource `name` of this client's server (`docs/PROTOCOL.md` §2.2): its
+    /// locks take the same calls as the client's, which lock the unnamed resource. Locks
+    /// on different names never conflict.
+    ///
+    /// Refused before anything is sent: a name of 0 or more than
+    /// [`MAX_RESOURCE_NAME_LEN`](rangelock_proto::MAX_RESOURCE_NAME_LEN) bytes
+    /// ([`ClientError::InvalidName`]), and a session older than protocol version 5
+    /// ([`ClientError::NamesUnsupported`]).
+    ///
+    /// ```no_run
+    /// # use rangelock_client::{Client, Endpoint};
+    /// # fn main() -> Result<(), rangelock_client::ClientError> {
+    /// let client = Client::connect(&Endpoint::Tcp("127.0.0.1:7878".into()))?;
+    /// let orders = client.resource("db/orders")?;
+    /// let rows = orders.lock_exclusive(0..100)?;       // rows 0..100 of db/orders
+    /// let other = client.resource("db/users")?.lock_exclusive(0..100)?; // no conflict
+    /// drop((rows, other));
+    /// # Ok(()) }
+    /// ```
+    pub fn resource(&self, name: impl AsRef<[u8]>) -> Result<Resource<'_>, ClientError> {
+        let name = name.as_ref();
+        if name.is_empty() || name.len() > rangelock_proto::MAX_RESOURCE_NAME_LEN {
+            return Err(ClientError::InvalidName { len: name.len() });
+        }
+        let version = self.core.hello().version;
+        if version < 5 {
+            return Err(ClientError::NamesUnsupported { version });
+        }
+        Ok(Resource { client: self, name: name.into() })
+    }
+
+    /// Locks after writing a pipelined `UNLOCK` of lock `unlock` in the same write; on
+    /// the resource `name` (`None`: the unnamed resource).
     fn lock_after_unlock(
         &self,
         unlock: Option<u64>,
+        name: Option<&[u8]>,
         range: Range<u64>,
         mode: Mode,
         wait: Wait,
@@ -173,7 +206,11 @@ impl Client {
             }
             return Err(e);
         }
-        let lock = Request::Lock { start: range.start, end: range.end, mode, wait };
+        let (start, end) = (range.start, range.end);
+        let lock = match name {
+            None => Request::Lock { start, end, mode, wait },
+            Some(name) => Request::LockNamed { start, end, mode, wait, name },
+        };
         let r = self.core.call_after_unlock(unlock, lock)?;
         let id = r.id;
         let token = match r.status {
@@ -247,6 +284,43 @@ impl Client {
     }
 }
 
+/// A named resource of a [`Client`]'s server ([`Client::resource`]): a name plus the
+/// ranges of its own number line. Its lock calls are the client's; its guards are the
+/// client's [`LockGuard`]s.
+#[derive(Debug, Clone)]
+pub struct Resource<'c> {
+    client: &'c Client,
+    name: Arc<[u8]>,
+}
+
+impl Resource<'_> {
+    /// The resource's name.
+    pub fn name(&self) -> &[u8] {
+        &self.name
+    }
+
+    /// Locks `range` of this resource in `mode`, waiting as `wait` says: as
+    /// [`Client::lock`] does on the unnamed resource.
+    pub fn lock(
+        &self,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Result<LockGuard, ClientError> {
+        self.client.lock_after_unlock(None, Some(&self.name), range, mode, wait)
+    }
+
+    /// Locks `range` of this resource exclusively, waiting as long as it takes.
+    pub fn lock_exclusive(&self, range: Range<u64>) -> Result<LockGuard, ClientError> {
+        self.lock(range, Mode::Exclusive, Wait::Forever)
+    }
+
+    /// Locks `range` of this resource shared, waiting as long as it takes.
+    pub fn lock_shared(&self, range: Range<u64>) -> Result<LockGuard, ClientError> {
+        self.lock(range, Mode::Shared, Wait::Forever)
+    }
+}
+
 /// A held range lock of a blocking [`Client`]. It keeps the connection (and so the
 /// session and its keepalive) alive; dropping it releases the lock with a pipelined
 /// `UNLOCK` (see [`LockGuard::unlock_pipelined`]).
@@ -290,7 +364,7 @@ impl LockGuard {
     ) -> Result<LockGuard, ClientError> {
         assert!(Arc::ptr_eq(&self.core, &client.core), "a guard of another client");
         self.released = true;
-        client.lock_after_unlock(Some(self.id), range, mode, wait)
+        client.lock_after_unlock(Some(self.id), None, range, mode, wait)
     }
 
     /// Releases the lock without waiting for the server's answer: the `UNLOCK` is written

@@ -217,9 +217,30 @@ impl Drop for CloseOnDrop {
     }
 }
 
+/// A request on its way to the writer task: a frame, or a named lock, whose frame would
+/// borrow its name.
+#[derive(Debug)]
+enum Outgoing {
+    Frame(RequestFrame<'static>),
+    LockNamed { id: u64, start: u64, end: u64, mode: Mode, wait: Wait, name: Arc<[u8]> },
+}
+
+impl Outgoing {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Outgoing::Frame(f) => f.encode(out),
+            Outgoing::LockNamed { id, start, end, mode, wait, name } => {
+                let request =
+                    Request::LockNamed { start: *start, end: *end, mode: *mode, wait: *wait, name };
+                RequestFrame { id: *id, request }.encode(out)
+            }
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Core {
-    out: mpsc::UnboundedSender<RequestFrame<'static>>,
+    out: mpsc::UnboundedSender<Outgoing>,
     pending: Arc<Pending>,
     notices: broadcast::Sender<Notice>,
     next_id: AtomicU64,
@@ -262,7 +283,11 @@ impl Core {
     }
 
     fn send(&self, id: u64, request: Request<'static>) -> Result<(), ClientError> {
-        self.out.send(RequestFrame { id, request }).map_err(|_| ClientError::ConnectionLost)
+        self.send_outgoing(Outgoing::Frame(RequestFrame { id, request }))
+    }
+
+    fn send_outgoing(&self, o: Outgoing) -> Result<(), ClientError> {
+        self.out.send(o).map_err(|_| ClientError::ConnectionLost)
     }
 
     /// Sends a request whose response nobody awaits (the reader drops it).
@@ -464,6 +489,50 @@ impl AsyncClient {
         }
     }
 
+    /// The named resource `name` of this client's server, as
+    /// [`Client::resource`](crate::Client::resource) gives it to a blocking client: its locks take the
+    /// client's calls, and locks on different names never conflict. Refused before
+    /// anything is sent: a name of 0 or more than 1024 bytes
+    /// ([`ClientError::InvalidName`]), a session before protocol version 5
+    /// ([`ClientError::NamesUnsupported`]).
+    pub fn resource(&self, name: impl AsRef<[u8]>) -> Result<AsyncResource, ClientError> {
+        let name = name.as_ref();
+        if name.is_empty() || name.len() > rangelock_proto::MAX_RESOURCE_NAME_LEN {
+            return Err(ClientError::InvalidName { len: name.len() });
+        }
+        let version = self.core.hello.version;
+        if version < 5 {
+            return Err(ClientError::NamesUnsupported { version });
+        }
+        Ok(AsyncResource { client: self.clone(), name: name.into() })
+    }
+
+    /// [`AsyncClient::lock`] on the resource `name`.
+    async fn lock_named(
+        &self,
+        name: &Arc<[u8]>,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Result<AsyncLockGuard, ClientError> {
+        check_range(&range)?;
+        check_wait(wait)?;
+        let (start, end) = (range.start, range.end);
+        let name = Arc::clone(name);
+        let make = |id| Outgoing::LockNamed { id, start, end, mode, wait, name };
+        let (id, r, mut withdraw) = self.send_lock_outgoing(make).await?;
+        let token = match r.status {
+            Status::Ok => r.value,
+            Status::Pending => self.poll_until_granted(id).await?,
+            s => {
+                withdraw.armed = false;
+                return Err(ClientError::from_status(s));
+            }
+        };
+        withdraw.armed = false;
+        Ok(AsyncLockGuard::new(self.core.clone(), id, token, range, mode))
+    }
+
     /// [`AsyncClient::lock`], but a refusal comes back whole (the cluster client needs
     /// the value and the owner hint of `NOT_OWNER`, `IN_GRACE`, `CROSSES_PARTITION`).
     pub(crate) async fn lock_or_refusal(
@@ -515,11 +584,19 @@ impl AsyncClient {
         &self,
         request: Request<'static>,
     ) -> Result<(u64, ResponseFrame, WithdrawOnDrop<'_>), ClientError> {
+        self.send_lock_outgoing(|id| Outgoing::Frame(RequestFrame { id, request })).await
+    }
+
+    /// [`AsyncClient::send_lock_request`] of the request `make` builds for its id.
+    async fn send_lock_outgoing(
+        &self,
+        make: impl FnOnce(u64) -> Outgoing,
+    ) -> Result<(u64, ResponseFrame, WithdrawOnDrop<'_>), ClientError> {
         let core = &*self.core;
         let id = core.next_id();
         let rx = core.register(id)?;
         let withdraw = WithdrawOnDrop { core, id, armed: true };
-        core.send(id, request)?;
+        core.send_outgoing(make(id))?;
         let r = rx.await.map_err(|_| ClientError::ConnectionLost)?;
         Ok((id, r, withdraw))
     }
@@ -597,6 +674,42 @@ struct WithdrawOnDrop<'a> {
     armed: bool,
 }
 
+/// A named resource of an [`AsyncClient`]'s server ([`AsyncClient::resource`]); cheap to
+/// clone. Its lock calls are the client's; its guards are [`AsyncLockGuard`]s.
+#[derive(Debug, Clone)]
+pub struct AsyncResource {
+    client: AsyncClient,
+    name: Arc<[u8]>,
+}
+
+impl AsyncResource {
+    /// The resource's name.
+    pub fn name(&self) -> &[u8] {
+        &self.name
+    }
+
+    /// Locks `range` of this resource in `mode`, waiting as `wait` says: as
+    /// [`AsyncClient::lock`] does on the unnamed resource.
+    pub async fn lock(
+        &self,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Result<AsyncLockGuard, ClientError> {
+        self.client.lock_named(&self.name, range, mode, wait).await
+    }
+
+    /// Locks `range` of this resource exclusively, waiting as long as it takes.
+    pub async fn lock_exclusive(&self, range: Range<u64>) -> Result<AsyncLockGuard, ClientError> {
+        self.lock(range, Mode::Exclusive, Wait::Forever).await
+    }
+
+    /// Locks `range` of this resource shared, waiting as long as it takes.
+    pub async fn lock_shared(&self, range: Range<u64>) -> Result<AsyncLockGuard, ClientError> {
+        self.lock(range, Mode::Shared, Wait::Forever).await
+    }
+}
+
 impl Drop for WithdrawOnDrop<'_> {
     fn drop(&mut self) {
         if self.armed {
@@ -608,7 +721,7 @@ impl Drop for WithdrawOnDrop<'_> {
 
 async fn write_loop<S: AsyncWrite>(
     mut wr: WriteHalf<S>,
-    mut rx: mpsc::UnboundedReceiver<RequestFrame<'static>>,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
     pending: Arc<Pending>,
 ) {
     let mut out = Vec::with_capacity(4096);

@@ -89,6 +89,21 @@ pub enum ClientError {
         /// The longest timeout the protocol carries ([`MAX_TIMEOUT`]).
         max: Duration,
     },
+    /// A resource name of `len` bytes: names are 1 to
+    /// [`MAX_RESOURCE_NAME_LEN`](rangelock_proto::MAX_RESOURCE_NAME_LEN) bytes (checked
+    /// before sending).
+    #[error("a resource name of {len} bytes: names are 1 to {max} bytes", max = rangelock_proto::MAX_RESOURCE_NAME_LEN)]
+    InvalidName {
+        /// The name's length.
+        len: usize,
+    },
+    /// The session speaks a protocol version before 5, which has no named resources (the
+    /// server is older, or refused version 5 and the client fell back).
+    #[error("the session speaks protocol version {version}: named resources need version 5")]
+    NamesUnsupported {
+        /// The session's version.
+        version: u16,
+    },
     /// The server answered with an error status.
     #[error("server error: {0}")]
     Server(Status),

@@ -50,14 +50,15 @@ mod sync_core;
 mod sync_tls;
 mod tls;
 
-pub use blocking::{Client, LockGuard};
-pub use connection::{AsyncClient, Notice};
+pub use blocking::{Client, LockGuard, Resource};
+pub use connection::{AsyncClient, AsyncResource, Notice};
 pub use endpoint::Endpoint;
 pub use error::{ClientError, ConnectionLoss, LossCause, MAX_TIMEOUT};
 pub use guard::AsyncLockGuard;
 pub use options::ConnectOptions;
 pub use rangelock_proto::{
     Counters, EndReason, EntryState, GrantMode, Mode, StatsBody, StatsEntry, Status, Wait,
+    MAX_RESOURCE_NAME_LEN,
 };
 /// The TLS library of [`TlsOptions`] (its root store and certificate types).
 pub use rustls;
