@@ -26,7 +26,7 @@ fn the_blocking_client_locks_named_resources() {
         let other = users.lock(0..100, Mode::Exclusive, Wait::Try).unwrap();
         let unnamed = b.lock(0..100, Mode::Exclusive, Wait::Try).unwrap();
         // The same name conflicts, a byte string or a str alike.
-        let orders = b.resource(b"db/orders".to_vec()).unwrap();
+        let orders = b.resource(String::from("db/orders")).unwrap();
         assert!(matches!(
             orders.lock(50..51, Mode::Shared, Wait::Try),
             Err(ClientError::WouldBlock)
