@@ -14,6 +14,7 @@ from typing import Any, Coroutine, List, Optional, TypeVar
 
 import rangelock
 from rangelock import protocol as P
+from rangelock._common import NameArg
 from rangelock.aio import AsyncClient, AsyncGuard, AsyncLock
 
 T = TypeVar("T")
@@ -67,6 +68,7 @@ class BridgedLock:
         self._loop, self.inner = loop, lock
 
     token = property(lambda self: self.inner.token)
+    name = property(lambda self: self.inner.name)
 
     @property
     def guard(self) -> Optional[BridgedGuard]:
@@ -128,14 +130,18 @@ class BridgedClient:
     connected = property(lambda self: self.inner.connected)
     loss = property(lambda self: self.inner.loss)
 
-    def lock(self, start: int, end: int, *, shared: bool = False, timeout: Optional[float] = None) -> BridgedGuard:
-        return BridgedGuard(self._loop, self._loop.run(self.inner.lock(start, end, shared=shared, timeout=timeout)))
+    def lock(
+        self, start: int, end: int, *, shared: bool = False, timeout: Optional[float] = None, name: NameArg = None
+    ) -> BridgedGuard:
+        return BridgedGuard(
+            self._loop, self._loop.run(self.inner.lock(start, end, shared=shared, timeout=timeout, name=name))
+        )
 
-    def try_lock(self, start: int, end: int, *, shared: bool = False) -> BridgedGuard:
-        return BridgedGuard(self._loop, self._loop.run(self.inner.try_lock(start, end, shared=shared)))
+    def try_lock(self, start: int, end: int, *, shared: bool = False, name: NameArg = None) -> BridgedGuard:
+        return BridgedGuard(self._loop, self._loop.run(self.inner.try_lock(start, end, shared=shared, name=name)))
 
-    def range_lock(self, start: int, end: int, *, shared: bool = False) -> BridgedLock:
-        return BridgedLock(self._loop, self.inner.range_lock(start, end, shared=shared))
+    def range_lock(self, start: int, end: int, *, shared: bool = False, name: NameArg = None) -> BridgedLock:
+        return BridgedLock(self._loop, self.inner.range_lock(start, end, shared=shared, name=name))
 
     def unlock(self, lock_id: int) -> None:
         self._loop.run(self.inner.unlock(lock_id))

@@ -186,6 +186,7 @@ BUILTIN_BASES: Dict[str, Tuple[type, ...]] = {
     "ShuttingDownError": (ConnectionError,),
     "ForbiddenError": (PermissionError,),
     "BadNameError": (ValueError,),
+    "NamesUnsupportedError": (NotImplementedError,),
     "InvalidRangeError": (ValueError,),
     "NotHeldError": (),
     "TooManyLocksError": (),

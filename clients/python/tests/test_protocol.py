@@ -48,7 +48,7 @@ def test_client_hellos() -> None:
     assert P.encode_client_hello(version=3) == vec("client-hello-v3")
     assert P.encode_client_hello(version=2) == vec("client-hello-v2")
     assert P.decode_client_hello(vec("client-hello")) == (5, None)
-    assert P.decode_client_hello(vec("client-hello-token")) == (4, b"secret")
+    assert P.decode_client_hello(vec("client-hello-token")) == (5, b"secret")
     assert P.decode_client_hello(vec("client-hello-v3")) == (3, None)
     assert P.decode_client_hello(vec("client-hello-v2")) == (2, None)
 
@@ -96,6 +96,8 @@ REQUESTS = [
      P.Request(P.Op.LOCK, 2, 100, 200, P.Mode.SHARED, P.Wait.TIMEOUT, 250)),
     ("lock-try-full-domain", P.encode_lock(3, 0, P.U64_MAX, P.Mode.EXCLUSIVE, P.Wait.TRY),
      P.Request(P.Op.LOCK, 3, 0, P.U64_MAX, P.Mode.EXCLUSIVE, P.Wait.TRY, 0)),
+    ("lock-named", P.encode_lock_named(10, 0, 100, P.Mode.EXCLUSIVE, P.Wait.FOREVER, 0, b"db/orders"),
+     P.Request(P.Op.LOCK_NAMED, 10, 0, 100, P.Mode.EXCLUSIVE, P.Wait.FOREVER, 0, name=b"db/orders")),
     ("unlock", P.encode_unlock(4, 1), P.Request(P.Op.UNLOCK, 4, target=1)),
     ("cancel", P.encode_cancel(5, 2), P.Request(P.Op.CANCEL, 5, target=2)),
     ("poll", P.encode_poll(6, 2), P.Request(P.Op.POLL, 6, target=2)),
@@ -195,7 +197,7 @@ def test_response_decode_errors() -> None:
     with pytest.raises(ProtocolError, match="not a response"):
         P.decode_response(b"\x01" + granted[1:])
     with pytest.raises(ProtocolError, match="unknown status"):
-        P.decode_response(granted[:9] + b"\x25" + granted[10:])
+        P.decode_response(granted[:9] + b"\x26" + granted[10:])
     with pytest.raises(ProtocolError, match="unexpected bytes"):
         P.decode_response(granted + b"\x00")
     stats = VECTORS["resp-stats"][4:]

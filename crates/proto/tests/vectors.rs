@@ -193,6 +193,19 @@ fn expected() -> Vec<(&'static str, Msg)> {
                 Request::Lock { start: 0, end: u64::MAX, mode: Mode::Exclusive, wait: Wait::Try },
             ),
         ),
+        (
+            "lock-named",
+            req(
+                10,
+                Request::LockNamed {
+                    start: 0,
+                    end: 100,
+                    mode: Mode::Exclusive,
+                    wait: Wait::Forever,
+                    name: b"db/orders",
+                },
+            ),
+        ),
         ("unlock", req(4, Request::Unlock { target: 1 })),
         ("cancel", req(5, Request::Cancel { target: 2 })),
         ("poll", req(6, Request::Poll { target: 2 })),

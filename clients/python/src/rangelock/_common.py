@@ -13,11 +13,13 @@ from . import protocol as P
 from .errors import (
     AuthFailedError,
     AuthRequiredError,
+    BadNameError,
     ClientClosedError,
     ConnectionLostError,
     HandshakeError,
     HelloRefusedError,
     InvalidRangeError,
+    NamesUnsupportedError,
     ProtocolError,
     SessionEndedError,
     TlsRequiredError,
@@ -31,6 +33,10 @@ DEFAULT_PORT = 7878
 
 #: The server's default address.
 DEFAULT_ADDRESS = f"127.0.0.1:{DEFAULT_PORT}"
+
+#: What ``name=`` accepts: a resource name (``str`` is sent as UTF-8), or ``None`` for
+#: the unnamed resource.
+NameArg = Union[None, str, bytes]
 
 #: What ``tls=`` accepts.
 TlsArg = Union[None, bool, ssl.SSLContext, str, "os.PathLike[str]"]
@@ -99,6 +105,26 @@ def brief(e: BaseException) -> str:
 def lock_what(start: int, end: int, shared: bool) -> str:
     """How messages name a LOCK: ``lock 0..10 exclusive``."""
     return f"lock {start}..{end} {'shared' if shared else 'exclusive'}"
+
+
+def check_name(name: Union[str, bytes, None], version: Optional[int] = None) -> Optional[bytes]:
+    """The wire bytes of a resource name (``str`` as UTF-8), ``None`` for the unnamed
+    resource. Raises :class:`BadNameError` for an empty name or one over 1024 bytes, and
+    :class:`NamesUnsupportedError` when the session's protocol ``version`` is before 5;
+    both before anything is sent."""
+    if name is None:
+        return None
+    if isinstance(name, str):
+        raw = name.encode("utf-8")
+    elif isinstance(name, (bytes, bytearray, memoryview)):
+        raw = bytes(name)
+    else:
+        raise TypeError(f"a resource name is str or bytes, not {type(name).__name__}")
+    if not 1 <= len(raw) <= P.MAX_RESOURCE_NAME_LEN:
+        raise BadNameError(f"a resource name of {len(raw)} bytes: names are 1 to {P.MAX_RESOURCE_NAME_LEN} bytes")
+    if version is not None and version < 5:
+        raise NamesUnsupportedError(f"the session speaks protocol version {version}: named resources need version 5")
+    return raw
 
 
 def check_range(start: int, end: int, shared: bool) -> None:

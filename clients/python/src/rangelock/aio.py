@@ -38,10 +38,12 @@ from ._common import (
     ALL_ENTRIES,
     DEFAULT_ADDRESS,
     Loss,
+    NameArg,
     TlsArg,
     TokenArg,
     acquire_timeout,
     brief,
+    check_name,
     check_range,
     fallback_version,
     held_in_conflict,
@@ -306,12 +308,16 @@ class AsyncLock:
     token while held (``None`` otherwise). Tasks sharing one :class:`AsyncLock` exclude
     each other as with :class:`asyncio.Lock`."""
 
-    def __init__(self, client: AsyncClient, start: int, end: int, shared: bool = False) -> None:
+    def __init__(
+        self, client: AsyncClient, start: int, end: int, shared: bool = False, name: NameArg = None
+    ) -> None:
         check_range(start, end, shared)
         self.client = client
         self.start = start
         self.end = end
         self.shared = shared
+        #: The resource's name (``None``: the unnamed resource), as bytes.
+        self.name = check_name(name)
         self._local = asyncio.Lock()
         self._guard: Optional[AsyncGuard] = None
 
@@ -349,12 +355,16 @@ class AsyncLock:
         g = self._guard
         if g is not None and g.valid:
             return True
-        stats = await self.client.stats(ALL_ENTRIES)
-        held = held_in_conflict(stats, self.start, self.end, self.shared)
-        if held is not None:
-            return held
+        # STATS lists named locks without their names: a named lock always probes.
+        if self.name is None:
+            stats = await self.client.stats(ALL_ENTRIES)
+            held = held_in_conflict(stats, self.start, self.end, self.shared)
+            if held is not None:
+                return held
         try:
-            probe = await self.client.try_lock(self.start, self.end, shared=self.shared)
+            probe = await self.client.try_lock(
+                self.start, self.end, shared=self.shared, name=self.name
+            )
         except WouldBlockError:
             return True
         await probe.unlock()
@@ -378,10 +388,14 @@ class AsyncLock:
                 return False
         try:
             if not blocking:
-                g = await self.client.try_lock(self.start, self.end, shared=self.shared)
+                g = await self.client.try_lock(
+                    self.start, self.end, shared=self.shared, name=self.name
+                )
             else:
                 left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                g = await self.client.lock(self.start, self.end, shared=self.shared, timeout=left)
+                g = await self.client.lock(
+                    self.start, self.end, shared=self.shared, timeout=left, name=self.name
+                )
         except LockNotGrantedError:
             self._local.release()
             return False
@@ -639,28 +653,50 @@ class AsyncClient:
     # ---------------------------------------------------------------- locking
 
     async def lock(
-        self, start: int, end: int, *, shared: bool = False, timeout: Optional[float] = None
+        self,
+        start: int,
+        end: int,
+        *,
+        shared: bool = False,
+        timeout: Optional[float] = None,
+        name: NameArg = None,
     ) -> AsyncGuard:
-        """As :meth:`rangelock.Client.lock`. A cancelled wait withdraws the request."""
+        """As :meth:`rangelock.Client.lock` (``name``: a named resource). A cancelled wait
+        withdraws the request."""
         wait, ms = lock_wait(timeout)
-        return await self._lock(start, end, shared, wait, ms)
+        return await self._lock(start, end, shared, wait, ms, name)
 
-    async def try_lock(self, start: int, end: int, *, shared: bool = False) -> AsyncGuard:
+    async def try_lock(
+        self, start: int, end: int, *, shared: bool = False, name: NameArg = None
+    ) -> AsyncGuard:
         """As :meth:`rangelock.Client.try_lock`."""
-        return await self._lock(start, end, shared, P.Wait.TRY, 0)
+        return await self._lock(start, end, shared, P.Wait.TRY, 0, name)
 
-    def range_lock(self, start: int, end: int, *, shared: bool = False) -> AsyncLock:
-        """An :class:`AsyncLock` on ``[start, end)`` (nothing is sent until acquired)."""
-        return AsyncLock(self, start, end, shared)
+    def range_lock(
+        self, start: int, end: int, *, shared: bool = False, name: NameArg = None
+    ) -> AsyncLock:
+        """An :class:`AsyncLock` on ``[start, end)`` of the resource ``name`` (``None``: the
+        unnamed resource); nothing is sent until acquired."""
+        return AsyncLock(self, start, end, shared, name)
 
     async def _lock(
-        self, start: int, end: int, shared: bool, wait: P.Wait, timeout_ms: int
+        self,
+        start: int,
+        end: int,
+        shared: bool,
+        wait: P.Wait,
+        timeout_ms: int,
+        name: NameArg = None,
     ) -> AsyncGuard:
         check_range(start, end, shared)
         c = self._c
+        raw = check_name(name, c.hello.version)
         id = c.next_id()
         mode = P.Mode.SHARED if shared else P.Mode.EXCLUSIVE
-        frame = P.encode_lock(id, start, end, mode, wait, timeout_ms)
+        if raw is None:
+            frame = P.encode_lock(id, start, end, mode, wait, timeout_ms)
+        else:
+            frame = P.encode_lock_named(id, start, end, mode, wait, timeout_ms, raw)
         try:
             r = await c.call(id, frame)
             if r.status == P.Status.PENDING:

@@ -41,10 +41,12 @@ from ._common import (
     ALL_ENTRIES,
     DEFAULT_ADDRESS,
     Loss,
+    NameArg,
     TlsArg,
     TokenArg,
     acquire_timeout,
     brief,
+    check_name,
     check_range,
     fallback_version,
     held_in_conflict,
@@ -366,12 +368,16 @@ class Lock:
     :meth:`release`); other :class:`Lock` objects, clients and processes are excluded by
     the server."""
 
-    def __init__(self, client: Client, start: int, end: int, shared: bool = False) -> None:
+    def __init__(
+        self, client: Client, start: int, end: int, shared: bool = False, name: NameArg = None
+    ) -> None:
         check_range(start, end, shared)
         self.client = client
         self.start = start
         self.end = end
         self.shared = shared
+        #: The resource's name (``None``: the unnamed resource), as bytes.
+        self.name = check_name(name)
         self._local = threading.Lock()
         self._guard: Optional[Guard] = None
 
@@ -409,11 +415,14 @@ class Lock:
         g = self._guard
         if g is not None and g.valid:
             return True
-        held = held_in_conflict(self.client.stats(ALL_ENTRIES), self.start, self.end, self.shared)
-        if held is not None:
-            return held
+        # STATS lists named locks without their names: a named lock always probes.
+        if self.name is None:
+            stats = self.client.stats(ALL_ENTRIES)
+            held = held_in_conflict(stats, self.start, self.end, self.shared)
+            if held is not None:
+                return held
         try:
-            probe = self.client.try_lock(self.start, self.end, shared=self.shared)
+            probe = self.client.try_lock(self.start, self.end, shared=self.shared, name=self.name)
         except WouldBlockError:
             return True
         probe.unlock()
@@ -438,10 +447,12 @@ class Lock:
             return False  # another thread holds this Lock
         try:
             if not blocking:
-                g = self.client.try_lock(self.start, self.end, shared=self.shared)
+                g = self.client.try_lock(self.start, self.end, shared=self.shared, name=self.name)
             else:
                 left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                g = self.client.lock(self.start, self.end, shared=self.shared, timeout=left)
+                g = self.client.lock(
+                    self.start, self.end, shared=self.shared, timeout=left, name=self.name
+                )
         except LockNotGrantedError:
             self._local.release()
             return False
@@ -741,7 +752,15 @@ class Client:
 
     # ---------------------------------------------------------------- locking
 
-    def lock(self, start: int, end: int, *, shared: bool = False, timeout: Optional[float] = None) -> Guard:
+    def lock(
+        self,
+        start: int,
+        end: int,
+        *,
+        shared: bool = False,
+        timeout: Optional[float] = None,
+        name: NameArg = None,
+    ) -> Guard:
         """Locks ``[start, end)``, exclusive unless ``shared``, waiting at most ``timeout``
         seconds (``None``: as long as it takes). Returns a :class:`Guard`.
 
@@ -750,26 +769,51 @@ class Client:
         ``WouldBlockError``: use :meth:`try_lock`), :class:`InvalidRangeError` for an empty
         range or one outside ``0..2**64-1`` (before sending), :class:`ForbiddenError` for a
         range outside the token's, :class:`ConnectionLostError`. An interrupted wait
-        (``KeyboardInterrupt``) withdraws the request."""
+        (``KeyboardInterrupt``) withdraws the request.
+
+        ``name`` locks the range of that named resource instead of the unnamed one
+        (protocol version 5, §2.2): locks on different names never conflict. A ``str`` is
+        sent as UTF-8; :class:`BadNameError` for an empty name or one over 1024 bytes,
+        :class:`NamesUnsupportedError` for a session before version 5, both before
+        sending."""
         wait, ms = lock_wait(timeout)
-        return self._lock(start, end, shared, wait, ms)
+        return self._lock(start, end, shared, wait, ms, name)
 
-    def try_lock(self, start: int, end: int, *, shared: bool = False) -> Guard:
-        """Locks ``[start, end)`` only if that is possible at once; raises
-        :class:`WouldBlockError` if a conflicting lock is held or queued."""
-        return self._lock(start, end, shared, P.Wait.TRY, 0)
+    def try_lock(
+        self, start: int, end: int, *, shared: bool = False, name: NameArg = None
+    ) -> Guard:
+        """Locks ``[start, end)`` (of the resource ``name``, as :meth:`lock`) only if that
+        is possible at once; raises :class:`WouldBlockError` if a conflicting lock is held
+        or queued."""
+        return self._lock(start, end, shared, P.Wait.TRY, 0, name)
 
-    def range_lock(self, start: int, end: int, *, shared: bool = False) -> Lock:
-        """A :class:`Lock` on ``[start, end)`` with ``acquire``/``release`` (nothing is
-        sent until :meth:`Lock.acquire`). Raises :class:`InvalidRangeError` at once for an
-        invalid range."""
-        return Lock(self, start, end, shared)
+    def range_lock(
+        self, start: int, end: int, *, shared: bool = False, name: NameArg = None
+    ) -> Lock:
+        """A :class:`Lock` on ``[start, end)`` (of the resource ``name``, as :meth:`lock`)
+        with ``acquire``/``release`` (nothing is sent until :meth:`Lock.acquire`). Raises
+        :class:`InvalidRangeError` or :class:`BadNameError` at once for an invalid range
+        or name."""
+        return Lock(self, start, end, shared, name)
 
-    def _lock(self, start: int, end: int, shared: bool, wait: P.Wait, timeout_ms: int) -> Guard:
+    def _lock(
+        self,
+        start: int,
+        end: int,
+        shared: bool,
+        wait: P.Wait,
+        timeout_ms: int,
+        name: NameArg = None,
+    ) -> Guard:
         check_range(start, end, shared)
         core = self._c
+        raw = check_name(name, core.hello.version)
         id = core.next_id()
-        frame = P.encode_lock(id, start, end, P.Mode.SHARED if shared else P.Mode.EXCLUSIVE, wait, timeout_ms)
+        mode = P.Mode.SHARED if shared else P.Mode.EXCLUSIVE
+        if raw is None:
+            frame = P.encode_lock(id, start, end, mode, wait, timeout_ms)
+        else:
+            frame = P.encode_lock_named(id, start, end, mode, wait, timeout_ms, raw)
         try:
             r = core.request(id, frame)
             if r.status == P.Status.PENDING:

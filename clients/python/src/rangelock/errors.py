@@ -84,6 +84,7 @@ __all__ = [
     "ShmAlreadyAttachedError",
     "ForbiddenError",
     "BadNameError",
+    "NamesUnsupportedError",
     "error_for_status",
     "session_ended_error",
 ]
@@ -357,6 +358,11 @@ class ForbiddenError(ServerError, PermissionError):
 class BadNameError(ServerError, ValueError):
     code = 0x25
     meaning = "a resource name must be 1 to 1024 bytes"
+
+
+class NamesUnsupportedError(RangelockError, NotImplementedError):
+    """A named lock on a session before protocol version 5 (an older server): raised
+    before anything is sent."""
 
 
 _BY_CODE: Dict[int, Type[ServerError]] = {

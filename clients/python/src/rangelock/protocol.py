@@ -123,6 +123,10 @@ class Op(enum.IntEnum):
     SHM_ATTACH = 0x0A
     #: Cluster only (§7.7): ask for ``MAP_CHANGED`` notices. This client never sends it.
     WATCH_MAP = 0x0B
+    #: Version 5 (§2.2): LOCK of a range of a named resource; answered as a LOCK.
+    LOCK_NAMED = 0x0C
+    #: Reserved for the cluster (§2.2). This client never sends it.
+    RECLAIM_NAMED = 0x0D
     #: The op of an ``UNKNOWN_OP`` answer: its op byte is ``0xff`` = ``0x7f | 0x80``.
     UNKNOWN = 0x7F
 
@@ -358,6 +362,19 @@ def encode_lock(
     return _LOCK.pack(31, Op.LOCK, id, start, end, mode, wait, timeout_ms)
 
 
+#: The longest resource name (§2.2), in bytes.
+MAX_RESOURCE_NAME_LEN = 1024
+
+
+def encode_lock_named(
+    id: int, start: int, end: int, mode: int, wait: int, timeout_ms: int, name: bytes
+) -> bytes:
+    """LOCK_NAMED ``[start, end)`` of the resource ``name`` (version 5, §2.2): LOCK's
+    payload, then ``name_len u16, name``."""
+    head = _LOCK.pack(31 + 2 + len(name), Op.LOCK_NAMED, id, start, end, mode, wait, timeout_ms)
+    return head + struct.pack("<H", len(name)) + name
+
+
 def encode_unlock(id: int, target: int) -> bytes:
     """UNLOCK the lock whose LOCK had request id ``target``."""
     return _TARGET.pack(17, Op.UNLOCK, id, target)
@@ -419,6 +436,7 @@ class Request:
     target: Optional[int] = None
     max_entries: Optional[int] = None
     token: Optional[int] = None
+    name: Optional[bytes] = None
 
 
 def decode_request(frame: bytes) -> Request:
@@ -445,6 +463,11 @@ def decode_request(frame: bytes) -> Request:
         Op.SHM_ATTACH: 0,
         Op.WATCH_MAP: 0,
     }
+    if op is Op.LOCK_NAMED and len(payload) >= 24:
+        start, end, mode, wait, timeout_ms, n = struct.unpack_from("<QQBBIH", payload)
+        if len(payload) != 24 + n:
+            raise ProtocolError(f"LOCK_NAMED: bad payload size {len(payload)} for a {n}-byte name")
+        return Request(op, id, start, end, Mode(mode), Wait(wait), timeout_ms, name=bytes(payload[24:]))
     if op not in sizes or len(payload) != sizes[op]:
         raise ProtocolError(f"{op.name}: bad payload size {len(payload)}")
     if op is Op.LOCK:

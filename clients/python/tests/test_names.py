@@ -1,0 +1,77 @@
+"""Named resources (protocol version 5, ``docs/PROTOCOL.md`` §2.2) from the blocking and
+asyncio clients, against the real server's table engines: locks on different names, and
+on a name and the unnamed resource, never conflict; the same name does."""
+
+from __future__ import annotations
+
+import pytest
+
+import rangelock
+from conftest import Connect, Server, StartServer
+
+#: The engines that serve names (the ``rangelock`` engine does not yet).
+TABLE_ENGINES = ["combiner", "tree-mutex", "tree-single"]
+
+
+@pytest.mark.parametrize("engine", TABLE_ENGINES)
+def test_names_are_separate_resources(start_server: StartServer, connect: Connect, engine: str) -> None:
+    server = start_server("--engine", engine)
+    with connect(server.address) as c1, connect(server.address) as c2:
+        assert c1.hello.version == 5
+        held = c1.lock(0, 100, name="db/orders")
+        other = c2.try_lock(0, 100, name=b"db/users")
+        unnamed = c2.try_lock(0, 100)
+        with pytest.raises(rangelock.WouldBlockError):
+            c2.try_lock(50, 51, name="db/orders")
+        # A str is its UTF-8 bytes; bytes need not be UTF-8.
+        accent = c1.try_lock(0, 1, name="naïve")
+        with pytest.raises(rangelock.WouldBlockError):
+            c2.try_lock(0, 1, name="naïve".encode("utf-8"))
+        raw = c2.try_lock(0, 1, name=b"\xff\x00\xfe")
+        held.unlock()
+        c2.try_lock(50, 51, name="db/orders").unlock()
+        for g in (other, unnamed, accent, raw):
+            g.unlock()
+
+
+def test_range_lock_with_a_name(server: Server, connect: Connect) -> None:
+    address = server.address
+    with connect(address) as c1, connect(address) as c2:
+        mine = c1.range_lock(0, 10, name="x")
+        assert mine.name == b"x"
+        assert mine.acquire()
+        assert mine.owned() and mine.locked()
+        assert c2.range_lock(5, 6, name="x").locked()
+        assert not c2.range_lock(5, 6, name="y").locked()
+        theirs = c2.range_lock(5, 6, name="y")
+        assert theirs.acquire(blocking=False)
+        theirs.release()
+        mine.release()
+        assert not c2.range_lock(5, 6, name="x").locked()
+
+
+def test_bad_names_are_refused_before_sending(server: Server, connect: Connect) -> None:
+    address = server.address
+    with connect(address) as c:
+        for bad in ("", b"", b"n" * 1025):
+            with pytest.raises(rangelock.BadNameError) as info:
+                c.try_lock(0, 1, name=bad)
+            assert isinstance(info.value, ValueError)
+            with pytest.raises(rangelock.BadNameError):
+                c.range_lock(0, 1, name=bad)
+        c.try_lock(0, 1, name=b"n" * 1024).unlock()
+        with pytest.raises(TypeError):
+            c.try_lock(0, 1, name=7)
+        assert c.connected
+
+
+def test_an_older_session_has_no_names(server: Server, connect: Connect, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session of version 4 (the client offered 4, as to an older server): a named lock
+    raises :class:`NamesUnsupportedError` before anything is sent."""
+    monkeypatch.setattr(rangelock.protocol, "VERSION", 4)
+    address = server.address
+    with connect(address) as c:
+        assert c.hello.version == 4
+        with pytest.raises(rangelock.NamesUnsupportedError, match="protocol version 4"):
+            c.try_lock(0, 1, name="x")
+        c.try_lock(0, 1).unlock()
