@@ -9,7 +9,7 @@ use std::time::Duration;
 use rangelock_proto::{GrantMode, Mode, Request, StatsBody, Status, Wait};
 
 use crate::endpoint::Endpoint;
-use crate::error::{check_wait, fallback_version, ClientError, ConnectionLoss};
+use crate::error::{check_name, check_wait, fallback_version, ClientError, ConnectionLoss};
 use crate::guard::grant_accessors;
 use crate::options::ConnectOptions;
 use crate::poll::PollSchedule;
@@ -174,15 +174,8 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub fn resource(&self, name: impl AsRef<[u8]>) -> Result<Resource<'_>, ClientError> {
-        let name = name.as_ref();
-        if name.is_empty() || name.len() > rangelock_proto::MAX_RESOURCE_NAME_LEN {
-            return Err(ClientError::InvalidName { len: name.len() });
-        }
-        let version = self.core.hello().version;
-        if version < 5 {
-            return Err(ClientError::NamesUnsupported { version });
-        }
-        Ok(Resource { client: self, name: name.into() })
+        let name = check_name(name.as_ref(), self.core.hello().version)?;
+        Ok(Resource { client: self, name })
     }
 
     /// Locks after writing a pipelined `UNLOCK` of lock `unlock` in the same write; on

@@ -53,7 +53,9 @@ use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::endpoint::Endpoint;
-use crate::error::{check_wait, fallback_version, ClientError, ConnectionLoss, LossCause};
+use crate::error::{
+    check_name, check_wait, fallback_version, ClientError, ConnectionLoss, LossCause,
+};
 use crate::guard::AsyncLockGuard;
 use crate::options::ConnectOptions;
 use crate::poll::PollSchedule;
@@ -483,7 +485,18 @@ impl AsyncClient {
         mode: Mode,
         wait: Wait,
     ) -> Result<AsyncLockGuard, ClientError> {
-        match self.lock_or_refusal(range, mode, wait).await? {
+        self.lock_on(None, range, mode, wait).await
+    }
+
+    /// [`AsyncClient::lock`] on the resource `name` (`None`: the unnamed resource).
+    async fn lock_on(
+        &self,
+        name: Option<&Arc<[u8]>>,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Result<AsyncLockGuard, ClientError> {
+        match self.lock_or_refusal_on(name, range, mode, wait).await? {
             Ok(guard) => Ok(guard),
             Err(r) => Err(ClientError::from_status(r.status)),
         }
@@ -496,41 +509,8 @@ impl AsyncClient {
     /// ([`ClientError::InvalidName`]), a session before protocol version 5
     /// ([`ClientError::NamesUnsupported`]).
     pub fn resource(&self, name: impl AsRef<[u8]>) -> Result<AsyncResource, ClientError> {
-        let name = name.as_ref();
-        if name.is_empty() || name.len() > rangelock_proto::MAX_RESOURCE_NAME_LEN {
-            return Err(ClientError::InvalidName { len: name.len() });
-        }
-        let version = self.core.hello.version;
-        if version < 5 {
-            return Err(ClientError::NamesUnsupported { version });
-        }
-        Ok(AsyncResource { client: self.clone(), name: name.into() })
-    }
-
-    /// [`AsyncClient::lock`] on the resource `name`.
-    async fn lock_named(
-        &self,
-        name: &Arc<[u8]>,
-        range: Range<u64>,
-        mode: Mode,
-        wait: Wait,
-    ) -> Result<AsyncLockGuard, ClientError> {
-        check_range(&range)?;
-        check_wait(wait)?;
-        let (start, end) = (range.start, range.end);
-        let name = Arc::clone(name);
-        let make = |id| Outgoing::LockNamed { id, start, end, mode, wait, name };
-        let (id, r, mut withdraw) = self.send_lock_outgoing(make).await?;
-        let token = match r.status {
-            Status::Ok => r.value,
-            Status::Pending => self.poll_until_granted(id).await?,
-            s => {
-                withdraw.armed = false;
-                return Err(ClientError::from_status(s));
-            }
-        };
-        withdraw.armed = false;
-        Ok(AsyncLockGuard::new(self.core.clone(), id, token, range, mode))
+        let name = check_name(name.as_ref(), self.core.hello.version)?;
+        Ok(AsyncResource { client: self.clone(), name })
     }
 
     /// [`AsyncClient::lock`], but a refusal comes back whole (the cluster client needs
@@ -541,10 +521,30 @@ impl AsyncClient {
         mode: Mode,
         wait: Wait,
     ) -> Result<Result<AsyncLockGuard, ResponseFrame>, ClientError> {
+        self.lock_or_refusal_on(None, range, mode, wait).await
+    }
+
+    /// [`AsyncClient::lock_or_refusal`] on the resource `name` (`None`: the unnamed one).
+    async fn lock_or_refusal_on(
+        &self,
+        name: Option<&Arc<[u8]>>,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Result<Result<AsyncLockGuard, ResponseFrame>, ClientError> {
         check_range(&range)?;
         check_wait(wait)?;
-        let request = Request::Lock { start: range.start, end: range.end, mode, wait };
-        let (id, r, mut withdraw) = self.send_lock_request(request).await?;
+        let (start, end) = (range.start, range.end);
+        let make = |id| match name {
+            None => Outgoing::Frame(RequestFrame {
+                id,
+                request: Request::Lock { start, end, mode, wait },
+            }),
+            Some(name) => {
+                Outgoing::LockNamed { id, start, end, mode, wait, name: Arc::clone(name) }
+            }
+        };
+        let (id, r, mut withdraw) = self.send_lock_outgoing(make).await?;
         let token = match r.status {
             Status::Ok => r.value,
             Status::Pending => self.poll_until_granted(id).await?,
@@ -696,7 +696,7 @@ impl AsyncResource {
         mode: Mode,
         wait: Wait,
     ) -> Result<AsyncLockGuard, ClientError> {
-        self.client.lock_named(&self.name, range, mode, wait).await
+        self.client.lock_on(Some(&self.name), range, mode, wait).await
     }
 
     /// Locks `range` of this resource exclusively, waiting as long as it takes.

@@ -209,6 +209,18 @@ pub(crate) fn check_wait(wait: crate::Wait) -> Result<(), ClientError> {
     }
 }
 
+/// A resource name a session of protocol `version` can send (`docs/PROTOCOL.md` §2.2),
+/// as the clients keep it; refused before anything is sent otherwise.
+pub(crate) fn check_name(name: &[u8], version: u16) -> Result<std::sync::Arc<[u8]>, ClientError> {
+    if name.is_empty() || name.len() > rangelock_proto::MAX_RESOURCE_NAME_LEN {
+        return Err(ClientError::InvalidName { len: name.len() });
+    }
+    if version < 5 {
+        return Err(ClientError::NamesUnsupported { version });
+    }
+    Ok(name.into())
+}
+
 /// An I/O error as a short lower-case phrase: `connection refused` rather than
 /// `Connection refused (os error 111)`.
 pub(crate) fn brief_io(e: &std::io::Error) -> String {
