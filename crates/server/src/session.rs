@@ -58,15 +58,14 @@ use crate::lapse::{self, Verdict};
 use crate::metrics::{ErrorCounts, ServerMetrics};
 use crate::ownership::Admission;
 use crate::protocol::{
-    op, read_frame, ClientHelloHead, DecodeError, EndReason, FrameError, HelloStatus, Request,
-    RequestFrame, ResponseFrame, ServerHello, Status, Wait, ALL_PARTITIONS, CLIENT_HELLO_LEN,
-    MAX_TOKEN_LEN, MIN_VERSION, VERSION,
+    op, read_frame, ClientHelloHead, DecodeError, EndReason, FrameError, HelloStatus, Mode,
+    Request, RequestFrame, ResponseFrame, ServerHello, Status, Wait, ALL_PARTITIONS,
+    CLIENT_HELLO_LEN, MAX_TOKEN_LEN, MIN_VERSION, VERSION,
 };
 use crate::reload::Live;
 use crate::reply::{self, DirectWrite, ReplySink, SinkHandle, SocketSink};
 use crate::shm::{ShmArea, ShmSink};
 use crate::table::Command;
-use rangelock_proto::Mode;
 
 /// Whether a session may lock named resources (`LOCK_NAMED`, `docs/design/names.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -608,32 +607,32 @@ impl Handler<'_> {
         }
     }
 
-    fn frame(&mut self, body: &[u8]) {
-        // Named ops where names are not served are unknown whatever their payload, as to
-        // a server that predates them; RECLAIM_NAMED is a cluster's (not served yet).
-        if let Some((o @ (op::LOCK_NAMED | op::RECLAIM_NAMED), id)) =
-            RequestFrame::peek_header(body)
-        {
-            if o == op::RECLAIM_NAMED || self.names == Names::Unknown {
-                return self.error(op::UNKNOWN, id, Status::UnknownOp);
-            }
-            if self.names == Names::Forbidden {
-                tracing::debug!(
-                    session = self.session,
-                    id,
-                    "named lock: no token may lock names yet"
-                );
-                return self.error(op::LOCK, id, Status::Forbidden);
-            }
+    /// How a named op (`LOCK_NAMED`, `RECLAIM_NAMED`) is refused here, whatever its
+    /// payload: `(op, status)` of the answer, `None` where it is served. Unknown where
+    /// names are not served, as to a server that predates them (`RECLAIM_NAMED` is a
+    /// cluster's, not served yet); `FORBIDDEN` for an authenticated session.
+    fn named_refusal(&self, named_op: u8) -> Option<(u8, Status)> {
+        match self.names {
+            _ if named_op == op::RECLAIM_NAMED => Some((op::UNKNOWN, Status::UnknownOp)),
+            Names::Unknown => Some((op::UNKNOWN, Status::UnknownOp)),
+            Names::Forbidden => Some((op::LOCK, Status::Forbidden)),
+            Names::Served => None,
         }
+    }
+
+    fn frame(&mut self, body: &[u8]) {
         let frame = match RequestFrame::decode(body) {
             Ok(f) => f,
             Err(e) => {
                 let (op, id) = RequestFrame::peek_header(body).unwrap_or((0, 0));
                 tracing::debug!(session = self.session, error = %e, "bad request");
-                // A named lock is answered as a lock.
-                let op = if op == op::LOCK_NAMED { op::LOCK } else { op };
-                let status = e.status();
+                let named = matches!(op, op::LOCK_NAMED | op::RECLAIM_NAMED);
+                let (op, status) = match named.then(|| self.named_refusal(op)).flatten() {
+                    Some(refusal) => refusal,
+                    // A named lock is answered as a lock.
+                    None if op == op::LOCK_NAMED => (op::LOCK, e.status()),
+                    None => (op, e.status()),
+                };
                 // Never echo an unknown op byte: `0x81` would come back as a LOCK reply.
                 let op = if status == Status::UnknownOp { op::UNKNOWN } else { op };
                 self.error(op, id, status);
@@ -645,7 +644,15 @@ impl Handler<'_> {
         match frame.request {
             Request::Lock { start, end, mode, wait } => self.lock(id, start, end, None, mode, wait),
             Request::LockNamed { start, end, mode, wait, name } => {
-                self.lock(id, start, end, Some(Arc::from(name)), mode, wait)
+                match self.named_refusal(op::LOCK_NAMED) {
+                    None => self.lock(id, start, end, Some(Arc::from(name)), mode, wait),
+                    Some((op, status)) => {
+                        if status == Status::Forbidden {
+                            tracing::debug!(session, id, "named lock: no token may lock names yet");
+                        }
+                        self.error(op, id, status)
+                    }
+                }
             }
             Request::Unlock { target } => {
                 // The lock is released or withdrawn: its timeout no longer matters.
@@ -658,7 +665,10 @@ impl Handler<'_> {
                 engine.submit(Command::Cancel { session, id, target })
             }
             Request::Poll { target } => engine.submit(Command::Poll { session, id, target }),
-            Request::ReclaimNamed { .. } => unreachable!("answered UNKNOWN_OP above"),
+            Request::ReclaimNamed { .. } => {
+                let (op, status) = self.named_refusal(op::RECLAIM_NAMED).expect("never served");
+                self.error(op, id, status)
+            }
             Request::Keepalive => {
                 reply::send_now(&self.tx, ResponseFrame::new(op::KEEPALIVE, id, Status::Ok, 0));
             }

@@ -287,6 +287,23 @@ fn ranges_that_touch_count_as_one() {
     }
 }
 
+/// No token may lock names yet: an authenticated session's LOCK_NAMED is FORBIDDEN (on
+/// the engines that serve names), even with a token of the whole unit space, and the
+/// session goes on.
+#[test]
+fn an_authenticated_session_may_not_lock_names_yet() {
+    for engine in [EngineKind::Combiner, EngineKind::TreeMutex, EngineKind::TreeSingle] {
+        let srv = server(engine);
+        let mut full = Raw::connect_with_token(srv.tcp_addr().unwrap(), FULL.as_bytes());
+        let named = Request::LockNamed { start: 0, end: 1, mode: X, wait: Wait::Try, name: b"db" };
+        let r = full.call(5, named);
+        assert_eq!((r.op, r.id, r.status), (op::LOCK, 5, Status::Forbidden), "{engine:?}");
+        assert_eq!(full.call(6, lock(0, 1, X, Wait::Try)).status, Status::Ok, "{engine:?}");
+        drop(full);
+        srv.shutdown();
+    }
+}
+
 #[test]
 fn a_reclaim_outside_the_ranges_is_forbidden_before_not_clustered() {
     for engine in ENGINES {
