@@ -693,10 +693,7 @@ class AsyncClient:
         raw = check_name(name, c.hello.version)
         id = c.next_id()
         mode = P.Mode.SHARED if shared else P.Mode.EXCLUSIVE
-        if raw is None:
-            frame = P.encode_lock(id, start, end, mode, wait, timeout_ms)
-        else:
-            frame = P.encode_lock_named(id, start, end, mode, wait, timeout_ms, raw)
+        frame = P.encode_lock(id, start, end, mode, wait, timeout_ms, raw)
         try:
             r = await c.call(id, frame)
             if r.status == P.Status.PENDING:

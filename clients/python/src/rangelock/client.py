@@ -810,10 +810,7 @@ class Client:
         raw = check_name(name, core.hello.version)
         id = core.next_id()
         mode = P.Mode.SHARED if shared else P.Mode.EXCLUSIVE
-        if raw is None:
-            frame = P.encode_lock(id, start, end, mode, wait, timeout_ms)
-        else:
-            frame = P.encode_lock_named(id, start, end, mode, wait, timeout_ms, raw)
+        frame = P.encode_lock(id, start, end, mode, wait, timeout_ms, raw)
         try:
             r = core.request(id, frame)
             if r.status == P.Status.PENDING:

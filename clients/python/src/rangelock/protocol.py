@@ -356,9 +356,18 @@ def decode_server_hello(buf: bytes) -> ServerHello:
 
 
 def encode_lock(
-    id: int, start: int, end: int, mode: int, wait: int, timeout_ms: int = 0
+    id: int,
+    start: int,
+    end: int,
+    mode: int,
+    wait: int,
+    timeout_ms: int = 0,
+    name: Optional[bytes] = None,
 ) -> bytes:
-    """LOCK ``[start, end)``: 22-byte payload ``start, end, mode, wait, timeout_ms``."""
+    """LOCK ``[start, end)``: 22-byte payload ``start, end, mode, wait, timeout_ms``; with
+    ``name``, the LOCK_NAMED of that resource (:func:`encode_lock_named`)."""
+    if name is not None:
+        return encode_lock_named(id, start, end, mode, wait, timeout_ms, name)
     return _LOCK.pack(31, Op.LOCK, id, start, end, mode, wait, timeout_ms)
 
 
