@@ -11,10 +11,8 @@ use core::ops::{Bound, Range, RangeBounds};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::error::RangeError;
-
 use crate::bounds::half_open;
-use crate::error::LockError;
+use crate::error::{LockError, RangeError};
 use crate::lock::{deadline_after, Guard, Lock};
 use crate::range::{overlaps, Mode};
 use crate::raw::RawRangeLock;
