@@ -30,8 +30,9 @@
 //! unlocked (or, ignoring it, run on). The kernel closes the connection a moment before
 //! it signals the command, both in this process's exit, and the command ends once it is
 //! next scheduled: it can outlive the lock by that much, not by a command's own choice.
-//! Only the command is killed, not processes it started (as with the other signals). `--on-lost none` asks to leave the command
-//! running when the lock is lost, and leaves it running here too.
+//! Only the command is killed, not processes it started (as with the other signals).
+//! `--on-lost none` asks to leave the command running when the lock is lost, and leaves it
+//! running here too.
 //!
 //! # A lapsed lease ends the lock
 //!
