@@ -503,9 +503,9 @@ impl AsyncClient {
     }
 
     /// The named resource `name` of this client's server, as
-    /// [`Client::resource`](crate::Client::resource) gives it to a blocking client: its locks take the
-    /// client's calls, and locks on different names never conflict. Refused before
-    /// anything is sent: a name of 0 or more than 1024 bytes
+    /// [`Client::resource`](crate::Client::resource) gives it to a blocking client: its
+    /// locks take the client's calls, and locks on different names never conflict. Refused
+    /// before anything is sent: a name of 0 or more than 1024 bytes
     /// ([`ClientError::InvalidName`]), a session before protocol version 5
     /// ([`ClientError::NamesUnsupported`]).
     pub fn resource(&self, name: impl AsRef<[u8]>) -> Result<AsyncResource, ClientError> {
