@@ -11,13 +11,16 @@
 //!   server cuts the list to what fits ([`stats_entries_within`]) and says how many
 //!   entries it left out (the answer's `value`); no list is longer than
 //!   [`MAX_STATS_ENTRIES`], what one frame can carry;
+//! * a `STATS_NAMED` answer, by [`STATS_NAMED_ENTRY_LEN`](crate::STATS_NAMED_ENTRY_LEN) plus the name per entry from
+//!   [`STATS_NAMED_ANSWER_BASE`]; the server cuts its list by bytes
+//!   ([`stats_named_entries_within`]);
 //! * a `MAP` answer, with the cluster's nodes and partitions: at most
 //!   [`max_map_answer`] for a partition count.
 
 use crate::frame::MAX_RESPONSE_FRAME;
 use crate::map::{MAX_NAME_LEN, MAX_NODES, OWNER_ENTRY_LEN};
 use crate::shm::MAX_SHM_PATH;
-use crate::stats::STATS_ENTRY_LEN;
+use crate::stats::{StatsEntry, STATS_ENTRY_LEN};
 
 /// Bytes of an answer without a body: the length prefix (4), then op, id, status and value
 /// (18).
@@ -40,6 +43,29 @@ pub const fn stats_entries_within(bytes: usize) -> u32 {
         return 0;
     }
     ((bytes - STATS_ANSWER_BASE) / STATS_ENTRY_LEN) as u32
+}
+
+/// Bytes of a `STATS_NAMED` answer without entries: [`STATS_ANSWER_BASE`] and the two
+/// counters of names (16). The largest answer a server must be able to send whole.
+pub const STATS_NAMED_ANSWER_BASE: usize = STATS_ANSWER_BASE + 2 * 8;
+
+/// How many of `entries`, from the first, a `STATS_NAMED` answer at most `bytes` long
+/// (length prefix included, and never over [`MAX_RESPONSE_FRAME`]) can carry.
+pub fn stats_named_entries_within<'a>(
+    bytes: usize,
+    entries: impl IntoIterator<Item = &'a StatsEntry>,
+) -> usize {
+    let bytes = bytes.min(MAX_RESPONSE_FRAME as usize + 4);
+    let Some(mut room) = bytes.checked_sub(STATS_NAMED_ANSWER_BASE) else { return 0 };
+    let mut n = 0;
+    for e in entries {
+        match room.checked_sub(e.named_len()) {
+            Some(r) => room = r,
+            None => break,
+        }
+        n += 1;
+    }
+    n
 }
 
 /// The longest answer `NOT_OWNER` with its owner hint: two names of [`MAX_NAME_LEN`] bytes,
@@ -66,6 +92,7 @@ mod tests {
     use crate::{
         op, ClusterMap, Counters, EntryState, Mode, NodeInfo, OwnerHint, PartitionOwner,
         PartitionState, Partitioning, ResponseFrame, ShmAttached, StatsBody, StatsEntry, Status,
+        STATS_NAMED_ENTRY_LEN,
     };
 
     fn len(r: &ResponseFrame) -> usize {
@@ -83,9 +110,47 @@ mod tests {
             mode: Mode::Shared,
             state: EntryState::Held,
             token: 5,
+            name: None,
         };
         let body = StatsBody { counters: Counters::default(), entries: vec![e; n], omitted: 0 };
         ResponseFrame::stats(7, body)
+    }
+
+    /// A `STATS_NAMED` answer whose entries carry names of these lengths (0: unnamed).
+    fn stats_named(names: &[usize]) -> ResponseFrame {
+        let entries = names
+            .iter()
+            .map(|&n| StatsEntry {
+                session: 1,
+                id: 2,
+                start: 3,
+                end: 4,
+                mode: Mode::Exclusive,
+                state: EntryState::Waiting,
+                token: 0,
+                name: (n > 0).then(|| vec![b'x'; n].into()),
+            })
+            .collect();
+        ResponseFrame::stats_named(7, StatsBody { entries, ..StatsBody::default() })
+    }
+
+    #[test]
+    fn named_answers_are_cut_by_bytes_to_what_fits() {
+        assert_eq!(len(&stats_named(&[])), STATS_NAMED_ANSWER_BASE);
+        let names = [0, 1, 1024, 7];
+        let whole = len(&stats_named(&names));
+        assert_eq!(whole, STATS_NAMED_ANSWER_BASE + 4 * STATS_NAMED_ENTRY_LEN + 1032);
+        let body = stats_named(&names).stats.unwrap();
+        for bytes in [0, STATS_NAMED_ANSWER_BASE - 1, STATS_NAMED_ANSWER_BASE, whole - 1, whole] {
+            let n = stats_named_entries_within(bytes, &body.entries);
+            assert!(bytes < STATS_NAMED_ANSWER_BASE || len(&stats_named(&names[..n])) <= bytes);
+            if n < names.len() {
+                // One more would not fit.
+                assert!(len(&stats_named(&names[..n + 1])) > bytes, "{bytes}: {n}");
+            }
+        }
+        assert_eq!(stats_named_entries_within(whole, &body.entries), 4);
+        assert_eq!(stats_named_entries_within(whole - 1, &body.entries), 3);
     }
 
     #[test]

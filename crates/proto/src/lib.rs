@@ -64,8 +64,9 @@ mod status;
 pub mod token;
 
 pub use answer_size::{
-    max_map_answer, stats_entries_within, ANSWER_LEN, MAX_NOT_OWNER_ANSWER, MAX_SHM_ATTACH_ANSWER,
-    MAX_STATS_ENTRIES, STATS_ANSWER_BASE,
+    max_map_answer, stats_entries_within, stats_named_entries_within, ANSWER_LEN,
+    MAX_NOT_OWNER_ANSWER, MAX_SHM_ATTACH_ANSWER, MAX_STATS_ENTRIES, STATS_ANSWER_BASE,
+    STATS_NAMED_ANSWER_BASE,
 };
 pub use end_reason::EndReason;
 pub use error::DecodeError;
@@ -88,5 +89,7 @@ pub use request::{
 };
 pub use response::{ResponseFrame, ALL_PARTITIONS};
 pub use shm::{ShmAttached, SlotState, SLOT_BYTES};
-pub use stats::{Counters, EntryState, StatsBody, StatsEntry, STATS_ENTRY_LEN};
+pub use stats::{
+    Counters, EntryState, StatsBody, StatsEntry, STATS_ENTRY_LEN, STATS_NAMED_ENTRY_LEN,
+};
 pub use status::Status;

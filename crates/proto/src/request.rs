@@ -47,6 +47,8 @@ pub mod op {
     pub const LOCK_NAMED: u8 = 0x0c;
     /// Cluster: re-assert a lock of a named resource.
     pub const RECLAIM_NAMED: u8 = 0x0d;
+    /// Counters and the holder/waiter list with the resources' names (version 5).
+    pub const STATS_NAMED: u8 = 0x0e;
     /// The bit that marks a response.
     pub const RESPONSE: u8 = 0x80;
     /// The op of every `UNKNOWN_OP` response (on the wire `0xff`), whatever the request's
@@ -124,6 +126,12 @@ pub enum Request<'a> {
         /// How many list entries the client wants (the server may send fewer).
         max_entries: u32,
     },
+    /// As `Stats`, answered with names and the names' counters (version 5). Payload:
+    /// `max_entries u32`.
+    StatsNamed {
+        /// How many list entries the client wants (the server may send fewer).
+        max_entries: u32,
+    },
     /// Cluster: re-assert the lock `[start, end)` with fencing token `token`, held at the
     /// partition's previous owner, during the new owner's grace period. The request id
     /// names the lock as for `LOCK`. Answered `OK` with the (unchanged) token as value.
@@ -190,6 +198,7 @@ impl Request<'_> {
             Request::Poll { .. } => op::POLL,
             Request::Keepalive => op::KEEPALIVE,
             Request::Stats { .. } => op::STATS,
+            Request::StatsNamed { .. } => op::STATS_NAMED,
             Request::Reclaim { .. } => op::RECLAIM,
             Request::Map => op::MAP,
             Request::ShmAttach => op::SHM_ATTACH,
@@ -285,7 +294,9 @@ impl<'a> RequestFrame<'a> {
                 out.put_u64(target)
             }
             Request::Keepalive | Request::Map | Request::ShmAttach | Request::WatchMap => {}
-            Request::Stats { max_entries } => out.put_u32(max_entries),
+            Request::Stats { max_entries } | Request::StatsNamed { max_entries } => {
+                out.put_u32(max_entries)
+            }
             Request::Reclaim { start, end, mode, token } => {
                 out.put_u64(start);
                 out.put_u64(end);
@@ -351,6 +362,7 @@ impl<'a> RequestFrame<'a> {
             op::POLL => Request::Poll { target: c.u64()? },
             op::KEEPALIVE => Request::Keepalive,
             op::STATS => Request::Stats { max_entries: c.u32()? },
+            op::STATS_NAMED => Request::StatsNamed { max_entries: c.u32()? },
             op::RECLAIM => {
                 let start = c.u64()?;
                 let end = c.u64()?;

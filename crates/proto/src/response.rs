@@ -41,7 +41,7 @@ pub struct ResponseFrame {
     /// notice's partition), the entries left out of a successful `STATS` (the same as
     /// `stats.omitted`), else 0.
     pub value: u64,
-    /// Present only for a successful `STATS`.
+    /// Present only for a successful `STATS` or `STATS_NAMED`.
     pub stats: Option<StatsBody>,
     /// Present only for a successful `MAP`.
     pub map: Option<ClusterMap>,
@@ -66,6 +66,13 @@ impl ResponseFrame {
     /// The successful answer to `STATS` request `id`; its `value` is `body.omitted`.
     pub fn stats(id: u64, body: StatsBody) -> Self {
         let r = ResponseFrame::new(op::STATS, id, Status::Ok, body.omitted);
+        ResponseFrame { stats: Some(body), ..r }
+    }
+
+    /// The successful answer to `STATS_NAMED` request `id`: `body` with its entries'
+    /// names; its `value` is `body.omitted`.
+    pub fn stats_named(id: u64, body: StatsBody) -> Self {
+        let r = ResponseFrame::new(op::STATS_NAMED, id, Status::Ok, body.omitted);
         ResponseFrame { stats: Some(body), ..r }
     }
 
@@ -114,7 +121,7 @@ impl ResponseFrame {
         out.put_u8(self.status.code());
         out.put_u64(self.value);
         if let Some(body) = &self.stats {
-            body.encode(out);
+            body.encode(out, self.op == op::STATS_NAMED);
         }
         if let Some(map) = &self.map {
             map.encode(out);
@@ -161,8 +168,8 @@ impl ResponseFrame {
             }
         } else if status == Status::NotOwner {
             r.owner = Some(OwnerHint::decode(&mut c)?);
-        } else if status == Status::Ok && op_byte == op::STATS {
-            let body = StatsBody::decode(&mut c)?;
+        } else if status == Status::Ok && matches!(op_byte, op::STATS | op::STATS_NAMED) {
+            let body = StatsBody::decode(&mut c, op_byte == op::STATS_NAMED)?;
             r.stats = Some(StatsBody { omitted: value, ..body });
         } else if status == Status::Ok && op_byte == op::MAP {
             r.map = Some(ClusterMap::decode(&mut c)?);

@@ -4,6 +4,10 @@
 //! `count u32`, then `count` entries of 42 bytes:
 //! `session u64 | id u64 | start u64 | end u64 | mode u8 | state u8 | token u64`.
 //!
+//! `STATS_NAMED` (protocol version 5) answers with the same layout plus names: two more
+//! counters (`names_live u64 | named_holders u64`) after the eleven, and each entry followed
+//! by `name_len u16 | name` (`name_len` 0: the unnamed resource), 44 + n bytes.
+//!
 //! The list may be cut short: at the client's `max_entries`, at the server's limit, or to
 //! keep the answer within the server's output bound and the frame limit (see the
 //! `answer_size` module). The answer's `value` (not the body) says how many entries were
@@ -11,7 +15,8 @@
 
 use super::codec::{Cursor, Put};
 use super::error::DecodeError;
-use super::request::Mode;
+use super::request::{Mode, MAX_RESOURCE_NAME_LEN};
+use std::sync::Arc;
 
 /// Server-wide counters since start.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,6 +44,12 @@ pub struct Counters {
     pub cancels: u64,
     /// Requests answered with an error status.
     pub errors: u64,
+    /// Named resources live now (something held or queued on them). Only in a
+    /// `STATS_NAMED` answer; 0 from a `STATS`.
+    pub names_live: u64,
+    /// Locks held now on named resources (part of `holders`). Only in a `STATS_NAMED`
+    /// answer; 0 from a `STATS`.
+    pub named_holders: u64,
 }
 
 /// Whether a listed lock is held or queued.
@@ -51,7 +62,7 @@ pub enum EntryState {
 }
 
 /// One holder or waiter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StatsEntry {
     /// Owning session.
     pub session: u64,
@@ -67,10 +78,25 @@ pub struct StatsEntry {
     pub state: EntryState,
     /// Fencing token (0 while waiting).
     pub token: u64,
+    /// The resource's name; `None` for the unnamed resource, and for every entry of a
+    /// `STATS` answer (only `STATS_NAMED` carries names).
+    pub name: Option<Arc<[u8]>>,
 }
 
-/// Size of one [`StatsEntry`] on the wire.
+impl StatsEntry {
+    /// Bytes of this entry in a `STATS_NAMED` answer: [`STATS_NAMED_ENTRY_LEN`] plus its
+    /// name.
+    pub fn named_len(&self) -> usize {
+        STATS_NAMED_ENTRY_LEN + self.name.as_ref().map_or(0, |n| n.len())
+    }
+}
+
+/// Size of one [`StatsEntry`] in a `STATS` answer.
 pub const STATS_ENTRY_LEN: usize = 42;
+
+/// Size of one [`StatsEntry`] in a `STATS_NAMED` answer without its name's bytes (the
+/// 42 of [`STATS_ENTRY_LEN`] and `name_len u16`).
+pub const STATS_NAMED_ENTRY_LEN: usize = STATS_ENTRY_LEN + 2;
 
 /// Counters plus a (possibly cut short) list of holders and waiters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -87,7 +113,8 @@ pub struct StatsBody {
 }
 
 impl StatsBody {
-    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+    /// Encodes the body of a `STATS` answer, or with `named` of a `STATS_NAMED` answer.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>, named: bool) {
         let c = &self.counters;
         for v in [
             c.sessions_open,
@@ -104,6 +131,10 @@ impl StatsBody {
         ] {
             out.put_u64(v);
         }
+        if named {
+            out.put_u64(c.names_live);
+            out.put_u64(c.named_holders);
+        }
         out.put_u32(self.entries.len() as u32);
         for e in &self.entries {
             out.put_u64(e.session);
@@ -116,11 +147,17 @@ impl StatsBody {
                 EntryState::Waiting => 1,
             });
             out.put_u64(e.token);
+            if named {
+                let name = e.name.as_deref().unwrap_or_default();
+                out.put_u16(u16::try_from(name.len()).expect("a name of at most 65 535 bytes"));
+                out.extend_from_slice(name);
+            }
         }
     }
 
-    pub(crate) fn decode(c: &mut Cursor<'_>) -> Result<Self, DecodeError> {
-        let counters = Counters {
+    /// Decodes the body of a `STATS` answer, or with `named` of a `STATS_NAMED` answer.
+    pub(crate) fn decode(c: &mut Cursor<'_>, named: bool) -> Result<Self, DecodeError> {
+        let mut counters = Counters {
             sessions_open: c.u64()?,
             sessions_total: c.u64()?,
             holders: c.u64()?,
@@ -132,10 +169,17 @@ impl StatsBody {
             timeouts: c.u64()?,
             cancels: c.u64()?,
             errors: c.u64()?,
+            names_live: 0,
+            named_holders: 0,
         };
+        if named {
+            counters.names_live = c.u64()?;
+            counters.named_holders = c.u64()?;
+        }
         let count = c.u32()? as usize;
+        let entry_len = if named { STATS_NAMED_ENTRY_LEN } else { STATS_ENTRY_LEN };
         // Bound the allocation by what the buffer can actually hold.
-        if count > c.remaining() / STATS_ENTRY_LEN {
+        if count > c.remaining() / entry_len {
             return Err(DecodeError::Truncated);
         }
         let mut entries = Vec::with_capacity(count);
@@ -151,7 +195,17 @@ impl StatsBody {
                 b => return Err(DecodeError::BadField(b.into(), "stats.state")),
             };
             let token = c.u64()?;
-            entries.push(StatsEntry { session, id, start, end, mode, state, token });
+            let name = match named {
+                true => match c.u16()? {
+                    0 => None,
+                    n if usize::from(n) > MAX_RESOURCE_NAME_LEN => {
+                        return Err(DecodeError::BadName(n))
+                    }
+                    n => Some(Arc::from(c.take(n.into())?)),
+                },
+                false => None,
+            };
+            entries.push(StatsEntry { session, id, start, end, mode, state, token, name });
         }
         Ok(StatsBody { counters, entries, omitted: 0 })
     }

@@ -82,11 +82,14 @@ pub enum Status {
     /// [`MAX_RESOURCE_NAME_LEN`](crate::MAX_RESOURCE_NAME_LEN) bytes; `value` is the limit. Nothing changed,
     /// the session goes on.
     BadName = 0x25,
+    /// `LOCK_NAMED` of a name that is not live while the server already has its most live
+    /// names (`--max-names`); `value` is that limit. Nothing changed, the session goes on.
+    TooManyNames = 0x26,
 }
 
 impl Status {
     /// Every status, in code order.
-    pub const ALL: [Status; 28] = [
+    pub const ALL: [Status; 29] = [
         Status::Ok,
         Status::Pending,
         Status::WouldBlock,
@@ -115,6 +118,7 @@ impl Status {
         Status::SessionEnded,
         Status::MapChanged,
         Status::BadName,
+        Status::TooManyNames,
     ];
 
     /// The wire byte.
@@ -170,6 +174,7 @@ impl core::fmt::Display for Status {
             Status::SessionEnded => "the server ended the session",
             Status::MapChanged => "the node's cluster map changed",
             Status::BadName => "a resource name must be 1 to 1024 bytes",
+            Status::TooManyNames => "the server has its most live resource names",
         };
         f.write_str(s)
     }
@@ -188,7 +193,7 @@ mod tests {
             assert_eq!(Status::from_code(s.code()), Ok(s));
             assert_eq!(s.is_error(), s.code() >= 0x10);
         }
-        assert_eq!(Status::from_code(0x26), Err(DecodeError::UnknownStatus(0x26)));
+        assert_eq!(Status::from_code(0x27), Err(DecodeError::UnknownStatus(0x27)));
     }
 
     #[test]

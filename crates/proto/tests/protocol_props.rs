@@ -57,6 +57,7 @@ fn request() -> impl Strategy<Value = Request<'static>> {
         any::<u64>().prop_map(|target| Request::Poll { target }),
         Just(Request::Keepalive),
         any::<u32>().prop_map(|max_entries| Request::Stats { max_entries }),
+        any::<u32>().prop_map(|max_entries| Request::StatsNamed { max_entries }),
         (any::<u64>(), 1u64.., mode(), any::<u64>()).prop_map(|(s, l, mode, token)| {
             let start = s.min(u64::MAX - 1);
             let end = start.saturating_add(l).max(start + 1);
@@ -116,18 +117,26 @@ fn cluster_map() -> impl Strategy<Value = ClusterMap> {
         })
 }
 
-fn stats_body() -> impl Strategy<Value = StatsBody> {
-    let entry = (any::<[u64; 5]>(), mode(), any::<bool>()).prop_map(|(v, mode, held)| StatsEntry {
-        session: v[0],
-        id: v[1],
-        start: v[2],
-        end: v[3],
-        mode,
-        state: if held { EntryState::Held } else { EntryState::Waiting },
-        token: if held { v[4] } else { 0 },
-    });
-    let body = (any::<[u64; 11]>(), proptest::collection::vec(entry, 0..4), any::<u64>());
-    body.prop_map(|(c, entries, omitted)| StatsBody {
+/// A STATS body, or with `named` a STATS_NAMED body (names and the names' counters; a
+/// STATS body has neither).
+fn stats_body(named: bool) -> impl Strategy<Value = StatsBody> {
+    let name = proptest::option::of(proptest::collection::vec(any::<u8>(), 1..=1024))
+        .prop_map(move |n| n.filter(|_| named).map(Into::into));
+    let entry =
+        (any::<[u64; 5]>(), mode(), any::<bool>(), name).prop_map(|(v, mode, held, name)| {
+            StatsEntry {
+                session: v[0],
+                id: v[1],
+                start: v[2],
+                end: v[3],
+                mode,
+                state: if held { EntryState::Held } else { EntryState::Waiting },
+                token: if held { v[4] } else { 0 },
+                name,
+            }
+        });
+    let body = (any::<[u64; 13]>(), proptest::collection::vec(entry, 0..4), any::<u64>());
+    body.prop_map(move |(c, entries, omitted)| StatsBody {
         counters: Counters {
             sessions_open: c[0],
             sessions_total: c[1],
@@ -140,6 +149,8 @@ fn stats_body() -> impl Strategy<Value = StatsBody> {
             timeouts: c[8],
             cancels: c[9],
             errors: c[10],
+            names_live: if named { c[11] } else { 0 },
+            named_holders: if named { c[12] } else { 0 },
         },
         entries,
         omitted,
@@ -149,7 +160,7 @@ fn stats_body() -> impl Strategy<Value = StatsBody> {
 /// Any valid response: an answer (with the body its op and status call for) or a notice;
 /// the responses with a body are weighted up.
 fn response() -> impl Strategy<Value = ResponseFrame> {
-    let op_byte = prop_oneof![1u8..=op::MAP, Just(op::UNKNOWN), 0u8..op::UNKNOWN];
+    let op_byte = prop_oneof![1u8..=op::STATS_NAMED, Just(op::UNKNOWN), 0u8..op::UNKNOWN];
     let answer = (op_byte, any::<u64>(), status(), any::<u64>())
         .prop_filter("not a notice", |(op, ..)| *op != op::NOTICE)
         .prop_flat_map(|(op, id, st, value)| {
@@ -157,7 +168,9 @@ fn response() -> impl Strategy<Value = ResponseFrame> {
             if st == Status::NotOwner {
                 hint().prop_map(move |h| ResponseFrame::not_owner(op, id, value, h)).boxed()
             } else if st == Status::Ok && op == op::STATS {
-                stats_body().prop_map(move |b| ResponseFrame::stats(id, b)).boxed()
+                stats_body(false).prop_map(move |b| ResponseFrame::stats(id, b)).boxed()
+            } else if st == Status::Ok && op == op::STATS_NAMED {
+                stats_body(true).prop_map(move |b| ResponseFrame::stats_named(id, b)).boxed()
             } else if st == Status::Ok && op == op::MAP {
                 cluster_map().prop_map(move |m| ResponseFrame::map(id, m)).boxed()
             } else if st == Status::Ok && op == op::SHM_ATTACH {
@@ -172,7 +185,9 @@ fn response() -> impl Strategy<Value = ResponseFrame> {
             }
         });
     let map = (any::<u64>(), cluster_map()).prop_map(|(id, m)| ResponseFrame::map(id, m));
-    let stats = (any::<u64>(), stats_body()).prop_map(|(id, b)| ResponseFrame::stats(id, b));
+    let stats = (any::<u64>(), stats_body(false)).prop_map(|(id, b)| ResponseFrame::stats(id, b));
+    let stats_named =
+        (any::<u64>(), stats_body(true)).prop_map(|(id, b)| ResponseFrame::stats_named(id, b));
     let not_owner =
         (prop_oneof![Just(op::LOCK), Just(op::RECLAIM)], any::<u64>(), any::<u64>(), hint())
             .prop_map(|(op, id, epoch, h)| ResponseFrame::not_owner(op, id, epoch, h));
@@ -186,7 +201,14 @@ fn response() -> impl Strategy<Value = ResponseFrame> {
         any::<u64>(),
     )
         .prop_map(|(st, value)| ResponseFrame::notice(st, value));
-    prop_oneof![3 => answer, 2 => map, 1 => stats, 1 => not_owner, 1 => notice]
+    prop_oneof![
+        3 => answer,
+        2 => map,
+        1 => stats,
+        1 => stats_named,
+        1 => not_owner,
+        1 => notice
+    ]
 }
 
 fn encode_response(r: &ResponseFrame) -> Vec<u8> {
@@ -288,8 +310,10 @@ proptest! {
             if valid {
                 prop_assert_eq!(back.unwrap(), r);
             }
-        } else if st == Status::Ok && (op == op::STATS || op == op::MAP || op == op::SHM_ATTACH) {
-            // A successful STATS, MAP or SHM_ATTACH response must carry a body.
+        } else if st == Status::Ok
+            && matches!(op, op::STATS | op::STATS_NAMED | op::MAP | op::SHM_ATTACH)
+        {
+            // A successful STATS, STATS_NAMED, MAP or SHM_ATTACH response must carry a body.
             prop_assert!(back.is_err());
         } else if st == Status::NotOwner {
             // Without a hint, NOT_OWNER carries the empty one ("owner unknown").
@@ -435,6 +459,7 @@ fn every_request_fits_the_smallest_max_frame() {
         Request::Lock { start: 0, end: 1, mode: Mode::Shared, wait: Wait::Forever },
         Request::Reclaim { start: 0, end: 1, mode: Mode::Shared, token: 0 },
         Request::Stats { max_entries: 0 },
+        Request::StatsNamed { max_entries: 0 },
         Request::Map,
         Request::Keepalive,
         Request::Unlock { target: 0 },

@@ -60,6 +60,7 @@ fn expected() -> Vec<(&'static str, Msg)> {
             timeouts: 0,
             cancels: 0,
             errors: 1,
+            ..Counters::default()
         },
         entries: vec![StatsEntry {
             session: 1,
@@ -69,6 +70,7 @@ fn expected() -> Vec<(&'static str, Msg)> {
             mode: Mode::Exclusive,
             state: EntryState::Held,
             token: 7,
+            name: None,
         }],
         omitted: 0,
     };
@@ -90,8 +92,36 @@ fn expected() -> Vec<(&'static str, Msg)> {
             mode: Mode::Shared,
             state: EntryState::Held,
             token: 1,
+            name: None,
         }],
         omitted: 3,
+    };
+    // Version 5's STATS_NAMED: an unnamed and a named holder, with the names' counters.
+    let entry = |id, mode, token, name: Option<&[u8]>| StatsEntry {
+        session: 1,
+        id,
+        start: 0,
+        end: 16,
+        mode,
+        state: EntryState::Held,
+        token,
+        name: name.map(Into::into),
+    };
+    let named = StatsBody {
+        counters: Counters {
+            sessions_open: 1,
+            sessions_total: 1,
+            holders: 2,
+            grants: 2,
+            names_live: 1,
+            named_holders: 1,
+            ..Counters::default()
+        },
+        entries: vec![
+            entry(1, Mode::Exclusive, 1, None),
+            entry(2, Mode::Shared, 2, Some(b"db/orders")),
+        ],
+        omitted: 0,
     };
     vec![
         ("client-hello", Msg::ClientHello(ClientHello::new(VERSION))),
@@ -211,6 +241,7 @@ fn expected() -> Vec<(&'static str, Msg)> {
         ("poll", req(6, Request::Poll { target: 2 })),
         ("keepalive", req(7, Request::Keepalive)),
         ("stats", req(8, Request::Stats { max_entries: 16 })),
+        ("stats-named", req(9, Request::StatsNamed { max_entries: 16 })),
         ("resp-lock-granted", Msg::Response(ResponseFrame::new(op::LOCK, 1, Status::Ok, 42))),
         ("resp-lock-pending", Msg::Response(ResponseFrame::new(op::LOCK, 2, Status::Pending, 0))),
         (
@@ -223,6 +254,7 @@ fn expected() -> Vec<(&'static str, Msg)> {
         ),
         ("resp-stats", Msg::Response(ResponseFrame::stats(8, stats))),
         ("resp-stats-truncated", Msg::Response(ResponseFrame::stats(23, truncated))),
+        ("resp-stats-named", Msg::Response(ResponseFrame::stats_named(9, named))),
         // Cluster messages (§7).
         (
             "reclaim",
