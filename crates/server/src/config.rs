@@ -9,7 +9,7 @@ use crate::auth::AuthTable;
 use crate::ownership::Ownership;
 use crate::protocol::{
     max_map_answer, stats_entries_within, GrantMode, DEFAULT_MAX_FRAME, MAX_NOT_OWNER_ANSWER,
-    MAX_SHM_ATTACH_ANSWER, MAX_STATS_ENTRIES, STATS_ANSWER_BASE,
+    MAX_SHM_ATTACH_ANSWER, MAX_STATS_ENTRIES, STATS_NAMED_ANSWER_BASE,
 };
 use crate::tls::TlsSettings;
 
@@ -28,6 +28,9 @@ pub const MAX_LEASE: Duration = Duration::from_millis(u32::MAX as u64);
 /// it at `net.core.somaxconn` (4096 since 5.4). With the old default of 128, a burst of
 /// 1000 connects overflowed the queue and a few connects waited ~1 s for a SYN retry.
 pub const DEFAULT_BACKLOG: u32 = 4096;
+
+/// The default `max_names`: 1 048 576 live names.
+pub const DEFAULT_MAX_NAMES: usize = 1 << 20;
 
 /// Default bound on a session's response bytes not yet written to its socket.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1 << 20;
@@ -103,6 +106,11 @@ pub struct ServerConfig {
     pub max_frame: u32,
     /// Live locks (held + waiting) per session.
     pub max_locks_per_session: usize,
+    /// Live resource names on the server (a name lives while something is held or queued
+    /// on it): a `LOCK_NAMED` that would make one more is answered `TOO_MANY_NAMES`.
+    /// With names of at most 1024 bytes this bounds the names' memory at about
+    /// 1.1 KiB per name (`docs/design/names.md`).
+    pub max_names: usize,
     /// Entries in a `STATS` reply; at most [`MAX_STATS_ENTRIES`] (what one response frame
     /// can carry). A reply also stops at what fits in `max_output_bytes`
     /// ([`ServerConfig::stats_entries_cap`]); its `value` counts the entries left out.
@@ -152,6 +160,7 @@ impl Default for ServerConfig {
             lease: Duration::from_secs(10),
             max_frame: DEFAULT_MAX_FRAME,
             max_locks_per_session: 4096,
+            max_names: DEFAULT_MAX_NAMES,
             max_stats_entries: 1000,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             handler_threads: 0,
@@ -285,7 +294,7 @@ impl ServerConfig {
     /// The size in bytes (length prefix included) of the largest answer this
     /// configuration may have to send whole, and which answer it is. A `STATS` list is
     /// cut to fit instead ([`ServerConfig::stats_entries_cap`]), so what counts is its
-    /// counters: a `STATS` answer without entries (114 bytes); with shared-memory slots an
+    /// counters: a `STATS_NAMED` answer without entries (130 bytes); with shared-memory slots an
     /// `SHM_ATTACH` answer with the longest path (4 126); on a cluster node the largest
     /// `MAP` answer of its partition count (1024 nodes whose names are 255 bytes each:
     /// 525 028 bytes for 64 partitions). `max_output_bytes` may not be below it.
@@ -298,7 +307,7 @@ impl ServerConfig {
         if self.shm_slots > 0 {
             return (MAX_SHM_ATTACH_ANSWER, "an SHM_ATTACH answer with a 4096-byte path");
         }
-        (STATS_ANSWER_BASE, "a STATS answer without entries")
+        (STATS_NAMED_ANSWER_BASE, "a STATS_NAMED answer without entries")
     }
 
     /// The most entries a `STATS` answer carries: `max_stats_entries`, or fewer if the
@@ -352,7 +361,7 @@ mod tests {
         let cluster = Ownership::new(Partitioning::new(64).unwrap(), "n1");
         type Setup = Box<dyn Fn(&mut ServerConfig)>;
         let cases: [(Setup, usize); 3] = [
-            (Box::new(|_| {}), 114),
+            (Box::new(|_| {}), 130),
             (Box::new(|c| c.shm_slots = 4), 4126),
             (Box::new(move |c| c.cluster = Some(cluster.clone())), 525_028),
         ];

@@ -58,6 +58,8 @@ impl Engine {
         let limits = TableLimits {
             max_locks_per_session: config.max_locks_per_session,
             max_stats_entries: config.stats_entries_cap(),
+            max_stats_bytes: config.max_output_bytes,
+            max_names: config.max_names,
         };
         if config.engine == EngineKind::RangeLock {
             let e = RangeLockEngine::new(config.grant, limits, handler_errors, clock);

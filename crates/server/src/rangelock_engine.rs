@@ -61,7 +61,8 @@ use rangelock::internals::{overlaps, RawRangeLock, SkipList, SkipToken};
 
 use crate::metrics::{AtomicTimings, Clock, EngineSnapshot, ErrorCounts};
 use crate::protocol::{
-    op, Counters, EntryState, GrantMode, Mode, ResponseFrame, StatsBody, StatsEntry, Status,
+    op, stats_named_entries_within, Counters, EntryState, GrantMode, Mode, ResponseFrame,
+    StatsBody, StatsEntry, Status,
 };
 use crate::table::{Command, Ended, Handle, IntervalTree, ReplySink, TableLimits};
 
@@ -287,7 +288,9 @@ impl RangeLockEngine {
                     self.withdraw(&mut g, target, Status::TimedOut);
                 }
             }
-            Command::Stats { session, id, max_entries } => self.stats(session, id, max_entries),
+            Command::Stats { session, id, max_entries, named } => {
+                self.stats(session, id, max_entries, named)
+            }
             // A cluster node never runs this engine (`ServerConfig::validate`).
             Command::Reclaim { session, id, .. } => {
                 if let Some(s) = self.session(session) {
@@ -527,7 +530,9 @@ impl RangeLockEngine {
         }
     }
 
-    fn stats(&self, session: u64, id: u64, max_entries: u32) {
+    /// `STATS`, or with `named` `STATS_NAMED` (this engine serves no names yet: every
+    /// entry is of the unnamed resource).
+    fn stats(&self, session: u64, id: u64, max_entries: u32, named: bool) {
         let sessions: Vec<(u64, SessionRef)> =
             lock(&self.sessions).iter().map(|(k, v)| (*k, v.clone())).collect();
         let mut all: Vec<(u64, StatsEntry)> = Vec::new();
@@ -547,16 +552,25 @@ impl RangeLockEngine {
                         mode: e.mode,
                         state,
                         token,
+                        name: None,
                     },
                 ));
             }
         }
         all.sort_unstable_by_key(|(seq, _)| *seq);
         let max = max_entries.min(self.limits.max_stats_entries) as usize;
-        let omitted = all.len().saturating_sub(max) as u64;
-        let entries = all.into_iter().take(max).map(|(_, e)| e).collect();
-        let counters = self.snapshot().counters;
-        let r = ResponseFrame::stats(id, StatsBody { counters, entries, omitted });
+        let total = all.len();
+        let mut entries: Vec<StatsEntry> = all.into_iter().take(max).map(|(_, e)| e).collect();
+        if named {
+            entries.truncate(stats_named_entries_within(self.limits.max_stats_bytes, &entries));
+        }
+        let omitted = (total - entries.len()) as u64;
+        let body = StatsBody { counters: self.snapshot().counters, entries, omitted };
+        let r = if named {
+            ResponseFrame::stats_named(id, body)
+        } else {
+            ResponseFrame::stats(id, body)
+        };
         if let Some(s) = self.session(session) {
             lock(&s).reply(r);
         }
@@ -581,6 +595,9 @@ impl RangeLockEngine {
             timeouts: get(&c.timeouts),
             cancels: get(&c.cancels),
             errors: errors.total(),
+            // No names here yet.
+            names_live: 0,
+            named_holders: 0,
         };
         let (wait, hold) = match &self.timings {
             Some(t) => (t.wait.snapshot(), t.hold.snapshot()),

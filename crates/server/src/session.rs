@@ -255,6 +255,7 @@ pub(crate) async fn run<S: Transport>(
         } else {
             Names::Served
         },
+        version,
         nonce: 0,
         timers: JoinSet::new(),
         timer_of: HashMap::new(),
@@ -520,6 +521,8 @@ struct Handler<'a> {
     limits: Option<Arc<Principal>>,
     /// Whether `LOCK_NAMED` is served.
     names: Names,
+    /// The protocol version the session speaks.
+    version: u16,
     nonce: u64,
     /// Timeout timers of this session's locks; aborted when the session ends.
     timers: JoinSet<()>,
@@ -629,6 +632,9 @@ impl Handler<'_> {
                 let named = matches!(op, op::LOCK_NAMED | op::RECLAIM_NAMED);
                 let (op, status) = match named.then(|| self.named_refusal(op)).flatten() {
                     Some(refusal) => refusal,
+                    None if op == op::STATS_NAMED && self.version < 5 => {
+                        (op::UNKNOWN, Status::UnknownOp)
+                    }
                     // A named lock is answered as a lock.
                     None if op == op::LOCK_NAMED => (op::LOCK, e.status()),
                     None => (op, e.status()),
@@ -720,7 +726,15 @@ impl Handler<'_> {
             }
             Request::Stats { max_entries } => {
                 let max_entries = max_entries.min(self.shared.config.stats_entries_cap());
-                engine.submit(Command::Stats { session, id, max_entries })
+                engine.submit(Command::Stats { session, id, max_entries, named: false })
+            }
+            // Version 5's; before it an unknown op, as to a server that predates it.
+            Request::StatsNamed { .. } if self.version < 5 => {
+                self.error(op::UNKNOWN, id, Status::UnknownOp)
+            }
+            Request::StatsNamed { max_entries } => {
+                let max_entries = max_entries.min(self.shared.config.stats_entries_cap());
+                engine.submit(Command::Stats { session, id, max_entries, named: true })
             }
         }
     }

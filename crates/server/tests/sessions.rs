@@ -619,3 +619,74 @@ fn version_5_sessions_lock_named_resources_on_the_table_engines() {
     assert_eq!((r.op, r.status), (op::UNKNOWN, Status::UnknownOp));
     srv.shutdown();
 }
+
+/// `STATS_NAMED` (version 5) lists each lock with its resource's name and counts the live
+/// names and the locks held on them; `STATS` lists the same locks without names; a name
+/// released by its last lock is gone from both counts; a version 4 session gets
+/// `UNKNOWN_OP`, as from a server that predates it.
+#[test]
+fn stats_named_lists_names_and_counts_them() {
+    let named = |name: &'static [u8], start, end, mode| Request::LockNamed {
+        start,
+        end,
+        mode,
+        wait: Wait::Forever,
+        name,
+    };
+    for engine in [EngineKind::Combiner, EngineKind::TreeMutex, EngineKind::TreeSingle] {
+        let srv = server(|c| c.engine = engine);
+        let addr = srv.tcp_addr().unwrap();
+        let (mut a, mut b) = (Raw::connect(addr), Raw::connect(addr));
+        assert_eq!(a.call(1, named(b"db/a", 0, 10, Mode::Shared)).status, Status::Ok);
+        assert_eq!(b.call(1, named(b"db/a", 5, 15, Mode::Shared)).status, Status::Ok);
+        assert_eq!(b.call(2, named(b"\xff/b", 0, 10, Mode::Exclusive)).status, Status::Ok);
+        assert_eq!(a.call(2, lock(0, 10, Mode::Exclusive, Wait::Try)).status, Status::Ok);
+        b.queue(3, named(b"db/a", 0, 1, Mode::Exclusive));
+        let r = a.call(3, Request::StatsNamed { max_entries: 10 });
+        assert_eq!((r.op, r.status), (op::STATS_NAMED, Status::Ok), "{engine:?}");
+        let st = r.stats.unwrap();
+        let listed: Vec<(u64, Option<&[u8]>, EntryState)> =
+            st.entries.iter().map(|e| (e.id, e.name.as_deref(), e.state)).collect();
+        let (db, ff) = (Some(&b"db/a"[..]), Some(&b"\xff/b"[..]));
+        assert_eq!(
+            listed,
+            [
+                (1, db, EntryState::Held),
+                (1, db, EntryState::Held),
+                (2, ff, EntryState::Held),
+                (2, None, EntryState::Held),
+                (3, db, EntryState::Waiting),
+            ],
+            "{engine:?}"
+        );
+        let c = st.counters;
+        assert_eq!(
+            (c.holders, c.waiters, c.names_live, c.named_holders),
+            (4, 1, 2, 3),
+            "{engine:?}"
+        );
+        // STATS: the same entries, without names or the names' counters.
+        let st = a.call(4, Request::Stats { max_entries: 10 }).stats.unwrap();
+        assert_eq!(st.entries.len(), 5, "{engine:?}");
+        assert!(st.entries.iter().all(|e| e.name.is_none()), "{engine:?}");
+        assert_eq!((st.counters.names_live, st.counters.named_holders), (0, 0), "{engine:?}");
+        // Release everything named: both names go.
+        assert_eq!(a.call(5, Request::Unlock { target: 1 }).status, Status::Ok);
+        let r = b.recv().unwrap();
+        assert_eq!((r.id, r.status), (3, Status::Ok), "{engine:?}: the waiter on db/a");
+        assert_eq!(b.call(4, Request::Unlock { target: 1 }).status, Status::Ok);
+        assert_eq!(b.call(5, Request::Unlock { target: 3 }).status, Status::Ok);
+        assert_eq!(b.call(6, Request::Unlock { target: 2 }).status, Status::Ok);
+        let st = a.call(6, Request::StatsNamed { max_entries: 10 }).stats.unwrap();
+        let c = st.counters;
+        assert_eq!((c.holders, c.names_live, c.named_holders), (1, 0, 0), "{engine:?}");
+        assert_eq!(st.entries[0].name, None);
+        srv.shutdown();
+    }
+    let srv = server(|c| c.engine = EngineKind::Combiner);
+    let mut old = Raw::connect_version(srv.tcp_addr().unwrap(), 4);
+    let r = old.call(1, Request::StatsNamed { max_entries: 10 });
+    assert_eq!((r.op, r.status), (op::UNKNOWN, Status::UnknownOp));
+    assert_eq!(old.call(2, Request::Keepalive).status, Status::Ok);
+    srv.shutdown();
+}

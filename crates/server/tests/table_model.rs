@@ -52,6 +52,9 @@ fn held(model: &[MEntry], i: usize) -> bool {
     })
 }
 
+/// A STATS entry as the model checks it: session, id, held, name.
+type Listed = (u64, u64, bool, Option<Arc<[u8]>>);
+
 /// The name of model name `n` (`None` for 0, the unnamed resource).
 fn resource(n: u8) -> Option<Arc<[u8]>> {
     (n != 0).then(|| Arc::from(&[b'n', n][..]))
@@ -71,7 +74,12 @@ struct Harness {
 
 impl Harness {
     fn new(grant: GrantMode) -> Self {
-        let limits = TableLimits { max_locks_per_session: 1000, max_stats_entries: 10_000 };
+        let limits = TableLimits {
+            max_locks_per_session: 1000,
+            max_stats_entries: 10_000,
+            max_stats_bytes: 1 << 20,
+            max_names: 1 << 20,
+        };
         let mut h = Harness {
             table: LockTable::new(grant, limits, Arc::default()),
             rx: HashMap::new(),
@@ -124,21 +132,37 @@ impl Harness {
             self.drain(s);
         }
         let probe = self.slot[0];
-        self.table.apply(Command::Stats { session: probe, id: u64::MAX, max_entries: 10_000 });
+        self.table.apply(Command::Stats {
+            session: probe,
+            id: u64::MAX,
+            max_entries: 10_000,
+            named: true,
+        });
         let r = self.rx.get_mut(&probe).unwrap().try_recv().expect("stats reply");
         let st = r.stats.expect("stats body");
-        let got: Vec<(u64, u64, bool)> =
-            st.entries.iter().map(|e| (e.session, e.id, e.state == EntryState::Held)).collect();
-        let want: Vec<(u64, u64, bool)> = (0..self.model.len())
-            .map(|i| (self.model[i].session, self.model[i].id, held(&self.model, i)))
+        let got: Vec<Listed> = st
+            .entries
+            .iter()
+            .map(|e| (e.session, e.id, e.state == EntryState::Held, e.name.clone()))
+            .collect();
+        let want: Vec<Listed> = (0..self.model.len())
+            .map(|i| {
+                let m = &self.model[i];
+                (m.session, m.id, held(&self.model, i), resource(m.name))
+            })
             .collect();
         assert_eq!(got, want);
+        let named_held = (0..self.model.len())
+            .filter(|&i| self.model[i].name != 0 && held(&self.model, i))
+            .count();
+        assert_eq!(st.counters.named_holders as usize, named_held);
         assert_eq!(st.counters.holders as usize, want.iter().filter(|w| w.2).count());
         assert_eq!(st.counters.waiters as usize, want.iter().filter(|w| !w.2).count());
         // A name is live while something is held or queued on it, and only then.
         let names: std::collections::HashSet<u8> =
             self.model.iter().map(|e| e.name).filter(|&n| n != 0).collect();
         assert_eq!(self.table.names_live(), names.len());
+        assert_eq!(st.counters.names_live as usize, names.len());
     }
 
     fn run(&mut self, op: Op, grant: GrantMode) {

@@ -66,6 +66,11 @@ pub(crate) struct ServeSettings {
     /// Live locks (held + queued) allowed per session.
     #[arg(long)]
     pub max_locks: Option<usize>,
+    /// Live resource names allowed on the server (a name lives while something is held or
+    /// queued on it): a lock on one more new name is refused TOO_MANY_NAMES. Names are at
+    /// most 1024 bytes, so this bounds their memory (about 1.1 KiB per name at most).
+    #[arg(long)]
+    pub max_names: Option<usize>,
     /// Largest number of holder/waiter entries in one STATS answer: at most 399454 (what
     /// one 16 MiB response frame carries). An answer also stops at what fits in
     /// --max-output-bytes (24963 entries in 1 MiB) and says how many entries it left out.
@@ -74,8 +79,8 @@ pub(crate) struct ServeSettings {
     /// Bytes of answers a session may leave unread: answers its socket has not taken
     /// (bytes the kernel already accepted, up to a few MB per TCP connection, do not
     /// count). A session that would pass it is closed and its locks released, as on
-    /// disconnect. At least the largest answer the server must send whole: 114 (a STATS
-    /// answer without entries), 4126 with --shm-slots, on a cluster node the largest MAP
+    /// disconnect. At least the largest answer the server must send whole: 130 (a
+    /// STATS_NAMED answer without entries), 4126 with --shm-slots, on a cluster node the largest MAP
     /// answer (525028 with 64 partitions).
     #[arg(long)]
     pub max_output_bytes: Option<usize>,
@@ -172,6 +177,7 @@ impl ServeSettings {
             grant: self.grant.or(below.grant),
             lease_ms: self.lease_ms.or(below.lease_ms),
             max_locks: self.max_locks.or(below.max_locks),
+            max_names: self.max_names.or(below.max_names),
             max_stats_entries: self.max_stats_entries.or(below.max_stats_entries),
             max_output_bytes: self.max_output_bytes.or(below.max_output_bytes),
             threads: self.threads.or(below.threads),
@@ -208,6 +214,7 @@ impl ServeSettings {
             grant: Some(server.grant),
             lease_ms: Some(server.lease.as_millis() as u64),
             max_locks: Some(server.max_locks_per_session),
+            max_names: Some(server.max_names),
             max_stats_entries: Some(server.max_stats_entries),
             max_output_bytes: Some(server.max_output_bytes),
             threads: Some(server.handler_threads),
@@ -281,6 +288,7 @@ impl ServeSettings {
             listen_backlog: self.backlog.unwrap_or(d.listen_backlog),
             lease: self.lease_ms.map_or(d.lease, std::time::Duration::from_millis),
             max_locks_per_session: self.max_locks.unwrap_or(d.max_locks_per_session),
+            max_names: self.max_names.unwrap_or(d.max_names),
             max_stats_entries: self.max_stats_entries.unwrap_or(d.max_stats_entries),
             max_output_bytes: self.max_output_bytes.unwrap_or(d.max_output_bytes),
             handler_threads: self.threads.unwrap_or(d.handler_threads),
@@ -470,7 +478,7 @@ mod tests {
     fn the_limits_in_the_help_are_the_servers() {
         use rangelock_server::protocol::{
             max_map_answer, stats_entries_within, MAX_SHM_ATTACH_ANSWER, MAX_STATS_ENTRIES,
-            STATS_ANSWER_BASE,
+            STATS_NAMED_ANSWER_BASE,
         };
         let cmd = <ServeSettings as clap::Args>::augment_args(clap::Command::new("serve"));
         let help = |id: &str| {
@@ -484,7 +492,7 @@ mod tests {
             MAX_STATS_ENTRIES as usize,
             stats_entries_within(rangelock_server::DEFAULT_MAX_OUTPUT_BYTES) as usize,
         ];
-        let in_output = [STATS_ANSWER_BASE, MAX_SHM_ATTACH_ANSWER, max_map_answer(64)];
+        let in_output = [STATS_NAMED_ANSWER_BASE, MAX_SHM_ATTACH_ANSWER, max_map_answer(64)];
         for n in in_stats {
             assert!(stats.contains(&n.to_string()), "{n} in: {stats}");
         }

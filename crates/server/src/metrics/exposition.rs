@@ -242,6 +242,10 @@ impl Collector for Scrape {
              range is released; no FIFO order (a new request may overtake them)"
         };
         gauge(&mut e, "locks_queued", queued, c.waiters)?;
+        let help = "Named resources live now: something is held or queued on them";
+        gauge(&mut e, "names_live", help, c.names_live)?;
+        let help = "Locks held now on named resources (part of locks_held)";
+        gauge(&mut e, "named_locks_held", help, c.named_holders)?;
         for (name, help, h) in [
             (
                 "wait",

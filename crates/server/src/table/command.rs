@@ -84,6 +84,8 @@ pub enum Command {
         id: u64,
         /// Entries asked for (already clamped).
         max_entries: u32,
+        /// `STATS_NAMED`: list names and count them (version 5).
+        named: bool,
     },
     /// The session ended (close, error or lease expiry): release everything it holds or waits for.
     Close {

@@ -165,7 +165,12 @@ mod tests {
                 grace_done.clone(),
                 Arc::default(),
             );
-            let limits = TableLimits { max_locks_per_session: 1000, max_stats_entries: 10_000 };
+            let limits = TableLimits {
+                max_locks_per_session: 1000,
+                max_stats_entries: 10_000,
+                max_stats_bytes: 1 << 20,
+                max_names: 1 << 20,
+            };
             let mut table = LockTable::new(GrantMode::Push, limits, Arc::default());
             table.set_partitions(parts);
             let grace_until = (epoch > 1).then_some(u64::MAX);
@@ -199,6 +204,7 @@ mod tests {
                 session: self.session[0],
                 id: u64::MAX,
                 max_entries: 10_000,
+                named: false,
             });
             let stats = self.replies(0).into_iter().find_map(|r| r.stats).expect("stats");
             let slot_of = |s: u64| self.session.iter().position(|x| *x == s).expect("a client");

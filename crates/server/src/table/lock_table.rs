@@ -59,7 +59,8 @@ use super::interval_tree::{Handle, IntervalTree};
 use super::partitions::{HandoverLock, PartitionChange, TablePartitions};
 use crate::metrics::{Clock, EngineSnapshot, ErrorCounts, ErrorTally, Timings};
 use crate::protocol::{
-    op, Counters, EntryState, GrantMode, Mode, ResponseFrame, StatsBody, StatsEntry, Status,
+    op, stats_named_entries_within, Counters, EntryState, GrantMode, Mode, ResponseFrame,
+    StatsBody, StatsEntry, Status,
 };
 
 /// The point of `unit` on resource line `line` (0: the unnamed resource), as the tree
@@ -124,6 +125,10 @@ pub struct TableLimits {
     pub max_locks_per_session: usize,
     /// Entries in a `STATS` reply.
     pub max_stats_entries: u32,
+    /// Bytes of a `STATS_NAMED` reply (the output limit; its list is cut to fit).
+    pub max_stats_bytes: usize,
+    /// Live names on the server.
+    pub max_names: usize,
 }
 
 impl TableLimits {
@@ -247,7 +252,9 @@ impl LockTable {
             Command::Cancel { session, id, target } => self.cancel(session, id, target),
             Command::Poll { session, id, target } => self.poll(session, id, target),
             Command::Expire { session, target, nonce } => self.expire(session, target, nonce),
-            Command::Stats { session, id, max_entries } => self.stats(session, id, max_entries),
+            Command::Stats { session, id, max_entries, named } => {
+                self.stats(session, id, max_entries, named)
+            }
             Command::Close { session } => self.close(session),
             Command::Shutdown => self.shutdown(),
             Command::Reclaim { session, id, start, end, mode, token } => {
@@ -311,6 +318,16 @@ impl LockTable {
             None => Some(0),
             Some(n) => self.line_of.get(n).copied(),
         };
+        if live.is_none() && self.lines.len() >= self.limits.max_names {
+            let r = ResponseFrame::new(
+                op::LOCK,
+                id,
+                Status::TooManyNames,
+                self.limits.max_names as u64,
+            );
+            self.reply(session, r);
+            return;
+        }
         let blocking = live.map_or(0, |l| self.blocking(l, start, end, mode));
         if blocking > 0 && !may_wait {
             self.counters.would_block += 1;
@@ -359,7 +376,7 @@ impl LockTable {
             },
         };
         self.counters.grants += 1;
-        self.counters.holders += 1;
+        self.count_held(self.tree.interval(h).0);
         let e = self.tree.get_mut(h);
         debug_assert!(e.token.is_none() && e.blocking == 0);
         e.token = Some(token);
@@ -379,6 +396,9 @@ impl LockTable {
         let entry = self.tree.remove(h);
         if entry.token.is_some() {
             self.counters.holders -= 1;
+            if line(start) != 0 {
+                self.counters.named_holders -= 1;
+            }
         } else {
             self.counters.waiters -= 1;
         }
@@ -402,6 +422,14 @@ impl LockTable {
         self.scratch = scratch;
         self.leave_line(line(start));
         entry
+    }
+
+    /// Counts one more holder, starting at tree point `start`.
+    fn count_held(&mut self, start: u128) {
+        self.counters.holders += 1;
+        if line(start) != 0 {
+            self.counters.named_holders += 1;
+        }
     }
 
     /// One more entry on the line of `name`, which becomes live if it was not: the line.
@@ -428,6 +456,12 @@ impl LockTable {
         if entry.live == 0 {
             let gone = self.lines.remove(&l).expect("present");
             self.line_of.remove(&gone.name);
+            // Give memory back after a burst of names (amortized: only once the maps are
+            // three quarters empty, to half).
+            if self.lines.capacity() > 64 && self.lines.len() < self.lines.capacity() / 4 {
+                self.lines.shrink_to(self.lines.len() * 2);
+                self.line_of.shrink_to(self.lines.len() * 2);
+            }
         }
     }
 
@@ -518,18 +552,26 @@ impl LockTable {
         }
     }
 
-    fn stats(&mut self, session: u64, id: u64, max_entries: u32) {
+    /// `STATS`, or with `named` `STATS_NAMED`: the counters and the oldest entries, at
+    /// most `max_entries` (already clamped to the limit of a `STATS` answer); a named
+    /// list is also cut by bytes to the output limit.
+    fn stats(&mut self, session: u64, id: u64, max_entries: u32, named: bool) {
         let max = max_entries.min(self.limits.max_stats_entries) as usize;
         let mut all: Vec<(u64, Handle)> =
             self.tree.handles().map(|h| (self.tree.interval(h).2, h)).collect();
         all.sort_unstable_by_key(|(seq, _)| *seq);
-        let omitted = all.len().saturating_sub(max) as u64;
-        let entries = all
+        let total = all.len();
+        let mut entries: Vec<StatsEntry> = all
             .into_iter()
             .take(max)
             .map(|(_, h)| {
                 let (start, end, _) = self.tree.interval(h);
                 let e = self.tree.get(h);
+                let name = match line(start) {
+                    0 => None,
+                    l if named => Some(Arc::clone(&self.lines[&l].name)),
+                    _ => None,
+                };
                 StatsEntry {
                     session: e.session,
                     id: e.id,
@@ -538,11 +580,20 @@ impl LockTable {
                     mode: e.mode,
                     state: if e.token.is_some() { EntryState::Held } else { EntryState::Waiting },
                     token: e.token.unwrap_or(0),
+                    name,
                 }
             })
             .collect();
-        let counters = self.counters();
-        let r = ResponseFrame::stats(id, StatsBody { counters, entries, omitted });
+        if named {
+            entries.truncate(stats_named_entries_within(self.limits.max_stats_bytes, &entries));
+        }
+        let omitted = (total - entries.len()) as u64;
+        let body = StatsBody { counters: self.counters(), entries, omitted };
+        let r = if named {
+            ResponseFrame::stats_named(id, body)
+        } else {
+            ResponseFrame::stats(id, body)
+        };
         self.reply(session, r);
     }
 
@@ -622,7 +673,7 @@ impl LockTable {
         let s = self.sessions.get_mut(&session).expect("checked above");
         s.ended.reuse(id);
         s.locks.insert(id, h);
-        self.counters.holders += 1;
+        self.count_held(at(0, start));
         if let Some(parts) = &self.parts {
             parts.count_reclaim();
         }
@@ -688,7 +739,7 @@ impl LockTable {
             };
             let h = self.tree.insert(at(0, lock.start), at(0, lock.end), self.next_seq, entry);
             if token.is_some() {
-                self.counters.holders += 1;
+                self.count_held(at(0, lock.start));
             } else {
                 self.counters.waiters += 1;
             }
@@ -828,14 +879,15 @@ impl LockTable {
     /// Counters (for tests and the engines' own stats); `errors` includes the handlers'.
     pub fn counters(&self) -> Counters {
         let errors = self.errors.total() + self.handler_errors.tally().total();
-        Counters { errors, ..self.counters }
+        Counters { errors, names_live: self.lines.len() as u64, ..self.counters }
     }
 
     /// Counters, errors per status (the handlers' included) and histograms, for a scrape.
     fn snapshot(&self) -> EngineSnapshot {
         let mut errors = self.errors;
         errors.add(&self.handler_errors.tally());
-        let counters = Counters { errors: errors.total(), ..self.counters };
+        let names_live = self.lines.len() as u64;
+        let counters = Counters { errors: errors.total(), names_live, ..self.counters };
         let (wait, hold) = self.timings.as_ref().map(|t| (t.wait, t.hold)).unwrap_or_default();
         EngineSnapshot { counters, errors, wait, hold }
     }
