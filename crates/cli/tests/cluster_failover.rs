@@ -388,7 +388,7 @@ fn a_lapsed_session_is_not_brought_back_by_a_later_move() {
     let mut at_b = None;
     while at_b.is_none() && Instant::now() < deadline {
         at_b = stats(&b.addr).and_then(|s| {
-            s.entries.iter().find(|e| e.state == EntryState::Held && e.token == held).copied()
+            s.entries.iter().find(|e| e.state == EntryState::Held && e.token == held).cloned()
         });
         std::thread::sleep(Duration::from_millis(20));
     }

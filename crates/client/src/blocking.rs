@@ -258,9 +258,15 @@ impl Client {
 
     /// Counters and up to `max_entries` holders/waiters. The server may list fewer (its
     /// limit, or what fits in its output limit); [`StatsBody::omitted`] counts the ones left
-    /// out.
+    /// out. In a session of protocol version 5 the entries carry their resource's name
+    /// ([`StatsEntry::name`](crate::StatsEntry::name)) and the counters the names'
+    /// (`STATS_NAMED`); before 5, named locks (which only others can hold) are listed without
+    /// names and the names' counters are 0.
     pub fn stats(&self, max_entries: u32) -> Result<StatsBody, ClientError> {
-        let r = self.core.call(Request::Stats { max_entries })?;
+        let r = match self.core.hello().version {
+            5.. => self.core.call(Request::StatsNamed { max_entries })?,
+            _ => self.core.call(Request::Stats { max_entries })?,
+        };
         match (r.status, r.stats) {
             (Status::Ok, Some(s)) => Ok(s),
             (s, _) => Err(ClientError::Server(s)),
