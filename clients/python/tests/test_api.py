@@ -190,6 +190,7 @@ BUILTIN_BASES: Dict[str, Tuple[type, ...]] = {
     "InvalidRangeError": (ValueError,),
     "NotHeldError": (),
     "TooManyLocksError": (),
+    "TooManyNamesError": (),
     "AlreadyReleasedError": (),
     "MalformedError": (),
     "UnknownOpError": (),

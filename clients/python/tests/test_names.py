@@ -75,3 +75,26 @@ def test_an_older_session_has_no_names(server: Server, connect: Connect, monkeyp
         with pytest.raises(rangelock.NamesUnsupportedError, match="protocol version 4"):
             c.try_lock(0, 1, name="x")
         c.try_lock(0, 1).unlock()
+
+
+def test_stats_names_each_lock_and_locked_sees_only_its_resource(server: Server, connect: Connect) -> None:
+    """A version 5 session's ``stats()`` is a STATS_NAMED: each entry carries its
+    resource's name (``None``: the unnamed one) and the counters count names; an unnamed
+    lock's ``locked()`` is not fooled by a named holder of the same units."""
+    address = server.address
+    with connect(address) as c1, connect(address) as c2:
+        named = c1.lock(0, 10, name="db/orders")
+        raw = c1.lock(0, 10, name=b"\xff")
+        st = c2.stats()
+        assert [e.name for e in st.entries] == [b"db/orders", b"\xff"]
+        assert (st.counters.names_live, st.counters.named_holders, st.counters.holders) == (2, 2, 2)
+        assert not c2.range_lock(0, 10).locked()
+        assert c2.range_lock(5, 6, name="db/orders").locked()
+        unnamed = c1.lock(0, 10)
+        assert c2.range_lock(5, 6).locked()
+        named.unlock()
+        raw.unlock()
+        st = c2.stats()
+        assert [e.name for e in st.entries] == [None]
+        assert (st.counters.names_live, st.counters.named_holders, st.counters.holders) == (0, 0, 1)
+        unnamed.unlock()

@@ -103,6 +103,7 @@ REQUESTS = [
     ("poll", P.encode_poll(6, 2), P.Request(P.Op.POLL, 6, target=2)),
     ("keepalive", P.encode_keepalive(7), P.Request(P.Op.KEEPALIVE, 7)),
     ("stats", P.encode_stats(8, 16), P.Request(P.Op.STATS, 8, max_entries=16)),
+    ("stats-named", P.encode_stats_named(9, 16), P.Request(P.Op.STATS_NAMED, 9, max_entries=16)),
     ("reclaim", P.encode_reclaim(10, 0x1000, 0x2000, P.Mode.EXCLUSIVE, 0x00000007_00000003),
      P.Request(P.Op.RECLAIM, 10, 0x1000, 0x2000, P.Mode.EXCLUSIVE, token=0x00000007_00000003)),
     ("map", P.encode_map(11), P.Request(P.Op.MAP, 11)),
@@ -122,6 +123,13 @@ STATS_BODY = P.Stats(
     P.Counters(2, 3, 1, 0, 7, 5, 1, 0, 0, 0, 1),
     [P.StatsEntry(1, 1, 0, 4096, P.Mode.EXCLUSIVE, True, 7)],
 )
+NAMED = P.Stats(
+    P.Counters(1, 1, 2, 0, 2, 0, 0, 0, 0, 0, 0, names_live=1, named_holders=1),
+    [
+        P.StatsEntry(1, 1, 0, 16, P.Mode.EXCLUSIVE, True, 1),
+        P.StatsEntry(1, 2, 0, 16, P.Mode.SHARED, True, 2, name=b"db/orders"),
+    ],
+)
 TRUNCATED = P.Stats(
     P.Counters(1, 2, 3, 1, 3, 0, 0, 0, 0, 0, 0),
     [P.StatsEntry(2, 5, 0, 16, P.Mode.SHARED, True, 1)],
@@ -134,6 +142,7 @@ RESPONSES = [
     ("resp-unknown-op", P.Response(P.Op.UNKNOWN, 9, S.UNKNOWN_OP, 0)),
     ("resp-stats", P.Response(P.Op.STATS, 8, S.OK, 0, stats=STATS_BODY)),
     ("resp-stats-truncated", P.Response(P.Op.STATS, 23, S.OK, 3, stats=TRUNCATED)),
+    ("resp-stats-named", P.Response(P.Op.STATS_NAMED, 9, S.OK, 0, stats=NAMED)),
     ("resp-reclaim-ok", P.Response(P.Op.RECLAIM, 10, S.OK, 0x00000007_00000003)),
     ("resp-map-not-clustered", P.Response(P.Op.MAP, 11, S.NOT_CLUSTERED, 0)),
     ("resp-lock-not-owner",
@@ -197,12 +206,18 @@ def test_response_decode_errors() -> None:
     with pytest.raises(ProtocolError, match="not a response"):
         P.decode_response(b"\x01" + granted[1:])
     with pytest.raises(ProtocolError, match="unknown status"):
-        P.decode_response(granted[:9] + b"\x26" + granted[10:])
+        P.decode_response(granted[:9] + b"\x27" + granted[10:])
     with pytest.raises(ProtocolError, match="unexpected bytes"):
         P.decode_response(granted + b"\x00")
     stats = VECTORS["resp-stats"][4:]
     with pytest.raises(ProtocolError, match="STATS body"):
         P.decode_response(stats[:-1])
+    named = VECTORS["resp-stats-named"][4:]
+    for cut in (1, 9, 11):
+        with pytest.raises(ProtocolError, match="STATS_NAMED"):
+            P.decode_response(named[:-cut])
+    with pytest.raises(ProtocolError, match="after its entries"):
+        P.decode_response(named + b"\x00")
     with pytest.raises(ProtocolError, match="notice"):
         P.decode_response(b"\x89" + (5).to_bytes(8, "little") + granted[9:])
 

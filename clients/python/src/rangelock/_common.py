@@ -299,12 +299,18 @@ class Loss:
 ALL_ENTRIES = 0xFFFF_FFFF
 
 
-def held_in_conflict(stats: P.Stats, start: int, end: int, shared: bool) -> Optional[bool]:
-    """Whether a STATS answer shows a *held* lock that overlaps ``[start, end)`` in a mode
-    that conflicts with ``shared`` (exclusive conflicts with everything, shared with
-    exclusive); queued locks do not count. ``None`` when the answer shows none but the
-    server left entries out (``stats.omitted``): then it cannot tell."""
+def held_in_conflict(
+    stats: P.Stats, start: int, end: int, shared: bool, name: Optional[bytes] = None
+) -> Optional[bool]:
+    """Whether a STATS_NAMED answer shows a *held* lock on the resource ``name`` (``None``:
+    the unnamed one) that overlaps ``[start, end)`` in a mode that conflicts with
+    ``shared`` (exclusive conflicts with everything, shared with exclusive); queued locks
+    do not count. ``None`` when the answer shows none but the server left entries out
+    (``stats.omitted``): then it cannot tell. (A session before version 5 gets a STATS
+    answer without names; its server has no named locks.)"""
     for e in stats.entries:
+        if e.name != name:
+            continue
         if e.held and e.start < end and start < e.end and not (shared and e.shared):
             return True
     return False if stats.omitted == 0 else None

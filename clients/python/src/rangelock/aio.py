@@ -346,7 +346,7 @@ class AsyncLock:
         ``Lock.locked()``; :meth:`owned` says whether this lock holds it.
 
         A coroutine, unlike :meth:`asyncio.Lock.locked` (as in redis-py's asyncio
-        ``Lock``): it asks the server with one ``STATS`` (its answer lists every holder
+        ``Lock``): it asks the server with one ``STATS_NAMED`` (its answer lists every holder
         and waiter, up to the server's ``--max-stats-entries``). If the server cut the
         list short and it shows no conflicting holder, it probes instead: a try-lock of the
         range, released at once when granted (``True`` if the try is refused: then a conflicting
@@ -355,10 +355,10 @@ class AsyncLock:
         g = self._guard
         if g is not None and g.valid:
             return True
-        # STATS lists named locks without their names: a named lock always probes.
-        if self.name is None:
+        # Before version 5 there are no names (a named lock's probe says so).
+        if self.name is None or self.client.hello.version >= 5:
             stats = await self.client.stats(ALL_ENTRIES)
-            held = held_in_conflict(stats, self.start, self.end, self.shared)
+            held = held_in_conflict(stats, self.start, self.end, self.shared, self.name)
             if held is not None:
                 return held
         try:
@@ -749,7 +749,8 @@ class AsyncClient:
             raise ValueError(f"max_entries must fit a u32, not {max_entries}")
         c = self._c
         id = c.next_id()
-        r = await c.call(id, P.encode_stats(id, max_entries))
+        encode = P.encode_stats_named if c.hello.version >= 5 else P.encode_stats
+        r = await c.call(id, encode(id, max_entries))
         if r.status != P.Status.OK or r.stats is None:
             raise error_for_status(r.status, r.value, "stats")
         return r.stats

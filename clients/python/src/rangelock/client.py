@@ -406,7 +406,7 @@ class Lock:
         conflicting waiter makes it fail, protocol §3). The meaning of redis-py's
         ``Lock.locked()``; :meth:`owned` says whether this lock holds it.
 
-        Asks the server with one ``STATS`` (its answer lists every holder and waiter, up
+        Asks the server with one ``STATS_NAMED`` (its answer lists every holder and waiter, up
         to the server's ``--max-stats-entries``). If the server cut the list short and it
         shows no conflicting holder, it probes instead: a try-lock of the range, released
         at once when granted (``True`` if the try is refused: then a conflicting
@@ -415,10 +415,10 @@ class Lock:
         g = self._guard
         if g is not None and g.valid:
             return True
-        # STATS lists named locks without their names: a named lock always probes.
-        if self.name is None:
+        # Before version 5 there are no names (a named lock's probe says so).
+        if self.name is None or self.client.hello.version >= 5:
             stats = self.client.stats(ALL_ENTRIES)
-            held = held_in_conflict(stats, self.start, self.end, self.shared)
+            held = held_in_conflict(stats, self.start, self.end, self.shared, self.name)
             if held is not None:
                 return held
         try:
@@ -868,12 +868,16 @@ class Client:
     def stats(self, max_entries: int = 1000) -> P.Stats:
         """The server's counters and up to ``max_entries`` holders and waiters (the
         server caps it too: ``--max-stats-entries``, and what fits in its output limit);
-        ``Stats.omitted`` counts the entries it left out."""
+        ``Stats.omitted`` counts the entries it left out. In a session of version 5 (a
+        ``STATS_NAMED``) each entry carries its resource's ``name`` (``None``: the unnamed
+        resource) and the counters ``names_live`` and ``named_holders``; before 5 a STATS,
+        without them."""
         if not 0 <= max_entries <= 0xFFFF_FFFF:
             raise ValueError(f"max_entries must fit a u32, not {max_entries}")
         core = self._c
         id = core.next_id()
-        r = core.request(id, P.encode_stats(id, max_entries))
+        encode = P.encode_stats_named if core.hello.version >= 5 else P.encode_stats
+        r = core.request(id, encode(id, max_entries))
         if r.status != P.Status.OK or r.stats is None:
             raise error_for_status(r.status, r.value, "stats")
         return r.stats

@@ -84,6 +84,7 @@ __all__ = [
     "ShmAlreadyAttachedError",
     "ForbiddenError",
     "BadNameError",
+    "TooManyNamesError",
     "NamesUnsupportedError",
     "error_for_status",
     "session_ended_error",
@@ -360,6 +361,11 @@ class BadNameError(ServerError, ValueError):
     meaning = "a resource name must be 1 to 1024 bytes"
 
 
+class TooManyNamesError(ServerError):
+    code = 0x26
+    meaning = "the server has its most live resource names (--max-names)"
+
+
 class NamesUnsupportedError(RangelockError, NotImplementedError):
     """A named lock on a session before protocol version 5 (an older server): raised
     before anything is sent."""
@@ -392,6 +398,7 @@ _BY_CODE: Dict[int, Type[ServerError]] = {
         ShmAlreadyAttachedError,
         ForbiddenError,
         BadNameError,
+        TooManyNamesError,
     )
 }
 

@@ -58,6 +58,7 @@ __all__ = [
     "encode_poll",
     "encode_keepalive",
     "encode_stats",
+    "encode_stats_named",
     "encode_reclaim",
     "encode_map",
     "encode_shm_attach",
@@ -101,6 +102,7 @@ _STATS = struct.Struct("<IBQI")
 _RECLAIM = struct.Struct("<IBQQQBQ")
 _SERVER_HELLO = struct.Struct("<4sHBBQII")
 _COUNTERS = struct.Struct("<11Q")
+_NAMED_COUNTERS = struct.Struct("<13Q")
 _ENTRY = struct.Struct("<QQQQBBQ")
 
 #: ``len`` of a response without body: op, id, status, value.
@@ -127,6 +129,8 @@ class Op(enum.IntEnum):
     LOCK_NAMED = 0x0C
     #: Reserved for the cluster (§2.2). This client never sends it.
     RECLAIM_NAMED = 0x0D
+    #: Version 5 (§5.1): STATS with names and the names' counters.
+    STATS_NAMED = 0x0E
     #: The op of an ``UNKNOWN_OP`` answer: its op byte is ``0xff`` = ``0x7f | 0x80``.
     UNKNOWN = 0x7F
 
@@ -171,6 +175,8 @@ class Status(enum.IntEnum):
     #: LOCK_NAMED (§2.2): the name is empty or longer than 1024 bytes. This client sends
     #: no named locks yet.
     BAD_NAME = 0x25
+    #: LOCK_NAMED (§2.2) of a new name while the server has ``--max-names`` live names.
+    TOO_MANY_NAMES = 0x26
 
     @property
     def is_error(self) -> bool:
@@ -409,6 +415,11 @@ def encode_stats(id: int, max_entries: int) -> bytes:
     return _STATS.pack(13, Op.STATS, id, max_entries)
 
 
+def encode_stats_named(id: int, max_entries: int) -> bytes:
+    """STATS_NAMED (version 5, §5.1): STATS whose answer names each entry's resource."""
+    return _STATS.pack(13, Op.STATS_NAMED, id, max_entries)
+
+
 def encode_reclaim(id: int, start: int, end: int, mode: int, token: int) -> bytes:
     """RECLAIM (cluster only, §7.3)."""
     return _RECLAIM.pack(34, Op.RECLAIM, id, start, end, mode, token)
@@ -467,6 +478,7 @@ def decode_request(frame: bytes) -> Request:
         Op.POLL: 8,
         Op.KEEPALIVE: 0,
         Op.STATS: 4,
+        Op.STATS_NAMED: 4,
         Op.RECLAIM: 25,
         Op.MAP: 0,
         Op.SHM_ATTACH: 0,
@@ -484,7 +496,7 @@ def decode_request(frame: bytes) -> Request:
         return Request(op, id, start, end, Mode(mode), Wait(wait), timeout_ms)
     if op in (Op.UNLOCK, Op.CANCEL, Op.POLL):
         return Request(op, id, target=struct.unpack("<Q", payload)[0])
-    if op is Op.STATS:
+    if op in (Op.STATS, Op.STATS_NAMED):
         return Request(op, id, max_entries=struct.unpack("<I", payload)[0])
     if op is Op.RECLAIM:
         start, end, mode, token = struct.unpack("<QQBQ", payload)
@@ -510,6 +522,10 @@ class Counters:
     timeouts: int
     cancels: int
     errors: int
+    #: Named resources live now (only from STATS_NAMED; 0 from STATS).
+    names_live: int = 0
+    #: Locks held now on named resources, part of ``holders`` (only from STATS_NAMED).
+    named_holders: int = 0
 
 
 @dataclass(frozen=True)
@@ -525,6 +541,9 @@ class StatsEntry:
     held: bool
     #: Fencing token (0 while waiting).
     token: int
+    #: The resource's name; ``None`` for the unnamed resource, and for every entry of a
+    #: STATS answer (only STATS_NAMED carries names).
+    name: Optional[bytes] = None
 
     @property
     def shared(self) -> bool:
@@ -543,41 +562,50 @@ class Stats:
     entries: List[StatsEntry] = field(default_factory=list)
     omitted: int = 0
 
-    def encode(self) -> bytes:
+    def encode(self, named: bool = False) -> bytes:
+        """The body of a STATS answer, or with ``named`` of a STATS_NAMED answer."""
         c = self.counters
-        out = [
-            _COUNTERS.pack(
-                c.sessions_open,
-                c.sessions_total,
-                c.holders,
-                c.waiters,
-                c.grants,
-                c.releases,
-                c.released_by_close,
-                c.would_block,
-                c.timeouts,
-                c.cancels,
-                c.errors,
-            ),
-            struct.pack("<I", len(self.entries)),
+        values = [
+            c.sessions_open,
+            c.sessions_total,
+            c.holders,
+            c.waiters,
+            c.grants,
+            c.releases,
+            c.released_by_close,
+            c.would_block,
+            c.timeouts,
+            c.cancels,
+            c.errors,
         ]
+        if named:
+            values += [c.names_live, c.named_holders]
+        out = [struct.pack(f"<{len(values)}Q", *values), struct.pack("<I", len(self.entries))]
         for e in self.entries:
             out.append(
                 _ENTRY.pack(e.session, e.id, e.start, e.end, e.mode, 0 if e.held else 1, e.token)
             )
+            if named:
+                name = e.name or b""
+                out.append(struct.pack("<H", len(name)) + name)
         return b"".join(out)
 
     @classmethod
-    def decode(cls, body: bytes, omitted: int = 0) -> "Stats":
-        """Decodes a STATS body; ``omitted`` is the answer's ``value``."""
-        if len(body) < _COUNTERS.size + 4:
-            raise ProtocolError("STATS body truncated")
-        counters = Counters(*_COUNTERS.unpack_from(body))
-        (count,) = struct.unpack_from("<I", body, _COUNTERS.size)
-        at = _COUNTERS.size + 4
-        if len(body) != at + count * _ENTRY.size:
+    def decode(cls, body: bytes, omitted: int = 0, named: bool = False) -> "Stats":
+        """Decodes a STATS body, or with ``named`` a STATS_NAMED body; ``omitted`` is the
+        answer's ``value``."""
+        head = _NAMED_COUNTERS if named else _COUNTERS
+        what = "STATS_NAMED" if named else "STATS"
+        if len(body) < head.size + 4:
+            raise ProtocolError(f"{what} body truncated")
+        counters = Counters(*head.unpack_from(body))
+        (count,) = struct.unpack_from("<I", body, head.size)
+        at = head.size + 4
+        entry_len = _ENTRY.size + (2 if named else 0)
+        # Named entries are at least this long; unnamed ones exactly.
+        if len(body) < at + count * entry_len:
             raise ProtocolError(
-                f"STATS body: {count} entries need {at + count * _ENTRY.size} bytes, "
+                f"{what} body: {count} entries need {at + count * entry_len} bytes, "
                 f"got {len(body)}"
             )
         entries = []
@@ -585,8 +613,19 @@ class Stats:
             session, id, start, end, mode, state, token = _ENTRY.unpack_from(body, at)
             at += _ENTRY.size
             if mode > 1 or state > 1:
-                raise ProtocolError(f"STATS entry: bad mode {mode} or state {state}")
-            entries.append(StatsEntry(session, id, start, end, Mode(mode), state == 0, token))
+                raise ProtocolError(f"{what} entry: bad mode {mode} or state {state}")
+            name: Optional[bytes] = None
+            if named:
+                if len(body) < at + 2:
+                    raise ProtocolError(f"{what} body truncated")
+                (n,) = struct.unpack_from("<H", body, at)
+                name = bytes(body[at + 2 : at + 2 + n]) if n else None
+                if n > MAX_RESOURCE_NAME_LEN or len(body) < at + 2 + n:
+                    raise ProtocolError(f"{what} entry: bad name length {n}")
+                at += 2 + n
+            entries.append(StatsEntry(session, id, start, end, Mode(mode), state == 0, token, name))
+        if at != len(body):
+            raise ProtocolError(f"{what} body: {len(body) - at} bytes after its entries")
         return cls(counters, entries, omitted)
 
 
@@ -646,7 +685,7 @@ class Response:
 def encode_response(r: Response) -> bytes:
     """The whole response frame, length prefix included."""
     if r.stats is not None:
-        body = r.stats.encode()
+        body = r.stats.encode(named=r.op == Op.STATS_NAMED)
     elif r.owner is not None:
         body = r.owner.encode()
     elif r.status == Status.NOT_OWNER and r.op != Op.NOTICE and not r.body:
@@ -692,8 +731,9 @@ def decode_response(frame: bytes) -> Response:
         return Response(op, id, status, value)
     if status == Status.NOT_OWNER:
         return Response(op, id, status, value, owner=OwnerHint.decode(body))
-    if status == Status.OK and op == Op.STATS:
-        return Response(op, id, status, value, stats=Stats.decode(body, omitted=value))
+    if status == Status.OK and op in (Op.STATS, Op.STATS_NAMED):
+        stats = Stats.decode(body, omitted=value, named=op == Op.STATS_NAMED)
+        return Response(op, id, status, value, stats=stats)
     if status == Status.OK and op in (Op.MAP, Op.SHM_ATTACH):
         return Response(op, id, status, value, body=body)
     if body:
