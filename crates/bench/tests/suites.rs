@@ -280,6 +280,7 @@ fn registry_names_are_unique_and_findable() {
             "server-oltp",
             "server-latency",
             "server-threads",
+            "server-names",
             "cluster",
             "cluster-failover"
         ]

@@ -25,6 +25,7 @@ pub mod mixed;
 mod server_cpu;
 pub mod server_latency;
 pub mod server_micro;
+pub mod server_names;
 pub mod server_oltp;
 pub mod server_threads;
 pub mod w1;
@@ -57,6 +58,7 @@ pub fn all() -> Vec<Box<dyn Suite>> {
         Box::new(server_oltp::ServerOltp::default()),
         Box::new(server_latency::ServerLatency),
         Box::new(server_threads::ServerThreads),
+        Box::new(server_names::ServerNames),
         Box::new(cluster::ClusterSuite),
         Box::new(cluster::ClusterFailover),
     ]
