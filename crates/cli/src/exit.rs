@@ -152,7 +152,11 @@ pub fn lock_help() -> String {
             "cannot reach the server (connection, handshake or TLS handshake \
                                    failed) before the command ran",
         ),
-        (SOFTWARE.to_string(), "any other error (unexpected server error, releasing failed)"),
+        (
+            SOFTWARE.to_string(),
+            "any other error (unexpected server error, a server that does not serve NAME, \
+             releasing failed)",
+        ),
         (
             LOCK_LOST.to_string(),
             "the lock was lost while the command ran: another client may have \
@@ -162,8 +166,8 @@ pub fn lock_help() -> String {
         (
             NOPERM.to_string(),
             "the server refused the authentication token (--token-file, \
-                              $RANGELOCK_AUTH_TOKEN), or the range is outside what the token \
-                              may lock",
+                              $RANGELOCK_AUTH_TOKEN), or the range (or NAME) is outside what \
+                              the token may lock",
         ),
         (CANNOT_EXECUTE.to_string(), "the command was found but is not executable"),
         (NOT_FOUND.to_string(), "the command was not found"),

@@ -1,6 +1,8 @@
-//! `rangelock lock RANGE [-s] [-w SECS] [--] CMD ARGS…` (or `-c 'command'`): run a command
-//! while holding a range lock of a `rangelock serve` server, in the manner of flock(1);
-//! the range grammar is in the `range_arg` module. Without a command, hold the lock as
+//! `rangelock lock [NAME] RANGE [-s] [-w SECS] [--] CMD ARGS…` (or `-c 'command'`): run a
+//! command while holding a range lock of a `rangelock serve` server, in the manner of
+//! flock(1); the range grammar is in the `range_arg` module. With a NAME (or `--name`), the
+//! range is of that named resource; how NAME is told from RANGE is the `name_arg` module's
+//! rule. Without a command, hold the lock as
 //! `etcdctl lock NAME` does: print the fencing token on stdout and hold until SIGTERM,
 //! SIGINT, SIGHUP or SIGQUIT, then release and exit 0 (75 if the lock is lost first).
 //!
@@ -12,8 +14,9 @@
 //! or `--server` included (clap's `trailing_var_arg`). `--` before the command is always
 //! allowed, and needed for a command that starts with `-`: such an argument is otherwise
 //! read as an option, and one `lock` does not know is refused with the hint to add `--`
-//! ([`with_dashdash_hint`]). The rule looks only at what follows RANGE, so an optional
-//! argument before RANGE can be added without changing it.
+//! ([`with_dashdash_hint`]). The rule looks only at what follows RANGE: the optional NAME
+//! before it is taken out of the arguments before clap reads them (`name_arg`), and this
+//! rule is the same with a name as without.
 //!
 //! The child sees the lock's fencing token in `RANGELOCK_TOKEN`. With `--cluster` the
 //! lock is taken through a cluster (see the `lock_cluster` module).
@@ -59,10 +62,12 @@
 //! kept until it ended, or 128 + N if a process sent this one signal N meanwhile; 1
 //! (`--conflict-exit-code`) when the lock cannot be had; 66 when a `--token-file` or
 //! `--tls-*` file cannot be read; 69 when the server cannot be reached (TLS handshakes
-//! included); 70 for other errors (`-q` prints nothing for the 1); 75 when the lock was lost; 77 when the server refused
-//! the authentication token or the range is outside what the token may lock; 126/127 when
+//! included); 70 for other errors, a server that serves no names included (`-q` prints
+//! nothing for the 1); 75 when the lock was lost; 77 when the server refused the
+//! authentication token or the range (or name) is outside what the token may lock; 126/127 when
 //! the command cannot be executed / is not found.
 
+use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -75,18 +80,36 @@ use rangelock_client::{Client, ClientError, ConnectOptions, Endpoint, Mode, Wait
 use crate::connect::Target;
 use crate::duration::parse_timeout;
 use crate::exit::{self, Failure};
+use crate::name_arg::{NameArg, Refusal, RULE};
 use crate::range_arg::{parse_range, RangeArg};
+
+/// The usage line of `rangelock lock`: NAME is no argument clap knows (see `name_arg`).
+const USAGE: &str = "rangelock lock [OPTIONS] [NAME] <RANGE> [--] [CMD]...";
+
+/// What `lock --help` says after the options: the NAME rule, then the exit codes.
+fn after_help() -> String {
+    format!("NAME and RANGE: {RULE}\n\n{}", exit::lock_help())
+}
 
 /// Arguments of `rangelock lock`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = exit::lock_help())]
+#[command(override_usage = USAGE, after_help = after_help())]
 pub struct LockArgs {
     /// The units to lock: `N` (one unit), `A..B` (B left out), `A..=B`, `..B`, `A..` (to
     /// the end), `A..+LEN`; each number decimal or 0x hex, optionally with a binary size
     /// suffix `KiB`, `MiB`, `GiB`, `TiB`, `PiB` or `EiB` (`4KiB` is 4096 units; `K`, `kB`,
-    /// `M` are refused as ambiguous).
+    /// `M` are refused as ambiguous). Of the resource NAME when one is given (the argument
+    /// before RANGE, or --name), else of the unnamed resource.
     #[arg(value_parser = parse_range, value_name = "RANGE")]
     range: RangeArg,
+    /// Lock RANGE of the resource with this name: any string or a file path, taken as
+    /// bytes (1 to 1024); locks of different names never conflict. The same as the NAME
+    /// argument before RANGE, but never mistaken for a range (see "NAME and RANGE" below).
+    #[arg(id = "name", long = "name", value_name = "NAME")]
+    name_flag: Option<OsString>,
+    /// The name, from --name or the NAME argument ([`LockArgs::settle_name`]).
+    #[arg(skip)]
+    name: Option<NameArg>,
     /// Take an exclusive lock: the default (flock(1)'s -x, -e).
     #[arg(short = 'x', long, short_alias = 'e', conflicts_with = "shared")]
     exclusive: bool,
@@ -140,10 +163,38 @@ pub struct LockArgs {
     command: Vec<String>,
 }
 
+impl LockArgs {
+    /// Sets the name: the NAME argument before RANGE (`name_arg::split_name` took it out
+    /// of the arguments) or `--name`'s; both given, or a `--name` that is no name (empty,
+    /// too long), is refused. Checked here rather than by clap, whose message would quote
+    /// a name of any length whole.
+    pub(crate) fn settle_name(&mut self, argument: Option<NameArg>) -> Result<(), Refusal> {
+        self.name = match (argument, &self.name_flag) {
+            (Some(_), Some(_)) => return Err(Refusal::Twice),
+            (Some(name), None) => Some(name),
+            (None, Some(flag)) => Some(NameArg::parse(flag).map_err(Refusal::BadName)?),
+            (None, None) => None,
+        };
+        Ok(())
+    }
+}
+
+/// `rangelock lock`'s usage error for `refusal`, formatted as clap's own (exit 2); `cmd`
+/// is the whole command line's definition.
+pub(crate) fn usage_error(cmd: &mut clap::Command, refusal: &Refusal) -> clap::Error {
+    use clap::error::ErrorKind;
+    let kind = match refusal {
+        Refusal::BadName(_) => ErrorKind::ValueValidation,
+        Refusal::Ambiguous { .. } | Refusal::Twice => ErrorKind::ArgumentConflict,
+    };
+    let lock = cmd.find_subcommand_mut("lock").expect("the lock subcommand");
+    lock.error(kind, refusal)
+}
+
 /// The hint for a `lock` argument that looks like an option and is none: it may be a
 /// command that starts with `-`, or a misspelled option before the command.
 const DASHDASH_HINT: &str = "add `--` before the command if it starts with `-`: \
-                             rangelock lock [OPTIONS] RANGE -- CMD [ARGS]...";
+                             rangelock lock [OPTIONS] [NAME] RANGE -- CMD [ARGS]...";
 
 /// Clap's error for `rangelock lock` with an argument it does not know, with the hint to
 /// add `--` in place of clap's generic "to pass '-x' as a value" (a "similar argument
@@ -316,28 +367,67 @@ impl Held for ServerLock {
     }
 }
 
-/// Locks on the single server `server`.
+/// Locks `range` of resource `name` (`None`: the unnamed resource) on the single server
+/// `server`; `what` names both in messages.
 fn lock_server(
-    range: &RangeArg,
+    (name, range, what): (Option<&NameArg>, &RangeArg, &str),
     server: &Endpoint,
     options: &ConnectOptions,
     how: (Mode, Wait),
     conflict: Conflict,
 ) -> Result<Box<dyn Held>, Failure> {
     let client = Client::connect_with(server, options).map_err(|e| connect_failure(e, server))?;
-    let guard = match client.lock(range.range.clone(), how.0, how.1) {
+    let locked = match name {
+        None => client.lock(range.range.clone(), how.0, how.1),
+        Some(n) => {
+            client.resource(&n.bytes).and_then(|r| r.lock(range.range.clone(), how.0, how.1))
+        }
+    };
+    let guard = match locked {
         Ok(g) => g,
         Err(e @ (ClientError::WouldBlock | ClientError::TimedOut)) => {
-            return Err(conflict.failure(&range.to_string(), e));
+            return Err(conflict.failure(what, e));
         }
-        Err(e) => return Err(Failure::client(e).context(format!("locking {range} on {server}"))),
+        Err(e) if name.is_some() => {
+            return Err(named_failure(e).context(format!("locking {what} on {server}")))
+        }
+        Err(e) => return Err(Failure::client(e).context(format!("locking {what} on {server}"))),
     };
     Ok(Box::new(ServerLock { client: Arc::new(client), guard }))
 }
 
+/// A named lock the server would not take: one that serves no names (an older version, or
+/// `UNKNOWN_OP`: a cluster node or an engine without names) is [`exit::SOFTWARE`], a
+/// token that may not lock names [`exit::NOPERM`], as other refusals of a token.
+fn named_failure(e: ClientError) -> Failure {
+    use rangelock_client::Status;
+    let no_names = "the server does not serve named resources";
+    match e {
+        ClientError::NamesUnsupported { version } => Failure::new(
+            exit::SOFTWARE,
+            anyhow!("{no_names}: it speaks protocol version {version}, names need version 5"),
+        ),
+        ClientError::Server(Status::UnknownOp) => Failure::new(
+            exit::SOFTWARE,
+            anyhow!(
+                "{no_names}: it answered UNKNOWN_OP (its engine or a cluster node serves only \
+                 the unnamed resource)"
+            ),
+        ),
+        ClientError::Server(Status::Forbidden) => Failure::new(
+            exit::NOPERM,
+            anyhow!("server refused a named lock (FORBIDDEN): the token may not lock names"),
+        ),
+        e => Failure::client(e),
+    }
+}
+
 /// Locks, runs the command (or holds), releases; returns the exit code (see [`exit`]).
 pub fn run(args: LockArgs) -> Result<i32, Failure> {
-    let what = args.range.to_string();
+    let what = match &args.name {
+        Some(name) => format!("{} of {name}", args.range),
+        None => args.range.to_string(),
+    };
     let mode = if args.shared { Mode::Shared } else { Mode::Exclusive };
     let wait = match (args.nonblock, args.timeout) {
         // flock(1) takes `-w 0` for -n too.
@@ -349,12 +439,21 @@ pub fn run(args: LockArgs) -> Result<i32, Failure> {
     let target = args.target.target()?;
     let options = args.connect.options()?;
     let held = match target {
-        Target::Cluster { given, name } => {
-            crate::lock_cluster::lock(&args.range, &given, &name, (mode, wait), conflict, options)?
-        }
-        Target::Server(server) => {
-            lock_server(&args.range, &server, &options, (mode, wait), conflict)?
-        }
+        Target::Cluster { given, name } => crate::lock_cluster::lock(
+            (args.name.as_ref(), &args.range),
+            &given,
+            &name,
+            (mode, wait),
+            conflict,
+            options,
+        )?,
+        Target::Server(server) => lock_server(
+            (args.name.as_ref(), &args.range, &what),
+            &server,
+            &options,
+            (mode, wait),
+            conflict,
+        )?,
     };
     let command = match (&args.shell_command, args.command.as_slice()) {
         (Some(c), _) => vec!["/bin/sh".to_owned(), "-c".to_owned(), c.clone()],

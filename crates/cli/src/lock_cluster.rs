@@ -3,6 +3,9 @@
 //! A runtime thread keeps the cluster client alive while the command runs: it answers
 //! the nodes' keepalives and reclaims the lock at a new owner after a failover or move.
 //! The watcher learns of a lost guard through [`ClusterGuard::on_lost`].
+//!
+//! Named resources are not served through a cluster yet (docs/design/names.md, "Still to
+//! build", 6): a NAME is refused before anything connects.
 
 use std::sync::mpsc;
 use std::time::Instant;
@@ -13,6 +16,7 @@ use rangelock_client::{ConnectOptions, Mode, Wait};
 
 use crate::exit::{self, Failure};
 use crate::lock::{Conflict, Held};
+use crate::name_arg::NameArg;
 use crate::range_arg::RangeArg;
 
 /// A held cluster guard, with the runtime its client runs on.
@@ -72,15 +76,26 @@ impl Held for ClusterLock {
 }
 
 /// Locks `range` through the cluster reached at `given` (etcd endpoints or node
-/// addresses; see `crate::cluster::seeds`).
+/// addresses; see `crate::cluster::seeds`). A `name` is refused ([`exit::USAGE`]): the
+/// cluster serves only the unnamed resource so far.
 pub(crate) fn lock(
-    range: &RangeArg,
+    (name, range): (Option<&NameArg>, &RangeArg),
     given: &[String],
     cluster_name: &str,
     (mode, wait): (Mode, Wait),
     conflict: Conflict,
     connect: ConnectOptions,
 ) -> Result<Box<dyn Held>, Failure> {
+    if let Some(name) = name {
+        return Err(Failure::new(
+            exit::USAGE,
+            anyhow!(
+                "named resources are not served through a cluster yet: lock {range} of {name} \
+                 on one server (--server), or leave the name out to lock {range} through the \
+                 cluster"
+            ),
+        ));
+    }
     let what = range.to_string();
     crate::cluster::is_etcd(given).map_err(|e| Failure::new(exit::USAGE, anyhow!(e)))?;
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -8,6 +8,7 @@ mod exit;
 mod lock;
 mod lock_cluster;
 mod logging;
+mod name_arg;
 mod range_arg;
 mod serve;
 mod signals;
@@ -34,8 +35,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run the range-lock server.
     Serve(Box<serve::ServeArgs>),
-    /// Run a command while holding a range lock (flock(1) style, but a lapsed lease ends
-    /// the lock: the command is then signalled).
+    /// Run a command while holding a range lock, of a named resource with NAME (flock(1)
+    /// style, but a lapsed lease ends the lock: the command is then signalled).
     Lock(lock::LockArgs),
     /// Show a server's counters, holders and waiters.
     Stat(stat::StatArgs),
@@ -50,14 +51,29 @@ enum Command {
 fn main() {
     // Usage errors exit 2, help 0. `serve --help` shows the defaults of its settings from
     // the one place they are kept.
-    let cmd = Cli::command().mut_subcommand("serve", serve::ServeSettings::document_defaults);
-    let matches = cmd.try_get_matches().unwrap_or_else(|e| {
+    let mut cmd = Cli::command().mut_subcommand("serve", serve::ServeSettings::document_defaults);
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let lock = argv.get(1).is_some_and(|a| a == "lock");
+    // `lock [NAME] RANGE`: a NAME argument is taken out before clap reads the rest (the
+    // `name_arg` module's rule).
+    let name = if lock {
+        let sub = cmd.find_subcommand("lock").expect("the lock subcommand");
+        name_arg::split_name(sub, &mut argv)
+            .unwrap_or_else(|r| lock::usage_error(&mut cmd, &r).exit())
+    } else {
+        None
+    };
+    let matches = cmd.try_get_matches_from_mut(argv).unwrap_or_else(|e| {
         // `lock`'s command starts at the first argument after RANGE that is no option; one
         // that starts with `-` needs `--` (the `lock` module's rule), so say so.
-        let lock = std::env::args_os().nth(1).is_some_and(|a| a == "lock");
         if lock { lock::with_dashdash_hint(e) } else { e }.exit()
     });
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Command::Lock(args) = &mut cli.command {
+        if let Err(r) = args.settle_name(name) {
+            lock::usage_error(&mut cmd, &r).exit();
+        }
+    }
     // `--server` and `--cluster` beat the environment: say which were flags.
     if let Some((name, sub)) = matches.subcommand() {
         match &mut cli.command {

@@ -510,3 +510,34 @@ fn the_readme_names_the_signals_that_end_a_hold_as_the_help_does() {
         assert_eq!(signals_after(text, marker, what), want, "{what}, after {marker:?}");
     }
 }
+
+/// The rule that tells NAME from RANGE in `rangelock lock [NAME] RANGE`: `lock --help`
+/// and docs/OPERATIONS.md state it in the same words, and OPERATIONS.md's example of
+/// named locks (its session `names`) runs as written with this build's binary.
+#[test]
+fn the_name_rule_of_lock_is_the_helps_and_its_example_runs() {
+    const MARK: &str = "NAME and RANGE: ";
+    /// The paragraph of `text` that starts with [`MARK`], its words joined by single spaces.
+    fn rule(text: &str, what: &str) -> String {
+        let at = text.find(MARK).unwrap_or_else(|| panic!("{what}: no paragraph {MARK:?}"));
+        let para = &text[at..];
+        let para = &para[..para.find("\n\n").unwrap_or(para.len())];
+        para.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+    let out = Command::new(common::BIN).args(["lock", "--help"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let help = String::from_utf8(out.stdout).unwrap();
+    let ops = std::fs::read_to_string(repo().join("docs/OPERATIONS.md")).unwrap();
+    let said = rule(&help, "lock --help");
+    assert!(said.len() > 200, "the rule is stated, not only named: {said}");
+    assert_eq!(rule(&ops, "docs/OPERATIONS.md"), said, "OPERATIONS.md and `lock --help` differ");
+
+    let sessions = sessions("docs/OPERATIONS.md", &ops).unwrap_or_else(|e| panic!("{e}"));
+    let names = sessions.iter().find(|s| s.name == "names").expect("a session `names`");
+    assert!(!names.in_repo && names.steps.iter().all(|s| s.expected.is_some()));
+    // This build's binary first on PATH, where `run` looks (no install).
+    let install = Install::new("names");
+    std::fs::create_dir_all(install.root.join("bin")).unwrap();
+    std::os::unix::fs::symlink(common::BIN, install.root.join("bin/rangelock")).unwrap();
+    run(names, &install, Duration::from_secs(120)).unwrap_or_else(|e| panic!("{e}"));
+}
