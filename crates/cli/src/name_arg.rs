@@ -59,11 +59,30 @@ impl NameArg {
     }
 }
 
+impl NameArg {
+    /// `name` as the CLI shows every name (its messages, `rangelock stat`): see the
+    /// `Display` of [`NameArg`].
+    pub(crate) fn shown(name: &[u8]) -> Shown<'_> {
+        Shown(name)
+    }
+}
+
+/// A name being shown (see [`NameArg::shown`]).
+#[derive(Debug)]
+pub(crate) struct Shown<'a>(&'a [u8]);
+
 impl fmt::Display for NameArg {
-    /// Quoted, escaped as Rust escapes a string; a byte that is no UTF-8 as `\xNN`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Shown(&self.bytes).fmt(f)
+    }
+}
+
+impl fmt::Display for Shown<'_> {
+    /// Quoted, escaped as Rust escapes a string; a byte that is no UTF-8 as `\xNN`. Two
+    /// different names never show the same.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("\"")?;
-        for chunk in self.bytes.utf8_chunks() {
+        for chunk in self.0.utf8_chunks() {
             for c in chunk.valid().chars() {
                 write!(f, "{}", c.escape_debug())?;
             }

@@ -8,6 +8,7 @@
 use rangelock_client::{Client, ConnectOptions, EntryState, Mode};
 
 use crate::connect::Target;
+use crate::name_arg::NameArg;
 
 use crate::exit::{self, Failure};
 use crate::lock::connect_failure;
@@ -136,7 +137,7 @@ fn print_stats(st: &rangelock_client::StatsBody, asked: u32) {
                 e.token,
                 e.start,
                 e.end,
-                e.name.as_deref().map_or("-".to_owned(), shown_name)
+                e.name.as_deref().map_or("-".to_owned(), |n| NameArg::shown(n).to_string())
             );
         }
     }
@@ -150,44 +151,5 @@ fn print_stats(st: &rangelock_client::StatsBody, asked: u32) {
             ""
         };
         println!("… {} more{why}", st.omitted);
-    }
-}
-
-/// A resource name as `stat` shows it: in double quotes (the unnamed resource is `-`),
-/// valid UTF-8 as it is except control characters, `"` and the backslash, which are
-/// escaped as in Rust, and every byte that is not UTF-8 as `\xNN`. Two different names
-/// never show the same.
-pub(crate) fn shown_name(name: &[u8]) -> String {
-    let mut out = String::with_capacity(name.len() + 2);
-    out.push('"');
-    for chunk in name.utf8_chunks() {
-        for ch in chunk.valid().chars() {
-            match ch {
-                '\\' | '"' => out.extend(ch.escape_default()),
-                c if c.is_control() => out.extend(c.escape_default()),
-                c => out.push(c),
-            }
-        }
-        for b in chunk.invalid() {
-            out.push_str(&format!("\\x{b:02x}"));
-        }
-    }
-    out.push('"');
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::shown_name;
-
-    #[test]
-    fn names_are_shown_quoted_and_escaped_where_not_printable_utf8() {
-        assert_eq!(shown_name(b"db/orders"), r#""db/orders""#);
-        assert_eq!(shown_name("données/t 1".as_bytes()), r#""données/t 1""#);
-        assert_eq!(shown_name(b"\xff/a"), r#""\xff/a""#);
-        assert_eq!(shown_name(b"a\\xff"), r#""a\\xff""#);
-        assert_eq!(shown_name(b"tab\t\"q\""), r#""tab\t\"q\"""#);
-        assert_eq!(shown_name(b"-"), r#""-""#);
-        assert_ne!(shown_name(b"\xff"), shown_name(b"\\xff"));
     }
 }

@@ -35,7 +35,7 @@ fn stat_lists_locks_by_resource_name() {
         .collect();
     assert_eq!(
         rows,
-        [("0", "-"), ("0", r#""db/orders""#), ("20", r#""db/orders""#), ("5", r#""\xffraw""#)],
+        [("0", "-"), ("0", r#""db/orders""#), ("20", r#""db/orders""#), ("5", r#""\xFFraw""#)],
         "{s}"
     );
 }
