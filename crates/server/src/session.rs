@@ -51,7 +51,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
 use crate::auth::{self, AuthTable, Principal};
-use crate::config::{EngineKind, ServerConfig};
+use crate::config::ServerConfig;
 use crate::end_log::EndLog;
 use crate::engine::Engine;
 use crate::lapse::{self, Verdict};
@@ -70,13 +70,13 @@ use crate::table::Command;
 /// Whether a session may lock named resources (`LOCK_NAMED`, `docs/design/names.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Names {
-    /// Served: a version 5 session of a single server on a table engine, without
+    /// Served: a version 5 session of a single server (any engine), without
     /// authentication.
     Served,
     /// Refused `FORBIDDEN`: an authenticated session (no token scope names resources yet).
     Forbidden,
     /// Answered `UNKNOWN_OP`, as by a server that predates names: a session before
-    /// version 5, a cluster node, or the rangelock engine (not served there yet).
+    /// version 5, or a cluster node (not served there yet).
     Unknown,
 }
 
@@ -245,10 +245,7 @@ pub(crate) async fn run<S: Transport>(
         local,
         // Only a token with ranges costs a check per LOCK and RECLAIM.
         limits: principal.as_ref().map(|(_, p)| p.clone()).filter(|p| p.ranges().is_some()),
-        names: if version < 5
-            || shared.config.cluster.is_some()
-            || shared.config.engine == EngineKind::RangeLock
-        {
+        names: if version < 5 || shared.config.cluster.is_some() {
             Names::Unknown
         } else if principal.is_some() {
             Names::Forbidden
