@@ -32,8 +32,8 @@
 //! the file and the entry: unknown keys, a missing name, duplicate names or secrets, an
 //! entry with neither or both of `secret` and `secret_sha256`, a secret outside 16 to
 //! [`MAX_TOKEN_LEN`] bytes, a malformed digest, an empty, inverted or malformed range, an
-//! empty `ranges` or `names` list, or no tokens at all. It warns (through `tracing`) when the file is
-//! readable by group or others.
+//! empty `ranges` or `names` list, or no tokens at all. It warns (through `tracing`) when
+//! the file is readable by group or others.
 //!
 //! # Looking a token up
 //!

@@ -627,7 +627,8 @@ impl Handler<'_> {
         }
         let (session, token_name) = (self.session, p.name());
         let name = name.escape_ascii();
-        tracing::debug!(session, %token_name, id, %name, "the name matches none of the token's prefixes");
+        let why = "the name matches none of the token's prefixes";
+        tracing::debug!(session, %token_name, id, %name, "{why}");
         self.error(op::LOCK, id, Status::Forbidden);
         false
     }
