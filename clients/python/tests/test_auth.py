@@ -23,6 +23,7 @@ secret = "{FULL}"
 name = "limited"
 secret = "{LIMITED}"
 ranges = ["0..4096", "1048576..2097152"]
+names = ["db/"]
 """
 
 
@@ -79,6 +80,22 @@ def test_a_token_outside_its_ranges_is_forbidden(auth_server: Server, connect: C
         # Every other request is allowed to the limited token.
         lim.ping()
         lim.stats()
+
+
+def test_a_name_outside_the_tokens_prefixes_is_forbidden(auth_server: Server, connect: Connect) -> None:
+    with connect(auth_server.address, token=LIMITED) as lim, \
+            connect(auth_server.address, token=FULL) as full:
+        g = lim.try_lock(0, 10, name="db/t1")
+        for name in ("etc/passwd", b"db"):
+            with pytest.raises(rangelock.ForbiddenError) as info:
+                lim.try_lock(0, 10, name=name)
+            assert info.value.status is rangelock.Status.FORBIDDEN
+        # A token without names may lock no name; both sessions go on.
+        with pytest.raises(rangelock.ForbiddenError):
+            full.try_lock(0, 10, name="db/t1")
+        assert lim.connected and full.connected and g.valid
+        g.unlock()
+        lim.try_lock(0, 10).unlock()
 
 
 def test_a_token_given_as_bytes(auth_server: Server, connect: Connect) -> None:

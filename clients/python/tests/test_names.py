@@ -1,5 +1,5 @@
 """Named resources (protocol version 5, ``docs/PROTOCOL.md`` §2.2) from the blocking and
-asyncio clients, against the real server's table engines: locks on different names, and
+asyncio clients, against the real server's engines: locks on different names, and
 on a name and the unnamed resource, never conflict; the same name does."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import pytest
 import rangelock
 from conftest import Connect, Server, StartServer
 
-#: The engines that serve names (the ``rangelock`` engine does not yet).
-TABLE_ENGINES = ["combiner", "tree-mutex", "tree-single"]
+#: Every engine serves names.
+ENGINES = ["combiner", "tree-mutex", "tree-single", "rangelock"]
 
 
-@pytest.mark.parametrize("engine", TABLE_ENGINES)
+@pytest.mark.parametrize("engine", ENGINES)
 def test_names_are_separate_resources(start_server: StartServer, connect: Connect, engine: str) -> None:
     server = start_server("--engine", engine)
     with connect(server.address) as c1, connect(server.address) as c2:

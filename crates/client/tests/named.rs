@@ -17,7 +17,13 @@ fn server(engine: EngineKind) -> (Server, Endpoint) {
 
 #[test]
 fn the_blocking_client_locks_named_resources() {
-    for engine in [EngineKind::Combiner, EngineKind::TreeMutex, EngineKind::TreeSingle] {
+    let engines = [
+        EngineKind::Combiner,
+        EngineKind::TreeMutex,
+        EngineKind::TreeSingle,
+        EngineKind::RangeLock,
+    ];
+    for engine in engines {
         let (srv, ep) = server(engine);
         let (a, b) = (Client::connect(&ep).unwrap(), Client::connect(&ep).unwrap());
         let held = a.resource("db/orders").unwrap().lock_exclusive(0..100).unwrap();
@@ -50,34 +56,29 @@ fn names_the_server_cannot_take_are_refused_before_sending() {
     assert!(matches!(c.resource(&long), Err(ClientError::InvalidName { len: 1025 })));
     c.resource(&long[1..]).unwrap().lock_exclusive(0..1).unwrap().unlock().unwrap();
     srv.shutdown();
-    // The rangelock engine serves no names yet: the server answers the named lock
-    // UNKNOWN_OP, which the client reports as a server error.
-    let (srv, ep) = server(EngineKind::RangeLock);
-    let c = Client::connect(&ep).unwrap();
-    let e = c.resource("x").unwrap().lock_exclusive(0..1).unwrap_err();
-    assert!(matches!(e, ClientError::Server(rangelock_client::Status::UnknownOp)), "{e}");
-    srv.shutdown();
 }
 
 #[tokio::test]
 async fn the_async_client_locks_named_resources() {
-    let (srv, ep) = server(EngineKind::Combiner);
-    let (a, b) =
-        (AsyncClient::connect(&ep).await.unwrap(), AsyncClient::connect(&ep).await.unwrap());
-    let held = a.resource("logs/7").unwrap().lock_exclusive(0..10).await.unwrap();
-    let _other =
-        b.resource("logs/8").unwrap().lock(0..10, Mode::Exclusive, Wait::Try).await.unwrap();
-    let same = b.resource("logs/7").unwrap();
-    assert!(matches!(
-        same.lock(5..6, Mode::Exclusive, Wait::Try).await,
-        Err(ClientError::WouldBlock)
-    ));
-    // A waiter on the name is granted when the holder lets go.
-    let waiter = tokio::spawn(async move { same.lock_exclusive(5..6).await });
-    held.unlock().await.unwrap();
-    let g = waiter.await.unwrap().unwrap();
-    assert_eq!(g.range(), 5..6);
-    srv.shutdown();
+    for engine in [EngineKind::Combiner, EngineKind::RangeLock] {
+        let (srv, ep) = server(engine);
+        let (a, b) =
+            (AsyncClient::connect(&ep).await.unwrap(), AsyncClient::connect(&ep).await.unwrap());
+        let held = a.resource("logs/7").unwrap().lock_exclusive(0..10).await.unwrap();
+        let _other =
+            b.resource("logs/8").unwrap().lock(0..10, Mode::Exclusive, Wait::Try).await.unwrap();
+        let same = b.resource("logs/7").unwrap();
+        assert!(matches!(
+            same.lock(5..6, Mode::Exclusive, Wait::Try).await,
+            Err(ClientError::WouldBlock)
+        ));
+        // A waiter on the name is granted when the holder lets go.
+        let waiter = tokio::spawn(async move { same.lock_exclusive(5..6).await });
+        held.unlock().await.unwrap();
+        let g = waiter.await.unwrap().unwrap();
+        assert_eq!(g.range(), 5..6, "{engine:?}");
+        srv.shutdown();
+    }
 }
 
 /// A client that fell back to version 4 (an older server refused version 5) has no names:

@@ -8,10 +8,12 @@
 //! name = "ingest"                       # shown in logs; the secret never is
 //! secret_sha256 = "9f86d081884c7d65..." # the SHA-256 of the token, 64 hex digits
 //! ranges = ["0..4096", "0x100000..0x200000"]
+//! names = ["db/", "logs/"]              # named resources it may lock, by prefix
 //!
 //! [[token]]
 //! name = "admin"
 //! secret = "a-long-random-string"       # or the token itself (at least 16 bytes)
+//! names = [""]                          # every name
 //! ```
 //!
 //! `ranges` is optional: without it the token may lock the whole unit space. Each range is
@@ -20,12 +22,18 @@
 //! union of the token's ranges: ranges that overlap or touch count as one
 //! ([`Ranges::contains`]).
 //!
+//! `names` is optional too: the named resources (`LOCK_NAMED`) the token may lock, as
+//! prefixes of their names' bytes. A name is allowed when one of the prefixes is a prefix
+//! of it; `""` allows every name. Without `names` the token may lock the unnamed resource
+//! only, so a file written before names keeps its meaning. The unnamed resource stays
+//! allowed with `names` (within `ranges`), and `ranges` applies to every name alike.
+//!
 //! [`AuthTable::load`] refuses a file it cannot use with an [`AuthFileError`] that names
 //! the file and the entry: unknown keys, a missing name, duplicate names or secrets, an
 //! entry with neither or both of `secret` and `secret_sha256`, a secret outside 16 to
 //! [`MAX_TOKEN_LEN`] bytes, a malformed digest, an empty, inverted or malformed range, an
-//! empty `ranges` list, or no tokens at all. It warns (through `tracing`) when the file is
-//! readable by group or others.
+//! empty `ranges` or `names` list, or no tokens at all. It warns (through `tracing`) when
+//! the file is readable by group or others.
 //!
 //! # Looking a token up
 //!
@@ -76,6 +84,7 @@ impl core::fmt::Debug for AuthTable {
 pub struct Principal {
     name: String,
     ranges: Option<Ranges>,
+    names: Option<Box<[String]>>,
 }
 
 impl Principal {
@@ -92,6 +101,18 @@ impl Principal {
     /// Whether the token may lock `start..end`.
     pub fn may_lock(&self, start: u64, end: u64) -> bool {
         self.ranges.as_ref().is_none_or(|r| r.contains(start, end))
+    }
+
+    /// The prefixes of the names the token may lock; `None`: no name (the unnamed
+    /// resource only).
+    pub fn name_prefixes(&self) -> Option<&[String]> {
+        self.names.as_deref()
+    }
+
+    /// Whether the token may lock the resource named `name`: one of its prefixes is a
+    /// prefix of the name's bytes.
+    pub fn may_lock_name(&self, name: &[u8]) -> bool {
+        self.names.as_deref().is_some_and(|ps| ps.iter().any(|p| name.starts_with(p.as_bytes())))
     }
 }
 
@@ -202,6 +223,12 @@ pub enum TokenProblem {
         "ranges is empty: list at least one range, or leave ranges out for the whole unit space"
     )]
     NoRanges,
+    /// `names = []`.
+    #[error(
+        "names is empty: list at least one prefix (\"\" for every name), or leave names out \
+         for the unnamed resource only"
+    )]
+    NoNames,
     /// A range that does not parse, or is empty or inverted.
     #[error("range {range:?}: {why}")]
     BadRange {
@@ -228,6 +255,7 @@ struct TokenDef {
     secret: Option<String>,
     secret_sha256: Option<String>,
     ranges: Option<Vec<String>>,
+    names: Option<Vec<String>>,
 }
 
 impl AuthTable {
@@ -295,13 +323,14 @@ impl AuthTable {
     }
 
     /// Whether a session that authenticated with the token of digest `digest` as `who`
-    /// may go on under this table: the token is here, with the same name and ranges.
+    /// may go on under this table: the token is here, with the same name, ranges and
+    /// names.
     pub(crate) fn still_admits(&self, digest: &[u8; 32], who: &Principal) -> bool {
         self.by_digest(digest).is_some_and(|p| **p == *who)
     }
 
     /// The names of the tokens of this table that `newer` no longer admits as they are
-    /// (removed, or their name or ranges changed): their sessions end on a reload.
+    /// (removed, or their name, ranges or names changed): their sessions end on a reload.
     pub fn revoked_by(&self, newer: &AuthTable) -> Vec<String> {
         self.tokens
             .iter()
@@ -377,7 +406,11 @@ fn check_token(t: TokenDef, earlier: &[Entry]) -> Result<Entry, TokenProblem> {
             Some(Ranges::new(parsed))
         }
     };
-    Ok(Entry { digest, principal: Arc::new(Principal { name: t.name, ranges }) })
+    let names = match t.names {
+        Some(list) if list.is_empty() => return Err(TokenProblem::NoNames),
+        list => list.map(Vec::into_boxed_slice),
+    };
+    Ok(Entry { digest, principal: Arc::new(Principal { name: t.name, ranges, names }) })
 }
 
 /// 64 hex digits (either case) to 32 bytes.
@@ -529,6 +562,56 @@ mod tests {
     }
 
     #[test]
+    fn names_are_allowed_by_byte_prefix_and_absent_names_allow_none() {
+        let text = format!(
+            r#"
+            [[token]]
+            name = "db"
+            secret = "{SECRET}"
+            ranges = ["0..100"]
+            names = ["db/", "logs/"]
+
+            [[token]]
+            name = "all"
+            secret = "all-the-names-0123456789"
+            names = [""]
+
+            [[token]]
+            name = "unnamed"
+            secret = "the-unnamed-only-0123456789"
+            "#
+        );
+        let t = parse(&text).unwrap();
+        let db = t.authenticate(SECRET.as_bytes()).unwrap();
+        assert_eq!(db.name_prefixes().unwrap(), ["db/", "logs/"]);
+        for (name, ok) in [
+            (&b"db/t1"[..], true),
+            (b"db/", true),
+            (b"logs/2026/12", true),
+            (b"db", false),
+            (b"etc/passwd", false),
+            (b"DB/t1", false),
+            (b"xdb/t1", false),
+            (b"db\xff", false),
+            (b"db/\xff\x00", true),
+        ] {
+            assert_eq!(db.may_lock_name(name), ok, "{}", name.escape_ascii());
+        }
+        assert!(db.may_lock(0, 100) && !db.may_lock(0, 101), "ranges are kept as they were");
+        let all = t.authenticate(b"all-the-names-0123456789").unwrap();
+        assert!(all.may_lock_name(b"etc/passwd") && all.may_lock_name(b"\x00"));
+        let unnamed = t.authenticate(b"the-unnamed-only-0123456789").unwrap();
+        assert!(unnamed.name_prefixes().is_none() && !unnamed.may_lock_name(b"db/t1"));
+        // A change of names revokes the token's sessions on a reload.
+        let narrowed =
+            parse(&text.replace(r#"names = ["db/", "logs/"]"#, r#"names = ["db/"]"#)).unwrap();
+        assert_eq!(t.revoked_by(&narrowed), ["db"]);
+        let m =
+            syntax(&format!("[[token]]\nname = \"a\"\nsecret = \"{SECRET}\"\nnames = \"db/\"\n"));
+        assert!(m.contains("line 4") && m.contains("invalid type"), "{m}");
+    }
+
+    #[test]
     fn ranges_contain_only_what_lies_inside_one_merged_range() {
         let r = Ranges::new(vec![100..200, 0..10, 150..300, 300..301, 500..u64::MAX]);
         assert_eq!(r.as_slice(), &[0..10, 100..301, 500..u64::MAX]);
@@ -651,6 +734,11 @@ mod tests {
                 format!("[[token]]\nname = \"a\"\nsecret = \"{SECRET}\"\nranges = []\n"),
                 "token \"a\"",
                 TokenProblem::NoRanges,
+            ),
+            (
+                format!("[[token]]\nname = \"a\"\nsecret = \"{SECRET}\"\nnames = []\n"),
+                "token \"a\"",
+                TokenProblem::NoNames,
             ),
         ];
         for (text, entry, want) in cases {

@@ -15,8 +15,8 @@
 //! polling with RDMA (bench variant `combiner-shm-poll`).
 //!
 //! With `auth` set ([`AuthTable`], `rangelock serve --auth-file`), a session must present
-//! a token the table knows in its hello, and may lock only the ranges of that token
-//! (`docs/PROTOCOL.md` §1.1). [`Server::reload`] reads the auth file and the TLS files
+//! a token the table knows in its hello, and may lock only the ranges and names of that
+//! token (`docs/PROTOCOL.md` §1.1). [`Server::reload`] reads the auth file and the TLS files
 //! again without ending sessions whose token stays (`rangelock serve` does it on SIGHUP).
 //!
 //! With `metrics` set, the server also answers `GET /metrics` over HTTP on that address

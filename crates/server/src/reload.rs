@@ -10,8 +10,8 @@
 //!
 //! Sessions and their locks stay. A TLS session keeps the keys of its handshake; the new
 //! certificate serves the handshakes that start after the reload. An authenticated
-//! session goes on while the new auth file holds its token with the same name and ranges
-//! ([`AuthTable::revoked_by`]); otherwise it is ended with the `SESSION_ENDED` notice
+//! session goes on while the new auth file holds its token with the same name, ranges and
+//! name prefixes ([`AuthTable::revoked_by`]); otherwise it is ended with the `SESSION_ENDED` notice
 //! reason `TOKEN_REVOKED` (`docs/PROTOCOL.md` §2.1), which releases its locks.
 //!
 //! # Why a `watch` channel

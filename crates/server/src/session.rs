@@ -51,7 +51,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
 use crate::auth::{self, AuthTable, Principal};
-use crate::config::{EngineKind, ServerConfig};
+use crate::config::ServerConfig;
 use crate::end_log::EndLog;
 use crate::engine::Engine;
 use crate::lapse::{self, Verdict};
@@ -68,15 +68,16 @@ use crate::shm::{ShmArea, ShmSink};
 use crate::table::Command;
 
 /// Whether a session may lock named resources (`LOCK_NAMED`, `docs/design/names.md`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Names {
-    /// Served: a version 5 session of a single server on a table engine, without
+    /// Served: a version 5 session of a single server (any engine), without
     /// authentication.
     Served,
-    /// Refused `FORBIDDEN`: an authenticated session (no token scope names resources yet).
-    Forbidden,
+    /// Served for the names its token's prefixes allow (`FORBIDDEN` for the others): an
+    /// authenticated version 5 session of a single server.
+    Scoped(Arc<Principal>),
     /// Answered `UNKNOWN_OP`, as by a server that predates names: a session before
-    /// version 5, a cluster node, or the rangelock engine (not served there yet).
+    /// version 5, or a cluster node (not served there yet).
     Unknown,
 }
 
@@ -245,13 +246,10 @@ pub(crate) async fn run<S: Transport>(
         local,
         // Only a token with ranges costs a check per LOCK and RECLAIM.
         limits: principal.as_ref().map(|(_, p)| p.clone()).filter(|p| p.ranges().is_some()),
-        names: if version < 5
-            || shared.config.cluster.is_some()
-            || shared.config.engine == EngineKind::RangeLock
-        {
+        names: if version < 5 || shared.config.cluster.is_some() {
             Names::Unknown
-        } else if principal.is_some() {
-            Names::Forbidden
+        } else if let Some((_, p)) = &principal {
+            Names::Scoped(p.clone())
         } else {
             Names::Served
         },
@@ -611,16 +609,31 @@ impl Handler<'_> {
     }
 
     /// How a named op (`LOCK_NAMED`, `RECLAIM_NAMED`) is refused here, whatever its
-    /// payload: `(op, status)` of the answer, `None` where it is served. Unknown where
-    /// names are not served, as to a server that predates them (`RECLAIM_NAMED` is a
-    /// cluster's, not served yet); `FORBIDDEN` for an authenticated session.
+    /// payload: `(op, status)` of the answer, `None` where it is served (a token's name
+    /// prefixes are checked later, [`Handler::name_permitted`]). Unknown where names are
+    /// not served, as to a server that predates them (`RECLAIM_NAMED` is a cluster's, not
+    /// served yet).
     fn named_refusal(&self, named_op: u8) -> Option<(u8, Status)> {
         match self.names {
             _ if named_op == op::RECLAIM_NAMED => Some((op::UNKNOWN, Status::UnknownOp)),
             Names::Unknown => Some((op::UNKNOWN, Status::UnknownOp)),
-            Names::Forbidden => Some((op::LOCK, Status::Forbidden)),
-            Names::Served => None,
+            Names::Served | Names::Scoped(_) => None,
         }
+    }
+
+    /// Whether the session's token may lock the resource `name`; answers the `LOCK`
+    /// `FORBIDDEN` if not (the session goes on).
+    fn name_permitted(&self, id: u64, name: &[u8]) -> bool {
+        let Names::Scoped(p) = &self.names else { return true };
+        if p.may_lock_name(name) {
+            return true;
+        }
+        let (session, token_name) = (self.session, p.name());
+        let name = name.escape_ascii();
+        let why = "the name matches none of the token's prefixes";
+        tracing::debug!(session, %token_name, id, %name, "{why}");
+        self.error(op::LOCK, id, Status::Forbidden);
+        false
     }
 
     fn frame(&mut self, body: &[u8]) {
@@ -651,13 +664,11 @@ impl Handler<'_> {
             Request::Lock { start, end, mode, wait } => self.lock(id, start, end, None, mode, wait),
             Request::LockNamed { start, end, mode, wait, name } => {
                 match self.named_refusal(op::LOCK_NAMED) {
-                    None => self.lock(id, start, end, Some(Arc::from(name)), mode, wait),
-                    Some((op, status)) => {
-                        if status == Status::Forbidden {
-                            tracing::debug!(session, id, "named lock: no token may lock names yet");
-                        }
-                        self.error(op, id, status)
+                    None if self.name_permitted(id, name) => {
+                        self.lock(id, start, end, Some(Arc::from(name)), mode, wait)
                     }
+                    None => {}
+                    Some((op, status)) => self.error(op, id, status),
                 }
             }
             Request::Unlock { target } => {

@@ -22,7 +22,8 @@ use rangelock_server::{AuthTable, EngineKind, Server, ServerConfig};
 
 /// May lock anything.
 const FULL: &str = "full-secret-5b0f4c1e9a7d";
-/// May lock `0..4096` and `0x100000..0x200000`.
+/// May lock `0..4096` and `0x100000..0x200000`, of the unnamed resource and of the names
+/// that start with `db/`.
 const INGEST: &str = "ingest-secret-77c3e0a2f1b9";
 /// May lock `0..10`, `10..20` (so `0..20`) and `30..40`.
 const SPLIT: &str = "split-secret-3e4d5c6b7a80";
@@ -83,6 +84,7 @@ fn table() -> Arc<AuthTable> {
         name = "ingest"
         secret = "{INGEST}"
         ranges = ["0..{INGEST_END}", "0x100000..0x200000"]
+        names = ["db/"]
 
         [[token]]
         name = "split"
@@ -287,19 +289,57 @@ fn ranges_that_touch_count_as_one() {
     }
 }
 
-/// No token may lock names yet: an authenticated session's LOCK_NAMED is FORBIDDEN (on
-/// the engines that serve names), even with a token of the whole unit space, and the
-/// session goes on.
+/// A token locks the names its prefixes allow, within its ranges, and gets `FORBIDDEN`
+/// for any other name (logged with the token's name); a token without `names` may lock no
+/// name. The session goes on either way.
 #[test]
-fn an_authenticated_session_may_not_lock_names_yet() {
-    for engine in [EngineKind::Combiner, EngineKind::TreeMutex, EngineKind::TreeSingle] {
+fn a_token_locks_only_names_under_its_prefixes() {
+    let named = |name: &'static [u8], start, end| Request::LockNamed {
+        start,
+        end,
+        mode: X,
+        wait: Wait::Try,
+        name,
+    };
+    for engine in ENGINES {
         let srv = server(engine);
-        let mut full = Raw::connect_with_token(srv.tcp_addr().unwrap(), FULL.as_bytes());
-        let named = Request::LockNamed { start: 0, end: 1, mode: X, wait: Wait::Try, name: b"db" };
-        let r = full.call(5, named);
-        assert_eq!((r.op, r.id, r.status), (op::LOCK, 5, Status::Forbidden), "{engine:?}");
-        assert_eq!(full.call(6, lock(0, 1, X, Wait::Try)).status, Status::Ok, "{engine:?}");
-        drop(full);
+        let by = Bystander::start(&srv);
+        let addr = srv.tcp_addr().unwrap();
+        let mut ingest = Raw::connect_with_token(addr, INGEST.as_bytes());
+        let r = ingest.call(1, named(b"db/t1", 0, 10));
+        assert_eq!((r.op, r.id, r.status), (op::LOCK, 1, Status::Ok), "{engine:?}");
+        let r = ingest.call(2, named(b"etc/passwd", 0, 10));
+        assert_eq!((r.op, r.id, r.status), (op::LOCK, 2, Status::Forbidden), "{engine:?}");
+        let r = ingest.call(3, named(b"db", 0, 10));
+        assert_eq!(r.status, Status::Forbidden, "{engine:?}: a prefix of the prefix");
+        let r = ingest.call(4, named(b"db/t2", INGEST_END - 1, INGEST_END + 1));
+        assert_eq!(r.status, Status::Forbidden, "{engine:?}: the ranges apply to names");
+        // The session goes on: the unnamed resource stays within its ranges.
+        assert_eq!(ingest.call(5, lock(0, 10, X, Wait::Try)).status, Status::Ok, "{engine:?}");
+        let r = ingest.call(6, named(b"db/t1", 5, 6));
+        assert_eq!(r.status, Status::WouldBlock, "{engine:?}: db/t1 is held");
+        let log = log_text();
+        assert!(
+            log.lines().any(|l| l.contains("the name matches none of the token's prefixes")
+                && l.contains("token_name=ingest")
+                && l.contains("etc/passwd")),
+            "{engine:?}: the refusal is logged"
+        );
+        // A token without `names`, whatever its ranges: no name at all.
+        let mut full = Raw::connect_with_token(addr, FULL.as_bytes());
+        for name in [&b"db/t1"[..], b"etc/passwd"] {
+            let r = full
+                .call(7, Request::LockNamed { start: 0, end: 1, mode: X, wait: Wait::Try, name });
+            assert_eq!((r.op, r.id, r.status), (op::LOCK, 7, Status::Forbidden), "{engine:?}");
+        }
+        assert_eq!(full.call(8, lock(0, 1, X, Wait::Try)).status, Status::WouldBlock);
+        assert_eq!(full.call(9, lock(10, 11, X, Wait::Try)).status, Status::Ok, "{engine:?}");
+        for target in [1, 5] {
+            assert_eq!(ingest.call(10, Request::Unlock { target }).status, Status::Ok);
+        }
+        assert_eq!(full.call(10, Request::Unlock { target: 9 }).status, Status::Ok);
+        drop((ingest, full));
+        by.check_unaffected(&srv);
         srv.shutdown();
     }
 }

@@ -376,11 +376,9 @@ async fn every_request_counts(engine: EngineKind, grant: GrantMode) {
     let want = want.error("NOT_HELD", 2).error("INVALID_RANGE", 1);
     want.shown(m, engine, "errors").await;
 
-    // Named locks (not served by the rangelock engine yet): two on one name, one on
-    // another, each counted while held; released, the names go.
-    let want = if engine == EngineKind::RangeLock {
-        want
-    } else {
+    // Named locks: two on one name, one on another, each counted while held; released,
+    // the names go.
+    let want = {
         let orders = a.resource("db/orders").unwrap();
         let users = b.resource("db/users").unwrap();
         let n1 = orders.lock(0..10, x, Wait::Forever).await.unwrap();
@@ -429,9 +427,8 @@ async fn every_request_counts(engine: EngineKind, grant: GrantMode) {
     for gauge in ["sessions_open", "locks_held", "locks_queued"] {
         assert_eq!(end.get(gauge), 0.0, "{gauge} is back to 0");
     }
-    let named = if engine == EngineKind::RangeLock { 0.0 } else { 3.0 };
-    assert_eq!(end.get("wait_seconds_count"), 5.0 + named);
-    assert_eq!(end.get("hold_seconds_count"), 5.0 + named);
+    assert_eq!(end.get("wait_seconds_count"), 8.0);
+    assert_eq!(end.get("hold_seconds_count"), 8.0);
     server.shutdown();
 }
 

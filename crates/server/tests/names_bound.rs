@@ -9,9 +9,8 @@ use common::Raw;
 use rangelock_server::protocol::*;
 use rangelock_server::{EngineKind, Server, ServerConfig};
 
-/// The engines that serve names.
-const NAMED_ENGINES: [EngineKind; 3] =
-    [EngineKind::Combiner, EngineKind::TreeMutex, EngineKind::TreeSingle];
+/// Every engine serves names.
+const NAMED_ENGINES: [EngineKind; 4] = EngineKind::ALL;
 
 fn server(engine: EngineKind, f: impl FnOnce(&mut ServerConfig)) -> Server {
     let mut c = ServerConfig { engine, ..ServerConfig::ephemeral() };

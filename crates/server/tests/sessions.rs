@@ -556,7 +556,7 @@ fn a_blocking_client_is_shared_by_threads() {
 /// rangelock engine, and RECLAIM_NAMED on a single server) the named ops are unknown, as
 /// to a server that predates them.
 #[test]
-fn version_5_sessions_lock_named_resources_on_the_table_engines() {
+fn version_5_sessions_lock_named_resources_on_every_engine() {
     let named = |name: &'static [u8], start, end, wait| Request::LockNamed {
         start,
         end,
@@ -564,7 +564,13 @@ fn version_5_sessions_lock_named_resources_on_the_table_engines() {
         wait,
         name,
     };
-    for engine in [EngineKind::Combiner, EngineKind::TreeMutex, EngineKind::TreeSingle] {
+    let engines = [
+        EngineKind::Combiner,
+        EngineKind::TreeMutex,
+        EngineKind::TreeSingle,
+        EngineKind::RangeLock,
+    ];
+    for engine in engines {
         let srv = server(|c| c.engine = engine);
         let addr = srv.tcp_addr().unwrap();
         let (mut a, mut b) = (Raw::connect(addr), Raw::connect(addr));
@@ -607,17 +613,14 @@ fn version_5_sessions_lock_named_resources_on_the_table_engines() {
         assert_eq!((r.op, r.status), (op::UNKNOWN, Status::UnknownOp), "{engine:?}");
         srv.shutdown();
     }
-    // Not served: a version 4 session, and the rangelock engine.
-    let srv = server(|c| c.engine = EngineKind::Combiner);
-    let mut old = Raw::connect_version(srv.tcp_addr().unwrap(), 4);
-    let r = old.call(1, named(b"db/a", 0, 10, Wait::Try));
-    assert_eq!((r.op, r.status), (op::UNKNOWN, Status::UnknownOp));
-    srv.shutdown();
-    let srv = server(|c| c.engine = EngineKind::RangeLock);
-    let mut c = Raw::connect(srv.tcp_addr().unwrap());
-    let r = c.call(1, named(b"db/a", 0, 10, Wait::Try));
-    assert_eq!((r.op, r.status), (op::UNKNOWN, Status::UnknownOp));
-    srv.shutdown();
+    // Not served: a version 4 session.
+    for engine in [EngineKind::Combiner, EngineKind::RangeLock] {
+        let srv = server(|c| c.engine = engine);
+        let mut old = Raw::connect_version(srv.tcp_addr().unwrap(), 4);
+        let r = old.call(1, named(b"db/a", 0, 10, Wait::Try));
+        assert_eq!((r.op, r.status), (op::UNKNOWN, Status::UnknownOp), "{engine:?}");
+        srv.shutdown();
+    }
 }
 
 /// `STATS_NAMED` (version 5) lists each lock with its resource's name and counts the live
@@ -633,7 +636,7 @@ fn stats_named_lists_names_and_counts_them() {
         wait: Wait::Forever,
         name,
     };
-    for engine in [EngineKind::Combiner, EngineKind::TreeMutex, EngineKind::TreeSingle] {
+    for engine in EngineKind::ALL {
         let srv = server(|c| c.engine = engine);
         let addr = srv.tcp_addr().unwrap();
         let (mut a, mut b) = (Raw::connect(addr), Raw::connect(addr));
