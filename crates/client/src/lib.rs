@@ -18,6 +18,30 @@
 //! The blocking [`Client`] does its socket I/O on the calling thread (no runtime, no
 //! hand-off per request); the [`AsyncClient`] runs on the caller's tokio runtime.
 //!
+//! # Named resources
+//!
+//! A resource is a name plus a range: a file's path and its bytes, a table id and its
+//! rows. Locks on different names never conflict, and a name exists at the server only
+//! while something of it is held or queued (`docs/PROTOCOL.md` §2.2; protocol version 5).
+//! The lock calls of [`Client`] and [`AsyncClient`] lock the *unnamed* resource; a named
+//! one is locked through a handle, [`Client::resource`] or [`AsyncClient::resource`],
+//! which has the same lock calls. A handle per resource rather than a name on every
+//! call: the calls keep one signature, and the name is checked (1 to
+//! [`MAX_RESOURCE_NAME_LEN`] bytes) once, when the handle is made.
+//!
+//! ```no_run
+//! use rangelock_client::{Client, Endpoint, Mode, Wait};
+//! let client = Client::connect(&Endpoint::default())?;
+//! let orders = client.resource("db/orders")?;
+//! let users = client.resource(b"db/users")?;
+//! let a = orders.lock(0..4096, Mode::Exclusive, Wait::Forever)?;
+//! let b = users.lock(0..4096, Mode::Exclusive, Wait::Try)?; // another name: no conflict
+//! let stats = client.stats(100)?; // each entry names its resource
+//! assert_eq!(stats.counters.names_live, 2);
+//! drop((a, b));
+//! # Ok::<(), rangelock_client::ClientError>(())
+//! ```
+//!
 //! # Shared-memory answers
 //!
 //! On the server's host, [`Client::attach_shm`] asks a server started with shared-memory
