@@ -58,7 +58,7 @@ use crate::lapse::{self, Verdict};
 use crate::metrics::{ErrorCounts, ServerMetrics};
 use crate::ownership::Admission;
 use crate::protocol::{
-    op, read_frame, ClientHelloHead, DecodeError, EndReason, FrameError, HelloStatus, Mode,
+    self, op, read_frame, ClientHelloHead, DecodeError, EndReason, FrameError, HelloStatus, Mode,
     Request, RequestFrame, ResponseFrame, ServerHello, Status, Wait, ALL_PARTITIONS,
     CLIENT_HELLO_LEN, MAX_TOKEN_LEN, MIN_VERSION, VERSION,
 };
@@ -70,13 +70,13 @@ use crate::table::Command;
 /// Whether a session may lock named resources (`LOCK_NAMED`, `docs/design/names.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Names {
-    /// Served: a version 5 session of a single server on a table engine, without
-    /// authentication.
+    /// Served: a version 5 session of a single server or a cluster node on a table
+    /// engine, without authentication.
     Served,
     /// Refused `FORBIDDEN`: an authenticated session (no token scope names resources yet).
     Forbidden,
     /// Answered `UNKNOWN_OP`, as by a server that predates names: a session before
-    /// version 5, a cluster node, or the rangelock engine (not served there yet).
+    /// version 5, or the rangelock engine (not served there yet).
     Unknown,
 }
 
@@ -245,10 +245,7 @@ pub(crate) async fn run<S: Transport>(
         local,
         // Only a token with ranges costs a check per LOCK and RECLAIM.
         limits: principal.as_ref().map(|(_, p)| p.clone()).filter(|p| p.ranges().is_some()),
-        names: if version < 5
-            || shared.config.cluster.is_some()
-            || shared.config.engine == EngineKind::RangeLock
-        {
+        names: if version < 5 || shared.config.engine == EngineKind::RangeLock {
             Names::Unknown
         } else if principal.is_some() {
             Names::Forbidden
@@ -581,14 +578,27 @@ impl Handler<'_> {
         let nonce = self.nonce;
         let may_wait = wait != Wait::Try;
         let arrived = self.shared.metrics.as_ref().map_or(0, |m| m.clock.now());
-        let cmd = Command::Lock { session, id, start, end, name, mode, may_wait, nonce, arrived };
         if let Some(own) = &self.shared.config.cluster {
+            // A named lock lies in its name's stripe's partition.
+            let hash = name.as_deref().map(protocol::name_hash);
+            let cmd =
+                Command::Lock { session, id, start, end, name, mode, may_wait, nonce, arrived };
             let submit = || engine.submit(cmd);
-            if let Err(r) = own.admit(Admission::Lock, op::LOCK, id, start, end, submit) {
+            if let Err(r) = own.admit(Admission::Lock, op::LOCK, id, start, end, hash, submit) {
                 return self.refuse(r);
             }
         } else {
-            engine.submit(cmd);
+            engine.submit(Command::Lock {
+                session,
+                id,
+                start,
+                end,
+                name,
+                mode,
+                may_wait,
+                nonce,
+                arrived,
+            });
         }
         if let Wait::Timeout(d) = wait {
             while self.timers.try_join_next().is_some() {}
@@ -609,14 +619,46 @@ impl Handler<'_> {
 
     /// How a named op (`LOCK_NAMED`, `RECLAIM_NAMED`) is refused here, whatever its
     /// payload: `(op, status)` of the answer, `None` where it is served. Unknown where
-    /// names are not served, as to a server that predates them (`RECLAIM_NAMED` is a
-    /// cluster's, not served yet); `FORBIDDEN` for an authenticated session.
+    /// names are not served, as to a server that predates them, and `RECLAIM_NAMED` on a
+    /// single server (a cluster's op); `FORBIDDEN` for an authenticated session.
     fn named_refusal(&self, named_op: u8) -> Option<(u8, Status)> {
+        let reclaim = named_op == op::RECLAIM_NAMED;
         match self.names {
-            _ if named_op == op::RECLAIM_NAMED => Some((op::UNKNOWN, Status::UnknownOp)),
+            _ if reclaim && self.shared.config.cluster.is_none() => {
+                Some((op::UNKNOWN, Status::UnknownOp))
+            }
             Names::Unknown => Some((op::UNKNOWN, Status::UnknownOp)),
+            Names::Forbidden if reclaim => Some((op::RECLAIM, Status::Forbidden)),
             Names::Forbidden => Some((op::LOCK, Status::Forbidden)),
             Names::Served => None,
+        }
+    }
+
+    /// `RECLAIM`, and `RECLAIM_NAMED` of `name` (cluster nodes): both are answered as
+    /// `RECLAIM`s.
+    #[allow(clippy::too_many_arguments)]
+    fn reclaim(
+        &mut self,
+        id: u64,
+        start: u64,
+        end: u64,
+        name: Option<Arc<[u8]>>,
+        mode: Mode,
+        token: u64,
+    ) {
+        if !self.permitted(op::RECLAIM, id, start, end) {
+            return;
+        }
+        let Some(own) = &self.shared.config.cluster else {
+            return self.error(op::RECLAIM, id, Status::NotClustered);
+        };
+        let (session, engine) = (self.session, &self.shared.engine);
+        let hash = name.as_deref().map(protocol::name_hash);
+        let cmd = Command::Reclaim { session, id, start, end, name, mode, token };
+        let submit = || engine.submit(cmd);
+        let what = Admission::Reclaim { token };
+        if let Err(r) = own.admit(what, op::RECLAIM, id, start, end, hash, submit) {
+            self.refuse(r);
         }
     }
 
@@ -629,8 +671,9 @@ impl Handler<'_> {
                 let named = matches!(op, op::LOCK_NAMED | op::RECLAIM_NAMED);
                 let (op, status) = match named.then(|| self.named_refusal(op)).flatten() {
                     Some(refusal) => refusal,
-                    // A named lock is answered as a lock.
+                    // A named lock (reclaim) is answered as a lock (reclaim).
                     None if op == op::LOCK_NAMED => (op::LOCK, e.status()),
+                    None if op == op::RECLAIM_NAMED => (op::RECLAIM, e.status()),
                     None => (op, e.status()),
                 };
                 // Never echo an unknown op byte: `0x81` would come back as a LOCK reply.
@@ -665,9 +708,11 @@ impl Handler<'_> {
                 engine.submit(Command::Cancel { session, id, target })
             }
             Request::Poll { target } => engine.submit(Command::Poll { session, id, target }),
-            Request::ReclaimNamed { .. } => {
-                let (op, status) = self.named_refusal(op::RECLAIM_NAMED).expect("never served");
-                self.error(op, id, status)
+            Request::ReclaimNamed { start, end, mode, token, name } => {
+                match self.named_refusal(op::RECLAIM_NAMED) {
+                    None => self.reclaim(id, start, end, Some(Arc::from(name)), mode, token),
+                    Some((op, status)) => self.error(op, id, status),
+                }
             }
             Request::Keepalive => {
                 reply::send_now(&self.tx, ResponseFrame::new(op::KEEPALIVE, id, Status::Ok, 0));
@@ -675,18 +720,7 @@ impl Handler<'_> {
             // A single server is not a cluster node: RECLAIM and MAP get NOT_CLUSTERED
             // (PROTOCOL.md §7) -- a RECLAIM outside the token's ranges FORBIDDEN first.
             Request::Reclaim { start, end, mode, token } => {
-                if !self.permitted(op::RECLAIM, id, start, end) {
-                    return;
-                }
-                let Some(own) = &self.shared.config.cluster else {
-                    return self.error(op::RECLAIM, id, Status::NotClustered);
-                };
-                let cmd = Command::Reclaim { session, id, start, end, mode, token };
-                let submit = || engine.submit(cmd);
-                let what = Admission::Reclaim { token };
-                if let Err(r) = own.admit(what, op::RECLAIM, id, start, end, submit) {
-                    self.refuse(r);
-                }
+                self.reclaim(id, start, end, None, mode, token)
             }
             Request::Map => match &self.shared.config.cluster {
                 Some(own) => reply::send_now(&self.tx, own.map_reply(id)),
