@@ -578,27 +578,17 @@ impl Handler<'_> {
         let nonce = self.nonce;
         let may_wait = wait != Wait::Try;
         let arrived = self.shared.metrics.as_ref().map_or(0, |m| m.clock.now());
-        if let Some(own) = &self.shared.config.cluster {
-            // A named lock lies in its name's stripe's partition.
-            let hash = name.as_deref().map(protocol::name_hash);
-            let cmd =
-                Command::Lock { session, id, start, end, name, mode, may_wait, nonce, arrived };
+        // On a cluster node a named lock lies in its name's stripe's partition.
+        let cluster = self.shared.config.cluster.as_ref();
+        let hash = cluster.and(name.as_deref()).map(protocol::name_hash);
+        let cmd = Command::Lock { session, id, start, end, name, mode, may_wait, nonce, arrived };
+        if let Some(own) = cluster {
             let submit = || engine.submit(cmd);
             if let Err(r) = own.admit(Admission::Lock, op::LOCK, id, start, end, hash, submit) {
                 return self.refuse(r);
             }
         } else {
-            engine.submit(Command::Lock {
-                session,
-                id,
-                start,
-                end,
-                name,
-                mode,
-                may_wait,
-                nonce,
-                arrived,
-            });
+            engine.submit(cmd);
         }
         if let Wait::Timeout(d) = wait {
             while self.timers.try_join_next().is_some() {}
@@ -636,7 +626,6 @@ impl Handler<'_> {
 
     /// `RECLAIM`, and `RECLAIM_NAMED` of `name` (cluster nodes): both are answered as
     /// `RECLAIM`s.
-    #[allow(clippy::too_many_arguments)]
     fn reclaim(
         &mut self,
         id: u64,
