@@ -367,12 +367,13 @@ fn nemesis(name: &str, faults_for: Duration, seed: u64) {
 
     let violations = store_stats.violations + sum("lost_untold") + sum("unanswered");
     println!(
-        "nemesis summary: seed {seed:#x}, {:.0} s; operations {} (granted {}, writes {}), kills {}, \
+        "nemesis summary: seed {seed:#x}, {:.0} s; operations {} (granted {}, of names {}, writes {}), kills {}, \
          pauses {}, client pauses {}, moves {} (refused {}), restarts {}, stale writes rejected \
          {}, lost guards told {}, violations {} (store {}, lost untold {}, unanswered {})",
         t_start.elapsed().as_secs_f64(),
         sum("ops"),
         sum("granted"),
+        sum("named_granted"),
         store_stats.accepted,
         done.kills,
         done.pauses,
@@ -412,6 +413,7 @@ fn nemesis(name: &str, faults_for: Duration, seed: u64) {
     println!("0..u64::MAX locked exclusively ({pieces} pieces) after {:?}", t_all.elapsed());
     assert_eq!(pieces, PARTITIONS as usize);
     assert!(sum("granted") > 0 && store_stats.accepted > 0, "the workers did work\n{}", diagnose());
+    assert!(sum("named_granted") > 0, "the --names workers locked names\n{}", diagnose());
 
     drop(store);
     drop(workers);

@@ -27,7 +27,8 @@
 //!   granted the range while this guard still claimed it, and nobody told this client;
 //! * `unanswered`: a step (lock, store request, unlock) took longer than 60 s.
 //!
-//! The other counts: `ops`, `granted`, `exclusive`, `shared`, `would_block`,
+//! The other counts: `ops`, `granted` (`named_granted` of them on names), `exclusive`,
+//! `shared`, `would_block`,
 //! `timed_out`, `errors` by kind, `writes` (accepted), `stale_rejected`, `verify_bad`,
 //! `lost_told` (guards that became lost and said so: `is_lost`, `lost()` or `unlock`).
 //! The worker exits 0 after `--ops` operations or `--seconds`, whichever comes first,
@@ -94,6 +95,8 @@ pub struct WorkerArgs {
 struct Counts {
     ops: u64,
     granted: u64,
+    /// Grants of named resources (`--names`), among `granted`.
+    named_granted: u64,
     exclusive: u64,
     shared: u64,
     would_block: u64,
@@ -119,6 +122,7 @@ impl Counts {
             "elapsed_ms": elapsed.as_millis() as u64,
             "ops": self.ops,
             "granted": self.granted,
+            "named_granted": self.named_granted,
             "exclusive": self.exclusive,
             "shared": self.shared,
             "would_block": self.would_block,
@@ -300,6 +304,7 @@ impl Worker {
         {
             let mut c = self.counts();
             c.granted += 1;
+            c.named_granted += u64::from(name.is_some());
             match mode {
                 Mode::Exclusive => c.exclusive += 1,
                 Mode::Shared => c.shared += 1,
