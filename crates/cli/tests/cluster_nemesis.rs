@@ -2,7 +2,8 @@
 //! exclusive grant through a fencing store (`docs/CLUSTER.md` §2 and §6).
 //!
 //! etcd, 3 node processes (`--partitions 8 --etcd-ttl 1 --lease-ms 1000 --grace-ms 1500`),
-//! one `rangelock cluster fencing-store` and 4 `rangelock cluster worker` processes. A
+//! one `rangelock cluster fencing-store` and 4 `rangelock cluster worker` processes (two
+//! of them lock 50 named resources every other operation, `--names 50`). A
 //! nemesis thread injects one fault at a time, in a seeded random order (every kind once
 //! per round, client pauses twice, shuffled), a second or two apart:
 //!
@@ -272,6 +273,10 @@ fn nemesis(name: &str, faults_for: Duration, seed: u64) {
                 .arg("--report")
                 .arg(dir.join(format!("w{i}.json")))
                 .env("RUST_LOG", "info");
+            if i % 2 == 1 {
+                // Named resources too: placed by their names' stripes, not by unit.
+                cmd.args(["--names", "50"]);
+            }
             Proc::spawn(&format!("w{i}"), &mut cmd, dir.join(format!("w{i}.log")), Stdio::null())
         })
         .collect();
@@ -362,12 +367,13 @@ fn nemesis(name: &str, faults_for: Duration, seed: u64) {
 
     let violations = store_stats.violations + sum("lost_untold") + sum("unanswered");
     println!(
-        "nemesis summary: seed {seed:#x}, {:.0} s; operations {} (granted {}, writes {}), kills {}, \
+        "nemesis summary: seed {seed:#x}, {:.0} s; operations {} (granted {}, of names {}, writes {}), kills {}, \
          pauses {}, client pauses {}, moves {} (refused {}), restarts {}, stale writes rejected \
          {}, lost guards told {}, violations {} (store {}, lost untold {}, unanswered {})",
         t_start.elapsed().as_secs_f64(),
         sum("ops"),
         sum("granted"),
+        sum("named_granted"),
         store_stats.accepted,
         done.kills,
         done.pauses,
@@ -407,6 +413,7 @@ fn nemesis(name: &str, faults_for: Duration, seed: u64) {
     println!("0..u64::MAX locked exclusively ({pieces} pieces) after {:?}", t_all.elapsed());
     assert_eq!(pieces, PARTITIONS as usize);
     assert!(sum("granted") > 0 && store_stats.accepted > 0, "the workers did work\n{}", diagnose());
+    assert!(sum("named_granted") > 0, "the --names workers locked names\n{}", diagnose());
 
     drop(store);
     drop(workers);

@@ -225,6 +225,7 @@ impl Drop for CloseOnDrop {
 enum Outgoing {
     Frame(RequestFrame<'static>),
     LockNamed { id: u64, start: u64, end: u64, mode: Mode, wait: Wait, name: Arc<[u8]> },
+    ReclaimNamed { id: u64, start: u64, end: u64, mode: Mode, token: u64, name: Arc<[u8]> },
 }
 
 impl Outgoing {
@@ -234,6 +235,11 @@ impl Outgoing {
             Outgoing::LockNamed { id, start, end, mode, wait, name } => {
                 let request =
                     Request::LockNamed { start: *start, end: *end, mode: *mode, wait: *wait, name };
+                RequestFrame { id: *id, request }.encode(out)
+            }
+            Outgoing::ReclaimNamed { id, start, end, mode, token, name } => {
+                let (start, end, mode, token) = (*start, *end, *mode, *token);
+                let request = Request::ReclaimNamed { start, end, mode, token, name };
                 RequestFrame { id: *id, request }.encode(out)
             }
         }
@@ -513,19 +519,10 @@ impl AsyncClient {
         Ok(AsyncResource { client: self.clone(), name })
     }
 
-    /// [`AsyncClient::lock`], but a refusal comes back whole (the cluster client needs
-    /// the value and the owner hint of `NOT_OWNER`, `IN_GRACE`, `CROSSES_PARTITION`).
-    pub(crate) async fn lock_or_refusal(
-        &self,
-        range: Range<u64>,
-        mode: Mode,
-        wait: Wait,
-    ) -> Result<Result<AsyncLockGuard, ResponseFrame>, ClientError> {
-        self.lock_or_refusal_on(None, range, mode, wait).await
-    }
-
-    /// [`AsyncClient::lock_or_refusal`] on the resource `name` (`None`: the unnamed one).
-    async fn lock_or_refusal_on(
+    /// [`AsyncClient::lock`] on the resource `name` (`None`: the unnamed one), but a
+    /// refusal comes back whole (the cluster client needs the value and the owner hint of
+    /// `NOT_OWNER`, `IN_GRACE`, `CROSSES_PARTITION`).
+    pub(crate) async fn lock_or_refusal_on(
         &self,
         name: Option<&Arc<[u8]>>,
         range: Range<u64>,
@@ -561,15 +558,26 @@ impl AsyncClient {
     /// owner (`docs/PROTOCOL.md` §7.3): the accepted lock as a guard (same token), or the
     /// refusal. Dropping the future before the answer releases whatever the server
     /// accepts.
+    /// `name`: of a named resource (`RECLAIM_NAMED`); `None`: the unnamed one (`RECLAIM`).
     pub(crate) async fn reclaim(
         &self,
+        name: Option<&Arc<[u8]>>,
         range: Range<u64>,
         mode: Mode,
         token: u64,
     ) -> Result<Result<AsyncLockGuard, ResponseFrame>, ClientError> {
         check_range(&range)?;
-        let request = Request::Reclaim { start: range.start, end: range.end, mode, token };
-        let (id, r, mut withdraw) = self.send_lock_request(request).await?;
+        let (start, end) = (range.start, range.end);
+        let make = |id| match name {
+            None => Outgoing::Frame(RequestFrame {
+                id,
+                request: Request::Reclaim { start, end, mode, token },
+            }),
+            Some(name) => {
+                Outgoing::ReclaimNamed { id, start, end, mode, token, name: Arc::clone(name) }
+            }
+        };
+        let (id, r, mut withdraw) = self.send_lock_outgoing(make).await?;
         withdraw.armed = false;
         Ok(match r.status {
             Status::Ok => Ok(AsyncLockGuard::new(self.core.clone(), id, r.value, range, mode)),
@@ -577,17 +585,10 @@ impl AsyncClient {
         })
     }
 
-    /// Sends a request that creates a lock named by its id (`LOCK`, `RECLAIM`) and waits
-    /// for its first answer. The returned guard is armed: dropping it (or this future)
-    /// withdraws the request, so a caller that gives up leaves nothing held.
-    async fn send_lock_request(
-        &self,
-        request: Request<'static>,
-    ) -> Result<(u64, ResponseFrame, WithdrawOnDrop<'_>), ClientError> {
-        self.send_lock_outgoing(|id| Outgoing::Frame(RequestFrame { id, request })).await
-    }
-
-    /// [`AsyncClient::send_lock_request`] of the request `make` builds for its id.
+    /// Sends the request that `make` builds for its id, one that creates a lock named by
+    /// its id (`LOCK`, `LOCK_NAMED`, `RECLAIM`, `RECLAIM_NAMED`), and waits for its first
+    /// answer. The returned guard is armed: dropping it (or this future) withdraws the
+    /// request, so a caller that gives up leaves nothing held.
     async fn send_lock_outgoing(
         &self,
         make: impl FnOnce(u64) -> Outgoing,

@@ -135,8 +135,12 @@ pub struct HandoverValue {
 }
 
 /// One handed-over lock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HandoverEntry {
+    /// The resource's name (the bytes, as a JSON array of numbers); absent: the unnamed
+    /// resource, so an unnamed entry reads as before names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<Vec<u8>>,
     /// First unit.
     pub start: u64,
     /// One past the last unit.

@@ -840,6 +840,7 @@ impl Manager {
                     .locks
                     .iter()
                     .map(|l| HandoverLock {
+                        name: l.name.as_deref().map(std::sync::Arc::from),
                         start: l.start,
                         end: l.end,
                         mode: if l.shared {
@@ -880,6 +881,7 @@ impl Manager {
             locks: held
                 .iter()
                 .map(|l| HandoverEntry {
+                    name: l.name.as_deref().map(<[u8]>::to_vec),
                     start: l.start,
                     end: l.end,
                     shared: l.mode == rangelock_proto::Mode::Shared,

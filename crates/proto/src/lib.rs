@@ -81,7 +81,10 @@ pub use map::{
     ClusterMap, MapError, NodeInfo, OwnerHint, PartitionOwner, PartitionState, MAX_NAME_LEN,
     MAX_NODES, OWNER_ENTRY_LEN,
 };
-pub use partition::{PartitionError, Partitioning, Piece, Split, MAX_PARTITIONS};
+pub use partition::{
+    name_hash, PartitionError, Partitioning, Piece, Split, SplitNamed, MAX_PARTITIONS,
+    NAME_STRIPE_SHIFT,
+};
 pub use port::DEFAULT_PORT;
 pub use request::{
     op, Mode, Request, RequestFrame, Wait, FRAME_HEADER_LEN, MAX_REQUEST_FRAME,

@@ -58,7 +58,7 @@ use crate::lapse::{self, Verdict};
 use crate::metrics::{ErrorCounts, ServerMetrics};
 use crate::ownership::Admission;
 use crate::protocol::{
-    op, read_frame, ClientHelloHead, DecodeError, EndReason, FrameError, HelloStatus, Mode,
+    self, op, read_frame, ClientHelloHead, DecodeError, EndReason, FrameError, HelloStatus, Mode,
     Request, RequestFrame, ResponseFrame, ServerHello, Status, Wait, ALL_PARTITIONS,
     CLIENT_HELLO_LEN, MAX_TOKEN_LEN, MIN_VERSION, VERSION,
 };
@@ -70,14 +70,14 @@ use crate::table::Command;
 /// Whether a session may lock named resources (`LOCK_NAMED`, `docs/design/names.md`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Names {
-    /// Served: a version 5 session of a single server (any engine), without
-    /// authentication.
+    /// Served: a version 5 session of a single server (any engine) or of a cluster node,
+    /// without authentication.
     Served,
     /// Served for the names its token's prefixes allow (`FORBIDDEN` for the others): an
     /// authenticated version 5 session of a single server.
     Scoped(Arc<Principal>),
     /// Answered `UNKNOWN_OP`, as by a server that predates names: a session before
-    /// version 5, or a cluster node (not served there yet).
+    /// version 5.
     Unknown,
 }
 
@@ -246,7 +246,7 @@ pub(crate) async fn run<S: Transport>(
         local,
         // Only a token with ranges costs a check per LOCK and RECLAIM.
         limits: principal.as_ref().map(|(_, p)| p.clone()).filter(|p| p.ranges().is_some()),
-        names: if version < 5 || shared.config.cluster.is_some() {
+        names: if version < 5 {
             Names::Unknown
         } else if let Some((_, p)) = &principal {
             Names::Scoped(p.clone())
@@ -582,10 +582,13 @@ impl Handler<'_> {
         let nonce = self.nonce;
         let may_wait = wait != Wait::Try;
         let arrived = self.shared.metrics.as_ref().map_or(0, |m| m.clock.now());
+        // On a cluster node a named lock lies in its name's stripe's partition.
+        let cluster = self.shared.config.cluster.as_ref();
+        let hash = cluster.and(name.as_deref()).map(protocol::name_hash);
         let cmd = Command::Lock { session, id, start, end, name, mode, may_wait, nonce, arrived };
-        if let Some(own) = &self.shared.config.cluster {
+        if let Some(own) = cluster {
             let submit = || engine.submit(cmd);
-            if let Err(r) = own.admit(Admission::Lock, op::LOCK, id, start, end, submit) {
+            if let Err(r) = own.admit(Admission::Lock, op::LOCK, id, start, end, hash, submit) {
                 return self.refuse(r);
             }
         } else {
@@ -611,19 +614,22 @@ impl Handler<'_> {
     /// How a named op (`LOCK_NAMED`, `RECLAIM_NAMED`) is refused here, whatever its
     /// payload: `(op, status)` of the answer, `None` where it is served (a token's name
     /// prefixes are checked later, [`Handler::name_permitted`]). Unknown where names are
-    /// not served, as to a server that predates them (`RECLAIM_NAMED` is a cluster's, not
-    /// served yet).
+    /// not served, as to a server that predates them, and `RECLAIM_NAMED` on a single
+    /// server (a cluster's op).
     fn named_refusal(&self, named_op: u8) -> Option<(u8, Status)> {
+        let reclaim = named_op == op::RECLAIM_NAMED;
         match self.names {
-            _ if named_op == op::RECLAIM_NAMED => Some((op::UNKNOWN, Status::UnknownOp)),
+            _ if reclaim && self.shared.config.cluster.is_none() => {
+                Some((op::UNKNOWN, Status::UnknownOp))
+            }
             Names::Unknown => Some((op::UNKNOWN, Status::UnknownOp)),
             Names::Served | Names::Scoped(_) => None,
         }
     }
 
-    /// Whether the session's token may lock the resource `name`; answers the `LOCK`
-    /// `FORBIDDEN` if not (the session goes on).
-    fn name_permitted(&self, id: u64, name: &[u8]) -> bool {
+    /// Whether the session's token may lock the resource `name`; answers the request
+    /// (`op`: `LOCK` or `RECLAIM`) `FORBIDDEN` if not (the session goes on).
+    fn name_permitted(&self, op: u8, id: u64, name: &[u8]) -> bool {
         let Names::Scoped(p) = &self.names else { return true };
         if p.may_lock_name(name) {
             return true;
@@ -632,8 +638,35 @@ impl Handler<'_> {
         let name = name.escape_ascii();
         let why = "the name matches none of the token's prefixes";
         tracing::debug!(session, %token_name, id, %name, "{why}");
-        self.error(op::LOCK, id, Status::Forbidden);
+        self.error(op, id, Status::Forbidden);
         false
+    }
+
+    /// `RECLAIM`, and `RECLAIM_NAMED` of `name` (cluster nodes): both are answered as
+    /// `RECLAIM`s.
+    fn reclaim(
+        &mut self,
+        id: u64,
+        start: u64,
+        end: u64,
+        name: Option<Arc<[u8]>>,
+        mode: Mode,
+        token: u64,
+    ) {
+        if !self.permitted(op::RECLAIM, id, start, end) {
+            return;
+        }
+        let Some(own) = &self.shared.config.cluster else {
+            return self.error(op::RECLAIM, id, Status::NotClustered);
+        };
+        let (session, engine) = (self.session, &self.shared.engine);
+        let hash = name.as_deref().map(protocol::name_hash);
+        let cmd = Command::Reclaim { session, id, start, end, name, mode, token };
+        let submit = || engine.submit(cmd);
+        let what = Admission::Reclaim { token };
+        if let Err(r) = own.admit(what, op::RECLAIM, id, start, end, hash, submit) {
+            self.refuse(r);
+        }
     }
 
     fn frame(&mut self, body: &[u8]) {
@@ -648,8 +681,9 @@ impl Handler<'_> {
                     None if op == op::STATS_NAMED && self.version < 5 => {
                         (op::UNKNOWN, Status::UnknownOp)
                     }
-                    // A named lock is answered as a lock.
+                    // A named lock (reclaim) is answered as a lock (reclaim).
                     None if op == op::LOCK_NAMED => (op::LOCK, e.status()),
+                    None if op == op::RECLAIM_NAMED => (op::RECLAIM, e.status()),
                     None => (op, e.status()),
                 };
                 // Never echo an unknown op byte: `0x81` would come back as a LOCK reply.
@@ -664,7 +698,7 @@ impl Handler<'_> {
             Request::Lock { start, end, mode, wait } => self.lock(id, start, end, None, mode, wait),
             Request::LockNamed { start, end, mode, wait, name } => {
                 match self.named_refusal(op::LOCK_NAMED) {
-                    None if self.name_permitted(id, name) => {
+                    None if self.name_permitted(op::LOCK, id, name) => {
                         self.lock(id, start, end, Some(Arc::from(name)), mode, wait)
                     }
                     None => {}
@@ -682,9 +716,14 @@ impl Handler<'_> {
                 engine.submit(Command::Cancel { session, id, target })
             }
             Request::Poll { target } => engine.submit(Command::Poll { session, id, target }),
-            Request::ReclaimNamed { .. } => {
-                let (op, status) = self.named_refusal(op::RECLAIM_NAMED).expect("never served");
-                self.error(op, id, status)
+            Request::ReclaimNamed { start, end, mode, token, name } => {
+                match self.named_refusal(op::RECLAIM_NAMED) {
+                    None if self.name_permitted(op::RECLAIM, id, name) => {
+                        self.reclaim(id, start, end, Some(Arc::from(name)), mode, token)
+                    }
+                    None => {}
+                    Some((op, status)) => self.error(op, id, status),
+                }
             }
             Request::Keepalive => {
                 reply::send_now(&self.tx, ResponseFrame::new(op::KEEPALIVE, id, Status::Ok, 0));
@@ -692,18 +731,7 @@ impl Handler<'_> {
             // A single server is not a cluster node: RECLAIM and MAP get NOT_CLUSTERED
             // (PROTOCOL.md §7) -- a RECLAIM outside the token's ranges FORBIDDEN first.
             Request::Reclaim { start, end, mode, token } => {
-                if !self.permitted(op::RECLAIM, id, start, end) {
-                    return;
-                }
-                let Some(own) = &self.shared.config.cluster else {
-                    return self.error(op::RECLAIM, id, Status::NotClustered);
-                };
-                let cmd = Command::Reclaim { session, id, start, end, mode, token };
-                let submit = || engine.submit(cmd);
-                let what = Admission::Reclaim { token };
-                if let Err(r) = own.admit(what, op::RECLAIM, id, start, end, submit) {
-                    self.refuse(r);
-                }
+                self.reclaim(id, start, end, None, mode, token)
             }
             Request::Map => match &self.shared.config.cluster {
                 Some(own) => reply::send_now(&self.tx, own.map_reply(id)),

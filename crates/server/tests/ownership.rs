@@ -320,10 +320,10 @@ fn a_planned_move_keeps_every_waiter_in_its_place() {
         let shared = w2.call(2, lock(20, 30, S, Wait::Forever));
         let list = a.hand_over(0);
         let expected = [
-            HandoverLock { start: 0, end: 10, mode: X, token: held.value },
-            HandoverLock { start: 0, end: 10, mode: X, token: 0 },
-            HandoverLock { start: 5, end: 8, mode: S, token: 0 },
-            HandoverLock { start: 20, end: 30, mode: S, token: shared.value },
+            HandoverLock { name: None, start: 0, end: 10, mode: X, token: held.value },
+            HandoverLock { name: None, start: 0, end: 10, mode: X, token: 0 },
+            HandoverLock { name: None, start: 5, end: 8, mode: S, token: 0 },
+            HandoverLock { name: None, start: 20, end: 30, mode: S, token: shared.value },
         ];
         assert_eq!(list, expected, "{engine:?}: every entry, in arrival order");
         assert_eq!(w1.recv().unwrap().status, Status::NotOwner);
@@ -498,4 +498,134 @@ fn a_session_that_watches_the_map_is_told_of_each_change_and_only_then() {
     let r = Raw::connect(single.tcp_addr().unwrap()).call(1, Request::WatchMap);
     assert_eq!((r.op, r.status), (op::WATCH_MAP, Status::NotClustered));
     single.shutdown();
+}
+
+/// A named lock on `name`.
+fn named(name: &[u8], start: u64, end: u64, mode: Mode, wait: Wait) -> Request<'_> {
+    Request::LockNamed { start, end, mode, wait, name }
+}
+
+/// Two names of the 4-partition cluster: the first's stripe 0 lies in partition 0, the
+/// second's in partition 1.
+fn names_in_0_and_1(parts: Partitioning) -> (Vec<u8>, Vec<u8>) {
+    let find = |p: u32| {
+        (0..)
+            .map(|i| format!("res-{i}").into_bytes())
+            .find(|n| parts.partition_of_named(name_hash(n), 0) == p)
+            .unwrap()
+    };
+    (find(0), find(1))
+}
+
+/// Cluster nodes serve named locks in the partition of the name's stripe: owned ones are
+/// granted with the partition's tokens, others are refused NOT_OWNER, a range across a
+/// stripe CROSSES_PARTITION at the stripe's end; names do not conflict with each other
+/// nor with the unnamed resource.
+#[test]
+fn named_locks_are_placed_by_the_stripe_of_their_name() {
+    for engine in table_engines() {
+        let (server, own, parts) = node(engine);
+        let (n0, n1) = names_in_0_and_1(parts);
+        let mut c = Raw::connect(server.tcp_addr().unwrap());
+        own.acquire(0, 40, None);
+        let r = c.call(1, named(&n0, 0, 10, X, Wait::Try));
+        assert_eq!((r.op, r.status, r.value), (op::LOCK, Status::Ok, token::pack(40, 1)));
+        // The same units of the unnamed resource, and of the name in partition 1 (not
+        // owned): a grant, and NOT_OWNER.
+        assert_eq!(c.call(2, lock(0, 10, X, Wait::Try)).value, token::pack(40, 2));
+        let r = c.call(3, named(&n1, 0, 10, X, Wait::Try));
+        assert_eq!((r.op, r.status), (op::LOCK, Status::NotOwner), "{engine:?}");
+        // The name's next stripe lies in partition 1: where to split.
+        let s = 1u64 << NAME_STRIPE_SHIFT;
+        let r = c.call(4, named(&n0, s - 1, s + 1, X, Wait::Try));
+        assert_eq!((r.status, r.value), (Status::CrossesPartition, s));
+        // The same name conflicts.
+        let r = c.call(5, named(&n0, 5, 6, S, Wait::Try));
+        assert_eq!(r.status, Status::WouldBlock);
+        // n1's stripe 3 is in partition 0 (1 + 3 = 4 = 0 mod 4): served here.
+        let r = c.call(6, named(&n1, 3 * s, 3 * s + 1, X, Wait::Try));
+        assert_eq!((r.status, r.value), (Status::Ok, token::pack(40, 3)), "{engine:?}");
+        // Giving partition 0 up notifies the holder and drops its named locks too.
+        own.give_up(0, GiveUp::Moved);
+        assert!(c.recv().unwrap().is_notice());
+        own.acquire(0, 41, None);
+        let r = c.call(7, named(&n0, 0, 10, X, Wait::Try));
+        assert_eq!((r.status, r.value), (Status::Ok, token::pack(41, 1)), "{engine:?}: gone");
+        server.shutdown();
+    }
+}
+
+/// A planned move hands named holders and waiters over with their names: the new owner
+/// reclaims a named holder with RECLAIM_NAMED, keeps a named waiter's place, and refuses
+/// a reclaim under another name; after a failover (no handover) RECLAIM_NAMED reinstates
+/// a named lock in the grace period, and the same name's conflicting lock then waits.
+#[test]
+fn named_locks_move_and_are_reclaimed_by_name() {
+    for engine in table_engines() {
+        let ((sa, a), (sb, b)) = two_nodes(engine);
+        let (n0, _) = names_in_0_and_1(Partitioning::new(4).unwrap());
+        let at_a = sa.tcp_addr().unwrap();
+        let (mut h, mut w) = (Raw::connect(at_a), Raw::connect(at_a));
+        let held = h.call(1, named(&n0, 0, 10, X, Wait::Forever));
+        assert_eq!(held.status, Status::Ok);
+        w.queue(1, named(&n0, 2, 4, S, Wait::Forever));
+        let list = a.hand_over(0);
+        let name: Option<Arc<[u8]>> = Some(Arc::from(n0.as_slice()));
+        let expected = [
+            HandoverLock { name: name.clone(), start: 0, end: 10, mode: X, token: held.value },
+            HandoverLock { name: name.clone(), start: 2, end: 4, mode: S, token: 0 },
+        ];
+        assert_eq!(list, expected, "{engine:?}");
+        assert_eq!(w.recv().unwrap().status, Status::NotOwner);
+        assert!(h.recv().unwrap().is_notice());
+
+        b.acquire_handed_over(0, 61, Duration::from_secs(600), Duration::from_secs(600), list);
+        let at_b = sb.tcp_addr().unwrap();
+        let (mut h, mut w, mut n) = (Raw::connect(at_b), Raw::connect(at_b), Raw::connect(at_b));
+        // The unnamed resource's same range and mode is not the named holder's.
+        let r = n.call(1, Request::Reclaim { start: 0, end: 10, mode: X, token: held.value });
+        assert_eq!(r.status, Status::ReclaimRefused, "{engine:?}");
+        w.send(2, named(&n0, 2, 4, S, Wait::Forever));
+        let reclaim =
+            Request::ReclaimNamed { start: 0, end: 10, mode: X, token: held.value, name: &n0 };
+        let r = h.call(2, reclaim);
+        assert_eq!((r.op, r.status, r.value), (op::RECLAIM, Status::Ok, held.value));
+        assert_eq!(b.take_grace_done(), vec![0], "{engine:?}: both came back");
+        b.end_grace(0);
+        assert_eq!(n.call(3, named(&n0, 0, 1, X, Wait::Try)).status, Status::WouldBlock);
+        assert_eq!(h.call(3, Request::Unlock { target: 2 }).status, Status::Ok);
+        let g = w.recv().unwrap();
+        assert_eq!((g.id, g.status, token::epoch(g.value)), (2, Status::Ok, 61), "{engine:?}");
+
+        // A failover: b's partition 0 goes to a (no handover), held named locks are
+        // reclaimed by name.
+        b.give_up(0, GiveUp::Fenced);
+        assert!(w.recv().unwrap().is_notice());
+        a.acquire(0, 70, Some(Duration::from_secs(600)));
+        let mut w = Raw::connect(at_a);
+        let mut other = Raw::connect(at_a);
+        assert_eq!(other.call(1, named(&n0, 2, 4, X, Wait::Try)).status, Status::InGrace);
+        let reclaim =
+            Request::ReclaimNamed { start: 2, end: 4, mode: S, token: g.value, name: &n0 };
+        assert_eq!(w.call(1, reclaim).status, Status::Ok, "{engine:?}");
+        // A conflicting reclaim of the same name is refused; of another name, accepted.
+        let clash = Request::ReclaimNamed { start: 3, end: 5, mode: X, token: g.value, name: &n0 };
+        assert_eq!(other.call(2, clash).status, Status::ReclaimRefused);
+        let elsewhere =
+            Request::ReclaimNamed { start: 3, end: 5, mode: X, token: g.value, name: b"zz" };
+        let zz = Partitioning::new(4).unwrap().partition_of_named(name_hash(b"zz"), 3);
+        let r = other.call(3, elsewhere);
+        if zz == 0 {
+            assert_eq!(r.status, Status::Ok);
+        } else {
+            assert_eq!(r.status, Status::NotOwner);
+        }
+        a.end_grace(0);
+        other.queue(4, named(&n0, 0, 10, X, Wait::Forever));
+        assert_eq!(w.call(2, Request::Unlock { target: 1 }).status, Status::Ok);
+        let g = other.recv().unwrap();
+        assert_eq!((g.id, g.status, token::epoch(g.value)), (4, Status::Ok, 70), "{engine:?}");
+        sa.shutdown();
+        sb.shutdown();
+    }
 }

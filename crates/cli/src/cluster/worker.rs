@@ -7,7 +7,12 @@
 //!
 //! 1. pick a range that usually crosses a partition boundary (a boundary of the cluster
 //!    map, an offset within ±64 units, a length of 1 to 128), a mode (3 in 4 exclusive)
-//!    and a wait (a 2 s timeout, 1 in 5 a try);
+//!    and a wait (a 2 s timeout, 1 in 5 a try). With `--names N`, every other operation
+//!    locks one of `N` named resources (`nemesis-0` ...) instead, on a range that
+//!    usually crosses a stripe boundary (the boundary of stripe 1 to 16, ±64, 1 to 128
+//!    units), and writes each piece at the store under a unit range of its own for the
+//!    name: `(i + 1) << 40` plus the unit, clear of the unnamed ranges (near partition
+//!    boundaries, at least `2^52`) and of the other names;
 //! 2. on a grant, if exclusive: hold a few milliseconds (the work under the lock), `W
 //!    piece.range token writer` for each piece, hold a few milliseconds, then `V` each
 //!    piece, then unlock; if shared: hold briefly, unlock. The guard is checked
@@ -22,7 +27,8 @@
 //!   granted the range while this guard still claimed it, and nobody told this client;
 //! * `unanswered`: a step (lock, store request, unlock) took longer than 60 s.
 //!
-//! The other counts: `ops`, `granted`, `exclusive`, `shared`, `would_block`,
+//! The other counts: `ops`, `granted` (`named_granted` of them on names), `exclusive`,
+//! `shared`, `would_block`,
 //! `timed_out`, `errors` by kind, `writes` (accepted), `stale_rejected`, `verify_bad`,
 //! `lost_told` (guards that became lost and said so: `is_lost`, `lost()` or `unlock`).
 //! The worker exits 0 after `--ops` operations or `--seconds`, whichever comes first,
@@ -39,7 +45,7 @@ use rangelock_bench::harness::SplitMix64;
 use rangelock_client::cluster::{ClusterClient, ClusterError, ClusterGuard, ClusterOptions};
 use rangelock_client::{Mode, Wait};
 use rangelock_cluster::fencing::{FencingClient, FencingError, Verify, Write};
-use rangelock_server::protocol::Partitioning;
+use rangelock_server::protocol::{Partitioning, NAME_STRIPE_SHIFT};
 
 /// How long a guard has to become lost after a refused write or a bad verification.
 const TOLD_WITHIN: Duration = Duration::from_secs(10);
@@ -78,6 +84,10 @@ pub struct WorkerArgs {
     /// etcd TTL plus its grace period.
     #[arg(long, default_value_t = 5000)]
     reclaim_window_ms: u64,
+    /// Lock named resources too: every other operation locks one of this many names
+    /// (at most 1000; 0: only the unnamed resource).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1000))]
+    names: u64,
 }
 
 /// The counts of the report.
@@ -85,6 +95,8 @@ pub struct WorkerArgs {
 struct Counts {
     ops: u64,
     granted: u64,
+    /// Grants of named resources (`--names`), among `granted`.
+    named_granted: u64,
     exclusive: u64,
     shared: u64,
     would_block: u64,
@@ -110,6 +122,7 @@ impl Counts {
             "elapsed_ms": elapsed.as_millis() as u64,
             "ops": self.ops,
             "granted": self.granted,
+            "named_granted": self.named_granted,
             "exclusive": self.exclusive,
             "shared": self.shared,
             "would_block": self.would_block,
@@ -140,6 +153,29 @@ fn pick_range(parts: Partitioning, rng: &mut SplitMix64) -> Range<u64> {
         rng.below(1 << 20)
     };
     start..start + len
+}
+
+/// A named range near a stripe boundary: the boundary of stripe 1 to 16, an offset within
+/// ±64, a length of 1 to 128 (below `2^40`, so that [`store_range`] keeps names apart).
+fn pick_named_range(rng: &mut SplitMix64) -> Range<u64> {
+    let len = 1 + rng.below(128);
+    let b = (1 + rng.below(16)) << NAME_STRIPE_SHIFT;
+    let start = b - 64 + rng.below(129);
+    start..start + len
+}
+
+/// Where the store keeps `range` of name `name` (`None`: the unnamed resource, as is):
+/// `(name + 1) << 40` plus the unit. A name's unit always lies in the same partition, so
+/// the store compares tokens of one partition at each of its units, as the fencing
+/// contract asks.
+fn store_range(name: Option<u64>, range: Range<u64>) -> Range<u64> {
+    match name {
+        None => range,
+        Some(i) => {
+            let base = (i + 1) << 40;
+            base + range.start..base + range.end
+        }
+    }
 }
 
 /// The kind of a lock or unlock error, for the report.
@@ -234,15 +270,26 @@ impl Worker {
                 return;
             }
         };
-        let range = pick_range(parts, &mut self.rng);
+        let name = (self.args.names > 0 && self.rng.below(2) == 0)
+            .then(|| self.rng.below(self.args.names));
+        let range = match name {
+            None => pick_range(parts, &mut self.rng),
+            Some(_) => pick_named_range(&mut self.rng),
+        };
         let mode = if self.rng.below(4) < 3 { Mode::Exclusive } else { Mode::Shared };
         let wait =
             if self.rng.below(5) == 0 { Wait::Try } else { Wait::Timeout(Duration::from_secs(2)) };
         self.counts().ops += 1;
         let client = self.client.clone();
-        let Step::Done(r) =
-            bounded(&self.counts.clone(), "lock", client.lock(range.clone(), mode, wait)).await
-        else {
+        let lock = async {
+            match name {
+                None => client.lock(range.clone(), mode, wait).await,
+                Some(i) => {
+                    client.resource(format!("nemesis-{i}"))?.lock(range.clone(), mode, wait).await
+                }
+            }
+        };
+        let Step::Done(r) = bounded(&self.counts.clone(), "lock", lock).await else {
             return;
         };
         let guard = match r {
@@ -257,13 +304,14 @@ impl Worker {
         {
             let mut c = self.counts();
             c.granted += 1;
+            c.named_granted += u64::from(name.is_some());
             match mode {
                 Mode::Exclusive => c.exclusive += 1,
                 Mode::Shared => c.shared += 1,
             }
         }
         if mode == Mode::Exclusive {
-            if !self.write_and_verify(&guard).await {
+            if !self.write_and_verify(&guard, name).await {
                 return; // counted; the guard is dropped (released if still held)
             }
         } else {
@@ -282,9 +330,9 @@ impl Worker {
         }
     }
 
-    /// Writes and verifies each piece; `false` if the guard is done with (lost, or a
-    /// store failure), everything counted.
-    async fn write_and_verify(&mut self, guard: &ClusterGuard) -> bool {
+    /// Writes and verifies each piece (of the name `name`, see [`store_range`]); `false`
+    /// if the guard is done with (lost, or a store failure), everything counted.
+    async fn write_and_verify(&mut self, guard: &ClusterGuard, name: Option<u64>) -> bool {
         let writer = self.args.writer.clone();
         let counts = self.counts.clone();
         let pieces = guard.pieces();
@@ -297,8 +345,12 @@ impl Worker {
                 return false;
             }
             let Some(store) = self.store().await else { return false };
-            let Step::Done(r) =
-                bounded(&counts, "write", store.write(p.range.clone(), p.token, &writer)).await
+            let Step::Done(r) = bounded(
+                &counts,
+                "write",
+                store.write(store_range(name, p.range.clone()), p.token, &writer),
+            )
+            .await
             else {
                 return false;
             };
@@ -321,8 +373,12 @@ impl Worker {
         tokio::time::sleep(Duration::from_millis(self.rng.below(10))).await;
         for p in &pieces {
             let Some(store) = self.store().await else { return false };
-            let Step::Done(r) =
-                bounded(&counts, "verify", store.verify(p.range.clone(), &writer)).await
+            let Step::Done(r) = bounded(
+                &counts,
+                "verify",
+                store.verify(store_range(name, p.range.clone()), &writer),
+            )
+            .await
             else {
                 return false;
             };
@@ -498,6 +554,22 @@ mod tests {
         assert!((300..700).contains(&crossing), "{crossing} of 1000 cross a boundary");
         let one = Partitioning::new(1).unwrap();
         assert!(pick_range(one, &mut rng).end <= (1 << 20) + 128);
+    }
+
+    #[test]
+    fn named_ranges_cross_stripes_and_keep_apart_at_the_store() {
+        let mut rng = SplitMix64::new(9);
+        let s = 1u64 << NAME_STRIPE_SHIFT;
+        let mut crossing = 0;
+        for _ in 0..1000 {
+            let r = pick_named_range(&mut rng);
+            assert!(r.start < r.end && r.end - r.start <= 128 && r.end < 17 * s + 128, "{r:?}");
+            crossing += usize::from(r.start / s != (r.end - 1) / s);
+            let (a, b) = (store_range(Some(0), r.clone()), store_range(Some(999), r.clone()));
+            assert!(a.end <= 2 << 40 && b.start >= 1000 << 40 && b.end < 1 << 52, "{a:?} {b:?}");
+        }
+        assert!((300..700).contains(&crossing), "{crossing} of 1000 cross a stripe");
+        assert_eq!(store_range(None, 5..9), 5..9);
     }
 
     #[test]

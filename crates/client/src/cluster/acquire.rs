@@ -47,7 +47,14 @@ pub(super) async fn acquire(
 ) -> Result<(), Failure> {
     let map = shared.map();
     let parts = map.partitioning().map_err(|e| ClusterError::BadMap(e.to_string()))?;
-    for piece in parts.split(state.range.start, state.range.end) {
+    let (start, end) = (state.range.start, state.range.end);
+    let pieces: Box<dyn Iterator<Item = Piece> + Send> = match &state.name {
+        None => Box::new(parts.split(start, end)),
+        // A named range: in ascending unit order, stripe by stripe (every client takes
+        // one name's pieces in the same order, so none deadlocks).
+        Some((_, hash)) => Box::new(parts.split_named(*hash, start, end)),
+    };
+    for piece in pieces {
         let (backoff, news) = (shared.backoff(), shared.map_news());
         Piecewise { shared, state, piece, wait, deadline, backoff, news }.run().await?;
     }
@@ -171,8 +178,9 @@ impl Piecewise<'_> {
         // Changes pushed before this request cannot end the pause after its answer.
         self.news.borrow_and_update();
         let range = self.piece.start..self.piece.end;
+        let name = self.state.name.as_ref().map(|(name, _)| name);
         let answer = tokio::select! {
-            r = conn.client.lock_or_refusal(range, self.state.mode, wait) => r,
+            r = conn.client.lock_or_refusal_on(name, range, self.state.mode, wait) => r,
             // Dropping the request withdraws it.
             reason = self.state.wait_lost() => return Err(ClusterError::Lost(reason).into()),
         };

@@ -6,7 +6,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use rangelock_proto::{ClusterMap, Mode, NodeInfo, Request, StatsBody, Status, Wait};
+use rangelock_proto::{
+    name_hash, ClusterMap, Mode, NodeInfo, Request, StatsBody, Status, Wait, MAX_RESOURCE_NAME_LEN,
+    NAME_STRIPE_SHIFT,
+};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -260,8 +263,45 @@ impl ClusterClient {
         mode: Mode,
         wait: Wait,
     ) -> Result<ClusterGuard, ClusterError> {
+        self.lock_on(None, range, mode, wait).await
+    }
+
+    /// The named resource `name` of the cluster (`docs/design/names.md`): its locks take
+    /// the client's calls, and locks on different names never conflict. Its units are
+    /// placed by the name's hash, stripe by stripe
+    /// ([`rangelock_proto::Partitioning::split_named`]), so many names spread over the
+    /// nodes and one name's ranges over the partitions.
+    ///
+    /// Errors: [`ClientError::InvalidName`] for an empty name or one over 1024 bytes,
+    /// refused before anything is sent. (Nodes before protocol version 5 answer its locks
+    /// `UNKNOWN_OP`: [`ClusterError::Server`].)
+    pub fn resource(&self, name: impl AsRef<[u8]>) -> Result<ClusterResource, ClusterError> {
+        let name = name.as_ref();
+        if name.is_empty() || name.len() > MAX_RESOURCE_NAME_LEN {
+            return Err(ClientError::InvalidName { len: name.len() }.into());
+        }
+        let hash = name_hash(name);
+        Ok(ClusterResource { client: self.clone(), name: Arc::from(name), hash })
+    }
+
+    /// [`ClusterClient::lock`] on the resource `name` (with its hash; `None`: the unnamed
+    /// resource).
+    async fn lock_on(
+        &self,
+        name: Option<(Arc<[u8]>, u64)>,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Result<ClusterGuard, ClusterError> {
         if range.start >= range.end {
             return Err(ClientError::InvalidRange { start: range.start, end: range.end }.into());
+        }
+        if name.is_some() {
+            let stripes =
+                ((range.end - 1) >> NAME_STRIPE_SHIFT) - (range.start >> NAME_STRIPE_SHIFT) + 1;
+            if stripes > MAX_NAMED_PIECES {
+                return Err(ClusterError::TooManyPieces { stripes });
+            }
         }
         check_wait(wait)?;
         let deadline = match wait {
@@ -271,7 +311,7 @@ impl ClusterClient {
         let shared = &self.shared;
         let mut crossings = 0;
         loop {
-            let guard = ClusterGuard::new(shared, range.clone(), mode);
+            let guard = ClusterGuard::new(shared, range.clone(), mode, name.clone());
             match acquire::acquire(shared, guard.state(), wait, deadline).await {
                 Ok(()) => return Ok(guard),
                 Err(Failure::Crosses { partition }) => {
@@ -343,5 +383,57 @@ impl ClusterClient {
             })?);
         }
         Ok(map.nodes.iter().cloned().zip(stats.into_iter().map(|s| s.expect("all"))).collect())
+    }
+}
+
+/// The most pieces a lock on a named resource may have: a named range spans at most this
+/// many stripes of `2^`[`NAME_STRIPE_SHIFT`] units ([`ClusterError::TooManyPieces`]). As
+/// many as a cluster may have partitions, the most pieces an unnamed range has.
+pub const MAX_NAMED_PIECES: u64 = rangelock_proto::MAX_PARTITIONS as u64;
+
+/// A named resource of a cluster ([`ClusterClient::resource`]); cheap to clone. Its lock
+/// calls are the client's, its guards [`ClusterGuard`]s with one piece per stripe the
+/// range touches (each with its partition's fencing token), reclaimed by name
+/// (`RECLAIM_NAMED`) after a failover or move.
+#[derive(Clone, Debug)]
+pub struct ClusterResource {
+    client: ClusterClient,
+    name: Arc<[u8]>,
+    hash: u64,
+}
+
+impl ClusterResource {
+    /// The resource's name.
+    pub fn name(&self) -> &[u8] {
+        &self.name
+    }
+
+    /// The name's placement hash ([`rangelock_proto::name_hash`]).
+    pub fn hash(&self) -> u64 {
+        self.hash
+    }
+
+    /// Locks `range` of this resource in `mode`, waiting as `wait` says: as
+    /// [`ClusterClient::lock`] does on the unnamed resource (all pieces or none, taken
+    /// in ascending unit order). Also [`ClusterError::TooManyPieces`] for a range over
+    /// more than [`MAX_NAMED_PIECES`] stripes.
+    pub async fn lock(
+        &self,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Result<ClusterGuard, ClusterError> {
+        let name = Some((self.name.clone(), self.hash));
+        self.client.lock_on(name, range, mode, wait).await
+    }
+
+    /// Locks `range` of this resource exclusively, waiting as long as it takes.
+    pub async fn lock_exclusive(&self, range: Range<u64>) -> Result<ClusterGuard, ClusterError> {
+        self.lock(range, Mode::Exclusive, Wait::Forever).await
+    }
+
+    /// Locks `range` of this resource shared, waiting as long as it takes.
+    pub async fn lock_shared(&self, range: Range<u64>) -> Result<ClusterGuard, ClusterError> {
+        self.lock(range, Mode::Shared, Wait::Forever).await
     }
 }

@@ -58,6 +58,13 @@ pub enum ClusterError {
     /// cluster's).
     #[error("unusable cluster map: {0}")]
     BadMap(String),
+    /// A named range spans more stripes than one lock may have pieces
+    /// ([`MAX_NAMED_PIECES`](super::MAX_NAMED_PIECES)); refused before anything is sent.
+    #[error("the named range spans {stripes} stripes (at most {max} pieces per lock)", max = super::MAX_NAMED_PIECES)]
+    TooManyPieces {
+        /// The stripes the range spans.
+        stripes: u64,
+    },
 }
 
 /// Why a guard was lost: which piece failed, and how.

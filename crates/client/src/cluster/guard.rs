@@ -55,10 +55,21 @@ impl core::fmt::Debug for ClusterGuard {
 }
 
 impl ClusterGuard {
-    /// A guard with no pieces yet (the acquisition adds them).
-    pub(super) fn new(shared: &Arc<Shared>, range: Range<u64>, mode: Mode) -> ClusterGuard {
-        let state = Arc::new(GuardState::new(shared.next_guard_id(), range, mode));
+    /// A guard with no pieces yet (the acquisition adds them), on the resource `name`
+    /// (with its placement hash; `None`: the unnamed resource).
+    pub(super) fn new(
+        shared: &Arc<Shared>,
+        range: Range<u64>,
+        mode: Mode,
+        name: Option<(Arc<[u8]>, u64)>,
+    ) -> ClusterGuard {
+        let state = Arc::new(GuardState::new(shared.next_guard_id(), range, mode, name));
         ClusterGuard { state, shared: shared.clone(), ended: false }
+    }
+
+    /// The name of the locked resource; `None`: the unnamed resource.
+    pub fn name(&self) -> Option<&[u8]> {
+        self.state.name.as_ref().map(|(name, _)| &**name)
     }
 
     pub(super) fn state(&self) -> &Arc<GuardState> {

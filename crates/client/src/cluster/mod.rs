@@ -152,7 +152,7 @@ mod state;
 mod watch;
 
 pub use blocking::{BlockingClusterClient, BlockingClusterGuard};
-pub use client::ClusterClient;
+pub use client::{ClusterClient, ClusterResource, MAX_NAMED_PIECES};
 pub use error::{ClusterError, LostCause, LostReason};
 pub use guard::{ClusterGuard, GuardPiece};
 pub use options::ClusterOptions;

@@ -157,8 +157,9 @@ async fn run(
                 continue;
             };
             let (shared, mode) = (shared.clone(), it.guard.mode);
+            let name = it.guard.name.as_ref().map(|(name, _)| name.clone());
             attempts.spawn(async move {
-                let outcome = attempt(&shared, &addr, range, mode, tok, limit).await;
+                let outcome = attempt(&shared, &addr, name, range, mode, tok, limit).await;
                 (k, partition, outcome)
             });
         }
@@ -231,10 +232,12 @@ fn target(
     }
 }
 
-/// One `RECLAIM` of `range` with token `tok` at `addr`, answered within `limit`.
+/// One `RECLAIM` (`RECLAIM_NAMED` of `name`) of `range` with token `tok` at `addr`,
+/// answered within `limit`.
 async fn attempt(
     shared: &Arc<Shared>,
     addr: &str,
+    name: Option<Arc<[u8]>>,
     range: Range<u64>,
     mode: Mode,
     tok: u64,
@@ -249,7 +252,8 @@ async fn attempt(
     };
     let notices = conn.client.notices();
     // On a timeout the future is dropped, which releases whatever the node accepts.
-    match tokio::time::timeout(limit, conn.client.reclaim(range, mode, tok)).await {
+    let reclaim = conn.client.reclaim(name.as_ref(), range, mode, tok);
+    match tokio::time::timeout(limit, reclaim).await {
         Ok(Ok(Ok(lock))) => Outcome::Accepted(conn, lock, notices),
         Ok(Ok(Err(r))) => match r.status {
             Status::ReclaimRefused => Outcome::Refused,

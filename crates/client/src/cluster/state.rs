@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::ops::Range;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use rangelock_proto::Mode;
@@ -56,6 +56,8 @@ pub(super) struct GuardState {
     pub(super) id: u64,
     pub(super) range: Range<u64>,
     pub(super) mode: Mode,
+    /// The resource's name and its placement hash; `None`: the unnamed resource.
+    pub(super) name: Option<(Arc<[u8]>, u64)>,
     inner: Mutex<Inner>,
     /// Woken when the guard is lost.
     lost: Notify,
@@ -75,11 +77,17 @@ impl core::fmt::Debug for Inner {
 }
 
 impl GuardState {
-    pub(super) fn new(id: u64, range: Range<u64>, mode: Mode) -> GuardState {
+    pub(super) fn new(
+        id: u64,
+        range: Range<u64>,
+        mode: Mode,
+        name: Option<(Arc<[u8]>, u64)>,
+    ) -> GuardState {
         GuardState {
             id,
             range,
             mode,
+            name,
             inner: Mutex::default(),
             lost: Notify::new(),
             settled: Notify::new(),

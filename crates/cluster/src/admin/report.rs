@@ -63,6 +63,11 @@ pub struct NodeStatus {
     pub last_seen_ms_ago: Option<u64>,
     /// Partitions etcd names it the owner of.
     pub partitions: usize,
+    /// The share of named resources' traffic its partitions take (`partitions / P`, 0 to
+    /// 1): names spread over the partitions by their hash, and each name's stripes over
+    /// the partitions in turn (`docs/CLUSTER.md` §1), so a node serves this share of the
+    /// names' stripes.
+    pub names_share: f64,
 }
 
 /// A partition's phase.
@@ -115,6 +120,13 @@ impl Status {
         let seen: HashMap<&str, &keys::SeenValue> =
             snap.seen.iter().map(|(id, v)| (id.as_str(), v)).collect();
         let owned = |id: &str| snap.owners.iter().flatten().filter(|o| o.node == id).count();
+        let share = |n: usize| {
+            if snap.owners.is_empty() {
+                0.0
+            } else {
+                n as f64 / snap.owners.len() as f64
+            }
+        };
         let last_seen = |id: &str| seen.get(id).map(|s| s.unix_ms);
         let ago = |t: Option<u64>| t.map(|t| now_unix_ms.saturating_sub(t));
         let mut nodes = Vec::new();
@@ -138,6 +150,7 @@ impl Status {
                 last_seen_unix_ms: t,
                 last_seen_ms_ago: ago(t),
                 partitions: owned(&n.id),
+                names_share: share(owned(&n.id)),
             });
         }
         for (id, s) in &snap.seen {
@@ -154,6 +167,7 @@ impl Status {
                 last_seen_unix_ms: Some(s.unix_ms),
                 last_seen_ms_ago: ago(Some(s.unix_ms)),
                 partitions: owned(id),
+                names_share: share(owned(id)),
             });
         }
         nodes.sort_by(|a, b| (!a.alive, &a.id).cmp(&(!b.alive, &b.id)));
@@ -222,8 +236,11 @@ impl Status {
                 .unwrap_or_else(|| "never seen".to_owned());
             let _ = writeln!(
                 out,
-                "  {:<16} {:<22} {state:<5}  {lease:<16}  {seen:<16}  {} partitions",
-                n.id, n.addr, n.partitions
+                "  {:<16} {:<22} {state:<5}  {lease:<16}  {seen:<16}  {} partitions ({:.0}% of names)",
+                n.id,
+                n.addr,
+                n.partitions,
+                n.names_share * 100.0
             );
         }
         let unowned = self.partitions.iter().filter(|p| p.owner.is_none()).count();
@@ -320,6 +337,10 @@ mod tests {
         assert!(text.contains("nodes (1 alive, 2 dead):"), "{text}");
         assert!(text.contains("grace (500 ms left)"), "{text}");
         assert!(text.contains("b (dead)") && text.contains("moving to a"), "{text}");
+        // a owns 2 of 4 partitions: half the names' stripes; c none.
+        let shares: Vec<f64> = st.nodes.iter().map(|n| n.names_share).collect();
+        assert_eq!(shares, [0.5, 0.25, 0.0]);
+        assert!(text.contains("2 partitions (50% of names)"), "{text}");
         let json = serde_json::to_value(&st).unwrap();
         assert_eq!(json["partitions"][0]["phase"], "grace");
         assert_eq!(json["nodes"][1]["alive"], false);

@@ -356,6 +356,10 @@ impl Ownership {
     /// Admits a request on `[start, end)` and runs `submit` (which hands it to the engine)
     /// inside the same protected region, so a transition that gives the partition up
     /// happens after the command is queued. Refused requests get their reply back.
+    /// `name_hash`: the [`crate::protocol::name_hash`] of a named request's resource, whose
+    /// range must then lie in one stripe ([`Partitioning::named_partition_of_range`]);
+    /// `None` for the unnamed resource.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn admit(
         &self,
         what: Admission,
@@ -363,6 +367,7 @@ impl Ownership {
         id: u64,
         start: u64,
         end: u64,
+        name_hash: Option<u64>,
         submit: impl FnOnce(),
     ) -> Result<(), Box<ResponseFrame>> {
         // Precedence (PROTOCOL.md §2): FENCED, CROSSES_PARTITION, NOT_OWNER, then the
@@ -370,11 +375,24 @@ impl Ownership {
         if !self.fence.is_open() {
             return Err(Box::new(ResponseFrame::new(opcode, id, Status::Fenced, 0)));
         }
-        let p = self.parts.of(start);
-        let p_end = self.parts.end(p);
-        if end > p_end {
-            return Err(Box::new(ResponseFrame::new(opcode, id, Status::CrossesPartition, p_end)));
-        }
+        let p = match name_hash {
+            None => {
+                let p = self.parts.of(start);
+                let p_end = self.parts.end(p);
+                if end > p_end {
+                    let r = ResponseFrame::new(opcode, id, Status::CrossesPartition, p_end);
+                    return Err(Box::new(r));
+                }
+                p
+            }
+            Some(h) => match self.parts.named_partition_of_range(h, start, end) {
+                Ok(p) => p,
+                Err(next) => {
+                    let r = ResponseFrame::new(opcode, id, Status::CrossesPartition, next);
+                    return Err(Box::new(r));
+                }
+            },
+        };
         let region = self.epvs.enter();
         // SAFETY: inside a protected region: no critical section writes the phases.
         let phase = (unsafe { &*self.phases.0.get() })[p as usize];

@@ -92,8 +92,8 @@ pub enum Command {
         /// Session id.
         session: u64,
     },
-    /// `RECLAIM` (cluster nodes; range already validated): reinstall a lock held at the
-    /// partition's previous owner, with its token.
+    /// `RECLAIM` and `RECLAIM_NAMED` (cluster nodes; range already validated): reinstall a
+    /// lock held at the partition's previous owner, with its token.
     Reclaim {
         /// Session id.
         session: u64,
@@ -103,6 +103,8 @@ pub enum Command {
         start: u64,
         /// One past the last unit.
         end: u64,
+        /// The resource's name (`RECLAIM_NAMED`); `None`: the unnamed resource.
+        name: Option<std::sync::Arc<[u8]>>,
         /// Shared or exclusive.
         mode: Mode,
         /// The token the previous owner granted the lock with.

@@ -305,9 +305,15 @@ mod tests {
                         let session = new.session[m.slot];
                         let (id, start, end, mode) = (m.id, m.start, m.end, m.mode);
                         let cmd = match tokens.get(&(m.slot, m.id)) {
-                            Some(&token) => {
-                                Command::Reclaim { session, id, start, end, mode, token }
-                            }
+                            Some(&token) => Command::Reclaim {
+                                session,
+                                id,
+                                start,
+                                end,
+                                name: None,
+                                mode,
+                                token,
+                            },
                             None => Command::Lock {
                                 session,
                                 id,

@@ -43,13 +43,18 @@
 //! counter. A name's line exists while an entry is on it: the removal of its last entry
 //! forgets the name ([`LockTable::names_live`]).
 //!
+//! On a cluster node a named entry's partition is that of its stripe
+//! ([`crate::protocol::Partitioning::partition_of_named`], from the name's hash kept with
+//! its line), not of its unit: the named entries are indexed by partition, so that a
+//! partition change (drop, handover, end of grace) finds them without a scan.
+//!
 //! # Trade-offs
 //!
 //! The table is sequential; engines decide who runs it (one combiner thread, any handler
 //! under a mutex, or a single-threaded server). Unlock by id goes through a per-session
 //! `HashMap` to the tree handle: `O(1)` to find, `O(log n + k)` to remove and wake.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use super::command::{Command, ReplySink};
@@ -59,8 +64,8 @@ use super::interval_tree::{Handle, IntervalTree};
 use super::partitions::{HandoverLock, PartitionChange, TablePartitions};
 use crate::metrics::{Clock, EngineSnapshot, ErrorCounts, ErrorTally, Timings};
 use crate::protocol::{
-    op, stats_named_entries_within, Counters, EntryState, GrantMode, Mode, ResponseFrame,
-    StatsBody, StatsEntry, Status,
+    name_hash, op, stats_named_entries_within, Counters, EntryState, GrantMode, Mode,
+    ResponseFrame, StatsBody, StatsEntry, Status,
 };
 
 /// The point of `unit` on resource line `line` (0: the unnamed resource), as the tree
@@ -85,6 +90,8 @@ fn line(point: u128) -> u64 {
 struct Line {
     name: Arc<[u8]>,
     live: usize,
+    /// Cluster nodes: the name's placement hash ([`name_hash`]); 0 on a single server.
+    hash: u64,
 }
 
 #[derive(Debug)]
@@ -189,6 +196,8 @@ pub struct LockTable {
     shutting_down: bool,
     /// Cluster nodes only: which partitions this node serves, and their token counters.
     parts: Option<TablePartitions>,
+    /// Cluster nodes only: the named entries (held, waiting, placeholders) by partition.
+    named_on: HashMap<u32, HashSet<Handle>>,
 }
 
 impl LockTable {
@@ -210,6 +219,7 @@ impl LockTable {
             scratch: Vec::new(),
             shutting_down: false,
             parts: None,
+            named_on: HashMap::new(),
         }
     }
 
@@ -257,8 +267,8 @@ impl LockTable {
             }
             Command::Close { session } => self.close(session),
             Command::Shutdown => self.shutdown(),
-            Command::Reclaim { session, id, start, end, mode, token } => {
-                self.reclaim(session, id, start, end, mode, token)
+            Command::Reclaim { session, id, start, end, name, mode, token } => {
+                self.reclaim(session, id, start, end, name, mode, token)
             }
             Command::Partition { partition, change } => self.partition(partition, change),
             Command::Handover { partition, report } => {
@@ -296,36 +306,30 @@ impl LockTable {
         arrived: u64,
     ) {
         let Some(s) = self.sessions.get(&session) else { return };
-        debug_assert!(name.is_none() || self.parts.is_none(), "cluster nodes serve no names yet");
         // Precedence (PROTOCOL.md §2): shutdown and range, then ownership, then the
         // session's own limits.
         let early = self.limits.refuse_lock(self.shutting_down, start, end, false, 0);
-        let cluster = || self.parts.as_ref().and_then(|p| p.refuse_lock(start, end));
+        let cluster = || {
+            let parts = self.parts.as_ref()?;
+            parts.refuse_lock(parts.place(self.hash_of(name.as_ref()), start, end))
+        };
         let late =
             || self.limits.refuse_lock(false, start, end, s.locks.contains_key(&id), s.locks.len());
         let refusal = early.map(|st| (st, 0)).or_else(cluster).or_else(|| late().map(|st| (st, 0)));
         if let Some((status, value)) = refusal {
             // After a planned move, a waiter coming back takes its place in the queue.
             let back = status == Status::InGrace && may_wait && late().is_none();
-            if !(back && self.requeue(session, id, start, end, mode, nonce, arrived)) {
+            if !(back && self.requeue(session, id, start, end, name, mode, nonce, arrived)) {
                 self.reply(session, ResponseFrame::new(op::LOCK, id, status, value));
             }
             return;
         }
         self.sessions.get_mut(&session).expect("checked above").ended.reuse(id);
         // A name that is not live has nothing on its line.
-        let live = match &name {
-            None => Some(0),
-            Some(n) => self.line_of.get(n).copied(),
-        };
-        if live.is_none() && self.lines.len() >= self.limits.max_names {
-            let r = ResponseFrame::new(
-                op::LOCK,
-                id,
-                Status::TooManyNames,
-                self.limits.max_names as u64,
-            );
-            self.reply(session, r);
+        let live = self.live_line(name.as_ref());
+        if live.is_none() && name.is_some() && self.lines.len() >= self.limits.max_names {
+            let max = self.limits.max_names as u64;
+            self.reply(session, ResponseFrame::new(op::LOCK, id, Status::TooManyNames, max));
             return;
         }
         let blocking = live.map_or(0, |l| self.blocking(l, start, end, mode));
@@ -337,7 +341,7 @@ impl LockTable {
         let l = self.enter_line(name);
         self.next_seq += 1;
         let entry = Entry { session, id, mode, nonce, blocking, token: None, stamp: arrived };
-        let h = self.tree.insert(at(l, start), at(l, end), self.next_seq, entry);
+        let h = self.insert(l, start, end, entry);
         let s = self.sessions.get_mut(&session).expect("checked above");
         s.locks.insert(id, h);
         if blocking == 0 && self.grant(h, false) {
@@ -370,10 +374,13 @@ impl LockTable {
             None => self.counters.grants + 1,
             // A placeholder waits for its client (see `handover`).
             Some(_) if self.tree.get(h).session == HANDOVER_SESSION => return false,
-            Some(parts) => match parts.mint(unit(self.tree.interval(h).0)) {
-                Some(t) => t,
-                None => return false,
-            },
+            Some(_) => {
+                let p = self.partition_of(self.tree.interval(h).0);
+                match self.parts.as_mut().and_then(|parts| parts.mint(p)) {
+                    Some(t) => t,
+                    None => return false,
+                }
+            }
         };
         self.counters.grants += 1;
         self.count_held(self.tree.interval(h).0);
@@ -393,6 +400,15 @@ impl LockTable {
     /// Takes an entry out of the table and grants the waiters that only it blocked.
     fn remove(&mut self, h: Handle) -> Entry {
         let (start, end, seq) = self.tree.interval(h);
+        if line(start) != 0 && self.parts.is_some() {
+            let p = self.partition_of(start);
+            if let Some(on) = self.named_on.get_mut(&p) {
+                on.remove(&h);
+                if on.is_empty() {
+                    self.named_on.remove(&p);
+                }
+            }
+        }
         let entry = self.tree.remove(h);
         if entry.token.is_some() {
             self.counters.holders -= 1;
@@ -441,9 +457,61 @@ impl LockTable {
         }
         let l = self.next_line;
         self.next_line += 1;
+        // Only a cluster node places names by their hash.
+        let hash = if self.parts.is_some() { name_hash(&name) } else { 0 };
         self.line_of.insert(Arc::clone(&name), l);
-        self.lines.insert(l, Line { name, live: 1 });
+        self.lines.insert(l, Line { name, live: 1, hash });
         l
+    }
+
+    /// Inserts `entry` on `[start, end)` of line `l` as the latest arrival; a named entry
+    /// of a cluster node is indexed by its partition.
+    fn insert(&mut self, l: u64, start: u64, end: u64, entry: Entry) -> Handle {
+        let h = self.tree.insert(at(l, start), at(l, end), self.next_seq, entry);
+        if l != 0 && self.parts.is_some() {
+            let p = self.partition_of(at(l, start));
+            self.named_on.entry(p).or_default().insert(h);
+        }
+        h
+    }
+
+    /// The placement hash of `name` on a cluster node (`None`: the unnamed resource), from
+    /// its line if it is live.
+    fn hash_of(&self, name: Option<&Arc<[u8]>>) -> Option<u64> {
+        let name = name?;
+        Some(match self.line_of.get(name) {
+            Some(l) => self.lines[l].hash,
+            None => name_hash(name),
+        })
+    }
+
+    /// The partition of the entry that starts at tree point `point` (cluster nodes only).
+    fn partition_of(&self, point: u128) -> u32 {
+        let parts = self.parts.as_ref().expect("a cluster node's table").partitioning();
+        match line(point) {
+            0 => parts.of(unit(point)),
+            l => parts.partition_of_named(self.lines[&l].hash, unit(point)),
+        }
+    }
+
+    /// The line of `name` if it is live (0: the unnamed resource, always live).
+    fn live_line(&self, name: Option<&Arc<[u8]>>) -> Option<u64> {
+        match name {
+            None => Some(0),
+            Some(n) => self.line_of.get(n).copied(),
+        }
+    }
+
+    /// Every entry on partition `p` (cluster nodes only), unnamed and named, in arrival
+    /// order.
+    fn handles_on(&self, p: u32) -> Vec<Handle> {
+        let Some(parts) = &self.parts else { return Vec::new() };
+        let (start, end) = (parts.partitioning().start(p), parts.partitioning().end(p));
+        let mut hs = Vec::new();
+        self.tree.overlaps(at(0, start), at(0, end), &mut hs);
+        hs.extend(self.named_on.get(&p).into_iter().flatten().copied());
+        hs.sort_unstable_by_key(|h| self.tree.interval(*h).2);
+        hs
     }
 
     /// One entry fewer on line `l`: its name is forgotten with its last entry.
@@ -617,10 +685,20 @@ impl LockTable {
         self.counters.sessions_open -= 1;
     }
 
-    /// `RECLAIM`: reinstalls a lock the session held at the partition's previous owner,
-    /// with its old token, if the partition is in its grace period and nothing conflicts.
+    /// `RECLAIM` (and `RECLAIM_NAMED` of `name`): reinstalls a lock the session held at
+    /// the partition's previous owner, with its old token, if the partition is in its
+    /// grace period and nothing conflicts.
     #[allow(clippy::too_many_arguments)]
-    fn reclaim(&mut self, session: u64, id: u64, start: u64, end: u64, mode: Mode, tok: u64) {
+    fn reclaim(
+        &mut self,
+        session: u64,
+        id: u64,
+        start: u64,
+        end: u64,
+        name: Option<Arc<[u8]>>,
+        mode: Mode,
+        tok: u64,
+    ) {
         let Some(s) = self.sessions.get(&session) else { return };
         // Precedence (PROTOCOL.md §2): NOT_CLUSTERED, shutdown and range, ownership, the
         // session's limits, then whether a reclaim is in place at all.
@@ -628,23 +706,27 @@ impl LockTable {
             let r = ResponseFrame::new(op::RECLAIM, id, Status::NotClustered, 0);
             return self.reply(session, r);
         };
+        let place = parts.place(self.hash_of(name.as_ref()), start, end);
         let early = self.limits.refuse_lock(self.shutting_down, start, end, false, 0);
         let late =
             || self.limits.refuse_lock(false, start, end, s.locks.contains_key(&id), s.locks.len());
         let refusal = early
             .map(|st| (st, 0))
-            .or_else(|| parts.refuse_reclaim_early(start, end))
+            .or_else(|| parts.refuse_reclaim_early(place))
             .or_else(|| late().map(|st| (st, 0)))
-            .or_else(|| parts.reclaim_refused(start, tok).then_some((Status::ReclaimRefused, 0)));
+            .or_else(|| {
+                let p = place.expect("a crossing range was refused above");
+                parts.reclaim_refused(p, tok).then_some((Status::ReclaimRefused, 0))
+            });
         if let Some((status, value)) = refusal {
             self.reply(session, ResponseFrame::new(op::RECLAIM, id, status, value));
             return;
         }
-        let p = parts.partitioning().of(start);
+        let p = place.expect("a crossing range was refused above");
         if parts.in_handover(p) {
             // After a planned move only the handed-over locks are reclaimed, each into its
             // placeholder (which keeps its place among the waiters).
-            let listed = HandoverLock { start, end, mode, token: tok };
+            let listed = HandoverLock { name, start, end, mode, token: tok };
             let parts = self.parts.as_mut().expect("checked above");
             match parts.claim(p, listed) {
                 Some(h) => {
@@ -662,18 +744,21 @@ impl LockTable {
             }
             return;
         }
-        if self.blocking(0, start, end, mode) > 0 {
+        let blocking =
+            self.live_line(name.as_ref()).map_or(0, |l| self.blocking(l, start, end, mode));
+        if blocking > 0 {
             self.reply(session, ResponseFrame::new(op::RECLAIM, id, Status::ReclaimRefused, 0));
             return;
         }
+        let l = self.enter_line(name);
         self.next_seq += 1;
         let stamp = self.stamp_now();
         let entry = Entry { session, id, mode, nonce: 0, blocking: 0, token: Some(tok), stamp };
-        let h = self.tree.insert(at(0, start), at(0, end), self.next_seq, entry);
+        let h = self.insert(l, start, end, entry);
         let s = self.sessions.get_mut(&session).expect("checked above");
         s.ended.reuse(id);
         s.locks.insert(id, h);
-        self.count_held(at(0, start));
+        self.count_held(at(l, start));
         if let Some(parts) = &self.parts {
             parts.count_reclaim();
         }
@@ -694,18 +779,18 @@ impl LockTable {
     /// Every entry on partition `p`, held (with its token) or waiting (token 0), in
     /// arrival order: what a planned move hands over (cluster nodes only).
     fn entries_on(&self, p: u32) -> Vec<HandoverLock> {
-        let Some(parts) = &self.parts else { return Vec::new() };
-        let (start, end) = (parts.partitioning().start(p), parts.partitioning().end(p));
-        let mut hs = Vec::new();
-        self.tree.overlaps(at(0, start), at(0, end), &mut hs);
-        hs.sort_unstable_by_key(|h| self.tree.interval(*h).2);
-        hs.into_iter()
+        self.handles_on(p)
+            .into_iter()
             .filter(|h| self.tree.get(*h).session != HANDOVER_SESSION)
             .map(|h| {
                 let (start, end, _) = self.tree.interval(h);
                 let e = self.tree.get(h);
+                let name = match line(start) {
+                    0 => None,
+                    l => Some(Arc::clone(&self.lines[&l].name)),
+                };
                 let (start, end) = (unit(start), unit(end));
-                HandoverLock { start, end, mode: e.mode, token: e.token.unwrap_or(0) }
+                HandoverLock { name, start, end, mode: e.mode, token: e.token.unwrap_or(0) }
             })
             .collect()
     }
@@ -719,7 +804,8 @@ impl LockTable {
         }
         let mut placeholders = Placeholders::default();
         for (i, lock) in locks.into_iter().enumerate() {
-            let blocking = self.blocking(0, lock.start, lock.end, lock.mode);
+            let live = self.live_line(lock.name.as_ref());
+            let blocking = live.map_or(0, |l| self.blocking(l, lock.start, lock.end, lock.mode));
             let token = (!lock.is_waiter()).then_some(lock.token);
             if token.is_some() && blocking > 0 {
                 // Two conflicting holders in one list cannot come from a correct owner:
@@ -737,9 +823,10 @@ impl LockTable {
                 token,
                 stamp: self.stamp_now(),
             };
-            let h = self.tree.insert(at(0, lock.start), at(0, lock.end), self.next_seq, entry);
+            let l = self.enter_line(lock.name.clone());
+            let h = self.insert(l, lock.start, lock.end, entry);
             if token.is_some() {
-                self.count_held(at(0, lock.start));
+                self.count_held(at(l, lock.start));
             } else {
                 self.counters.waiters += 1;
             }
@@ -757,13 +844,15 @@ impl LockTable {
         id: u64,
         start: u64,
         end: u64,
+        name: Option<Arc<[u8]>>,
         mode: Mode,
         nonce: u64,
         arrived: u64,
     ) -> bool {
+        let hash = self.hash_of(name.as_ref());
         let Some(parts) = &mut self.parts else { return false };
-        let p = parts.partitioning().of(start);
-        let Some(h) = parts.claim(p, HandoverLock { start, end, mode, token: 0 }) else {
+        let Ok(p) = parts.place(hash, start, end) else { return false };
+        let Some(h) = parts.claim(p, HandoverLock { name, start, end, mode, token: 0 }) else {
             return false;
         };
         self.take_over(h, session, id, nonce, arrived);
@@ -800,12 +889,9 @@ impl LockTable {
             return self.remove_placeholders(gone);
         }
         parts.change(p, change);
-        let (start, end) = (parts.partitioning().start(p), parts.partitioning().end(p));
-        let mut hs = Vec::new();
-        self.tree.overlaps(at(0, start), at(0, end), &mut hs);
         // Earliest first when granting, latest first when dropping (so that removing an
         // entry wakes only entries that are already gone).
-        hs.sort_unstable_by_key(|h| self.tree.interval(*h).2);
+        let hs = self.handles_on(p);
         match change {
             // (`RequeueOver` returned above.)
             PartitionChange::Own { .. } | PartitionChange::RequeueOver => {}

@@ -14,9 +14,12 @@ use crate::protocol::{token, Mode, Partitioning, Status};
 
 /// A lock held or waited for on a partition when its owner handed it over in a planned
 /// move (see `super::handover`): a holder reclaims it at the new owner with exactly
-/// this range, mode and token; a waiter (token 0) asks for the same range and mode again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// this name, range, mode and token; a waiter (token 0) asks for the same name, range and
+/// mode again.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct HandoverLock {
+    /// The resource's name; `None`: the unnamed resource.
+    pub name: Option<Arc<[u8]>>,
     /// First unit.
     pub start: u64,
     /// One past the last unit.
@@ -184,15 +187,28 @@ impl TablePartitions {
         }
     }
 
-    /// Why a `LOCK` on `[start, end)` must be refused now, with the reply's value.
-    pub(crate) fn refuse_lock(&self, start: u64, end: u64) -> Option<(Status, u64)> {
-        let p = self.parts.of(start);
-        let s = &self.state[p as usize];
+    /// Where `[start, end)` lies: its partition, or `Err` with where it must be split
+    /// (`CROSSES_PARTITION`'s value). `name_hash`: of a named resource
+    /// ([`Partitioning::named_partition_of_range`]); `None`: the unnamed one.
+    pub(crate) fn place(&self, name_hash: Option<u64>, start: u64, end: u64) -> Result<u32, u64> {
+        match name_hash {
+            None => self.parts.partition_of_range(start, end),
+            Some(h) => self.parts.named_partition_of_range(h, start, end),
+        }
+    }
+
+    /// Why a `LOCK` placed at `place` ([`TablePartitions::place`]) must be refused now,
+    /// with the reply's value.
+    pub(crate) fn refuse_lock(&self, place: Result<u32, u64>) -> Option<(Status, u64)> {
         if !self.fence.is_open() {
-            Some((Status::Fenced, 0))
-        } else if end > self.parts.end(p) {
-            Some((Status::CrossesPartition, self.parts.end(p)))
-        } else if !s.owned {
+            return Some((Status::Fenced, 0));
+        }
+        let p = match place {
+            Ok(p) => p,
+            Err(next) => return Some((Status::CrossesPartition, next)),
+        };
+        let s = &self.state[p as usize];
+        if !s.owned {
             Some((Status::NotOwner, 0))
         } else if let Some(until) = s.grace_until {
             let ms = until.saturating_sub(Fence::now()).div_ceil(1_000_000);
@@ -202,35 +218,32 @@ impl TablePartitions {
         }
     }
 
-    /// Why a `RECLAIM` on `[start, end)` must be refused before the session's own limits
+    /// Why a `RECLAIM` placed at `place` must be refused before the session's own limits
     /// are checked (`FENCED`, `CROSSES_PARTITION`, `NOT_OWNER`).
-    pub(crate) fn refuse_reclaim_early(&self, start: u64, end: u64) -> Option<(Status, u64)> {
-        let p = self.parts.of(start);
+    pub(crate) fn refuse_reclaim_early(&self, place: Result<u32, u64>) -> Option<(Status, u64)> {
         if !self.fence.is_open() {
-            Some((Status::Fenced, 0))
-        } else if end > self.parts.end(p) {
-            Some((Status::CrossesPartition, self.parts.end(p)))
-        } else if !self.state[p as usize].owned {
-            Some((Status::NotOwner, 0))
-        } else {
-            None
+            return Some((Status::Fenced, 0));
+        }
+        match place {
+            Err(next) => Some((Status::CrossesPartition, next)),
+            Ok(p) if !self.state[p as usize].owned => Some((Status::NotOwner, 0)),
+            Ok(_) => None,
         }
     }
 
-    /// Whether a `RECLAIM` of a lock granted with `tok` is out of place: the partition is
-    /// not in a grace period, or the token is not from an earlier epoch (conflicts with
-    /// other entries are the table's to check).
-    pub(crate) fn reclaim_refused(&self, start: u64, tok: u64) -> bool {
-        let s = &self.state[self.parts.of(start) as usize];
+    /// Whether a `RECLAIM` on partition `p` of a lock granted with `tok` is out of place:
+    /// the partition is not in a grace period, or the token is not from an earlier epoch
+    /// (conflicts with other entries are the table's to check).
+    pub(crate) fn reclaim_refused(&self, p: u32, tok: u64) -> bool {
+        let s = &self.state[p as usize];
         s.grace_until.is_none() || tok == 0 || token::epoch(tok) >= s.epoch
     }
 
-    /// The token for a grant on the partition of `start`, or `None` if nothing may be
-    /// granted there now (not owned, in grace, fenced, or the counter ran out: then a new
-    /// epoch is requested). The entry stays queued; [`PartitionChange::Serve`] or
+    /// The token for a grant on partition `p`, or `None` if nothing may be granted there
+    /// now (not owned, in grace, fenced, or the counter ran out: then a new epoch is
+    /// requested). The entry stays queued; [`PartitionChange::Serve`] or
     /// [`PartitionChange::Epoch`] retries it, [`PartitionChange::Drop`] ends it.
-    pub(crate) fn mint(&mut self, start: u64) -> Option<u64> {
-        let p = self.parts.of(start);
+    pub(crate) fn mint(&mut self, p: u32) -> Option<u64> {
         let s = &mut self.state[p as usize];
         if !s.owned || s.grace_until.is_some() || !self.fence.is_open() {
             return None;
@@ -277,10 +290,10 @@ mod tests {
         assert_eq!(t.mint(0), None, "in grace");
         t.change(0, PartitionChange::Serve);
         assert_eq!(t.mint(0), Some(token::pack(9, 1)));
-        assert_eq!(t.mint(5), Some(token::pack(9, 2)));
+        assert_eq!(t.mint(0), Some(token::pack(9, 2)));
         fence.close();
         assert_eq!(t.mint(0), None, "fenced");
-        assert_eq!(t.refuse_lock(0, 1), Some((Status::Fenced, 0)));
+        assert_eq!(t.refuse_lock(t.place(None, 0, 1)), Some((Status::Fenced, 0)));
     }
 
     /// The 2^32-1st grant of an epoch is the last: the partition then holds grants back
@@ -289,14 +302,14 @@ mod tests {
     fn an_exhausted_token_counter_asks_for_a_new_epoch() {
         let (mut t, _, requests) = parts();
         t.change(1, PartitionChange::Own { epoch: 9, grace_until: None });
-        let start = Partitioning::new(2).unwrap().start(1);
+        let p = 1;
         t.set_seq(1, u32::MAX - 1);
-        let last = t.mint(start).unwrap();
+        let last = t.mint(p).unwrap();
         assert_eq!(last, token::pack(9, u32::MAX));
-        assert_eq!(t.mint(start), None);
+        assert_eq!(t.mint(p), None);
         assert_eq!(requests.take(), vec![1]);
         t.change(1, PartitionChange::Epoch { epoch: 12 });
-        let next = t.mint(start).unwrap();
+        let next = t.mint(p).unwrap();
         assert_eq!(next, token::pack(12, 1));
         assert!(next > last);
     }
@@ -304,15 +317,22 @@ mod tests {
     #[test]
     fn reclaims_only_in_grace_and_only_from_earlier_epochs() {
         let (mut t, _, _) = parts();
-        assert_eq!(t.refuse_reclaim_early(0, 1), Some((Status::NotOwner, 0)));
+        assert_eq!(t.refuse_reclaim_early(t.place(None, 0, 1)), Some((Status::NotOwner, 0)));
         t.change(0, PartitionChange::Own { epoch: 9, grace_until: Some(u64::MAX) });
-        assert_eq!(t.refuse_reclaim_early(0, 1), None);
+        assert_eq!(t.refuse_reclaim_early(t.place(None, 0, 1)), None);
         assert!(!t.reclaim_refused(0, token::pack(8, 100)));
         assert!(t.reclaim_refused(0, token::pack(9, 1)));
         assert!(t.reclaim_refused(0, 0));
         t.change(0, PartitionChange::Serve);
         assert!(t.reclaim_refused(0, token::pack(8, 100)));
         let b = Partitioning::new(2).unwrap().start(1);
-        assert_eq!(t.refuse_reclaim_early(b - 1, b + 1), Some((Status::CrossesPartition, b)));
+        let crossing = t.place(None, b - 1, b + 1);
+        assert_eq!(t.refuse_reclaim_early(crossing), Some((Status::CrossesPartition, b)));
+        // A named range crossing a stripe: split at the stripe's end.
+        let s = 1u64 << crate::protocol::NAME_STRIPE_SHIFT;
+        assert_eq!(t.place(Some(3), s - 1, s + 1), Err(s));
+        assert_eq!(t.place(Some(3), s, s + 1), Ok(0));
+        assert_eq!(t.refuse_reclaim_early(t.place(Some(3), s, s + 1)), None);
+        assert_eq!(t.refuse_reclaim_early(t.place(Some(2), s, s + 1)), Some((Status::NotOwner, 0)));
     }
 }
