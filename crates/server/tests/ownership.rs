@@ -585,7 +585,7 @@ fn named_locks_move_and_are_reclaimed_by_name() {
         // The unnamed resource's same range and mode is not the named holder's.
         let r = n.call(1, Request::Reclaim { start: 0, end: 10, mode: X, token: held.value });
         assert_eq!(r.status, Status::ReclaimRefused, "{engine:?}");
-        w.send(2, named(&n0, 2, 4, S, Wait::Forever));
+        w.queue(2, named(&n0, 2, 4, S, Wait::Forever));
         let reclaim =
             Request::ReclaimNamed { start: 0, end: 10, mode: X, token: held.value, name: &n0 };
         let r = h.call(2, reclaim);
