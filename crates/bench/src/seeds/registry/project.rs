@@ -81,6 +81,11 @@ pub(super) const FIGURES: &[Figure] = &[
         "A node holding 32 locks crashes: when its partitions grant again, and whether every \
          lock was reclaimed.",
     ),
+    project(
+        "server-names",
+        "What a resource name costs: 16 clients on the unnamed resource or on 1, 1000 or \
+         1000000 names, and the server's heap per held lock and after the release.",
+    ),
 ];
 
 pub(super) const CLAIMS: &[Claim] = &[
@@ -121,5 +126,54 @@ pub(super) const CLAIMS: &[Claim] = &[
         seed: None,
         band: band(Test::AtMost(0.0), "ours: lost = 0"),
         rule: Rule::Value(v!("failover").metric(Metric::Extra("lost"))),
+    },
+    Claim {
+        suite: "server-names",
+        figure: "-",
+        quote: "A million distinct names run at least 0.8x the unnamed resource.",
+        gist: "names-1000000 >= 0.8x unnamed",
+        row: Row::Seed,
+        seed: None,
+        band: band(Test::AtLeast(0.8), "the named-resources issue's bar"),
+        rule: ratio(v!("names-1000000").most().over(v!("unnamed").most())),
+    },
+    Claim {
+        suite: "server-names",
+        figure: "-",
+        quote: "A thousand names run at least 0.9x the unnamed resource.",
+        gist: "names-1000 >= 0.9x unnamed",
+        row: Row::Seed,
+        seed: None,
+        band: band(Test::AtLeast(0.9), "the named-resources issue's bar"),
+        rule: ratio(v!("names-1000").most().over(v!("unnamed").most())),
+    },
+    Claim {
+        suite: "server-names",
+        figure: "-",
+        quote: "A held lock on a fresh name costs at most 2x a held lock on the unnamed \
+                resource.",
+        gist: "heap per held lock, fresh name / unnamed <= 2",
+        row: Row::Seed,
+        seed: None,
+        band: band(Test::AtMost(2.0), "the named-resources issue's bar"),
+        rule: ratio(
+            v!("names-1000000")
+                .metric(Metric::Extra("heap_bytes_per_held_lock"))
+                .over(v!("unnamed").metric(Metric::Extra("heap_bytes_per_held_lock"))),
+        ),
+    },
+    Claim {
+        suite: "server-names",
+        figure: "-",
+        quote: "After every name is released, the server's heap is back within 10 % of where \
+                it started.",
+        gist: "heap retained after release <= 10 %",
+        row: Row::Seed,
+        seed: None,
+        band: band(
+            Test::AtMost(0.1),
+            "the named-resources issue's bar (share of the hold's growth)",
+        ),
+        rule: Rule::Value(v!("names-1000000").metric(Metric::Extra("heap_retained_share"))),
     },
 ];
