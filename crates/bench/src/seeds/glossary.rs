@@ -154,6 +154,17 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("claim_ms", "ms after the crash until the surviving node owned every orphaned partition"),
     ("grace_end_ms", "ms after the crash until the claimed partitions' grace period ended"),
     ("first_grant_ms", "ms after the crash until a new lock was granted on an orphaned partition"),
+    (
+        "heap_bytes_per_held_lock",
+        "server-names: the server's heap growth per held lock (glibc mallinfo2, 10 000 locks \
+         held by one client that keeps no state)",
+    ),
+    (
+        "heap_retained_share",
+        "server-names: heap left in use by a second hold and release of 10 000 locks (on names \
+         not used before) beyond where the first release ended, as a share of the first \
+         hold's growth (0: back where it started)",
+    ),
     ("bar_ms", "our bar for first_grant_ms: TTL + grace + 1 s"),
     ("reclaimed", "of the crashed node's held locks, how many were reclaimed"),
     ("lost", "of the crashed node's held locks, how many their clients were told are lost"),
@@ -174,7 +185,8 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ),
     ("held_per_thread", "held: ranges each thread keeps held while it runs W1"),
     ("held_ranges", "memory: ranges held at once"),
-    ("range_units", "memory: units per held range"),
+    ("range_units", "memory: units per held range; server-names: units of one lock"),
+    ("held", "server-names: locks the heap probe holds at once"),
     ("stride_units", "memory: units from one held range's start to the next"),
     ("idle_locks", "memory: locks built and never used, kept in one Vec"),
     (
