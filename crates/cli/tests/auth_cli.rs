@@ -254,7 +254,7 @@ fn lock_and_stat_authenticate_and_say_clearly_when_they_cannot() {
     let listed = out
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .any(|f| f.first() == Some(&"held") && f[f.len() - 2..] == ["100", "200"]);
+        .any(|f| f.first() == Some(&"held") && f[f.len() - 3..] == ["100", "200", "-"]);
     assert!(listed, "the bystander's lock is listed:\n{out}");
     let (code, _, err) = cli(&["stat", "--server", &addr], None);
     assert_eq!(code, Some(77), "{err}");

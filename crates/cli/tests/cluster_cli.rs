@@ -123,12 +123,12 @@ fn lock_and_stat_through_a_cluster() {
     });
     assert!(out.contains("4 partitions"), "{out}");
     assert!(out.contains("node              a") && out.contains("node              b"), "{out}");
-    assert!(out.lines().any(|l| l.starts_with("held") && l.ends_with(" 10")), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("held") && l.ends_with(" 10  -")), "{out}");
     // The same through etcd: --cluster with etcd endpoints finds the nodes there.
     let (code, out, err) =
         run_cli(&["stat", "--cluster", &ep, "--max", "10"], Duration::from_secs(20));
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.lines().any(|l| l.starts_with("held") && l.ends_with(" 10")), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("held") && l.ends_with(" 10  -")), "{out}");
     let (code, _, err) = run_cli(
         &["lock", "--cluster", &ep, "--nonblock", "5..6", "--", "true"],
         Duration::from_secs(20),
