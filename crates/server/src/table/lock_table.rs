@@ -338,7 +338,11 @@ impl LockTable {
             self.reply(session, ResponseFrame::new(op::LOCK, id, Status::WouldBlock, 0));
             return;
         }
-        let l = self.enter_line(name);
+        // The line `live_line` found, without a second lookup.
+        let l = match live {
+            Some(l) => self.enter_live_line(l),
+            None => self.enter_line(name),
+        };
         self.next_seq += 1;
         let entry = Entry { session, id, mode, nonce, blocking, token: None, stamp: arrived };
         let h = self.insert(l, start, end, entry);
@@ -452,8 +456,7 @@ impl LockTable {
     fn enter_line(&mut self, name: Option<Arc<[u8]>>) -> u64 {
         let Some(name) = name else { return 0 };
         if let Some(&l) = self.line_of.get(&name) {
-            self.lines.get_mut(&l).expect("a live name has its line").live += 1;
-            return l;
+            return self.enter_live_line(l);
         }
         let l = self.next_line;
         self.next_line += 1;
@@ -461,6 +464,14 @@ impl LockTable {
         let hash = if self.parts.is_some() { name_hash(&name) } else { 0 };
         self.line_of.insert(Arc::clone(&name), l);
         self.lines.insert(l, Line { name, live: 1, hash });
+        l
+    }
+
+    /// One more entry on line `l`, already live (0: the unnamed resource): `l`.
+    fn enter_live_line(&mut self, l: u64) -> u64 {
+        if l != 0 {
+            self.lines.get_mut(&l).expect("a live name has its line").live += 1;
+        }
         l
     }
 
