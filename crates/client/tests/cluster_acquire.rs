@@ -169,6 +169,39 @@ fn a_partition_in_grace_is_unavailable_to_a_try_and_granted_to_a_wait_once_grace
     assert_eq!(g.pieces()[0].token, token::pack(7, 1));
 }
 
+/// Nodes that are starting answer MAP with FENCED until they have a map: connect asks
+/// again until one has (a client started with its cluster), and gives up after
+/// `map_wait`.
+#[test]
+fn connect_waits_for_starting_nodes_to_publish_their_map_up_to_map_wait() {
+    let c = Cluster::start(&["a", "b"]);
+    let rt = runtime();
+    let options = ClusterOptions { map_wait: Duration::from_millis(300), ..Default::default() };
+    let t0 = Instant::now();
+    let r = rt.block_on(ClusterClient::connect(&c.seeds(), options));
+    let e = r.map(|_| ()).unwrap_err();
+    assert!(matches!(e, ClusterError::NoNode(_)), "{e:?}");
+    assert!(e.to_string().contains("node fenced"), "{e}");
+    let waited = t0.elapsed();
+    assert!(waited >= Duration::from_millis(150), "gave up after {waited:?}");
+    // Several rounds were asked of each node, not one.
+    let asked = rt.block_on(c.stats(0)).counters.errors;
+    assert!(asked >= 3, "node a answered {asked} MAPs with FENCED");
+    // With the default wait, connect returns once a node publishes its map.
+    let connecting = {
+        let seeds = c.seeds();
+        rt.spawn(async move { ClusterClient::connect(&seeds, ClusterOptions::default()).await })
+    };
+    rt.block_on(eventually(Duration::from_secs(5), "connect asks again", || async {
+        c.stats(1).await.counters.errors > asked
+    }));
+    assert!(!connecting.is_finished());
+    c.nodes[1].own.acquire(1, 11, None);
+    c.publish_on(1, 4, [UNOWNED, serving(1, 11), UNOWNED, UNOWNED]);
+    let client = rt.block_on(connecting).unwrap().unwrap();
+    assert_eq!(client.map().revision, 4);
+}
+
 /// The blocking cluster client: the same guard without a runtime of the caller's; its
 /// runtime thread keeps reclaiming while the caller blocks elsewhere.
 #[test]

@@ -734,7 +734,11 @@ impl Handler<'_> {
                 self.reclaim(id, start, end, None, mode, token)
             }
             Request::Map => match &self.shared.config.cluster {
-                Some(own) => reply::send_now(&self.tx, own.map_reply(id)),
+                Some(own) => match own.map_reply(id) {
+                    r if r.status == Status::Ok => reply::send_now(&self.tx, r),
+                    // No map yet (starting): counted like any refusal.
+                    r => self.refuse(Box::new(r)),
+                },
                 None => self.error(op::MAP, id, Status::NotClustered),
             },
             Request::WatchMap => match &self.shared.config.cluster {

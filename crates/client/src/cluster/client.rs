@@ -202,6 +202,9 @@ impl ClusterClient {
     /// `host:port`) that answers. Must run inside a tokio runtime, which then drives the
     /// node connections and the reclaims.
     ///
+    /// While the seeds that answer have no map yet (they are starting, or fenced), it asks
+    /// again after a backoff pause, for up to [`ClusterOptions::map_wait`].
+    ///
     /// Errors: [`ClusterError::NoNode`] (with what each seed said) if none answers with a
     /// map; a node that is not part of a cluster answers `NOT_CLUSTERED`. If none answers
     /// and a seed refused the token of [`ClusterOptions::connect`]:
@@ -223,28 +226,42 @@ impl ClusterClient {
             next_guard: AtomicU64::new(1),
             map_news: watch::Sender::new(0),
         });
-        let mut failures = Vec::new();
-        let mut refused = None;
-        for seed in seeds {
-            match shared.read_map(seed).await {
-                Ok(map) => {
-                    shared.offer(map)?;
-                    return Ok(ClusterClient { shared });
+        let started = Instant::now();
+        let mut backoff = Backoff::new(shared.options.backoff_first, shared.options.backoff_max);
+        loop {
+            let mut failures = Vec::new();
+            let mut refused = None;
+            let mut starting = false;
+            for seed in seeds {
+                match shared.read_map(seed).await {
+                    Ok(map) => {
+                        shared.offer(map)?;
+                        return Ok(ClusterClient { shared });
+                    }
+                    Err(ClusterError::Client(
+                        e @ (ClientError::AuthRequired | ClientError::AuthFailed),
+                    )) => {
+                        failures.push(format!("{seed}: {e}"));
+                        refused.get_or_insert(e);
+                    }
+                    Err(e) => {
+                        // A node answers MAP with FENCED until it has registered in etcd
+                        // and read the cluster's keys (or while its lease is in doubt).
+                        starting |= matches!(e, ClusterError::Server(Status::Fenced));
+                        failures.push(format!("{seed}: {e}"));
+                    }
                 }
-                Err(ClusterError::Client(
-                    e @ (ClientError::AuthRequired | ClientError::AuthFailed),
-                )) => {
-                    failures.push(format!("{seed}: {e}"));
-                    refused.get_or_insert(e);
-                }
-                Err(e) => failures.push(format!("{seed}: {e}")),
             }
+            // A node that refused the token is the one thing the caller can fix.
+            if let Some(e) = refused {
+                return Err(ClusterError::Client(e));
+            }
+            let pause = backoff.next_pause();
+            if !starting || started.elapsed() + pause > shared.options.map_wait {
+                return Err(ClusterError::NoNode(failures.join("; ")));
+            }
+            tokio::time::sleep(pause).await;
         }
-        // A node that refused the token is the one thing the caller can fix.
-        Err(match refused {
-            Some(e) => ClusterError::Client(e),
-            None => ClusterError::NoNode(failures.join("; ")),
-        })
     }
 
     /// Locks `range` in `mode`, waiting as `wait` says, across as many partitions as it

@@ -40,6 +40,11 @@ pub struct ClusterOptions {
     /// The longest a connection to a node (connect and handshake) may take, and the
     /// longest the client waits for a `MAP` or `RECLAIM` answer. Default 2 s.
     pub connect_timeout: Duration,
+    /// How long [`ClusterClient::connect`](super::ClusterClient::connect) keeps asking the
+    /// seeds while those that answer have no map yet: a node publishes its map once it has
+    /// registered in etcd and read the cluster's keys, and has none while it is fenced.
+    /// Seeds that cannot be reached at all fail the connect at once. Default 10 s.
+    pub map_wait: Duration,
     /// How to connect to every node: the authentication token (default: none). A node
     /// that refuses it fails the lock at once
     /// ([`ClusterError::Client`](super::ClusterError::Client) with
@@ -63,6 +68,7 @@ impl Default for ClusterOptions {
             max_redirects: 16,
             reclaim_window: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(2),
+            map_wait: Duration::from_secs(10),
             connect: ConnectOptions::default(),
             backoff_first: Duration::from_millis(10),
             backoff_max: Duration::from_millis(200),
