@@ -409,10 +409,7 @@ fn named_failure(e: ClientError) -> Failure {
         ),
         ClientError::Server(Status::UnknownOp) => Failure::new(
             exit::SOFTWARE,
-            anyhow!(
-                "{no_names}: it answered UNKNOWN_OP (its engine or a cluster node serves only \
-                 the unnamed resource)"
-            ),
+            anyhow!("{no_names}: it answered UNKNOWN_OP (it serves only the unnamed resource)"),
         ),
         ClientError::Server(Status::Forbidden) => Failure::new(
             exit::NOPERM,
@@ -440,7 +437,7 @@ pub fn run(args: LockArgs) -> Result<i32, Failure> {
     let options = args.connect.options()?;
     let held = match target {
         Target::Cluster { given, name } => crate::lock_cluster::lock(
-            (args.name.as_ref(), &args.range),
+            (args.name.as_ref(), &args.range, &what),
             &given,
             &name,
             (mode, wait),

@@ -4,8 +4,9 @@
 //! the nodes' keepalives and reclaims the lock at a new owner after a failover or move.
 //! The watcher learns of a lost guard through [`ClusterGuard::on_lost`].
 //!
-//! Named resources are not served through a cluster yet (docs/design/names.md, "Still to
-//! build", 6): a NAME is refused before anything connects.
+//! A NAME locks the range of that named resource: the cluster places it by the name's
+//! hash, stripe by stripe (docs/CLUSTER.md, "Named resources"), and the command gets one
+//! token per piece as for an unnamed range.
 
 use std::sync::mpsc;
 use std::time::Instant;
@@ -75,28 +76,17 @@ impl Held for ClusterLock {
     }
 }
 
-/// Locks `range` through the cluster reached at `given` (etcd endpoints or node
-/// addresses; see `crate::cluster::seeds`). A `name` is refused ([`exit::USAGE`]): the
-/// cluster serves only the unnamed resource so far.
+/// Locks `range` of resource `name` (`None`: the unnamed resource) through the cluster
+/// reached at `given` (etcd endpoints or node addresses; see `crate::cluster::seeds`);
+/// `what` names both in messages.
 pub(crate) fn lock(
-    (name, range): (Option<&NameArg>, &RangeArg),
+    (name, range, what): (Option<&NameArg>, &RangeArg, &str),
     given: &[String],
     cluster_name: &str,
     (mode, wait): (Mode, Wait),
     conflict: Conflict,
     connect: ConnectOptions,
 ) -> Result<Box<dyn Held>, Failure> {
-    if let Some(name) = name {
-        return Err(Failure::new(
-            exit::USAGE,
-            anyhow!(
-                "named resources are not served through a cluster yet: lock {range} of {name} \
-                 on one server (--server), or leave the name out to lock {range} through the \
-                 cluster"
-            ),
-        ));
-    }
-    let what = range.to_string();
     crate::cluster::is_etcd(given).map_err(|e| Failure::new(exit::USAGE, anyhow!(e)))?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -112,13 +102,20 @@ pub(crate) fn lock(
         Failure::cluster(e, exit::UNAVAILABLE)
             .context(format!("connecting to the cluster at {}", nodes.join(",")))
     })?;
-    let guard = match rt.block_on(client.lock(range.range.clone(), mode, wait)) {
+    let locked = match name {
+        None => rt.block_on(client.lock(range.range.clone(), mode, wait)),
+        Some(n) => match client.resource(&n.bytes) {
+            Ok(r) => rt.block_on(r.lock(range.range.clone(), mode, wait)),
+            Err(e) => Err(e),
+        },
+    };
+    let guard = match locked {
         Ok(g) => g,
         Err(
             e @ (ClusterError::WouldBlock
             | ClusterError::TimedOut
             | ClusterError::Unavailable { .. }),
-        ) => return Err(conflict.failure(&what, e)),
+        ) => return Err(conflict.failure(what, e)),
         Err(e) => {
             return Err(Failure::cluster(e, exit::SOFTWARE).context(format!("locking {what}")))
         }

@@ -255,17 +255,6 @@ fn shared_locks_and_the_hold_work_with_a_name() {
     a.lock(5..6, Mode::Exclusive, Wait::Try).unwrap().unlock().unwrap();
 }
 
-#[test]
-fn a_name_through_a_cluster_is_refused_as_not_served_yet() {
-    // A dead node address: refused before connecting (else exit 69).
-    let out = rangelock()
-        .args(["lock", "--cluster", &dead_addr(), "a", "0..10", "--", "true"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("named resources are not served through a cluster yet"));
-}
-
 /// A fake server: takes one connection's hello and answers with `hello`; with `answer`,
 /// then reads one request, checks it is a `LOCK_NAMED` of `a`, and answers it with that
 /// status. Returns its address.

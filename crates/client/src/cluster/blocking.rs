@@ -12,7 +12,10 @@ use std::sync::Arc;
 use rangelock_proto::{ClusterMap, Mode, NodeInfo, StatsBody, Wait};
 use tokio::runtime::Runtime;
 
-use super::{ClusterClient, ClusterError, ClusterGuard, ClusterOptions, GuardPiece, LostReason};
+use super::{
+    ClusterClient, ClusterError, ClusterGuard, ClusterOptions, ClusterResource, GuardPiece,
+    LostReason,
+};
 use crate::error::ClientError;
 
 /// A blocking cluster client; see the module docs. Cheap to clone.
@@ -49,6 +52,17 @@ impl BlockingClusterClient {
         Ok(BlockingClusterGuard { rt: self.rt.clone(), guard: Some(guard) })
     }
 
+    /// [`ClusterClient::resource`]: the named resource `name`, with blocking lock calls.
+    ///
+    /// Errors: [`ClientError::InvalidName`] for an empty name or one over 1024 bytes.
+    pub fn resource(
+        &self,
+        name: impl AsRef<[u8]>,
+    ) -> Result<BlockingClusterResource, ClusterError> {
+        let resource = self.client.resource(name)?;
+        Ok(BlockingClusterResource { rt: self.rt.clone(), resource })
+    }
+
     /// The cached cluster map.
     pub fn map(&self) -> Arc<ClusterMap> {
         self.client.map()
@@ -62,6 +76,32 @@ impl BlockingClusterClient {
     /// The async client underneath.
     pub fn as_async(&self) -> &ClusterClient {
         &self.client
+    }
+}
+
+/// A named resource of a [`BlockingClusterClient`] ([`BlockingClusterClient::resource`]):
+/// [`ClusterResource`] with blocking lock calls. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct BlockingClusterResource {
+    rt: Arc<Runtime>,
+    resource: ClusterResource,
+}
+
+impl BlockingClusterResource {
+    /// The resource's name.
+    pub fn name(&self) -> &[u8] {
+        self.resource.name()
+    }
+
+    /// [`ClusterResource::lock`], blocking.
+    pub fn lock(
+        &self,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Result<BlockingClusterGuard, ClusterError> {
+        let guard = self.rt.block_on(self.resource.lock(range, mode, wait))?;
+        Ok(BlockingClusterGuard { rt: self.rt.clone(), guard: Some(guard) })
     }
 }
 

@@ -151,7 +151,7 @@ mod registry;
 mod state;
 mod watch;
 
-pub use blocking::{BlockingClusterClient, BlockingClusterGuard};
+pub use blocking::{BlockingClusterClient, BlockingClusterGuard, BlockingClusterResource};
 pub use client::{ClusterClient, ClusterResource, MAX_NAMED_PIECES};
 pub use error::{ClusterError, LostCause, LostReason};
 pub use guard::{ClusterGuard, GuardPiece};
