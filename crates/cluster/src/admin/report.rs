@@ -68,6 +68,11 @@ pub struct NodeStatus {
     /// the partitions in turn (`docs/CLUSTER.md` §1), so a node serves this share of the
     /// names' stripes.
     pub names_share: f64,
+    /// The names live on the node (`STATS_NAMED`'s `names_live`), read from the node
+    /// itself when `cluster status` could (`None`: dead, unreachable, or not asked).
+    pub names_live: Option<u64>,
+    /// The locks held on names there (`STATS_NAMED`'s `named_holders`), as `names_live`.
+    pub named_locks: Option<u64>,
 }
 
 /// A partition's phase.
@@ -151,6 +156,8 @@ impl Status {
                 last_seen_ms_ago: ago(t),
                 partitions: owned(&n.id),
                 names_share: share(owned(&n.id)),
+                names_live: None,
+                named_locks: None,
             });
         }
         for (id, s) in &snap.seen {
@@ -168,6 +175,8 @@ impl Status {
                 last_seen_ms_ago: ago(Some(s.unix_ms)),
                 partitions: owned(id),
                 names_share: share(owned(id)),
+                names_live: None,
+                named_locks: None,
             });
         }
         nodes.sort_by(|a, b| (!a.alive, &a.id).cmp(&(!b.alive, &b.id)));
@@ -234,9 +243,16 @@ impl Status {
                 .last_seen_ms_ago
                 .map(|ms| format!("seen {:.1} s ago", ms as f64 / 1000.0))
                 .unwrap_or_else(|| "never seen".to_owned());
+            let names = match (n.alive, n.names_live, n.named_locks) {
+                (true, Some(live), Some(held)) => {
+                    format!(", names live {live}, named locks {held}")
+                }
+                (true, ..) => ", names ?".to_owned(),
+                (false, ..) => String::new(),
+            };
             let _ = writeln!(
                 out,
-                "  {:<16} {:<22} {state:<5}  {lease:<16}  {seen:<16}  {} partitions ({:.0}% of names)",
+                "  {:<16} {:<22} {state:<5}  {lease:<16}  {seen:<16}  {} partitions ({:.0}% of names){names}",
                 n.id,
                 n.addr,
                 n.partitions,
@@ -340,7 +356,12 @@ mod tests {
         // a owns 2 of 4 partitions: half the names' stripes; c none.
         let shares: Vec<f64> = st.nodes.iter().map(|n| n.names_share).collect();
         assert_eq!(shares, [0.5, 0.25, 0.0]);
-        assert!(text.contains("2 partitions (50% of names)"), "{text}");
+        assert!(text.contains("2 partitions (50% of names), names ?"), "{text}");
+        // What a node said of its names, once read.
+        let mut st = st;
+        (st.nodes[0].names_live, st.nodes[0].named_locks) = (Some(3), Some(5));
+        let text = st.render();
+        assert!(text.contains("(50% of names), names live 3, named locks 5\n"), "{text}");
         let json = serde_json::to_value(&st).unwrap();
         assert_eq!(json["partitions"][0]["phase"], "grace");
         assert_eq!(json["nodes"][1]["alive"], false);
