@@ -23,4 +23,4 @@ def test_the_readme_python_example_runs(server: Server) -> None:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(source, str(README), "exec"), {})
-    assert re.fullmatch(r"holding 0\.\.4096, fencing token \d+\n", out.getvalue())
+    assert re.fullmatch(r"holding 0\.\.4096 of /var/lib/app\.db, fencing token \d+\n", out.getvalue())

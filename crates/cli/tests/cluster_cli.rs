@@ -145,6 +145,75 @@ fn lock_and_stat_through_a_cluster() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The issue's flock-like commands through a cluster: names never conflict with each
+/// other, the same name does; a named range across a stripe boundary is two pieces, each
+/// with its partition's token; `stat --cluster` lists the holder under its name.
+#[test]
+fn names_through_a_cluster() {
+    let Some(etcd) = local_etcd_or_skip("names_through_a_cluster") else { return };
+    let ep = etcd.endpoint();
+    let dir = tempdir("cluster-cli-names");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let opts = NodeOpts::fast(4);
+    let a = NodeProc::start(&ep, "a", &opts, &dir);
+    let b = NodeProc::start(&ep, "b", &opts, &dir);
+    wait_for(&rt, &ep, "a and b share the partitions", Duration::from_secs(20), |s| {
+        settled(s, &["a", "b"])
+    });
+    let mut cmd = common::rangelock();
+    cmd.args(["lock", "--cluster", &ep, "a", "0..10", "--", "sleep", "30"]);
+    let mut holder =
+        Proc::spawn("holder", &mut cmd, dir.join("holder.log"), std::process::Stdio::null());
+    poll("the holder holds 0..10 of a", Duration::from_secs(20), || {
+        let (code, _, err) = run_cli(
+            &["lock", "--cluster", &ep, "--nonblock", "a", "5..6", "--", "true"],
+            Duration::from_secs(20),
+        );
+        assert!(code == Some(0) || code == Some(1), "{err}");
+        code == Some(1)
+    });
+    let (code, _, err) = run_cli(
+        &["lock", "--cluster", &ep, "--nonblock", "b", "0..10", "--", "true"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(0), "another name: {err}");
+    let (code, _, err) = run_cli(
+        &["lock", "--cluster", &b.addr, "--nonblock", "0..10", "--", "true"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(0), "the unnamed resource: {err}");
+    // Across the first stripe boundary (2^24): two pieces, two tokens.
+    let stripe = 1u64 << 24;
+    let range = format!("{}..{}", stripe - 1, stripe + 1);
+    let (code, out, err) = run_cli(
+        &["lock", "--cluster", &a.addr, "b", &range, "--", "sh", "-c", "echo $RANGELOCK_TOKENS"],
+        Duration::from_secs(20),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let pieces: Vec<&str> = out.split_whitespace().collect();
+    assert_eq!(pieces.len(), 2, "{out}");
+    assert!(pieces[0].starts_with(&format!("{}..{stripe}=", stripe - 1)), "{out}");
+    assert!(pieces[1].starts_with(&format!("{stripe}..{}=", stripe + 1)), "{out}");
+    let (code, out, err) =
+        run_cli(&["stat", "--cluster", &ep, "--max", "10"], Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.lines().any(|l| l.starts_with("held") && l.ends_with(" 10  \"a\"")), "{out}");
+    // cluster status: each node's own counts; one name live, one lock on it, in all.
+    let (code, out, err) =
+        run_cli(&["cluster", "status", "--json", "--etcd", &ep], Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    let st: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let nodes = st["nodes"].as_array().unwrap();
+    let sum = |k: &str| nodes.iter().map(|n| n[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!((sum("names_live"), sum("named_locks")), (1, 1), "{st:#}");
+    let (code, out, err) = run_cli(&["cluster", "status", "--etcd", &ep], Duration::from_secs(20));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(", names live 1, named locks 1\n"), "{out}");
+    holder.kill();
+    drop((a, b));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Issue 30, item 8: with etcd down, `lock --cluster ETCD` uses the nodes it read from
 /// etcd last time (kept per cluster name and endpoints in `$XDG_CACHE_HOME/rangelock`):
 /// the nodes grant until their fences close. Without such a record it still exits 69.

@@ -19,7 +19,8 @@
 //! At the end everything is resumed, the workers finish, and the test asserts: no
 //! violation at the store (two writers with one token), no fenced-out guard left untold
 //! (`lost_untold`), no operation unanswered, and the whole unit space is lockable again
-//! (`0..u64::MAX`, exclusively, within a deadline). It prints one summary line.
+//! (`0..u64::MAX`, exclusively, within a deadline), as is every unit the workers locked of
+//! every name. It prints one summary line.
 //!
 //! The bounded run takes about 35 s. The long run (ignored by default) lasts
 //! `RANGELOCK_NEMESIS_SECS` seconds of faults (default 300):
@@ -52,6 +53,9 @@ use rangelock_cluster::fencing::FencingClient;
 const NODES: [&str; 3] = ["a", "b", "c"];
 const WORKERS: usize = 4;
 const PARTITIONS: u32 = 8;
+/// The names the `--names` workers lock (`nemesis-0` ...), every unit they lock below
+/// stripe 18 (`pick_named_range`).
+const NAMES: u64 = 50;
 /// The workers go on this long after the nemesis stopped: the cluster heals under load.
 const QUIET: Duration = Duration::from_secs(4);
 
@@ -275,7 +279,7 @@ fn nemesis(name: &str, faults_for: Duration, seed: u64) {
                 .env("RUST_LOG", "info");
             if i % 2 == 1 {
                 // Named resources too: placed by their names' stripes, not by unit.
-                cmd.args(["--names", "50"]);
+                cmd.args(["--names", &NAMES.to_string()]);
             }
             Proc::spawn(&format!("w{i}"), &mut cmd, dir.join(format!("w{i}.log")), Stdio::null())
         })
@@ -354,14 +358,21 @@ fn nemesis(name: &str, faults_for: Duration, seed: u64) {
         c.stats().await.unwrap()
     });
 
-    // The whole unit space is lockable again (grace periods may still delay it).
+    // The whole unit space is lockable again (grace periods may still delay it), and so
+    // is every unit the workers locked of every name: nothing was left held or queued.
     let t_all = Instant::now();
     let all = rt.block_on(async {
         let c = ClusterClient::connect(&seeds_now(&nodes), ClusterOptions::default()).await?;
-        let g =
-            c.lock(0..u64::MAX, Mode::Exclusive, Wait::Timeout(Duration::from_secs(30))).await?;
+        let wait = Wait::Timeout(Duration::from_secs(30));
+        let g = c.lock(0..u64::MAX, Mode::Exclusive, wait).await?;
         let pieces = g.pieces().len();
         g.unlock().await?;
+        for i in 0..NAMES {
+            let name = c.resource(format!("nemesis-{i}"))?;
+            let g = name.lock(0..18 << 24, Mode::Exclusive, wait).await?;
+            assert_eq!(g.pieces().len(), 18, "one piece per stripe");
+            g.unlock().await?;
+        }
         Ok::<_, rangelock_client::cluster::ClusterError>(pieces)
     });
 
@@ -409,7 +420,8 @@ fn nemesis(name: &str, faults_for: Duration, seed: u64) {
     assert_eq!(sum("lost_untold"), 0, "fenced-out guards were not told\n{}", diagnose());
     assert_eq!(sum("unanswered"), 0, "operations went unanswered\n{}", diagnose());
     assert_eq!(store_stats.stale, sum("stale_rejected"), "the store and the workers disagree");
-    let pieces = all.unwrap_or_else(|e| panic!("0..u64::MAX is not lockable: {e}\n{}", diagnose()));
+    let pieces = all
+        .unwrap_or_else(|e| panic!("0..u64::MAX or a name is not lockable: {e}\n{}", diagnose()));
     println!("0..u64::MAX locked exclusively ({pieces} pieces) after {:?}", t_all.elapsed());
     assert_eq!(pieces, PARTITIONS as usize);
     assert!(sum("granted") > 0 && store_stats.accepted > 0, "the workers did work\n{}", diagnose());
