@@ -165,6 +165,12 @@ pub const ENTRIES: &[(&str, &str)] = &[
          not used before) beyond where the first release ended, as a share of the first \
          hold's growth (0: back where it started)",
     ),
+    (
+        "node_shares",
+        "cluster-3-names: each node's share of the cluster's grants during the run (its STATS \
+         grants over the sum), in node order",
+    ),
+    ("max_node_share", "cluster-3-names: the largest of node_shares"),
     ("bar_ms", "our bar for first_grant_ms: TTL + grace + 1 s"),
     ("reclaimed", "of the crashed node's held locks, how many were reclaimed"),
     ("lost", "of the crashed node's held locks, how many their clients were told are lost"),

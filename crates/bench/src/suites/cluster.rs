@@ -12,8 +12,14 @@
 //! * `cluster-1`, `cluster-2`, `cluster-3`: that many nodes in this process on a private
 //!   etcd (8 partitions, spread evenly), reached through `ClusterClient`.
 //!
+//! * `cluster-3-names`: 3 nodes, each cycle on one of 1 000 named resources (chosen at
+//!   random; the range inside the name's first stripe, so one piece a cycle), placed by
+//!   the names' hashes. Recorded per node: its share of the grants (`node_shares`, from
+//!   each node's STATS after the run), and the largest (`max_node_share`).
+//!
 //! On 2 cores, 2 and 3 nodes are marked oversubscribed: they show the overhead of the
-//! extra hops and processes, not scaling. The bar is `cluster-1 ≥ 0.8 × single`.
+//! extra hops and processes, not scaling. The bars: `cluster-1 ≥ 0.8 × single`, and no
+//! node of `cluster-3-names` grants more than half of the names' locks.
 //!
 //! **`cluster-failover`**: two nodes (etcd TTL 1 s, grace 1 s, 8 partitions). 32 clients
 //! each hold an exclusive lock on a partition of node A; node A then crashes: its
@@ -28,7 +34,7 @@
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use rangelock_client::cluster::{ClusterClient, ClusterGuard, ClusterOptions};
+use rangelock_client::cluster::{ClusterClient, ClusterGuard, ClusterOptions, ClusterResource};
 use rangelock_client::{AsyncClient, Endpoint, Mode, Wait};
 use rangelock_cluster::etcd::{Etcd, LocalEtcd};
 use rangelock_cluster::{keys, Node, NodeConfig};
@@ -54,12 +60,16 @@ const EXCLUSIVE_PCT: u64 = 20;
 const CLIENTS: usize = 16;
 /// One cycle in this many is timed.
 const SAMPLE_EVERY: u32 = 16;
+/// Names of `cluster-3-names`.
+const NAMES: u64 = 1000;
 
 /// What to run against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Variant {
     Single,
     Cluster(usize),
+    /// That many nodes; each cycle on one of [`NAMES`] names.
+    ClusterNames(usize),
 }
 
 impl Variant {
@@ -67,6 +77,7 @@ impl Variant {
         match self {
             Variant::Single => "single".into(),
             Variant::Cluster(n) => format!("cluster-{n}"),
+            Variant::ClusterNames(n) => format!("cluster-{n}-names"),
         }
     }
 }
@@ -139,17 +150,38 @@ impl Cluster {
     fn seeds(&self) -> Vec<String> {
         self.nodes.iter().map(|n| n.addr().to_owned()).collect()
     }
+
+    /// Each node's share of the cluster's grants since it started (its STATS).
+    fn grant_shares(&self) -> Result<Vec<f64>, String> {
+        runtime().block_on(async {
+            let mut grants = Vec::new();
+            for addr in self.seeds() {
+                let endpoint: Endpoint = addr.parse().map_err(|e| format!("{addr}: {e}"))?;
+                let c = AsyncClient::connect(&endpoint).await.map_err(|e| e.to_string())?;
+                grants.push(c.stats(0).await.map_err(|e| e.to_string())?.counters.grants);
+            }
+            let total = grants.iter().sum::<u64>().max(1) as f64;
+            Ok(grants.iter().map(|&g| g as f64 / total).collect())
+        })
+    }
 }
 
 /// A client of one variant.
 enum Conn {
     Single(AsyncClient),
     Cluster(ClusterClient),
+    /// One handle per name, made (and its name hashed) once.
+    Names(Vec<ClusterResource>),
 }
 
 impl Conn {
-    async fn cycle(&self, range: Range<u64>, mode: Mode) -> Result<(), String> {
+    /// Lock + unlock of `range` (of name `name` for [`Conn::Names`]).
+    async fn cycle(&self, name: usize, range: Range<u64>, mode: Mode) -> Result<(), String> {
         match self {
+            Conn::Names(names) => {
+                let g = names[name].lock(range, mode, Wait::Forever).await;
+                g.map_err(|e| e.to_string())?.unlock().await.map_err(|e| e.to_string())
+            }
             Conn::Single(c) => {
                 let g = c.lock(range, mode, Wait::Forever).await.map_err(|e| e.to_string())?;
                 g.unlock().await.map_err(|e| e.to_string())
@@ -172,7 +204,7 @@ fn run_cycles(variant: Variant, clients: usize, span: Span) -> Sample {
             Ok(s) => (Some(s), None),
             Err(e) => return Sample::skipped(format!("cannot start the server: {e}")),
         },
-        Variant::Cluster(n) => {
+        Variant::Cluster(n) | Variant::ClusterNames(n) => {
             match Cluster::start(n, Duration::from_secs(5), Duration::from_secs(1), span) {
                 Ok(c) => (None, Some(c)),
                 Err(e) if !span.running() => return Sample::cut(format!("starting: {e}")),
@@ -196,10 +228,16 @@ fn run_cycles(variant: Variant, clients: usize, span: Span) -> Sample {
                             .map(Conn::Single)
                             .map_err(|e| e.to_string())
                     }
-                    (_, Some(c)) => ClusterClient::connect(&c.seeds(), ClusterOptions::default())
-                        .await
-                        .map(Conn::Cluster)
-                        .map_err(|e| e.to_string()),
+                    (_, Some(c)) => {
+                        let client = ClusterClient::connect(&c.seeds(), ClusterOptions::default())
+                            .await
+                            .map_err(|e| e.to_string())?;
+                        if !matches!(variant, Variant::ClusterNames(_)) {
+                            return Ok(Conn::Cluster(client));
+                        }
+                        let names = (0..NAMES).map(|i| client.resource(format!("bench/{i}")));
+                        names.collect::<Result<_, _>>().map(Conn::Names).map_err(|e| e.to_string())
+                    }
                     _ => unreachable!(),
                 }
             });
@@ -219,11 +257,17 @@ fn run_cycles(variant: Variant, clients: usize, span: Span) -> Sample {
             while ctl.running() {
                 let p = rng.below(u64::from(PARTITIONS)) as u32;
                 let len = 1 + rng.below(MAX_RANGE_UNITS);
-                let start = parts.start(p) + rng.below(UNITS - len + 1);
+                // A named range lies in its name's first stripe (2^24 units); an unnamed
+                // one at the start of partition `p`.
+                let (name, base) = match conn {
+                    Conn::Names(_) => (rng.below(NAMES) as usize, 0),
+                    _ => (0, parts.start(p)),
+                };
+                let start = base + rng.below(UNITS - len + 1);
                 let mode =
                     if rng.below(100) < EXCLUSIVE_PCT { Mode::Exclusive } else { Mode::Shared };
                 let t = sampler.start();
-                if let Err(e) = rt.block_on(conn.cycle(start..start + len, mode)) {
+                if let Err(e) = rt.block_on(conn.cycle(name, start..start + len, mode)) {
                     failure.lock().unwrap().get_or_insert(e);
                     break;
                 }
@@ -233,6 +277,10 @@ fn run_cycles(variant: Variant, clients: usize, span: Span) -> Sample {
             ThreadResult { ops: 2 * cycles, latencies_ns: sampler.into_latencies() }
         },
     );
+    let shares = match (&cluster, variant) {
+        (Some(c), Variant::ClusterNames(_)) => Some(c.grant_shares()),
+        _ => None,
+    };
     drop(cluster);
     if let Some(s) = server {
         s.shutdown();
@@ -243,6 +291,15 @@ fn run_cycles(variant: Variant, clients: usize, span: Span) -> Sample {
     let mut sample = sample;
     let secs = sample.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
     sample.extra.insert("cycles_per_sec".into(), Value::from(sample.ops as f64 / 2.0 / secs));
+    match shares {
+        Some(Ok(shares)) => {
+            let max = shares.iter().copied().fold(0.0, f64::max);
+            sample.extra.insert("node_shares".into(), Value::from(shares));
+            sample.extra.insert("max_node_share".into(), Value::from(max));
+        }
+        Some(Err(e)) => return Sample::skipped(format!("reading the nodes' grants: {e}")),
+        None => {}
+    }
     sample
 }
 
@@ -265,7 +322,8 @@ impl Suite for ClusterSuite {
 
     fn about(&self) -> &'static str {
         "server-micro's workload (16 clients, 20% exclusive) spread over 8 partitions: one \
-         server vs clusters of 1, 2, 3 nodes on a private etcd (ops = requests)"
+         server vs clusters of 1, 2, 3 nodes on a private etcd, and 3 nodes on 1 000 names \
+         (ops = requests)"
     }
 
     fn baseline(&self) -> &'static str {
@@ -277,6 +335,7 @@ impl Suite for ClusterSuite {
         let mut variants = vec![Variant::Single];
         if rangelock_cluster::etcd::etcd_binary().is_some() {
             variants.extend([1, 2, 3].map(Variant::Cluster));
+            variants.push(Variant::ClusterNames(3));
         } else {
             eprintln!("cluster: skipping the cluster variants: etcd is not installed (bash ci/install-etcd.sh)");
         }
@@ -292,7 +351,7 @@ impl Suite for ClusterSuite {
                     ("max_range_units", MAX_RANGE_UNITS.into()),
                 ]),
                 // Nodes beyond the cores (each node is a server plus its manager).
-                oversubscribed: matches!(v, Variant::Cluster(n) if n > cores.saturating_sub(1).max(1)),
+                oversubscribed: matches!(v, Variant::Cluster(n) | Variant::ClusterNames(n) if n > cores.saturating_sub(1).max(1)),
                 run: Box::new(move |d| run_cycles(v, clients, d)),
             })
             .collect()

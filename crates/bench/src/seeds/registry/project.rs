@@ -74,7 +74,8 @@ pub(super) const FIGURES: &[Figure] = &[
     },
     project(
         "cluster",
-        "server-micro's cycle through the etcd-backed cluster (1-3 nodes) against one server.",
+        "server-micro's cycle through the etcd-backed cluster (1-3 nodes) against one server, \
+         and 3 nodes on 1 000 names: each node's share of their grants.",
     ),
     project(
         "cluster-failover",
@@ -102,6 +103,17 @@ pub(super) const CLAIMS: &[Claim] = &[
              rate",
         ),
         rule: ratio(v!("cluster-1").most().over(v!("single").most())),
+    },
+    Claim {
+        suite: "cluster",
+        figure: "-",
+        quote: "In a 3-node cluster, no node carries more than half of the traffic of 1 000 \
+                names.",
+        gist: "cluster-3-names: largest node share <= 0.5",
+        row: Row::Seed,
+        seed: None,
+        band: band(Test::AtMost(0.5), "the named-resources issue's bar"),
+        rule: Rule::Value(v!("cluster-3-names").metric(Metric::Extra("max_node_share"))),
     },
     Claim {
         suite: "cluster-failover",
