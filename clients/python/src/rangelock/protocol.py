@@ -787,7 +787,9 @@ class ClusterMap:
             raise ProtocolError("MAP body truncated")
         revision, partitions, node_count = _MAP_HEAD.unpack_from(body)
         if partitions < 1 or partitions > MAX_PARTITIONS or partitions & (partitions - 1):
-            raise ProtocolError(f"MAP: partition count {partitions} is not a power of two up to {MAX_PARTITIONS}")
+            raise ProtocolError(
+                f"MAP: partition count {partitions} is not a power of two up to {MAX_PARTITIONS}"
+            )
         if node_count > _MAX_NODES:
             raise ProtocolError(f"MAP: {node_count} nodes, more than {_MAX_NODES}")
         at = _MAP_HEAD.size
