@@ -22,6 +22,9 @@ request (an ``UNLOCK`` of its id) before the cancellation goes on.
 
 Unlike :meth:`asyncio.Lock.release`, :meth:`AsyncLock.release` is a coroutine: it waits for
 the server's answer, so a lost connection is reported there.
+
+A cluster of nodes: :class:`AsyncClusterClient` (``await cluster.lock(...)`` returns an
+:class:`AsyncClusterGuard`), the counterpart of :class:`rangelock.ClusterClient`.
 """
 
 from __future__ import annotations
@@ -76,6 +79,9 @@ __all__ = [
     "AsyncGuard",
     "AsyncLock",
     "connect",
+    "AsyncClusterClient",
+    "AsyncClusterGuard",
+    "AsyncClusterLock",
 ]
 
 #: Polls sent back to back (with only a yield between them) before backing off.
@@ -859,3 +865,7 @@ async def connect(
         keepalive=keepalive,
     )
     return await client.connect()
+
+
+# The cluster client is built on AsyncClient (above).
+from ._aio_cluster import AsyncClusterClient, AsyncClusterGuard, AsyncClusterLock  # noqa: E402
