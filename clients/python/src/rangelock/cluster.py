@@ -47,9 +47,9 @@ cache of the CLI's ``--cluster http://...``.
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
+import weakref
 from types import TracebackType
 from typing import Dict, List, Optional, Type
 
@@ -457,7 +457,21 @@ class ClusterClient:
             timeout = self._st.opts.connect_timeout
             client = Client(addr, token=self._token, tls=self._tls, connect_timeout=timeout)
             node = self._st.add_node(addr, client)
-            client._watch(functools.partial(self._on_notice, node), functools.partial(self._on_lost, node))
+            # The hooks hold the client weakly: a client dropped unclosed is collected
+            # (and closed) as a Client is, although the node's reader thread lives on.
+            me = weakref.ref(self)
+
+            def on_notice(r: P.Response) -> None:
+                c = me()
+                if c is not None:
+                    c._on_notice(node, r)
+
+            def on_lost(loss: Loss) -> None:
+                c = me()
+                if c is not None:
+                    c._on_lost(node, loss)
+
+            client._watch(on_notice, on_lost)
             try:
                 client._send(P.encode_watch_map)  # MAP_CHANGED notices from now on
             except ConnectionLostError:
@@ -754,6 +768,14 @@ class ClusterClient:
 
     def __enter__(self) -> ClusterClient:
         return self
+
+    def __del__(self) -> None:
+        st = getattr(self, "_st", None)
+        if st is not None and not st.closed:
+            try:
+                self.close()
+            except Exception:
+                pass
 
     def __exit__(
         self,
