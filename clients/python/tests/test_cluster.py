@@ -549,6 +549,11 @@ def test_a_moved_or_killed_nodes_locks_are_reclaimed_or_reported_lost(
     named_p = named.pieces[0].partition
     before = [unnamed.pieces[0].token, named.pieces[0].token]
     cl.nodes[victim].kill()
+    # Until etcd expires the dead node's lease (TTL 2 s) no node may take its partitions
+    # over: a try there finds no owner to ask.
+    with pytest.raises(rangelock.PartitionUnavailableError, match="partition 0 is unavailable") as unavailable:
+        c.try_lock(q * SPAN + 500, q * SPAN + 501)
+    assert unavailable.value.partition == q and isinstance(unavailable.value, BlockingIOError)
 
     # The hasty client: no owner took the partition within its window.
     reason = doomed.wait_lost(timeout=20)
