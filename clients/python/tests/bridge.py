@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Coroutine, List, Optional, TypeVar
+from typing import Any, Coroutine, List, Optional, TypeVar, Union
 
 import rangelock
 from rangelock import protocol as P
 from rangelock._common import NameArg
-from rangelock.aio import AsyncClient, AsyncGuard, AsyncLock
+from rangelock.aio import (
+    AsyncClient,
+    AsyncClusterClient,
+    AsyncClusterGuard,
+    AsyncClusterLock,
+    AsyncGuard,
+    AsyncLock,
+)
 
 T = TypeVar("T")
 
@@ -61,18 +68,56 @@ class BridgedGuard:
         self._loop.run(self.inner.__aexit__(*exc))
 
 
-class BridgedLock:
-    """:class:`rangelock.Lock`'s interface over an :class:`AsyncLock`."""
+class BridgedClusterGuard:
+    """:class:`rangelock.ClusterGuard`'s interface over an :class:`AsyncClusterGuard`."""
 
-    def __init__(self, loop: Loop, lock: AsyncLock) -> None:
+    def __init__(self, loop: Loop, guard: AsyncClusterGuard) -> None:
+        self._loop, self.inner = loop, guard
+
+    start = property(lambda self: self.inner.start)
+    end = property(lambda self: self.inner.end)
+    shared = property(lambda self: self.inner.shared)
+    name = property(lambda self: self.inner.name)
+    pieces = property(lambda self: self.inner.pieces)
+    lost = property(lambda self: self.inner.lost)
+    lost_reason = property(lambda self: self.inner.lost_reason)
+    valid = property(lambda self: self.inner.valid)
+    released = property(lambda self: self.inner.released)
+
+    def check(self) -> None:
+        self.inner.check()
+
+    def wait_lost(self, timeout: Optional[float] = None) -> Any:
+        return self._loop.run(self.inner.wait_lost(timeout))
+
+    def unlock(self) -> None:
+        self._loop.run(self.inner.unlock())
+
+    def release(self) -> None:
+        self._loop.run(self.inner.release())
+
+    def __enter__(self) -> BridgedClusterGuard:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._loop.run(self.inner.__aexit__(*exc))
+
+
+class BridgedLock:
+    """:class:`rangelock.Lock`'s interface over an :class:`AsyncLock` (or
+    :class:`rangelock.ClusterLock`'s over an :class:`AsyncClusterLock`)."""
+
+    def __init__(self, loop: Loop, lock: Union[AsyncLock, AsyncClusterLock]) -> None:
         self._loop, self.inner = loop, lock
 
     token = property(lambda self: self.inner.token)
     name = property(lambda self: self.inner.name)
 
     @property
-    def guard(self) -> Optional[BridgedGuard]:
+    def guard(self) -> Union[BridgedGuard, BridgedClusterGuard, None]:
         g = self.inner.guard
+        if isinstance(g, AsyncClusterGuard):
+            return BridgedClusterGuard(self._loop, g)
         return None if g is None else BridgedGuard(self._loop, g)
 
     def owned(self) -> bool:
@@ -161,6 +206,49 @@ class BridgedClient:
         self._loop.run(self.inner.close())
 
     def __enter__(self) -> BridgedClient:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class BridgedClusterClient:
+    """:class:`rangelock.ClusterClient`'s interface over an :class:`AsyncClusterClient`
+    (closed, with its loop, by :func:`stop_all`)."""
+
+    def __init__(self, seeds: Any, **kwargs: Any) -> None:
+        self._loop = Loop()
+        _LOOPS.append(self._loop)
+        try:
+            self.inner = self._loop.run(AsyncClusterClient(seeds, **kwargs).connect())
+        except BaseException:
+            _LOOPS.remove(self._loop)
+            self._loop.stop()
+            raise
+
+    map = property(lambda self: self.inner.map)
+    seeds = property(lambda self: self.inner.seeds)
+
+    def refresh_map(self) -> P.ClusterMap:
+        return self._loop.run(self.inner.refresh_map())
+
+    def lock(
+        self, start: int, end: int, *, shared: bool = False, timeout: Optional[float] = None, name: NameArg = None
+    ) -> BridgedClusterGuard:
+        g = self._loop.run(self.inner.lock(start, end, shared=shared, timeout=timeout, name=name))
+        return BridgedClusterGuard(self._loop, g)
+
+    def try_lock(self, start: int, end: int, *, shared: bool = False, name: NameArg = None) -> BridgedClusterGuard:
+        g = self._loop.run(self.inner.try_lock(start, end, shared=shared, name=name))
+        return BridgedClusterGuard(self._loop, g)
+
+    def range_lock(self, start: int, end: int, *, shared: bool = False, name: NameArg = None) -> BridgedLock:
+        return BridgedLock(self._loop, self.inner.range_lock(start, end, shared=shared, name=name))
+
+    def close(self) -> None:
+        self._loop.run(self.inner.close())
+
+    def __enter__(self) -> BridgedClusterClient:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -187,6 +187,8 @@ BUILTIN_BASES: Dict[str, Tuple[type, ...]] = {
     "ForbiddenError": (PermissionError,),
     "BadNameError": (ValueError,),
     "NamesUnsupportedError": (NotImplementedError,),
+    "LockLostError": (ConnectionError,),
+    "PartitionUnavailableError": (BlockingIOError,),
     "InvalidRangeError": (ValueError,),
     "NotHeldError": (),
     "TooManyLocksError": (),

@@ -189,14 +189,95 @@ def test_responses(name: str, decoded: P.Response) -> None:
 
 
 def test_bodies_this_client_keeps_undecoded() -> None:
-    # MAP and SHM_ATTACH answers: this single-server client never asks for them; their
-    # bodies are kept as bytes (and re-encoded unchanged).
+    # SHM_ATTACH answers: this client never asks for them; their bodies are kept as bytes
+    # (and re-encoded unchanged). A MAP answer's body is kept too, besides its map.
     for name, op, id, value in (("resp-map", P.Op.MAP, 11, 0), ("resp-shm-attached", P.Op.SHM_ATTACH, 18, 3)):
         frame = vec(name)
         r = P.decode_response(frame[4:])
         assert (r.op, r.id, r.status, r.value) == (op, id, S.OK, value)
         assert r.body == frame[4 + 18 :]
         assert P.encode_response(r) == frame
+
+
+#: The map of ``resp-map`` (§8): revision 42, 4 partitions, nodes n1 and n2; partition 0
+#: served by n1 in epoch 40, 1 by n2 in epoch 41, 2 in n2's grace period in epoch 42, 3
+#: unowned.
+MAP = P.ClusterMap(
+    42,
+    4,
+    (P.NodeInfo("n1", "10.0.0.1:7878"), P.NodeInfo("n2", "10.0.0.2:7878")),
+    (
+        P.PartitionOwner(0, P.PartitionState.SERVING, 40),
+        P.PartitionOwner(1, P.PartitionState.SERVING, 41),
+        P.PartitionOwner(1, P.PartitionState.GRACE, 42),
+        P.PartitionOwner(None, P.PartitionState.UNOWNED, 0),
+    ),
+)
+
+
+def test_map_body() -> None:
+    frame = vec("resp-map")
+    r = P.decode_response(frame[4:])
+    assert r.map == MAP
+    assert MAP.encode() == frame[4 + 18 :]
+    assert P.encode_response(P.Response(P.Op.MAP, 11, S.OK, 0, map=MAP)) == frame
+    assert MAP.owner_of(2) == (MAP.nodes[1], MAP.owners[2])
+    assert MAP.owner_of(3) is None and MAP.owner_of(4) is None
+    body = frame[4 + 18 :]
+    for bad, match in (
+        (body[:-1], "owner entries"),
+        (body + b"\x00", "owner entries"),
+        (body[:8] + (3).to_bytes(4, "little") + body[12:], "power of two"),
+        (body[:14] + b"\x02\xff\xfe" + body[17:], "UTF-8"),
+        (body[:16], "truncated"),
+        (body[:-22] + b"\x07\x00" + body[-20:], "names node 7"),
+        (body[:-20] + b"\x03" + body[-19:], "state byte 3"),
+    ):
+        with pytest.raises(ProtocolError, match=match):
+            P.ClusterMap.decode(bad)
+    with pytest.raises(ProtocolError):
+        P.decode_response(frame[4:-1])
+
+
+def test_reclaim_named() -> None:
+    # RECLAIM_NAMED (no vector in §8): RECLAIM's payload, then name_len u16, name.
+    frame = P.encode_reclaim(12, 0x1000, 0x2000, P.Mode.SHARED, 7 << 32 | 3, b"db/orders")
+    assert frame == P.encode_reclaim_named(12, 0x1000, 0x2000, P.Mode.SHARED, 7 << 32 | 3, b"db/orders")
+    assert frame[4] == P.Op.RECLAIM_NAMED and len(frame) == 4 + 9 + 27 + 9
+    assert frame[4 + 9 :] == VECTORS["reclaim"][4 + 9 :][:16] + b"\x01" + VECTORS["reclaim"][-8:] + b"\x09\x00db/orders"
+    assert P.decode_request(frame) == P.Request(
+        P.Op.RECLAIM_NAMED, 12, 0x1000, 0x2000, P.Mode.SHARED, token=7 << 32 | 3, name=b"db/orders"
+    )
+    with pytest.raises(ProtocolError, match="RECLAIM_NAMED"):
+        P.decode_request(frame[: 4 + 9 + 25] + b"\x0a\x00db/orders")
+
+
+def test_placement() -> None:
+    """§7.1: partitions by the top bits, names by stripes of 2**24 units from their hash."""
+    assert P.name_hash(b"abc") == 0xBA7816BF8F01CFEA
+    assert P.name_hash(b"") == 0xE3B0C44298FC1C14
+    # The crossing of resp-lock-crosses-partition: 4 partitions split at 2**62.
+    boundary = int.from_bytes(VECTORS["resp-lock-crosses-partition"][-8:], "little")
+    assert P.split(4, boundary - 1, boundary + 1) == [
+        P.Piece(0, boundary - 1, boundary),
+        P.Piece(1, boundary, boundary + 1),
+    ]
+    assert P.split(4, 0, 1 << 62) == [P.Piece(0, 0, 1 << 62)]
+    assert len(P.split(4096, 0, P.U64_MAX)) == 4096
+    assert P.split(4096, 0, P.U64_MAX)[-1].end == P.U64_MAX
+    assert P.split(1, 0, P.U64_MAX) == [P.Piece(0, 0, P.U64_MAX)]
+    s = 1 << P.NAME_STRIPE_SHIFT
+    assert P.split_named(4, 6, s - 1, 2 * s + 5) == [
+        P.Piece(2, s - 1, s),
+        P.Piece(3, s, 2 * s),
+        P.Piece(0, 2 * s, 2 * s + 5),
+    ]
+    assert P.split_named(4, P.U64_MAX, s, s + 1) == [P.Piece(0, s, s + 1)]
+    assert P.split_named(4, 0, P.U64_MAX - 3, P.U64_MAX) == [P.Piece(3, P.U64_MAX - 3, P.U64_MAX)]
+    assert P.split_named(1, 9, 0, P.U64_MAX) == [P.Piece(0, 0, P.U64_MAX)]
+    assert P.token_epoch(7 << 32 | 3) == 7
+    with pytest.raises(ValueError):
+        P.split(3, 0, 1)
 
 
 def test_response_decode_errors() -> None:

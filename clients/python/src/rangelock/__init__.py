@@ -14,7 +14,9 @@
 ...     finally:
 ...         lock.release()
 
-The same with asyncio: :class:`rangelock.aio.AsyncClient`.
+The same with asyncio: :class:`rangelock.aio.AsyncClient`. A cluster of nodes (``rangelock
+serve --cluster``): :class:`rangelock.ClusterClient` and
+:class:`rangelock.aio.AsyncClusterClient`.
 
 Pure Python, standard library only, typed (``py.typed``). See ``clients/python/README.md``
 for the API, the errors, the fencing contract, authentication and TLS, and
@@ -26,6 +28,7 @@ from typing import Type
 from . import protocol
 from ._common import DEFAULT_ADDRESS, DEFAULT_PORT
 from .client import Client, Guard, Lock
+from .cluster import ClusterClient, ClusterGuard, ClusterLock, GuardPiece, LostCause, LostReason
 from .errors import *  # noqa: F401,F403 - the exception hierarchy is part of the API
 from .errors import RangelockError, deprecated_alias
 from .errors import __all__ as _errors_all
@@ -37,6 +40,12 @@ __all__ = [
     "Client",
     "Guard",
     "Lock",
+    "ClusterClient",
+    "ClusterGuard",
+    "ClusterLock",
+    "GuardPiece",
+    "LostCause",
+    "LostReason",
     "DEFAULT_ADDRESS",
     "DEFAULT_PORT",
     "EndReason",

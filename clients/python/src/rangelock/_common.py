@@ -7,7 +7,7 @@ import math
 import os
 import socket
 import ssl
-from typing import Optional, Tuple, Union
+from typing import Callable, Optional, Tuple, Union
 
 from . import protocol as P
 from .errors import (
@@ -239,7 +239,7 @@ class Loss:
     """Why a connection was lost: makes the exception every call then raises (a fresh one
     per raise, so tracebacks do not pile up)."""
 
-    __slots__ = ("message", "closed", "reason")
+    __slots__ = ("message", "closed", "reason", "unresponsive")
 
     def __init__(
         self,
@@ -251,6 +251,8 @@ class Loss:
         self.message = message
         self.closed = closed
         self.reason = reason
+        #: The server answered no keepalive for a lease (it is stopped or unreachable).
+        self.unresponsive = False
 
     @classmethod
     def client_closed(cls, address: str) -> "Loss":
@@ -292,6 +294,16 @@ class Loss:
                 return session_ended_error(self.reason, self.message)
             return SessionEndedError(self.message)
         return ConnectionLostError(self.message)
+
+
+#: The notices a cluster client is told about (``Client._watch``): a partition given up
+#: (``NOT_OWNER``, ``FENCED``) and a new map (``MAP_CHANGED``).
+CLUSTER_NOTICES = (P.Status.NOT_OWNER, P.Status.FENCED, P.Status.MAP_CHANGED)
+
+#: What a cluster client hears of one node connection: its notices (the frame) and its
+#: loss (the :class:`Loss`), called on the thread or task that reads the connection.
+NoticeHook = Callable[[P.Response], None]
+LossHook = Callable[["Loss"], None]
 
 
 #: The ``max_entries`` of the STATS that ``Lock.locked()`` sends: every entry the server

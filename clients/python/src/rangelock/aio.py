@@ -22,6 +22,9 @@ request (an ``UNLOCK`` of its id) before the cancellation goes on.
 
 Unlike :meth:`asyncio.Lock.release`, :meth:`AsyncLock.release` is a coroutine: it waits for
 the server's answer, so a lost connection is reported there.
+
+A cluster of nodes: :class:`AsyncClusterClient` (``await cluster.lock(...)`` returns an
+:class:`AsyncClusterGuard`), the counterpart of :class:`rangelock.ClusterClient`.
 """
 
 from __future__ import annotations
@@ -31,14 +34,17 @@ import itertools
 import ssl
 import time
 from types import TracebackType
-from typing import Dict, Optional, Type, Union
+from typing import Callable, Dict, Optional, Tuple, Type, Union
 
 from . import protocol as P
 from ._common import (
     ALL_ENTRIES,
+    CLUSTER_NOTICES,
     DEFAULT_ADDRESS,
     Loss,
+    LossHook,
     NameArg,
+    NoticeHook,
     TlsArg,
     TokenArg,
     acquire_timeout,
@@ -68,7 +74,15 @@ from .errors import (
     error_for_status,
 )
 
-__all__ = ["AsyncClient", "AsyncGuard", "AsyncLock", "connect"]
+__all__ = [
+    "AsyncClient",
+    "AsyncGuard",
+    "AsyncLock",
+    "connect",
+    "AsyncClusterClient",
+    "AsyncClusterGuard",
+    "AsyncClusterLock",
+]
 
 #: Polls sent back to back (with only a yield between them) before backing off.
 _BACK_TO_BACK_POLLS = 8
@@ -96,6 +110,9 @@ class _Connection:
         self._fatal: Optional[P.Status] = None
         self._ended: Union[P.EndReason, int, None] = None
         self._tasks: list[asyncio.Task[None]] = []
+        #: A cluster client's hooks (``AsyncClient._watch``), run by the reader task.
+        self.on_notice: Optional[NoticeHook] = None
+        self.on_lost: Optional[LossHook] = None
 
     def start(self, keepalive: bool) -> None:
         s = self.hello.session
@@ -141,22 +158,32 @@ class _Connection:
         finally:
             self._pending.pop(id, None)
 
-    def fail(self, why: str, closed: bool = False) -> None:
+    def fail(self, why: str, closed: bool = False, unresponsive: bool = False) -> None:
         """Records the loss (the first one counts), fails every waiting call and closes
-        the socket."""
+        the socket. ``unresponsive``: the server answered no keepalive for a lease."""
         if self._loss is not None:
             return
         if closed:
-            self._loss = Loss.client_closed(self.address)
+            loss = Loss.client_closed(self.address)
         else:
             h = self.hello
-            self._loss = Loss.lost(self.address, h.session, why, self._ended, h.lease_ms)
+            loss = Loss.lost(self.address, h.session, why, self._ended, h.lease_ms)
+            loss.unresponsive = unresponsive
+        self._loss = loss
         pending, self._pending = self._pending, {}
         for fut in pending.values():
             if not fut.done():
-                fut.set_exception(self._loss.error())
+                fut.set_exception(loss.error())
         self._lost.set()
         self.writer.close()
+        if self.on_lost is not None:
+            self.on_lost(loss)
+
+    def watch(self, on_notice: NoticeHook, on_lost: LossHook) -> None:
+        """Sets the hooks; ``on_lost`` runs at once if the connection is lost already."""
+        self.on_notice, self.on_lost = on_notice, on_lost
+        if self._loss is not None:
+            on_lost(self._loss)
 
     async def close(self) -> None:
         self.fail("", closed=True)
@@ -213,6 +240,8 @@ class _Connection:
         if r.op == P.Op.NOTICE:
             if r.status == P.Status.SESSION_ENDED:
                 self._ended = P.end_reason(r.value)  # the server closes the connection next
+            elif r.status in CLUSTER_NOTICES and self.on_notice is not None:
+                self.on_notice(r)
             return
         if r.id == 0 and r.status in (P.Status.MALFORMED, P.Status.FRAME_TOO_LARGE):
             self._fatal = r.status
@@ -237,7 +266,8 @@ class _Connection:
             except asyncio.TimeoutError:
                 self.fail(
                     f"the server answered no keepalive for a lease ({self.hello.lease_ms} ms): "
-                    "it is stopped or unreachable; the client closed the connection"
+                    "it is stopped or unreachable; the client closed the connection",
+                    unresponsive=True,
                 )
                 return
 
@@ -689,6 +719,22 @@ class AsyncClient:
         name: NameArg = None,
     ) -> AsyncGuard:
         check_range(start, end, shared)
+        id, r = await self._lock_response(start, end, shared, wait, timeout_ms, name)
+        if r.status != P.Status.OK:
+            raise error_for_status(r.status, r.value, lock_what(start, end, shared))
+        return AsyncGuard(self, id, start, end, shared, r.value)
+
+    async def _lock_response(
+        self,
+        start: int,
+        end: int,
+        shared: bool,
+        wait: P.Wait,
+        timeout_ms: int,
+        name: NameArg = None,
+    ) -> Tuple[int, P.Response]:
+        """As :meth:`rangelock.Client._lock_response`: the LOCK's id and final answer,
+        whatever its status; a cancelled wait withdraws the request."""
         c = self._c
         raw = check_name(name, c.hello.version)
         id = c.next_id()
@@ -703,9 +749,7 @@ class AsyncClient:
         except BaseException:
             self._abandon(c, id)
             raise
-        if r.status != P.Status.OK:
-            raise error_for_status(r.status, r.value, lock_what(start, end, shared))
-        return AsyncGuard(self, id, start, end, shared, r.value)
+        return id, r
 
     @staticmethod
     async def _poll_until_done(c: _Connection, target: int) -> P.Response:
@@ -722,6 +766,41 @@ class AsyncClient:
             else:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 2e-3)
+
+    # ---------------------------------------------------------------- for the cluster client
+
+    def _watch(self, on_notice: NoticeHook, on_lost: LossHook) -> None:
+        """Hands the connection's cluster notices and its loss to a cluster client (run
+        by the reader task: the hooks must not wait)."""
+        self._c.watch(on_notice, on_lost)
+
+    async def _raw(
+        self, build: Callable[[int], bytes], timeout: Optional[float]
+    ) -> Tuple[int, Optional[P.Response]]:
+        """Sends the frame ``build(id)`` under a fresh id; returns the id and the answer,
+        ``None`` if ``timeout`` seconds pass first (a late answer is dropped)."""
+        c = self._c
+        id = c.next_id()
+        try:
+            return id, await asyncio.wait_for(c.call(id, build(id)), timeout)
+        except asyncio.TimeoutError:
+            return id, None
+
+    def _send(self, build: Callable[[int], bytes]) -> None:
+        """Writes the frame ``build(id)`` under a fresh id without waiting for its answer
+        (which the reader drops); nothing if the connection is gone."""
+        c = self._c
+        if c.connected:
+            try:
+                c.writer.write(build(c.next_id()))
+            except (OSError, RuntimeError):
+                pass
+
+    def _unlock_nowait(self, lock_id: int) -> None:
+        """Releases (or withdraws) lock ``lock_id`` without waiting for the answer; nothing
+        if the connection is gone."""
+        if self._conn is not None:
+            self._abandon(self._conn, lock_id)
 
     @staticmethod
     def _abandon(c: _Connection, id: int) -> None:
@@ -786,3 +865,7 @@ async def connect(
         keepalive=keepalive,
     )
     return await client.connect()
+
+
+# The cluster client is built on AsyncClient (above).
+from ._aio_cluster import AsyncClusterClient, AsyncClusterGuard, AsyncClusterLock  # noqa: E402

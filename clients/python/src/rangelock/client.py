@@ -34,14 +34,17 @@ import ssl
 import threading
 import time
 from types import TracebackType
-from typing import Dict, Optional, Type, Union
+from typing import Callable, Dict, Optional, Tuple, Type, Union
 
 from . import protocol as P
 from ._common import (
     ALL_ENTRIES,
+    CLUSTER_NOTICES,
     DEFAULT_ADDRESS,
     Loss,
+    LossHook,
     NameArg,
+    NoticeHook,
     TlsArg,
     TokenArg,
     acquire_timeout,
@@ -113,6 +116,9 @@ class _Core:
         self._fatal: Optional[P.Status] = None
         #: The reason of a SESSION_ENDED notice (version 4): the server closes next.
         self._ended: Union[P.EndReason, int, None] = None
+        #: A cluster client's hooks (``Client._watch``), run on the reader thread.
+        self.on_notice: Optional[NoticeHook] = None
+        self.on_lost: Optional[LossHook] = None
         self._reader = threading.Thread(
             target=self._read_loop, name=f"rangelock-reader-{hello.session}", daemon=True
         )
@@ -195,25 +201,39 @@ class _Core:
             return None
         return self.lost_error()
 
-    def fail(self, why: str, closed: bool = False) -> None:
+    def fail(self, why: str, closed: bool = False, unresponsive: bool = False) -> None:
         """Records the loss of the connection (the first one counts), wakes every waiting
-        call and shuts the socket down (which ends the reader thread)."""
+        call and shuts the socket down (which ends the reader thread). ``unresponsive``:
+        the server answered no keepalive for a lease."""
         if closed:
             loss = Loss.client_closed(self.address)
         else:
             h = self.hello
             loss = Loss.lost(self.address, h.session, why, self._ended, h.lease_ms)
+            loss.unresponsive = unresponsive
         with self._state:
             if self._loss is not None:
                 return
             self._loss = loss
             pending, self._pending = self._pending, {}
+            hook = self.on_lost
         for slot in pending.values():
             slot.lost = True
             slot.lock.release()
         self._lost.set()
         self._stop.set()
         self.transport.shutdown()
+        if hook is not None:
+            hook(loss)
+
+    def watch(self, on_notice: NoticeHook, on_lost: LossHook) -> None:
+        """Sets the hooks; ``on_lost`` runs at once if the connection is lost already."""
+        self.on_notice = on_notice
+        with self._state:
+            self.on_lost = on_lost
+            loss = self._loss
+        if loss is not None:
+            on_lost(loss)
 
     def close(self) -> None:
         self.fail("", closed=True)
@@ -262,7 +282,9 @@ class _Core:
         if r.op == P.Op.NOTICE:
             if r.status == P.Status.SESSION_ENDED:
                 self._ended = P.end_reason(r.value)  # the server closes the connection next
-            return  # cluster notices: a single-server client has nothing to reclaim
+            elif r.status in CLUSTER_NOTICES and self.on_notice is not None:
+                self.on_notice(r)  # else: a single-server client has nothing to reclaim
+            return
         if r.id == 0 and r.status in (P.Status.MALFORMED, P.Status.FRAME_TOO_LARGE):
             self._fatal = r.status  # the server closes the connection next
             return
@@ -283,7 +305,8 @@ class _Core:
             if r is None:
                 self.fail(
                     f"the server answered no keepalive for a lease ({self.hello.lease_ms} ms): "
-                    "it is stopped or unreachable; the client closed the connection"
+                    "it is stopped or unreachable; the client closed the connection",
+                    unresponsive=True,
                 )
                 return
 
@@ -806,6 +829,23 @@ class Client:
         name: NameArg = None,
     ) -> Guard:
         check_range(start, end, shared)
+        id, r = self._lock_response(start, end, shared, wait, timeout_ms, name)
+        if r.status != P.Status.OK:
+            raise error_for_status(r.status, r.value, lock_what(start, end, shared))
+        return Guard(self, id, start, end, shared, r.value)
+
+    def _lock_response(
+        self,
+        start: int,
+        end: int,
+        shared: bool,
+        wait: P.Wait,
+        timeout_ms: int,
+        name: NameArg = None,
+    ) -> Tuple[int, P.Response]:
+        """Sends a LOCK (LOCK_NAMED of ``name``) and returns its id and final answer,
+        whatever its status (the cluster client reads refusals' owner hints). Polls in
+        poll grant mode; an interrupted wait withdraws the request."""
         core = self._c
         raw = check_name(name, core.hello.version)
         id = core.next_id()
@@ -820,9 +860,7 @@ class Client:
         except BaseException:
             self._abandon(core, id)
             raise
-        if r.status != P.Status.OK:
-            raise error_for_status(r.status, r.value, lock_what(start, end, shared))
-        return Guard(self, id, start, end, shared, r.value)
+        return id, r
 
     def _poll_until_done(self, core: _Core, target: int) -> P.Response:
         """Poll grant mode: POLLs the queued lock ``target`` until its wait is over."""
@@ -839,6 +877,35 @@ class Client:
             else:
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 2e-3)
+
+    # ---------------------------------------------------------------- for the cluster client
+
+    def _watch(self, on_notice: NoticeHook, on_lost: LossHook) -> None:
+        """Hands the connection's cluster notices and its loss to a cluster client (on
+        the reader thread: the hooks must not wait for an answer of this connection)."""
+        self._c.watch(on_notice, on_lost)
+
+    def _raw(
+        self, build: Callable[[int], bytes], timeout: Optional[float]
+    ) -> Tuple[int, Optional[P.Response]]:
+        """Sends the frame ``build(id)`` under a fresh id; returns the id and the answer,
+        ``None`` if ``timeout`` seconds pass first (a late answer is dropped)."""
+        core = self._c
+        id = core.next_id()
+        return id, core.call(id, build(id), timeout)
+
+    def _send(self, build: Callable[[int], bytes]) -> None:
+        """Sends the frame ``build(id)`` under a fresh id without waiting for its answer
+        (which the reader drops)."""
+        core = self._c
+        core.send(build(core.next_id()))
+
+    def _unlock_nowait(self, lock_id: int) -> None:
+        """Releases (or withdraws) lock ``lock_id`` without waiting for the answer; nothing
+        if the connection is gone (the server released the session's locks)."""
+        core = self._core
+        if core is not None:
+            self._abandon(core, lock_id)
 
     @staticmethod
     def _abandon(core: _Core, id: int) -> None:

@@ -25,6 +25,10 @@ means the same thing, so ``except TimeoutError``, ``except ConnectionError`` or
   and closes the connection next. ``exc.status`` is the
   :class:`rangelock.protocol.Status`.
 * :class:`ProtocolError` (a :class:`ValueError`): bytes that do not decode.
+* The cluster client's own two: :class:`LockLostError` (a :class:`ConnectionError`): a
+  cluster guard is lost, a piece could not be reclaimed after its node failed; and
+  :class:`PartitionUnavailableError` (a :class:`BlockingIOError`): a try found a
+  partition's owner unknown, unreachable, fenced or in its grace period.
 
 The README's "Errors" table (``clients/python/README.md``) names the builtin of every
 class; ``tests/test_api.py`` checks the classes against it.
@@ -40,6 +44,7 @@ import warnings
 from typing import TYPE_CHECKING, Dict, Optional, Type
 
 if TYPE_CHECKING:
+    from ._cluster import LostReason
     from .protocol import EndReason, ServerHello, Status
 
 __all__ = [
@@ -86,6 +91,8 @@ __all__ = [
     "BadNameError",
     "TooManyNamesError",
     "NamesUnsupportedError",
+    "LockLostError",
+    "PartitionUnavailableError",
     "error_for_status",
     "session_ended_error",
 ]
@@ -369,6 +376,29 @@ class TooManyNamesError(ServerError):
 class NamesUnsupportedError(RangelockError, NotImplementedError):
     """A named lock on a session before protocol version 5 (an older server): raised
     before anything is sent."""
+
+
+# --------------------------------------------------------------------------- cluster
+
+
+class LockLostError(RangelockError, ConnectionError):
+    """A cluster guard is lost: a piece could not be reclaimed at its partition's new
+    owner after its node failed or gave the partition up (``reason``: the partition, and
+    how). Nothing of the guard is held any more; its other pieces were released."""
+
+    def __init__(self, message: str, reason: Optional[LostReason] = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class PartitionUnavailableError(RangelockError, BlockingIOError):
+    """A cluster try-lock found a partition's owner unknown, unreachable, fenced or in
+    its grace period (a waiting lock retries instead); nothing is held. ``partition``
+    names it."""
+
+    def __init__(self, message: str, partition: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.partition = partition
 
 
 _BY_CODE: Dict[int, Type[ServerError]] = {

@@ -1,4 +1,4 @@
-"""The wire protocol of ``rangelock serve``, versions 3 and 4 (``docs/PROTOCOL.md``).
+"""The wire protocol of ``rangelock serve``, versions 3 to 5 (``docs/PROTOCOL.md``).
 
 Pure encoders and decoders, no I/O: the client (``rangelock.client``) uses them, and the
 tests check them byte for byte against the vectors of ``docs/PROTOCOL.md`` §8.
@@ -12,15 +12,20 @@ Every integer on the wire is little-endian. A connection opens with a *client he
 Version 4 adds one thing: before it ends a session on its own (a lapsed lease, its
 shutdown, ...) the server sends a ``SESSION_ENDED`` notice whose value is the
 :class:`EndReason` (§2.1). A version 4 server still accepts version 3 hellos and sends
-those sessions no such notice.
+those sessions no such notice. Version 5 adds named resources (§2.2).
+
+The cluster's part (§7): the :class:`ClusterMap` of a ``MAP`` answer, ``RECLAIM`` and
+``RECLAIM_NAMED``, and the placement of units and names on partitions (:func:`split`,
+:func:`split_named`, :func:`name_hash`).
 """
 
 from __future__ import annotations
 
 import enum
+import hashlib
 import struct
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple, Union
+from typing import List, NamedTuple, Optional, Tuple, Union
 
 from .errors import ProtocolError
 
@@ -49,6 +54,18 @@ __all__ = [
     "StatsEntry",
     "Stats",
     "OwnerHint",
+    "PartitionState",
+    "NodeInfo",
+    "PartitionOwner",
+    "ClusterMap",
+    "Piece",
+    "MAX_PARTITIONS",
+    "NAME_STRIPE_SHIFT",
+    "ALL_PARTITIONS",
+    "name_hash",
+    "split",
+    "split_named",
+    "token_epoch",
     "encode_client_hello",
     "decode_client_hello",
     "decode_server_hello",
@@ -60,7 +77,9 @@ __all__ = [
     "encode_stats",
     "encode_stats_named",
     "encode_reclaim",
+    "encode_reclaim_named",
     "encode_map",
+    "encode_watch_map",
     "encode_shm_attach",
     "decode_request",
     "encode_response",
@@ -123,11 +142,11 @@ class Op(enum.IntEnum):
     #: Server-pushed notice (cluster nodes only; §7.6).
     NOTICE = 0x09
     SHM_ATTACH = 0x0A
-    #: Cluster only (§7.7): ask for ``MAP_CHANGED`` notices. This client never sends it.
+    #: Cluster only (§7.7): ask for ``MAP_CHANGED`` notices (the cluster client sends it).
     WATCH_MAP = 0x0B
     #: Version 5 (§2.2): LOCK of a range of a named resource; answered as a LOCK.
     LOCK_NAMED = 0x0C
-    #: Reserved for the cluster (§2.2). This client never sends it.
+    #: Version 5, cluster only (§2.2, §7.3): RECLAIM of a named lock.
     RECLAIM_NAMED = 0x0D
     #: Version 5 (§5.1): STATS with names and the names' counters.
     STATS_NAMED = 0x0E
@@ -170,10 +189,9 @@ class Status(enum.IntEnum):
     #: Version 4, NOTICE only: the server ends the session; ``value`` is the reason.
     SESSION_ENDED = 0x23
     #: NOTICE only, to a session that sent ``WATCH_MAP`` (§7.7): the node's cluster map
-    #: changed; ``value`` is its revision. This client never asks for it.
+    #: changed; ``value`` is its revision.
     MAP_CHANGED = 0x24
-    #: LOCK_NAMED (§2.2): the name is empty or longer than 1024 bytes. This client sends
-    #: no named locks yet.
+    #: LOCK_NAMED (§2.2): the name is empty or longer than 1024 bytes.
     BAD_NAME = 0x25
     #: LOCK_NAMED (§2.2) of a new name while the server has ``--max-names`` live names.
     TOO_MANY_NAMES = 0x26
@@ -420,9 +438,23 @@ def encode_stats_named(id: int, max_entries: int) -> bytes:
     return _STATS.pack(13, Op.STATS_NAMED, id, max_entries)
 
 
-def encode_reclaim(id: int, start: int, end: int, mode: int, token: int) -> bytes:
-    """RECLAIM (cluster only, §7.3)."""
+def encode_reclaim(
+    id: int, start: int, end: int, mode: int, token: int, name: Optional[bytes] = None
+) -> bytes:
+    """RECLAIM (cluster only, §7.3); with ``name``, the RECLAIM_NAMED of that resource
+    (:func:`encode_reclaim_named`)."""
+    if name is not None:
+        return encode_reclaim_named(id, start, end, mode, token, name)
     return _RECLAIM.pack(34, Op.RECLAIM, id, start, end, mode, token)
+
+
+def encode_reclaim_named(
+    id: int, start: int, end: int, mode: int, token: int, name: bytes
+) -> bytes:
+    """RECLAIM_NAMED (version 5, cluster only, §2.2): RECLAIM's payload, then
+    ``name_len u16, name``."""
+    head = _RECLAIM.pack(34 + 2 + len(name), Op.RECLAIM_NAMED, id, start, end, mode, token)
+    return head + struct.pack("<H", len(name)) + name
 
 
 def encode_map(id: int) -> bytes:
@@ -489,6 +521,11 @@ def decode_request(frame: bytes) -> Request:
         if len(payload) != 24 + n:
             raise ProtocolError(f"LOCK_NAMED: bad payload size {len(payload)} for a {n}-byte name")
         return Request(op, id, start, end, Mode(mode), Wait(wait), timeout_ms, name=bytes(payload[24:]))
+    if op is Op.RECLAIM_NAMED and len(payload) >= 27:
+        start, end, mode, token, n = struct.unpack_from("<QQBQH", payload)
+        if len(payload) != 27 + n:
+            raise ProtocolError(f"RECLAIM_NAMED: bad payload size {len(payload)} for a {n}-byte name")
+        return Request(op, id, start, end, Mode(mode), token=token, name=bytes(payload[27:]))
     if op not in sizes or len(payload) != sizes[op]:
         raise ProtocolError(f"{op.name}: bad payload size {len(payload)}")
     if op is Op.LOCK:
@@ -659,6 +696,192 @@ class OwnerHint:
         return cls(parts[0], parts[1])
 
 
+# --------------------------------------------------------------------------- cluster
+
+
+#: The most partitions a cluster may have (§7.1).
+MAX_PARTITIONS = 4096
+#: ``log2`` of the units in a stripe of a named resource (§7.1): stripes of ``2**24`` units.
+NAME_STRIPE_SHIFT = 24
+#: A notice's ``value`` meaning every partition of the node (§7.6).
+ALL_PARTITIONS = U64_MAX
+#: The most nodes a map may list (§7.4).
+_MAX_NODES = 1024
+#: A map's owner entry naming no node.
+_NO_NODE = 0xFFFF
+_MAP_HEAD = struct.Struct("<QIH")
+_OWNER = struct.Struct("<HBQ")
+
+
+class PartitionState(enum.IntEnum):
+    """Where a partition stands in a :class:`ClusterMap` (§7.4)."""
+
+    #: No node serves it now (its owner failed, or it was never assigned).
+    UNOWNED = 0
+    #: Its new owner accepts only RECLAIMs until the grace period ends.
+    GRACE = 1
+    #: Its owner grants locks.
+    SERVING = 2
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """A cluster node as the map lists it: its id and the ``host:port`` clients reach."""
+
+    id: str
+    addr: str
+
+
+@dataclass(frozen=True)
+class PartitionOwner:
+    """Who owns one partition: an index into :attr:`ClusterMap.nodes` (``None``: no owner
+    known), its state, and its epoch (the high half of its fencing tokens)."""
+
+    node: Optional[int]
+    state: PartitionState
+    epoch: int
+
+
+def _put_name(s: str) -> bytes:
+    raw = s.encode("utf-8")
+    if len(raw) > 255:
+        raise ValueError(f"a node id or address of {len(raw)} bytes: at most 255")
+    return bytes([len(raw)]) + raw
+
+
+@dataclass(frozen=True)
+class ClusterMap:
+    """The body of a successful ``MAP`` answer (§7.4): which node owns which partition."""
+
+    #: The etcd revision the map was read at: a larger revision is a newer map.
+    revision: int
+    #: The partition count ``P``, a power of two, at most :data:`MAX_PARTITIONS`.
+    partitions: int
+    nodes: Tuple[NodeInfo, ...]
+    #: One entry per partition, partition 0 first.
+    owners: Tuple[PartitionOwner, ...]
+
+    def owner_of(self, partition: int) -> Optional[Tuple[NodeInfo, PartitionOwner]]:
+        """The owner of ``partition`` and its entry; ``None`` if no owner is known."""
+        if not 0 <= partition < len(self.owners):
+            return None
+        owner = self.owners[partition]
+        if owner.node is None or owner.node >= len(self.nodes):
+            return None
+        return self.nodes[owner.node], owner
+
+    def encode(self) -> bytes:
+        out = [_MAP_HEAD.pack(self.revision, self.partitions, len(self.nodes))]
+        for n in self.nodes:
+            out.append(_put_name(n.id) + _put_name(n.addr))
+        for o in self.owners:
+            node = _NO_NODE if o.node is None else o.node
+            out.append(_OWNER.pack(node, o.state, o.epoch))
+        return b"".join(out)
+
+    @classmethod
+    def decode(cls, body: bytes) -> "ClusterMap":
+        """Decodes a MAP body; raises :class:`ProtocolError` for a bad partition count,
+        node count, node index, state byte or UTF-8, a short body or bytes left over."""
+        if len(body) < _MAP_HEAD.size:
+            raise ProtocolError("MAP body truncated")
+        revision, partitions, node_count = _MAP_HEAD.unpack_from(body)
+        if partitions < 1 or partitions > MAX_PARTITIONS or partitions & (partitions - 1):
+            raise ProtocolError(
+                f"MAP: partition count {partitions} is not a power of two up to {MAX_PARTITIONS}"
+            )
+        if node_count > _MAX_NODES:
+            raise ProtocolError(f"MAP: {node_count} nodes, more than {_MAX_NODES}")
+        at = _MAP_HEAD.size
+        nodes = []
+        try:
+            for _ in range(node_count):
+                parts = []
+                for _ in range(2):
+                    n = body[at]
+                    raw = body[at + 1 : at + 1 + n]
+                    if len(raw) != n:
+                        raise IndexError
+                    parts.append(raw.decode("utf-8"))
+                    at += 1 + n
+                nodes.append(NodeInfo(parts[0], parts[1]))
+        except IndexError:
+            raise ProtocolError("MAP body truncated in its node list") from None
+        except UnicodeDecodeError:
+            raise ProtocolError("MAP: a node id or address is not UTF-8") from None
+        if len(body) - at != partitions * _OWNER.size:
+            raise ProtocolError(
+                f"MAP: {len(body) - at} bytes of owner entries for {partitions} partitions"
+            )
+        owners = []
+        for p in range(partitions):
+            node, state, epoch = _OWNER.unpack_from(body, at)
+            at += _OWNER.size
+            if node != _NO_NODE and node >= node_count:
+                raise ProtocolError(f"MAP: partition {p} names node {node} of {node_count}")
+            if state > 2:
+                raise ProtocolError(f"MAP: partition {p} has state byte {state}")
+            owners.append(PartitionOwner(None if node == _NO_NODE else node, PartitionState(state), epoch))
+        return cls(revision, partitions, tuple(nodes), tuple(owners))
+
+
+class Piece(NamedTuple):
+    """The part of a range that lies in one partition (§7.1)."""
+
+    partition: int
+    start: int
+    end: int
+
+
+def _bits(partitions: int) -> int:
+    if partitions < 1 or partitions > MAX_PARTITIONS or partitions & (partitions - 1):
+        raise ValueError(f"partition count {partitions} is not a power of two up to {MAX_PARTITIONS}")
+    return partitions.bit_length() - 1
+
+
+def split(partitions: int, start: int, end: int) -> List[Piece]:
+    """``[start, end)`` of the unnamed resource cut at partition boundaries, in ascending
+    partition order (§7.1: partition of unit ``u`` is ``u >> (64 - b)``, the last
+    partition ends at ``2**64 - 1``)."""
+    b = _bits(partitions)
+    pieces = []
+    at = start
+    while at < end:
+        p = at >> (64 - b) if b else 0
+        p_end = U64_MAX if p + 1 == partitions else (p + 1) << (64 - b)
+        stop = min(end, p_end)
+        pieces.append(Piece(p, at, stop))
+        at = stop
+    return pieces
+
+
+def name_hash(name: bytes) -> int:
+    """The placement hash of a resource name (§7.1): the first 8 bytes of its SHA-256,
+    big-endian."""
+    return int.from_bytes(hashlib.sha256(name).digest()[:8], "big")
+
+
+def split_named(partitions: int, hashed: int, start: int, end: int) -> List[Piece]:
+    """``[start, end)`` of the name whose :func:`name_hash` is ``hashed``, cut at stripe
+    boundaries (none with one partition), in ascending unit order: stripe ``k = u >> 24``
+    lies in partition ``(hashed + k) mod P`` (§7.1)."""
+    b = _bits(partitions)
+    pieces = []
+    at = start
+    while at < end:
+        k = at >> NAME_STRIPE_SHIFT
+        p = (hashed + k) % partitions
+        stop = end if b == 0 else min(end, (k + 1) << NAME_STRIPE_SHIFT, U64_MAX)
+        pieces.append(Piece(p, at, stop))
+        at = stop
+    return pieces
+
+
+def token_epoch(token: int) -> int:
+    """The epoch of a cluster fencing token ``epoch << 32 | seq`` (§7.2)."""
+    return token >> 32
+
+
 @dataclass(frozen=True)
 class Response:
     """A decoded response frame.
@@ -666,8 +889,9 @@ class Response:
     ``op`` is the request's op (without the response bit): :attr:`Op.UNKNOWN` for an
     ``UNKNOWN_OP`` answer, :attr:`Op.NOTICE` for a server-pushed notice; an op byte this
     package does not know stays a plain ``int``. ``stats`` is set for a successful STATS,
-    ``owner`` for a ``NOT_OWNER`` answer; the bodies this client never asks for (MAP,
-    SHM_ATTACH) are kept undecoded in ``body``."""
+    ``owner`` for a ``NOT_OWNER`` answer, ``map`` for a successful MAP (whose ``body`` is
+    kept too); the SHM_ATTACH body this client never asks for is kept undecoded in
+    ``body``."""
 
     op: int
     id: int
@@ -676,6 +900,7 @@ class Response:
     stats: Optional[Stats] = None
     owner: Optional[OwnerHint] = None
     body: bytes = b""
+    map: Optional[ClusterMap] = None
 
     @property
     def is_notice(self) -> bool:
@@ -690,6 +915,8 @@ def encode_response(r: Response) -> bytes:
         body = r.owner.encode()
     elif r.status == Status.NOT_OWNER and r.op != Op.NOTICE and not r.body:
         body = b"\x00\x00"  # the empty hint: owner unknown
+    elif r.map is not None and not r.body:
+        body = r.map.encode()
     else:
         body = r.body
     return (
@@ -734,7 +961,9 @@ def decode_response(frame: bytes) -> Response:
     if status == Status.OK and op in (Op.STATS, Op.STATS_NAMED):
         stats = Stats.decode(body, omitted=value, named=op == Op.STATS_NAMED)
         return Response(op, id, status, value, stats=stats)
-    if status == Status.OK and op in (Op.MAP, Op.SHM_ATTACH):
+    if status == Status.OK and op == Op.MAP:
+        return Response(op, id, status, value, body=body, map=ClusterMap.decode(body))
+    if status == Status.OK and op == Op.SHM_ATTACH:
         return Response(op, id, status, value, body=body)
     if body:
         raise ProtocolError(f"{len(body)} unexpected bytes after a {status.name} response")
