@@ -294,6 +294,8 @@ fn run_cycles(variant: Variant, clients: usize, span: Span) -> Sample {
     match shares {
         Some(Ok(shares)) => {
             let max = shares.iter().copied().fold(0.0, f64::max);
+            // Three decimals: the record and the report list them as they are.
+            let shares: Vec<f64> = shares.iter().map(|s| (s * 1000.0).round() / 1000.0).collect();
             sample.extra.insert("node_shares".into(), Value::from(shares));
             sample.extra.insert("max_node_share".into(), Value::from(max));
         }
