@@ -316,8 +316,13 @@ fn cluster_suites_run_and_the_failover_meets_its_bar() {
     let records = run(&ClusterSuite, vec![2]);
     assert_eq!(
         variants(&records),
-        BTreeSet::from(["cluster-1", "cluster-2", "cluster-3", "single"])
+        BTreeSet::from(["cluster-1", "cluster-2", "cluster-3", "cluster-3-names", "single"])
     );
+    // The names spread: each node has some of their grants, none more than half.
+    let names = records.iter().find(|r| r.variant == "cluster-3-names").unwrap();
+    let shares: Vec<f64> = serde_json::from_value(names.extra["node_shares"].clone()).unwrap();
+    assert_eq!(shares.len(), 3, "{names:?}");
+    assert!(shares.iter().all(|&s| s > 0.0 && s <= 0.5), "{shares:?}");
     let records = run(&ClusterFailover, vec![1]);
     let r = &records[0];
     assert_eq!(r.extra["lost"].as_u64(), Some(0), "{r:?}");
