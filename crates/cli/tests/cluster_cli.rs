@@ -12,18 +12,25 @@ use common::tempdir;
 use rangelock_cluster::etcd::local_etcd_or_skip;
 use rangelock_server::protocol::{token, Partitioning};
 
+/// Nodes a and b (4 partitions) on etcd `ep`, logging into `dir`, once they share the
+/// partitions.
+fn two_nodes(ep: &str, dir: &std::path::Path) -> (NodeProc, NodeProc) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let opts = NodeOpts::fast(4);
+    let a = NodeProc::start(ep, "a", &opts, dir);
+    let b = NodeProc::start(ep, "b", &opts, dir);
+    wait_for(&rt, ep, "a and b share the partitions", Duration::from_secs(20), |s| {
+        settled(s, &["a", "b"])
+    });
+    (a, b)
+}
+
 #[test]
 fn lock_and_stat_through_a_cluster() {
     let Some(etcd) = local_etcd_or_skip("lock_and_stat_through_a_cluster") else { return };
     let ep = etcd.endpoint();
     let dir = tempdir("cluster-cli");
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let opts = NodeOpts::fast(4);
-    let a = NodeProc::start(&ep, "a", &opts, &dir);
-    let b = NodeProc::start(&ep, "b", &opts, &dir);
-    wait_for(&rt, &ep, "a and b share the partitions", Duration::from_secs(20), |s| {
-        settled(s, &["a", "b"])
-    });
+    let (a, b) = two_nodes(&ep, &dir);
     let parts = Partitioning::new(4).unwrap();
     let boundary = parts.start(1);
     let range = format!("{}..{}", boundary - 5, boundary + 5);
@@ -153,13 +160,7 @@ fn names_through_a_cluster() {
     let Some(etcd) = local_etcd_or_skip("names_through_a_cluster") else { return };
     let ep = etcd.endpoint();
     let dir = tempdir("cluster-cli-names");
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let opts = NodeOpts::fast(4);
-    let a = NodeProc::start(&ep, "a", &opts, &dir);
-    let b = NodeProc::start(&ep, "b", &opts, &dir);
-    wait_for(&rt, &ep, "a and b share the partitions", Duration::from_secs(20), |s| {
-        settled(s, &["a", "b"])
-    });
+    let (a, b) = two_nodes(&ep, &dir);
     let mut cmd = common::rangelock();
     cmd.args(["lock", "--cluster", &ep, "a", "0..10", "--", "sleep", "30"]);
     let mut holder =
