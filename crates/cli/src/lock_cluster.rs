@@ -104,10 +104,9 @@ pub(crate) fn lock(
     })?;
     let locked = match name {
         None => rt.block_on(client.lock(range.range.clone(), mode, wait)),
-        Some(n) => match client.resource(&n.bytes) {
-            Ok(r) => rt.block_on(r.lock(range.range.clone(), mode, wait)),
-            Err(e) => Err(e),
-        },
+        Some(n) => client
+            .resource(&n.bytes)
+            .and_then(|r| rt.block_on(r.lock(range.range.clone(), mode, wait))),
     };
     let guard = match locked {
         Ok(g) => g,

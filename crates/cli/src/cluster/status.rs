@@ -38,9 +38,12 @@ pub fn run(a: StatusArgs) -> Result<(), Failure> {
             let (addr, options) = (n.addr.clone(), options.clone());
             asks.spawn(async move { (i, names_of(&addr, &options).await) });
         }
-        while let Some(Ok((i, counts))) = asks.join_next().await {
-            let n = &mut status.nodes[i];
-            (n.names_live, n.named_locks) = counts.unzip();
+        // A task that failed leaves its node's counts unread (`names ?`), not the rest.
+        while let Some(joined) = asks.join_next().await {
+            if let Ok((i, counts)) = joined {
+                let n = &mut status.nodes[i];
+                (n.names_live, n.named_locks) = counts.unzip();
+            }
         }
         Ok(status)
     })?;
