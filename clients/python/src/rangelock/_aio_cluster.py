@@ -45,7 +45,8 @@ from ._cluster import (
     pieces_of,
     reclaim_target,
 )
-from ._common import Loss, NameArg, TlsArg, TokenArg, acquire_timeout, lock_wait, tls_context, token_bytes
+from ._common import Loss, NameArg, TlsArg, TokenArg, lock_wait, tls_context, token_bytes
+from ._lockstyle import AsyncLockStyle
 from .aio import AsyncClient
 from .errors import (
     AuthFailedError,
@@ -193,31 +194,25 @@ class AsyncClusterGuard:
         return f"<AsyncClusterGuard {s.start}..{s.end} {mode}{name} pieces={len(s.slots)} {state}>"
 
 
-class AsyncClusterLock:
+class AsyncClusterLock(AsyncLockStyle[AsyncClusterGuard]):
     """A lock on one range of a cluster, as :class:`rangelock.ClusterLock`: ``await
     acquire(blocking=True, timeout=None) -> bool``, ``await release()``, ``await
     locked()``, ``owned()``, ``async with``."""
 
+    _not_granted = (LockNotGrantedError, PartitionUnavailableError)
+
     def __init__(
         self, client: AsyncClusterClient, start: int, end: int, shared: bool = False, name: NameArg = None
     ) -> None:
+        super().__init__(start, end, shared, check_lock(start, end, shared, name))
         self.client = client
-        self.start = start
-        self.end = end
-        self.shared = shared
-        #: The resource's name (``None``: the unnamed resource), as bytes.
-        self.name = check_lock(start, end, shared, name)
-        self._local = asyncio.Lock()
-        self._guard: Optional[AsyncClusterGuard] = None
 
-    @property
-    def guard(self) -> Optional[AsyncClusterGuard]:
-        """The :class:`AsyncClusterGuard` of the current hold (``None`` while not held)."""
-        return self._guard
-
-    def owned(self) -> bool:
-        """Whether this lock holds its range. Local."""
-        return self._guard is not None
+    async def _take(self, blocking: bool, timeout: Optional[float]) -> AsyncClusterGuard:
+        if not blocking:
+            return await self.client.try_lock(self.start, self.end, shared=self.shared, name=self.name)
+        return await self.client.lock(
+            self.start, self.end, shared=self.shared, timeout=timeout, name=self.name
+        )
 
     async def locked(self) -> bool:
         """As :meth:`rangelock.ClusterLock.locked` (a probe: a try-lock, released at once)."""
@@ -230,65 +225,6 @@ class AsyncClusterLock:
             return True
         await probe.unlock()
         return False
-
-    async def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
-        """As :meth:`rangelock.ClusterLock.acquire`."""
-        wait = acquire_timeout(blocking, timeout)
-        deadline = None if wait is None else time.monotonic() + wait
-        if wait is None or (wait == 0 and not self._local.locked()):
-            await self._local.acquire()
-        elif wait == 0:
-            return False
-        else:
-            try:
-                await asyncio.wait_for(self._local.acquire(), wait)
-            except asyncio.TimeoutError:
-                return False
-        try:
-            if not blocking:
-                g = await self.client.try_lock(self.start, self.end, shared=self.shared, name=self.name)
-            else:
-                left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                g = await self.client.lock(
-                    self.start, self.end, shared=self.shared, timeout=left, name=self.name
-                )
-        except (LockNotGrantedError, PartitionUnavailableError):
-            self._local.release()
-            return False
-        except BaseException:
-            self._local.release()
-            raise
-        self._guard = g
-        return True
-
-    async def release(self) -> None:
-        """As :meth:`rangelock.ClusterLock.release`."""
-        g = self._guard
-        if g is None:
-            raise RuntimeError("release unlocked lock")
-        self._guard = None
-        try:
-            await g.unlock()
-        finally:
-            self._local.release()
-
-    async def __aenter__(self) -> AsyncClusterLock:
-        await self.acquire()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        if exc_type is None:
-            await self.release()
-        else:
-            try:
-                await self.release()
-            except RangelockError:
-                pass
 
     def __repr__(self) -> str:
         mode = "shared" if self.shared else "exclusive"

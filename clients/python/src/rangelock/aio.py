@@ -47,7 +47,6 @@ from ._common import (
     NoticeHook,
     TlsArg,
     TokenArg,
-    acquire_timeout,
     brief,
     check_name,
     check_range,
@@ -60,12 +59,12 @@ from ._common import (
     tls_context,
     token_bytes,
 )
+from ._lockstyle import AsyncLockStyle
 from .errors import (
     ClientClosedError,
     ConnectError,
     ConnectionLostError,
     HandshakeError,
-    LockNotGrantedError,
     ProtocolError,
     RangelockError,
     TlsError,
@@ -332,7 +331,7 @@ class AsyncGuard:
         return f"<AsyncGuard id={self.id} {self.start}..{self.end} {mode} token={self.token} {state}>"
 
 
-class AsyncLock:
+class AsyncLock(AsyncLockStyle[AsyncGuard]):
     """A lock on one range, as :class:`rangelock.Lock`: ``await acquire(blocking=True,
     timeout=None) -> bool``, ``await release()``, ``async with``. ``token`` is the fencing
     token while held (``None`` otherwise). Tasks sharing one :class:`AsyncLock` exclude
@@ -342,30 +341,23 @@ class AsyncLock:
         self, client: AsyncClient, start: int, end: int, shared: bool = False, name: NameArg = None
     ) -> None:
         check_range(start, end, shared)
+        super().__init__(start, end, shared, check_name(name))
         self.client = client
-        self.start = start
-        self.end = end
-        self.shared = shared
-        #: The resource's name (``None``: the unnamed resource), as bytes.
-        self.name = check_name(name)
-        self._local = asyncio.Lock()
-        self._guard: Optional[AsyncGuard] = None
 
-    @property
-    def guard(self) -> Optional[AsyncGuard]:
-        """The :class:`AsyncGuard` of the current hold (``None`` while not held)."""
-        return self._guard
+    async def _take(self, blocking: bool, timeout: Optional[float]) -> AsyncGuard:
+        if not blocking:
+            return await self.client.try_lock(
+                self.start, self.end, shared=self.shared, name=self.name
+            )
+        return await self.client.lock(
+            self.start, self.end, shared=self.shared, timeout=timeout, name=self.name
+        )
 
     @property
     def token(self) -> Optional[int]:
         """The fencing token of the current hold (``None`` while not held)."""
         g = self._guard
         return None if g is None else g.token
-
-    def owned(self) -> bool:
-        """Whether this :class:`AsyncLock` holds its range: acquired and not released.
-        Local: nothing is sent (as :meth:`rangelock.Lock.owned`)."""
-        return self._guard is not None
 
     async def locked(self) -> bool:
         """Whether anyone holds the range: this :class:`AsyncLock`, or any session (this
@@ -399,72 +391,6 @@ class AsyncLock:
             return True
         await probe.unlock()
         return False
-
-    async def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
-        """Locks the range; returns whether it was granted, with the arguments and results
-        of :meth:`threading.Lock.acquire` (``blocking=False``: a try; ``timeout`` seconds,
-        ``None`` or ``-1`` for ever; ``blocking=False`` with a timeout is a
-        ``ValueError``)."""
-        wait = acquire_timeout(blocking, timeout)
-        deadline = None if wait is None else time.monotonic() + wait
-        if wait is None or (wait == 0 and not self._local.locked()):
-            await self._local.acquire()  # free: returns at once
-        elif wait == 0:
-            return False  # another task holds this AsyncLock
-        else:
-            try:
-                await asyncio.wait_for(self._local.acquire(), wait)
-            except asyncio.TimeoutError:
-                return False
-        try:
-            if not blocking:
-                g = await self.client.try_lock(
-                    self.start, self.end, shared=self.shared, name=self.name
-                )
-            else:
-                left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                g = await self.client.lock(
-                    self.start, self.end, shared=self.shared, timeout=left, name=self.name
-                )
-        except LockNotGrantedError:
-            self._local.release()
-            return False
-        except BaseException:
-            self._local.release()
-            raise
-        self._guard = g
-        return True
-
-    async def release(self) -> None:
-        """Releases the range and waits for the server's answer. Raises ``RuntimeError``
-        if the lock is not held, :class:`ConnectionLostError` if the connection is gone;
-        either way the lock is not held after."""
-        g = self._guard
-        if g is None:
-            raise RuntimeError("release unlocked lock")
-        self._guard = None
-        try:
-            await g.unlock()
-        finally:
-            self._local.release()
-
-    async def __aenter__(self) -> AsyncLock:
-        await self.acquire()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        if exc_type is None:
-            await self.release()
-        else:
-            try:
-                await self.release()
-            except RangelockError:
-                pass
 
     def __repr__(self) -> str:
         mode = "shared" if self.shared else "exclusive"

@@ -47,7 +47,6 @@ from ._common import (
     NoticeHook,
     TlsArg,
     TokenArg,
-    acquire_timeout,
     brief,
     check_name,
     check_range,
@@ -60,13 +59,13 @@ from ._common import (
     tls_context,
     token_bytes,
 )
+from ._lockstyle import LockStyle
 from ._transport import PlainTransport, TlsTransport, Transport
 from .errors import (
     ClientClosedError,
     ConnectError,
     ConnectionLostError,
     HandshakeError,
-    LockNotGrantedError,
     ProtocolError,
     RangelockError,
     TlsError,
@@ -379,7 +378,7 @@ class Guard:
         return f"<Guard id={self.id} {self.start}..{self.end} {mode} token={self.token} {state}>"
 
 
-class Lock:
+class Lock(LockStyle[Guard]):
     """A lock on one range of a :class:`Client`'s server, used like
     :class:`threading.Lock`: :meth:`acquire` and :meth:`release`, or ``with``.
 
@@ -395,31 +394,21 @@ class Lock:
         self, client: Client, start: int, end: int, shared: bool = False, name: NameArg = None
     ) -> None:
         check_range(start, end, shared)
+        super().__init__(start, end, shared, check_name(name))
         self.client = client
-        self.start = start
-        self.end = end
-        self.shared = shared
-        #: The resource's name (``None``: the unnamed resource), as bytes.
-        self.name = check_name(name)
-        self._local = threading.Lock()
-        self._guard: Optional[Guard] = None
 
-    @property
-    def guard(self) -> Optional[Guard]:
-        """The :class:`Guard` of the current hold (``None`` while not held)."""
-        return self._guard
+    def _take(self, blocking: bool, timeout: Optional[float]) -> Guard:
+        if not blocking:
+            return self.client.try_lock(self.start, self.end, shared=self.shared, name=self.name)
+        return self.client.lock(
+            self.start, self.end, shared=self.shared, timeout=timeout, name=self.name
+        )
 
     @property
     def token(self) -> Optional[int]:
         """The fencing token of the current hold (``None`` while not held)."""
         g = self._guard
         return None if g is None else g.token
-
-    def owned(self) -> bool:
-        """Whether this :class:`Lock` holds its range: acquired and not released (the
-        connection may be lost meanwhile: see ``guard.valid``). Local: nothing is sent.
-        The meaning of redis-py's ``Lock.owned()``."""
-        return self._guard is not None
 
     def locked(self) -> bool:
         """Whether anyone holds the range: this :class:`Lock`, or any session (this
@@ -450,72 +439,6 @@ class Lock:
             return True
         probe.unlock()
         return False
-
-    def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
-        """Locks the range; returns whether it was granted, as
-        :meth:`threading.Lock.acquire` does. ``blocking=False`` does not wait (a try:
-        ``False`` if a conflicting lock is held or queued); ``timeout`` seconds bounds the
-        wait (``None`` or ``-1``: forever; ``blocking=False`` with a timeout is a
-        ``ValueError``). Raises the other errors of :meth:`Client.lock`
-        (:class:`ConnectionLostError`, :class:`ForbiddenError`, ...)."""
-        wait = acquire_timeout(blocking, timeout)
-        deadline = None if wait is None else time.monotonic() + wait
-        if wait is None:
-            got = self._local.acquire()
-        elif wait > 0:
-            got = self._local.acquire(timeout=wait)
-        else:
-            got = self._local.acquire(blocking=False)
-        if not got:
-            return False  # another thread holds this Lock
-        try:
-            if not blocking:
-                g = self.client.try_lock(self.start, self.end, shared=self.shared, name=self.name)
-            else:
-                left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                g = self.client.lock(
-                    self.start, self.end, shared=self.shared, timeout=left, name=self.name
-                )
-        except LockNotGrantedError:
-            self._local.release()
-            return False
-        except BaseException:
-            self._local.release()
-            raise
-        self._guard = g
-        return True
-
-    def release(self) -> None:
-        """Releases the range and waits for the server's answer. Raises ``RuntimeError``
-        if the lock is not held (as :meth:`threading.Lock.release` does), and
-        :class:`ConnectionLostError` if the connection is gone (the server released the
-        lock when the session ended); either way the lock is not held after."""
-        g = self._guard
-        if g is None:
-            raise RuntimeError("release unlocked lock")
-        self._guard = None
-        try:
-            g.unlock()
-        finally:
-            self._local.release()
-
-    def __enter__(self) -> Lock:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        if exc_type is None:
-            self.release()
-        else:
-            try:
-                self.release()
-            except RangelockError:
-                pass  # do not hide the body's exception
 
     def __repr__(self) -> str:
         mode = "shared" if self.shared else "exclusive"

@@ -81,11 +81,11 @@ from ._common import (
     NameArg,
     TlsArg,
     TokenArg,
-    acquire_timeout,
     lock_wait,
     tls_context,
     token_bytes,
 )
+from ._lockstyle import LockStyle
 from .client import Client
 from .errors import (
     AuthFailedError,
@@ -248,32 +248,24 @@ class ClusterGuard:
         return f"<ClusterGuard {s.start}..{s.end} {mode}{name} pieces={len(s.slots)} {state}>"
 
 
-class ClusterLock:
+class ClusterLock(LockStyle[ClusterGuard]):
     """A lock on one range of a cluster, used like :class:`threading.Lock` (as
     :class:`rangelock.Lock` is for one server): :meth:`acquire`, :meth:`release`, ``with``.
     Made by :meth:`ClusterClient.range_lock`; :attr:`guard` is the
     :class:`ClusterGuard` while held."""
 
+    _not_granted = (LockNotGrantedError, PartitionUnavailableError)
+
     def __init__(
         self, client: ClusterClient, start: int, end: int, shared: bool = False, name: NameArg = None
     ) -> None:
+        super().__init__(start, end, shared, check_lock(start, end, shared, name))
         self.client = client
-        self.start = start
-        self.end = end
-        self.shared = shared
-        #: The resource's name (``None``: the unnamed resource), as bytes.
-        self.name = check_lock(start, end, shared, name)
-        self._local = threading.Lock()
-        self._guard: Optional[ClusterGuard] = None
 
-    @property
-    def guard(self) -> Optional[ClusterGuard]:
-        """The :class:`ClusterGuard` of the current hold (``None`` while not held)."""
-        return self._guard
-
-    def owned(self) -> bool:
-        """Whether this lock holds its range (acquired, not released). Local."""
-        return self._guard is not None
+    def _take(self, blocking: bool, timeout: Optional[float]) -> ClusterGuard:
+        if not blocking:
+            return self.client.try_lock(self.start, self.end, shared=self.shared, name=self.name)
+        return self.client.lock(self.start, self.end, shared=self.shared, timeout=timeout, name=self.name)
 
     def locked(self) -> bool:
         """Whether anyone holds the range in a conflicting mode: this lock, or (a probe:
@@ -289,65 +281,6 @@ class ClusterLock:
             return True
         probe.unlock()
         return False
-
-    def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
-        """Locks the range; returns whether it was granted, with the arguments of
-        :meth:`threading.Lock.acquire` (``blocking=False``: a try, ``False`` also when a
-        partition is unavailable; ``timeout`` seconds for the whole range)."""
-        wait = acquire_timeout(blocking, timeout)
-        deadline = None if wait is None else time.monotonic() + wait
-        if wait is None:
-            got = self._local.acquire()
-        elif wait > 0:
-            got = self._local.acquire(timeout=wait)
-        else:
-            got = self._local.acquire(blocking=False)
-        if not got:
-            return False
-        try:
-            if not blocking:
-                g = self.client.try_lock(self.start, self.end, shared=self.shared, name=self.name)
-            else:
-                left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                g = self.client.lock(self.start, self.end, shared=self.shared, timeout=left, name=self.name)
-        except (LockNotGrantedError, PartitionUnavailableError):
-            self._local.release()
-            return False
-        except BaseException:
-            self._local.release()
-            raise
-        self._guard = g
-        return True
-
-    def release(self) -> None:
-        """Releases the range (see :meth:`ClusterGuard.unlock`); ``RuntimeError`` if the
-        lock is not held. The lock is not held after, whatever is raised."""
-        g = self._guard
-        if g is None:
-            raise RuntimeError("release unlocked lock")
-        self._guard = None
-        try:
-            g.unlock()
-        finally:
-            self._local.release()
-
-    def __enter__(self) -> ClusterLock:
-        self.acquire()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        if exc_type is None:
-            self.release()
-        else:
-            try:
-                self.release()
-            except RangelockError:
-                pass
 
     def __repr__(self) -> str:
         mode = "shared" if self.shared else "exclusive"
