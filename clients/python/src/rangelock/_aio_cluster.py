@@ -46,7 +46,7 @@ from ._cluster import (
     reclaim_target,
 )
 from ._common import Loss, NameArg, TlsArg, TokenArg, lock_wait, tls_context, token_bytes
-from ._lockstyle import AsyncLockStyle
+from ._lockstyle import AsyncLockStyle, AsyncUnlockOnExit
 from .aio import AsyncClient
 from .errors import (
     AuthFailedError,
@@ -69,7 +69,7 @@ from .errors import (
 __all__ = ["AsyncClusterClient", "AsyncClusterGuard", "AsyncClusterLock"]
 
 
-class AsyncClusterGuard:
+class AsyncClusterGuard(AsyncUnlockOnExit):
     """A range held in a cluster, as :class:`rangelock.ClusterGuard`, with ``await
     unlock()``, ``await wait_lost()`` and ``async with``."""
 
@@ -168,23 +168,6 @@ class AsyncClusterGuard:
     async def release(self) -> None:
         """:meth:`unlock`."""
         await self.unlock()
-
-    async def __aenter__(self) -> AsyncClusterGuard:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        if exc_type is None:
-            await self.unlock()
-        else:
-            try:
-                await self.unlock()
-            except RangelockError:
-                pass
 
     def __repr__(self) -> str:
         s = self._state

@@ -1,6 +1,7 @@
 """The :class:`threading.Lock` style over a client's guards, shared by the single-server
 locks (:class:`rangelock.Lock`, :class:`rangelock.aio.AsyncLock`) and the cluster ones
-(:class:`rangelock.ClusterLock`, :class:`rangelock.aio.AsyncClusterLock`).
+(:class:`rangelock.ClusterLock`, :class:`rangelock.aio.AsyncClusterLock`); and the
+guards' ``with`` (:class:`UnlockOnExit`, :class:`AsyncUnlockOnExit`).
 
 One object holds at most one guard of its range: a local lock (``threading.Lock`` or
 ``asyncio.Lock``) makes the threads or tasks that share it take turns, and ``acquire``
@@ -30,9 +31,61 @@ class _AsyncUnlock(Protocol):
 
 
 G = TypeVar("G", bound=_Unlock)
+U = TypeVar("U", bound="UnlockOnExit")
+AU = TypeVar("AU", bound="AsyncUnlockOnExit")
 AG = TypeVar("AG", bound=_AsyncUnlock)
 L = TypeVar("L", bound="LockStyle[Any]")
 AL = TypeVar("AL", bound="AsyncLockStyle[Any]")
+
+
+class UnlockOnExit:
+    """``with guard:`` unlocks at the end; when the body raised, an unlock error is not
+    raised over it (a lost connection after a clean body is: the lock may not have held
+    throughout)."""
+
+    def unlock(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: U) -> U:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        if exc_type is None:
+            self.unlock()
+        else:
+            try:
+                self.unlock()
+            except RangelockError:
+                pass  # do not hide the body's exception
+
+
+class AsyncUnlockOnExit:
+    """:class:`UnlockOnExit` for asyncio guards: ``async with guard:``."""
+
+    async def unlock(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self: AU) -> AU:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        if exc_type is None:
+            await self.unlock()
+        else:
+            try:
+                await self.unlock()
+            except RangelockError:
+                pass  # do not hide the body's exception
 
 
 class LockStyle(Generic[G]):

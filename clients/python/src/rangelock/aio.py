@@ -59,7 +59,7 @@ from ._common import (
     tls_context,
     token_bytes,
 )
-from ._lockstyle import AsyncLockStyle
+from ._lockstyle import AsyncLockStyle, AsyncUnlockOnExit
 from .errors import (
     ClientClosedError,
     ConnectError,
@@ -271,7 +271,7 @@ class _Connection:
                 return
 
 
-class AsyncGuard:
+class AsyncGuard(AsyncUnlockOnExit):
     """A granted lock, as :class:`rangelock.Guard`, with ``await unlock()`` and
     ``async with``."""
 
@@ -307,23 +307,6 @@ class AsyncGuard:
             return
         self._released = True
         await self.client.unlock(self.id)
-
-    async def __aenter__(self) -> AsyncGuard:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        if exc_type is None:
-            await self.unlock()
-        else:
-            try:
-                await self.unlock()
-            except RangelockError:
-                pass  # do not hide the body's exception
 
     def __repr__(self) -> str:
         mode = "shared" if self.shared else "exclusive"

@@ -59,7 +59,7 @@ from ._common import (
     tls_context,
     token_bytes,
 )
-from ._lockstyle import LockStyle
+from ._lockstyle import LockStyle, UnlockOnExit
 from ._transport import PlainTransport, TlsTransport, Transport
 from .errors import (
     ClientClosedError,
@@ -310,7 +310,7 @@ class _Core:
                 return
 
 
-class Guard:
+class Guard(UnlockOnExit):
     """A granted lock: its range, mode and fencing token.
 
     Use it as a context manager (``with client.lock(0, 4096) as g: ...``), or call
@@ -354,23 +354,6 @@ class Guard:
             return
         self._released = True
         self.client.unlock(self.id)
-
-    def __enter__(self) -> Guard:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        if exc_type is None:
-            self.unlock()  # a lost connection is reported: the lock may not have held throughout
-        else:
-            try:
-                self.unlock()
-            except RangelockError:
-                pass  # do not hide the body's exception
 
     def __repr__(self) -> str:
         mode = "shared" if self.shared else "exclusive"

@@ -85,7 +85,7 @@ from ._common import (
     tls_context,
     token_bytes,
 )
-from ._lockstyle import LockStyle
+from ._lockstyle import LockStyle, UnlockOnExit
 from .client import Client
 from .errors import (
     AuthFailedError,
@@ -108,7 +108,7 @@ from .errors import (
 __all__ = ["ClusterClient", "ClusterGuard", "ClusterLock", "GuardPiece", "LostCause", "LostReason"]
 
 
-class ClusterGuard:
+class ClusterGuard(UnlockOnExit):
     """A range held in a cluster: one lock per piece (partition, or stripe of a named
     resource), each at its partition's owner with its own fencing token
     (:attr:`pieces`). Use it in ``with``, or call :meth:`unlock` (:meth:`release`).
@@ -222,23 +222,6 @@ class ClusterGuard:
     def release(self) -> None:
         """:meth:`unlock`."""
         self.unlock()
-
-    def __enter__(self) -> ClusterGuard:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        if exc_type is None:
-            self.unlock()
-        else:
-            try:
-                self.unlock()
-            except RangelockError:
-                pass  # do not hide the body's exception
 
     def __repr__(self) -> str:
         s = self._state
