@@ -19,12 +19,13 @@ use super::error::DecodeError;
 
 /// The four bytes every hello starts with.
 pub const MAGIC: [u8; 4] = *b"RLCK";
-/// The newest protocol version this crate speaks: 5. Version 4 had no named resources
+/// The newest protocol version this crate speaks: 6. Version 5 had no cached locks
+/// (`CACHE_ON`, `LOCK_CACHED`, `GIVE_BACK`, the `CALLBACK` notice); version 4 had no named resources
 /// (`LOCK_NAMED`, `docs/design/names.md`); version 3 had no `SESSION_ENDED`
 /// notice (`docs/PROTOCOL.md` §2.1); version 2 had no authentication (the hello's `flags`
 /// field was reserved, and there was no `FORBIDDEN` status); version 1 had no cluster
 /// messages either (no `RECLAIM`, `MAP`, `NOTICE`, nor the statuses from `NOT_OWNER` up).
-pub const VERSION: u16 = 5;
+pub const VERSION: u16 = 6;
 /// The oldest version a server still accepts, and a client falls back to: 3. A session
 /// speaks the version of its client's hello; a version 3 session differs only in never
 /// getting a `SESSION_ENDED` notice.

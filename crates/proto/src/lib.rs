@@ -14,6 +14,11 @@
 //!   reading a response, and responses carry the request id — they can arrive in any order
 //!   (a `LOCK` that waits is answered when granted).
 //!
+//! Version 6 adds **cached locks** (`docs/PROTOCOL.md` §2.3): after `CACHE_ON`, a
+//! session's `LOCK_CACHED` may be granted wider than asked, within a desired range
+//! ([`CachedGrant`]); the server asks a part back with a `CALLBACK` notice ([`Callback`])
+//! when another session needs it, and the client answers with `GIVE_BACK`.
+//!
 //! Version 4 adds the **session end notice**: before the server ends a session on its own
 //! it pushes a `NOTICE` with [`Status::SessionEnded`] whose value is the [`EndReason`]. A
 //! server accepts version 3 hellos too ([`MIN_VERSION`]); those sessions get no such
@@ -48,6 +53,7 @@
 //!   client's reader); [`FrameError`] and [`DEFAULT_MAX_FRAME`] stay available.
 
 mod answer_size;
+mod cached;
 mod codec;
 mod end_reason;
 mod error;
@@ -68,6 +74,7 @@ pub use answer_size::{
     MAX_NOT_OWNER_ANSWER, MAX_SHM_ATTACH_ANSWER, MAX_STATS_ENTRIES, STATS_ANSWER_BASE,
     STATS_NAMED_ANSWER_BASE,
 };
+pub use cached::{CachedGrant, Callback, CACHED_GRANT_LEN};
 pub use end_reason::EndReason;
 pub use error::DecodeError;
 #[cfg(feature = "tokio")]

@@ -13,10 +13,10 @@ pub const FRAME_HEADER_LEN: usize = 9;
 /// FID, an NFSv4 file handle, a table id) or a short path; a client hashes a longer one.
 pub const MAX_RESOURCE_NAME_LEN: usize = 1024;
 
-/// The largest request frame's length prefix value (a `RECLAIM_NAMED` with the longest
-/// name: header + 25 + 2 + [`MAX_RESOURCE_NAME_LEN`] payload bytes). A server's `max_frame` is at
+/// The largest request frame's length prefix value (a `LOCK_CACHED` with the longest
+/// name: header + 38 + 2 + [`MAX_RESOURCE_NAME_LEN`] payload bytes). A server's `max_frame` is at
 /// least this.
-pub const MAX_REQUEST_FRAME: u32 = FRAME_HEADER_LEN as u32 + 27 + MAX_RESOURCE_NAME_LEN as u32;
+pub const MAX_REQUEST_FRAME: u32 = FRAME_HEADER_LEN as u32 + 40 + MAX_RESOURCE_NAME_LEN as u32;
 
 /// Operation codes (the `op` byte of a request; a response carries `op | 0x80`).
 pub mod op {
@@ -49,6 +49,12 @@ pub mod op {
     pub const RECLAIM_NAMED: u8 = 0x0d;
     /// Counters and the holder/waiter list with the resources' names (version 5).
     pub const STATS_NAMED: u8 = 0x0e;
+    /// Ask for cached grants and callbacks in this session (version 6).
+    pub const CACHE_ON: u8 = 0x0f;
+    /// Lock a range that the server may grant wider, within a desired range (version 6).
+    pub const LOCK_CACHED: u8 = 0x10;
+    /// Release part of a held lock, or turn it shared (version 6).
+    pub const GIVE_BACK: u8 = 0x11;
     /// The bit that marks a response.
     pub const RESPONSE: u8 = 0x80;
     /// The op of every `UNKNOWN_OP` response (on the wire `0xff`), whatever the request's
@@ -186,6 +192,46 @@ pub enum Request<'a> {
         /// The resource's name.
         name: &'a [u8],
     },
+    /// Version 6: from now on this session may send `LOCK_CACHED` and `GIVE_BACK`, and
+    /// gets `CALLBACK` notices (`docs/PROTOCOL.md` §2.3). Answered `OK`, or
+    /// `CACHE_UNAVAILABLE` by a server that grants no cached locks. No payload.
+    CacheOn,
+    /// Version 6: [`Lock`](Request::Lock) of `[start, end)` that the server may grant as a
+    /// wider extent within `[desired_start, desired_end)` (which contains `[start, end)`),
+    /// of the resource `name` (empty: the unnamed resource). The `OK` answer carries the
+    /// granted extent ([`CachedGrant`](crate::CachedGrant)). Payload: `start u64 | end
+    /// u64 | mode u8 | wait u8 | timeout_ms u32 | desired_start u64 | desired_end u64 |
+    /// name_len u16 | name`.
+    LockCached {
+        /// First unit needed.
+        start: u64,
+        /// One past the last unit needed (`start < end`).
+        end: u64,
+        /// Shared or exclusive.
+        mode: Mode,
+        /// Try, timeout or forever.
+        wait: Wait,
+        /// First unit the grant may cover (`desired_start <= start`).
+        desired_start: u64,
+        /// One past the last unit the grant may cover (`end <= desired_end`).
+        desired_end: u64,
+        /// The resource's name; empty for the unnamed resource.
+        name: &'a [u8],
+    },
+    /// Version 6: release `[start, end)` of the held lock of request `target`, or with
+    /// `downgrade` (then `[start, end)` is the whole lock) turn it shared. A part in the
+    /// middle leaves two locks: the left keeps `target`, the right is named by this
+    /// request's id. Payload: `target u64 | start u64 | end u64 | downgrade u8`.
+    GiveBack {
+        /// Request id of the lock.
+        target: u64,
+        /// First unit given back.
+        start: u64,
+        /// One past the last unit given back (`start < end`).
+        end: u64,
+        /// Turn the lock shared instead of releasing it.
+        downgrade: bool,
+    },
 }
 
 impl Request<'_> {
@@ -205,6 +251,9 @@ impl Request<'_> {
             Request::WatchMap => op::WATCH_MAP,
             Request::LockNamed { .. } => op::LOCK_NAMED,
             Request::ReclaimNamed { .. } => op::RECLAIM_NAMED,
+            Request::CacheOn => op::CACHE_ON,
+            Request::LockCached { .. } => op::LOCK_CACHED,
+            Request::GiveBack { .. } => op::GIVE_BACK,
         }
     }
 }
@@ -290,10 +339,32 @@ impl<'a> RequestFrame<'a> {
                 out.put_u64(token);
                 put_name(out, name);
             }
+            Request::LockCached { start, end, mode, wait, desired_start, desired_end, name } => {
+                out.put_u64(start);
+                out.put_u64(end);
+                out.put_u8(mode_code(mode));
+                let (w, ms) = wait_code(wait);
+                out.put_u8(w);
+                out.put_u32(ms);
+                out.put_u64(desired_start);
+                out.put_u64(desired_end);
+                out.put_u16(u16::try_from(name.len()).expect("a name of at most 65 535 bytes"));
+                out.extend_from_slice(name);
+            }
+            Request::GiveBack { target, start, end, downgrade } => {
+                out.put_u64(target);
+                out.put_u64(start);
+                out.put_u64(end);
+                out.put_u8(downgrade.into());
+            }
             Request::Unlock { target } | Request::Cancel { target } | Request::Poll { target } => {
                 out.put_u64(target)
             }
-            Request::Keepalive | Request::Map | Request::ShmAttach | Request::WatchMap => {}
+            Request::Keepalive
+            | Request::Map
+            | Request::ShmAttach
+            | Request::WatchMap
+            | Request::CacheOn => {}
             Request::Stats { max_entries } | Request::StatsNamed { max_entries } => {
                 out.put_u32(max_entries)
             }
@@ -357,6 +428,46 @@ impl<'a> RequestFrame<'a> {
                 }
                 Request::ReclaimNamed { start, end, mode, token, name }
             }
+            op::LOCK_CACHED => {
+                let start = c.u64()?;
+                let end = c.u64()?;
+                let mode = mode_from_code(c.u8()?)?;
+                let wait = read_wait(&mut c)?;
+                let desired_start = c.u64()?;
+                let desired_end = c.u64()?;
+                let len = c.u16()?;
+                if usize::from(len) > MAX_RESOURCE_NAME_LEN {
+                    return Err(DecodeError::BadName(len));
+                }
+                let name = c.take(len.into())?;
+                c.finish()?;
+                if start >= end {
+                    return Err(DecodeError::InvalidRange { start, end });
+                }
+                if desired_start > start || desired_end < end {
+                    return Err(DecodeError::InvalidRange {
+                        start: desired_start,
+                        end: desired_end,
+                    });
+                }
+                Request::LockCached { start, end, mode, wait, desired_start, desired_end, name }
+            }
+            op::GIVE_BACK => {
+                let target = c.u64()?;
+                let start = c.u64()?;
+                let end = c.u64()?;
+                let downgrade = match c.u8()? {
+                    0 => false,
+                    1 => true,
+                    b => return Err(DecodeError::BadField(b.into(), "give_back.downgrade")),
+                };
+                c.finish()?;
+                if start >= end {
+                    return Err(DecodeError::InvalidRange { start, end });
+                }
+                Request::GiveBack { target, start, end, downgrade }
+            }
+            op::CACHE_ON => Request::CacheOn,
             op::UNLOCK => Request::Unlock { target: c.u64()? },
             op::CANCEL => Request::Cancel { target: c.u64()? },
             op::POLL => Request::Poll { target: c.u64()? },

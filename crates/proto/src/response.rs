@@ -1,9 +1,9 @@
 //! Responses: `len u32 | op|0x80 u8 | id u64 | status u8 | value u64 | body`.
 //!
-//! `value` is the fencing token for a granted `LOCK`/`POLL` or an accepted `RECLAIM`, the
-//! status's documented value for some errors, the number of entries a successful `STATS`
-//! left out, and 0 otherwise. Four responses have a
-//! body: a `STATS` response with status `OK` ([`StatsBody`]), a `MAP` response with status
+//! `value` is the fencing token for a granted `LOCK`/`LOCK_CACHED`/`POLL` or an accepted
+//! `RECLAIM`, the status's documented value for some errors, the number of entries a
+//! successful `STATS` left out, and 0 otherwise. Six responses have a
+//! body (the two of version 6 are below): a `STATS` response with status `OK` ([`StatsBody`]), a `MAP` response with status
 //! `OK` ([`ClusterMap`]), any `NOT_OWNER` response except a notice ([`OwnerHint`]) and an
 //! `SHM_ATTACH` response with status `OK` ([`ShmAttached`]).
 //!
@@ -11,9 +11,14 @@
 //! status [`Status::NotOwner`] (the node gave up partition `value`), [`Status::Fenced`]
 //! (the node lost its etcd lease: all its partitions), to a version 4 session,
 //! [`Status::SessionEnded`] (the server ends the session; `value` is the
-//! [`EndReason`](crate::EndReason) code), or, to a session that sent `WATCH_MAP`,
-//! [`Status::MapChanged`] (`value` is the new map's revision); no body.
+//! [`EndReason`](crate::EndReason) code), to a session that sent `WATCH_MAP`,
+//! [`Status::MapChanged`] (`value` is the new map's revision), without a body; or, to a
+//! session that sent `CACHE_ON`, [`Status::Callback`] (`value` is a lock's request id) with
+//! a [`Callback`] body.
+//!
+//! A successful `LOCK_CACHED` answer carries a [`CachedGrant`] body.
 
+use super::cached::{CachedGrant, Callback};
 use super::codec::{begin_frame, finish_frame, Cursor, Put};
 use super::error::DecodeError;
 use super::map::{ClusterMap, OwnerHint};
@@ -49,12 +54,41 @@ pub struct ResponseFrame {
     pub owner: Option<OwnerHint>,
     /// Present only for a successful `SHM_ATTACH` (the slot index is `value`).
     pub shm: Option<ShmAttached>,
+    /// Present only for a successful `LOCK_CACHED` (version 6): the granted extent.
+    pub grant: Option<CachedGrant>,
+    /// Present only for a `CALLBACK` notice (version 6): the part wanted back.
+    pub callback: Option<Callback>,
 }
 
 impl ResponseFrame {
     /// A response without body.
     pub fn new(op: u8, id: u64, status: Status, value: u64) -> Self {
-        ResponseFrame { op, id, status, value, stats: None, map: None, owner: None, shm: None }
+        ResponseFrame {
+            op,
+            id,
+            status,
+            value,
+            stats: None,
+            map: None,
+            owner: None,
+            shm: None,
+            grant: None,
+            callback: None,
+        }
+    }
+
+    /// The successful answer to `LOCK_CACHED` request `id`: granted with fencing token
+    /// `token` over `grant`.
+    pub fn lock_cached(id: u64, token: u64, grant: CachedGrant) -> Self {
+        let r = ResponseFrame::new(op::LOCK_CACHED, id, Status::Ok, token);
+        ResponseFrame { grant: Some(grant), ..r }
+    }
+
+    /// The `CALLBACK` notice (version 6): another session needs `part` of this session's
+    /// lock `lock` (its request id).
+    pub fn callback(lock: u64, part: Callback) -> Self {
+        let r = ResponseFrame::new(op::NOTICE, 0, Status::Callback, lock);
+        ResponseFrame { callback: Some(part), ..r }
     }
 
     /// A `NOT_OWNER` answer to request `id` (op `op`): `epoch` is the epoch of the owner
@@ -129,6 +163,12 @@ impl ResponseFrame {
         if let Some(shm) = &self.shm {
             shm.encode(out);
         }
+        if let Some(grant) = &self.grant {
+            grant.encode(out);
+        }
+        if let Some(callback) = &self.callback {
+            callback.encode(out);
+        }
         match &self.owner {
             Some(hint) => hint.encode(out),
             None if self.has_hint() => OwnerHint::default().encode(out),
@@ -161,10 +201,18 @@ impl ResponseFrame {
             if id != 0 {
                 return Err(DecodeError::BadField(id, "notice.id"));
             }
-            let notice_status =
-                [Status::NotOwner, Status::Fenced, Status::SessionEnded, Status::MapChanged];
+            let notice_status = [
+                Status::NotOwner,
+                Status::Fenced,
+                Status::SessionEnded,
+                Status::MapChanged,
+                Status::Callback,
+            ];
             if !notice_status.contains(&status) {
                 return Err(DecodeError::BadField(status.code().into(), "notice.status"));
+            }
+            if status == Status::Callback {
+                r.callback = Some(Callback::decode(&mut c)?);
             }
         } else if status == Status::NotOwner {
             r.owner = Some(OwnerHint::decode(&mut c)?);
@@ -175,6 +223,8 @@ impl ResponseFrame {
             r.map = Some(ClusterMap::decode(&mut c)?);
         } else if status == Status::Ok && op_byte == op::SHM_ATTACH {
             r.shm = Some(ShmAttached::decode(&mut c)?);
+        } else if status == Status::Ok && op_byte == op::LOCK_CACHED {
+            r.grant = Some(CachedGrant::decode(&mut c)?);
         }
         c.finish()?;
         Ok(r)

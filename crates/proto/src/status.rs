@@ -85,11 +85,20 @@ pub enum Status {
     /// `LOCK_NAMED` of a name that is not live while the server already has its most live
     /// names (`--max-names`); `value` is that limit. Nothing changed, the session goes on.
     TooManyNames = 0x26,
+    /// Version 6, the status of a `NOTICE` only, to a session that sent `CACHE_ON`: another
+    /// session needs part of one of this session's held locks; `value` is the lock's
+    /// request id and the notice carries a [`Callback`](crate::Callback) body (the part and
+    /// the mode wanted). Answered with `GIVE_BACK` (`docs/PROTOCOL.md` §2.3).
+    Callback = 0x27,
+    /// `CACHE_ON` to a server that grants no cached locks (its engine is `rangelock`, or
+    /// caching is off), or `LOCK_CACHED` / `GIVE_BACK` in a session without `CACHE_ON`.
+    /// Nothing changed, the session goes on uncached.
+    CacheUnavailable = 0x28,
 }
 
 impl Status {
     /// Every status, in code order.
-    pub const ALL: [Status; 29] = [
+    pub const ALL: [Status; 31] = [
         Status::Ok,
         Status::Pending,
         Status::WouldBlock,
@@ -119,6 +128,8 @@ impl Status {
         Status::MapChanged,
         Status::BadName,
         Status::TooManyNames,
+        Status::Callback,
+        Status::CacheUnavailable,
     ];
 
     /// The wire byte.
@@ -175,6 +186,8 @@ impl core::fmt::Display for Status {
             Status::MapChanged => "the node's cluster map changed",
             Status::BadName => "a resource name must be 1 to 1024 bytes",
             Status::TooManyNames => "the server has its most live resource names",
+            Status::Callback => "another session needs part of this lock",
+            Status::CacheUnavailable => "this server or session grants no cached locks",
         };
         f.write_str(s)
     }
@@ -193,7 +206,7 @@ mod tests {
             assert_eq!(Status::from_code(s.code()), Ok(s));
             assert_eq!(s.is_error(), s.code() >= 0x10);
         }
-        assert_eq!(Status::from_code(0x27), Err(DecodeError::UnknownStatus(0x27)));
+        assert_eq!(Status::from_code(0x29), Err(DecodeError::UnknownStatus(0x29)));
     }
 
     #[test]

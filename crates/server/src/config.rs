@@ -11,6 +11,7 @@ use crate::protocol::{
     max_map_answer, stats_entries_within, GrantMode, DEFAULT_MAX_FRAME, MAX_NOT_OWNER_ANSWER,
     MAX_SHM_ATTACH_ANSWER, MAX_STATS_ENTRIES, STATS_NAMED_ANSWER_BASE,
 };
+pub use crate::table::{CacheConfig, CachePolicy};
 use crate::tls::TlsSettings;
 
 pub use crate::protocol::DEFAULT_PORT;
@@ -147,6 +148,10 @@ pub struct ServerConfig {
     /// [`crate::Server::reload`] reads its file again). `None` (the default): no
     /// authentication; a token in a hello is ignored.
     pub auth: Option<Arc<AuthTable>>,
+    /// Cached locks (protocol version 6): the policy and its bounds. The `rangelock`
+    /// engine grants none whatever the policy (`CACHE_ON` is answered
+    /// `CACHE_UNAVAILABLE`).
+    pub cache: CacheConfig,
 }
 
 impl Default for ServerConfig {
@@ -170,6 +175,7 @@ impl Default for ServerConfig {
             tls: None,
             metrics: None,
             auth: None,
+            cache: CacheConfig::default(),
         }
     }
 }

@@ -66,6 +66,7 @@ impl Engine {
             return Ok((Engine::RangeLock(Arc::new(e)), None));
         }
         let mut table = LockTable::new(config.grant, limits, handler_errors);
+        table.set_cache(config.cache);
         if let Some(clock) = clock {
             table.set_metrics(clock);
         }

@@ -54,8 +54,8 @@ mod tls;
 
 pub use auth::{AuthFileError, AuthTable, Principal};
 pub use config::{
-    ConfigError, EngineKind, ServerConfig, DEFAULT_BACKLOG, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PORT,
-    MAX_LEASE, MAX_SHM_SLOTS, MIN_LEASE,
+    CacheConfig, CachePolicy, ConfigError, EngineKind, ServerConfig, DEFAULT_BACKLOG,
+    DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_PORT, MAX_LEASE, MAX_SHM_SLOTS, MIN_LEASE,
 };
 pub use reload::{ReloadError, Reloaded};
 pub use server::Server;

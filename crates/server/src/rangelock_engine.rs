@@ -405,7 +405,11 @@ impl RangeLockEngine {
                 inc(&self.counters.sessions_open);
                 inc(&self.counters.sessions_total);
             }
-            Command::Lock { session, id, start, end, name, mode, may_wait, nonce, arrived } => {
+            // `desired` is always `None`: sessions of this engine cannot cache (`CACHE_ON`
+            // is answered `CACHE_UNAVAILABLE`: it has no queue to find holders to call back).
+            Command::Lock {
+                session, id, start, end, name, mode, may_wait, nonce, arrived, ..
+            } => {
                 if let Some(s) = self.session(session) {
                     self.lock_cmd(&s, id, start..end, name, mode, may_wait, nonce, arrived);
                 }
@@ -476,7 +480,10 @@ impl RangeLockEngine {
                     self.reply(&lock(&s), r);
                 }
             }
-            Command::Partition { .. } | Command::Expect { .. } => {}
+            Command::Partition { .. }
+            | Command::Expect { .. }
+            | Command::CacheOn { .. }
+            | Command::GiveBack { .. } => {}
             Command::Handover { report, .. } => {
                 let _ = report.send(Vec::new());
             }
@@ -868,8 +875,19 @@ mod tests {
             let (start, end) = (r.start, r.end);
             let may_wait = wait;
             let (nonce, arrived) = (id, 0);
-            let cmd =
-                Command::Lock { session, id, start, end, name, mode, may_wait, nonce, arrived };
+            let desired = None;
+            let cmd = Command::Lock {
+                session,
+                id,
+                start,
+                end,
+                name,
+                mode,
+                may_wait,
+                nonce,
+                arrived,
+                desired,
+            };
             self.engine.apply(cmd);
         }
 
@@ -1083,6 +1101,7 @@ mod tests {
                             may_wait,
                             nonce: id,
                             arrived: 0,
+                            desired: None,
                         };
                         engine.apply(cmd);
                         if cancel {

@@ -51,7 +51,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
 use crate::auth::{self, AuthTable, Principal};
-use crate::config::ServerConfig;
+use crate::config::{CachePolicy, EngineKind, ServerConfig};
 use crate::end_log::EndLog;
 use crate::engine::Engine;
 use crate::lapse::{self, Verdict};
@@ -258,6 +258,7 @@ pub(crate) async fn run<S: Transport>(
         timers: JoinSet::new(),
         timer_of: HashMap::new(),
         map_watch: None,
+        cache_on: false,
     };
     let mut buf = Vec::new();
     // The session ended after a `NOTICE FENCED` for all partitions (`lapse` module).
@@ -530,6 +531,8 @@ struct Handler<'a> {
     /// After `WATCH_MAP` (cluster nodes): the node's map changes, each pushed to the
     /// client as a `MAP_CHANGED` notice by the read loop.
     map_watch: Option<watch::Receiver<u64>>,
+    /// After `CACHE_ON` (version 6): `LOCK_CACHED` and `GIVE_BACK` are served.
+    cache_on: bool,
 }
 
 impl Handler<'_> {
@@ -564,7 +567,9 @@ impl Handler<'_> {
         }
     }
 
-    /// `LOCK`, and `LOCK_NAMED` of `name`: both are answered as `LOCK`s.
+    /// `LOCK`, and `LOCK_NAMED` of `name`: both are answered as `LOCK`s; `LOCK_CACHED`
+    /// (with `desired`) is answered as itself.
+    #[allow(clippy::too_many_arguments)]
     fn lock(
         &mut self,
         id: u64,
@@ -573,10 +578,18 @@ impl Handler<'_> {
         name: Option<Arc<[u8]>>,
         mode: Mode,
         wait: Wait,
+        desired: Option<(u64, u64)>,
     ) {
-        if !self.permitted(op::LOCK, id, start, end) {
+        let answer = if desired.is_some() { op::LOCK_CACHED } else { op::LOCK };
+        if !self.permitted(answer, id, start, end) {
             return;
         }
+        // A token limited to some ranges: the grant grows only inside them, so a desired
+        // range beyond them is not grown at all.
+        let desired = match (&self.limits, desired) {
+            (Some(p), Some((ds, de))) if !p.may_lock(ds, de) => Some((start, end)),
+            (_, d) => d,
+        };
         let (session, engine) = (self.session, &self.shared.engine);
         self.nonce += 1;
         let nonce = self.nonce;
@@ -585,10 +598,21 @@ impl Handler<'_> {
         // On a cluster node a named lock lies in its name's stripe's partition.
         let cluster = self.shared.config.cluster.as_ref();
         let hash = cluster.and(name.as_deref()).map(protocol::name_hash);
-        let cmd = Command::Lock { session, id, start, end, name, mode, may_wait, nonce, arrived };
+        let cmd = Command::Lock {
+            session,
+            id,
+            start,
+            end,
+            name,
+            mode,
+            may_wait,
+            nonce,
+            arrived,
+            desired,
+        };
         if let Some(own) = cluster {
             let submit = || engine.submit(cmd);
-            if let Err(r) = own.admit(Admission::Lock, op::LOCK, id, start, end, hash, submit) {
+            if let Err(r) = own.admit(Admission::Lock, answer, id, start, end, hash, submit) {
                 return self.refuse(r);
             }
         } else {
@@ -681,6 +705,11 @@ impl Handler<'_> {
                     None if op == op::STATS_NAMED && self.version < 5 => {
                         (op::UNKNOWN, Status::UnknownOp)
                     }
+                    None if matches!(op, op::CACHE_ON | op::LOCK_CACHED | op::GIVE_BACK)
+                        && self.version < 6 =>
+                    {
+                        (op::UNKNOWN, Status::UnknownOp)
+                    }
                     // A named lock (reclaim) is answered as a lock (reclaim).
                     None if op == op::LOCK_NAMED => (op::LOCK, e.status()),
                     None if op == op::RECLAIM_NAMED => (op::RECLAIM, e.status()),
@@ -695,11 +724,48 @@ impl Handler<'_> {
         let (session, id) = (self.session, frame.id);
         let engine = &self.shared.engine;
         match frame.request {
-            Request::Lock { start, end, mode, wait } => self.lock(id, start, end, None, mode, wait),
+            Request::Lock { start, end, mode, wait } => {
+                self.lock(id, start, end, None, mode, wait, None)
+            }
+            // Version 6's; before it unknown ops, as to a server that predates them.
+            Request::CacheOn | Request::LockCached { .. } | Request::GiveBack { .. }
+                if self.version < 6 =>
+            {
+                self.error(op::UNKNOWN, id, Status::UnknownOp)
+            }
+            Request::CacheOn => {
+                let config = &self.shared.config;
+                if config.engine == EngineKind::RangeLock || config.cache.policy == CachePolicy::Off
+                {
+                    self.error(op::CACHE_ON, id, Status::CacheUnavailable);
+                } else {
+                    self.cache_on = true;
+                    engine.submit(Command::CacheOn { session, id });
+                }
+            }
+            Request::LockCached { .. } | Request::GiveBack { .. } if !self.cache_on => {
+                self.error(frame.request.op(), id, Status::CacheUnavailable)
+            }
+            Request::LockCached { start, end, mode, wait, desired_start, desired_end, name } => {
+                let desired = Some((desired_start, desired_end));
+                if name.is_empty() {
+                    return self.lock(id, start, end, None, mode, wait, desired);
+                }
+                match self.named_refusal(op::LOCK_NAMED) {
+                    None if self.name_permitted(op::LOCK_CACHED, id, name) => {
+                        self.lock(id, start, end, Some(Arc::from(name)), mode, wait, desired)
+                    }
+                    None => {}
+                    Some((op, status)) => self.error(op, id, status),
+                }
+            }
+            Request::GiveBack { target, start, end, downgrade } => {
+                engine.submit(Command::GiveBack { session, id, target, start, end, downgrade })
+            }
             Request::LockNamed { start, end, mode, wait, name } => {
                 match self.named_refusal(op::LOCK_NAMED) {
                     None if self.name_permitted(op::LOCK, id, name) => {
-                        self.lock(id, start, end, Some(Arc::from(name)), mode, wait)
+                        self.lock(id, start, end, Some(Arc::from(name)), mode, wait, None)
                     }
                     None => {}
                     Some((op, status)) => self.error(op, id, status),

@@ -188,6 +188,7 @@ impl Harness {
                     may_wait,
                     nonce: id,
                     arrived: 0,
+                    desired: None,
                 });
                 let replies = self.drain(s);
                 let mine: Vec<Status> =

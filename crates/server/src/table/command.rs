@@ -38,6 +38,31 @@ pub enum Command {
         /// When the handler decoded the request, for the wait histogram (nanoseconds of
         /// the metrics clock); 0 when metrics are off (never read then).
         arrived: u64,
+        /// `LOCK_CACHED` (version 6): the desired range the grant may grow to; answered
+        /// as `LOCK_CACHED`. `None`: a plain `LOCK`.
+        desired: Option<(u64, u64)>,
+    },
+    /// `CACHE_ON` (version 6): the session may keep extents and gets callbacks.
+    CacheOn {
+        /// Session id.
+        session: u64,
+        /// Request id.
+        id: u64,
+    },
+    /// `GIVE_BACK` (version 6; range already validated).
+    GiveBack {
+        /// Session id.
+        session: u64,
+        /// Request id; names the right part of a split.
+        id: u64,
+        /// The held lock's request id.
+        target: u64,
+        /// First unit given back.
+        start: u64,
+        /// One past the last unit given back.
+        end: u64,
+        /// Turn the whole lock shared instead.
+        downgrade: bool,
     },
     /// `UNLOCK`.
     Unlock {

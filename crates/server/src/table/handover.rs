@@ -246,6 +246,7 @@ mod tests {
                         may_wait: true,
                         nonce: next_id,
                         arrived: 0,
+                        desired: None,
                     };
                     node.apply(lock);
                     model.push(Model { slot, id: next_id, start, end, mode });
@@ -324,6 +325,7 @@ mod tests {
                                 may_wait: true,
                                 nonce: id,
                                 arrived: 0,
+                                desired: None,
                             },
                         };
                         new.apply(cmd);

@@ -54,17 +54,21 @@
 //! under a mutex, or a single-threaded server). Unlock by id goes through a per-session
 //! `HashMap` to the tree handle: `O(1)` to find, `O(log n + k)` to remove and wake.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
+use std::time::Instant;
 
+use super::cache::{conflicting, CacheConfig, CachePolicy, History};
 use super::command::{Command, ReplySink};
 use super::ended::Ended;
 use super::handover::{Placeholders, HANDOVER_SESSION};
 use super::interval_tree::{Handle, IntervalTree};
 use super::partitions::{HandoverLock, PartitionChange, TablePartitions};
+
+mod cached;
 use crate::metrics::{Clock, EngineSnapshot, ErrorCounts, ErrorTally, Timings};
 use crate::protocol::{
-    name_hash, op, stats_named_entries_within, Counters, EntryState, GrantMode, Mode,
+    name_hash, op, stats_named_entries_within, CachedGrant, Counters, EntryState, GrantMode, Mode,
     ResponseFrame, StatsBody, StatsEntry, Status,
 };
 
@@ -94,7 +98,7 @@ struct Line {
     hash: u64,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Entry {
     session: u64,
     id: u64,
@@ -106,6 +110,37 @@ struct Entry {
     /// Metrics on: when the request arrived while it waits, when it was granted once held
     /// (see `crate::metrics`); 0 and unused with metrics off.
     stamp: u64,
+    /// Entered by a session that sent `CACHE_ON`: it never waits for, nor blocks, another
+    /// such entry of its own session (the client orders its own threads with its
+    /// in-process lock; see [`Entry::conflicts`]).
+    own: bool,
+    /// A cached extent the client may keep after its own unlock: a conflicting request
+    /// of another session calls it back.
+    kept: bool,
+    /// Asked with `LOCK_CACHED`: the grant is answered with its extent.
+    cached_req: bool,
+}
+
+impl Entry {
+    /// Whether `self` and `other` (overlapping) exclude each other: their modes conflict,
+    /// unless both are entries of one caching session. The relation is symmetric and
+    /// fixed for a pair, so the blocking counts stay exact (module docs).
+    #[inline]
+    fn conflicts(&self, other: &Entry) -> bool {
+        conflicting(self.mode, other.mode)
+            && !(self.own && other.own && self.session == other.session)
+    }
+}
+
+/// What a caching session (`CACHE_ON`) adds to its state.
+#[derive(Debug, Default)]
+struct SessionCache {
+    /// When one of its extents was last called back.
+    called_back: Option<Instant>,
+    /// Its kept extents' ids, least recently granted first (stale ids are skipped).
+    kept: VecDeque<u64>,
+    /// How many of its entries are kept extents.
+    kept_live: usize,
 }
 
 #[derive(Debug)]
@@ -115,6 +150,8 @@ struct SessionState {
     locks: HashMap<u64, Handle>,
     /// Locks that ended recently.
     ended: Ended,
+    /// `Some` once the session sent `CACHE_ON`.
+    cache: Option<SessionCache>,
 }
 
 impl SessionState {
@@ -198,6 +235,29 @@ pub struct LockTable {
     parts: Option<TablePartitions>,
     /// Cluster nodes only: the named entries (held, waiting, placeholders) by partition.
     named_on: HashMap<u32, HashSet<Handle>>,
+    /// Cached locks: the policy and its bounds.
+    cache: CacheConfig,
+    /// Sessions that sent `CACHE_ON` (the history is kept only while there are some).
+    cache_sessions: usize,
+    /// Recent requests per line, for the history policy.
+    history: HashMap<u64, History>,
+    /// Kept extents on the server.
+    kept_total: usize,
+    /// Callbacks sent and give-backs done.
+    cache_counts: CacheCounts,
+}
+
+/// What cached locks did, for metrics and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheCounts {
+    /// `CALLBACK` notices sent.
+    pub callbacks: u64,
+    /// `GIVE_BACK`s done.
+    pub give_backs: u64,
+    /// Kept extents now.
+    pub kept: u64,
+    /// Grants of `LOCK_CACHED` wider than asked.
+    pub expanded: u64,
 }
 
 impl LockTable {
@@ -220,7 +280,22 @@ impl LockTable {
             shutting_down: false,
             parts: None,
             named_on: HashMap::new(),
+            cache: CacheConfig::default(),
+            cache_sessions: 0,
+            history: HashMap::new(),
+            kept_total: 0,
+            cache_counts: CacheCounts::default(),
         }
+    }
+
+    /// Sets how `LOCK_CACHED` is granted (default: [`CacheConfig::default`]).
+    pub fn set_cache(&mut self, cache: CacheConfig) {
+        self.cache = cache;
+    }
+
+    /// What cached locks did so far.
+    pub fn cache_counts(&self) -> CacheCounts {
+        CacheCounts { kept: self.kept_total as u64, ..self.cache_counts }
     }
 
     /// Makes this the table of a cluster node: it grants only on partitions it owns (see
@@ -252,11 +327,29 @@ impl LockTable {
                 self.counters.sessions_total += 1;
                 self.sessions.insert(
                     session,
-                    SessionState { sink, locks: HashMap::new(), ended: Ended::default() },
+                    SessionState {
+                        sink,
+                        locks: HashMap::new(),
+                        ended: Ended::default(),
+                        cache: None,
+                    },
                 );
             }
-            Command::Lock { session, id, start, end, name, mode, may_wait, nonce, arrived } => {
-                self.lock(session, id, start, end, name, mode, may_wait, nonce, arrived)
+            Command::Lock {
+                session,
+                id,
+                start,
+                end,
+                name,
+                mode,
+                may_wait,
+                nonce,
+                arrived,
+                desired,
+            } => self.lock(session, id, start, end, name, mode, may_wait, nonce, arrived, desired),
+            Command::CacheOn { session, id } => self.cache_on(session, id),
+            Command::GiveBack { session, id, target, start, end, downgrade } => {
+                self.give_back(session, id, target, start, end, downgrade)
             }
             Command::Unlock { session, id, target } => self.unlock(session, id, target),
             Command::Cancel { session, id, target } => self.cancel(session, id, target),
@@ -304,8 +397,11 @@ impl LockTable {
         may_wait: bool,
         nonce: u64,
         arrived: u64,
+        desired: Option<(u64, u64)>,
     ) {
         let Some(s) = self.sessions.get(&session) else { return };
+        let answer = if desired.is_some() { op::LOCK_CACHED } else { op::LOCK };
+        let own = s.cache.is_some();
         // Precedence (PROTOCOL.md §2): shutdown and range, then ownership, then the
         // session's own limits.
         let early = self.limits.refuse_lock(self.shutting_down, start, end, false, 0);
@@ -320,7 +416,7 @@ impl LockTable {
             // After a planned move, a waiter coming back takes its place in the queue.
             let back = status == Status::InGrace && may_wait && late().is_none();
             if !(back && self.requeue(session, id, start, end, name, mode, nonce, arrived)) {
-                self.reply(session, ResponseFrame::new(op::LOCK, id, status, value));
+                self.reply(session, ResponseFrame::new(answer, id, status, value));
             }
             return;
         }
@@ -329,25 +425,62 @@ impl LockTable {
         let live = self.live_line(name.as_ref());
         if live.is_none() && name.is_some() && self.lines.len() >= self.limits.max_names {
             let max = self.limits.max_names as u64;
-            self.reply(session, ResponseFrame::new(op::LOCK, id, Status::TooManyNames, max));
+            self.reply(session, ResponseFrame::new(answer, id, Status::TooManyNames, max));
             return;
         }
-        let blocking = live.map_or(0, |l| self.blocking(l, start, end, mode));
+        let who = own.then_some(session);
+        let blocking = live.map_or(0, |l| self.blocking(l, start, end, mode, who));
+        // Remembered for the history policy while any session caches.
+        let now = (self.cache_sessions > 0 && self.cache.policy == CachePolicy::History)
+            .then(Instant::now);
+        if blocking > 0 && own {
+            // Contended: a caching session's own grants are exact for a while.
+            self.note_contended(session);
+        }
         if blocking > 0 && !may_wait {
             self.counters.would_block += 1;
-            self.reply(session, ResponseFrame::new(op::LOCK, id, Status::WouldBlock, 0));
+            if let Some(l) = live {
+                self.call_back(l, start, end, mode, session);
+                self.remember(l, session, start, end, mode, now);
+            }
+            self.reply(session, ResponseFrame::new(answer, id, Status::WouldBlock, 0));
             return;
         }
+        let (g_start, g_end, kept) = match desired {
+            Some((ds, de)) if blocking == 0 => {
+                self.expand(session, live, name.as_ref(), start, end, ds, de, mode, now)
+            }
+            _ => (start, end, false),
+        };
         // The line `live_line` found, without a second lookup.
         let l = match live {
             Some(l) => self.enter_live_line(l),
             None => self.enter_line(name),
         };
+        debug_assert!(blocking > 0 || self.blocking(l, g_start, g_end, mode, who) == 0);
+        self.remember(l, session, start, end, mode, now);
         self.next_seq += 1;
-        let entry = Entry { session, id, mode, nonce, blocking, token: None, stamp: arrived };
-        let h = self.insert(l, start, end, entry);
+        let entry = Entry {
+            session,
+            id,
+            mode,
+            nonce,
+            blocking,
+            token: None,
+            stamp: arrived,
+            own,
+            kept,
+            cached_req: desired.is_some(),
+        };
+        let h = self.insert(l, g_start, g_end, entry);
         let s = self.sessions.get_mut(&session).expect("checked above");
         s.locks.insert(id, h);
+        if kept {
+            self.keep(session, id);
+        }
+        if blocking > 0 {
+            self.call_back(l, start, end, mode, session);
+        }
         if blocking == 0 && self.grant(h, false) {
             return;
         }
@@ -358,11 +491,11 @@ impl LockTable {
             self.remove(h);
             self.sessions.get_mut(&session).expect("checked above").locks.remove(&id);
             self.counters.would_block += 1;
-            self.reply(session, ResponseFrame::new(op::LOCK, id, Status::WouldBlock, 0));
+            self.reply(session, ResponseFrame::new(answer, id, Status::WouldBlock, 0));
             return;
         }
         if self.grant == GrantMode::Poll {
-            self.reply(session, ResponseFrame::new(op::LOCK, id, Status::Pending, 0));
+            self.reply(session, ResponseFrame::new(answer, id, Status::Pending, 0));
         }
     }
 
@@ -394,9 +527,16 @@ impl LockTable {
         if let Some(t) = &mut self.timings {
             e.stamp = t.granted(e.stamp);
         }
-        let (session, id) = (e.session, e.id);
+        let (session, id, cached_req, cached) = (e.session, e.id, e.cached_req, e.kept);
         if !queued || self.grant == GrantMode::Push {
-            self.reply(session, ResponseFrame::new(op::LOCK, id, Status::Ok, token));
+            let r = if cached_req {
+                let (start, end, _) = self.tree.interval(h);
+                let (start, end) = (unit(start), unit(end));
+                ResponseFrame::lock_cached(id, token, CachedGrant { start, end, cached })
+            } else {
+                ResponseFrame::new(op::LOCK, id, Status::Ok, token)
+            };
+            self.reply(session, r);
         }
         true
     }
@@ -422,13 +562,16 @@ impl LockTable {
         } else {
             self.counters.waiters -= 1;
         }
+        if entry.kept {
+            self.unkeep(entry.session);
+        }
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
         self.tree.overlaps(start, end, &mut scratch);
         for &y in &scratch {
             let (_, _, yseq) = self.tree.interval(y);
             let ye = self.tree.get_mut(y);
-            if yseq > seq && !ye.mode.compatible(entry.mode) {
+            if yseq > seq && ye.conflicts(&entry) {
                 debug_assert!(
                     ye.blocking > 0 && ye.token.is_none(),
                     "a held entry is never blocked"
@@ -533,6 +676,7 @@ impl LockTable {
         let entry = self.lines.get_mut(&l).expect("an entry's line is live");
         entry.live -= 1;
         if entry.live == 0 {
+            self.history.remove(&l);
             let gone = self.lines.remove(&l).expect("present");
             self.line_of.remove(&gone.name);
             // Give memory back after a burst of names (amortized: only once the maps are
@@ -692,7 +836,9 @@ impl LockTable {
             }
             self.remove(h);
         }
-        self.sessions.remove(&session);
+        if self.sessions.remove(&session).is_some_and(|s| s.cache.is_some()) {
+            self.cache_sessions -= 1;
+        }
         self.counters.sessions_open -= 1;
     }
 
@@ -755,8 +901,10 @@ impl LockTable {
             }
             return;
         }
+        let own = s.cache.is_some();
+        let who = own.then_some(session);
         let blocking =
-            self.live_line(name.as_ref()).map_or(0, |l| self.blocking(l, start, end, mode));
+            self.live_line(name.as_ref()).map_or(0, |l| self.blocking(l, start, end, mode, who));
         if blocking > 0 {
             self.reply(session, ResponseFrame::new(op::RECLAIM, id, Status::ReclaimRefused, 0));
             return;
@@ -764,11 +912,28 @@ impl LockTable {
         let l = self.enter_line(name);
         self.next_seq += 1;
         let stamp = self.stamp_now();
-        let entry = Entry { session, id, mode, nonce: 0, blocking: 0, token: Some(tok), stamp };
+        // A caching session's reclaimed lock may be one of its kept extents: it is kept
+        // (below), so that it can be called back like one.
+        let entry = Entry {
+            session,
+            id,
+            mode,
+            nonce: 0,
+            blocking: 0,
+            token: Some(tok),
+            stamp,
+            own,
+            kept: false,
+            cached_req: false,
+        };
         let h = self.insert(l, start, end, entry);
         let s = self.sessions.get_mut(&session).expect("checked above");
         s.ended.reuse(id);
         s.locks.insert(id, h);
+        if own {
+            self.tree.get_mut(h).kept = true;
+            self.keep(session, id);
+        }
         self.count_held(at(l, start));
         if let Some(parts) = &self.parts {
             parts.count_reclaim();
@@ -777,12 +942,19 @@ impl LockTable {
     }
 
     /// The entries on `[start, end)` of line `l` a request in `mode` would wait for: its
-    /// `blocking` number if it arrived now.
-    fn blocking(&mut self, l: u64, start: u64, end: u64, mode: Mode) -> u32 {
+    /// `blocking` number if it arrived now. `who`: the request's session if it caches
+    /// (its own caching entries do not count).
+    fn blocking(&mut self, l: u64, start: u64, end: u64, mode: Mode, who: Option<u64>) -> u32 {
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
         self.tree.overlaps(at(l, start), at(l, end), &mut scratch);
-        let n = scratch.iter().filter(|h| !self.tree.get(**h).mode.compatible(mode)).count();
+        let n = scratch
+            .iter()
+            .filter(|h| {
+                let e = self.tree.get(**h);
+                conflicting(e.mode, mode) && !(e.own && Some(e.session) == who)
+            })
+            .count();
         self.scratch = scratch;
         n as u32
     }
@@ -816,7 +988,8 @@ impl LockTable {
         let mut placeholders = Placeholders::default();
         for (i, lock) in locks.into_iter().enumerate() {
             let live = self.live_line(lock.name.as_ref());
-            let blocking = live.map_or(0, |l| self.blocking(l, lock.start, lock.end, lock.mode));
+            let blocking =
+                live.map_or(0, |l| self.blocking(l, lock.start, lock.end, lock.mode, None));
             let token = (!lock.is_waiter()).then_some(lock.token);
             if token.is_some() && blocking > 0 {
                 // Two conflicting holders in one list cannot come from a correct owner:
@@ -833,6 +1006,9 @@ impl LockTable {
                 blocking,
                 token,
                 stamp: self.stamp_now(),
+                own: false,
+                kept: false,
+                cached_req: false,
             };
             let l = self.enter_line(lock.name.clone());
             let h = self.insert(l, lock.start, lock.end, entry);
@@ -879,9 +1055,16 @@ impl LockTable {
         let e = self.tree.get_mut(h);
         debug_assert_eq!(e.session, HANDOVER_SESSION);
         (e.session, e.id, e.nonce, e.stamp) = (session, id, nonce, stamp);
+        let held = e.token.is_some();
         let s = self.sessions.get_mut(&session).expect("the request's session is open");
         s.ended.reuse(id);
         s.locks.insert(id, h);
+        // A caching session's lock may have been one of its kept extents: it can be
+        // called back like one.
+        if held && s.cache.is_some() {
+            self.tree.get_mut(h).kept = true;
+            self.keep(session, id);
+        }
     }
 
     /// Removes placeholders (latest first, so that a removal wakes only entries that stay).

@@ -1,5 +1,6 @@
 //! The lock table the engines drive, and the commands it executes.
 
+mod cache;
 mod command;
 mod ended;
 mod handover;
@@ -7,6 +8,7 @@ mod interval_tree;
 mod lock_table;
 mod partitions;
 
+pub use cache::{CacheConfig, CachePolicy};
 pub use command::{Command, ReplySink, ReplyTo};
 pub(crate) use ended::Ended;
 pub use ended::RELEASED_MEMORY;

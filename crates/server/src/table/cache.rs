@@ -1,0 +1,188 @@
+//! Cached locks (protocol version 6): how far a `LOCK_CACHED` is expanded, and the
+//! recent history that decides it.
+//!
+//! # The policy (ours; `docs/CACHING.md` tells the user's side)
+//!
+//! A client that sent `CACHE_ON` may keep a granted extent after its own unlock and serve
+//! its threads' later locks inside it without a round trip. The server decides how wide
+//! that extent is, and whether the client may keep it at all:
+//!
+//! * **Expand only where nobody else has been.** A grantable `LOCK_CACHED` gets the
+//!   largest interval inside the client's desired range that contains the required range
+//!   and overlaps no conflicting entry of another session (held or waiting) and no
+//!   conflicting request another session made within the window ([`History`]). A client
+//!   alone on a resource gets its whole desired range (GPFS's whole-file token); a region
+//!   others touch is granted as asked (Lustre's lockahead), without either configured.
+//! * **A called-back session gets exact grants.** A session one of whose extents was
+//!   called back within the window is in a contended region: its grants are exact and
+//!   not kept (`cached = 0`), so strided writers and two clients taking turns pay what an
+//!   uncached client pays, one round trip per lock, never a callback per lock.
+//! * A request that must wait is granted exactly and not kept.
+//!
+//! [`CachePolicy::ExpandAll`] (Lustre's default: always the whole free space) and
+//! [`CachePolicy::Exact`] (never expand, always keep) exist to be measured against.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::protocol::Mode;
+
+/// How a server grants `LOCK_CACHED` (the `--cache-policy` option).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum CachePolicy {
+    /// No cached locks: `CACHE_ON` is answered `CACHE_UNAVAILABLE`.
+    Off,
+    /// Ours: expand only where no other session has been within the window, and grant a
+    /// called-back session exactly, without keeping (the module docs).
+    #[default]
+    History,
+    /// Always expand to all the free space within the desired range, and keep
+    /// (Lustre's default; for comparison).
+    ExpandAll,
+    /// Never expand, always keep (Lustre's lockahead; for comparison).
+    Exact,
+}
+
+impl CachePolicy {
+    /// Every policy.
+    pub const ALL: [CachePolicy; 4] =
+        [CachePolicy::Off, CachePolicy::History, CachePolicy::ExpandAll, CachePolicy::Exact];
+
+    /// The name `--cache-policy` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            CachePolicy::Off => "off",
+            CachePolicy::History => "history",
+            CachePolicy::ExpandAll => "expand-all",
+            CachePolicy::Exact => "exact",
+        }
+    }
+}
+
+impl core::str::FromStr for CachePolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        CachePolicy::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| {
+            format!("unknown cache policy {s:?} (expected off, history, expand-all or exact)")
+        })
+    }
+}
+
+/// The cached-lock settings of a server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheConfig {
+    /// How `LOCK_CACHED` is granted.
+    pub policy: CachePolicy,
+    /// How long a request is remembered, and how long a called-back session is granted
+    /// exactly: 1 s by default.
+    pub window: Duration,
+    /// How many recent requests are remembered per resource (the newest win): 64.
+    pub history: usize,
+    /// Kept extents per session: one more makes the server call back the session's least
+    /// recently granted one (4096 by default, the default `max_locks_per_session`).
+    pub max_kept_per_session: usize,
+    /// Kept extents on the server: over it, new grants are exact and not kept
+    /// (1 048 576 by default).
+    pub max_kept: usize,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            policy: CachePolicy::History,
+            window: Duration::from_secs(1),
+            history: 64,
+            max_kept_per_session: 4096,
+            max_kept: 1 << 20,
+        }
+    }
+}
+
+/// A request the server saw: who asked for what, when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Seen {
+    pub(crate) session: u64,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) mode: Mode,
+    pub(crate) at: Instant,
+}
+
+/// The recent requests on one resource, newest last, at most `cap`.
+#[derive(Debug, Default)]
+pub(crate) struct History {
+    seen: VecDeque<Seen>,
+}
+
+impl History {
+    /// Remembers `s`, forgetting the oldest beyond `cap`.
+    pub(crate) fn push(&mut self, s: Seen, cap: usize) {
+        while self.seen.len() >= cap.max(1) {
+            self.seen.pop_front();
+        }
+        self.seen.push_back(s);
+    }
+
+    /// Requests of sessions other than `session` since `since`.
+    pub(crate) fn others(&self, session: u64, since: Instant) -> impl Iterator<Item = &Seen> {
+        self.seen
+            .iter()
+            .rev()
+            .take_while(move |s| s.at >= since)
+            .filter(move |s| s.session != session)
+    }
+}
+
+/// Narrows `[lo, hi)` around the required `[start, end)` so that it does not overlap
+/// `[x_start, x_end)`, which must not overlap the required range: the interval the
+/// expansion may still take.
+#[inline]
+pub(crate) fn clip(lo: &mut u64, hi: &mut u64, start: u64, end: u64, x_start: u64, x_end: u64) {
+    debug_assert!(x_end <= start || x_start >= end, "an obstacle inside the required range");
+    if x_end <= start {
+        *lo = (*lo).max(x_end);
+    } else if x_start >= end {
+        *hi = (*hi).min(x_start);
+    }
+}
+
+/// Whether two requests' modes conflict.
+#[inline]
+pub(crate) fn conflicting(a: Mode, b: Mode) -> bool {
+    !a.compatible(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_names_round_trip() {
+        for p in CachePolicy::ALL {
+            assert_eq!(p.name().parse::<CachePolicy>(), Ok(p));
+        }
+        assert!("always".parse::<CachePolicy>().unwrap_err().contains("expand-all"));
+    }
+
+    #[test]
+    fn history_keeps_the_newest_and_skips_the_asker() {
+        let now = Instant::now();
+        let mut h = History::default();
+        for i in 0..5 {
+            let s = Seen { session: i % 2, start: i, end: i + 1, mode: Mode::Exclusive, at: now };
+            h.push(s, 3);
+        }
+        let starts: Vec<u64> = h.others(0, now).map(|s| s.start).collect();
+        assert_eq!(starts, vec![3]);
+        assert_eq!(h.others(0, now + Duration::from_secs(1)).count(), 0);
+    }
+
+    #[test]
+    fn clip_narrows_towards_the_required_range() {
+        let (mut lo, mut hi) = (0, 100);
+        clip(&mut lo, &mut hi, 40, 50, 10, 20);
+        clip(&mut lo, &mut hi, 40, 50, 70, 90);
+        clip(&mut lo, &mut hi, 40, 50, 0, 5);
+        assert_eq!((lo, hi), (20, 70));
+    }
+}
