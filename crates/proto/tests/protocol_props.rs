@@ -66,6 +66,23 @@ fn request() -> impl Strategy<Value = Request<'static>> {
         Just(Request::Map),
         Just(Request::ShmAttach),
         Just(Request::WatchMap),
+        Just(Request::CacheOn),
+        (any::<u64>(), 1u64.., mode(), wait(), any::<(u64, u64)>(), resource_name(), any::<bool>())
+            .prop_map(|(s, l, mode, wait, (below, above), name, unnamed)| {
+                let start = s.min(u64::MAX - 1);
+                let end = start.saturating_add(l).max(start + 1);
+                let (desired_start, desired_end) =
+                    (start.saturating_sub(below), end.saturating_add(above));
+                let name = if unnamed { &b""[..] } else { name };
+                Request::LockCached { start, end, mode, wait, desired_start, desired_end, name }
+            }),
+        (any::<u64>(), any::<u64>(), 1u64.., any::<bool>()).prop_map(
+            |(target, s, l, downgrade)| {
+                let start = s.min(u64::MAX - 1);
+                let end = start.saturating_add(l).max(start + 1);
+                Request::GiveBack { target, start, end, downgrade }
+            }
+        ),
     ]
 }
 
@@ -160,7 +177,7 @@ fn stats_body(named: bool) -> impl Strategy<Value = StatsBody> {
 /// Any valid response: an answer (with the body its op and status call for) or a notice;
 /// the responses with a body are weighted up.
 fn response() -> impl Strategy<Value = ResponseFrame> {
-    let op_byte = prop_oneof![1u8..=op::STATS_NAMED, Just(op::UNKNOWN), 0u8..op::UNKNOWN];
+    let op_byte = prop_oneof![1u8..=op::GIVE_BACK, Just(op::UNKNOWN), 0u8..op::UNKNOWN];
     let answer = (op_byte, any::<u64>(), status(), any::<u64>())
         .prop_filter("not a notice", |(op, ..)| *op != op::NOTICE)
         .prop_flat_map(|(op, id, st, value)| {
@@ -180,10 +197,23 @@ fn response() -> impl Strategy<Value = ResponseFrame> {
                         ResponseFrame { shm: Some(body), ..r.clone() }
                     })
                     .boxed()
+            } else if st == Status::Ok && op == op::LOCK_CACHED {
+                (any::<u64>(), 1u64.., any::<bool>())
+                    .prop_map(move |(s, l, cached)| {
+                        let start = s.min(u64::MAX - 1);
+                        let end = start.saturating_add(l).max(start + 1);
+                        ResponseFrame::lock_cached(id, value, CachedGrant { start, end, cached })
+                    })
+                    .boxed()
             } else {
                 Just(r).boxed()
             }
         });
+    let callback = (any::<u64>(), any::<u64>(), 1u64.., mode()).prop_map(|(lock, s, l, mode)| {
+        let start = s.min(u64::MAX - 1);
+        let end = start.saturating_add(l).max(start + 1);
+        ResponseFrame::callback(lock, Callback { start, end, mode })
+    });
     let map = (any::<u64>(), cluster_map()).prop_map(|(id, m)| ResponseFrame::map(id, m));
     let stats = (any::<u64>(), stats_body(false)).prop_map(|(id, b)| ResponseFrame::stats(id, b));
     let stats_named =
@@ -207,7 +237,8 @@ fn response() -> impl Strategy<Value = ResponseFrame> {
         1 => stats,
         1 => stats_named,
         1 => not_owner,
-        1 => notice
+        1 => notice,
+        1 => callback
     ]
 }
 
@@ -300,7 +331,8 @@ proptest! {
         let r = ResponseFrame::new(op, id, st, value);
         let back = ResponseFrame::decode(&encode_response(&r));
         if op == op::NOTICE {
-            // A notice has id 0 and status NOT_OWNER, FENCED or SESSION_ENDED.
+            // A notice has id 0 and status NOT_OWNER, FENCED, SESSION_ENDED or
+            // MAP_CHANGED (a CALLBACK notice needs its body).
             let notice_status = matches!(
                 st,
                 Status::NotOwner | Status::Fenced | Status::SessionEnded | Status::MapChanged
@@ -311,9 +343,13 @@ proptest! {
                 prop_assert_eq!(back.unwrap(), r);
             }
         } else if st == Status::Ok
-            && matches!(op, op::STATS | op::STATS_NAMED | op::MAP | op::SHM_ATTACH)
+            && matches!(
+                op,
+                op::STATS | op::STATS_NAMED | op::MAP | op::SHM_ATTACH | op::LOCK_CACHED
+            )
         {
-            // A successful STATS, STATS_NAMED, MAP or SHM_ATTACH response must carry a body.
+            // A successful STATS, STATS_NAMED, MAP, SHM_ATTACH or LOCK_CACHED response must
+            // carry a body.
             prop_assert!(back.is_err());
         } else if st == Status::NotOwner {
             // Without a hint, NOT_OWNER carries the empty one ("owner unknown").
@@ -412,6 +448,18 @@ fn reclaim_validates_like_lock() {
 /// `BAD_NAME`, whatever else is wrong after it; the longest is the largest request there is.
 #[test]
 fn resource_names_are_one_to_the_limit_of_bytes() {
+    let longest_cached = Request::LockCached {
+        start: 0,
+        end: 1,
+        mode: Mode::Exclusive,
+        wait: Wait::Try,
+        desired_start: 0,
+        desired_end: 1,
+        name: &[b'n'; MAX_RESOURCE_NAME_LEN],
+    };
+    let mut out = Vec::new();
+    RequestFrame { id: 3, request: longest_cached }.encode(&mut out);
+    assert_eq!(out.len() - 4, MAX_REQUEST_FRAME as usize, "the largest request");
     let longest = vec![b'n'; MAX_RESOURCE_NAME_LEN];
     let named = |name: &[u8], reclaim: bool| {
         let request = if reclaim {
@@ -428,9 +476,6 @@ fn resource_names_are_one_to_the_limit_of_bytes() {
         let back = RequestFrame::decode(&body).unwrap();
         assert!(matches!(back.request,
             Request::LockNamed { name, .. } | Request::ReclaimNamed { name, .. } if name == &longest[..]));
-        if reclaim {
-            assert_eq!(body.len(), MAX_REQUEST_FRAME as usize, "the largest request");
-        }
         for bad in [0, MAX_RESOURCE_NAME_LEN + 1, usize::from(u16::MAX)] {
             let body = named(&vec![b'n'; bad], reclaim);
             let err = RequestFrame::decode(&body).unwrap_err();

@@ -314,6 +314,48 @@ fn expected() -> Vec<(&'static str, Msg)> {
             Msg::Response(ResponseFrame::new(op::WATCH_MAP, 25, Status::NotClustered, 0)),
         ),
         ("notice-map-changed", Msg::Response(ResponseFrame::map_changed(43))),
+        // Version 6: cached locks.
+        ("cache-on", req(26, Request::CacheOn)),
+        ("resp-cache-on", Msg::Response(ResponseFrame::new(op::CACHE_ON, 26, Status::Ok, 0))),
+        (
+            "resp-cache-unavailable",
+            Msg::Response(ResponseFrame::new(op::CACHE_ON, 27, Status::CacheUnavailable, 0)),
+        ),
+        (
+            "lock-cached",
+            req(
+                28,
+                Request::LockCached {
+                    start: 0x1000,
+                    end: 0x2000,
+                    mode: Mode::Exclusive,
+                    wait: Wait::Forever,
+                    desired_start: 0,
+                    desired_end: 0x10_0000,
+                    name: b"",
+                },
+            ),
+        ),
+        (
+            "resp-lock-cached",
+            Msg::Response(ResponseFrame::lock_cached(
+                28,
+                42,
+                CachedGrant { start: 0, end: 0x10_0000, cached: true },
+            )),
+        ),
+        (
+            "notice-callback",
+            Msg::Response(ResponseFrame::callback(
+                28,
+                Callback { start: 0x4000, end: 0x5000, mode: Mode::Shared },
+            )),
+        ),
+        (
+            "give-back",
+            req(29, Request::GiveBack { target: 28, start: 0x4000, end: 0x5000, downgrade: false }),
+        ),
+        ("resp-give-back", Msg::Response(ResponseFrame::new(op::GIVE_BACK, 29, Status::Ok, 0))),
         (
             "resp-shm-attached",
             Msg::Response(ResponseFrame::shm_attached(
