@@ -125,6 +125,15 @@ impl Entry {
     /// Whether `self` and `other` (overlapping) exclude each other: their modes conflict,
     /// unless both are entries of one caching session. The relation is symmetric and
     /// fixed for a pair, so the blocking counts stay exact (module docs).
+    /// The op of this lock request's answers: `LOCK_CACHED` for one, else `LOCK`.
+    fn answer_op(&self) -> u8 {
+        if self.cached_req {
+            op::LOCK_CACHED
+        } else {
+            op::LOCK
+        }
+    }
+
     #[inline]
     fn conflicts(&self, other: &Entry) -> bool {
         conflicting(self.mode, other.mode)
@@ -482,6 +491,9 @@ impl LockTable {
             self.call_back(l, start, end, mode, session);
         }
         if blocking == 0 && self.grant(h, false) {
+            if kept {
+                self.bound_kept(session);
+            }
             return;
         }
         self.counters.waiters += 1;
@@ -704,7 +716,7 @@ impl LockTable {
         match self.grant {
             GrantMode::Push => {
                 s.ended.released(e.id);
-                s.reply(ResponseFrame::new(op::LOCK, e.id, status, 0));
+                s.reply(ResponseFrame::new(e.answer_op(), e.id, status, 0));
             }
             GrantMode::Poll if status == Status::TimedOut => s.ended.unpolled(e.id, status),
             GrantMode::Poll => s.ended.released(e.id),
@@ -1123,7 +1135,7 @@ impl LockTable {
                         notify.insert(e.session);
                     } else if self.grant == GrantMode::Push {
                         s.ended.released(e.id);
-                        s.reply(ResponseFrame::new(op::LOCK, e.id, status, 0));
+                        s.reply(ResponseFrame::new(e.answer_op(), e.id, status, 0));
                     } else {
                         s.ended.unpolled(e.id, status);
                     }
@@ -1144,8 +1156,8 @@ impl LockTable {
             for h in self.tree.handles().collect::<Vec<_>>() {
                 let e = self.tree.get(h);
                 if e.token.is_none() && e.session != HANDOVER_SESSION {
-                    let (session, id) = (e.session, e.id);
-                    self.reply(session, ResponseFrame::new(op::LOCK, id, Status::ShuttingDown, 0));
+                    let (session, id, answer) = (e.session, e.id, e.answer_op());
+                    self.reply(session, ResponseFrame::new(answer, id, Status::ShuttingDown, 0));
                 }
             }
         }

@@ -165,7 +165,6 @@ impl LockTable {
     /// its least recently granted one.
     pub(super) fn keep(&mut self, session: u64, id: u64) {
         self.kept_total += 1;
-        let max = self.cache.max_kept_per_session;
         let Some(c) = self.sessions.get_mut(&session).and_then(|s| s.cache.as_mut()) else {
             return;
         };
@@ -185,8 +184,14 @@ impl LockTable {
                 .collect();
             self.sessions.get_mut(&session).expect("open").cache.as_mut().expect("on").kept = live;
         }
-        let over = self.sessions[&session].cache.as_ref().is_some_and(|c| c.kept_live > max);
-        if over {
+    }
+
+    /// Over its bound of kept extents, `session` is asked for its least recently granted
+    /// one (after the answer to the grant that passed the bound).
+    pub(super) fn bound_kept(&mut self, session: u64) {
+        let max = self.cache.max_kept_per_session;
+        let s = self.sessions.get(&session);
+        if s.and_then(|s| s.cache.as_ref()).is_some_and(|c| c.kept_live > max) {
             self.call_back_oldest(session);
         }
     }

@@ -1,0 +1,286 @@
+//! Cached locks over the wire (protocol version 6, `docs/PROTOCOL.md` §2.3): CACHE_ON and
+//! its refusals, expansion, callbacks, GIVE_BACK (release, shrink, split, downgrade), and
+//! the history policy's exact grants.
+
+mod common;
+
+use common::{lock, Raw};
+use rangelock_server::protocol::*;
+use rangelock_server::{CachePolicy, EngineKind, Server, ServerConfig};
+
+/// The three engines with one lock table.
+const TABLE_ENGINES: [EngineKind; 3] =
+    [EngineKind::Combiner, EngineKind::TreeMutex, EngineKind::TreeSingle];
+
+fn server(f: impl FnOnce(&mut ServerConfig)) -> Server {
+    let mut c = ServerConfig::ephemeral();
+    f(&mut c);
+    Server::start(c).unwrap()
+}
+
+fn cached(start: u64, end: u64, mode: Mode, wait: Wait, desired: (u64, u64)) -> Request<'static> {
+    let (desired_start, desired_end) = desired;
+    Request::LockCached { start, end, mode, wait, desired_start, desired_end, name: b"" }
+}
+
+/// A caching session.
+fn caching(srv: &Server) -> Raw {
+    let mut r = Raw::connect(srv.tcp_addr().unwrap());
+    let on = r.call(1, Request::CacheOn);
+    assert_eq!((on.op, on.status), (op::CACHE_ON, Status::Ok));
+    r
+}
+
+/// The next frame that is a CALLBACK notice.
+fn callback(r: &mut Raw) -> (u64, Callback) {
+    let f = r.recv().expect("a callback notice");
+    assert_eq!((f.op, f.status), (op::NOTICE, Status::Callback), "{f:?}");
+    (f.value, f.callback.expect("a callback body"))
+}
+
+fn grant(f: &ResponseFrame) -> CachedGrant {
+    assert_eq!((f.op, f.status), (op::LOCK_CACHED, Status::Ok), "{f:?}");
+    f.grant.expect("a grant body")
+}
+
+#[test]
+fn a_lone_session_gets_its_whole_desired_range_to_keep() {
+    for engine in TABLE_ENGINES {
+        let srv = server(|c| c.engine = engine);
+        let mut a = caching(&srv);
+        let g = grant(&a.call(2, cached(100, 200, Mode::Exclusive, Wait::Forever, (0, 1000))));
+        assert_eq!(g, CachedGrant { start: 0, end: 1000, cached: true }, "{engine:?}");
+        // The session's own locks never wait for its extent.
+        let inner = a.call(3, lock(150, 160, Mode::Exclusive, Wait::Try));
+        assert_eq!(inner.status, Status::Ok);
+    }
+}
+
+#[test]
+fn expansion_stops_at_other_sessions_locks() {
+    for engine in TABLE_ENGINES {
+        let srv = server(|c| c.engine = engine);
+        let mut b = Raw::connect(srv.tcp_addr().unwrap());
+        assert_eq!(b.call(1, lock(0, 50, Mode::Exclusive, Wait::Forever)).status, Status::Ok);
+        assert_eq!(b.call(2, lock(900, 950, Mode::Shared, Wait::Forever)).status, Status::Ok);
+        let mut a = caching(&srv);
+        // Exclusive stops at both; shared passes b's shared lock.
+        let g = grant(&a.call(2, cached(100, 200, Mode::Exclusive, Wait::Forever, (0, 1000))));
+        assert_eq!((g.start, g.end, g.cached), (50, 900, true), "{engine:?}");
+        let g = grant(&a.call(3, cached(940, 945, Mode::Shared, Wait::Forever, (0, 1000))));
+        // Own extent 50..900 does not count; b's exclusive 0..50 does.
+        assert_eq!((g.start, g.end), (50, 1000), "{engine:?}");
+    }
+}
+
+#[test]
+fn a_conflicting_request_calls_the_extent_back_and_waits_for_the_give_back() {
+    for engine in TABLE_ENGINES {
+        let srv = server(|c| c.engine = engine);
+        let mut a = caching(&srv);
+        let g = grant(&a.call(2, cached(0, 10, Mode::Exclusive, Wait::Forever, (0, 1000))));
+        assert_eq!((g.start, g.end), (0, 1000));
+        let mut b = Raw::connect(srv.tcp_addr().unwrap());
+        b.send(7, lock(400, 500, Mode::Shared, Wait::Forever));
+        let (id, part) = callback(&mut a);
+        assert_eq!((id, part), (2, Callback { start: 400, end: 500, mode: Mode::Shared }));
+        // A try of b meanwhile fails: the extent is still held.
+        assert_eq!(
+            b.call(8, lock(600, 601, Mode::Exclusive, Wait::Try)).status,
+            Status::WouldBlock
+        );
+        let _ = callback(&mut a); // the try asked too
+                                  // Give the middle back: b is granted, a keeps two parts.
+        let r = a.call(3, Request::GiveBack { target: 2, start: 300, end: 700, downgrade: false });
+        assert_eq!((r.op, r.status), (op::GIVE_BACK, Status::Ok), "{engine:?}");
+        let got = b.recv().unwrap();
+        assert_eq!((got.id, got.status), (7, Status::Ok));
+        let st = b.call(9, Request::Stats { max_entries: 10 }).stats.unwrap();
+        let mut held: Vec<(u64, u64, u64, u64)> = st
+            .entries
+            .iter()
+            .filter(|e| e.session == a_session(&st, 7))
+            .map(|e| (e.id, e.start, e.end, e.token))
+            .collect();
+        held.sort();
+        assert_eq!(held, vec![(2, 0, 300, 1), (3, 700, 1000, 1)], "{engine:?}");
+        // The right part is lock 3: it can be given back by that id.
+        let r = a.call(4, Request::GiveBack { target: 3, start: 700, end: 1000, downgrade: false });
+        assert_eq!(r.status, Status::Ok);
+        let r = a.call(5, Request::GiveBack { target: 3, start: 700, end: 1000, downgrade: false });
+        assert_eq!(r.status, Status::AlreadyReleased);
+    }
+}
+
+/// The session of the entries that are not `b`'s lock `b_id` (the test's other session).
+fn a_session(st: &StatsBody, b_id: u64) -> u64 {
+    let b = st.entries.iter().find(|e| e.id == b_id).unwrap().session;
+    st.entries.iter().find(|e| e.session != b).unwrap().session
+}
+
+#[test]
+fn a_split_keeps_a_waiter_that_spans_both_parts_waiting() {
+    let srv = server(|_| {});
+    let mut a = caching(&srv);
+    grant(&a.call(2, cached(0, 10, Mode::Exclusive, Wait::Forever, (0, 1000))));
+    let mut b = Raw::connect(srv.tcp_addr().unwrap());
+    b.send(7, lock(200, 800, Mode::Exclusive, Wait::Forever));
+    let _ = callback(&mut a);
+    // Only the middle: b still overlaps both parts.
+    let r = a.call(3, Request::GiveBack { target: 2, start: 400, end: 500, downgrade: false });
+    assert_eq!(r.status, Status::Ok);
+    assert_eq!(b.call(8, lock(450, 460, Mode::Exclusive, Wait::Try)).status, Status::WouldBlock);
+    let r = a.call(4, Request::GiveBack { target: 2, start: 0, end: 400, downgrade: false });
+    assert_eq!(r.status, Status::Ok);
+    // Still waiting for the right part (lock 3).
+    assert_eq!(b.call(9, lock(460, 470, Mode::Exclusive, Wait::Try)).status, Status::WouldBlock);
+    let r = a.call(5, Request::GiveBack { target: 3, start: 500, end: 900, downgrade: false });
+    assert_eq!(r.status, Status::Ok, "a shrink from the left");
+    let got = b.recv().unwrap();
+    assert_eq!((got.id, got.status), (7, Status::Ok));
+}
+
+#[test]
+fn a_downgrade_lets_shared_waiters_in_and_keeps_exclusive_ones_out() {
+    let srv = server(|_| {});
+    let mut a = caching(&srv);
+    grant(&a.call(2, cached(0, 10, Mode::Exclusive, Wait::Forever, (0, 100))));
+    let mut b = Raw::connect(srv.tcp_addr().unwrap());
+    b.send(7, lock(20, 30, Mode::Shared, Wait::Forever));
+    let (_, part) = callback(&mut a);
+    assert_eq!(part.mode, Mode::Shared);
+    let bad = a.call(3, Request::GiveBack { target: 2, start: 20, end: 30, downgrade: true });
+    assert_eq!(bad.status, Status::InvalidRange, "a downgrade is of the whole lock");
+    let r = a.call(4, Request::GiveBack { target: 2, start: 0, end: 100, downgrade: true });
+    assert_eq!(r.status, Status::Ok);
+    assert_eq!(b.recv().unwrap().status, Status::Ok);
+    assert_eq!(b.call(8, lock(40, 41, Mode::Exclusive, Wait::Try)).status, Status::WouldBlock);
+}
+
+#[test]
+fn give_back_errors() {
+    let srv = server(|_| {});
+    let mut a = caching(&srv);
+    grant(&a.call(2, cached(10, 20, Mode::Exclusive, Wait::Forever, (10, 20))));
+    let gb = |target, start, end| Request::GiveBack { target, start, end, downgrade: false };
+    assert_eq!(a.call(3, gb(2, 5, 15)).status, Status::InvalidRange, "outside the lock");
+    assert_eq!(a.call(4, gb(99, 10, 20)).status, Status::NotHeld);
+    // A split whose request id names a live lock.
+    grant(&a.call(5, cached(30, 40, Mode::Exclusive, Wait::Forever, (30, 40))));
+    assert_eq!(a.call(5, gb(2, 12, 14)).status, Status::DuplicateId);
+    // A malformed downgrade byte is MALFORMED; the session goes on.
+    let mut bytes = Vec::new();
+    RequestFrame { id: 6, request: gb(2, 10, 20) }.encode(&mut bytes);
+    *bytes.last_mut().unwrap() = 2;
+    a.send_bytes(&bytes);
+    let r = a.recv().unwrap();
+    assert_eq!((r.id, r.status), (6, Status::Malformed));
+    assert_eq!(a.call(7, gb(2, 10, 20)).status, Status::Ok);
+}
+
+#[test]
+fn sessions_without_cache_on_or_before_version_6_are_refused() {
+    let srv = server(|_| {});
+    let mut a = Raw::connect(srv.tcp_addr().unwrap());
+    let r = a.call(2, cached(0, 1, Mode::Exclusive, Wait::Try, (0, 1)));
+    assert_eq!((r.op, r.status), (op::LOCK_CACHED, Status::CacheUnavailable));
+    let r = a.call(3, Request::GiveBack { target: 2, start: 0, end: 1, downgrade: false });
+    assert_eq!((r.op, r.status), (op::GIVE_BACK, Status::CacheUnavailable));
+    let mut old = Raw::connect_version(srv.tcp_addr().unwrap(), 5);
+    for (id, req) in [(1, Request::CacheOn), (2, cached(0, 1, Mode::Exclusive, Wait::Try, (0, 1)))]
+    {
+        let r = old.call(id, req);
+        assert_eq!((r.op, r.status), (op::UNKNOWN, Status::UnknownOp));
+    }
+    // Nothing to cache with: the rangelock engine, or the policy off.
+    for f in
+        [(|c: &mut ServerConfig| c.engine = EngineKind::RangeLock) as fn(&mut ServerConfig), |c| {
+            c.cache.policy = CachePolicy::Off
+        }]
+    {
+        let srv = server(f);
+        let mut a = Raw::connect(srv.tcp_addr().unwrap());
+        let r = a.call(1, Request::CacheOn);
+        assert_eq!((r.op, r.status), (op::CACHE_ON, Status::CacheUnavailable));
+        assert_eq!(a.call(2, lock(0, 1, Mode::Exclusive, Wait::Try)).status, Status::Ok);
+    }
+}
+
+#[test]
+fn a_called_back_session_gets_exact_grants_not_to_keep() {
+    let srv = server(|_| {});
+    let mut a = caching(&srv);
+    grant(&a.call(2, cached(0, 10, Mode::Exclusive, Wait::Forever, (0, 1000))));
+    let mut b = caching(&srv);
+    b.send(7, cached(500, 510, Mode::Exclusive, Wait::Forever, (0, 1000)));
+    let _ = callback(&mut a);
+    assert_eq!(
+        a.call(3, Request::GiveBack { target: 2, start: 0, end: 1000, downgrade: false }).status,
+        Status::Ok
+    );
+    // b waited, so its grant is exact and not kept.
+    let g = grant(&b.recv().unwrap());
+    assert_eq!(g, CachedGrant { start: 500, end: 510, cached: false });
+    // a was called back within the window: exact, not kept.
+    let g = grant(&a.call(4, cached(100, 110, Mode::Exclusive, Wait::Forever, (0, 1000))));
+    assert_eq!(g, CachedGrant { start: 100, end: 110, cached: false });
+}
+
+#[test]
+fn the_history_keeps_expansion_off_ranges_others_asked_for() {
+    let srv = server(|_| {});
+    // (The server keeps its history while some session caches.)
+    let mut a = caching(&srv);
+    let mut b = Raw::connect(srv.tcp_addr().unwrap());
+    // b locks and unlocks 600..700: nothing held there, but b was there lately.
+    assert_eq!(b.call(1, lock(600, 700, Mode::Exclusive, Wait::Forever)).status, Status::Ok);
+    assert_eq!(b.call(2, Request::Unlock { target: 1 }).status, Status::Ok);
+    let g = grant(&a.call(2, cached(100, 110, Mode::Exclusive, Wait::Forever, (0, 1000))));
+    assert_eq!((g.start, g.end, g.cached), (0, 600, true));
+    // Taking turns on b's very range: exact, not kept.
+    let g = grant(&a.call(3, cached(650, 660, Mode::Exclusive, Wait::Forever, (0, 1000))));
+    assert_eq!(g, CachedGrant { start: 650, end: 660, cached: false });
+}
+
+#[test]
+fn the_comparison_policies() {
+    for (policy, want) in [
+        (CachePolicy::ExpandAll, CachedGrant { start: 0, end: 1000, cached: true }),
+        (CachePolicy::Exact, CachedGrant { start: 100, end: 110, cached: true }),
+    ] {
+        let srv = server(|c| c.cache.policy = policy);
+        let mut b = Raw::connect(srv.tcp_addr().unwrap());
+        assert_eq!(b.call(1, lock(600, 700, Mode::Exclusive, Wait::Forever)).status, Status::Ok);
+        assert_eq!(b.call(2, Request::Unlock { target: 1 }).status, Status::Ok);
+        let mut a = caching(&srv);
+        let g = grant(&a.call(2, cached(100, 110, Mode::Exclusive, Wait::Forever, (0, 1000))));
+        assert_eq!(g, want, "{policy:?}");
+    }
+}
+
+#[test]
+fn over_its_bound_a_session_is_asked_for_its_oldest_extent() {
+    let srv = server(|c| c.cache.max_kept_per_session = 2);
+    let mut a = caching(&srv);
+    for (id, at) in [(2, 0), (3, 100), (4, 200)] {
+        let g =
+            grant(&a.call(id, cached(at, at + 10, Mode::Exclusive, Wait::Forever, (at, at + 10))));
+        assert!(g.cached);
+    }
+    let (id, part) = callback(&mut a);
+    assert_eq!((id, part.start, part.end), (2, 0, 10));
+}
+
+#[test]
+fn closing_a_caching_session_releases_its_extents() {
+    let srv = server(|_| {});
+    let mut a = caching(&srv);
+    grant(&a.call(2, cached(0, 10, Mode::Exclusive, Wait::Forever, (0, 1000))));
+    let mut b = Raw::connect(srv.tcp_addr().unwrap());
+    b.send(7, lock(0, 1000, Mode::Exclusive, Wait::Forever));
+    let _ = callback(&mut a);
+    drop(a);
+    assert_eq!(b.recv().unwrap().status, Status::Ok);
+    let st = b.call(8, Request::Stats { max_entries: 10 }).stats.unwrap();
+    assert_eq!(st.counters.holders, 1);
+}
