@@ -1,5 +1,5 @@
 //! The operator docs run as written: the marked shell blocks of `README.md`,
-//! `docs/OPERATIONS.md` and `docs/CLUSTER.md` are executed here, and their output is
+//! `docs/OPERATIONS.md`, `docs/CLUSTER.md` and `docs/CACHING.md` are executed here, and their output is
 //! compared with the `text output` block that follows them.
 //!
 //! # Markers
@@ -420,6 +420,11 @@ fn operations_runs_as_written() {
 #[test]
 fn cluster_runs_as_written() {
     run_doc("docs/CLUSTER.md");
+}
+
+#[test]
+fn caching_runs_as_written() {
+    run_doc("docs/CACHING.md");
 }
 
 /// The runner catches what it is for: a changed output, a changed exit code, a failing

@@ -268,6 +268,8 @@ impl ServerConfig {
         for (v, name) in [
             (self.max_locks_per_session, "max_locks_per_session"),
             (self.listen_backlog as usize, "listen_backlog"),
+            (self.cache.max_kept_per_session, "max_kept"),
+            (self.cache.history, "cache history"),
         ] {
             if v == 0 {
                 return Err(ConfigError::Zero(name));

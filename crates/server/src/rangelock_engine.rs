@@ -826,7 +826,7 @@ impl RangeLockEngine {
             Some(t) => (t.wait.snapshot(), t.hold.snapshot()),
             None => Default::default(),
         };
-        EngineSnapshot { counters, errors, wait, hold }
+        EngineSnapshot { counters, errors, wait, hold, ..EngineSnapshot::default() }
     }
 }
 

@@ -21,7 +21,7 @@ use crate::config::{EngineKind, ServerConfig};
 use crate::end_log::EndLog;
 use crate::engine::Engine;
 use crate::listen;
-use crate::metrics::{self, Clock, ErrorCounts, ServerMetrics};
+use crate::metrics::{self, CacheCounts, Clock, ErrorCounts, ServerMetrics};
 use crate::reload::{Live, ReloadError, Reloaded};
 use crate::session::{self, Shared};
 use crate::shm::ShmArea;
@@ -39,6 +39,9 @@ pub struct Server {
     shm: Option<Arc<ShmArea>>,
     /// The auth table and TLS acceptor in force ([`Server::reload`]).
     live: Arc<Live>,
+    /// The engine, for [`Server::cache_counts`]; dropped before the server stops (the
+    /// combiner ends with its last handle).
+    engine: Option<Engine>,
 }
 
 impl Server {
@@ -70,10 +73,11 @@ impl Server {
             .name("rangelock-server".into())
             .spawn(move || run(config, area, in_force, ready_tx, stop_rx))?;
         match ready_rx.recv() {
-            Ok(Ok(Bound { tcp, unix, metrics })) => Ok(Server {
+            Ok(Ok(Bound { tcp, unix, metrics, engine })) => Ok(Server {
                 tcp,
                 unix,
                 metrics,
+                engine: Some(engine),
                 stop: Some(stop_tx),
                 thread: Some(thread),
                 shm,
@@ -133,7 +137,18 @@ impl Server {
         self.stop_and_join();
     }
 
+    /// What cached locks did so far (kept extents now, callbacks, give-backs, grown
+    /// grants; all zero for the `rangelock` engine, which caches nothing): the engine's
+    /// counters, taken between two of its commands. Blocks until the engine answers, so
+    /// it must not be called on an async runtime's thread. `None` once the server stops.
+    pub fn cache_counts(&self) -> Option<CacheCounts> {
+        let (report, rx) = oneshot::channel();
+        self.engine.as_ref()?.submit(crate::table::Command::Metrics { report });
+        rx.blocking_recv().ok().map(|s| s.cache)
+    }
+
     fn stop_and_join(&mut self) {
+        self.engine = None;
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -154,6 +169,7 @@ struct Bound {
     tcp: Option<SocketAddr>,
     unix: Option<PathBuf>,
     metrics: Option<SocketAddr>,
+    engine: Engine,
 }
 
 type Ready = std::io::Result<Bound>;
@@ -255,7 +271,9 @@ async fn serve(
             );
             warn_if_open(addr, &shared.config);
             let path = shared.config.unix.clone();
-            let _ = ready.send(Ok(Bound { tcp: addr, unix: path, metrics: metrics_addr }));
+            let engine = shared.engine.clone();
+            let bound = Bound { tcp: addr, unix: path, metrics: metrics_addr, engine };
+            let _ = ready.send(Ok(bound));
             (tcp, unix, socket_path, metrics)
         }
         Err(e) => {

@@ -75,7 +75,8 @@ struct M {
 }
 
 fn conflicts(a: &M, b: &M) -> bool {
-    !a.mode.compatible(b.mode) && !(a.own && b.own && a.session == b.session)
+    let same_caching_session = a.own && b.own && a.session == b.session;
+    !(a.mode.compatible(b.mode) || same_caching_session)
 }
 
 fn overlap(a: (u64, u64), b: (u64, u64)) -> bool {
@@ -128,8 +129,8 @@ impl Harness {
             contended: HashSet::new(),
             expected: HashMap::new(),
         };
-        for i in 0..SLOTS {
-            h.slot[i] = h.open(CACHING[i]);
+        for (i, caching) in CACHING.into_iter().enumerate() {
+            h.slot[i] = h.open(caching);
         }
         h.check();
         h

@@ -43,7 +43,7 @@ const REASONS: [&str; 9] = [
 ];
 
 /// The `status` labels of `errors_total`: every error status of PROTOCOL.md.
-const ERRORS: [&str; 21] = [
+const ERRORS: [&str; 22] = [
     "MALFORMED",
     "UNKNOWN_OP",
     "INVALID_RANGE",
@@ -65,6 +65,7 @@ const ERRORS: [&str; 21] = [
     "FORBIDDEN",
     "BAD_NAME",
     "TOO_MANY_NAMES",
+    "CACHE_UNAVAILABLE",
 ];
 
 /// The `process_*` series (unlabelled) every scrape has on Linux.

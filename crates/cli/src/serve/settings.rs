@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context as _};
 use rangelock_server::protocol::GrantMode;
-use rangelock_server::{EngineKind, ServerConfig, TlsSettings};
+use rangelock_server::{CacheConfig, CachePolicy, EngineKind, ServerConfig, TlsSettings};
 
 use crate::logging::LogFormat;
 
@@ -71,6 +71,21 @@ pub(crate) struct ServeSettings {
     /// most 1024 bytes, so this bounds their memory (about 1.1 KiB per name at most).
     #[arg(long)]
     pub max_names: Option<usize>,
+    /// How cached locks (clients that send CACHE_ON, docs/CACHING.md) are granted: history
+    /// (grow a grant only where no other session asked lately; exact and not kept for a
+    /// session called back lately), expand-all (always to all the free space), exact
+    /// (never grow, always keep), or off (no caching). The rangelock engine never caches.
+    #[arg(long, value_parser = <CachePolicy as Text>::parse)]
+    #[serde(with = "text")]
+    pub cache_policy: Option<CachePolicy>,
+    /// How long the history policy remembers a request, and how long a called-back
+    /// session's grants stay exact, in milliseconds.
+    #[arg(long)]
+    pub cache_window_ms: Option<u64>,
+    /// Cached extents one session may keep: one more and the server calls back its least
+    /// recently granted one.
+    #[arg(long)]
+    pub max_kept: Option<usize>,
     /// Largest number of holder/waiter entries in one STATS answer: at most 399454 (what
     /// one 16 MiB response frame carries). An answer also stops at what fits in
     /// --max-output-bytes (24963 entries in 1 MiB) and says how many entries it left out.
@@ -178,6 +193,9 @@ impl ServeSettings {
             lease_ms: self.lease_ms.or(below.lease_ms),
             max_locks: self.max_locks.or(below.max_locks),
             max_names: self.max_names.or(below.max_names),
+            cache_policy: self.cache_policy.or(below.cache_policy),
+            cache_window_ms: self.cache_window_ms.or(below.cache_window_ms),
+            max_kept: self.max_kept.or(below.max_kept),
             max_stats_entries: self.max_stats_entries.or(below.max_stats_entries),
             max_output_bytes: self.max_output_bytes.or(below.max_output_bytes),
             threads: self.threads.or(below.threads),
@@ -215,6 +233,9 @@ impl ServeSettings {
             lease_ms: Some(server.lease.as_millis() as u64),
             max_locks: Some(server.max_locks_per_session),
             max_names: Some(server.max_names),
+            cache_policy: Some(server.cache.policy),
+            cache_window_ms: Some(server.cache.window.as_millis() as u64),
+            max_kept: Some(server.cache.max_kept_per_session),
             max_stats_entries: Some(server.max_stats_entries),
             max_output_bytes: Some(server.max_output_bytes),
             threads: Some(server.handler_threads),
@@ -295,6 +316,14 @@ impl ServeSettings {
             shm_slots: self.shm_slots.unwrap_or(d.shm_slots),
             shm_dir: self.shm_dir.clone(),
             metrics: self.metrics,
+            cache: CacheConfig {
+                policy: self.cache_policy.unwrap_or(d.cache.policy),
+                window: self
+                    .cache_window_ms
+                    .map_or(d.cache.window, std::time::Duration::from_millis),
+                max_kept_per_session: self.max_kept.unwrap_or(d.cache.max_kept_per_session),
+                ..d.cache
+            },
             tls: self.tls_cert.clone().zip(self.tls_key.clone()).map(|(cert, key)| TlsSettings {
                 cert,
                 key,
@@ -419,6 +448,15 @@ impl Text for SocketAddr {
 }
 
 impl Text for EngineKind {
+    fn parse(s: &str) -> Result<Self, String> {
+        s.parse()
+    }
+    fn text(&self) -> String {
+        self.name().to_owned()
+    }
+}
+
+impl Text for CachePolicy {
     fn parse(s: &str) -> Result<Self, String> {
         s.parse()
     }

@@ -216,8 +216,10 @@ impl Collector for Scrape {
             let help = "Requests answered with an error status, by status (every error \
                         status of the protocol, from the start)";
             let mut m = e.encode_descriptor("errors", help, None, MetricType::Counter)?;
-            // SESSION_ENDED and MAP_CHANGED are notices, never a reply's status.
-            let notice = |s: &Status| matches!(s, Status::SessionEnded | Status::MapChanged);
+            // SESSION_ENDED, MAP_CHANGED and CALLBACK are notices, never a reply's status.
+            let notice = |s: &Status| {
+                matches!(s, Status::SessionEnded | Status::MapChanged | Status::Callback)
+            };
             for (status, n) in self.snapshot.errors.all().filter(|(s, _)| !notice(s)) {
                 let labels = [("status", status_name(status))];
                 ConstCounter::new(n).encode(m.encode_family(&labels)?)?;
@@ -246,6 +248,15 @@ impl Collector for Scrape {
         gauge(&mut e, "names_live", help, c.names_live)?;
         let help = "Locks held now on named resources (part of locks_held)";
         gauge(&mut e, "named_locks_held", help, c.named_holders)?;
+        let k = &self.snapshot.cache;
+        let help = "Cached extents kept now by clients that cache (part of locks_held)";
+        gauge(&mut e, "cached_extents", help, k.kept)?;
+        let help = "CALLBACK notices sent: another session needed part of a cached extent";
+        counter(&mut e, "callbacks", help, k.callbacks)?;
+        let help = "GIVE_BACKs done: parts of locks released or downgraded by their client";
+        counter(&mut e, "give_backs", help, k.give_backs)?;
+        let help = "LOCK_CACHED grants wider than asked";
+        counter(&mut e, "cache_expanded", help, k.expanded)?;
         for (name, help, h) in [
             (
                 "wait",
@@ -257,6 +268,13 @@ impl Collector for Scrape {
                 "hold",
                 "Time from a grant to its release by UNLOCK or session end",
                 &self.snapshot.hold,
+            ),
+            (
+                "callback",
+                "Time from a CALLBACK to the GIVE_BACK that answered it (a client that \
+                 stops answering loses its session with its lease: sessions_ended \
+                 reason lease_expired)",
+                &self.snapshot.callback,
             ),
         ] {
             let mut m =

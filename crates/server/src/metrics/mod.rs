@@ -97,7 +97,7 @@ pub(crate) use clock::Clock;
 pub use errors::{ErrorCounts, ErrorTally};
 pub use histogram::{Histogram, BOUNDS_NS};
 pub(crate) use sessions::SessionEnds;
-pub use snapshot::EngineSnapshot;
+pub use snapshot::{CacheCounts, EngineSnapshot};
 pub(crate) use timings::{AtomicTimings, Timings};
 
 use crate::ownership::Phase;

@@ -20,4 +20,22 @@ pub struct EngineSnapshot {
     pub wait: Histogram,
     /// Grant to release, per release (by `UNLOCK` or session end).
     pub hold: Histogram,
+    /// Cached locks: kept extents now, callbacks, give-backs, grown grants (zero for the
+    /// rangelock engine, which caches nothing).
+    pub cache: CacheCounts,
+    /// A `CALLBACK` to the `GIVE_BACK` that answered it, per answered callback.
+    pub callback: Histogram,
+}
+
+/// What cached locks did (protocol version 6).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheCounts {
+    /// Kept extents now.
+    pub kept: u64,
+    /// `CALLBACK` notices sent.
+    pub callbacks: u64,
+    /// `GIVE_BACK`s done.
+    pub give_backs: u64,
+    /// `LOCK_CACHED` grants wider than asked.
+    pub expanded: u64,
 }

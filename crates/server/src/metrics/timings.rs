@@ -20,11 +20,14 @@ pub(crate) struct Timings {
     now: Option<u64>,
     pub(crate) wait: Histogram,
     pub(crate) hold: Histogram,
+    /// A callback to the give-back that answered it.
+    pub(crate) callback: Histogram,
 }
 
 impl Timings {
     pub(crate) fn new(clock: Clock) -> Timings {
-        Timings { clock, now: None, wait: Histogram::default(), hold: Histogram::default() }
+        let h = Histogram::default();
+        Timings { clock, now: None, wait: h, hold: h, callback: h }
     }
 
     /// A new command starts: the next [`Timings::now`] reads the clock.

@@ -66,7 +66,7 @@ use super::interval_tree::{Handle, IntervalTree};
 use super::partitions::{HandoverLock, PartitionChange, TablePartitions};
 
 mod cached;
-use crate::metrics::{Clock, EngineSnapshot, ErrorCounts, ErrorTally, Timings};
+use crate::metrics::{CacheCounts, Clock, EngineSnapshot, ErrorCounts, ErrorTally, Timings};
 use crate::protocol::{
     name_hash, op, stats_named_entries_within, CachedGrant, Counters, EntryState, GrantMode, Mode,
     ResponseFrame, StatsBody, StatsEntry, Status,
@@ -119,6 +119,8 @@ struct Entry {
     kept: bool,
     /// Asked with `LOCK_CACHED`: the grant is answered with its extent.
     cached_req: bool,
+    /// Metrics on: when it was first called back since its last give-back (0: not).
+    called: u64,
 }
 
 impl Entry {
@@ -254,19 +256,6 @@ pub struct LockTable {
     kept_total: usize,
     /// Callbacks sent and give-backs done.
     cache_counts: CacheCounts,
-}
-
-/// What cached locks did, for metrics and tests.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CacheCounts {
-    /// `CALLBACK` notices sent.
-    pub callbacks: u64,
-    /// `GIVE_BACK`s done.
-    pub give_backs: u64,
-    /// Kept extents now.
-    pub kept: u64,
-    /// Grants of `LOCK_CACHED` wider than asked.
-    pub expanded: u64,
 }
 
 impl LockTable {
@@ -480,6 +469,7 @@ impl LockTable {
             own,
             kept,
             cached_req: desired.is_some(),
+            called: 0,
         };
         let h = self.insert(l, g_start, g_end, entry);
         let s = self.sessions.get_mut(&session).expect("checked above");
@@ -937,6 +927,7 @@ impl LockTable {
             own,
             kept: false,
             cached_req: false,
+            called: 0,
         };
         let h = self.insert(l, start, end, entry);
         let s = self.sessions.get_mut(&session).expect("checked above");
@@ -1021,6 +1012,7 @@ impl LockTable {
                 own: false,
                 kept: false,
                 cached_req: false,
+                called: 0,
             };
             let l = self.enter_line(lock.name.clone());
             let h = self.insert(l, lock.start, lock.end, entry);
@@ -1180,7 +1172,9 @@ impl LockTable {
         errors.add(&self.handler_errors.tally());
         let names_live = self.lines.len() as u64;
         let counters = Counters { errors: errors.total(), names_live, ..self.counters };
-        let (wait, hold) = self.timings.as_ref().map(|t| (t.wait, t.hold)).unwrap_or_default();
-        EngineSnapshot { counters, errors, wait, hold }
+        let (wait, hold, callback) =
+            self.timings.as_ref().map(|t| (t.wait, t.hold, t.callback)).unwrap_or_default();
+        let cache = self.cache_counts();
+        EngineSnapshot { counters, errors, wait, hold, cache, callback }
     }
 }

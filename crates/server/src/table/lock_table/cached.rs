@@ -154,6 +154,11 @@ impl LockTable {
             }
             let (xs, xe, _) = self.tree.interval(h);
             let part = Callback { start: start.max(unit(xs)), end: end.min(unit(xe)), mode };
+            if e.called == 0 {
+                if let Some(t) = &mut self.timings {
+                    self.tree.get_mut(h).called = t.now().max(1);
+                }
+            }
             self.cache_counts.callbacks += 1;
             self.note_contended(e.session);
             self.reply(e.session, ResponseFrame::callback(e.id, part));
@@ -268,6 +273,10 @@ impl LockTable {
             vec![(ls, start, target), (end, le, id)]
         };
         self.cache_counts.give_backs += 1;
+        if let (Some(t), true) = (&mut self.timings, e.called != 0) {
+            let now = t.now();
+            t.callback.observe(now.saturating_sub(e.called));
+        }
         if pieces.is_empty() {
             // The whole lock: an unlock.
             let e = self.remove(h);
@@ -299,7 +308,7 @@ impl LockTable {
         let old = self.tree.remove(h);
         let mut new = Vec::with_capacity(pieces.len());
         for (i, &(s, e, id)) in pieces.iter().enumerate() {
-            let entry = Entry { id, mode, ..old };
+            let entry = Entry { id, mode, called: 0, ..old };
             let nh = self.tree.insert(at(l, s), at(l, e), seq, entry);
             if l != 0 && self.parts.is_some() {
                 let p = self.partition_of(at(l, s));
