@@ -149,7 +149,7 @@ fn version_3_server(l: &TcpListener) -> ([Vec<u8>; 2], TcpStream) {
 
 #[test]
 fn both_clients_fall_back_to_version_3_for_a_version_3_server() {
-    let want = [b"RLCK\x05\x00\x00\x00".to_vec(), b"RLCK\x03\x00\x00\x00".to_vec()];
+    let want = [b"RLCK\x06\x00\x00\x00".to_vec(), b"RLCK\x03\x00\x00\x00".to_vec()];
     let (l, ep) = fake_server();
     std::thread::scope(|s| {
         let h = s.spawn(|| version_3_server(&l));

@@ -81,7 +81,7 @@ async fn the_async_client_locks_named_resources() {
     }
 }
 
-/// A client that fell back to version 4 (an older server refused version 5) has no names:
+/// A client that fell back to version 4 (an older server refused version 6) has no names:
 /// `resource` says so without sending anything.
 #[test]
 fn a_session_before_version_5_has_no_names() {
@@ -108,8 +108,8 @@ fn a_session_before_version_5_has_no_names() {
         let conns = server.join().unwrap();
         assert_eq!(
             conns.iter().map(|(h, _)| h[4]).collect::<Vec<_>>(),
-            [5, 4],
-            "offered 5, then 4"
+            [6, 4],
+            "offered 6, then 4"
         );
         let e = client.resource("db/orders").unwrap_err();
         assert!(matches!(e, ClientError::NamesUnsupported { version: 4 }), "{e}");

@@ -284,3 +284,39 @@ fn closing_a_caching_session_releases_its_extents() {
     let st = b.call(8, Request::Stats { max_entries: 10 }).stats.unwrap();
     assert_eq!(st.counters.holders, 1);
 }
+
+/// The value of the unlabelled series `name` in a scrape of `addr` (`engine` label aside).
+fn scraped(addr: std::net::SocketAddr, name: &str) -> f64 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    body.lines()
+        .find(|l| l.starts_with(&format!("rangelock_{name}{{")))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in the scrape"))
+}
+
+#[test]
+fn metrics_count_kept_extents_callbacks_and_give_backs() {
+    let srv = server(|c| c.metrics = Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0))));
+    let m = srv.metrics_addr().unwrap();
+    let mut a = caching(&srv);
+    grant(&a.call(2, cached(0, 10, Mode::Exclusive, Wait::Forever, (0, 1000))));
+    assert_eq!(scraped(m, "cached_extents"), 1.0);
+    assert_eq!(scraped(m, "cache_expanded_total"), 1.0);
+    let mut b = Raw::connect(srv.tcp_addr().unwrap());
+    b.send(7, lock(500, 510, Mode::Exclusive, Wait::Forever));
+    let _ = callback(&mut a);
+    let r = a.call(3, Request::GiveBack { target: 2, start: 0, end: 1000, downgrade: false });
+    assert_eq!(r.status, Status::Ok);
+    assert_eq!(b.recv().unwrap().status, Status::Ok);
+    assert_eq!(scraped(m, "callbacks_total"), 1.0);
+    assert_eq!(scraped(m, "give_backs_total"), 1.0);
+    assert_eq!(scraped(m, "callback_seconds_count"), 1.0);
+    assert_eq!(scraped(m, "cached_extents"), 0.0);
+    let c = srv.cache_counts().unwrap();
+    assert_eq!((c.callbacks, c.give_backs, c.kept, c.expanded), (1, 1, 0, 1));
+}

@@ -235,6 +235,11 @@ impl Want {
             "locks_queued",
             "names_live",
             "named_locks_held",
+            "cached_extents",
+            "callbacks_total",
+            "give_backs_total",
+            "cache_expanded_total",
+            "callback_seconds_count",
         ] {
             w.insert(k.to_owned(), 0.0);
         }

@@ -573,7 +573,7 @@ fn version_5_sessions_lock_named_resources_on_every_engine() {
     for engine in engines {
         let srv = server(|c| c.engine = engine);
         let addr = srv.tcp_addr().unwrap();
-        let (mut a, mut b) = (Raw::connect(addr), Raw::connect(addr));
+        let (mut a, mut b) = (Raw::connect_version(addr, 5), Raw::connect_version(addr, 5));
         assert_eq!(a.hello.version, 5);
         let ok = |r: ResponseFrame| (r.op, r.status);
         assert_eq!(ok(a.call(1, named(b"db/a", 0, 10, Wait::Try))), (op::LOCK, Status::Ok));
