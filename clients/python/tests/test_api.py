@@ -193,6 +193,7 @@ BUILTIN_BASES: Dict[str, Tuple[type, ...]] = {
     "NotHeldError": (),
     "TooManyLocksError": (),
     "TooManyNamesError": (),
+    "CacheUnavailableError": (),
     "AlreadyReleasedError": (),
     "MalformedError": (),
     "UnknownOpError": (),
@@ -294,7 +295,7 @@ def test_asyncio_client_natively(server: Server) -> None:
     async def main() -> None:
         async with rangelock.aio.AsyncClient(server.address) as a:
             b = await rangelock.aio.connect(server.address)
-            assert a.hello.version == 5 and a.session != b.session
+            assert a.hello.version == rangelock.protocol.VERSION and a.session != b.session
             async with await a.lock(0, 10) as g:
                 assert g.valid and g.token >= 1
                 with pytest.raises(rangelock.WouldBlockError):

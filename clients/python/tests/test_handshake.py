@@ -60,7 +60,7 @@ def test_hello_bytes_without_and_with_token(connect: Connect) -> None:
 @pytest.mark.parametrize(
     "vector,exc,words",
     [
-        ("server-hello-refused", rangelock.UnsupportedVersionError, "speaks protocol version 5, this client speaks 3 to 5"),
+        ("server-hello-refused", rangelock.UnsupportedVersionError, "speaks protocol version 6, this client speaks 3 to 6"),
         ("server-hello-auth-required", rangelock.AuthRequiredError, "requires authentication: pass token="),
         ("server-hello-auth-failed", rangelock.AuthFailedError, "refused the token"),
         ("server-hello-tls-required", rangelock.TlsRequiredError, "speaks TLS on this port: pass tls="),
@@ -109,7 +109,7 @@ def test_connect_refused_says_where_and_why(connect: Connect) -> None:
 
 def test_real_server_accepts_a_version_4_hello(server: Server, connect: Connect) -> None:
     with connect(server.address) as c:
-        assert c.hello.version == 5
+        assert c.hello.version == P.VERSION
         assert c.session >= 1
         assert c.grant_mode == P.GrantMode.PUSH
         assert c.lease == 10.0
@@ -125,16 +125,16 @@ def test_real_server_refuses_a_version_2_hello(server: Server) -> None:
             assert data, "closed before the refusal"
             reply += data
         h = P.decode_server_hello(reply[:24])
-        assert (h.version, h.status, h.session) == (5, P.HelloStatus.UNSUPPORTED_VERSION, 0)
+        assert (h.version, h.status, h.session) == (P.VERSION, P.HelloStatus.UNSUPPORTED_VERSION, 0)
         assert s.recv(64) == b"", "the server closes after a refusal"
 
 
 def test_client_of_another_version_is_told_the_servers(server: Server, monkeypatch: pytest.MonkeyPatch, connect: Connect) -> None:
-    monkeypatch.setattr(P, "VERSION", 6)
-    monkeypatch.setattr(P, "MIN_VERSION", 6)
-    with pytest.raises(rangelock.UnsupportedVersionError, match="speaks protocol version 5") as info:
+    monkeypatch.setattr(P, "VERSION", 7)
+    monkeypatch.setattr(P, "MIN_VERSION", 7)
+    with pytest.raises(rangelock.UnsupportedVersionError, match="speaks protocol version 6") as info:
         connect(server.address)
-    assert info.value.server_version == 5
+    assert info.value.server_version == 6
 
 
 def test_real_server_accepts_a_version_3_hello(server: Server) -> None:

@@ -41,7 +41,7 @@ def check_names_are_separate_resources(c1: Any, c2: Any) -> None:
 def test_names_are_separate_resources(start_server: StartServer, connect: Connect, engine: str) -> None:
     server = start_server("--engine", engine)
     with connect(server.address) as c1, connect(server.address) as c2:
-        assert c1.hello.version == 5
+        assert c1.hello.version == rangelock.protocol.VERSION
         check_names_are_separate_resources(c1, c2)
 
 

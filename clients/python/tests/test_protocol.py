@@ -42,13 +42,13 @@ def vec(name: str) -> bytes:
 
 
 def test_client_hellos() -> None:
-    assert P.VERSION == 5 and P.MIN_VERSION == 3
+    assert P.VERSION == 6 and P.MIN_VERSION == 3
     assert P.encode_client_hello() == vec("client-hello")
     assert P.encode_client_hello(b"secret") == vec("client-hello-token")
     assert P.encode_client_hello(version=3) == vec("client-hello-v3")
     assert P.encode_client_hello(version=2) == vec("client-hello-v2")
-    assert P.decode_client_hello(vec("client-hello")) == (5, None)
-    assert P.decode_client_hello(vec("client-hello-token")) == (5, b"secret")
+    assert P.decode_client_hello(vec("client-hello")) == (6, None)
+    assert P.decode_client_hello(vec("client-hello-token")) == (6, b"secret")
     assert P.decode_client_hello(vec("client-hello-v3")) == (3, None)
     assert P.decode_client_hello(vec("client-hello-v2")) == (2, None)
 
@@ -63,12 +63,12 @@ def test_token_length_is_checked_before_sending() -> None:
 @pytest.mark.parametrize(
     "name,version,status,grant,session",
     [
-        ("server-hello", 5, P.HelloStatus.ACCEPTED, P.GrantMode.PUSH, 1),
+        ("server-hello", 6, P.HelloStatus.ACCEPTED, P.GrantMode.PUSH, 1),
         ("server-hello-v3", 3, P.HelloStatus.ACCEPTED, P.GrantMode.PUSH, 2),
-        ("server-hello-refused", 5, P.HelloStatus.UNSUPPORTED_VERSION, P.GrantMode.POLL, 0),
-        ("server-hello-auth-required", 5, P.HelloStatus.AUTH_REQUIRED, P.GrantMode.PUSH, 0),
-        ("server-hello-auth-failed", 5, P.HelloStatus.AUTH_FAILED, P.GrantMode.PUSH, 0),
-        ("server-hello-tls-required", 5, P.HelloStatus.TLS_REQUIRED, P.GrantMode.PUSH, 0),
+        ("server-hello-refused", 6, P.HelloStatus.UNSUPPORTED_VERSION, P.GrantMode.POLL, 0),
+        ("server-hello-auth-required", 6, P.HelloStatus.AUTH_REQUIRED, P.GrantMode.PUSH, 0),
+        ("server-hello-auth-failed", 6, P.HelloStatus.AUTH_FAILED, P.GrantMode.PUSH, 0),
+        ("server-hello-tls-required", 6, P.HelloStatus.TLS_REQUIRED, P.GrantMode.PUSH, 0),
     ],
 )
 def test_server_hellos(name: str, version: int, status: P.HelloStatus, grant: P.GrantMode, session: int) -> None:
@@ -109,6 +109,12 @@ REQUESTS = [
     ("map", P.encode_map(11), P.Request(P.Op.MAP, 11)),
     ("shm-attach", P.encode_shm_attach(18), P.Request(P.Op.SHM_ATTACH, 18)),
     ("watch-map", P.encode_watch_map(24), P.Request(P.Op.WATCH_MAP, 24)),
+    ("cache-on", P.encode_cache_on(26), P.Request(P.Op.CACHE_ON, 26)),
+    ("lock-cached", P.encode_lock_cached(28, 0x1000, 0x2000, P.Mode.EXCLUSIVE, P.Wait.FOREVER, 0, 0, 0x100000),
+     P.Request(P.Op.LOCK_CACHED, 28, 0x1000, 0x2000, P.Mode.EXCLUSIVE, P.Wait.FOREVER, 0, name=b"",
+               desired_start=0, desired_end=0x100000)),
+    ("give-back", P.encode_give_back(29, 28, 0x4000, 0x5000),
+     P.Request(P.Op.GIVE_BACK, 29, 0x4000, 0x5000, target=28, downgrade=False)),
 ]
 
 
@@ -164,7 +170,28 @@ RESPONSES = [
     ("resp-watch-map", P.Response(P.Op.WATCH_MAP, 24, S.OK, 42)),
     ("resp-watch-map-not-clustered", P.Response(P.Op.WATCH_MAP, 25, S.NOT_CLUSTERED, 0)),
     ("notice-map-changed", P.Response(P.Op.NOTICE, 0, S.MAP_CHANGED, 43)),
+    ("resp-cache-on", P.Response(P.Op.CACHE_ON, 26, S.OK, 0)),
+    ("resp-cache-unavailable", P.Response(P.Op.CACHE_ON, 27, S.CACHE_UNAVAILABLE, 0)),
+    ("resp-give-back", P.Response(P.Op.GIVE_BACK, 29, S.OK, 0)),
 ]
+
+
+def test_cached_lock_bodies() -> None:
+    # Version 6: this client never sends CACHE_ON, but it decodes what a cached session
+    # would get: a LOCK_CACHED grant and a CALLBACK notice, bodies kept as bytes.
+    r = P.decode_response(vec("resp-lock-cached")[4:])
+    assert (r.op, r.id, r.status, r.value) == (P.Op.LOCK_CACHED, 28, S.OK, 42)
+    assert r.cached_grant() == (0, 0x100000, True)
+    assert P.encode_response(r) == VECTORS["resp-lock-cached"]
+    n = P.decode_response(vec("notice-callback")[4:])
+    assert n.is_notice and (n.status, n.value) == (S.CALLBACK, 28)
+    assert n.callback() == (0x4000, 0x5000, P.Mode.SHARED)
+    assert P.encode_response(n) == VECTORS["notice-callback"]
+    # A CALLBACK notice without its body, a LOCK_CACHED grant without one: refused.
+    with pytest.raises(ProtocolError):
+        P.decode_response(VECTORS["notice-callback"][4:22])
+    with pytest.raises(ProtocolError):
+        P.decode_response(VECTORS["resp-lock-cached"][4:22])
 
 
 def test_session_ended_notices() -> None:
@@ -287,7 +314,7 @@ def test_response_decode_errors() -> None:
     with pytest.raises(ProtocolError, match="not a response"):
         P.decode_response(b"\x01" + granted[1:])
     with pytest.raises(ProtocolError, match="unknown status"):
-        P.decode_response(granted[:9] + b"\x27" + granted[10:])
+        P.decode_response(granted[:9] + b"\x29" + granted[10:])
     with pytest.raises(ProtocolError, match="unexpected bytes"):
         P.decode_response(granted + b"\x00")
     stats = VECTORS["resp-stats"][4:]
@@ -307,8 +334,8 @@ def test_every_status_has_its_exception() -> None:
     import rangelock.errors as E
 
     for status in P.Status:
-        if status in (S.OK, S.PENDING, S.SESSION_ENDED, S.MAP_CHANGED):
-            continue  # SESSION_ENDED and MAP_CHANGED are notices' statuses, never answers
+        if status in (S.OK, S.PENDING, S.SESSION_ENDED, S.MAP_CHANGED, S.CALLBACK):
+            continue  # SESSION_ENDED, MAP_CHANGED, CALLBACK: notices' statuses, never answers
         e = E.error_for_status(status, 0, "lock 0..1 exclusive")
         assert type(e) is not E.ServerError, status
         assert e.status is status

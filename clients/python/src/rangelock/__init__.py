@@ -1,4 +1,4 @@
-"""Python client of the rangelock server (``rangelock serve``), protocol version 5 (or 4, 3).
+"""Python client of the rangelock server (``rangelock serve``), protocol version 6 (or 5, 4, 3).
 
 >>> import rangelock
 >>> with rangelock.Client("127.0.0.1:7878") as client:          # doctest: +SKIP

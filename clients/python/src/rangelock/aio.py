@@ -411,7 +411,7 @@ class AsyncClient:
     # ---------------------------------------------------------------- connecting
 
     async def connect(self) -> AsyncClient:
-        """Connects and does the handshake (offering version 5, then the version an older
+        """Connects and does the handshake (offering version 6, then the version an older
         server names); returns the client. Raises :class:`ConnectError` and its subclasses, as
         :class:`rangelock.Client` does."""
         if self._conn is not None:

@@ -1,4 +1,4 @@
-"""The blocking client of ``rangelock serve`` (protocol version 5, 4 or 3, ``docs/PROTOCOL.md``).
+"""The blocking client of ``rangelock serve`` (protocol version 6, 5, 4 or 3, ``docs/PROTOCOL.md``).
 
 One :class:`Client` is one connection, and so one server *session*: every lock it takes
 lives as long as the connection. Any number of threads may share a client. Their requests
@@ -442,8 +442,8 @@ class Client:
     handshake and the hello. ``keepalive=False`` sends no keepalives (the session then
     ends after a lease without requests; for tests).
 
-    The client offers protocol version 5; an older server refuses it naming its version (4
-    or 3) and is asked again, on a new connection, with that one (``client.hello.version``
+    The client offers protocol version 6; an older server refuses it naming its version (5,
+    4 or 3) and is asked again, on a new connection, with that one (``client.hello.version``
     tells which one the session speaks).
 
     Raises :class:`ConnectError` (or a subclass: :class:`AuthRequiredError`,

@@ -90,6 +90,7 @@ __all__ = [
     "ForbiddenError",
     "BadNameError",
     "TooManyNamesError",
+    "CacheUnavailableError",
     "NamesUnsupportedError",
     "LockLostError",
     "PartitionUnavailableError",
@@ -373,6 +374,14 @@ class TooManyNamesError(ServerError):
     meaning = "the server has its most live resource names (--max-names)"
 
 
+class CacheUnavailableError(ServerError):
+    code = 0x28
+    meaning = (
+        "cached locks unavailable: the server caches nothing, or the session never sent "
+        "CACHE_ON (this client never does)"
+    )
+
+
 class NamesUnsupportedError(RangelockError, NotImplementedError):
     """A named lock on a session before protocol version 5 (an older server): raised
     before anything is sent."""
@@ -429,6 +438,7 @@ _BY_CODE: Dict[int, Type[ServerError]] = {
         ForbiddenError,
         BadNameError,
         TooManyNamesError,
+        CacheUnavailableError,
     )
 }
 

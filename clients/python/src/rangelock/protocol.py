@@ -81,6 +81,9 @@ __all__ = [
     "encode_map",
     "encode_watch_map",
     "encode_shm_attach",
+    "encode_cache_on",
+    "encode_lock_cached",
+    "encode_give_back",
     "decode_request",
     "encode_response",
     "encode_notice",
@@ -90,8 +93,10 @@ __all__ = [
 
 #: The four bytes every hello starts with.
 MAGIC = b"RLCK"
-#: The newest protocol version this package speaks (the one its hello offers).
-VERSION = 5
+#: The newest protocol version this package speaks (the one its hello offers). Version 6
+#: adds cached locks (§2.3); this client never sends ``CACHE_ON``, so it stays uncached and
+#: never gets a ``CALLBACK`` notice.
+VERSION = 6
 #: The oldest version it still speaks: it falls back to it when a server refuses
 #: :data:`VERSION` and names this one.
 MIN_VERSION = 3
@@ -150,6 +155,12 @@ class Op(enum.IntEnum):
     RECLAIM_NAMED = 0x0D
     #: Version 5 (§5.1): STATS with names and the names' counters.
     STATS_NAMED = 0x0E
+    #: Version 6: ask for cached locks (§2.3; this client never does).
+    CACHE_ON = 0x0F
+    #: Version 6: a lock the server may grant wider, to be kept (§2.3).
+    LOCK_CACHED = 0x10
+    #: Version 6: release part of a held lock, or turn it shared (§2.3).
+    GIVE_BACK = 0x11
     #: The op of an ``UNKNOWN_OP`` answer: its op byte is ``0xff`` = ``0x7f | 0x80``.
     UNKNOWN = 0x7F
 
@@ -195,6 +206,11 @@ class Status(enum.IntEnum):
     BAD_NAME = 0x25
     #: LOCK_NAMED (§2.2) of a new name while the server has ``--max-names`` live names.
     TOO_MANY_NAMES = 0x26
+    #: Version 6, a NOTICE only, after CACHE_ON: another session needs part of a lock.
+    CALLBACK = 0x27
+    #: Version 6: CACHE_ON to a server that caches nothing, or LOCK_CACHED / GIVE_BACK
+    #: without CACHE_ON.
+    CACHE_UNAVAILABLE = 0x28
 
     @property
     def is_error(self) -> bool:
@@ -472,6 +488,33 @@ def encode_shm_attach(id: int) -> bytes:
     return _HEAD.pack(9, Op.SHM_ATTACH, id)
 
 
+def encode_cache_on(id: int) -> bytes:
+    """CACHE_ON (version 6, §2.3): no payload."""
+    return _HEAD.pack(9, Op.CACHE_ON, id)
+
+
+def encode_lock_cached(
+    id: int,
+    start: int,
+    end: int,
+    mode: int,
+    wait: int,
+    timeout_ms: int,
+    desired_start: int,
+    desired_end: int,
+    name: bytes = b"",
+) -> bytes:
+    """LOCK_CACHED (version 6, §2.3): LOCK's payload, then ``desired_start u64,
+    desired_end u64, name_len u16, name`` (an empty name: the unnamed resource)."""
+    head = _LOCK.pack(31 + 18 + len(name), Op.LOCK_CACHED, id, start, end, mode, wait, timeout_ms)
+    return head + struct.pack("<QQH", desired_start, desired_end, len(name)) + name
+
+
+def encode_give_back(id: int, target: int, start: int, end: int, downgrade: bool = False) -> bytes:
+    """GIVE_BACK (version 6, §2.3): ``target u64, start u64, end u64, downgrade u8``."""
+    return _HEAD.pack(34, Op.GIVE_BACK, id) + struct.pack("<QQQB", target, start, end, downgrade)
+
+
 @dataclass(frozen=True)
 class Request:
     """A decoded request frame (the client never needs this; tests and fake servers do).
@@ -489,6 +532,9 @@ class Request:
     max_entries: Optional[int] = None
     token: Optional[int] = None
     name: Optional[bytes] = None
+    desired_start: Optional[int] = None
+    desired_end: Optional[int] = None
+    downgrade: Optional[bool] = None
 
 
 def decode_request(frame: bytes) -> Request:
@@ -515,7 +561,17 @@ def decode_request(frame: bytes) -> Request:
         Op.MAP: 0,
         Op.SHM_ATTACH: 0,
         Op.WATCH_MAP: 0,
+        Op.CACHE_ON: 0,
+        Op.GIVE_BACK: 25,
     }
+    if op is Op.LOCK_CACHED and len(payload) >= 40:
+        start, end, mode, wait, timeout_ms, ds, de, n = struct.unpack_from("<QQBBIQQH", payload)
+        if len(payload) != 40 + n:
+            raise ProtocolError(f"LOCK_CACHED: bad payload size {len(payload)} for a {n}-byte name")
+        return Request(
+            op, id, start, end, Mode(mode), Wait(wait), timeout_ms,
+            name=bytes(payload[40:]), desired_start=ds, desired_end=de,
+        )
     if op is Op.LOCK_NAMED and len(payload) >= 24:
         start, end, mode, wait, timeout_ms, n = struct.unpack_from("<QQBBIH", payload)
         if len(payload) != 24 + n:
@@ -538,6 +594,11 @@ def decode_request(frame: bytes) -> Request:
     if op is Op.RECLAIM:
         start, end, mode, token = struct.unpack("<QQBQ", payload)
         return Request(op, id, start, end, Mode(mode), token=token)
+    if op is Op.GIVE_BACK:
+        target, start, end, downgrade = struct.unpack("<QQQB", payload)
+        if downgrade > 1:
+            raise ProtocolError(f"GIVE_BACK: bad downgrade byte {downgrade}")
+        return Request(op, id, start, end, target=target, downgrade=bool(downgrade))
     return Request(op, id)
 
 
@@ -890,8 +951,10 @@ class Response:
     ``UNKNOWN_OP`` answer, :attr:`Op.NOTICE` for a server-pushed notice; an op byte this
     package does not know stays a plain ``int``. ``stats`` is set for a successful STATS,
     ``owner`` for a ``NOT_OWNER`` answer, ``map`` for a successful MAP (whose ``body`` is
-    kept too); the SHM_ATTACH body this client never asks for is kept undecoded in
-    ``body``."""
+    kept too); the bodies this client never asks for are kept undecoded in ``body``: a
+    successful SHM_ATTACH's, a successful LOCK_CACHED's (``start u64, end u64, cached
+    u8``, :meth:`cached_grant`) and a CALLBACK notice's (``start u64, end u64, mode u8``,
+    :meth:`callback`)."""
 
     op: int
     id: int
@@ -905,6 +968,20 @@ class Response:
     @property
     def is_notice(self) -> bool:
         return self.op == Op.NOTICE
+
+    def cached_grant(self) -> Tuple[int, int, bool]:
+        """A successful LOCK_CACHED's body: the granted ``(start, end, cached)``."""
+        start, end, cached = _CACHED_BODY.unpack(self.body)
+        return start, end, bool(cached)
+
+    def callback(self) -> Tuple[int, int, Mode]:
+        """A CALLBACK notice's body: the part wanted ``(start, end, mode)``."""
+        start, end, mode = _CACHED_BODY.unpack(self.body)
+        return start, end, Mode(mode)
+
+
+#: The body of a LOCK_CACHED answer and of a CALLBACK notice (version 6, §2.3).
+_CACHED_BODY = struct.Struct("<QQB")
 
 
 def encode_response(r: Response) -> bytes:
@@ -926,8 +1003,15 @@ def encode_response(r: Response) -> bytes:
 
 
 #: The statuses a NOTICE may carry: the cluster's two (§7.6), version 4's
-#: ``SESSION_ENDED`` (§2.1) and ``MAP_CHANGED`` (§7.7, only after a ``WATCH_MAP``).
-_NOTICE_STATUSES = (Status.NOT_OWNER, Status.FENCED, Status.SESSION_ENDED, Status.MAP_CHANGED)
+#: ``SESSION_ENDED`` (§2.1), ``MAP_CHANGED`` (§7.7, only after a ``WATCH_MAP``) and version
+#: 6's ``CALLBACK`` (§2.3, only after a ``CACHE_ON``, with a body).
+_NOTICE_STATUSES = (
+    Status.NOT_OWNER,
+    Status.FENCED,
+    Status.SESSION_ENDED,
+    Status.MAP_CHANGED,
+    Status.CALLBACK,
+)
 
 
 def encode_notice(status: Status, value: int) -> bytes:
@@ -953,9 +1037,10 @@ def decode_response(frame: bytes) -> Response:
         raise ProtocolError(f"response with unknown status {status_byte:#04x}") from None
     body = bytes(frame[_RESPONSE_MIN_LEN:])
     if op == Op.NOTICE:
-        if id != 0 or status not in _NOTICE_STATUSES or body:
+        with_body = status == Status.CALLBACK
+        if id != 0 or status not in _NOTICE_STATUSES or (len(body) != _CACHED_BODY.size if with_body else body):
             raise ProtocolError("undecodable notice")
-        return Response(op, id, status, value)
+        return Response(op, id, status, value, body=body)
     if status == Status.NOT_OWNER:
         return Response(op, id, status, value, owner=OwnerHint.decode(body))
     if status == Status.OK and op in (Op.STATS, Op.STATS_NAMED):
@@ -964,6 +1049,10 @@ def decode_response(frame: bytes) -> Response:
     if status == Status.OK and op == Op.MAP:
         return Response(op, id, status, value, body=body, map=ClusterMap.decode(body))
     if status == Status.OK and op == Op.SHM_ATTACH:
+        return Response(op, id, status, value, body=body)
+    if status == Status.OK and op == Op.LOCK_CACHED:
+        if len(body) != _CACHED_BODY.size:
+            raise ProtocolError(f"LOCK_CACHED answer with a {len(body)}-byte body")
         return Response(op, id, status, value, body=body)
     if body:
         raise ProtocolError(f"{len(body)} unexpected bytes after a {status.name} response")
