@@ -1,0 +1,132 @@
+//! The callback task: runs each `CALLBACK` notice's recall, gives idle extents back, and
+//! forgets every extent when the session is lost.
+//!
+//! Each callback runs in a task of its own. One task for all of them, in order, could
+//! deadlock where uncached locks do not: a recall waiting for a local holder of its part
+//! would hold up a later callback on another extent, which that holder's next lock (at
+//! the server, behind the other session's waiter) may need. Recalls of one extent are
+//! still one at a time: a callback that finds its extent being recalled waits for that
+//! recall to end and looks again.
+
+use std::future::Future;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use rangelock_proto::{Callback, Request, Status};
+use tokio::sync::mpsc;
+
+use super::client::Inner;
+use super::handover::{GiveBack, Part, Recall, Target};
+use crate::error::ConnectionLoss;
+
+/// The task: until the session is lost or the client is gone.
+pub(crate) async fn run(
+    inner: Weak<Inner>,
+    mut rx: mpsc::UnboundedReceiver<(u64, Callback)>,
+    lost: impl Future<Output = Option<ConnectionLoss>>,
+) {
+    let idle = match inner.upgrade() {
+        Some(i) => i.options.idle,
+        None => return,
+    };
+    let mut tick = tokio::time::interval((idle / 2).max(Duration::from_millis(10)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(lost);
+    loop {
+        tokio::select! {
+            m = rx.recv() => {
+                let Some((id, cb)) = m else { return };
+                let Some(inner) = inner.upgrade() else { return };
+                let part = Part { start: cb.start, end: cb.end, mode: cb.mode };
+                tokio::spawn(async move { recall(&inner, id, part).await });
+            }
+            _ = tick.tick() => {
+                let Some(inner) = inner.upgrade() else { return };
+                give_back_idle(&inner, idle);
+            }
+            _ = &mut lost => {
+                if let Some(inner) = inner.upgrade() {
+                    inner.handover.clear();
+                    inner.recall_done.notify_waiters();
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// The callback for lock `id`: gives back `part` of every extent of the lock that holds
+/// it in a conflicting mode.
+async fn recall(inner: &Arc<Inner>, id: u64, part: Part) {
+    loop {
+        let notified = inner.recall_done.notified();
+        tokio::pin!(notified);
+        // Registered before looking, so a recall that ends in between still wakes us.
+        notified.as_mut().enable();
+        let target = match inner.handover.begin_recall(id, part) {
+            Recall::Done | Recall::Deferred => return,
+            Recall::Busy => {
+                notified.await;
+                continue;
+            }
+            Recall::Target(t) => t,
+        };
+        // Waits for the local holders of the part (new ones stay out: it is marked).
+        let held = target.lock.lock_owned_async(target.part.clone()).await;
+        let id = inner.client.core().next_id();
+        let give_back = inner.handover.give_back(&target, held, id);
+        finish(inner, &target, give_back).await;
+    }
+}
+
+/// Gives back every extent unused for `idle` that has no local holder now.
+fn give_back_idle(inner: &Arc<Inner>, idle: Duration) {
+    for target in inner.handover.idle_candidates(Instant::now(), idle) {
+        let e = &target.extent;
+        let Ok(held) = target.lock.try_lock_owned(e.start..e.end) else { continue };
+        let id = inner.client.core().next_id();
+        if let Some((gb, guards)) = inner.handover.give_back_whole(&target, held, id) {
+            let _ = send(inner, &gb);
+            drop(guards);
+        }
+    }
+}
+
+/// Sends `give_back`, drops its local guards, ends the recall, and checks the answer.
+async fn finish(
+    inner: &Arc<Inner>,
+    target: &Target,
+    give_back: Option<(GiveBack, Vec<rangelock::OwnedRangeGuard>)>,
+) {
+    let Some((gb, guards)) = give_back else {
+        inner.handover.finish_recall(target, None);
+        inner.recall_done.notify_waiters();
+        return;
+    };
+    let answer = send(inner, &gb);
+    // Sent: a local locker that gets the part now finds it uncovered and asks the server,
+    // which sees the GIVE_BACK first.
+    drop(guards);
+    inner.handover.finish_recall(target, Some(&gb));
+    inner.recall_done.notify_waiters();
+    if let Some(rx) = answer {
+        if let Ok(r) = rx.await {
+            if !matches!(r.status, Status::Ok | Status::AlreadyReleased) {
+                tracing::warn!(?gb, status = ?r.status, "GIVE_BACK refused");
+            }
+        }
+    }
+}
+
+/// Sends `GIVE_BACK`; the receiver of its answer (`None`: the connection is gone).
+fn send(
+    inner: &Inner,
+    gb: &GiveBack,
+) -> Option<tokio::sync::oneshot::Receiver<rangelock_proto::ResponseFrame>> {
+    let core = inner.client.core();
+    let rx = core.register(gb.id).ok()?;
+    let request =
+        Request::GiveBack { target: gb.target, start: gb.start, end: gb.end, downgrade: false };
+    core.send(gb.id, request).ok()?;
+    Some(rx)
+}

@@ -1,0 +1,432 @@
+//! The synchronous core of the cached client: the map of kept extents, the in-process
+//! [`RangeLock`] per resource, and the hand-over between local holders and a callback.
+//!
+//! It knows nothing of tokio or the connection, so the loom model (`loom_tests.rs`) runs
+//! it as it ships; the async client ([`super::client`]) and the callback task
+//! ([`super::callbacks`]) only add the waiting and the sending around it.
+//!
+//! # The protocol
+//!
+//! * **Local lock (fast path).** [`Handover::find`] says whether a kept extent covers the
+//!   range in a compatible mode and is not being recalled; the caller then takes the
+//!   resource's `RangeLock` over the range and calls [`Handover::confirm`], which checks
+//!   again, under the map mutex, that a kept extent still covers it (a callback may have
+//!   given it back in between). If not, the caller drops its local guard and retries.
+//! * **Callback.** [`Handover::begin_recall`] marks the extent recalled (no new fast-path
+//!   lock starts in it); the caller takes the `RangeLock` exclusively over the part wanted
+//!   (this waits for the local holders of the part) and calls [`Handover::give_back`],
+//!   which `try_lock`s the rest of the extent on each side, chooses what to give back (the
+//!   part plus every side without a local holder) and updates the map *while the local
+//!   guards are held*. The caller sends `GIVE_BACK`, then drops the guards and calls
+//!   [`Handover::finish_recall`]. A local locker that waited for the `RangeLock` over a
+//!   part given back finds it uncovered in `confirm` and goes to the server, where its
+//!   request queues behind the other session's.
+//!
+//! So a local guard over the part is either granted before the callback took the part
+//! (and dropped before `GIVE_BACK` is sent), or refused by `confirm` after.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rangelock::{Mode, OwnedRangeGuard, RangeLock};
+
+#[cfg(loom)]
+use loom::sync::{Mutex, MutexGuard};
+#[cfg(not(loom))]
+use std::sync::{Mutex, MutexGuard};
+
+/// A resource's name; empty for the unnamed resource.
+pub(crate) type Name = Arc<[u8]>;
+
+/// Whether a hold in `have` serves a lock in `want` (exclusive serves both).
+pub(crate) fn serves(have: Mode, want: Mode) -> bool {
+    have == Mode::Exclusive || want == Mode::Shared
+}
+
+/// Whether holds in `a` and `b` conflict.
+fn conflict(a: Mode, b: Mode) -> bool {
+    a == Mode::Exclusive || b == Mode::Exclusive
+}
+
+/// A kept extent: a lock the server granted as cached, which this client holds at the
+/// server while no local lock is inside it.
+#[derive(Clone, Debug)]
+pub(crate) struct Extent {
+    /// First unit.
+    pub(crate) start: u64,
+    /// One past the last unit.
+    pub(crate) end: u64,
+    /// How it is held at the server.
+    pub(crate) mode: Mode,
+    /// The request id that names it at the server.
+    pub(crate) id: u64,
+    /// Its fencing token.
+    pub(crate) token: u64,
+    /// A callback or the idle pass is giving (part of) it back.
+    pub(crate) recalled: bool,
+    /// When a local lock inside it last started or ended.
+    pub(crate) last_use: Instant,
+}
+
+/// The part of a lock another session wants (a `CALLBACK` notice's body).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Part {
+    /// First unit wanted.
+    pub(crate) start: u64,
+    /// One past the last unit wanted.
+    pub(crate) end: u64,
+    /// How the other session wants it.
+    pub(crate) mode: Mode,
+}
+
+/// An extent being recalled: what [`Handover::begin_recall`] picked.
+#[derive(Clone, Debug)]
+pub(crate) struct Target {
+    /// Its resource.
+    pub(crate) name: Name,
+    /// The resource's local lock.
+    pub(crate) lock: Arc<RangeLock>,
+    /// The extent as it was when marked.
+    pub(crate) extent: Extent,
+    /// The part to give back at least (inside the extent).
+    pub(crate) part: Range<u64>,
+}
+
+/// A `GIVE_BACK` to send: release `[start, end)` of lock `target`; the request's own id is
+/// `id` (it names the right part after a split).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GiveBack {
+    /// The request id of the `GIVE_BACK` itself.
+    pub(crate) id: u64,
+    /// The extent's lock id.
+    pub(crate) target: u64,
+    /// First unit given back.
+    pub(crate) start: u64,
+    /// One past the last unit given back.
+    pub(crate) end: u64,
+}
+
+/// What [`Handover::begin_recall`] found for a callback.
+#[derive(Debug)]
+pub(crate) enum Recall {
+    /// Nothing (more) to do: the lock is gone, or no extent of it overlaps the part in a
+    /// conflicting mode.
+    Done,
+    /// The lock's `LOCK_CACHED` answer is not settled yet: the callback is kept and
+    /// returned by [`Handover::settle`].
+    Deferred,
+    /// An extent of the lock overlapping the part is being recalled by someone else:
+    /// wait for its [`Handover::finish_recall`], then ask again.
+    Busy,
+    /// Give this back.
+    Target(Target),
+}
+
+/// One resource: its local lock and its kept extents by `(start, id)`.
+#[derive(Debug)]
+struct Resource {
+    lock: Arc<RangeLock>,
+    extents: BTreeMap<(u64, u64), Extent>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    resources: HashMap<Name, Resource>,
+    /// Each kept extent's resource and start, by lock id.
+    by_id: HashMap<u64, (Name, u64)>,
+    /// The lock ids of a split: each right part's id, and the id of the extent it came
+    /// from (a callback sent before the split names the left part's id).
+    family: HashMap<u64, u64>,
+    /// `LOCK_CACHED`s sent whose answer is not settled yet, with the callbacks that came
+    /// for them meanwhile.
+    inflight: HashMap<u64, Vec<Part>>,
+    /// The session is gone: nothing is kept any more.
+    lost: bool,
+}
+
+impl State {
+    /// The family root of lock `id`: the id of the grant it was split from.
+    fn root(&self, mut id: u64) -> u64 {
+        while let Some(&up) = self.family.get(&id) {
+            id = up;
+        }
+        id
+    }
+
+    fn remove(&mut self, name: &Name, start: u64, id: u64) -> Option<Extent> {
+        let r = self.resources.get_mut(name)?;
+        let e = r.extents.remove(&(start, id))?;
+        self.by_id.remove(&id);
+        Some(e)
+    }
+
+    fn insert(&mut self, name: &Name, e: Extent) {
+        self.by_id.insert(e.id, (name.clone(), e.start));
+        let r = self.resources.get_mut(name).expect("a resource's lock is made before its extents");
+        r.extents.insert((e.start, e.id), e);
+    }
+}
+
+/// The map of kept extents and the local locks; see the module docs.
+#[derive(Debug, Default)]
+pub(crate) struct Handover {
+    state: Mutex<State>,
+}
+
+impl Handover {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The local lock of resource `name` (made on first use; it lives as long as the
+    /// client).
+    pub(crate) fn local_lock(&self, name: &Name) -> Arc<RangeLock> {
+        let mut s = self.state();
+        let r = s.resources.entry(name.clone()).or_insert_with(|| Resource {
+            lock: Arc::new(RangeLock::new()),
+            extents: BTreeMap::new(),
+        });
+        r.lock.clone()
+    }
+
+    /// A kept extent of `name` covering `range` in a mode that serves `mode`, skipping
+    /// recalled ones if `recalled` is false: its id and token.
+    fn covering(
+        s: &mut State,
+        name: &Name,
+        range: &Range<u64>,
+        mode: Mode,
+        recalled: bool,
+        now: Option<Instant>,
+    ) -> Option<(u64, u64)> {
+        let r = s.resources.get_mut(name)?;
+        let hit = r
+            .extents
+            .range_mut(..=(range.start, u64::MAX))
+            .rev()
+            .map(|(_, e)| e)
+            .find(|e| {
+                e.end >= range.end && serves(e.mode, mode) && (recalled || !e.recalled)
+            })?;
+        if let Some(now) = now {
+            hit.last_use = now;
+        }
+        Some((hit.id, hit.token))
+    }
+
+    /// Whether a kept extent covers `range` of `name` for `mode` and is not being
+    /// recalled: the fast path may start.
+    pub(crate) fn find(&self, name: &Name, range: &Range<u64>, mode: Mode) -> bool {
+        Self::covering(&mut self.state(), name, range, mode, false, None).is_some()
+    }
+
+    /// With the local lock over `range` held: whether a kept extent still covers it for
+    /// `mode` (recalled or not: the recall waits for this holder). Its id and token, and
+    /// it counts as used `now`.
+    pub(crate) fn confirm(
+        &self,
+        name: &Name,
+        range: &Range<u64>,
+        mode: Mode,
+        now: Instant,
+    ) -> Option<(u64, u64)> {
+        Self::covering(&mut self.state(), name, range, mode, true, Some(now))
+    }
+
+    /// A local lock over `range` of `name` ended `now`: the extents it lay in were used.
+    pub(crate) fn touch(&self, name: &Name, range: &Range<u64>, now: Instant) {
+        let mut s = self.state();
+        if let Some(r) = s.resources.get_mut(name) {
+            for (_, e) in r.extents.range_mut(..(range.end, 0)) {
+                if e.end > range.start {
+                    e.last_use = now;
+                }
+            }
+        }
+    }
+
+    /// A `LOCK_CACHED` with id `id` is about to be sent: callbacks for it are kept until
+    /// [`Handover::settle`].
+    pub(crate) fn begin_flight(&self, id: u64) {
+        self.state().inflight.insert(id, Vec::new());
+    }
+
+    /// The `LOCK_CACHED` `id` is settled: `kept` is its extent if the client keeps it
+    /// (inserted now), `None` if it was not granted, was granted uncached or was
+    /// withdrawn. The callbacks that came for it meanwhile, to run now (none if not kept).
+    pub(crate) fn settle(&self, id: u64, name: &Name, kept: Option<Extent>) -> Vec<Part> {
+        let mut s = self.state();
+        let pending = s.inflight.remove(&id).unwrap_or_default();
+        match kept {
+            Some(e) if !s.lost => {
+                s.insert(name, e);
+                pending
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// A callback for lock `id` wants `part`: the next extent to give back, if any, marked
+    /// recalled (see [`Recall`]). Call again after each give-back until `Done`: a part may
+    /// span the two halves of a split.
+    pub(crate) fn begin_recall(&self, id: u64, part: Part) -> Recall {
+        let mut s = self.state();
+        if s.lost {
+            return Recall::Done;
+        }
+        if let Some(pending) = s.inflight.get_mut(&id) {
+            pending.push(part);
+            return Recall::Deferred;
+        }
+        let Some((name, _)) = s.by_id.get(&id).cloned().or_else(|| {
+            // Given back whole, or split: look for the other parts of its family.
+            let root = s.root(id);
+            s.by_id.iter().find(|(i, _)| s.root(**i) == root).map(|(_, v)| v.clone())
+        }) else {
+            return Recall::Done;
+        };
+        let root = s.root(id);
+        let State { resources, family, .. } = &mut *s;
+        let root_of = |mut i: u64| {
+            while let Some(&up) = family.get(&i) {
+                i = up;
+            }
+            i
+        };
+        let r = resources.get_mut(&name).expect("an extent's resource");
+        let mut busy = false;
+        let lock = r.lock.clone();
+        for (_, e) in r.extents.range_mut(..(part.end, 0)) {
+            if e.end <= part.start || !conflict(e.mode, part.mode) || root_of(e.id) != root {
+                continue;
+            }
+            if e.recalled {
+                busy = true;
+                continue;
+            }
+            e.recalled = true;
+            let p = part.start.max(e.start)..part.end.min(e.end);
+            return Recall::Target(Target { name, lock, extent: e.clone(), part: p });
+        }
+        if busy {
+            Recall::Busy
+        } else {
+            Recall::Done
+        }
+    }
+
+    /// The idle pass: every kept extent not being recalled and not used locally since
+    /// `idle` before `now`, whole (not marked: the pass only `try_lock`s them).
+    pub(crate) fn idle_candidates(&self, now: Instant, idle: Duration) -> Vec<Target> {
+        let s = self.state();
+        let mut out = Vec::new();
+        for (name, r) in &s.resources {
+            for e in r.extents.values() {
+                if !e.recalled && now.saturating_duration_since(e.last_use) >= idle {
+                    let (lock, part) = (r.lock.clone(), e.start..e.end);
+                    out.push(Target { name: name.clone(), lock, extent: e.clone(), part });
+                }
+            }
+        }
+        out
+    }
+
+    /// With `held`, the local lock over `target.part` held exclusively: `try_lock`s the
+    /// rest of the extent on each side, updates the map to give back the part and every
+    /// side without a local holder, and returns the `GIVE_BACK` to send (with id `id`,
+    /// which names the right part after a split) and the local guards, to drop after
+    /// sending it. `None` if the extent is gone (the session was lost).
+    pub(crate) fn give_back(
+        &self,
+        target: &Target,
+        held: OwnedRangeGuard,
+        id: u64,
+    ) -> Option<(GiveBack, Vec<OwnedRangeGuard>)> {
+        let e = &target.extent;
+        let (p, lock) = (&target.part, &target.lock);
+        let mut guards = vec![held];
+        let mut side = |range: Range<u64>| -> bool {
+            if range.is_empty() {
+                return true;
+            }
+            match lock.try_lock_owned(range) {
+                Ok(g) => {
+                    guards.push(g);
+                    true
+                }
+                Err(_) => false,
+            }
+        };
+        let start = if side(e.start..p.start) { e.start } else { p.start };
+        let end = if side(p.end..e.end) { e.end } else { p.end };
+        let mut s = self.state();
+        let mut old = s.remove(&target.name, e.start, e.id)?;
+        if start > old.start {
+            s.insert(&target.name, Extent { end: start, ..old.clone() });
+        }
+        if end < old.end {
+            let right_id = if start > old.start {
+                s.family.insert(id, e.id);
+                id
+            } else {
+                e.id
+            };
+            old.start = end;
+            old.id = right_id;
+            s.insert(&target.name, old);
+        }
+        Some((GiveBack { id, target: e.id, start, end }, guards))
+    }
+
+    /// With the whole extent of `target` held locally (`held`, the idle pass): removes it
+    /// from the map unless a callback is recalling it; the `GIVE_BACK` to send, and the
+    /// guard to drop after sending it.
+    pub(crate) fn give_back_whole(
+        &self,
+        target: &Target,
+        held: OwnedRangeGuard,
+        id: u64,
+    ) -> Option<(GiveBack, Vec<OwnedRangeGuard>)> {
+        let e = &target.extent;
+        let mut s = self.state();
+        let key = (e.start, e.id);
+        let same = s.resources.get(&target.name).and_then(|r| r.extents.get(&key));
+        if !same.is_some_and(|x| !x.recalled && x.end == e.end && x.mode == e.mode) {
+            return None;
+        }
+        s.remove(&target.name, e.start, e.id)?;
+        Some((GiveBack { id, target: e.id, start: e.start, end: e.end }, vec![held]))
+    }
+
+    /// The recall of `target` is over (`GIVE_BACK` sent, guards dropped, or nothing given
+    /// back): clears the mark on whatever is left of the extent.
+    pub(crate) fn finish_recall(&self, target: &Target, give_back: Option<&GiveBack>) {
+        let mut s = self.state();
+        let ids = [Some(target.extent.id), give_back.map(|g| g.id)];
+        let Some(r) = s.resources.get_mut(&target.name) else { return };
+        for e in r.extents.values_mut() {
+            if ids.contains(&Some(e.id)) {
+                e.recalled = false;
+            }
+        }
+    }
+
+    /// The session is gone: forgets every extent and every lock in flight.
+    pub(crate) fn clear(&self) {
+        let mut s = self.state();
+        s.lost = true;
+        for r in s.resources.values_mut() {
+            r.extents.clear();
+        }
+        s.by_id.clear();
+        s.family.clear();
+        s.inflight.clear();
+    }
+
+    /// How many extents are kept (for tests).
+    pub(crate) fn kept(&self) -> usize {
+        self.state().by_id.len()
+    }
+}
