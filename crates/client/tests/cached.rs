@@ -1,0 +1,310 @@
+//! The cached client against a real in-process server (protocol version 6): local locks
+//! inside kept extents make no request, callbacks hand extents over, idle extents go
+//! back, a split keeps both halves, and a server without cached locks still works.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rangelock_client::{
+    AsyncClient, BlockingCachedClient, CacheOptions, CachedClient, ClientError, ConnectOptions,
+    Counters, Endpoint, Mode, Wait,
+};
+use rangelock_server::{CachePolicy, EngineKind, Server, ServerConfig};
+
+fn server_with(f: impl FnOnce(&mut ServerConfig)) -> (Server, Endpoint) {
+    let mut config = ServerConfig::ephemeral();
+    f(&mut config);
+    let srv = Server::start(config).unwrap();
+    let ep = Endpoint::from(srv.tcp_addr().unwrap());
+    (srv, ep)
+}
+
+fn server() -> (Server, Endpoint) {
+    server_with(|_| {})
+}
+
+async fn cached(ep: &Endpoint, cache: CacheOptions) -> CachedClient {
+    CachedClient::connect_with(ep, &ConnectOptions::default(), cache).await.unwrap()
+}
+
+async fn counters(c: &AsyncClient) -> Counters {
+    c.stats(0).await.unwrap().counters
+}
+
+/// Polls `$cond` (an expression that may `.await`) until it holds, failing after 10 s.
+macro_rules! eventually {
+    ($what:expr, $cond:expr) => {{
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if $cond {
+                break;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {}", $what);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }};
+}
+
+/// (a) A lone client's later locks inside its first grant are served locally: the server
+/// grants nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lone_clients_later_locks_make_no_request() {
+    let (srv, ep) = server();
+    let c = cached(&ep, CacheOptions::default()).await;
+    assert!(c.is_cached());
+    let g = c.lock_exclusive(0..10).await.unwrap();
+    assert!(g.is_kept(), "alone on the resource: the whole line is kept");
+    let token = g.token();
+    drop(g);
+    let grants = counters(c.as_async()).await.grants;
+    let a = c.lock_exclusive(100..200).await.unwrap();
+    let b = c.lock(5000..5001, Mode::Shared, Wait::Try).await.unwrap();
+    // Locally exclusive all the same.
+    assert!(matches!(c.lock(150..151, Mode::Shared, Wait::Try).await, Err(ClientError::WouldBlock)));
+    assert!((a.is_kept(), b.is_kept()) == (true, true));
+    assert_eq!((a.token(), a.range(), b.mode()), (token, 100..200, Mode::Shared));
+    drop((a, b));
+    // A named resource is its own extent: one grant, then local again.
+    let r = c.resource("file/1").unwrap();
+    r.lock_exclusive(0..1).await.unwrap().unlock().await.unwrap();
+    r.lock_exclusive(7..8).await.unwrap().unlock().await.unwrap();
+    let after = counters(c.as_async()).await;
+    assert_eq!(after.grants, grants + 1, "only the named resource's first lock was granted");
+    assert_eq!(c.kept_extents(), 2);
+    drop(c);
+    srv.shutdown();
+}
+
+/// (a) The blocking client's fast path, on the calling thread.
+#[test]
+fn the_blocking_client_locks_locally_inside_its_extent() {
+    let (srv, ep) = server();
+    let c = BlockingCachedClient::connect(&ep).unwrap();
+    assert!(c.is_cached());
+    c.lock_exclusive(0..10).unwrap().unlock().unwrap();
+    let grants = c.stats(0).unwrap().counters.grants;
+    let threads: Vec<_> = (0..4u64)
+        .map(|i| {
+            let c = c.clone();
+            std::thread::spawn(move || {
+                for j in 0..100u64 {
+                    let g = c.lock_exclusive(i * 1000 + j..i * 1000 + j + 1).unwrap();
+                    assert!(g.is_kept());
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    // A named resource: one grant, then local.
+    let r = c.resource("n").unwrap();
+    r.lock_shared(0..1).unwrap().unlock().unwrap();
+    assert!(r.lock_shared(5..6).unwrap().is_kept());
+    assert_eq!(c.kept_extents(), 2);
+    assert_eq!(c.stats(0).unwrap().counters.grants, grants + 1);
+    drop(c);
+    srv.shutdown();
+}
+
+/// (b) Two cached clients: B waits until A's local guard drops (the callback waits for
+/// it), then gets the range; A's next lock goes to the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callback_waits_for_the_local_holder_then_hands_over() {
+    let (srv, ep) = server();
+    let (a, b) = (cached(&ep, CacheOptions::default()).await, cached(&ep, CacheOptions::default()).await);
+    let held = a.lock_exclusive(0..10).await.unwrap();
+    assert!(held.is_kept());
+    let grants = counters(a.as_async()).await.grants;
+    let b2 = b.clone();
+    let waiter = tokio::spawn(async move { b2.lock_exclusive(5..6).await });
+    eventually!("B to queue", counters(a.as_async()).await.waiters == 1);
+    // Both connections answered after B queued: the callback reached A long ago, and A
+    // still holds locally, so B still waits.
+    a.as_async().ping().await.unwrap();
+    b.as_async().ping().await.unwrap();
+    assert!(!waiter.is_finished(), "B was granted while A held the range locally");
+    assert_eq!(a.kept_extents(), 1);
+    drop(held);
+    let g = waiter.await.unwrap().unwrap();
+    assert_eq!(g.range(), 5..6);
+    assert_eq!(a.kept_extents(), 0, "no local holder: the whole extent went back");
+    // A's next lock is a request (exact: A was just called back), and waits for B.
+    let a2 = a.clone();
+    let next = tokio::spawn(async move { a2.lock_exclusive(0..10).await });
+    eventually!("A to queue", counters(a.as_async()).await.waiters == 1);
+    drop(g);
+    let g = next.await.unwrap().unwrap();
+    assert!(!g.is_kept());
+    assert_eq!(counters(a.as_async()).await.grants, grants + 2);
+    g.unlock().await.unwrap();
+    drop((a, b));
+    srv.shutdown();
+}
+
+/// A tiny xorshift generator (the tests take no `rand`).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// (c) The checker: threads of three cached clients lock random ranges exclusively and
+/// claim every unit of theirs in a shared array: no unit is ever claimed twice. At the
+/// end every kept extent goes back (a short idle) and the server holds nothing.
+#[test]
+fn threads_of_three_cached_clients_never_overlap() {
+    const UNITS: u64 = 64;
+    const THREADS_PER_CLIENT: u64 = 3;
+    const ROUNDS: u64 = 150;
+    let (srv, ep) = server();
+    let cache = CacheOptions { granule: 16, idle: Duration::from_millis(100) };
+    let clients: Vec<_> = (0..3)
+        .map(|_| BlockingCachedClient::connect_with(&ep, &ConnectOptions::default(), cache).unwrap())
+        .collect();
+    let units: Arc<Vec<AtomicU64>> = Arc::new((0..UNITS).map(|_| AtomicU64::new(0)).collect());
+    let mut threads = Vec::new();
+    for (ci, c) in clients.iter().enumerate() {
+        for t in 0..THREADS_PER_CLIENT {
+            let (c, units) = (c.clone(), units.clone());
+            let me = ci as u64 * THREADS_PER_CLIENT + t + 1;
+            threads.push(std::thread::spawn(move || {
+                let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ me);
+                let mut kept = 0;
+                for _ in 0..ROUNDS {
+                    let start = rng.below(UNITS);
+                    let end = (start + 1 + rng.below(8)).min(UNITS);
+                    let g = c.lock_exclusive(start..end).unwrap();
+                    kept += u64::from(g.is_kept());
+                    for u in start..end {
+                        let was = units[u as usize].swap(me, Ordering::SeqCst);
+                        assert_eq!(was, 0, "unit {u} held by {was} and {me}");
+                    }
+                    std::thread::yield_now();
+                    for u in start..end {
+                        assert_eq!(units[u as usize].swap(0, Ordering::SeqCst), me);
+                    }
+                    drop(g);
+                }
+                kept
+            }));
+        }
+    }
+    let kept: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(kept > 0, "some locks were served locally");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let probe = AsyncClient::connect(&ep).await.unwrap();
+        eventually!(
+            "every extent to go back",
+            clients.iter().all(|c| c.kept_extents() == 0)
+                && counters(&probe).await.holders == 0
+        );
+    });
+    drop(clients);
+    srv.shutdown();
+}
+
+/// (d) A server whose engine grants no cached locks: the client runs uncached, and its
+/// locks are ordinary ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_cached_locks_the_client_locks_as_usual() {
+    for engine in [true, false] {
+        let (srv, ep) = server_with(|c| match engine {
+            true => c.engine = EngineKind::RangeLock,
+            false => c.cache.policy = CachePolicy::Off,
+        });
+        let (a, b) =
+            (cached(&ep, CacheOptions::default()).await, cached(&ep, CacheOptions::default()).await);
+        assert!(!a.is_cached());
+        let g = a.lock_exclusive(0..10).await.unwrap();
+        assert!(!g.is_kept());
+        let r = b.lock(5..6, Mode::Exclusive, Wait::Try).await;
+        assert!(matches!(r, Err(ClientError::WouldBlock)), "{r:?}");
+        let named = b.resource("x").unwrap().lock_exclusive(0..10).await.unwrap();
+        drop(g);
+        let g = b.lock(5..6, Mode::Exclusive, Wait::Timeout(Duration::from_secs(5))).await.unwrap();
+        g.unlock().await.unwrap();
+        drop(named);
+        eventually!("the locks to go", counters(a.as_async()).await.holders == 0);
+        assert_eq!(a.kept_extents(), 0);
+        drop((a, b));
+        srv.shutdown();
+    }
+}
+
+/// (e) A kept extent unused for `idle` is given back by the client itself; one in use is
+/// not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_extents_are_given_back() {
+    let (srv, ep) = server();
+    let cache = CacheOptions { granule: 1024, idle: Duration::from_millis(50) };
+    let c = cached(&ep, cache).await;
+    let r = c.resource("idle").unwrap();
+    let busy = c.lock_exclusive(0..1).await.unwrap();
+    r.lock_exclusive(0..1).await.unwrap().unlock().await.unwrap();
+    assert_eq!(c.kept_extents(), 2);
+    eventually!("the idle extent to go back", c.kept_extents() == 1);
+    eventually!("the server to drop it", counters(c.as_async()).await.holders == 1);
+    // The one held locally stays, however long.
+    let stats = c.as_async().stats(10).await.unwrap();
+    assert_eq!((stats.entries.len(), stats.entries[0].start, stats.entries[0].end), (1, 0, 1024));
+    drop(busy);
+    eventually!("the other to go back once unused", c.kept_extents() == 0);
+    eventually!("the server to hold nothing", counters(c.as_async()).await.holders == 0);
+    drop(c);
+    srv.shutdown();
+}
+
+/// (f) A callback for a part in the middle, with local holders on both sides, splits the
+/// extent: both halves stay kept (the right one under the `GIVE_BACK`'s id) and each can
+/// be called back later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_middle_give_back_splits_the_extent() {
+    let (srv, ep) = server();
+    let a = cached(&ep, CacheOptions::default()).await;
+    let b = AsyncClient::connect(&ep).await.unwrap();
+    let left = a.lock_exclusive(0..10).await.unwrap();
+    let right = a.lock_exclusive(90..100).await.unwrap();
+    assert!(left.is_kept() && right.is_kept());
+    let mid = b.lock_exclusive(50..60).await.unwrap();
+    assert_eq!(a.kept_extents(), 2, "split around 50..60");
+    let mut held: Vec<_> = b
+        .stats(10)
+        .await
+        .unwrap()
+        .entries
+        .into_iter()
+        .filter(|e| e.session == a.as_async().session())
+        .map(|e| (e.start, e.end))
+        .collect();
+    held.sort();
+    assert_eq!(held, [(0, 50), (60, u64::MAX)]);
+    // Both halves still serve local locks.
+    let grants = counters(&b).await.grants;
+    let l = a.lock(20..30, Mode::Exclusive, Wait::Try).await.unwrap();
+    let r = a.lock(200..300, Mode::Exclusive, Wait::Try).await.unwrap();
+    assert!(l.is_kept() && r.is_kept());
+    assert_eq!(counters(&b).await.grants, grants);
+    drop((l, r, left, right));
+    // Each half can be called back: the left under the grant's id, the right under the
+    // GIVE_BACK's.
+    let g1 = b.lock(20..30, Mode::Exclusive, Wait::Timeout(Duration::from_secs(10))).await.unwrap();
+    let g2 = b.lock(70..80, Mode::Exclusive, Wait::Timeout(Duration::from_secs(10))).await.unwrap();
+    assert_eq!(a.kept_extents(), 0);
+    // A's lock of the middle goes to the server and waits for B.
+    let a2 = a.clone();
+    let next = tokio::spawn(async move { a2.lock_exclusive(55..56).await });
+    eventually!("A to queue", counters(&b).await.waiters == 1);
+    drop(mid);
+    next.await.unwrap().unwrap().unlock().await.unwrap();
+    drop((g1, g2, a));
+    eventually!("nothing held", counters(&b).await.holders == 0);
+    srv.shutdown();
+}
