@@ -48,8 +48,7 @@ use std::time::{Duration, Instant};
 
 use rangelock_proto::{
     read_frame, Callback, EndReason, FrameError, GrantMode, Mode, Request, RequestFrame,
-    ResponseFrame, ServerHello, StatsBody, Status, Wait, ALL_PARTITIONS, SERVER_HELLO_LEN,
-    VERSION,
+    ResponseFrame, ServerHello, StatsBody, Status, Wait, ALL_PARTITIONS, SERVER_HELLO_LEN, VERSION,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::net::{TcpStream, UnixStream};
@@ -231,8 +230,22 @@ impl Drop for CloseOnDrop {
 #[derive(Debug)]
 pub(crate) enum Outgoing {
     Frame(RequestFrame<'static>),
-    LockNamed { id: u64, start: u64, end: u64, mode: Mode, wait: Wait, name: Arc<[u8]> },
-    ReclaimNamed { id: u64, start: u64, end: u64, mode: Mode, token: u64, name: Arc<[u8]> },
+    LockNamed {
+        id: u64,
+        start: u64,
+        end: u64,
+        mode: Mode,
+        wait: Wait,
+        name: Arc<[u8]>,
+    },
+    ReclaimNamed {
+        id: u64,
+        start: u64,
+        end: u64,
+        mode: Mode,
+        token: u64,
+        name: Arc<[u8]>,
+    },
     /// `LOCK_CACHED` (an empty name: the unnamed resource).
     LockCached {
         id: u64,

@@ -108,8 +108,8 @@ mod tls;
 pub use blocking::{Client, LockGuard, Resource};
 #[cfg(not(loom))]
 pub use cached::{
-    BlockingCachedClient, BlockingCachedGuard, BlockingCachedResource, CacheOptions,
-    CachedClient, CachedGuard, CachedResource,
+    BlockingCachedClient, BlockingCachedGuard, BlockingCachedResource, CacheOptions, CachedClient,
+    CachedGuard, CachedResource,
 };
 #[cfg(not(loom))]
 pub use connection::{AsyncClient, AsyncResource, Notice};

@@ -1,6 +1,7 @@
 //! The cached client against a real in-process server (protocol version 6): local locks
 //! inside kept extents make no request, callbacks hand extents over, idle extents go
 //! back, a split keeps both halves, and a server without cached locks still works.
+#![cfg(not(loom))]
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -61,7 +62,10 @@ async fn a_lone_clients_later_locks_make_no_request() {
     let a = c.lock_exclusive(100..200).await.unwrap();
     let b = c.lock(5000..5001, Mode::Shared, Wait::Try).await.unwrap();
     // Locally exclusive all the same.
-    assert!(matches!(c.lock(150..151, Mode::Shared, Wait::Try).await, Err(ClientError::WouldBlock)));
+    assert!(matches!(
+        c.lock(150..151, Mode::Shared, Wait::Try).await,
+        Err(ClientError::WouldBlock)
+    ));
     assert!((a.is_kept(), b.is_kept()) == (true, true));
     assert_eq!((a.token(), a.range(), b.mode()), (token, 100..200, Mode::Shared));
     drop((a, b));
@@ -113,7 +117,8 @@ fn the_blocking_client_locks_locally_inside_its_extent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_callback_waits_for_the_local_holder_then_hands_over() {
     let (srv, ep) = server();
-    let (a, b) = (cached(&ep, CacheOptions::default()).await, cached(&ep, CacheOptions::default()).await);
+    let (a, b) =
+        (cached(&ep, CacheOptions::default()).await, cached(&ep, CacheOptions::default()).await);
     let held = a.lock_exclusive(0..10).await.unwrap();
     assert!(held.is_kept());
     let grants = counters(a.as_async()).await.grants;
@@ -187,7 +192,9 @@ fn checker(policy: CachePolicy, granule: u64) {
     let (srv, ep) = server_with(|c| c.cache.policy = policy);
     let cache = CacheOptions { granule, idle: Duration::from_millis(100) };
     let clients: Vec<_> = (0..3)
-        .map(|_| BlockingCachedClient::connect_with(&ep, &ConnectOptions::default(), cache).unwrap())
+        .map(|_| {
+            BlockingCachedClient::connect_with(&ep, &ConnectOptions::default(), cache).unwrap()
+        })
         .collect();
     let owner: Arc<Vec<AtomicU64>> = Arc::new((0..UNITS).map(|_| AtomicU64::new(0)).collect());
     let readers: Arc<Vec<AtomicU64>> = Arc::new((0..UNITS).map(|_| AtomicU64::new(0)).collect());
@@ -206,7 +213,7 @@ fn checker(policy: CachePolicy, granule: u64) {
                     let mode = if shared { Mode::Shared } else { Mode::Exclusive };
                     let g = c.lock(start..end, mode, Wait::Forever).unwrap();
                     kept += u64::from(g.is_kept());
-                    let units = || (start as usize..end as usize);
+                    let units = || start as usize..end as usize;
                     if shared {
                         for u in units() {
                             readers[u].fetch_add(1, Ordering::SeqCst);
@@ -242,8 +249,7 @@ fn checker(policy: CachePolicy, granule: u64) {
         let probe = AsyncClient::connect(&ep).await.unwrap();
         eventually!(
             "every extent to go back",
-            clients.iter().all(|c| c.kept_extents() == 0)
-                && counters(&probe).await.holders == 0
+            clients.iter().all(|c| c.kept_extents() == 0) && counters(&probe).await.holders == 0
         );
     });
     drop(clients);
@@ -259,8 +265,10 @@ async fn without_cached_locks_the_client_locks_as_usual() {
             true => c.engine = EngineKind::RangeLock,
             false => c.cache.policy = CachePolicy::Off,
         });
-        let (a, b) =
-            (cached(&ep, CacheOptions::default()).await, cached(&ep, CacheOptions::default()).await);
+        let (a, b) = (
+            cached(&ep, CacheOptions::default()).await,
+            cached(&ep, CacheOptions::default()).await,
+        );
         assert!(!a.is_cached());
         let g = a.lock_exclusive(0..10).await.unwrap();
         assert!(!g.is_kept());

@@ -2,6 +2,7 @@
 //! server that keeps its socket open but answers nothing —, hands on the notices a
 //! cluster node pushes, and refuses timeouts the protocol cannot carry instead of cutting
 //! them short.
+#![cfg(not(loom))]
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -1,6 +1,7 @@
 //! Named resources from the Rust clients, blocking and async, against a real server:
 //! different names never conflict, the same name does, and what cannot be sent is refused
 //! before it is (`docs/PROTOCOL.md` §2.2).
+#![cfg(not(loom))]
 
 use std::io::{Read, Write};
 use std::net::TcpListener;

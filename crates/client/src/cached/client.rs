@@ -235,9 +235,9 @@ pub(crate) fn local_blocking(
 ) -> Result<OwnedRangeGuard, ClientError> {
     match (wait, deadline) {
         (Wait::Forever, _) => Ok(lock.lock_mode_owned(range.clone(), mode)),
-        (Wait::Timeout(_), Some(d)) => lock
-            .try_lock_mode_owned_until(range.clone(), mode, d)
-            .map_err(|_| local_error(wait)),
+        (Wait::Timeout(_), Some(d)) => {
+            lock.try_lock_mode_owned_until(range.clone(), mode, d).map_err(|_| local_error(wait))
+        }
         _ => lock.try_lock_mode_owned(range.clone(), mode).map_err(|_| local_error(wait)),
     }
 }

@@ -37,6 +37,15 @@ use loom::sync::{Mutex, MutexGuard};
 #[cfg(not(loom))]
 use std::sync::{Mutex, MutexGuard};
 
+/// A resource's local lock: the default one (under loom, with the short skip list that
+/// loom builds of `rangelock` take).
+fn new_local_lock() -> RangeLock {
+    #[cfg(not(loom))]
+    return RangeLock::new();
+    #[cfg(loom)]
+    return RangeLock::builder().max_height(2).build();
+}
+
 /// A resource's name; empty for the unnamed resource.
 pub(crate) type Name = Arc<[u8]>;
 
@@ -185,7 +194,7 @@ impl Handover {
     pub(crate) fn local_lock(&self, name: &Name) -> Arc<RangeLock> {
         let mut s = self.state();
         let r = s.resources.entry(name.clone()).or_insert_with(|| Resource {
-            lock: Arc::new(RangeLock::new()),
+            lock: Arc::new(new_local_lock()),
             extents: BTreeMap::new(),
         });
         r.lock.clone()
@@ -202,12 +211,8 @@ impl Handover {
         now: Option<Instant>,
     ) -> Option<(u64, u64)> {
         let r = s.resources.get_mut(name)?;
-        let hit = r
-            .extents
-            .range_mut(..=(range.start, u64::MAX))
-            .rev()
-            .map(|(_, e)| e)
-            .find(|e| {
+        let hit =
+            r.extents.range_mut(..=(range.start, u64::MAX)).rev().map(|(_, e)| e).find(|e| {
                 e.end >= range.end && serves(e.mode, mode) && (recalled || !e.recalled)
             })?;
         if let Some(now) = now {

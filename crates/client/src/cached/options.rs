@@ -29,7 +29,7 @@ impl CacheOptions {
         let start = range.start - range.start % g;
         let end = match range.end % g {
             0 => range.end,
-            r => range.end.checked_add(g - r).unwrap_or(u64::MAX),
+            r => range.end.saturating_add(g - r),
         };
         (start, end)
     }
