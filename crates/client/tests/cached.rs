@@ -355,3 +355,71 @@ async fn a_middle_give_back_splits_the_extent() {
     eventually!("nothing held", counters(&b).await.holders == 0);
     srv.shutdown();
 }
+
+/// (g) When the session is lost, the client forgets its extents and its guards say so;
+/// later locks fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_session_loses_every_extent() {
+    let (srv, ep) = server();
+    let c = cached(&ep, CacheOptions::default()).await;
+    let g = c.lock_exclusive(0..10).await.unwrap();
+    let r = c.resource("lost").unwrap();
+    drop(r.lock_shared(0..10).await.unwrap());
+    assert_eq!((c.kept_extents(), g.is_lost()), (2, false));
+    srv.shutdown();
+    eventually!("the loss", g.is_lost() && c.kept_extents() == 0);
+    assert!(g.loss().is_some());
+    // Nothing is served locally any more.
+    let again = c.lock(20..30, Mode::Exclusive, Wait::Try).await;
+    assert!(matches!(again, Err(ClientError::ConnectionLost)), "{again:?}");
+    drop(g);
+}
+
+/// (h) A lock that waits for another client's kept extent can time out or be dropped:
+/// its request is withdrawn, and the holder still hands the extent over when its local
+/// lock ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_for_a_kept_extent_can_give_up() {
+    let (srv, ep) = server();
+    let (a, b) =
+        (cached(&ep, CacheOptions::default()).await, cached(&ep, CacheOptions::default()).await);
+    let held = a.lock_exclusive(0..10).await.unwrap();
+    let timed = b.lock(5..6, Mode::Exclusive, Wait::Timeout(Duration::from_millis(50))).await;
+    assert!(matches!(timed, Err(ClientError::TimedOut)), "{timed:?}");
+    let b2 = b.clone();
+    let waiter = tokio::spawn(async move { b2.lock_exclusive(5..6).await });
+    eventually!("B to queue", counters(a.as_async()).await.waiters == 1);
+    waiter.abort();
+    assert!(waiter.await.unwrap_err().is_cancelled());
+    eventually!("B's request to be withdrawn", counters(a.as_async()).await.waiters == 0);
+    assert_eq!(a.kept_extents(), 1, "A still holds locally");
+    drop(held);
+    eventually!("A to hand the extent back", a.kept_extents() == 0);
+    let g = b.lock(5..6, Mode::Exclusive, Wait::Try).await.unwrap();
+    g.unlock().await.unwrap();
+    drop((a, b));
+    srv.shutdown();
+}
+
+/// (i) A split the server refuses (the session may hold one lock) is answered by
+/// unlocking the whole extent once its local holders are done: the waiter is granted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_split_unlocks_the_whole_extent() {
+    let (srv, ep) = server_with(|c| c.max_locks_per_session = 1);
+    let a = cached(&ep, CacheOptions::default()).await;
+    let b = AsyncClient::connect(&ep).await.unwrap();
+    let left = a.lock_exclusive(0..10).await.unwrap();
+    let right = a.lock_exclusive(90..100).await.unwrap();
+    let b2 = b.clone();
+    let waiter = tokio::spawn(async move { b2.lock_exclusive(50..60).await });
+    eventually!("the split to be refused", a.kept_extents() == 0);
+    assert!(!waiter.is_finished());
+    drop(left);
+    assert!(!waiter.is_finished(), "the right half is still held locally");
+    drop(right);
+    let g = waiter.await.unwrap().unwrap();
+    assert_eq!(g.range(), 50..60);
+    assert_eq!(counters(&b).await.holders, 1, "A holds nothing");
+    drop((g, a));
+    srv.shutdown();
+}

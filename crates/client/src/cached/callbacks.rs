@@ -109,13 +109,26 @@ async fn finish(
     drop(guards);
     inner.handover.finish_recall(target, Some(&gb));
     inner.recall_done.notify_waiters();
-    if let Some(rx) = answer {
-        if let Ok(r) = rx.await {
-            if !matches!(r.status, Status::Ok | Status::AlreadyReleased) {
-                tracing::warn!(?gb, status = ?r.status, "GIVE_BACK refused");
-            }
-        }
+    let Some(rx) = answer else { return };
+    let Ok(r) = rx.await else { return };
+    if !matches!(r.status, Status::Ok | Status::AlreadyReleased) {
+        tracing::warn!(?gb, status = ?r.status, "GIVE_BACK refused; unlocking the whole extent");
+        release_whole(inner, target, &gb).await;
     }
+}
+
+/// A `GIVE_BACK` the server refused (a split past the session's lock bound,
+/// `TOO_MANY_LOCKS`): the server still holds the whole extent, and a waiter waits for it.
+/// Forgets what is left of it (new local locks go to the server), waits for its local
+/// holders and unlocks it whole.
+async fn release_whole(inner: &Arc<Inner>, target: &Target, gb: &GiveBack) {
+    let e = &target.extent;
+    inner.handover.forget(&target.name, &[e.id, gb.id]);
+    let held = target.lock.lock_owned_async(e.start..e.end).await;
+    if let Err(err) = inner.client.core().unlock(e.id).await {
+        tracing::debug!(%err, id = e.id, "unlocking a refused extent");
+    }
+    drop(held);
 }
 
 /// Sends `GIVE_BACK`; the receiver of its answer (`None`: the connection is gone).

@@ -418,6 +418,19 @@ impl Handover {
         }
     }
 
+    /// Forgets the extents `ids` of `name` (the server refused to reshape one: the caller
+    /// unlocks it whole).
+    pub(crate) fn forget(&self, name: &Name, ids: &[u64]) {
+        let mut s = self.state();
+        for &id in ids {
+            if let Some((n, start)) = s.by_id.get(&id).cloned() {
+                if n == *name {
+                    s.remove(name, start, id);
+                }
+            }
+        }
+    }
+
     /// The session is gone: forgets every extent and every lock in flight.
     pub(crate) fn clear(&self) {
         let mut s = self.state();
