@@ -480,3 +480,21 @@ async fn a_refused_split_unlocks_the_whole_extent() {
     drop((g, a));
     srv.shutdown();
 }
+
+/// (j) Over the server's bound of kept extents per session, the server calls back the
+/// least recently granted one, and the client gives it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_the_servers_bound_the_oldest_extent_goes_back() {
+    let (srv, ep) = server_with(|c| c.cache.max_kept_per_session = 1);
+    let c = cached(&ep, CacheOptions::default()).await;
+    let x = c.resource("x").unwrap();
+    x.lock_exclusive(0..1).await.unwrap().unlock().await.unwrap();
+    let y = c.resource("y").unwrap().lock_shared(0..1).await.unwrap();
+    assert!(y.is_kept());
+    eventually!("x's extent to go back", c.kept_extents() == 1);
+    eventually!("the server to hold y's alone", counters(c.as_async()).await.holders == 1);
+    let stats = c.as_async().stats(10).await.unwrap();
+    assert_eq!(stats.entries[0].name.as_deref(), Some(&b"y"[..]));
+    drop((y, c));
+    srv.shutdown();
+}

@@ -29,7 +29,9 @@ pub(crate) async fn run(
         Some(i) => i.options.idle,
         None => return,
     };
-    let mut tick = tokio::time::interval((idle / 2).max(Duration::from_millis(10)));
+    // Bounded above too: a far deadline would overflow the timer's clock.
+    let period = (idle / 2).clamp(Duration::from_millis(10), Duration::from_secs(3600));
+    let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(lost);
     loop {

@@ -27,7 +27,7 @@ pub struct CachedGuard {
     token: u64,
     range: Range<u64>,
     mode: Mode,
-    /// Inside a kept extent.
+    /// Inside a kept extent (the token is the extent's).
     kept: bool,
 }
 
@@ -103,9 +103,7 @@ impl CachedGuard {
     fn release_local(&mut self) {
         if let Some(local) = self.local.take() {
             drop(local);
-            if self.kept {
-                self.inner.handover.touch(&self.name, &self.range, Instant::now());
-            }
+            self.inner.handover.released(&self.name, &self.range, Instant::now());
         }
     }
 }

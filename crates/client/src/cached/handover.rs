@@ -168,7 +168,23 @@ impl State {
         let r = self.resources.get_mut(name)?;
         let e = r.extents.remove(&(start, id))?;
         self.by_id.remove(&id);
+        if self.by_id.is_empty() {
+            // No extent left: no callback can name a split's part any more.
+            self.family.clear();
+        }
         Some(e)
+    }
+
+    /// Forgets resource `name` if nothing uses it: no extent, and no one holds its local
+    /// lock (clones are made under the state mutex, so none can appear meanwhile).
+    fn prune(&mut self, name: &Name) {
+        let unused = self
+            .resources
+            .get(name)
+            .is_some_and(|r| r.extents.is_empty() && Arc::strong_count(&r.lock) == 1);
+        if unused {
+            self.resources.remove(name);
+        }
     }
 
     fn insert(&mut self, name: &Name, e: Extent) {
@@ -240,8 +256,9 @@ impl Handover {
         Self::covering(&mut self.state(), name, range, mode, true, Some(now))
     }
 
-    /// A local lock over `range` of `name` ended `now`: the extents it lay in were used.
-    pub(crate) fn touch(&self, name: &Name, range: &Range<u64>, now: Instant) {
+    /// A local lock over `range` of `name` ended `now` (its guard dropped): the extents it
+    /// lay in were used; a resource left without extents or local holders is forgotten.
+    pub(crate) fn released(&self, name: &Name, range: &Range<u64>, now: Instant) {
         let mut s = self.state();
         if let Some(r) = s.resources.get_mut(name) {
             for (_, e) in r.extents.range_mut(..(range.end, 0)) {
@@ -250,6 +267,13 @@ impl Handover {
                 }
             }
         }
+        s.prune(name);
+    }
+
+    /// How many resources have a local lock (for tests).
+    #[cfg(test)]
+    pub(crate) fn resources(&self) -> usize {
+        self.state().resources.len()
     }
 
     /// A `LOCK_CACHED` with id `id` is about to be sent: callbacks for it are kept until
@@ -446,5 +470,99 @@ impl Handover {
     /// How many extents are kept (for tests).
     pub(crate) fn kept(&self) -> usize {
         self.state().by_id.len()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn extent(start: u64, end: u64, id: u64) -> Extent {
+        let mode = Mode::Exclusive;
+        Extent { start, end, mode, id, token: 9, recalled: false, last_use: Instant::now() }
+    }
+
+    fn keep(h: &Handover, name: &Name, e: Extent) {
+        h.begin_flight(e.id);
+        assert!(h.settle(e.id, name, Some(e)).is_empty());
+    }
+
+    fn part(start: u64, end: u64) -> Part {
+        Part { start, end, mode: Mode::Exclusive }
+    }
+
+    fn target(r: Recall) -> Target {
+        match r {
+            Recall::Target(t) => t,
+            r => panic!("expected a target, got {r:?}"),
+        }
+    }
+
+    /// A split's right part gets the GIVE_BACK's id; a callback that names the left id for
+    /// a part now in the right half finds it through the family.
+    #[test]
+    fn a_split_keeps_both_halves_and_their_family() {
+        let (h, name): (Handover, Name) = (Handover::default(), Arc::from(&b"f"[..]));
+        let lock = h.local_lock(&name);
+        keep(&h, &name, extent(0, 100, 1));
+        let left = lock.lock_owned(0..10);
+        let right = lock.lock_owned(90..100);
+        let t = target(h.begin_recall(1, part(50, 60)));
+        assert!(matches!(h.begin_recall(1, part(50, 60)), Recall::Busy));
+        assert!(!h.find(&name, &(20..30), Mode::Shared), "recalled: no new local lock");
+        let held = t.lock.lock_owned(t.part.clone());
+        let (gb, guards) = h.give_back(&t, held, 7).unwrap();
+        assert_eq!(gb, GiveBack { id: 7, target: 1, start: 50, end: 60 });
+        drop(guards);
+        h.finish_recall(&t, Some(&gb));
+        assert!(
+            h.find(&name, &(20..30), Mode::Exclusive) && h.find(&name, &(70..80), Mode::Shared)
+        );
+        assert!(!h.find(&name, &(55..56), Mode::Shared));
+        assert_eq!(h.confirm(&name, &(70..80), Mode::Exclusive, Instant::now()), Some((7, 9)));
+        // A late callback under the left id for a part of the right half.
+        drop(right);
+        let t = target(h.begin_recall(1, part(80, 85)));
+        assert_eq!((t.extent.id, t.part.clone()), (7, 80..85));
+        let held = t.lock.lock_owned(t.part.clone());
+        let (gb, guards) = h.give_back(&t, held, 8).unwrap();
+        assert_eq!(gb, GiveBack { id: 8, target: 7, start: 60, end: 100 }, "no holder: all");
+        drop(guards);
+        h.finish_recall(&t, Some(&gb));
+        assert!(matches!(h.begin_recall(7, part(80, 85)), Recall::Done));
+        assert_eq!(h.kept(), 1);
+        // The left half with a holder on one side: that side stays whole.
+        let t = target(h.begin_recall(1, part(40, 45)));
+        let held = t.lock.lock_owned(t.part.clone());
+        let (gb, guards) = h.give_back(&t, held, 9).unwrap();
+        assert_eq!(gb, GiveBack { id: 9, target: 1, start: 40, end: 50 });
+        drop(guards);
+        h.finish_recall(&t, Some(&gb));
+        drop(left);
+        assert_eq!(h.kept(), 1);
+        assert!(h.find(&name, &(0..40), Mode::Exclusive));
+    }
+
+    /// A callback before its lock is settled waits for it; one for a lock not kept is
+    /// dropped; a resource without extents or holders is forgotten.
+    #[test]
+    fn callbacks_wait_for_their_lock_and_unused_resources_go() {
+        let (h, name): (Handover, Name) = (Handover::default(), Arc::from(&b"g"[..]));
+        let lock = h.local_lock(&name);
+        h.begin_flight(3);
+        assert!(matches!(h.begin_recall(3, part(0, 1)), Recall::Deferred));
+        assert_eq!(h.settle(3, &name, Some(extent(0, 10, 3))), [part(0, 1)]);
+        h.begin_flight(4);
+        assert!(matches!(h.begin_recall(4, part(20, 21)), Recall::Deferred));
+        assert_eq!(h.settle(4, &name, None), []);
+        assert!(matches!(h.begin_recall(4, part(20, 21)), Recall::Done));
+        let t = h.idle_candidates(Instant::now(), Duration::ZERO).pop().unwrap();
+        let g = lock.try_lock_owned(0..10).unwrap();
+        let (gb, guards) = h.give_back_whole(&t, g, 5).unwrap();
+        assert_eq!((gb.target, gb.start, gb.end), (3, 0, 10));
+        drop((guards, lock, t));
+        assert_eq!(h.resources(), 1, "kept until a guard's release looks");
+        h.released(&name, &(0..1), Instant::now());
+        assert_eq!(h.resources(), 0);
     }
 }
