@@ -137,3 +137,38 @@ fn loom_a_local_guard_over_the_part_ends_before_the_give_back() {
 fn loom_a_side_with_a_local_holder_is_kept() {
     model(3..4, 1..2);
 }
+
+/// The locker against the idle pass, which gives the whole extent back only if it can
+/// `try_lock` all of it.
+#[test]
+fn loom_the_idle_pass_never_takes_an_extent_in_use() {
+    loom::model(|| {
+        let (h, name) = kept();
+        let seen = Arc::new(Seen {
+            held: AtomicBool::new(false),
+            updated: AtomicU64::new(NONE),
+            sent: AtomicU64::new(NONE),
+        });
+        let t = {
+            let (h, name, seen) = (h.clone(), name.clone(), seen.clone());
+            thread::spawn(move || locker(&h, &name, 1..2, &seen))
+        };
+        let mut back = None;
+        for target in h.idle_candidates(Instant::now(), std::time::Duration::ZERO) {
+            let e = &target.extent;
+            let Ok(held) = target.lock.try_lock_owned(e.start..e.end) else { continue };
+            let Some((gb, guards)) = h.give_back_whole(&target, held, 99) else { continue };
+            let r = gb.start..gb.end;
+            seen.updated.store(pack(&r), Ordering::SeqCst);
+            assert!(!seen.held.load(Ordering::SeqCst), "a local holder inside {gb:?}");
+            seen.sent.store(pack(&r), Ordering::SeqCst);
+            drop(guards);
+            back = Some(r);
+        }
+        let local = t.join().unwrap();
+        match back {
+            Some(r) => assert_eq!((r, h.kept()), (0..4, 0)),
+            None => assert!(local && h.kept() == 1, "kept only because it was in use"),
+        }
+    });
+}
