@@ -31,8 +31,12 @@
 //!   ordinary locks that the guard unlocks on drop.
 //! * When another session needs part of a kept extent, the server sends `CALLBACK`; the
 //!   client waits for its local holders of the part, gives it back (`GIVE_BACK`), with
-//!   each side of the extent that has no local holder. The hand-over is
-//!   [`handover`]'s (its docs; a loom model checks it).
+//!   each side of the extent that has no local holder. A local lock over a part given back
+//!   is refused by a second look at the map taken under the in-process lock, and goes to
+//!   the server, behind the other session (`src/cached/handover.rs`; a loom model checks
+//!   the hand-over).
+//! * Callbacks run concurrently, one at a time per extent: one queue for all of them could
+//!   deadlock where uncached locks do not (`src/cached/callbacks.rs`).
 //! * A kept extent unused for [`CacheOptions::idle`] is given back by the client.
 //! * When the session is lost, the client forgets every extent; guards say so
 //!   ([`CachedGuard::is_lost`]) and their tokens are fenced by the server.
