@@ -76,7 +76,11 @@ async fn a_lone_clients_later_locks_make_no_request() {
     let after = counters(c.as_async()).await;
     assert_eq!(after.grants, grants + 1, "only the named resource's first lock was granted");
     assert_eq!(c.kept_extents(), 2);
-    drop(c);
+    // Dropping the client ends the session: its extents go with it.
+    let probe = AsyncClient::connect(&ep).await.unwrap();
+    assert_eq!(counters(&probe).await.holders, 2);
+    drop((c, r));
+    eventually!("the session to end", counters(&probe).await.holders == 0);
     srv.shutdown();
 }
 
