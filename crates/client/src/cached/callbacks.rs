@@ -1,12 +1,11 @@
 //! The callback task: runs each `CALLBACK` notice's recall, gives idle extents back, and
 //! forgets every extent when the session is lost.
 //!
-//! Each callback runs in a task of its own. One task for all of them, in order, could
-//! deadlock where uncached locks do not: a recall waiting for a local holder of its part
-//! would hold up a later callback on another extent, which that holder's next lock (at
-//! the server, behind the other session's waiter) may need. Recalls of one extent are
-//! still one at a time: a callback that finds its extent being recalled waits for that
-//! recall to end and looks again.
+//! Each callback runs in a task of its own, even two on one extent. One task for all of
+//! them, in order (or one recall per extent at a time), could deadlock where uncached
+//! locks do not: a recall waiting for a local holder of its part would hold up a later
+//! callback for another part, which that holder's next lock (at the server, behind the
+//! other session's waiter for that part) may need.
 
 use std::future::Future;
 use std::sync::{Arc, Weak};
@@ -49,7 +48,6 @@ pub(crate) async fn run(
             _ = &mut lost => {
                 if let Some(inner) = inner.upgrade() {
                     inner.handover.clear();
-                    inner.recall_done.notify_waiters();
                 }
                 return;
             }
@@ -61,16 +59,8 @@ pub(crate) async fn run(
 /// it in a conflicting mode.
 async fn recall(inner: &Arc<Inner>, id: u64, part: Part) {
     loop {
-        let notified = inner.recall_done.notified();
-        tokio::pin!(notified);
-        // Registered before looking, so a recall that ends in between still wakes us.
-        notified.as_mut().enable();
         let target = match inner.handover.begin_recall(id, part) {
             Recall::Done | Recall::Deferred => return,
-            Recall::Busy => {
-                notified.await;
-                continue;
-            }
             Recall::Target(t) => t,
         };
         // Waits for the local holders of the part (new ones stay out: it is marked).
@@ -101,16 +91,14 @@ async fn finish(
     give_back: Option<(GiveBack, Vec<rangelock::OwnedRangeGuard>)>,
 ) {
     let Some((gb, guards)) = give_back else {
-        inner.handover.finish_recall(target, None);
-        inner.recall_done.notify_waiters();
+        inner.handover.finish_recall(target);
         return;
     };
     let answer = send(inner, &gb);
     // Sent: a local locker that gets the part now finds it uncovered and asks the server,
     // which sees the GIVE_BACK first.
     drop(guards);
-    inner.handover.finish_recall(target, Some(&gb));
-    inner.recall_done.notify_waiters();
+    inner.handover.finish_recall(target);
     let Some(rx) = answer else { return };
     let Ok(r) = rx.await else { return };
     if !matches!(r.status, Status::Ok | Status::AlreadyReleased) {
@@ -124,11 +112,10 @@ async fn finish(
 /// Forgets what is left of it (new local locks go to the server), waits for its local
 /// holders and unlocks it whole.
 async fn release_whole(inner: &Arc<Inner>, target: &Target, gb: &GiveBack) {
-    let e = &target.extent;
-    inner.handover.forget(&target.name, &[e.id, gb.id]);
-    let held = target.lock.lock_owned_async(e.start..e.end).await;
-    if let Err(err) = inner.client.core().unlock(e.id).await {
-        tracing::debug!(%err, id = e.id, "unlocking a refused extent");
+    inner.handover.forget(&target.name, &[gb.target, gb.id]);
+    let held = target.lock.lock_owned_async(gb.extent.0..gb.extent.1).await;
+    if let Err(err) = inner.client.core().unlock(gb.target).await {
+        tracing::debug!(%err, id = gb.target, "unlocking a refused extent");
     }
     drop(held);
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use rangelock::{OwnedRangeGuard, RangeLock};
 use rangelock_proto::{CachedGrant, GrantMode, Mode, Request, Status, Wait};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::mpsc;
 
 use super::callbacks;
 use super::guard::CachedGuard;
@@ -27,8 +27,6 @@ pub(crate) struct Inner {
     pub(crate) cached: bool,
     pub(crate) options: CacheOptions,
     pub(crate) handover: Handover,
-    /// Woken whenever a recall ends (a callback waiting for a busy extent asks again).
-    pub(crate) recall_done: Notify,
     /// The callback task's queue: a callback that came before its lock was settled is
     /// queued again from here.
     pub(crate) callbacks: mpsc::UnboundedSender<(u64, rangelock_proto::Callback)>,
@@ -82,7 +80,6 @@ impl CachedClient {
             cached,
             options: cache,
             handover: Handover::default(),
-            recall_done: Notify::new(),
             callbacks: tx,
         });
         if cached {
@@ -368,15 +365,7 @@ impl Inner {
             return Ok(CachedGuard::exact(self.clone(), name.clone(), server, held?));
         }
         let now = Instant::now();
-        let extent = Extent {
-            start: grant.start,
-            end: grant.end,
-            mode,
-            id,
-            token,
-            recalled: false,
-            last_use: now,
-        };
+        let extent = Extent { start: grant.start, end: grant.end, mode, id, token, last_use: now };
         for p in self.handover.settle(id, name, Some(extent)) {
             let part = rangelock_proto::Callback { start: p.start, end: p.end, mode: p.mode };
             // Closed: the callback task ended with the session.

@@ -15,9 +15,10 @@
 //! * **Callback.** [`Handover::begin_recall`] marks the extent recalled (no new fast-path
 //!   lock starts in it); the caller takes the `RangeLock` exclusively over the part wanted
 //!   (this waits for the local holders of the part) and calls [`Handover::give_back`],
-//!   which `try_lock`s the rest of the extent on each side, chooses what to give back (the
-//!   part plus every side without a local holder) and updates the map *while the local
-//!   guards are held*. The caller sends `GIVE_BACK`, then drops the guards and calls
+//!   which, under the map mutex, looks at the extent as it is now, `try_lock`s the rest of
+//!   it on each side, chooses what to give back (the part plus every side without a local
+//!   holder) and updates the map *while the local guards are held*. Recalls of one extent
+//!   may run at once: each gives back what is still there of its part. The caller sends `GIVE_BACK`, then drops the guards and calls
 //!   [`Handover::finish_recall`]. A local locker that waited for the `RangeLock` over a
 //!   part given back finds it uncovered in `confirm` and goes to the server, where its
 //!   request queues behind the other session's.
@@ -73,8 +74,6 @@ pub(crate) struct Extent {
     pub(crate) id: u64,
     /// Its fencing token.
     pub(crate) token: u64,
-    /// A callback or the idle pass is giving (part of) it back.
-    pub(crate) recalled: bool,
     /// When a local lock inside it last started or ended.
     pub(crate) last_use: Instant,
 }
@@ -90,17 +89,21 @@ pub(crate) struct Part {
     pub(crate) mode: Mode,
 }
 
-/// An extent being recalled: what [`Handover::begin_recall`] picked.
+/// An extent being recalled: what [`Handover::begin_recall`] picked (or the idle pass).
 #[derive(Clone, Debug)]
 pub(crate) struct Target {
     /// Its resource.
     pub(crate) name: Name,
     /// The resource's local lock.
     pub(crate) lock: Arc<RangeLock>,
-    /// The extent as it was when marked.
+    /// The extent as it was when picked.
     pub(crate) extent: Extent,
     /// The part to give back at least (inside the extent).
     pub(crate) part: Range<u64>,
+    /// The lock id the extent's family descends from (splits keep it).
+    root: u64,
+    /// The recall's mark (0: none, the idle pass).
+    mark: u64,
 }
 
 /// A `GIVE_BACK` to send: release `[start, end)` of lock `target`; the request's own id is
@@ -115,6 +118,8 @@ pub(crate) struct GiveBack {
     pub(crate) start: u64,
     /// One past the last unit given back.
     pub(crate) end: u64,
+    /// The extent as the server holds it until this `GIVE_BACK`: `(start, end)`.
+    pub(crate) extent: (u64, u64),
 }
 
 /// What [`Handover::begin_recall`] found for a callback.
@@ -126,18 +131,24 @@ pub(crate) enum Recall {
     /// The lock's `LOCK_CACHED` answer is not settled yet: the callback is kept and
     /// returned by [`Handover::settle`].
     Deferred,
-    /// An extent of the lock overlapping the part is being recalled by someone else:
-    /// wait for its [`Handover::finish_recall`], then ask again.
-    Busy,
     /// Give this back.
     Target(Target),
 }
 
-/// One resource: its local lock and its kept extents by `(start, id)`.
+/// One resource: its local lock, its kept extents by `(start, id)`, and the recalls in
+/// progress (each marks the extent it started on: no fast-path lock starts in it).
 #[derive(Debug)]
 struct Resource {
     lock: Arc<RangeLock>,
     extents: BTreeMap<(u64, u64), Extent>,
+    recalls: Vec<(u64, Range<u64>)>,
+}
+
+impl Resource {
+    /// Whether a recall in progress marks (part of) `e`.
+    fn recalled(&self, e: &Extent) -> bool {
+        self.recalls.iter().any(|(_, r)| r.start < e.end && e.start < r.end)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -153,6 +164,8 @@ struct State {
     inflight: HashMap<u64, Vec<Part>>,
     /// The session is gone: nothing is kept any more.
     lost: bool,
+    /// The last recall mark handed out.
+    marks: u64,
 }
 
 impl State {
@@ -187,6 +200,17 @@ impl State {
         }
     }
 
+    /// The extent of family `root` in resource `name` that overlaps `part` and conflicts
+    /// with `mode`, if any (a family's extents are disjoint).
+    fn piece(&self, name: &Name, root: u64, part: &Range<u64>, mode: Mode) -> Option<Extent> {
+        let r = self.resources.get(name)?;
+        r.extents
+            .range(..(part.end, 0))
+            .map(|(_, e)| e)
+            .find(|e| e.end > part.start && conflict(e.mode, mode) && self.root(e.id) == root)
+            .cloned()
+    }
+
     fn insert(&mut self, name: &Name, e: Extent) {
         self.by_id.insert(e.id, (name.clone(), e.start));
         let r = self.resources.get_mut(name).expect("a resource's lock is made before its extents");
@@ -212,6 +236,7 @@ impl Handover {
         let r = s.resources.entry(name.clone()).or_insert_with(|| Resource {
             lock: Arc::new(new_local_lock()),
             extents: BTreeMap::new(),
+            recalls: Vec::new(),
         });
         r.lock.clone()
     }
@@ -227,10 +252,13 @@ impl Handover {
         now: Option<Instant>,
     ) -> Option<(u64, u64)> {
         let r = s.resources.get_mut(name)?;
-        let hit =
-            r.extents.range_mut(..=(range.start, u64::MAX)).rev().map(|(_, e)| e).find(|e| {
-                e.end >= range.end && serves(e.mode, mode) && (recalled || !e.recalled)
-            })?;
+        let Resource { extents, recalls, .. } = r;
+        let marked = |e: &Extent| recalls.iter().any(|(_, x)| x.start < e.end && e.start < x.end);
+        let hit = extents
+            .range_mut(..=(range.start, u64::MAX))
+            .rev()
+            .map(|(_, e)| e)
+            .find(|e| e.end >= range.end && serves(e.mode, mode) && (recalled || !marked(e)))?;
         if let Some(now) = now {
             hit.last_use = now;
         }
@@ -297,9 +325,10 @@ impl Handover {
         }
     }
 
-    /// A callback for lock `id` wants `part`: the next extent to give back, if any, marked
-    /// recalled (see [`Recall`]). Call again after each give-back until `Done`: a part may
-    /// span the two halves of a split.
+    /// A callback for lock `id` wants `part`: the next extent of the lock to give (part
+    /// of) back, if any, marked recalled (see [`Recall`]). Call again after each give-back
+    /// until `Done`: a part may span the two halves of a split. Recalls of one extent may
+    /// run at once ([`Handover::give_back`] looks at the extent as it is then).
     pub(crate) fn begin_recall(&self, id: u64, part: Part) -> Recall {
         let mut s = self.state();
         if s.lost {
@@ -309,41 +338,22 @@ impl Handover {
             pending.push(part);
             return Recall::Deferred;
         }
+        let root = s.root(id);
         let Some((name, _)) = s.by_id.get(&id).cloned().or_else(|| {
             // Given back whole, or split: look for the other parts of its family.
-            let root = s.root(id);
             s.by_id.iter().find(|(i, _)| s.root(**i) == root).map(|(_, v)| v.clone())
         }) else {
             return Recall::Done;
         };
-        let root = s.root(id);
-        let State { resources, family, .. } = &mut *s;
-        let root_of = |mut i: u64| {
-            while let Some(&up) = family.get(&i) {
-                i = up;
-            }
-            i
+        let Some(e) = s.piece(&name, root, &(part.start..part.end), part.mode) else {
+            return Recall::Done;
         };
-        let r = resources.get_mut(&name).expect("an extent's resource");
-        let mut busy = false;
-        let lock = r.lock.clone();
-        for (_, e) in r.extents.range_mut(..(part.end, 0)) {
-            if e.end <= part.start || !conflict(e.mode, part.mode) || root_of(e.id) != root {
-                continue;
-            }
-            if e.recalled {
-                busy = true;
-                continue;
-            }
-            e.recalled = true;
-            let p = part.start.max(e.start)..part.end.min(e.end);
-            return Recall::Target(Target { name, lock, extent: e.clone(), part: p });
-        }
-        if busy {
-            Recall::Busy
-        } else {
-            Recall::Done
-        }
+        s.marks += 1;
+        let mark = s.marks;
+        let r = s.resources.get_mut(&name).expect("an extent's resource");
+        r.recalls.push((mark, e.start..e.end));
+        let (lock, p) = (r.lock.clone(), part.start.max(e.start)..part.end.min(e.end));
+        Recall::Target(Target { name, lock, extent: e, part: p, root, mark })
     }
 
     /// The idle pass: every kept extent not being recalled and not used locally since
@@ -353,29 +363,35 @@ impl Handover {
         let mut out = Vec::new();
         for (name, r) in &s.resources {
             for e in r.extents.values() {
-                if !e.recalled && now.saturating_duration_since(e.last_use) >= idle {
-                    let (lock, part) = (r.lock.clone(), e.start..e.end);
-                    out.push(Target { name: name.clone(), lock, extent: e.clone(), part });
+                if !r.recalled(e) && now.saturating_duration_since(e.last_use) >= idle {
+                    let (lock, part, root, mark) = (r.lock.clone(), e.start..e.end, e.id, 0);
+                    let extent = e.clone();
+                    out.push(Target { name: name.clone(), lock, extent, part, root, mark });
                 }
             }
         }
         out
     }
 
-    /// With `held`, the local lock over `target.part` held exclusively: `try_lock`s the
-    /// rest of the extent on each side, updates the map to give back the part and every
-    /// side without a local holder, and returns the `GIVE_BACK` to send (with id `id`,
-    /// which names the right part after a split) and the local guards, to drop after
-    /// sending it. `None` if the extent is gone (the session was lost).
+    /// With `held`, the local lock over `target.part` held exclusively: looks at the
+    /// extent of the lock that holds the part now (another recall may have reshaped it),
+    /// `try_lock`s the rest of it on each side of the part, updates the map to give back
+    /// the part and every side without a local holder, and returns the `GIVE_BACK` to
+    /// send (with id `id`, which names the right part after a split) and the local guards,
+    /// to drop after sending it. `None` if no extent holds the part any more (another
+    /// recall gave it back, or the session was lost).
     pub(crate) fn give_back(
         &self,
         target: &Target,
         held: OwnedRangeGuard,
         id: u64,
     ) -> Option<(GiveBack, Vec<OwnedRangeGuard>)> {
-        let e = &target.extent;
-        let (p, lock) = (&target.part, &target.lock);
+        let mut s = self.state();
+        let e = s.piece(&target.name, target.root, &target.part, Mode::Exclusive)?;
+        let p = target.part.start.max(e.start)..target.part.end.min(e.end);
+        let lock = &target.lock;
         let mut guards = vec![held];
+        // Only `try_lock` under the state mutex: it never waits.
         let mut side = |range: Range<u64>| -> bool {
             if range.is_empty() {
                 return true;
@@ -390,7 +406,6 @@ impl Handover {
         };
         let start = if side(e.start..p.start) { e.start } else { p.start };
         let end = if side(p.end..e.end) { e.end } else { p.end };
-        let mut s = self.state();
         let mut old = s.remove(&target.name, e.start, e.id)?;
         if start > old.start {
             s.insert(&target.name, Extent { end: start, ..old.clone() });
@@ -406,7 +421,8 @@ impl Handover {
             old.id = right_id;
             s.insert(&target.name, old);
         }
-        Some((GiveBack { id, target: e.id, start, end }, guards))
+        let extent = (e.start, e.end);
+        Some((GiveBack { id, target: e.id, start, end, extent }, guards))
     }
 
     /// With the whole extent of `target` held locally (`held`, the idle pass): removes it
@@ -420,25 +436,22 @@ impl Handover {
     ) -> Option<(GiveBack, Vec<OwnedRangeGuard>)> {
         let e = &target.extent;
         let mut s = self.state();
-        let key = (e.start, e.id);
-        let same = s.resources.get(&target.name).and_then(|r| r.extents.get(&key));
-        if !same.is_some_and(|x| !x.recalled && x.end == e.end && x.mode == e.mode) {
+        let r = s.resources.get(&target.name)?;
+        let same = r.extents.get(&(e.start, e.id));
+        if !same.is_some_and(|x| !r.recalled(x) && x.end == e.end && x.mode == e.mode) {
             return None;
         }
         s.remove(&target.name, e.start, e.id)?;
-        Some((GiveBack { id, target: e.id, start: e.start, end: e.end }, vec![held]))
+        let (start, end, extent) = (e.start, e.end, (e.start, e.end));
+        Some((GiveBack { id, target: e.id, start, end, extent }, vec![held]))
     }
 
     /// The recall of `target` is over (`GIVE_BACK` sent, guards dropped, or nothing given
-    /// back): clears the mark on whatever is left of the extent.
-    pub(crate) fn finish_recall(&self, target: &Target, give_back: Option<&GiveBack>) {
+    /// back): clears its mark.
+    pub(crate) fn finish_recall(&self, target: &Target) {
         let mut s = self.state();
-        let ids = [Some(target.extent.id), give_back.map(|g| g.id)];
-        let Some(r) = s.resources.get_mut(&target.name) else { return };
-        for e in r.extents.values_mut() {
-            if ids.contains(&Some(e.id)) {
-                e.recalled = false;
-            }
+        if let Some(r) = s.resources.get_mut(&target.name) {
+            r.recalls.retain(|(m, _)| *m != target.mark);
         }
     }
 
@@ -461,6 +474,7 @@ impl Handover {
         s.lost = true;
         for r in s.resources.values_mut() {
             r.extents.clear();
+            r.recalls.clear();
         }
         s.by_id.clear();
         s.family.clear();
@@ -479,7 +493,7 @@ mod tests {
 
     fn extent(start: u64, end: u64, id: u64) -> Extent {
         let mode = Mode::Exclusive;
-        Extent { start, end, mode, id, token: 9, recalled: false, last_use: Instant::now() }
+        Extent { start, end, mode, id, token: 9, last_use: Instant::now() }
     }
 
     fn keep(h: &Handover, name: &Name, e: Extent) {
@@ -508,13 +522,19 @@ mod tests {
         let left = lock.lock_owned(0..10);
         let right = lock.lock_owned(90..100);
         let t = target(h.begin_recall(1, part(50, 60)));
-        assert!(matches!(h.begin_recall(1, part(50, 60)), Recall::Busy));
+        // Two callbacks for one part: both recall, the second finds it given back.
+        let twice = target(h.begin_recall(1, part(55, 60)));
         assert!(!h.find(&name, &(20..30), Mode::Shared), "recalled: no new local lock");
         let held = t.lock.lock_owned(t.part.clone());
         let (gb, guards) = h.give_back(&t, held, 7).unwrap();
-        assert_eq!(gb, GiveBack { id: 7, target: 1, start: 50, end: 60 });
+        assert_eq!(gb, GiveBack { id: 7, target: 1, start: 50, end: 60, extent: (0, 100) });
         drop(guards);
-        h.finish_recall(&t, Some(&gb));
+        h.finish_recall(&t);
+        assert!(!h.find(&name, &(20..30), Mode::Shared), "still recalled by the second");
+        let held = twice.lock.lock_owned(twice.part.clone());
+        assert!(h.give_back(&twice, held, 70).is_none());
+        h.finish_recall(&twice);
+        assert!(matches!(h.begin_recall(1, part(55, 60)), Recall::Done));
         assert!(
             h.find(&name, &(20..30), Mode::Exclusive) && h.find(&name, &(70..80), Mode::Shared)
         );
@@ -526,18 +546,19 @@ mod tests {
         assert_eq!((t.extent.id, t.part.clone()), (7, 80..85));
         let held = t.lock.lock_owned(t.part.clone());
         let (gb, guards) = h.give_back(&t, held, 8).unwrap();
-        assert_eq!(gb, GiveBack { id: 8, target: 7, start: 60, end: 100 }, "no holder: all");
+        let all = GiveBack { id: 8, target: 7, start: 60, end: 100, extent: (60, 100) };
+        assert_eq!(gb, all, "no holder: all of it");
         drop(guards);
-        h.finish_recall(&t, Some(&gb));
+        h.finish_recall(&t);
         assert!(matches!(h.begin_recall(7, part(80, 85)), Recall::Done));
         assert_eq!(h.kept(), 1);
         // The left half with a holder on one side: that side stays whole.
         let t = target(h.begin_recall(1, part(40, 45)));
         let held = t.lock.lock_owned(t.part.clone());
         let (gb, guards) = h.give_back(&t, held, 9).unwrap();
-        assert_eq!(gb, GiveBack { id: 9, target: 1, start: 40, end: 50 });
+        assert_eq!(gb, GiveBack { id: 9, target: 1, start: 40, end: 50, extent: (0, 50) });
         drop(guards);
-        h.finish_recall(&t, Some(&gb));
+        h.finish_recall(&t);
         drop(left);
         assert_eq!(h.kept(), 1);
         assert!(h.find(&name, &(0..40), Mode::Exclusive));

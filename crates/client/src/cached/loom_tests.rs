@@ -27,7 +27,6 @@ fn kept() -> (Arc<Handover>, Name) {
         mode: Mode::Exclusive,
         id: 1,
         token: 7,
-        recalled: false,
         last_use: Instant::now(),
     };
     assert!(h.settle(1, &name, Some(e)).is_empty());
@@ -90,7 +89,7 @@ fn callback(h: &Handover, part: Range<u64>, seen: &Seen, locker_range: Range<u64
     assert!(!(held && overlaps(&locker_range, pack(&back))), "a local holder inside {gb:?}");
     seen.sent.store(pack(&back), Ordering::SeqCst);
     drop(guards);
-    h.finish_recall(&t, Some(&gb));
+    h.finish_recall(&t);
     assert!(matches!(h.begin_recall(1, p), Recall::Done), "the part is given back");
     back
 }
