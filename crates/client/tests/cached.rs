@@ -502,3 +502,38 @@ async fn over_the_servers_bound_the_oldest_extent_goes_back() {
     drop((y, c));
     srv.shutdown();
 }
+
+/// (k) A local holder whose callback waits for it can still take a second lock in the
+/// same extent that another client wants: the second callback does not wait for the
+/// first (uncached locks would not deadlock here either).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_can_nest_a_lock_another_client_wants() {
+    let (srv, ep) = server();
+    let a = cached(&ep, CacheOptions::default()).await;
+    let (b, c) =
+        (AsyncClient::connect(&ep).await.unwrap(), AsyncClient::connect(&ep).await.unwrap());
+    let outer = a.lock_exclusive(0..10).await.unwrap();
+    assert!(outer.is_kept());
+    // B's callback waits for `outer`.
+    let b2 = b.clone();
+    let wants_outer = tokio::spawn(async move { b2.lock_exclusive(5..6).await });
+    eventually!("B to queue", counters(&c).await.waiters == 1);
+    // C wants a part no one holds locally: its callback must not wait for B's.
+    let c2 = c.clone();
+    let wants_free = tokio::spawn(async move { c2.lock_exclusive(50..60).await });
+    let held_by_c = wants_free.await.unwrap().unwrap();
+    // A nests a lock of C's part: at the server, behind C.
+    let a2 = a.clone();
+    let nested = tokio::spawn(async move { a2.lock_exclusive(50..60).await });
+    eventually!("A to queue", counters(&c).await.waiters == 2);
+    drop(held_by_c);
+    let inner = tokio::time::timeout(Duration::from_secs(10), nested).await.unwrap().unwrap();
+    let inner = inner.unwrap();
+    assert!(!wants_outer.is_finished());
+    drop((inner, outer));
+    let g = wants_outer.await.unwrap().unwrap();
+    assert_eq!(g.range(), 5..6);
+    drop((g, a));
+    eventually!("nothing held", counters(&c).await.holders == 0);
+    srv.shutdown();
+}
