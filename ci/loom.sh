@@ -8,7 +8,8 @@ export RUSTFLAGS="${RUSTFLAGS:-} --cfg loom"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom"
 # package:directory
-for crate in epvs:epvs rangelock:rangelock rangelock-baselines:baselines rangelock-bravo:bravo; do
+for crate in epvs:epvs rangelock:rangelock rangelock-baselines:baselines rangelock-bravo:bravo \
+  rangelock-client:client; do
   package="${crate%%:*}" dir="${crate##*:}"
   if grep -rqs 'cfg(loom)' "crates/$dir/src" "crates/$dir/tests" 2>/dev/null; then
     echo "--- loom: $package"

@@ -43,8 +43,8 @@ impl Client {
 
     /// Connects with `options` (an authentication token) and performs the handshake.
     ///
-    /// The client offers protocol version 5; an older server that refuses it naming a
-    /// version this client speaks (4 or 3) is connected to again with a hello of that
+    /// The client offers protocol version 6; an older server that refuses it naming a
+    /// version this client speaks (5, 4 or 3) is connected to again with a hello of that
     /// version (`docs/PROTOCOL.md` §1).
     pub fn connect_with(
         endpoint: &Endpoint,

@@ -10,7 +10,9 @@
 //!
 //! The reader recognises a server-pushed **notice** (a cluster node gave partitions up;
 //! `docs/PROTOCOL.md` §7.6) by its op byte, not its id, and hands it to every receiver of
-//! [`AsyncClient::notices`].
+//! [`AsyncClient::notices`]. A `CALLBACK` notice (cached locks, version 6) goes instead to
+//! the unbounded channel a cached client installed ([`CallbackSink`]), so none is lost to
+//! a lagging receiver: a lost callback would leave another client waiting for good.
 //!
 //! # An unresponsive server
 //!
@@ -45,8 +47,8 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use rangelock_proto::{
-    read_frame, EndReason, FrameError, GrantMode, Mode, Request, RequestFrame, ResponseFrame,
-    ServerHello, StatsBody, Status, Wait, ALL_PARTITIONS, SERVER_HELLO_LEN, VERSION,
+    read_frame, Callback, EndReason, FrameError, GrantMode, Mode, Request, RequestFrame,
+    ResponseFrame, ServerHello, StatsBody, Status, Wait, ALL_PARTITIONS, SERVER_HELLO_LEN, VERSION,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::net::{TcpStream, UnixStream};
@@ -103,6 +105,10 @@ impl Notice {
         (self.status == Status::MapChanged).then_some(self.value)
     }
 }
+
+/// Where the reader delivers `CALLBACK` notices: `(lock id, part wanted)`. Unset until a
+/// cached client installs it; while unset they go to [`AsyncClient::notices`] as any other.
+pub(crate) type CallbackSink = Arc<Mutex<Option<mpsc::UnboundedSender<(u64, Callback)>>>>;
 
 /// Requests waiting for their response, and whether the connection is gone.
 #[derive(Debug)]
@@ -222,10 +228,34 @@ impl Drop for CloseOnDrop {
 /// A request on its way to the writer task: a frame, or a named lock, whose frame would
 /// borrow its name.
 #[derive(Debug)]
-enum Outgoing {
+pub(crate) enum Outgoing {
     Frame(RequestFrame<'static>),
-    LockNamed { id: u64, start: u64, end: u64, mode: Mode, wait: Wait, name: Arc<[u8]> },
-    ReclaimNamed { id: u64, start: u64, end: u64, mode: Mode, token: u64, name: Arc<[u8]> },
+    LockNamed {
+        id: u64,
+        start: u64,
+        end: u64,
+        mode: Mode,
+        wait: Wait,
+        name: Arc<[u8]>,
+    },
+    ReclaimNamed {
+        id: u64,
+        start: u64,
+        end: u64,
+        mode: Mode,
+        token: u64,
+        name: Arc<[u8]>,
+    },
+    /// `LOCK_CACHED` (an empty name: the unnamed resource).
+    LockCached {
+        id: u64,
+        start: u64,
+        end: u64,
+        mode: Mode,
+        wait: Wait,
+        desired: (u64, u64),
+        name: Arc<[u8]>,
+    },
 }
 
 impl Outgoing {
@@ -242,6 +272,18 @@ impl Outgoing {
                 let request = Request::ReclaimNamed { start, end, mode, token, name };
                 RequestFrame { id: *id, request }.encode(out)
             }
+            Outgoing::LockCached { id, start, end, mode, wait, desired, name } => {
+                let request = Request::LockCached {
+                    start: *start,
+                    end: *end,
+                    mode: *mode,
+                    wait: *wait,
+                    desired_start: desired.0,
+                    desired_end: desired.1,
+                    name,
+                };
+                RequestFrame { id: *id, request }.encode(out)
+            }
         }
     }
 }
@@ -251,6 +293,7 @@ pub(crate) struct Core {
     out: mpsc::UnboundedSender<Outgoing>,
     pending: Arc<Pending>,
     notices: broadcast::Sender<Notice>,
+    callbacks: CallbackSink,
     next_id: AtomicU64,
     hello: ServerHello,
 }
@@ -261,7 +304,7 @@ impl Core {
         self.pending.lock().loss.clone()
     }
 
-    fn next_id(&self) -> u64 {
+    pub(crate) fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
@@ -276,7 +319,12 @@ impl Core {
         rx.await.map_err(|_| ClientError::ConnectionLost)
     }
 
-    fn register(&self, id: u64) -> Result<oneshot::Receiver<ResponseFrame>, ClientError> {
+    /// Registers a waiter for the answer to request `id` (sent next, with [`Core::send`]
+    /// or [`Core::send_outgoing`]).
+    pub(crate) fn register(
+        &self,
+        id: u64,
+    ) -> Result<oneshot::Receiver<ResponseFrame>, ClientError> {
         let (tx, rx) = oneshot::channel();
         let mut p = self.pending.lock();
         if p.closed {
@@ -286,15 +334,15 @@ impl Core {
         Ok(rx)
     }
 
-    fn unregister(&self, id: u64) {
+    pub(crate) fn unregister(&self, id: u64) {
         self.pending.lock().waiters.remove(&id);
     }
 
-    fn send(&self, id: u64, request: Request<'static>) -> Result<(), ClientError> {
+    pub(crate) fn send(&self, id: u64, request: Request<'static>) -> Result<(), ClientError> {
         self.send_outgoing(Outgoing::Frame(RequestFrame { id, request }))
     }
 
-    fn send_outgoing(&self, o: Outgoing) -> Result<(), ClientError> {
+    pub(crate) fn send_outgoing(&self, o: Outgoing) -> Result<(), ClientError> {
         self.out.send(o).map_err(|_| ClientError::ConnectionLost)
     }
 
@@ -328,8 +376,8 @@ impl AsyncClient {
 
     /// Connects with `options` (an authentication token) and performs the handshake.
     ///
-    /// The client offers protocol version 5; an older server that refuses it naming a
-    /// version this client speaks (4 or 3) is connected to again with a hello of that
+    /// The client offers protocol version 6; an older server that refuses it naming a
+    /// version this client speaks (5, 4 or 3) is connected to again with a hello of that
     /// version (`docs/PROTOCOL.md` §1).
     pub async fn connect_with(
         endpoint: &Endpoint,
@@ -406,17 +454,34 @@ impl AsyncClient {
         let lease = Duration::from_millis(hello.lease_ms.into());
         let pending = Arc::new(Pending::new(lease));
         let (notices, _) = broadcast::channel(NOTICE_BUFFER);
+        let callbacks = CallbackSink::default();
         let core = Arc::new(Core {
             out: out_tx,
             pending: pending.clone(),
             notices: notices.clone(),
+            callbacks: callbacks.clone(),
             next_id: AtomicU64::new(1),
             hello,
         });
         tokio::spawn(write_loop(wr, out_rx, pending.clone()));
-        tokio::spawn(read_loop(rd, pending.clone(), notices));
+        tokio::spawn(read_loop(rd, pending.clone(), notices, callbacks));
         tokio::spawn(keepalive_loop(Arc::downgrade(&core), pending, lease));
         Ok(AsyncClient { core })
+    }
+
+    /// The connection underneath (for the cached client).
+    pub(crate) fn core(&self) -> &Arc<Core> {
+        &self.core
+    }
+
+    /// From now on, `CALLBACK` notices go to `sink` instead of [`AsyncClient::notices`].
+    pub(crate) fn set_callback_sink(&self, sink: mpsc::UnboundedSender<(u64, Callback)>) {
+        *self.core.callbacks.lock().unwrap_or_else(PoisonError::into_inner) = Some(sink);
+    }
+
+    /// The protocol version of the session.
+    pub(crate) fn version(&self) -> u16 {
+        self.core.hello.version
     }
 
     /// The server-assigned session id.
@@ -495,7 +560,7 @@ impl AsyncClient {
     }
 
     /// [`AsyncClient::lock`] on the resource `name` (`None`: the unnamed resource).
-    async fn lock_on(
+    pub(crate) async fn lock_on(
         &self,
         name: Option<&Arc<[u8]>>,
         range: Range<u64>,
@@ -771,6 +836,7 @@ async fn read_loop<S: AsyncRead>(
     mut rd: ReadHalf<S>,
     pending: Arc<Pending>,
     notices: broadcast::Sender<Notice>,
+    callbacks: CallbackSink,
 ) {
     // If the runtime drops this task, the connection is gone without a cause we saw.
     let mut close =
@@ -818,6 +884,14 @@ async fn read_loop<S: AsyncRead>(
         if r.is_notice() && r.status == Status::SessionEnded {
             ended = Some(EndReason::from_code(r.value));
             continue;
+        }
+        if let (true, Status::Callback, Some(part)) = (r.is_notice(), r.status, r.callback) {
+            let sink = callbacks.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(tx) = sink.as_ref() {
+                // A closed receiver is fine: the cached client is gone.
+                let _ = tx.send((r.value, part));
+                continue;
+            }
         }
         if r.is_notice() {
             // No receiver is fine: nobody asked.

@@ -42,6 +42,12 @@
 //! # Ok::<(), rangelock_client::ClientError>(())
 //! ```
 //!
+//! # Cached locks
+//!
+//! [`cached`]: [`CachedClient`] and [`BlockingCachedClient`] keep the extents the server
+//! grants as cached (protocol version 6) and serve later locks inside them locally, with
+//! no round trip; the server calls an extent back when another session needs it.
+//!
 //! # Shared-memory answers
 //!
 //! On the server's host, [`Client::attach_shm`] asks a server started with shared-memory
@@ -61,31 +67,68 @@
 //! from the next [`Client::lock`] or [`Client::flush`] as
 //! [`ClientError::DeferredUnlock`].
 
+// Under `--cfg loom` only the cached client's synchronous core is built, with its model
+// (`cached/loom_tests.rs`): the rest needs tokio, whose futures loom does not run.
+#[cfg(not(loom))]
 mod blocking;
+#[cfg(not(loom))]
+pub mod cached;
+#[cfg(loom)]
+#[path = "cached"]
+mod cached {
+    #![allow(dead_code)]
+    pub(crate) mod handover;
+    #[cfg(test)]
+    mod loom_tests;
+}
+#[cfg(not(loom))]
 pub mod cluster;
+#[cfg(not(loom))]
 mod connection;
+#[cfg(not(loom))]
 mod endpoint;
+#[cfg(not(loom))]
 mod error;
+#[cfg(not(loom))]
 mod guard;
+#[cfg(not(loom))]
 mod options;
+#[cfg(not(loom))]
 mod poll;
+#[cfg(not(loom))]
 mod shm;
+#[cfg(not(loom))]
 mod sync_core;
+#[cfg(not(loom))]
 mod sync_tls;
+#[cfg(not(loom))]
 mod tls;
 
+#[cfg(not(loom))]
 pub use blocking::{Client, LockGuard, Resource};
+#[cfg(not(loom))]
+pub use cached::{
+    BlockingCachedClient, BlockingCachedGuard, BlockingCachedResource, CacheOptions, CachedClient,
+    CachedGuard, CachedResource,
+};
+#[cfg(not(loom))]
 pub use connection::{AsyncClient, AsyncResource, Notice};
+#[cfg(not(loom))]
 pub use endpoint::Endpoint;
+#[cfg(not(loom))]
 pub use error::{ClientError, ConnectionLoss, LossCause, MAX_TIMEOUT};
+#[cfg(not(loom))]
 pub use guard::AsyncLockGuard;
+#[cfg(not(loom))]
 pub use options::ConnectOptions;
 pub use rangelock_proto::{
     Counters, EndReason, EntryState, GrantMode, Mode, StatsBody, StatsEntry, Status, Wait,
     MAX_RESOURCE_NAME_LEN,
 };
 /// The TLS library of [`TlsOptions`] (its root store and certificate types).
+#[cfg(not(loom))]
 pub use rustls;
+#[cfg(not(loom))]
 pub use tls::TlsOptions;
 
 /// The README's examples, compiled and run as doctests.

@@ -1,5 +1,6 @@
 //! The cluster client acquires a range piece by piece at each partition's owner, all or
 //! nothing, and follows (a bounded number of) redirects.
+#![cfg(not(loom))]
 
 mod cluster_support;
 

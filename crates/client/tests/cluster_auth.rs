@@ -2,6 +2,7 @@
 //! [`ClusterOptions::connect`]. A missing or wrong token, a node that does not know the
 //! token, and a range outside the token's ranges each fail at once with a clear error —
 //! even a lock that may wait forever — and leave nothing held.
+#![cfg(not(loom))]
 
 mod cluster_support;
 

@@ -1,6 +1,7 @@
 //! Named resources in a cluster: a name's range is split stripe by stripe and each piece
 //! locked at its partition's owner; names never conflict with each other; a named guard
 //! is reclaimed by name (`RECLAIM_NAMED`) after a move or a node's death.
+#![cfg(not(loom))]
 
 mod cluster_support;
 

@@ -1,6 +1,7 @@
 //! A guard survives a planned move and a node's death by reclaiming its pieces at the new
 //! owner, with the same tokens; when a reclaim is refused or comes too late, the guard is
 //! lost — and says so.
+#![cfg(not(loom))]
 
 mod cluster_support;
 

@@ -1,0 +1,376 @@
+//! [`CachedClient`] and [`CachedResource`]: the lock calls, the fast path inside kept
+//! extents and the `LOCK_CACHED` round trip.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rangelock::{OwnedRangeGuard, RangeLock};
+use rangelock_proto::{CachedGrant, GrantMode, Mode, Request, Status, Wait};
+use tokio::sync::mpsc;
+
+use super::callbacks;
+use super::guard::CachedGuard;
+use super::handover::{Extent, Handover, Name};
+use super::options::CacheOptions;
+use crate::connection::{AsyncClient, Outgoing};
+use crate::endpoint::Endpoint;
+use crate::error::{check_name, check_wait, ClientError, ConnectionLoss};
+use crate::guard::AsyncLockGuard;
+use crate::options::ConnectOptions;
+
+/// What the client, its guards and its callback task share.
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) client: AsyncClient,
+    /// The server accepted `CACHE_ON`.
+    pub(crate) cached: bool,
+    pub(crate) options: CacheOptions,
+    pub(crate) handover: Handover,
+    /// The callback task's queue: a callback that came before its lock was settled is
+    /// queued again from here.
+    pub(crate) callbacks: mpsc::UnboundedSender<(u64, rangelock_proto::Callback)>,
+}
+
+/// An async client that keeps the extents the server grants as cached and serves later
+/// locks inside them without a round trip; see the [module docs](super). Cheap to clone
+/// (clones share the connection, the session and the kept extents).
+#[derive(Clone, Debug)]
+pub struct CachedClient {
+    pub(crate) inner: Arc<Inner>,
+}
+
+/// A named resource of a [`CachedClient`] ([`CachedClient::resource`]); cheap to clone.
+#[derive(Clone, Debug)]
+pub struct CachedResource {
+    client: CachedClient,
+    name: Name,
+}
+
+impl CachedClient {
+    /// Connects with the default options.
+    pub async fn connect(endpoint: &Endpoint) -> Result<CachedClient, ClientError> {
+        Self::connect_with(endpoint, &ConnectOptions::default(), CacheOptions::default()).await
+    }
+
+    /// Connects with `options`, and asks for cached locks (`CACHE_ON`). A server that
+    /// refuses (`CACHE_UNAVAILABLE`: its engine or its policy; `UNKNOWN_OP`: an older
+    /// server) or that delivers grants by polling gives an uncached client, whose every
+    /// lock is an ordinary `LOCK` ([`CachedClient::is_cached`]).
+    pub async fn connect_with(
+        endpoint: &Endpoint,
+        options: &ConnectOptions,
+        cache: CacheOptions,
+    ) -> Result<CachedClient, ClientError> {
+        let client = AsyncClient::connect_with(endpoint, options).await?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut cached = false;
+        if client.version() >= 6 && client.grant_mode() == GrantMode::Push {
+            client.set_callback_sink(tx.clone());
+            let r = client.raw(Request::CacheOn).await?;
+            cached = match r.status {
+                Status::Ok => true,
+                Status::CacheUnavailable | Status::UnknownOp => false,
+                s => return Err(ClientError::Server(s)),
+            };
+        }
+        let lost = client.lost_signal();
+        let inner = Arc::new(Inner {
+            client,
+            cached,
+            options: cache,
+            handover: Handover::default(),
+            callbacks: tx,
+        });
+        if cached {
+            tokio::spawn(callbacks::run(Arc::downgrade(&inner), rx, lost));
+        }
+        Ok(CachedClient { inner })
+    }
+
+    /// Whether the server accepted `CACHE_ON`: `false` means every lock is an ordinary
+    /// `LOCK` (one round trip each).
+    pub fn is_cached(&self) -> bool {
+        self.inner.cached
+    }
+
+    /// The connection underneath (its `stats`, `ping`, `lost`, …). Locks taken through
+    /// it directly are not ordered with this client's.
+    pub fn as_async(&self) -> &AsyncClient {
+        &self.inner.client
+    }
+
+    /// Whether the connection is still up (`false`: every lock and kept extent is gone).
+    pub fn is_connected(&self) -> bool {
+        self.inner.client.is_connected()
+    }
+
+    /// How the connection was lost, once it is.
+    pub fn loss(&self) -> Option<ConnectionLoss> {
+        self.inner.client.loss()
+    }
+
+    /// How many extents the client keeps now.
+    pub fn kept_extents(&self) -> usize {
+        self.inner.handover.kept()
+    }
+
+    /// Locks `range` of the unnamed resource in `mode`, waiting as `wait` says: locally if
+    /// a kept extent covers it, else at the server (see the [module docs](super)).
+    pub async fn lock(
+        &self,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Result<CachedGuard, ClientError> {
+        self.inner.lock(&Name::from(&[][..]), range, mode, wait).await
+    }
+
+    /// Locks `range` of the unnamed resource exclusively, waiting as long as it takes.
+    pub async fn lock_exclusive(&self, range: Range<u64>) -> Result<CachedGuard, ClientError> {
+        self.lock(range, Mode::Exclusive, Wait::Forever).await
+    }
+
+    /// Locks `range` of the unnamed resource shared, waiting as long as it takes.
+    pub async fn lock_shared(&self, range: Range<u64>) -> Result<CachedGuard, ClientError> {
+        self.lock(range, Mode::Shared, Wait::Forever).await
+    }
+
+    /// The named resource `name`, with the same lock calls. Refused before anything is
+    /// sent: a name of 0 or more than 1024 bytes ([`ClientError::InvalidName`]), a session
+    /// before protocol version 5 ([`ClientError::NamesUnsupported`]).
+    pub fn resource(&self, name: impl AsRef<[u8]>) -> Result<CachedResource, ClientError> {
+        let name = check_name(name.as_ref(), self.inner.client.version())?;
+        Ok(CachedResource { client: self.clone(), name })
+    }
+}
+
+impl CachedResource {
+    /// The resource's name.
+    pub fn name(&self) -> &[u8] {
+        &self.name
+    }
+
+    /// [`CachedClient::lock`] on this resource.
+    pub async fn lock(
+        &self,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Result<CachedGuard, ClientError> {
+        self.client.inner.lock(&self.name, range, mode, wait).await
+    }
+
+    /// Locks `range` of this resource exclusively, waiting as long as it takes.
+    pub async fn lock_exclusive(&self, range: Range<u64>) -> Result<CachedGuard, ClientError> {
+        self.lock(range, Mode::Exclusive, Wait::Forever).await
+    }
+
+    /// Locks `range` of this resource shared, waiting as long as it takes.
+    pub async fn lock_shared(&self, range: Range<u64>) -> Result<CachedGuard, ClientError> {
+        self.lock(range, Mode::Shared, Wait::Forever).await
+    }
+
+    pub(crate) fn client(&self) -> &CachedClient {
+        &self.client
+    }
+
+    pub(crate) fn name_arc(&self) -> &Name {
+        &self.name
+    }
+}
+
+/// Refuses what cannot be sent, before anything is: an empty range, a timeout too long.
+pub(crate) fn check(range: &Range<u64>, wait: Wait) -> Result<(), ClientError> {
+    if range.start >= range.end {
+        return Err(ClientError::InvalidRange { start: range.start, end: range.end });
+    }
+    check_wait(wait)
+}
+
+/// When a wait ends (`None`: never, or at once for `Wait::Try`).
+pub(crate) fn deadline(wait: Wait) -> Option<Instant> {
+    match wait {
+        Wait::Timeout(d) => Some(Instant::now() + d),
+        _ => None,
+    }
+}
+
+/// The error of a local lock that could not be had in time.
+fn local_error(wait: Wait) -> ClientError {
+    match wait {
+        Wait::Try => ClientError::WouldBlock,
+        _ => ClientError::TimedOut,
+    }
+}
+
+/// Takes `range` of `lock` in `mode` as `wait` says (by `deadline` for a timeout).
+async fn local_async(
+    lock: &Arc<RangeLock>,
+    range: &Range<u64>,
+    mode: Mode,
+    wait: Wait,
+    deadline: Option<Instant>,
+) -> Result<OwnedRangeGuard, ClientError> {
+    match (wait, deadline) {
+        (Wait::Forever, _) => Ok(lock.lock_mode_owned_async(range.clone(), mode).await),
+        (Wait::Timeout(_), Some(d)) => lock
+            .try_lock_mode_owned_async_until(range.clone(), mode, d)
+            .await
+            .map_err(|_| local_error(wait)),
+        _ => lock.try_lock_mode_owned(range.clone(), mode).map_err(|_| local_error(wait)),
+    }
+}
+
+/// Takes `range` of `lock` in `mode` as `wait` says, blocking the calling thread.
+pub(crate) fn local_blocking(
+    lock: &Arc<RangeLock>,
+    range: &Range<u64>,
+    mode: Mode,
+    wait: Wait,
+    deadline: Option<Instant>,
+) -> Result<OwnedRangeGuard, ClientError> {
+    match (wait, deadline) {
+        (Wait::Forever, _) => Ok(lock.lock_mode_owned(range.clone(), mode)),
+        (Wait::Timeout(_), Some(d)) => {
+            lock.try_lock_mode_owned_until(range.clone(), mode, d).map_err(|_| local_error(wait))
+        }
+        _ => lock.try_lock_mode_owned(range.clone(), mode).map_err(|_| local_error(wait)),
+    }
+}
+
+/// A `LOCK_CACHED` in flight: dropped armed (its future was dropped), it withdraws the
+/// request (`UNLOCK` of its id) and forgets the callbacks that came for it.
+struct Flight<'a> {
+    inner: &'a Inner,
+    name: &'a Name,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let core = self.inner.client.core();
+            core.unregister(self.id);
+            core.send_and_forget(Request::Unlock { target: self.id });
+            self.inner.handover.settle(self.id, self.name, None);
+        }
+    }
+}
+
+impl Inner {
+    /// A lock of `range` of resource `name` (empty: the unnamed one).
+    pub(crate) async fn lock(
+        self: &Arc<Self>,
+        name: &Name,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Result<CachedGuard, ClientError> {
+        check(&range, wait)?;
+        if !self.cached {
+            return self.plain(name, range, mode, wait).await;
+        }
+        let deadline = deadline(wait);
+        let local = self.handover.local_lock(name);
+        while self.handover.find(name, &range, mode) {
+            let g = local_async(&local, &range, mode, wait, deadline).await?;
+            if let Some(guard) = self.confirm(name, &range, mode, g) {
+                return Ok(guard);
+            }
+        }
+        self.lock_at_server(name, &local, range, mode, wait, deadline, false).await
+    }
+
+    /// The fast path's second check, with the local lock `g` held: a guard inside a kept
+    /// extent, or `None` (the local lock dropped) if none covers the range any more.
+    pub(crate) fn confirm(
+        self: &Arc<Self>,
+        name: &Name,
+        range: &Range<u64>,
+        mode: Mode,
+        g: OwnedRangeGuard,
+    ) -> Option<CachedGuard> {
+        let (id, token) = self.handover.confirm(name, range, mode, Instant::now())?;
+        Some(CachedGuard::kept(self.clone(), name.clone(), g, id, token))
+    }
+
+    /// An ordinary `LOCK` (the client is not cached).
+    async fn plain(
+        self: &Arc<Self>,
+        name: &Name,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Result<CachedGuard, ClientError> {
+        let named = (!name.is_empty()).then_some(name);
+        let g = self.client.lock_on(named, range, mode, wait).await?;
+        Ok(CachedGuard::plain(self.clone(), name.clone(), g))
+    }
+
+    /// Sends `LOCK_CACHED` for `range` (no local lock held while the server decides: a
+    /// callback may need it), then takes the local lock over `range` (on the calling
+    /// thread if `blocking`), and keeps the extent if the server lets it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn lock_at_server(
+        self: &Arc<Self>,
+        name: &Name,
+        local: &Arc<RangeLock>,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+        deadline: Option<Instant>,
+        blocking: bool,
+    ) -> Result<CachedGuard, ClientError> {
+        let core = self.client.core().clone();
+        let id = core.next_id();
+        self.handover.begin_flight(id);
+        let mut flight = Flight { inner: self, name, id, armed: true };
+        let rx = core.register(id)?;
+        let server_wait = match (wait, deadline) {
+            (Wait::Timeout(_), Some(d)) => match d.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Wait::Timeout(left),
+                _ => Wait::Try,
+            },
+            _ => wait,
+        };
+        core.send_outgoing(Outgoing::LockCached {
+            id,
+            start: range.start,
+            end: range.end,
+            mode,
+            wait: server_wait,
+            desired: self.options.desired(&range),
+            name: name.clone(),
+        })?;
+        let r = rx.await.map_err(|_| ClientError::ConnectionLost)?;
+        if r.status != Status::Ok {
+            flight.armed = false;
+            self.handover.settle(id, name, None);
+            return Err(ClientError::from_status(r.status));
+        }
+        let token = r.value;
+        let grant =
+            r.grant.unwrap_or(CachedGrant { start: range.start, end: range.end, cached: false });
+        let held = if blocking {
+            local_blocking(local, &range, mode, wait, deadline)
+        } else {
+            local_async(local, &range, mode, wait, deadline).await
+        };
+        flight.armed = false;
+        if !grant.cached {
+            self.handover.settle(id, name, None);
+            let server = AsyncLockGuard::new(core, id, token, range, mode);
+            return Ok(CachedGuard::exact(self.clone(), name.clone(), server, held?));
+        }
+        let now = Instant::now();
+        let extent = Extent { start: grant.start, end: grant.end, mode, id, token, last_use: now };
+        for p in self.handover.settle(id, name, Some(extent)) {
+            let part = rangelock_proto::Callback { start: p.start, end: p.end, mode: p.mode };
+            // Closed: the callback task ended with the session.
+            let _ = self.callbacks.send((id, part));
+        }
+        Ok(CachedGuard::kept(self.clone(), name.clone(), held?, id, token))
+    }
+}

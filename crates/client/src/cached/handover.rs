@@ -1,0 +1,589 @@
+//! The synchronous core of the cached client: the map of kept extents, the in-process
+//! [`RangeLock`] per resource, and the hand-over between local holders and a callback.
+//!
+//! It knows nothing of tokio or the connection, so the loom model (`loom_tests.rs`) runs
+//! it as it ships; the async client ([`super::client`]) and the callback task
+//! ([`super::callbacks`]) only add the waiting and the sending around it.
+//!
+//! # The protocol
+//!
+//! * **Local lock (fast path).** [`Handover::find`] says whether a kept extent covers the
+//!   range in a compatible mode and is not being recalled; the caller then takes the
+//!   resource's `RangeLock` over the range and calls [`Handover::confirm`], which checks
+//!   again, under the map mutex, that a kept extent still covers it (a callback may have
+//!   given it back in between). If not, the caller drops its local guard and retries.
+//! * **Callback.** [`Handover::begin_recall`] marks the extent recalled (no new fast-path
+//!   lock starts in it); the caller takes the `RangeLock` exclusively over the part wanted
+//!   (this waits for the local holders of the part) and calls [`Handover::give_back`],
+//!   which, under the map mutex, looks at the extent as it is now, `try_lock`s the rest of
+//!   it on each side, chooses what to give back (the part plus every side without a local
+//!   holder) and updates the map *while the local guards are held*. Recalls of one extent
+//!   may run at once: each gives back what is still there of its part. The caller sends `GIVE_BACK`, then drops the guards and calls
+//!   [`Handover::finish_recall`]. A local locker that waited for the `RangeLock` over a
+//!   part given back finds it uncovered in `confirm` and goes to the server, where its
+//!   request queues behind the other session's.
+//!
+//! So a local guard over the part is either granted before the callback took the part
+//! (and dropped before `GIVE_BACK` is sent), or refused by `confirm` after.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rangelock::{Mode, OwnedRangeGuard, RangeLock};
+
+#[cfg(loom)]
+use loom::sync::{Mutex, MutexGuard};
+#[cfg(not(loom))]
+use std::sync::{Mutex, MutexGuard};
+
+/// A resource's local lock: the default one (under loom, with the short skip list that
+/// loom builds of `rangelock` take).
+fn new_local_lock() -> RangeLock {
+    #[cfg(not(loom))]
+    return RangeLock::new();
+    #[cfg(loom)]
+    return RangeLock::builder().max_height(2).build();
+}
+
+/// A resource's name; empty for the unnamed resource.
+pub(crate) type Name = Arc<[u8]>;
+
+/// Whether a hold in `have` serves a lock in `want` (exclusive serves both).
+pub(crate) fn serves(have: Mode, want: Mode) -> bool {
+    have == Mode::Exclusive || want == Mode::Shared
+}
+
+/// Whether holds in `a` and `b` conflict.
+fn conflict(a: Mode, b: Mode) -> bool {
+    a == Mode::Exclusive || b == Mode::Exclusive
+}
+
+/// A kept extent: a lock the server granted as cached, which this client holds at the
+/// server while no local lock is inside it.
+#[derive(Clone, Debug)]
+pub(crate) struct Extent {
+    /// First unit.
+    pub(crate) start: u64,
+    /// One past the last unit.
+    pub(crate) end: u64,
+    /// How it is held at the server.
+    pub(crate) mode: Mode,
+    /// The request id that names it at the server.
+    pub(crate) id: u64,
+    /// Its fencing token.
+    pub(crate) token: u64,
+    /// When a local lock inside it last started or ended.
+    pub(crate) last_use: Instant,
+}
+
+/// The part of a lock another session wants (a `CALLBACK` notice's body).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Part {
+    /// First unit wanted.
+    pub(crate) start: u64,
+    /// One past the last unit wanted.
+    pub(crate) end: u64,
+    /// How the other session wants it.
+    pub(crate) mode: Mode,
+}
+
+/// An extent being recalled: what [`Handover::begin_recall`] picked (or the idle pass).
+#[derive(Clone, Debug)]
+pub(crate) struct Target {
+    /// Its resource.
+    pub(crate) name: Name,
+    /// The resource's local lock.
+    pub(crate) lock: Arc<RangeLock>,
+    /// The extent as it was when picked.
+    pub(crate) extent: Extent,
+    /// The part to give back at least (inside the extent).
+    pub(crate) part: Range<u64>,
+    /// The lock id the extent's family descends from (splits keep it).
+    root: u64,
+    /// The recall's mark (0: none, the idle pass).
+    mark: u64,
+}
+
+/// A `GIVE_BACK` to send: release `[start, end)` of lock `target`; the request's own id is
+/// `id` (it names the right part after a split).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GiveBack {
+    /// The request id of the `GIVE_BACK` itself.
+    pub(crate) id: u64,
+    /// The extent's lock id.
+    pub(crate) target: u64,
+    /// First unit given back.
+    pub(crate) start: u64,
+    /// One past the last unit given back.
+    pub(crate) end: u64,
+    /// The extent as the server holds it until this `GIVE_BACK`: `(start, end)`.
+    pub(crate) extent: (u64, u64),
+}
+
+/// What [`Handover::begin_recall`] found for a callback.
+#[derive(Debug)]
+pub(crate) enum Recall {
+    /// Nothing (more) to do: the lock is gone, or no extent of it overlaps the part in a
+    /// conflicting mode.
+    Done,
+    /// The lock's `LOCK_CACHED` answer is not settled yet: the callback is kept and
+    /// returned by [`Handover::settle`].
+    Deferred,
+    /// Give this back.
+    Target(Target),
+}
+
+/// One resource: its local lock, its kept extents by `(start, id)`, and the recalls in
+/// progress (each marks the extent it started on: no fast-path lock starts in it).
+#[derive(Debug)]
+struct Resource {
+    lock: Arc<RangeLock>,
+    extents: BTreeMap<(u64, u64), Extent>,
+    recalls: Vec<(u64, Range<u64>)>,
+}
+
+impl Resource {
+    /// Whether a recall in progress marks (part of) `e`.
+    fn recalled(&self, e: &Extent) -> bool {
+        self.recalls.iter().any(|(_, r)| r.start < e.end && e.start < r.end)
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    resources: HashMap<Name, Resource>,
+    /// Each kept extent's resource and start, by lock id.
+    by_id: HashMap<u64, (Name, u64)>,
+    /// The lock ids of a split: each right part's id, and the id of the extent it came
+    /// from (a callback sent before the split names the left part's id).
+    family: HashMap<u64, u64>,
+    /// `LOCK_CACHED`s sent whose answer is not settled yet, with the callbacks that came
+    /// for them meanwhile.
+    inflight: HashMap<u64, Vec<Part>>,
+    /// The session is gone: nothing is kept any more.
+    lost: bool,
+    /// The last recall mark handed out.
+    marks: u64,
+}
+
+impl State {
+    /// The family root of lock `id`: the id of the grant it was split from.
+    fn root(&self, mut id: u64) -> u64 {
+        while let Some(&up) = self.family.get(&id) {
+            id = up;
+        }
+        id
+    }
+
+    fn remove(&mut self, name: &Name, start: u64, id: u64) -> Option<Extent> {
+        let r = self.resources.get_mut(name)?;
+        let e = r.extents.remove(&(start, id))?;
+        self.by_id.remove(&id);
+        if self.by_id.is_empty() {
+            // No extent left: no callback can name a split's part any more.
+            self.family.clear();
+        }
+        Some(e)
+    }
+
+    /// Forgets resource `name` if nothing uses it: no extent, and no one holds its local
+    /// lock (clones are made under the state mutex, so none can appear meanwhile).
+    fn prune(&mut self, name: &Name) {
+        let unused = self
+            .resources
+            .get(name)
+            .is_some_and(|r| r.extents.is_empty() && Arc::strong_count(&r.lock) == 1);
+        if unused {
+            self.resources.remove(name);
+        }
+    }
+
+    /// The extent of family `root` in resource `name` that overlaps `part` and conflicts
+    /// with `mode`, if any (a family's extents are disjoint).
+    fn piece(&self, name: &Name, root: u64, part: &Range<u64>, mode: Mode) -> Option<Extent> {
+        let r = self.resources.get(name)?;
+        r.extents
+            .range(..(part.end, 0))
+            .map(|(_, e)| e)
+            .find(|e| e.end > part.start && conflict(e.mode, mode) && self.root(e.id) == root)
+            .cloned()
+    }
+
+    fn insert(&mut self, name: &Name, e: Extent) {
+        self.by_id.insert(e.id, (name.clone(), e.start));
+        let r = self.resources.get_mut(name).expect("a resource's lock is made before its extents");
+        r.extents.insert((e.start, e.id), e);
+    }
+}
+
+/// The map of kept extents and the local locks; see the module docs.
+#[derive(Debug, Default)]
+pub(crate) struct Handover {
+    state: Mutex<State>,
+}
+
+impl Handover {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The local lock of resource `name` (made on first use; it lives as long as the
+    /// client).
+    pub(crate) fn local_lock(&self, name: &Name) -> Arc<RangeLock> {
+        let mut s = self.state();
+        let r = s.resources.entry(name.clone()).or_insert_with(|| Resource {
+            lock: Arc::new(new_local_lock()),
+            extents: BTreeMap::new(),
+            recalls: Vec::new(),
+        });
+        r.lock.clone()
+    }
+
+    /// A kept extent of `name` covering `range` in a mode that serves `mode`, skipping
+    /// recalled ones if `recalled` is false: its id and token.
+    fn covering(
+        s: &mut State,
+        name: &Name,
+        range: &Range<u64>,
+        mode: Mode,
+        recalled: bool,
+        now: Option<Instant>,
+    ) -> Option<(u64, u64)> {
+        let r = s.resources.get_mut(name)?;
+        let Resource { extents, recalls, .. } = r;
+        let marked = |e: &Extent| recalls.iter().any(|(_, x)| x.start < e.end && e.start < x.end);
+        let hit = extents
+            .range_mut(..=(range.start, u64::MAX))
+            .rev()
+            .map(|(_, e)| e)
+            .find(|e| e.end >= range.end && serves(e.mode, mode) && (recalled || !marked(e)))?;
+        if let Some(now) = now {
+            hit.last_use = now;
+        }
+        Some((hit.id, hit.token))
+    }
+
+    /// Whether a kept extent covers `range` of `name` for `mode` and is not being
+    /// recalled: the fast path may start.
+    pub(crate) fn find(&self, name: &Name, range: &Range<u64>, mode: Mode) -> bool {
+        Self::covering(&mut self.state(), name, range, mode, false, None).is_some()
+    }
+
+    /// With the local lock over `range` held: whether a kept extent still covers it for
+    /// `mode` (recalled or not: the recall waits for this holder). Its id and token, and
+    /// it counts as used `now`.
+    pub(crate) fn confirm(
+        &self,
+        name: &Name,
+        range: &Range<u64>,
+        mode: Mode,
+        now: Instant,
+    ) -> Option<(u64, u64)> {
+        Self::covering(&mut self.state(), name, range, mode, true, Some(now))
+    }
+
+    /// A local lock over `range` of `name` ended `now` (its guard dropped): the extents it
+    /// lay in were used; a resource left without extents or local holders is forgotten.
+    pub(crate) fn released(&self, name: &Name, range: &Range<u64>, now: Instant) {
+        let mut s = self.state();
+        if let Some(r) = s.resources.get_mut(name) {
+            for (_, e) in r.extents.range_mut(..(range.end, 0)) {
+                if e.end > range.start {
+                    e.last_use = now;
+                }
+            }
+        }
+        s.prune(name);
+    }
+
+    /// How many resources have a local lock (for tests).
+    #[cfg(test)]
+    pub(crate) fn resources(&self) -> usize {
+        self.state().resources.len()
+    }
+
+    /// A `LOCK_CACHED` with id `id` is about to be sent: callbacks for it are kept until
+    /// [`Handover::settle`].
+    pub(crate) fn begin_flight(&self, id: u64) {
+        self.state().inflight.insert(id, Vec::new());
+    }
+
+    /// The `LOCK_CACHED` `id` is settled: `kept` is its extent if the client keeps it
+    /// (inserted now), `None` if it was not granted, was granted uncached or was
+    /// withdrawn. The callbacks that came for it meanwhile, to run now (none if not kept).
+    pub(crate) fn settle(&self, id: u64, name: &Name, kept: Option<Extent>) -> Vec<Part> {
+        let mut s = self.state();
+        let pending = s.inflight.remove(&id).unwrap_or_default();
+        match kept {
+            Some(e) if !s.lost => {
+                s.insert(name, e);
+                pending
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// A callback for lock `id` wants `part`: the next extent of the lock to give (part
+    /// of) back, if any, marked recalled (see [`Recall`]). Call again after each give-back
+    /// until `Done`: a part may span the two halves of a split. Recalls of one extent may
+    /// run at once ([`Handover::give_back`] looks at the extent as it is then).
+    pub(crate) fn begin_recall(&self, id: u64, part: Part) -> Recall {
+        let mut s = self.state();
+        if s.lost {
+            return Recall::Done;
+        }
+        if let Some(pending) = s.inflight.get_mut(&id) {
+            pending.push(part);
+            return Recall::Deferred;
+        }
+        let root = s.root(id);
+        let Some((name, _)) = s.by_id.get(&id).cloned().or_else(|| {
+            // Given back whole, or split: look for the other parts of its family.
+            s.by_id.iter().find(|(i, _)| s.root(**i) == root).map(|(_, v)| v.clone())
+        }) else {
+            return Recall::Done;
+        };
+        let Some(e) = s.piece(&name, root, &(part.start..part.end), part.mode) else {
+            return Recall::Done;
+        };
+        s.marks += 1;
+        let mark = s.marks;
+        let r = s.resources.get_mut(&name).expect("an extent's resource");
+        r.recalls.push((mark, e.start..e.end));
+        let (lock, p) = (r.lock.clone(), part.start.max(e.start)..part.end.min(e.end));
+        Recall::Target(Target { name, lock, extent: e, part: p, root, mark })
+    }
+
+    /// The idle pass: every kept extent not being recalled and not used locally since
+    /// `idle` before `now`, whole (not marked: the pass only `try_lock`s them).
+    pub(crate) fn idle_candidates(&self, now: Instant, idle: Duration) -> Vec<Target> {
+        let s = self.state();
+        let mut out = Vec::new();
+        for (name, r) in &s.resources {
+            for e in r.extents.values() {
+                if !r.recalled(e) && now.saturating_duration_since(e.last_use) >= idle {
+                    let (lock, part, root, mark) = (r.lock.clone(), e.start..e.end, e.id, 0);
+                    let extent = e.clone();
+                    out.push(Target { name: name.clone(), lock, extent, part, root, mark });
+                }
+            }
+        }
+        out
+    }
+
+    /// With `held`, the local lock over `target.part` held exclusively: looks at the
+    /// extent of the lock that holds the part now (another recall may have reshaped it),
+    /// `try_lock`s the rest of it on each side of the part, updates the map to give back
+    /// the part and every side without a local holder, and returns the `GIVE_BACK` to
+    /// send (with id `id`, which names the right part after a split) and the local guards,
+    /// to drop after sending it. `None` if no extent holds the part any more (another
+    /// recall gave it back, or the session was lost).
+    pub(crate) fn give_back(
+        &self,
+        target: &Target,
+        held: OwnedRangeGuard,
+        id: u64,
+    ) -> Option<(GiveBack, Vec<OwnedRangeGuard>)> {
+        let mut s = self.state();
+        let e = s.piece(&target.name, target.root, &target.part, Mode::Exclusive)?;
+        let p = target.part.start.max(e.start)..target.part.end.min(e.end);
+        let lock = &target.lock;
+        let mut guards = vec![held];
+        // Only `try_lock` under the state mutex: it never waits.
+        let mut side = |range: Range<u64>| -> bool {
+            if range.is_empty() {
+                return true;
+            }
+            match lock.try_lock_owned(range) {
+                Ok(g) => {
+                    guards.push(g);
+                    true
+                }
+                Err(_) => false,
+            }
+        };
+        let start = if side(e.start..p.start) { e.start } else { p.start };
+        let end = if side(p.end..e.end) { e.end } else { p.end };
+        let mut old = s.remove(&target.name, e.start, e.id)?;
+        if start > old.start {
+            s.insert(&target.name, Extent { end: start, ..old.clone() });
+        }
+        if end < old.end {
+            let right_id = if start > old.start {
+                s.family.insert(id, e.id);
+                id
+            } else {
+                e.id
+            };
+            old.start = end;
+            old.id = right_id;
+            s.insert(&target.name, old);
+        }
+        let extent = (e.start, e.end);
+        Some((GiveBack { id, target: e.id, start, end, extent }, guards))
+    }
+
+    /// With the whole extent of `target` held locally (`held`, the idle pass): removes it
+    /// from the map unless a callback is recalling it; the `GIVE_BACK` to send, and the
+    /// guard to drop after sending it.
+    pub(crate) fn give_back_whole(
+        &self,
+        target: &Target,
+        held: OwnedRangeGuard,
+        id: u64,
+    ) -> Option<(GiveBack, Vec<OwnedRangeGuard>)> {
+        let e = &target.extent;
+        let mut s = self.state();
+        let r = s.resources.get(&target.name)?;
+        let same = r.extents.get(&(e.start, e.id));
+        if !same.is_some_and(|x| !r.recalled(x) && x.end == e.end && x.mode == e.mode) {
+            return None;
+        }
+        s.remove(&target.name, e.start, e.id)?;
+        let (start, end, extent) = (e.start, e.end, (e.start, e.end));
+        Some((GiveBack { id, target: e.id, start, end, extent }, vec![held]))
+    }
+
+    /// The recall of `target` is over (`GIVE_BACK` sent, guards dropped, or nothing given
+    /// back): clears its mark.
+    pub(crate) fn finish_recall(&self, target: &Target) {
+        let mut s = self.state();
+        if let Some(r) = s.resources.get_mut(&target.name) {
+            r.recalls.retain(|(m, _)| *m != target.mark);
+        }
+    }
+
+    /// Forgets the extents `ids` of `name` (the server refused to reshape one: the caller
+    /// unlocks it whole).
+    pub(crate) fn forget(&self, name: &Name, ids: &[u64]) {
+        let mut s = self.state();
+        for &id in ids {
+            if let Some((n, start)) = s.by_id.get(&id).cloned() {
+                if n == *name {
+                    s.remove(name, start, id);
+                }
+            }
+        }
+    }
+
+    /// The session is gone: forgets every extent and every lock in flight.
+    pub(crate) fn clear(&self) {
+        let mut s = self.state();
+        s.lost = true;
+        for r in s.resources.values_mut() {
+            r.extents.clear();
+            r.recalls.clear();
+        }
+        s.by_id.clear();
+        s.family.clear();
+        s.inflight.clear();
+    }
+
+    /// How many extents are kept (for tests).
+    pub(crate) fn kept(&self) -> usize {
+        self.state().by_id.len()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn extent(start: u64, end: u64, id: u64) -> Extent {
+        let mode = Mode::Exclusive;
+        Extent { start, end, mode, id, token: 9, last_use: Instant::now() }
+    }
+
+    fn keep(h: &Handover, name: &Name, e: Extent) {
+        h.begin_flight(e.id);
+        assert!(h.settle(e.id, name, Some(e)).is_empty());
+    }
+
+    fn part(start: u64, end: u64) -> Part {
+        Part { start, end, mode: Mode::Exclusive }
+    }
+
+    fn target(r: Recall) -> Target {
+        match r {
+            Recall::Target(t) => t,
+            r => panic!("expected a target, got {r:?}"),
+        }
+    }
+
+    /// A split's right part gets the GIVE_BACK's id; a callback that names the left id for
+    /// a part now in the right half finds it through the family.
+    #[test]
+    fn a_split_keeps_both_halves_and_their_family() {
+        let (h, name): (Handover, Name) = (Handover::default(), Arc::from(&b"f"[..]));
+        let lock = h.local_lock(&name);
+        keep(&h, &name, extent(0, 100, 1));
+        let left = lock.lock_owned(0..10);
+        let right = lock.lock_owned(90..100);
+        let t = target(h.begin_recall(1, part(50, 60)));
+        // Two callbacks for one part: both recall, the second finds it given back.
+        let twice = target(h.begin_recall(1, part(55, 60)));
+        assert!(!h.find(&name, &(20..30), Mode::Shared), "recalled: no new local lock");
+        let held = t.lock.lock_owned(t.part.clone());
+        let (gb, guards) = h.give_back(&t, held, 7).unwrap();
+        assert_eq!(gb, GiveBack { id: 7, target: 1, start: 50, end: 60, extent: (0, 100) });
+        drop(guards);
+        h.finish_recall(&t);
+        assert!(!h.find(&name, &(20..30), Mode::Shared), "still recalled by the second");
+        let held = twice.lock.lock_owned(twice.part.clone());
+        assert!(h.give_back(&twice, held, 70).is_none());
+        h.finish_recall(&twice);
+        assert!(matches!(h.begin_recall(1, part(55, 60)), Recall::Done));
+        assert!(
+            h.find(&name, &(20..30), Mode::Exclusive) && h.find(&name, &(70..80), Mode::Shared)
+        );
+        assert!(!h.find(&name, &(55..56), Mode::Shared));
+        assert_eq!(h.confirm(&name, &(70..80), Mode::Exclusive, Instant::now()), Some((7, 9)));
+        // A late callback under the left id for a part of the right half.
+        drop(right);
+        let t = target(h.begin_recall(1, part(80, 85)));
+        assert_eq!((t.extent.id, t.part.clone()), (7, 80..85));
+        let held = t.lock.lock_owned(t.part.clone());
+        let (gb, guards) = h.give_back(&t, held, 8).unwrap();
+        let all = GiveBack { id: 8, target: 7, start: 60, end: 100, extent: (60, 100) };
+        assert_eq!(gb, all, "no holder: all of it");
+        drop(guards);
+        h.finish_recall(&t);
+        assert!(matches!(h.begin_recall(7, part(80, 85)), Recall::Done));
+        assert_eq!(h.kept(), 1);
+        // The left half with a holder on one side: that side stays whole.
+        let t = target(h.begin_recall(1, part(40, 45)));
+        let held = t.lock.lock_owned(t.part.clone());
+        let (gb, guards) = h.give_back(&t, held, 9).unwrap();
+        assert_eq!(gb, GiveBack { id: 9, target: 1, start: 40, end: 50, extent: (0, 50) });
+        drop(guards);
+        h.finish_recall(&t);
+        drop(left);
+        assert_eq!(h.kept(), 1);
+        assert!(h.find(&name, &(0..40), Mode::Exclusive));
+    }
+
+    /// A callback before its lock is settled waits for it; one for a lock not kept is
+    /// dropped; a resource without extents or holders is forgotten.
+    #[test]
+    fn callbacks_wait_for_their_lock_and_unused_resources_go() {
+        let (h, name): (Handover, Name) = (Handover::default(), Arc::from(&b"g"[..]));
+        let lock = h.local_lock(&name);
+        h.begin_flight(3);
+        assert!(matches!(h.begin_recall(3, part(0, 1)), Recall::Deferred));
+        assert_eq!(h.settle(3, &name, Some(extent(0, 10, 3))), [part(0, 1)]);
+        h.begin_flight(4);
+        assert!(matches!(h.begin_recall(4, part(20, 21)), Recall::Deferred));
+        assert_eq!(h.settle(4, &name, None), []);
+        assert!(matches!(h.begin_recall(4, part(20, 21)), Recall::Done));
+        let t = h.idle_candidates(Instant::now(), Duration::ZERO).pop().unwrap();
+        let g = lock.try_lock_owned(0..10).unwrap();
+        let (gb, guards) = h.give_back_whole(&t, g, 5).unwrap();
+        assert_eq!((gb.target, gb.start, gb.end), (3, 0, 10));
+        drop((guards, lock, t));
+        assert_eq!(h.resources(), 1, "kept until a guard's release looks");
+        h.released(&name, &(0..1), Instant::now());
+        assert_eq!(h.resources(), 0);
+    }
+}
