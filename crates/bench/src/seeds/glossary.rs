@@ -171,6 +171,12 @@ pub const ENTRIES: &[(&str, &str)] = &[
          grants over the sum), in node order",
     ),
     ("max_node_share", "cluster-3-names: the largest of node_shares"),
+    (
+        "callbacks_per_cycle",
+        "server-cached: CALLBACK notices the server sent, per lock+unlock cycle (its counters \
+         over the measurement)",
+    ),
+    ("give_backs_per_cycle", "server-cached: GIVE_BACKs the server did, per lock+unlock cycle"),
     ("bar_ms", "our bar for first_grant_ms: TTL + grace + 1 s"),
     ("reclaimed", "of the crashed node's held locks, how many were reclaimed"),
     ("lost", "of the crashed node's held locks, how many their clients were told are lost"),
@@ -239,6 +245,14 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("buckets", "epvs-ownership: hash buckets whose ownership is validated"),
     ("transfers_per_sec", "epvs-ownership: bucket transfers per second by a separate thread"),
     ("units", "the server's lock space, in units"),
+    (
+        "workload",
+        "server-cached: local (each client in its own granule), strided (clients interleave \
+         blocks of one granule), pingpong (pairs on one block), or mix-P (the seed's micro mix, \
+         P % exclusive)",
+    ),
+    ("granule", "server-cached: units of a cached client's desired range around each lock"),
+    ("block", "server-cached: units of one lock in local, strided and pingpong"),
     ("max_range_units", "the longest range, in units (lengths uniform from 1)"),
     ("dslr_segment_units", "units per segment of the static-segmentation (DSLR) peers"),
     ("data_files", "server-oltp: data files the space is split into (plus one log file)"),

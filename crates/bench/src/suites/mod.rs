@@ -22,6 +22,7 @@ pub mod held;
 pub mod hw_counters;
 pub mod memory;
 pub mod mixed;
+pub mod server_cached;
 mod server_cpu;
 pub mod server_latency;
 pub mod server_micro;
@@ -59,6 +60,7 @@ pub fn all() -> Vec<Box<dyn Suite>> {
         Box::new(server_latency::ServerLatency),
         Box::new(server_threads::ServerThreads),
         Box::new(server_names::ServerNames),
+        Box::new(server_cached::ServerCached),
         Box::new(cluster::ClusterSuite),
         Box::new(cluster::ClusterFailover),
     ]

@@ -1,7 +1,7 @@
 //! The project's own suites: what each asks, and the bars we set (ours, not a seed's).
 
 use super::{band, ratio, v};
-use crate::seeds::claims::{Claim, Figure, Metric, Row, Rule, Seed, Test};
+use crate::seeds::claims::{At, Claim, Figure, Metric, Pick, Row, Rule, Seed, Side, Test};
 
 const fn project(suite: &'static str, caption: &'static str) -> Figure {
     Figure {
@@ -87,9 +87,115 @@ pub(super) const FIGURES: &[Figure] = &[
         "What a resource name costs: 16 clients on the unnamed resource or on 1, 1000 or \
          1000000 names, and the server's heap per held lock and after the release.",
     ),
+    project(
+        "server-cached",
+        "Cached locks with callbacks: 1, 16 and 48 clients working in their own regions, in \
+         interleaved blocks, in pairs on one range, or the seed's micro mixes; uncached, \
+         cached under our policy, and Lustre's two policies.",
+    ),
 ];
 
+const LOCAL: &[(&str, &str)] = &[("workload", "local")];
+const STRIDED: &[(&str, &str)] = &[("workload", "strided")];
+const PINGPONG: &[(&str, &str)] = &[("workload", "pingpong")];
+const MIX0: &[(&str, &str)] = &[("workload", "mix-0")];
+const MIX1: &[(&str, &str)] = &[("workload", "mix-1")];
+const MIX20: &[(&str, &str)] = &[("workload", "mix-20")];
+const MIX100: &[(&str, &str)] = &[("workload", "mix-100")];
+
+/// The ops/s of `variants` (`v!` for a list).
+const fn side(variants: &'static [&'static str]) -> Side {
+    Side { variants, pick: Pick::Min, params: &[], at: At::Cores, metric: Metric::OpsPerSec }
+}
+
+/// A `server-cached` claim: `variant` over `over` at 16 clients in `workload`.
+const fn cached_claim(
+    quote: &'static str,
+    gist: &'static str,
+    workload: &'static [(&'static str, &'static str)],
+    variant: &'static [&'static str],
+    over: &'static [&'static str],
+    test: Test,
+) -> Claim {
+    Claim {
+        suite: "server-cached",
+        figure: "-",
+        quote,
+        gist,
+        row: Row::Seed,
+        seed: None,
+        band: band(test, "the cached-locks issue's bar, at 16 clients"),
+        rule: ratio(
+            side(variant).with(workload).threads(16).over(side(over).with(workload).threads(16)),
+        ),
+    }
+}
+
 pub(super) const CLAIMS: &[Claim] = &[
+    cached_claim(
+        "Clients working in their own regions lock at least 20x faster cached than uncached.",
+        "local: cached >= 20x combiner",
+        LOCAL,
+        &["cached"],
+        &["combiner"],
+        Test::AtLeast(20.0),
+    ),
+    cached_claim(
+        "Strided writers run cached at least as fast as uncached.",
+        "strided: cached >= 1.0x combiner",
+        STRIDED,
+        &["cached"],
+        &["combiner"],
+        Test::AtLeast(1.0),
+    ),
+    cached_claim(
+        "Strided writers run at least 2x faster under our policy than under always-expand.",
+        "strided: cached >= 2x cached-expand-all",
+        STRIDED,
+        &["cached"],
+        &["cached-expand-all"],
+        Test::AtLeast(2.0),
+    ),
+    cached_claim(
+        "Two clients taking turns on one range keep at least half the uncached rate.",
+        "pingpong: cached >= 0.5x combiner",
+        PINGPONG,
+        &["cached"],
+        &["combiner"],
+        Test::AtLeast(0.5),
+    ),
+    cached_claim(
+        "The seed's 0 % mix runs cached at least 0.9x uncached.",
+        "mix-0: cached >= 0.9x combiner",
+        MIX0,
+        &["cached"],
+        &["combiner"],
+        Test::AtLeast(0.9),
+    ),
+    cached_claim(
+        "The seed's 1 % mix runs cached at least 0.9x uncached.",
+        "mix-1: cached >= 0.9x combiner",
+        MIX1,
+        &["cached"],
+        &["combiner"],
+        Test::AtLeast(0.9),
+    ),
+    cached_claim(
+        "The seed's 20 % mix runs cached at least 0.9x uncached.",
+        "mix-20: cached >= 0.9x combiner",
+        MIX20,
+        &["cached"],
+        &["combiner"],
+        Test::AtLeast(0.9),
+    ),
+    cached_claim(
+        "The seed's 100 % mix runs cached at least 0.9x uncached.",
+        "mix-100: cached >= 0.9x combiner",
+        MIX100,
+        &["cached"],
+        &["combiner"],
+        Test::AtLeast(0.9),
+    ),
     Claim {
         suite: "cluster",
         figure: "-",
