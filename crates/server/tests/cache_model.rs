@@ -96,7 +96,7 @@ struct Harness {
     /// Requests seen (session, range, mode), oldest first.
     history: Vec<(u64, u64, u64, Mode)>,
     /// Sessions called back (or blocked) so far: the window is longer than any case.
-    contended: HashSet<u64>,
+    contended: HashMap<u64, u32>,
     expected: HashMap<u64, Vec<ResponseFrame>>,
 }
 
@@ -126,7 +126,7 @@ impl Harness {
             next_place: 0,
             model: Vec::new(),
             history: Vec::new(),
-            contended: HashSet::new(),
+            contended: HashMap::new(),
             expected: HashMap::new(),
         };
         for (i, caching) in CACHING.into_iter().enumerate() {
@@ -214,7 +214,15 @@ impl Harness {
         match self.policy {
             CachePolicy::Off => return (start, end, false),
             CachePolicy::Exact => return (start, end, true),
-            CachePolicy::History if self.contended.contains(&s) => return (start, end, false),
+            CachePolicy::History if self.contended.get(&s).is_some_and(|&n| n >= 4) => {
+                return (start, end, false)
+            }
+            CachePolicy::History if self.contended.contains_key(&s) => {
+                let touched = self.history.iter().any(|&(hs, a, b, m)| {
+                    hs != s && !m.compatible(mode) && overlap((a, b), (start, end))
+                });
+                return (start, end, !touched);
+            }
             _ => {}
         }
         let (mut lo, mut hi) = (ds, de);
@@ -275,7 +283,7 @@ impl Harness {
             .filter(|x| overlap((x.start, x.end), (start, end)) && conflicts(x, &probe))
             .count();
         if blocking > 0 && own {
-            self.contended.insert(s);
+            *self.contended.entry(s).or_insert(0) += 1;
         }
         if blocking > 0 {
             let holders: Vec<M> = self
@@ -292,7 +300,7 @@ impl Harness {
                 .collect();
             for x in holders {
                 let part = Callback { start: start.max(x.start), end: end.min(x.end), mode };
-                self.contended.insert(x.session);
+                *self.contended.entry(x.session).or_insert(0) += 1;
                 self.expect(x.session, ResponseFrame::callback(x.id, part));
             }
         }

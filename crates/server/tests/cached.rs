@@ -207,7 +207,7 @@ fn sessions_without_cache_on_or_before_version_6_are_refused() {
 }
 
 #[test]
-fn a_called_back_session_gets_exact_grants_not_to_keep() {
+fn a_called_back_session_gets_exact_grants_kept_only_where_nobody_else_asked() {
     let srv = server(|_| {});
     let mut a = caching(&srv);
     grant(&a.call(2, cached(0, 10, Mode::Exclusive, Wait::Forever, (0, 1000))));
@@ -221,9 +221,14 @@ fn a_called_back_session_gets_exact_grants_not_to_keep() {
     // b waited, so its grant is exact and not kept.
     let g = grant(&b.recv().unwrap());
     assert_eq!(g, CachedGrant { start: 500, end: 510, cached: false });
-    // a was called back within the window: exact, not kept.
+    // a was called back within the window: exact, kept where no other session asked
+    // lately, not kept where one did.
     let g = grant(&a.call(4, cached(100, 110, Mode::Exclusive, Wait::Forever, (0, 1000))));
-    assert_eq!(g, CachedGrant { start: 100, end: 110, cached: false });
+    assert_eq!(g, CachedGrant { start: 100, end: 110, cached: true });
+    let r = b.call(8, Request::Unlock { target: 7 });
+    assert_eq!(r.status, Status::Ok);
+    let g = grant(&a.call(5, cached(505, 506, Mode::Exclusive, Wait::Forever, (0, 1000))));
+    assert_eq!(g, CachedGrant { start: 505, end: 506, cached: false });
 }
 
 #[test]

@@ -148,6 +148,10 @@ impl Entry {
 struct SessionCache {
     /// When one of its extents was last called back.
     called_back: Option<Instant>,
+    /// How often it was in the way since `since` (a window's start).
+    contended: u32,
+    /// The start of the window `contended` counts in.
+    since: Option<Instant>,
     /// Its kept extents' ids, least recently granted first (stale ids are skipped).
     kept: VecDeque<u64>,
     /// How many of its entries are kept extents.

@@ -23,6 +23,12 @@ use crate::protocol::{op, Callback, Mode, ResponseFrame, Status, NAME_STRIPE_SHI
 use crate::table::cache::{clip, conflicting, CachePolicy, Seen};
 use crate::table::Handle;
 
+/// A session in the way this often within one window (called back, or waiting for
+/// another session) keeps none of its exact grants until the window passes (ours: a
+/// strided writer's warm-up costs a callback or two; random overlapping ranges cost one
+/// every few locks).
+const KEEP_EXACT_BELOW: u32 = 4;
+
 impl LockTable {
     /// `CACHE_ON`: the session may keep extents from now on.
     pub(super) fn cache_on(&mut self, session: u64, id: u64) {
@@ -37,8 +43,14 @@ impl LockTable {
     /// Marks `session` (if it caches) as contended now: for the window its grants are
     /// exact and not kept.
     pub(super) fn note_contended(&mut self, session: u64) {
+        let window = self.cache.window;
         if let Some(c) = self.sessions.get_mut(&session).and_then(|s| s.cache.as_mut()) {
-            c.called_back = Some(Instant::now());
+            let now = Instant::now();
+            c.called_back = Some(now);
+            if c.since.is_none_or(|t| now.duration_since(t) >= window) {
+                (c.since, c.contended) = (Some(now), 0);
+            }
+            c.contended += 1;
         }
     }
 
@@ -87,8 +99,22 @@ impl LockTable {
         if policy == CachePolicy::History {
             let cache = self.sessions.get(&session).and_then(|s| s.cache.as_ref());
             let recent = cache.and_then(|c| c.called_back).is_some_and(|t| t.elapsed() < window);
-            if recent {
+            let often = cache.is_some_and(|c| c.contended >= KEEP_EXACT_BELOW);
+            if recent && often {
                 return exact;
+            }
+            if recent {
+                // Contended now and then: exactly what was asked, kept only if no other
+                // session asked for any of it lately (a strided writer keeps its own
+                // blocks).
+                let touched = live.zip(now).is_some_and(|(l, now)| {
+                    let since = now.checked_sub(window).unwrap_or(now);
+                    self.history.get(&l).is_some_and(|h| {
+                        h.others(session, since)
+                            .any(|s| conflicting(s.mode, mode) && s.start < end && s.end > start)
+                    })
+                });
+                return (start, end, !touched);
             }
         }
         let (mut lo, mut hi) = (ds, de);
