@@ -185,7 +185,12 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("ranges", "disjoint ranges in the shuffled queue the threads share out"),
     ("batch", "W2: ranges locked, written and unlocked together as one batch"),
     ("height", "the skip list's maximum height"),
-    ("workload", "height: the thesis's workload, W1 or W2"),
+    (
+        "workload",
+        "height: the thesis's workload, W1 or W2; server-cached: local (each client in its own \
+         granule), strided (clients interleave blocks of one granule), pingpong (pairs on one \
+         block), or mix-P (the seed's micro mix, P % exclusive)",
+    ),
     ("domain_units", "the lock's domain: units ranges are drawn from"),
     ("max_len_units", "the longest range, in units"),
     ("unit_bytes", "contended: bytes of the shared region per unit"),
@@ -245,12 +250,6 @@ pub const ENTRIES: &[(&str, &str)] = &[
     ("buckets", "epvs-ownership: hash buckets whose ownership is validated"),
     ("transfers_per_sec", "epvs-ownership: bucket transfers per second by a separate thread"),
     ("units", "the server's lock space, in units"),
-    (
-        "workload",
-        "server-cached: local (each client in its own granule), strided (clients interleave \
-         blocks of one granule), pingpong (pairs on one block), or mix-P (the seed's micro mix, \
-         P % exclusive)",
-    ),
     ("granule", "server-cached: units of a cached client's desired range around each lock"),
     ("block", "server-cached: units of one lock in local, strided and pingpong"),
     ("max_range_units", "the longest range, in units (lengths uniform from 1)"),
