@@ -357,3 +357,30 @@ fn a_node_without_a_partition_count_takes_the_clusters_and_another_count_is_refu
     assert!(msg.contains("start every node of a cluster with the same --partitions"), "{msg}");
     drop((a, b, c));
 }
+
+/// A node grants no cached locks (`docs/CACHING.md`, "What is not cached"): a grant grown
+/// past its partition would cover units another node owns.
+#[test]
+fn a_node_refuses_cached_locks() {
+    let Some(etcd) = local_etcd_or_skip("a_node_refuses_cached_locks") else { return };
+    let a = Node::start(config(&etcd, "a", 4)).unwrap();
+    wait_for("a to serve 4 partitions", Duration::from_secs(10), || serving(&a) == 4);
+    let mut c = Conn::open(&a);
+    let r = c.call(1, Request::CacheOn);
+    assert_eq!((r.op, r.status), (op::CACHE_ON, Status::CacheUnavailable));
+    let parts = Partitioning::new(4).unwrap();
+    let cached = Request::LockCached {
+        start: parts.start(1),
+        end: parts.start(1) + 1,
+        mode: Mode::Exclusive,
+        wait: Wait::Try,
+        desired_start: 0,
+        desired_end: u64::MAX,
+        name: b"",
+    };
+    let r = c.call(2, cached);
+    assert_eq!((r.op, r.status), (op::LOCK_CACHED, Status::CacheUnavailable));
+    // The session goes on uncached.
+    assert_eq!(c.call(3, lock(parts.start(1))).status, Status::Ok);
+    drop(a);
+}

@@ -735,7 +735,13 @@ impl Handler<'_> {
             }
             Request::CacheOn => {
                 let config = &self.shared.config;
-                if config.engine == EngineKind::RangeLock || config.cache.policy == CachePolicy::Off
+                // Not on a cluster node: a grant grown past its partition would cover
+                // units another node owns, and a move or failover would leave the client
+                // serving its threads from extents the new owner may grant again
+                // (docs/CACHING.md, "What is not cached").
+                if config.engine == EngineKind::RangeLock
+                    || config.cache.policy == CachePolicy::Off
+                    || config.cluster.is_some()
                 {
                     self.error(op::CACHE_ON, id, Status::CacheUnavailable);
                 } else {
