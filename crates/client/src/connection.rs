@@ -171,12 +171,28 @@ struct Pending {
     /// Woken when the connection is marked gone (see [`AsyncClient::lost`]).
     lost: tokio::sync::Notify,
     lease: Duration,
+    /// The handshake: what `alive` counts from.
+    base: Instant,
+    /// `PendingMap::last_keepalive`, in nanoseconds after `base`, for readers that must
+    /// not take the mutex (the cached client's fast path, [`Core::alive_at`]).
+    alive: AtomicU64,
 }
 
 impl Pending {
     fn new(lease: Duration) -> Pending {
-        let map = PendingMap::new(Instant::now());
-        Pending { map: Mutex::new(map), lost: tokio::sync::Notify::new(), lease }
+        let base = Instant::now();
+        let map = PendingMap::new(base);
+        let lost = tokio::sync::Notify::new();
+        Pending { map: Mutex::new(map), lost, lease, base, alive: AtomicU64::new(0) }
+    }
+
+    /// The server answered a keepalive sent at `sent`: it had the session then.
+    fn answered(&self, sent: Instant) {
+        self.lock().answered(sent);
+        let ns = u64::try_from(sent.saturating_duration_since(self.base).as_nanos());
+        // Relaxed: a time, not a publication; a reader that sees an older one only trusts
+        // the session less long.
+        self.alive.fetch_max(ns.unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, PendingMap> {
@@ -302,6 +318,26 @@ impl Core {
     /// How the connection was lost, once it is.
     pub(crate) fn loss(&self) -> Option<ConnectionLoss> {
         self.pending.lock().loss.clone()
+    }
+
+    /// When the last keepalive the server answered was sent (at first: the handshake):
+    /// the server had the session then, so it keeps it at least a lease after that.
+    pub(crate) fn alive_at(&self) -> Instant {
+        // Relaxed: see `Pending::answered`.
+        let ns = self.pending.alive.load(Ordering::Relaxed);
+        self.pending.base + Duration::from_nanos(ns)
+    }
+
+    /// Sends a `KEEPALIVE` and waits for its answer, which moves [`Core::alive_at`] to
+    /// the time it was sent.
+    pub(crate) async fn reassure(&self) -> Result<(), ClientError> {
+        let sent = Instant::now();
+        let r = self.call(Request::Keepalive).await?;
+        if r.status != Status::Ok {
+            return Err(ClientError::Server(r.status));
+        }
+        self.pending.answered(sent);
+        Ok(())
     }
 
     pub(crate) fn next_id(&self) -> u64 {
@@ -938,7 +974,7 @@ async fn keepalive_loop(core: Weak<Core>, pending: Arc<Pending>, lease: Duration
             answer = keepalive_answer(&mut awaited), if awaited.is_some() => {
                 let Ok(_) = answer else { return }; // the connection is gone
                 let (sent, _) = awaited.take().expect("guarded");
-                pending.lock().answered(sent);
+                pending.answered(sent);
             }
             () = sleep_until_or_never(deadline), if deadline.is_some() => {
                 let (sent, mut rx) = awaited.take().expect("guarded");
@@ -950,7 +986,7 @@ async fn keepalive_loop(core: Weak<Core>, pending: Arc<Pending>, lease: Duration
                 tokio::time::sleep((lease / 10).clamp(Duration::from_millis(10), Duration::from_millis(100))).await;
                 match rx.try_recv() {
                     Ok(_) => {
-                        pending.lock().answered(sent);
+                        pending.answered(sent);
                         continue;
                     }
                     Err(oneshot::error::TryRecvError::Closed) => return, // the connection is gone

@@ -12,7 +12,9 @@ use std::sync::Arc;
 use rangelock_proto::{Mode, StatsBody, Wait};
 use tokio::runtime::Runtime;
 
-use super::client::{check, deadline, local_blocking, CachedClient, CachedResource, Inner};
+use super::client::{
+    check, deadline, local_blocking, CachedClient, CachedResource, Confirmed, Inner,
+};
 use super::guard::CachedGuard;
 use super::handover::Name;
 use super::options::CacheOptions;
@@ -179,8 +181,10 @@ fn lock(
     let local = inner.handover.local_lock(name);
     while inner.handover.find(name, &range, mode) {
         let g = local_blocking(&local, &range, mode, wait, deadline)?;
-        if let Some(guard) = inner.confirm(name, &range, mode, g) {
-            return Ok(wrap(guard));
+        match inner.confirm(name, &range, mode, g) {
+            Confirmed::Guard(guard) => return Ok(wrap(guard)),
+            Confirmed::Gone => {}
+            Confirmed::Unsure => rt.block_on(inner.client.core().reassure())?,
         }
     }
     rt.block_on(inner.lock_at_server(name, &local, range, mode, wait, deadline, true)).map(wrap)

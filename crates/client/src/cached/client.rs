@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rangelock::{OwnedRangeGuard, RangeLock};
 use rangelock_proto::{CachedGrant, GrantMode, Mode, Request, Status, Wait};
@@ -30,6 +30,22 @@ pub(crate) struct Inner {
     /// The callback task's queue: a callback that came before its lock was settled is
     /// queued again from here.
     pub(crate) callbacks: mpsc::UnboundedSender<(u64, rangelock_proto::Callback)>,
+    /// How long after [`Core::alive_at`](crate::connection::Core::alive_at) the kept
+    /// extents serve local locks: the lease less a tenth (for clock rates and the time
+    /// between the check and the grant). The server keeps the session, and so the extents,
+    /// at least a lease after that keepalive was sent.
+    pub(crate) trust: Duration,
+}
+
+/// What the fast path's second look found.
+pub(crate) enum Confirmed {
+    /// A guard inside a kept extent.
+    Guard(CachedGuard),
+    /// No kept extent covers the range any more: ask the server.
+    Gone,
+    /// The session has not been heard from for [`Inner::trust`]: it may have ended at the
+    /// server, so the extents serve nothing until a keepalive is answered.
+    Unsure,
 }
 
 /// An async client that keeps the extents the server grants as cached and serves later
@@ -75,12 +91,14 @@ impl CachedClient {
             };
         }
         let lost = client.lost_signal();
+        let trust = client.lease() - client.lease() / 10;
         let inner = Arc::new(Inner {
             client,
             cached,
             options: cache,
             handover: Handover::default(),
             callbacks: tx,
+            trust,
         });
         if cached {
             tokio::spawn(callbacks::run(Arc::downgrade(&inner), rx, lost));
@@ -276,24 +294,38 @@ impl Inner {
         let local = self.handover.local_lock(name);
         while self.handover.find(name, &range, mode) {
             let g = local_async(&local, &range, mode, wait, deadline).await?;
-            if let Some(guard) = self.confirm(name, &range, mode, g) {
-                return Ok(guard);
+            match self.confirm(name, &range, mode, g) {
+                Confirmed::Guard(guard) => return Ok(guard),
+                Confirmed::Gone => {}
+                Confirmed::Unsure => self.client.core().reassure().await?,
             }
         }
         self.lock_at_server(name, &local, range, mode, wait, deadline, false).await
     }
 
-    /// The fast path's second check, with the local lock `g` held: a guard inside a kept
-    /// extent, or `None` (the local lock dropped) if none covers the range any more.
+    /// The fast path's second check, with the local lock `g` held (dropped unless a guard
+    /// is made of it): whether a kept extent still covers the range, and whether the
+    /// session is known to be alive now, so that the server still holds that extent for
+    /// this client. A client cut off from the server, or a process stopped past its
+    /// lease, finds out here, before it serves a lock from extents the server may have
+    /// given to others; its keepalives alone would tell it only later.
     pub(crate) fn confirm(
         self: &Arc<Self>,
         name: &Name,
         range: &Range<u64>,
         mode: Mode,
         g: OwnedRangeGuard,
-    ) -> Option<CachedGuard> {
-        let (id, token) = self.handover.confirm(name, range, mode, Instant::now())?;
-        Some(CachedGuard::kept(self.clone(), name.clone(), g, id, token))
+    ) -> Confirmed {
+        let now = Instant::now();
+        if now >= self.client.core().alive_at() + self.trust {
+            return Confirmed::Unsure;
+        }
+        match self.handover.confirm(name, range, mode, now) {
+            Some((id, token)) => {
+                Confirmed::Guard(CachedGuard::kept(self.clone(), name.clone(), g, id, token))
+            }
+            None => Confirmed::Gone,
+        }
     }
 
     /// An ordinary `LOCK` (the client is not cached).
