@@ -281,6 +281,7 @@ fn registry_names_are_unique_and_findable() {
             "server-latency",
             "server-threads",
             "server-names",
+            "server-cached",
             "cluster",
             "cluster-failover"
         ]
