@@ -66,7 +66,7 @@ async fn recall(inner: &Arc<Inner>, id: u64, part: Part) {
         // Waits for the local holders of the part (new ones stay out: it is marked).
         let held = target.lock.lock_owned_async(target.part.clone()).await;
         let id = inner.client.core().next_id();
-        let give_back = inner.handover.give_back(&target, held, id);
+        let give_back = inner.handover.give_back(&target, held, id, |gb| send(inner, gb));
         finish(inner, &target, give_back).await;
     }
 }
@@ -77,24 +77,24 @@ fn give_back_idle(inner: &Arc<Inner>, idle: Duration) {
         let e = &target.extent;
         let Ok(held) = target.lock.try_lock_owned(e.start..e.end) else { continue };
         let id = inner.client.core().next_id();
-        if let Some((gb, guards)) = inner.handover.give_back_whole(&target, held, id) {
-            let _ = send(inner, &gb);
+        if let Some((_, guards, _)) =
+            inner.handover.give_back_whole(&target, held, id, |gb| send(inner, gb))
+        {
             drop(guards);
         }
     }
 }
 
-/// Sends `give_back`, drops its local guards, ends the recall, and checks the answer.
+/// With `give_back` sent: drops its local guards, ends the recall, and checks the answer.
 async fn finish(
     inner: &Arc<Inner>,
     target: &Target,
-    give_back: Option<(GiveBack, Vec<rangelock::OwnedRangeGuard>)>,
+    give_back: Option<(GiveBack, Vec<rangelock::OwnedRangeGuard>, Answer)>,
 ) {
-    let Some((gb, guards)) = give_back else {
+    let Some((gb, guards, answer)) = give_back else {
         inner.handover.finish_recall(target);
         return;
     };
-    let answer = send(inner, &gb);
     // Sent: a local locker that gets the part now finds it uncovered and asks the server,
     // which sees the GIVE_BACK first.
     drop(guards);
@@ -120,11 +120,11 @@ async fn release_whole(inner: &Arc<Inner>, target: &Target, gb: &GiveBack) {
     drop(held);
 }
 
-/// Sends `GIVE_BACK`; the receiver of its answer (`None`: the connection is gone).
-fn send(
-    inner: &Inner,
-    gb: &GiveBack,
-) -> Option<tokio::sync::oneshot::Receiver<rangelock_proto::ResponseFrame>> {
+/// The receiver of a `GIVE_BACK`'s answer (`None`: the connection is gone).
+type Answer = Option<tokio::sync::oneshot::Receiver<rangelock_proto::ResponseFrame>>;
+
+/// Sends `GIVE_BACK` (it only queues it for the writer task: it never waits).
+fn send(inner: &Inner, gb: &GiveBack) -> Answer {
     let core = inner.client.core();
     let rx = core.register(gb.id).ok()?;
     let request =

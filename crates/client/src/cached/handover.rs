@@ -18,7 +18,9 @@
 //!   which, under the map mutex, looks at the extent as it is now, `try_lock`s the rest of
 //!   it on each side, chooses what to give back (the part plus every side without a local
 //!   holder) and updates the map *while the local guards are held*. Recalls of one extent
-//!   may run at once: each gives back what is still there of its part. The caller sends `GIVE_BACK`, then drops the guards and calls
+//!   may run at once: each gives back what is still there of its part, and sends its
+//!   `GIVE_BACK` under the map mutex, so the server sees them in the order they changed
+//!   the map. The caller then drops the guards and calls
 //!   [`Handover::finish_recall`]. A local locker that waited for the `RangeLock` over a
 //!   part given back finds it uncovered in `confirm` and goes to the server, where its
 //!   request queues behind the other session's.
@@ -377,15 +379,22 @@ impl Handover {
     /// extent of the lock that holds the part now (another recall may have reshaped it),
     /// `try_lock`s the rest of it on each side of the part, updates the map to give back
     /// the part and every side without a local holder, and returns the `GIVE_BACK` to
-    /// send (with id `id`, which names the right part after a split) and the local guards,
-    /// to drop after sending it. `None` if no extent holds the part any more (another
-    /// recall gave it back, or the session was lost).
-    pub(crate) fn give_back(
+    /// send (with id `id`, which names the right part after a split), handed to `send`
+    /// under the map mutex, and the local guards, to drop after that. `None` if no extent
+    /// holds the part any more (another recall gave it back, or the session was lost).
+    ///
+    /// `send` runs under the mutex so that the `GIVE_BACK`s of one extent reach the server
+    /// in the order they reshaped the map: two recalls of one extent each split it, and
+    /// the second names a part the first created. Sent out of order, the server would
+    /// refuse the second, and the client's unlock of what it thinks is left could
+    /// release parts the map still shows as kept.
+    pub(crate) fn give_back<R>(
         &self,
         target: &Target,
         held: OwnedRangeGuard,
         id: u64,
-    ) -> Option<(GiveBack, Vec<OwnedRangeGuard>)> {
+        send: impl FnOnce(&GiveBack) -> R,
+    ) -> Option<(GiveBack, Vec<OwnedRangeGuard>, R)> {
         let mut s = self.state();
         let e = s.piece(&target.name, target.root, &target.part, Mode::Exclusive)?;
         let p = target.part.start.max(e.start)..target.part.end.min(e.end);
@@ -422,18 +431,21 @@ impl Handover {
             s.insert(&target.name, old);
         }
         let extent = (e.start, e.end);
-        Some((GiveBack { id, target: e.id, start, end, extent }, guards))
+        let gb = GiveBack { id, target: e.id, start, end, extent };
+        let sent = send(&gb);
+        Some((gb, guards, sent))
     }
 
     /// With the whole extent of `target` held locally (`held`, the idle pass): removes it
-    /// from the map unless a callback is recalling it; the `GIVE_BACK` to send, and the
-    /// guard to drop after sending it.
-    pub(crate) fn give_back_whole(
+    /// from the map unless a callback is recalling it; the `GIVE_BACK`, handed to `send`
+    /// under the map mutex (as in [`Handover::give_back`]), and the guard to drop after.
+    pub(crate) fn give_back_whole<R>(
         &self,
         target: &Target,
         held: OwnedRangeGuard,
         id: u64,
-    ) -> Option<(GiveBack, Vec<OwnedRangeGuard>)> {
+        send: impl FnOnce(&GiveBack) -> R,
+    ) -> Option<(GiveBack, Vec<OwnedRangeGuard>, R)> {
         let e = &target.extent;
         let mut s = self.state();
         let r = s.resources.get(&target.name)?;
@@ -443,7 +455,9 @@ impl Handover {
         }
         s.remove(&target.name, e.start, e.id)?;
         let (start, end, extent) = (e.start, e.end, (e.start, e.end));
-        Some((GiveBack { id, target: e.id, start, end, extent }, vec![held]))
+        let gb = GiveBack { id, target: e.id, start, end, extent };
+        let sent = send(&gb);
+        Some((gb, vec![held], sent))
     }
 
     /// The recall of `target` is over (`GIVE_BACK` sent, guards dropped, or nothing given
@@ -526,13 +540,13 @@ mod tests {
         let twice = target(h.begin_recall(1, part(55, 60)));
         assert!(!h.find(&name, &(20..30), Mode::Shared), "recalled: no new local lock");
         let held = t.lock.lock_owned(t.part.clone());
-        let (gb, guards) = h.give_back(&t, held, 7).unwrap();
+        let (gb, guards, ()) = h.give_back(&t, held, 7, |_| ()).unwrap();
         assert_eq!(gb, GiveBack { id: 7, target: 1, start: 50, end: 60, extent: (0, 100) });
         drop(guards);
         h.finish_recall(&t);
         assert!(!h.find(&name, &(20..30), Mode::Shared), "still recalled by the second");
         let held = twice.lock.lock_owned(twice.part.clone());
-        assert!(h.give_back(&twice, held, 70).is_none());
+        assert!(h.give_back(&twice, held, 70, |_| ()).is_none());
         h.finish_recall(&twice);
         assert!(matches!(h.begin_recall(1, part(55, 60)), Recall::Done));
         assert!(
@@ -545,7 +559,7 @@ mod tests {
         let t = target(h.begin_recall(1, part(80, 85)));
         assert_eq!((t.extent.id, t.part.clone()), (7, 80..85));
         let held = t.lock.lock_owned(t.part.clone());
-        let (gb, guards) = h.give_back(&t, held, 8).unwrap();
+        let (gb, guards, ()) = h.give_back(&t, held, 8, |_| ()).unwrap();
         let all = GiveBack { id: 8, target: 7, start: 60, end: 100, extent: (60, 100) };
         assert_eq!(gb, all, "no holder: all of it");
         drop(guards);
@@ -555,7 +569,7 @@ mod tests {
         // The left half with a holder on one side: that side stays whole.
         let t = target(h.begin_recall(1, part(40, 45)));
         let held = t.lock.lock_owned(t.part.clone());
-        let (gb, guards) = h.give_back(&t, held, 9).unwrap();
+        let (gb, guards, ()) = h.give_back(&t, held, 9, |_| ()).unwrap();
         assert_eq!(gb, GiveBack { id: 9, target: 1, start: 40, end: 50, extent: (0, 50) });
         drop(guards);
         h.finish_recall(&t);
@@ -579,7 +593,7 @@ mod tests {
         assert!(matches!(h.begin_recall(4, part(20, 21)), Recall::Done));
         let t = h.idle_candidates(Instant::now(), Duration::ZERO).pop().unwrap();
         let g = lock.try_lock_owned(0..10).unwrap();
-        let (gb, guards) = h.give_back_whole(&t, g, 5).unwrap();
+        let (gb, guards, ()) = h.give_back_whole(&t, g, 5, |_| ()).unwrap();
         assert_eq!((gb.target, gb.start, gb.end), (3, 0, 10));
         drop((guards, lock, t));
         assert_eq!(h.resources(), 1, "kept until a guard's release looks");

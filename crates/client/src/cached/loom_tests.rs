@@ -81,7 +81,7 @@ fn callback(h: &Handover, part: Range<u64>, seen: &Seen, locker_range: Range<u64
     let p = Part { start: part.start, end: part.end, mode: Mode::Exclusive };
     let Recall::Target(t) = h.begin_recall(1, p) else { panic!("the extent is kept") };
     let held = t.lock.lock_owned(t.part.clone());
-    let (gb, guards) = h.give_back(&t, held, 99).expect("the extent is still there");
+    let (gb, guards, ()) = h.give_back(&t, held, 99, |_| ()).expect("the extent is still there");
     let back = gb.start..gb.end;
     seen.updated.store(pack(&back), Ordering::SeqCst);
     // "Sends" GIVE_BACK: no local holder may be inside what goes back.
@@ -156,7 +156,9 @@ fn loom_the_idle_pass_never_takes_an_extent_in_use() {
         for target in h.idle_candidates(Instant::now(), std::time::Duration::ZERO) {
             let e = &target.extent;
             let Ok(held) = target.lock.try_lock_owned(e.start..e.end) else { continue };
-            let Some((gb, guards)) = h.give_back_whole(&target, held, 99) else { continue };
+            let Some((gb, guards, ())) = h.give_back_whole(&target, held, 99, |_| ()) else {
+                continue;
+            };
             let r = gb.start..gb.end;
             seen.updated.store(pack(&r), Ordering::SeqCst);
             assert!(!seen.held.load(Ordering::SeqCst), "a local holder inside {gb:?}");
