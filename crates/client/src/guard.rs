@@ -18,6 +18,9 @@ macro_rules! grant_accessors {
             self.token
         }
 
+        grant_accessors!(without_token);
+    };
+    (without_token) => {
         /// The locked range.
         pub fn range(&self) -> Range<u64> {
             self.range.clone()

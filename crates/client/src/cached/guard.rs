@@ -45,14 +45,16 @@ impl CachedGuard {
         CachedGuard { inner, name, server: None, local: Some(local), id, token, range, mode, kept }
     }
 
-    /// An uncached grant of a cached client: the server's lock and the local one.
+    /// An uncached grant of a cached client: the server's lock and the local one; `token`
+    /// is the session's highest when the local lock was taken (`Inner::token_now`).
     pub(crate) fn exact(
         inner: Arc<Inner>,
         name: Name,
         server: AsyncLockGuard,
         local: OwnedRangeGuard,
+        token: u64,
     ) -> Self {
-        let (id, token, range, mode) = (server.id(), server.token(), server.range(), server.mode());
+        let (id, range, mode) = (server.id(), server.range(), server.mode());
         let (local, kept) = (Some(local), false);
         CachedGuard { inner, name, server: Some(server), local, id, token, range, mode, kept }
     }
@@ -64,7 +66,17 @@ impl CachedGuard {
         CachedGuard { inner, name, server: Some(server), local, id, token, range, mode, kept }
     }
 
-    grant_accessors!();
+    /// The fencing token to write with: the highest token the session had been granted
+    /// when this guard was taken (its own grant's, its extent's, or a newer one of
+    /// another of the client's locks). Tokens of a cached client's guards rise in the
+    /// order they hold each unit, and every other client that holds the units later has
+    /// a higher one (`docs/CACHING.md`, "Fencing tokens"). Pass it to storage so it can
+    /// refuse a stale holder.
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    grant_accessors!(without_token);
 
     /// Whether the lock lies inside an extent the client keeps (dropping it sends
     /// nothing). The token is then the extent's.
