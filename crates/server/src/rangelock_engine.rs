@@ -483,6 +483,7 @@ impl RangeLockEngine {
             Command::Partition { .. }
             | Command::Expect { .. }
             | Command::CacheOn { .. }
+            | Command::Detach { .. }
             | Command::GiveBack { .. } => {}
             Command::Handover { report, .. } => {
                 let _ = report.send(Vec::new());

@@ -102,6 +102,19 @@ impl ReplyTo for tokio::sync::mpsc::UnboundedSender<ResponseFrame> {
     fn flush(&self) {}
 }
 
+/// Drops every response: the sink of a session whose connection is gone while its locks
+/// stay ([`Command::Detach`](crate::table::Command::Detach)).
+#[derive(Debug)]
+pub(crate) struct Discard;
+
+impl ReplyTo for Discard {
+    fn queue(&self, _: &ResponseFrame) -> bool {
+        false
+    }
+
+    fn flush(&self) {}
+}
+
 thread_local! {
     /// Sinks with buffered frames, to flush at the end of this thread's batch.
     static PENDING: RefCell<Vec<ReplySink>> = const { RefCell::new(Vec::new()) };

@@ -237,6 +237,8 @@ pub(crate) async fn run<S: Transport>(
     let writer = tokio::spawn(sink.clone().run_writer());
     let backlog_limit = shared.config.max_locks_per_session as u64 + MAX_BACKLOG;
     let mut read: u64 = 0;
+    // When the last frame was read (at first: the hello).
+    let mut last_frame = tokio::time::Instant::now();
 
     let mut handler = Handler {
         shared: &shared,
@@ -342,6 +344,7 @@ pub(crate) async fn run<S: Transport>(
             Err(FrameError::Io(_)) => break "i/o error",
             Ok(()) => {
                 read += 1;
+                last_frame = tokio::time::Instant::now();
                 handler.frame(&buf)
             }
         }
@@ -366,15 +369,36 @@ pub(crate) async fn run<S: Transport>(
     if let Some(m) = &shared.metrics {
         m.session_ends.count(reason);
     }
-    shared.engine.submit(Command::Close { session });
+    // A caching client serves its threads from its kept extents until 0.9 of a lease
+    // after its last answered keepalive (docs/CACHING.md), and may not have read the
+    // notice of an end the server chose. So the server closes the connection of such a
+    // session now but keeps its locks until a lease after its last frame, as if its
+    // lease had lapsed: nobody else is granted them while the client may still use them.
+    // (At shutdown the process ends; a restarted server knows nothing of them.)
+    let keep = handler.cache_on
+        && matches!(reason, "token revoked" | OUTPUT_OVER_LIMIT | "bad framing")
+        && !*shutdown.borrow();
+    shared.engine.submit(if keep {
+        Command::Detach { session }
+    } else {
+        Command::Close { session }
+    });
     drop(handler);
     drop(sink);
+    drop(rd);
     // The writer ends once the table has dropped the session's sink handle (after
-    // `Close`). A peer that stopped reading could block it forever: give it one lease,
-    // then drop it.
+    // `Close` or `Detach`). A peer that stopped reading could block it forever: give it
+    // one lease, then drop it.
     let abort = writer.abort_handle();
     if tokio::time::timeout(lease.max(Duration::from_millis(100)), writer).await.is_err() {
         abort.abort();
+    }
+    if keep {
+        tokio::select! {
+            () = tokio::time::sleep_until(last_frame + lease) => {}
+            _ = shutdown.changed() => {}
+        }
+        shared.engine.submit(Command::Close { session });
     }
 }
 

@@ -290,6 +290,37 @@ fn closing_a_caching_session_releases_its_extents() {
     assert_eq!(st.counters.holders, 1);
 }
 
+/// A caching session the server ends on its own (here: a malformed frame) is closed at
+/// once, but keeps its locks until a lease after its last frame: its client may serve
+/// local locks from its extents until then (docs/CACHING.md, "Failure behaviour").
+#[test]
+fn a_caching_session_the_server_ends_keeps_its_extents_for_a_lease_after_its_last_frame() {
+    let lease = std::time::Duration::from_millis(1000);
+    let srv = server(|c| c.lease = lease);
+    let mut a = caching(&srv);
+    let last_frame = std::time::Instant::now();
+    grant(&a.call(2, cached(0, 10, Mode::Exclusive, Wait::Forever, (0, 1000))));
+    let mut b = Raw::connect(srv.tcp_addr().unwrap());
+    b.send(7, lock(0, 1000, Mode::Exclusive, Wait::Forever));
+    let _ = callback(&mut a);
+    a.send_bytes(&[2, 0, 0, 0, 0, 0]); // a frame too short to be one
+    let mut ended = None;
+    while let Some(f) = a.recv() {
+        if f.is_notice() && f.status == Status::SessionEnded {
+            ended = Some(EndReason::from_code(f.value));
+        }
+    }
+    assert_eq!(ended, Some(EndReason::BadFraming));
+    let closed = last_frame.elapsed();
+    assert!(closed < lease, "the connection closed {closed:?} after the last frame");
+    assert_eq!(b.recv().unwrap().status, Status::Ok);
+    let waited = last_frame.elapsed();
+    assert!(waited >= lease, "granted {waited:?} after the ended session's last frame");
+    // The table kept nothing of it.
+    let st = b.call(8, Request::Stats { max_entries: 10 }).stats.unwrap();
+    assert_eq!((st.counters.holders, st.counters.sessions_open), (1, 1));
+}
+
 /// The value of the unlabelled series `name` in a scrape of `addr` (`engine` label aside).
 fn scraped(addr: std::net::SocketAddr, name: &str) -> f64 {
     use std::io::{Read, Write};

@@ -16,6 +16,13 @@ pub enum Command {
         /// The session's response channel.
         sink: ReplySink,
     },
+    /// The session's connection is over, but its locks stay until [`Command::Close`]: its
+    /// responses are dropped from now on (a caching session the server ended on its own,
+    /// whose client may use its kept extents until its lease is over: docs/CACHING.md).
+    Detach {
+        /// Session id.
+        session: u64,
+    },
     /// `LOCK` (range already validated).
     Lock {
         /// Session id.

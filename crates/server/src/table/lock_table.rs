@@ -361,6 +361,11 @@ impl LockTable {
                 self.stats(session, id, max_entries, named)
             }
             Command::Close { session } => self.close(session),
+            Command::Detach { session } => {
+                if let Some(s) = self.sessions.get_mut(&session) {
+                    s.sink = Arc::new(crate::reply::Discard);
+                }
+            }
             Command::Shutdown => self.shutdown(),
             Command::Reclaim { session, id, start, end, name, mode, token } => {
                 self.reclaim(session, id, start, end, name, mode, token)
