@@ -313,11 +313,34 @@ fn a_caching_session_the_server_ends_keeps_its_extents_for_a_lease_after_its_las
     assert_eq!(ended, Some(EndReason::BadFraming));
     let closed = last_frame.elapsed();
     assert!(closed < lease, "the connection closed {closed:?} after the last frame");
-    assert_eq!(b.recv().unwrap().status, Status::Ok);
+    // b waits a lease too: it keeps its own session alive meanwhile.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let keepalive = {
+        let (mut s, stop) = (b.s.try_clone().unwrap(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut out = Vec::new();
+                RequestFrame { id: 100, request: Request::Keepalive }.encode(&mut out);
+                std::io::Write::write_all(&mut s, &out).unwrap();
+                std::thread::sleep(lease / 10);
+            }
+        })
+    };
+    let answer = |b: &mut Raw, id| loop {
+        let f = b.recv().expect("an answer");
+        if f.op != op::KEEPALIVE {
+            assert_eq!(f.id, id, "{f:?}");
+            return f;
+        }
+    };
+    assert_eq!(answer(&mut b, 7).status, Status::Ok);
     let waited = last_frame.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    keepalive.join().unwrap();
     assert!(waited >= lease, "granted {waited:?} after the ended session's last frame");
     // The table kept nothing of it.
-    let st = b.call(8, Request::Stats { max_entries: 10 }).stats.unwrap();
+    b.send(8, Request::Stats { max_entries: 10 });
+    let st = answer(&mut b, 8).stats.unwrap();
     assert_eq!((st.counters.holders, st.counters.sessions_open), (1, 1));
 }
 
