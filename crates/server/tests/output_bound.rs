@@ -148,8 +148,9 @@ fn stats_answers_are_cut_to_the_output_limit_and_a_reading_client_keeps_its_sess
 
 /// The issue's case: `--max-stats-entries 100000`, the default 1 MiB limit and 30 000
 /// holders. `STATS` asking for 100 000 gets the 24 963 oldest and "5037 left out"
-/// instead of a closed connection; `STATS_NAMED` (the version 5 client's `stats`), whose
-/// entries are 44 bytes without a name, the 23 828 oldest and "6172 left out".
+/// instead of a closed connection; `STATS_CACHED` (the version 6 client's `stats`), whose
+/// entries are 44 bytes without a name after 162 bytes, the 23 827 oldest and "6173 left
+/// out".
 #[test]
 fn a_stats_answer_over_the_default_output_limit_is_cut_not_fatal() {
     let srv = server(EngineKind::Combiner, |c| {
@@ -164,7 +165,7 @@ fn a_stats_answer_over_the_default_output_limit_is_cut_not_fatal() {
     assert_eq!(st.counters.holders, 30_000);
     let c = Client::connect(&Endpoint::from(addr)).unwrap();
     let st = c.stats(100_000).expect("the answer, not a lost connection");
-    assert_eq!((st.entries.len(), st.omitted), (23_828, 6172));
+    assert_eq!((st.entries.len(), st.omitted), (23_827, 6173));
     assert_eq!(st.counters.holders, 30_000);
     c.ping().unwrap();
     drop(c);
