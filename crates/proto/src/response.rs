@@ -286,6 +286,36 @@ mod tests {
         );
     }
 
+    /// State `2` (a kept extent) is `STATS_CACHED`'s alone: the other stats answers
+    /// never send it, and refuse it.
+    #[test]
+    fn only_stats_cached_marks_kept_extents() {
+        let entry = crate::StatsEntry {
+            session: 1,
+            id: 2,
+            start: 0,
+            end: 10,
+            mode: crate::Mode::Exclusive,
+            state: crate::EntryState::Held,
+            token: 3,
+            name: None,
+            kept: true,
+        };
+        let body = StatsBody { entries: vec![entry.clone()], ..StatsBody::default() };
+        let cached = ResponseFrame::stats_cached(7, body.clone());
+        assert_eq!(round_trip(&cached).unwrap(), cached);
+        let named = round_trip(&ResponseFrame::stats_named(7, body)).unwrap();
+        assert!(!named.stats.unwrap().entries[0].kept, "sent as held");
+        let mut out = Vec::new();
+        cached.encode(&mut out);
+        out[4] = op::STATS_NAMED | op::RESPONSE;
+        assert!(ResponseFrame::decode(&out[4..]).is_err(), "more counters than STATS_NAMED has");
+        let waiting = crate::StatsEntry { state: crate::EntryState::Waiting, token: 0, ..entry };
+        let body = StatsBody { entries: vec![waiting], ..StatsBody::default() };
+        let r = round_trip(&ResponseFrame::stats_cached(7, body)).unwrap();
+        assert!(!r.stats.unwrap().entries[0].kept, "a waiting lock is never kept");
+    }
+
     #[test]
     fn bodies_only_where_expected() {
         // A MAP OK without its map, and a map on a failed MAP, do not decode.
