@@ -115,6 +115,7 @@ REQUESTS = [
                desired_start=0, desired_end=0x100000)),
     ("give-back", P.encode_give_back(29, 28, 0x4000, 0x5000),
      P.Request(P.Op.GIVE_BACK, 29, 0x4000, 0x5000, target=28, downgrade=False)),
+    ("stats-cached", P.encode_stats_cached(30, 16), P.Request(P.Op.STATS_CACHED, 30, max_entries=16)),
 ]
 
 
@@ -134,6 +135,13 @@ NAMED = P.Stats(
     [
         P.StatsEntry(1, 1, 0, 16, P.Mode.EXCLUSIVE, True, 1),
         P.StatsEntry(1, 2, 0, 16, P.Mode.SHARED, True, 2, name=b"db/orders"),
+    ],
+)
+CACHED = P.Stats(
+    P.Counters(2, 2, 1, 1, 1, 0, 0, 0, 0, 0, 0, cached_extents=1, callbacks=1, cache_expanded=1),
+    [
+        P.StatsEntry(1, 28, 0, 0x100000, P.Mode.EXCLUSIVE, True, 42, kept=True),
+        P.StatsEntry(2, 1, 0x4000, 0x5000, P.Mode.SHARED, False, 0),
     ],
 )
 TRUNCATED = P.Stats(
@@ -173,6 +181,7 @@ RESPONSES = [
     ("resp-cache-on", P.Response(P.Op.CACHE_ON, 26, S.OK, 0)),
     ("resp-cache-unavailable", P.Response(P.Op.CACHE_ON, 27, S.CACHE_UNAVAILABLE, 0)),
     ("resp-give-back", P.Response(P.Op.GIVE_BACK, 29, S.OK, 0)),
+    ("resp-stats-cached", P.Response(P.Op.STATS_CACHED, 30, S.OK, 0, stats=CACHED)),
 ]
 
 
@@ -326,6 +335,18 @@ def test_response_decode_errors() -> None:
             P.decode_response(named[:-cut])
     with pytest.raises(ProtocolError, match="after its entries"):
         P.decode_response(named + b"\x00")
+    # State 2 (a kept extent) is STATS_CACHED's alone; its body is cut like STATS_NAMED's.
+    cached = VECTORS["resp-stats-cached"][4:]
+    kept_at = 18 + 17 * 8 + 4 + 33
+    assert cached[kept_at] == 2
+    as_named = bytes([0x8E]) + named[1:18] + cached[18 : 18 + 13 * 8] + cached[18 + 17 * 8 :]
+    with pytest.raises(ProtocolError, match="STATS_NAMED entry: bad mode 0 or state 2"):
+        P.decode_response(as_named)
+    with pytest.raises(ProtocolError, match="STATS_CACHED entry: bad mode 0 or state 3"):
+        P.decode_response(cached[:kept_at] + b"\x03" + cached[kept_at + 1 :])
+    for cut in (1, 9, 100):
+        with pytest.raises(ProtocolError, match="STATS_CACHED"):
+            P.decode_response(cached[:-cut])
     with pytest.raises(ProtocolError, match="notice"):
         P.decode_response(b"\x89" + (5).to_bytes(8, "little") + granted[9:])
 

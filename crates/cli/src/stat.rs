@@ -1,6 +1,9 @@
 //! `rangelock stat`: a server's counters, holders and waiters.
 //!
-//! `sessions open` leaves out `stat`'s own session. Exit status: 0, or 66 when a
+//! `sessions open` leaves out `stat`'s own session. The cache's counters (`cached
+//! extents` to `grants expanded`) and the state `kept` (a held lock that is a kept extent
+//! of a caching session) come from a server of protocol version 6; an older one shows 0
+//! and no `kept`, as it shows 0 names. Exit status: 0, or 66 when a
 //! `--token-file` or `--tls-*` file cannot be read, 69 when the server cannot be reached
 //! (connection, handshake or TLS handshake failed, connection lost), 77 when it refused
 //! the authentication token, 70 for other errors (see [`crate::exit`]).
@@ -111,6 +114,10 @@ fn print_stats(st: &rangelock_client::StatsBody, asked: u32) {
     println!("errors            {}", c.errors);
     println!("names live        {}", c.names_live);
     println!("named holders     {}", c.named_holders);
+    println!("cached extents    {}", c.cached_extents);
+    println!("callbacks         {}", c.callbacks);
+    println!("give backs        {}", c.give_backs);
+    println!("grants expanded   {}", c.cache_expanded);
     if !st.entries.is_empty() {
         println!();
         println!(
@@ -125,6 +132,7 @@ fn print_stats(st: &rangelock_client::StatsBody, asked: u32) {
             println!(
                 "{:<8} {:>8} {:>8} {:<9} {:<7} {:>20} {:>20}  {}",
                 match e.state {
+                    EntryState::Held if e.kept => "kept",
                     EntryState::Held => "held",
                     EntryState::Waiting => "waiting",
                 },

@@ -145,7 +145,7 @@ fn serve_announces_its_shm_slot_file_removes_it_on_stop_and_refuses_it_with_poll
 #[test]
 fn serve_refuses_limits_that_make_an_answer_impossible() {
     let cases: [(&[&str], &str); 4] = [
-        (&["--max-output-bytes", "21"], "max_output_bytes 21 is below 130"),
+        (&["--max-output-bytes", "21"], "max_output_bytes 21 is below 162"),
         (
             &["--max-output-bytes", "4125", "--shm-slots", "1"],
             "max_output_bytes 4125 is below 4126",
@@ -165,7 +165,7 @@ fn serve_refuses_limits_that_make_an_answer_impossible() {
         assert!(err.contains(want), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?}: nothing was bound");
     }
-    let log = serve_log(&["--max-output-bytes", "130", "--max-stats-entries", "399454"], |a| {
+    let log = serve_log(&["--max-output-bytes", "162", "--max-stats-entries", "399454"], |a| {
         let c = rangelock_client::Client::connect(&a.parse().unwrap()).unwrap();
         let st = c.stats(1000).unwrap();
         assert_eq!((st.entries.len(), st.omitted), (0, 0));

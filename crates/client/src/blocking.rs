@@ -258,13 +258,18 @@ impl Client {
 
     /// Counters and up to `max_entries` holders/waiters. The server may list fewer (its
     /// limit, or what fits in its output limit); [`StatsBody::omitted`] counts the ones left
-    /// out. In a session of protocol version 5 the entries carry their resource's name
-    /// ([`StatsEntry::name`](crate::StatsEntry::name)) and the counters the names'
+    /// out. In a session of protocol version 5 or later the entries carry their resource's
+    /// name ([`StatsEntry::name`](crate::StatsEntry::name)) and the counters the names'
     /// (`STATS_NAMED`); before 5, named locks (which only others can hold) are listed without
-    /// names and the names' counters are 0.
+    /// names and the names' counters are 0. In a session of version 6 (`STATS_CACHED`) the
+    /// counters also carry the cache's ([`Counters::cached_extents`](crate::Counters) and
+    /// the three after it) and an entry that is a kept extent says so
+    /// ([`StatsEntry::kept`](crate::StatsEntry::kept)); before 6 those counters are 0 and
+    /// no entry is kept.
     pub fn stats(&self, max_entries: u32) -> Result<StatsBody, ClientError> {
         let r = match self.core.hello().version {
-            5.. => self.core.call(Request::StatsNamed { max_entries })?,
+            6.. => self.core.call(Request::StatsCached { max_entries })?,
+            5 => self.core.call(Request::StatsNamed { max_entries })?,
             _ => self.core.call(Request::Stats { max_entries })?,
         };
         match (r.status, r.stats) {

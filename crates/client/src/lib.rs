@@ -47,6 +47,8 @@
 //! [`cached`]: [`CachedClient`] and [`BlockingCachedClient`] keep the extents the server
 //! grants as cached (protocol version 6) and serve later locks inside them locally, with
 //! no round trip; the server calls an extent back when another session needs it.
+//! Any client's [`Client::stats`] shows them: [`Counters::cached_extents`] and the
+//! cache's other counters, and [`StatsEntry::kept`] on each kept extent.
 //!
 //! # Shared-memory answers
 //!

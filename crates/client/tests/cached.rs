@@ -537,3 +537,23 @@ async fn a_holder_can_nest_a_lock_another_client_wants() {
     eventually!("nothing held", counters(&c).await.holders == 0);
     srv.shutdown();
 }
+
+/// `stats` (`STATS_CACHED` in a version 6 session) shows a cached client's kept extent:
+/// counted in `cached_extents` (with the grant that was expanded to it) and marked `kept`
+/// in the list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_show_the_kept_extents() {
+    let (srv, ep) = server();
+    let c = cached(&ep, CacheOptions::default()).await;
+    c.lock_exclusive(0..10).await.unwrap().unlock().await.unwrap();
+    assert_eq!(c.kept_extents(), 1);
+    let probe = AsyncClient::connect(&ep).await.unwrap();
+    let st = probe.stats(10).await.unwrap();
+    let n = st.counters;
+    assert_eq!((n.cached_extents, n.callbacks, n.give_backs, n.cache_expanded), (1, 0, 0, 1));
+    assert_eq!(st.entries.len(), 1);
+    assert!(st.entries[0].kept, "{:?}", st.entries[0]);
+    // The cached client's own connection sees the same.
+    assert_eq!(c.as_async().stats(0).await.unwrap().counters.cached_extents, 1);
+    srv.shutdown();
+}

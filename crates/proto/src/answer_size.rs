@@ -13,7 +13,8 @@
 //!   [`MAX_STATS_ENTRIES`], what one frame can carry;
 //! * a `STATS_NAMED` answer, by [`STATS_NAMED_ENTRY_LEN`](crate::STATS_NAMED_ENTRY_LEN) plus the name per entry from
 //!   [`STATS_NAMED_ANSWER_BASE`]; the server cuts its list by bytes
-//!   ([`stats_named_entries_within`]);
+//!   ([`stats_named_entries_within`]); a `STATS_CACHED` answer likewise from
+//!   [`STATS_CACHED_ANSWER_BASE`] ([`stats_cached_entries_within`]);
 //! * a `MAP` answer, with the cluster's nodes and partitions: at most
 //!   [`max_map_answer`] for a partition count.
 
@@ -46,8 +47,13 @@ pub const fn stats_entries_within(bytes: usize) -> u32 {
 }
 
 /// Bytes of a `STATS_NAMED` answer without entries: [`STATS_ANSWER_BASE`] and the two
-/// counters of names (16). The largest answer a server must be able to send whole.
+/// counters of names (16).
 pub const STATS_NAMED_ANSWER_BASE: usize = STATS_ANSWER_BASE + 2 * 8;
+
+/// Bytes of a `STATS_CACHED` answer without entries: [`STATS_NAMED_ANSWER_BASE`] and the
+/// four counters of cached locks (32). The largest answer a server must be able to send
+/// whole.
+pub const STATS_CACHED_ANSWER_BASE: usize = STATS_NAMED_ANSWER_BASE + 4 * 8;
 
 /// How many of `entries`, from the first, a `STATS_NAMED` answer at most `bytes` long
 /// (length prefix included, and never over [`MAX_RESPONSE_FRAME`]) can carry.
@@ -55,8 +61,27 @@ pub fn stats_named_entries_within<'a>(
     bytes: usize,
     entries: impl IntoIterator<Item = &'a StatsEntry>,
 ) -> usize {
+    named_entries_within(STATS_NAMED_ANSWER_BASE, bytes, entries)
+}
+
+/// How many of `entries`, from the first, a `STATS_CACHED` answer at most `bytes` long
+/// (length prefix included, and never over [`MAX_RESPONSE_FRAME`]) can carry: its entries
+/// are those of `STATS_NAMED`, after four more counters.
+pub fn stats_cached_entries_within<'a>(
+    bytes: usize,
+    entries: impl IntoIterator<Item = &'a StatsEntry>,
+) -> usize {
+    named_entries_within(STATS_CACHED_ANSWER_BASE, bytes, entries)
+}
+
+/// How many of `entries` with names fit after `base` bytes in `bytes`.
+fn named_entries_within<'a>(
+    base: usize,
+    bytes: usize,
+    entries: impl IntoIterator<Item = &'a StatsEntry>,
+) -> usize {
     let bytes = bytes.min(MAX_RESPONSE_FRAME as usize + 4);
-    let Some(mut room) = bytes.checked_sub(STATS_NAMED_ANSWER_BASE) else { return 0 };
+    let Some(mut room) = bytes.checked_sub(base) else { return 0 };
     let mut n = 0;
     for e in entries {
         match room.checked_sub(e.named_len()) {
@@ -111,13 +136,15 @@ mod tests {
             state: EntryState::Held,
             token: 5,
             name: None,
+            kept: false,
         };
         let body = StatsBody { counters: Counters::default(), entries: vec![e; n], omitted: 0 };
         ResponseFrame::stats(7, body)
     }
 
-    /// A `STATS_NAMED` answer whose entries carry names of these lengths (0: unnamed).
-    fn stats_named(names: &[usize]) -> ResponseFrame {
+    /// A `STATS_NAMED` answer, or with `cached` a `STATS_CACHED` one, whose entries carry
+    /// names of these lengths (0: unnamed).
+    fn stats_named(names: &[usize], cached: bool) -> ResponseFrame {
         let entries = names
             .iter()
             .map(|&n| StatsEntry {
@@ -126,31 +153,44 @@ mod tests {
                 start: 3,
                 end: 4,
                 mode: Mode::Exclusive,
-                state: EntryState::Waiting,
+                state: if cached { EntryState::Held } else { EntryState::Waiting },
                 token: 0,
                 name: (n > 0).then(|| vec![b'x'; n].into()),
+                kept: cached,
             })
             .collect();
-        ResponseFrame::stats_named(7, StatsBody { entries, ..StatsBody::default() })
+        let body = StatsBody { entries, ..StatsBody::default() };
+        match cached {
+            true => ResponseFrame::stats_cached(7, body),
+            false => ResponseFrame::stats_named(7, body),
+        }
     }
 
     #[test]
     fn named_answers_are_cut_by_bytes_to_what_fits() {
-        assert_eq!(len(&stats_named(&[])), STATS_NAMED_ANSWER_BASE);
-        let names = [0, 1, 1024, 7];
-        let whole = len(&stats_named(&names));
-        assert_eq!(whole, STATS_NAMED_ANSWER_BASE + 4 * STATS_NAMED_ENTRY_LEN + 1032);
-        let body = stats_named(&names).stats.unwrap();
-        for bytes in [0, STATS_NAMED_ANSWER_BASE - 1, STATS_NAMED_ANSWER_BASE, whole - 1, whole] {
-            let n = stats_named_entries_within(bytes, &body.entries);
-            assert!(bytes < STATS_NAMED_ANSWER_BASE || len(&stats_named(&names[..n])) <= bytes);
-            if n < names.len() {
-                // One more would not fit.
-                assert!(len(&stats_named(&names[..n + 1])) > bytes, "{bytes}: {n}");
+        type Within = fn(usize, &[StatsEntry]) -> usize;
+        let named: Within = |b, e| stats_named_entries_within(b, e);
+        let cached: Within = |b, e| stats_cached_entries_within(b, e);
+        for (is_cached, base, within) in
+            [(false, STATS_NAMED_ANSWER_BASE, named), (true, STATS_CACHED_ANSWER_BASE, cached)]
+        {
+            let answer = |names: &[usize]| stats_named(names, is_cached);
+            assert_eq!(len(&answer(&[])), base);
+            let names = [0, 1, 1024, 7];
+            let whole = len(&answer(&names));
+            assert_eq!(whole, base + 4 * STATS_NAMED_ENTRY_LEN + 1032);
+            let body = answer(&names).stats.unwrap();
+            for bytes in [0, base - 1, base, whole - 1, whole] {
+                let n = within(bytes, &body.entries);
+                assert!(bytes < base || len(&answer(&names[..n])) <= bytes);
+                if n < names.len() {
+                    // One more would not fit.
+                    assert!(len(&answer(&names[..n + 1])) > bytes, "{bytes}: {n}");
+                }
             }
+            assert_eq!(within(whole, &body.entries), 4);
+            assert_eq!(within(whole - 1, &body.entries), 3);
         }
-        assert_eq!(stats_named_entries_within(whole, &body.entries), 4);
-        assert_eq!(stats_named_entries_within(whole - 1, &body.entries), 3);
     }
 
     #[test]

@@ -17,7 +17,8 @@
 //! Version 6 adds **cached locks** (`docs/PROTOCOL.md` §2.3): after `CACHE_ON`, a
 //! session's `LOCK_CACHED` may be granted wider than asked, within a desired range
 //! ([`CachedGrant`]); the server asks a part back with a `CALLBACK` notice ([`Callback`])
-//! when another session needs it, and the client answers with `GIVE_BACK`.
+//! when another session needs it, and the client answers with `GIVE_BACK`. `STATS_CACHED`
+//! answers with the cache's counters and marks kept extents in its list.
 //!
 //! Version 4 adds the **session end notice**: before the server ends a session on its own
 //! it pushes a `NOTICE` with [`Status::SessionEnded`] whose value is the [`EndReason`]. A
@@ -70,9 +71,9 @@ mod status;
 pub mod token;
 
 pub use answer_size::{
-    max_map_answer, stats_entries_within, stats_named_entries_within, ANSWER_LEN,
-    MAX_NOT_OWNER_ANSWER, MAX_SHM_ATTACH_ANSWER, MAX_STATS_ENTRIES, STATS_ANSWER_BASE,
-    STATS_NAMED_ANSWER_BASE,
+    max_map_answer, stats_cached_entries_within, stats_entries_within, stats_named_entries_within,
+    ANSWER_LEN, MAX_NOT_OWNER_ANSWER, MAX_SHM_ATTACH_ANSWER, MAX_STATS_ENTRIES, STATS_ANSWER_BASE,
+    STATS_CACHED_ANSWER_BASE, STATS_NAMED_ANSWER_BASE,
 };
 pub use cached::{CachedGrant, Callback, CACHED_GRANT_LEN};
 pub use end_reason::EndReason;

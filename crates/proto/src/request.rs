@@ -55,6 +55,9 @@ pub mod op {
     pub const LOCK_CACHED: u8 = 0x10;
     /// Release part of a held lock, or turn it shared (version 6).
     pub const GIVE_BACK: u8 = 0x11;
+    /// Counters and the holder/waiter list with names and cached locks: the cache's
+    /// counters, kept extents marked (version 6).
+    pub const STATS_CACHED: u8 = 0x12;
     /// The bit that marks a response.
     pub const RESPONSE: u8 = 0x80;
     /// The op of every `UNKNOWN_OP` response (on the wire `0xff`), whatever the request's
@@ -135,6 +138,12 @@ pub enum Request<'a> {
     /// As `Stats`, answered with names and the names' counters (version 5). Payload:
     /// `max_entries u32`.
     StatsNamed {
+        /// How many list entries the client wants (the server may send fewer).
+        max_entries: u32,
+    },
+    /// As `StatsNamed`, answered also with the cache's counters and kept extents marked
+    /// (version 6). Payload: `max_entries u32`.
+    StatsCached {
         /// How many list entries the client wants (the server may send fewer).
         max_entries: u32,
     },
@@ -245,6 +254,7 @@ impl Request<'_> {
             Request::Keepalive => op::KEEPALIVE,
             Request::Stats { .. } => op::STATS,
             Request::StatsNamed { .. } => op::STATS_NAMED,
+            Request::StatsCached { .. } => op::STATS_CACHED,
             Request::Reclaim { .. } => op::RECLAIM,
             Request::Map => op::MAP,
             Request::ShmAttach => op::SHM_ATTACH,
@@ -365,9 +375,9 @@ impl<'a> RequestFrame<'a> {
             | Request::ShmAttach
             | Request::WatchMap
             | Request::CacheOn => {}
-            Request::Stats { max_entries } | Request::StatsNamed { max_entries } => {
-                out.put_u32(max_entries)
-            }
+            Request::Stats { max_entries }
+            | Request::StatsNamed { max_entries }
+            | Request::StatsCached { max_entries } => out.put_u32(max_entries),
             Request::Reclaim { start, end, mode, token } => {
                 out.put_u64(start);
                 out.put_u64(end);
@@ -474,6 +484,7 @@ impl<'a> RequestFrame<'a> {
             op::KEEPALIVE => Request::Keepalive,
             op::STATS => Request::Stats { max_entries: c.u32()? },
             op::STATS_NAMED => Request::StatsNamed { max_entries: c.u32()? },
+            op::STATS_CACHED => Request::StatsCached { max_entries: c.u32()? },
             op::RECLAIM => {
                 let start = c.u64()?;
                 let end = c.u64()?;

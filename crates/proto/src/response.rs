@@ -3,7 +3,7 @@
 //! `value` is the fencing token for a granted `LOCK`/`LOCK_CACHED`/`POLL` or an accepted
 //! `RECLAIM`, the status's documented value for some errors, the number of entries a
 //! successful `STATS` left out, and 0 otherwise. Six responses have a
-//! body (the two of version 6 are below): a `STATS` response with status `OK` ([`StatsBody`]), a `MAP` response with status
+//! body (the two of version 6 are below): a `STATS` (`STATS_NAMED`, `STATS_CACHED`) response with status `OK` ([`StatsBody`]), a `MAP` response with status
 //! `OK` ([`ClusterMap`]), any `NOT_OWNER` response except a notice ([`OwnerHint`]) and an
 //! `SHM_ATTACH` response with status `OK` ([`ShmAttached`]).
 //!
@@ -24,7 +24,7 @@ use super::error::DecodeError;
 use super::map::{ClusterMap, OwnerHint};
 use super::request::op;
 use super::shm::ShmAttached;
-use super::stats::StatsBody;
+use super::stats::{Layout, StatsBody};
 use super::status::Status;
 
 /// The `value` of a notice that concerns every partition of the node (a `FENCED` notice
@@ -46,7 +46,7 @@ pub struct ResponseFrame {
     /// notice's partition), the entries left out of a successful `STATS` (the same as
     /// `stats.omitted`), else 0.
     pub value: u64,
-    /// Present only for a successful `STATS` or `STATS_NAMED`.
+    /// Present only for a successful `STATS`, `STATS_NAMED` or `STATS_CACHED`.
     pub stats: Option<StatsBody>,
     /// Present only for a successful `MAP`.
     pub map: Option<ClusterMap>,
@@ -110,6 +110,14 @@ impl ResponseFrame {
         ResponseFrame { stats: Some(body), ..r }
     }
 
+    /// The successful answer to `STATS_CACHED` request `id` (version 6): `body` with its
+    /// entries' names, the cache's counters and kept extents marked; its `value` is
+    /// `body.omitted`.
+    pub fn stats_cached(id: u64, body: StatsBody) -> Self {
+        let r = ResponseFrame::new(op::STATS_CACHED, id, Status::Ok, body.omitted);
+        ResponseFrame { stats: Some(body), ..r }
+    }
+
     /// The successful answer to `MAP` request `id`.
     pub fn map(id: u64, map: ClusterMap) -> Self {
         ResponseFrame { map: Some(map), ..ResponseFrame::new(op::MAP, id, Status::Ok, 0) }
@@ -155,7 +163,7 @@ impl ResponseFrame {
         out.put_u8(self.status.code());
         out.put_u64(self.value);
         if let Some(body) = &self.stats {
-            body.encode(out, self.op == op::STATS_NAMED);
+            body.encode(out, Layout::of(self.op).unwrap_or(Layout::Plain));
         }
         if let Some(map) = &self.map {
             map.encode(out);
@@ -216,8 +224,8 @@ impl ResponseFrame {
             }
         } else if status == Status::NotOwner {
             r.owner = Some(OwnerHint::decode(&mut c)?);
-        } else if status == Status::Ok && matches!(op_byte, op::STATS | op::STATS_NAMED) {
-            let body = StatsBody::decode(&mut c, op_byte == op::STATS_NAMED)?;
+        } else if let (Status::Ok, Some(layout)) = (status, Layout::of(op_byte)) {
+            let body = StatsBody::decode(&mut c, layout)?;
             r.stats = Some(StatsBody { omitted: value, ..body });
         } else if status == Status::Ok && op_byte == op::MAP {
             r.map = Some(ClusterMap::decode(&mut c)?);
@@ -276,6 +284,36 @@ mod tests {
             round_trip(&ResponseFrame::notice(Status::Ok, 1)),
             Err(DecodeError::BadField(0, "notice.status"))
         );
+    }
+
+    /// State `2` (a kept extent) is `STATS_CACHED`'s alone: the other stats answers
+    /// never send it, and refuse it.
+    #[test]
+    fn only_stats_cached_marks_kept_extents() {
+        let entry = crate::StatsEntry {
+            session: 1,
+            id: 2,
+            start: 0,
+            end: 10,
+            mode: crate::Mode::Exclusive,
+            state: crate::EntryState::Held,
+            token: 3,
+            name: None,
+            kept: true,
+        };
+        let body = StatsBody { entries: vec![entry.clone()], ..StatsBody::default() };
+        let cached = ResponseFrame::stats_cached(7, body.clone());
+        assert_eq!(round_trip(&cached).unwrap(), cached);
+        let named = round_trip(&ResponseFrame::stats_named(7, body)).unwrap();
+        assert!(!named.stats.unwrap().entries[0].kept, "sent as held");
+        let mut out = Vec::new();
+        cached.encode(&mut out);
+        out[4] = op::STATS_NAMED | op::RESPONSE;
+        assert!(ResponseFrame::decode(&out[4..]).is_err(), "more counters than STATS_NAMED has");
+        let waiting = crate::StatsEntry { state: crate::EntryState::Waiting, token: 0, ..entry };
+        let body = StatsBody { entries: vec![waiting], ..StatsBody::default() };
+        let r = round_trip(&ResponseFrame::stats_cached(7, body)).unwrap();
+        assert!(!r.stats.unwrap().entries[0].kept, "a waiting lock is never kept");
     }
 
     #[test]

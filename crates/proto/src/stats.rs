@@ -8,6 +8,12 @@
 //! counters (`names_live u64 | named_holders u64`) after the eleven, and each entry followed
 //! by `name_len u16 | name` (`name_len` 0: the unnamed resource), 44 + n bytes.
 //!
+//! `STATS_CACHED` (protocol version 6) answers with the `STATS_NAMED` layout plus cached
+//! locks: four more counters (`cached_extents u64 | callbacks u64 | give_backs u64 |
+//! cache_expanded u64`) after the thirteen, and an entry's `state` may also be `2`, a held
+//! lock that is a kept extent (`docs/PROTOCOL.md` §2.3, §5.2). `STATS` and `STATS_NAMED`
+//! stay as they were in every version.
+//!
 //! The list may be cut short: at the client's `max_entries`, at the server's limit, or to
 //! keep the answer within the server's output bound and the frame limit (see the
 //! `answer_size` module). The answer's `value` (not the body) says how many entries were
@@ -45,11 +51,22 @@ pub struct Counters {
     /// Requests answered with an error status.
     pub errors: u64,
     /// Named resources live now (something held or queued on them). Only in a
-    /// `STATS_NAMED` answer; 0 from a `STATS`.
+    /// `STATS_NAMED` or `STATS_CACHED` answer; 0 from a `STATS`.
     pub names_live: u64,
-    /// Locks held now on named resources (part of `holders`). Only in a `STATS_NAMED`
-    /// answer; 0 from a `STATS`.
+    /// Locks held now on named resources (part of `holders`). Only in a `STATS_NAMED` or
+    /// `STATS_CACHED` answer; 0 from a `STATS`.
     pub named_holders: u64,
+    /// Kept extents now: held locks that caching sessions may keep past their own unlock
+    /// (part of `holders`). Only in a `STATS_CACHED` answer (version 6); 0 from the others.
+    pub cached_extents: u64,
+    /// `CALLBACK` notices sent since start. Only in a `STATS_CACHED` answer; 0 from the
+    /// others.
+    pub callbacks: u64,
+    /// `GIVE_BACK`s done since start. Only in a `STATS_CACHED` answer; 0 from the others.
+    pub give_backs: u64,
+    /// `LOCK_CACHED` grants wider than asked since start. Only in a `STATS_CACHED` answer;
+    /// 0 from the others.
+    pub cache_expanded: u64,
 }
 
 /// Whether a listed lock is held or queued.
@@ -79,8 +96,13 @@ pub struct StatsEntry {
     /// Fencing token (0 while waiting).
     pub token: u64,
     /// The resource's name; `None` for the unnamed resource, and for every entry of a
-    /// `STATS` answer (only `STATS_NAMED` carries names).
+    /// `STATS` answer (only `STATS_NAMED` and `STATS_CACHED` carry names).
     pub name: Option<Arc<[u8]>>,
+    /// A held lock that is a kept extent: its caching session may keep it past its own
+    /// unlock, until the server calls it back (`docs/PROTOCOL.md` §2.3). Only a
+    /// `STATS_CACHED` answer says so (`state` byte `2`); `false` in every entry of a `STATS`
+    /// or `STATS_NAMED` answer, and of a waiting lock.
+    pub kept: bool,
 }
 
 impl StatsEntry {
@@ -94,9 +116,37 @@ impl StatsEntry {
 /// Size of one [`StatsEntry`] in a `STATS` answer.
 pub const STATS_ENTRY_LEN: usize = 42;
 
-/// Size of one [`StatsEntry`] in a `STATS_NAMED` answer without its name's bytes (the
-/// 42 of [`STATS_ENTRY_LEN`] and `name_len u16`).
+/// Size of one [`StatsEntry`] in a `STATS_NAMED` (or `STATS_CACHED`) answer without its
+/// name's bytes (the 42 of [`STATS_ENTRY_LEN`] and `name_len u16`).
 pub const STATS_NAMED_ENTRY_LEN: usize = STATS_ENTRY_LEN + 2;
+
+/// Which answer a body belongs to, so what it carries: the answer's op byte says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// `STATS`: eleven counters, entries without names.
+    Plain,
+    /// `STATS_NAMED` (version 5): the names' two counters, and names.
+    Named,
+    /// `STATS_CACHED` (version 6): as `Named`, then the cache's four counters, and kept
+    /// extents marked.
+    Cached,
+}
+
+impl Layout {
+    /// The layout of the answer to `op`, if it is a stats op.
+    pub(crate) fn of(op: u8) -> Option<Layout> {
+        match op {
+            super::request::op::STATS => Some(Layout::Plain),
+            super::request::op::STATS_NAMED => Some(Layout::Named),
+            super::request::op::STATS_CACHED => Some(Layout::Cached),
+            _ => None,
+        }
+    }
+
+    fn named(self) -> bool {
+        self != Layout::Plain
+    }
+}
 
 /// Counters plus a (possibly cut short) list of holders and waiters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -113,8 +163,9 @@ pub struct StatsBody {
 }
 
 impl StatsBody {
-    /// Encodes the body of a `STATS` answer, or with `named` of a `STATS_NAMED` answer.
-    pub(crate) fn encode(&self, out: &mut Vec<u8>, named: bool) {
+    /// Encodes the body of a `STATS`, `STATS_NAMED` or `STATS_CACHED` answer.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>, layout: Layout) {
+        let named = layout.named();
         let c = &self.counters;
         for v in [
             c.sessions_open,
@@ -135,6 +186,12 @@ impl StatsBody {
             out.put_u64(c.names_live);
             out.put_u64(c.named_holders);
         }
+        if layout == Layout::Cached {
+            out.put_u64(c.cached_extents);
+            out.put_u64(c.callbacks);
+            out.put_u64(c.give_backs);
+            out.put_u64(c.cache_expanded);
+        }
         out.put_u32(self.entries.len() as u32);
         for e in &self.entries {
             out.put_u64(e.session);
@@ -143,6 +200,7 @@ impl StatsBody {
             out.put_u64(e.end);
             out.put_u8(super::request::mode_code(e.mode));
             out.put_u8(match e.state {
+                EntryState::Held if e.kept && layout == Layout::Cached => 2,
                 EntryState::Held => 0,
                 EntryState::Waiting => 1,
             });
@@ -155,8 +213,9 @@ impl StatsBody {
         }
     }
 
-    /// Decodes the body of a `STATS` answer, or with `named` of a `STATS_NAMED` answer.
-    pub(crate) fn decode(c: &mut Cursor<'_>, named: bool) -> Result<Self, DecodeError> {
+    /// Decodes the body of a `STATS`, `STATS_NAMED` or `STATS_CACHED` answer.
+    pub(crate) fn decode(c: &mut Cursor<'_>, layout: Layout) -> Result<Self, DecodeError> {
+        let named = layout.named();
         let mut counters = Counters {
             sessions_open: c.u64()?,
             sessions_total: c.u64()?,
@@ -169,12 +228,17 @@ impl StatsBody {
             timeouts: c.u64()?,
             cancels: c.u64()?,
             errors: c.u64()?,
-            names_live: 0,
-            named_holders: 0,
+            ..Counters::default()
         };
         if named {
             counters.names_live = c.u64()?;
             counters.named_holders = c.u64()?;
+        }
+        if layout == Layout::Cached {
+            counters.cached_extents = c.u64()?;
+            counters.callbacks = c.u64()?;
+            counters.give_backs = c.u64()?;
+            counters.cache_expanded = c.u64()?;
         }
         let count = c.u32()? as usize;
         let entry_len = if named { STATS_NAMED_ENTRY_LEN } else { STATS_ENTRY_LEN };
@@ -189,9 +253,10 @@ impl StatsBody {
             let start = c.u64()?;
             let end = c.u64()?;
             let mode = super::request::mode_from_code(c.u8()?)?;
-            let state = match c.u8()? {
-                0 => EntryState::Held,
-                1 => EntryState::Waiting,
+            let (state, kept) = match c.u8()? {
+                0 => (EntryState::Held, false),
+                1 => (EntryState::Waiting, false),
+                2 if layout == Layout::Cached => (EntryState::Held, true),
                 b => return Err(DecodeError::BadField(b.into(), "stats.state")),
             };
             let token = c.u64()?;
@@ -205,7 +270,7 @@ impl StatsBody {
                 },
                 false => None,
             };
-            entries.push(StatsEntry { session, id, start, end, mode, state, token, name });
+            entries.push(StatsEntry { session, id, start, end, mode, state, token, name, kept });
         }
         Ok(StatsBody { counters, entries, omitted: 0 })
     }

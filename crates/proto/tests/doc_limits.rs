@@ -22,6 +22,7 @@ fn the_answer_sizes_in_the_document_are_the_crates() {
     let stated = [
         (STATS_ANSWER_BASE, "a STATS answer without entries"),
         (STATS_NAMED_ANSWER_BASE, "a STATS_NAMED answer without entries"),
+        (STATS_CACHED_ANSWER_BASE, "a STATS_CACHED answer without entries"),
         (STATS_ANSWER_BASE + 1000 * STATS_ENTRY_LEN, "a STATS answer with 1000 entries"),
         (MAX_STATS_ENTRIES as usize, "the most STATS entries in a frame"),
         (stats_entries_within(1 << 20) as usize, "STATS entries in 1 MiB"),
@@ -38,6 +39,7 @@ fn the_answer_sizes_in_the_document_are_the_crates() {
     assert_eq!(max_map_answer(0), 36 + 524_288);
     assert_eq!(STATS_ANSWER_BASE, 114);
     assert_eq!(STATS_NAMED_ANSWER_BASE, 130);
+    assert_eq!(STATS_CACHED_ANSWER_BASE, 162);
     assert_eq!(STATS_NAMED_ENTRY_LEN, 44);
     assert_eq!(STATS_ENTRY_LEN, 42);
     assert_eq!(OWNER_ENTRY_LEN, 11);

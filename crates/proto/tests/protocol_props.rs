@@ -58,6 +58,7 @@ fn request() -> impl Strategy<Value = Request<'static>> {
         Just(Request::Keepalive),
         any::<u32>().prop_map(|max_entries| Request::Stats { max_entries }),
         any::<u32>().prop_map(|max_entries| Request::StatsNamed { max_entries }),
+        any::<u32>().prop_map(|max_entries| Request::StatsCached { max_entries }),
         (any::<u64>(), 1u64.., mode(), any::<u64>()).prop_map(|(s, l, mode, token)| {
             let start = s.min(u64::MAX - 1);
             let end = start.saturating_add(l).max(start + 1);
@@ -134,25 +135,35 @@ fn cluster_map() -> impl Strategy<Value = ClusterMap> {
         })
 }
 
-/// A STATS body, or with `named` a STATS_NAMED body (names and the names' counters; a
-/// STATS body has neither).
-fn stats_body(named: bool) -> impl Strategy<Value = StatsBody> {
+/// What a stats body carries: a STATS body has neither names nor the cache's counters, a
+/// STATS_NAMED body names (and the names' counters), a STATS_CACHED body both (and kept
+/// extents).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    Plain,
+    Named,
+    Cached,
+}
+
+/// A stats body of `layout`.
+fn stats_body(layout: Layout) -> impl Strategy<Value = StatsBody> {
+    let (named, cached) = (layout != Layout::Plain, layout == Layout::Cached);
     let name = proptest::option::of(proptest::collection::vec(any::<u8>(), 1..=1024))
         .prop_map(move |n| n.filter(|_| named).map(Into::into));
-    let entry =
-        (any::<[u64; 5]>(), mode(), any::<bool>(), name).prop_map(|(v, mode, held, name)| {
-            StatsEntry {
-                session: v[0],
-                id: v[1],
-                start: v[2],
-                end: v[3],
-                mode,
-                state: if held { EntryState::Held } else { EntryState::Waiting },
-                token: if held { v[4] } else { 0 },
-                name,
-            }
-        });
-    let body = (any::<[u64; 13]>(), proptest::collection::vec(entry, 0..4), any::<u64>());
+    let entry = (any::<[u64; 5]>(), mode(), any::<(bool, bool)>(), name).prop_map(
+        move |(v, mode, (held, kept), name)| StatsEntry {
+            session: v[0],
+            id: v[1],
+            start: v[2],
+            end: v[3],
+            mode,
+            state: if held { EntryState::Held } else { EntryState::Waiting },
+            token: if held { v[4] } else { 0 },
+            name,
+            kept: cached && held && kept,
+        },
+    );
+    let body = (any::<[u64; 17]>(), proptest::collection::vec(entry, 0..4), any::<u64>());
     body.prop_map(move |(c, entries, omitted)| StatsBody {
         counters: Counters {
             sessions_open: c[0],
@@ -168,6 +179,10 @@ fn stats_body(named: bool) -> impl Strategy<Value = StatsBody> {
             errors: c[10],
             names_live: if named { c[11] } else { 0 },
             named_holders: if named { c[12] } else { 0 },
+            cached_extents: if cached { c[13] } else { 0 },
+            callbacks: if cached { c[14] } else { 0 },
+            give_backs: if cached { c[15] } else { 0 },
+            cache_expanded: if cached { c[16] } else { 0 },
         },
         entries,
         omitted,
@@ -177,7 +192,7 @@ fn stats_body(named: bool) -> impl Strategy<Value = StatsBody> {
 /// Any valid response: an answer (with the body its op and status call for) or a notice;
 /// the responses with a body are weighted up.
 fn response() -> impl Strategy<Value = ResponseFrame> {
-    let op_byte = prop_oneof![1u8..=op::GIVE_BACK, Just(op::UNKNOWN), 0u8..op::UNKNOWN];
+    let op_byte = prop_oneof![1u8..=op::STATS_CACHED, Just(op::UNKNOWN), 0u8..op::UNKNOWN];
     let answer = (op_byte, any::<u64>(), status(), any::<u64>())
         .prop_filter("not a notice", |(op, ..)| *op != op::NOTICE)
         .prop_flat_map(|(op, id, st, value)| {
@@ -185,9 +200,13 @@ fn response() -> impl Strategy<Value = ResponseFrame> {
             if st == Status::NotOwner {
                 hint().prop_map(move |h| ResponseFrame::not_owner(op, id, value, h)).boxed()
             } else if st == Status::Ok && op == op::STATS {
-                stats_body(false).prop_map(move |b| ResponseFrame::stats(id, b)).boxed()
+                stats_body(Layout::Plain).prop_map(move |b| ResponseFrame::stats(id, b)).boxed()
             } else if st == Status::Ok && op == op::STATS_NAMED {
-                stats_body(true).prop_map(move |b| ResponseFrame::stats_named(id, b)).boxed()
+                let named = stats_body(Layout::Named);
+                named.prop_map(move |b| ResponseFrame::stats_named(id, b)).boxed()
+            } else if st == Status::Ok && op == op::STATS_CACHED {
+                let cached = stats_body(Layout::Cached);
+                cached.prop_map(move |b| ResponseFrame::stats_cached(id, b)).boxed()
             } else if st == Status::Ok && op == op::MAP {
                 cluster_map().prop_map(move |m| ResponseFrame::map(id, m)).boxed()
             } else if st == Status::Ok && op == op::SHM_ATTACH {
@@ -215,9 +234,12 @@ fn response() -> impl Strategy<Value = ResponseFrame> {
         ResponseFrame::callback(lock, Callback { start, end, mode })
     });
     let map = (any::<u64>(), cluster_map()).prop_map(|(id, m)| ResponseFrame::map(id, m));
-    let stats = (any::<u64>(), stats_body(false)).prop_map(|(id, b)| ResponseFrame::stats(id, b));
-    let stats_named =
-        (any::<u64>(), stats_body(true)).prop_map(|(id, b)| ResponseFrame::stats_named(id, b));
+    let stats =
+        (any::<u64>(), stats_body(Layout::Plain)).prop_map(|(id, b)| ResponseFrame::stats(id, b));
+    let stats_named = (any::<u64>(), stats_body(Layout::Named))
+        .prop_map(|(id, b)| ResponseFrame::stats_named(id, b));
+    let stats_cached = (any::<u64>(), stats_body(Layout::Cached))
+        .prop_map(|(id, b)| ResponseFrame::stats_cached(id, b));
     let not_owner =
         (prop_oneof![Just(op::LOCK), Just(op::RECLAIM)], any::<u64>(), any::<u64>(), hint())
             .prop_map(|(op, id, epoch, h)| ResponseFrame::not_owner(op, id, epoch, h));
@@ -236,6 +258,7 @@ fn response() -> impl Strategy<Value = ResponseFrame> {
         2 => map,
         1 => stats,
         1 => stats_named,
+        1 => stats_cached,
         1 => not_owner,
         1 => notice,
         1 => callback
@@ -345,11 +368,16 @@ proptest! {
         } else if st == Status::Ok
             && matches!(
                 op,
-                op::STATS | op::STATS_NAMED | op::MAP | op::SHM_ATTACH | op::LOCK_CACHED
+                op::STATS
+                    | op::STATS_NAMED
+                    | op::STATS_CACHED
+                    | op::MAP
+                    | op::SHM_ATTACH
+                    | op::LOCK_CACHED
             )
         {
-            // A successful STATS, STATS_NAMED, MAP, SHM_ATTACH or LOCK_CACHED response must
-            // carry a body.
+            // A successful STATS, STATS_NAMED, STATS_CACHED, MAP, SHM_ATTACH or LOCK_CACHED
+            // response must carry a body.
             prop_assert!(back.is_err());
         } else if st == Status::NotOwner {
             // Without a hint, NOT_OWNER carries the empty one ("owner unknown").
@@ -505,6 +533,7 @@ fn every_request_fits_the_smallest_max_frame() {
         Request::Reclaim { start: 0, end: 1, mode: Mode::Shared, token: 0 },
         Request::Stats { max_entries: 0 },
         Request::StatsNamed { max_entries: 0 },
+        Request::StatsCached { max_entries: 0 },
         Request::Map,
         Request::Keepalive,
         Request::Unlock { target: 0 },

@@ -71,6 +71,7 @@ fn expected() -> Vec<(&'static str, Msg)> {
             state: EntryState::Held,
             token: 7,
             name: None,
+            kept: false,
         }],
         omitted: 0,
     };
@@ -93,6 +94,7 @@ fn expected() -> Vec<(&'static str, Msg)> {
             state: EntryState::Held,
             token: 1,
             name: None,
+            kept: false,
         }],
         omitted: 3,
     };
@@ -106,6 +108,7 @@ fn expected() -> Vec<(&'static str, Msg)> {
         state: EntryState::Held,
         token,
         name: name.map(Into::into),
+        kept: false,
     };
     let named = StatsBody {
         counters: Counters {
@@ -120,6 +123,46 @@ fn expected() -> Vec<(&'static str, Msg)> {
         entries: vec![
             entry(1, Mode::Exclusive, 1, None),
             entry(2, Mode::Shared, 2, Some(b"db/orders")),
+        ],
+        omitted: 0,
+    };
+    // Version 6's STATS_CACHED, after `notice-callback`: session 1 keeps the extent of
+    // `resp-lock-cached`, called back for session 2's shared wait.
+    let cached = StatsBody {
+        counters: Counters {
+            sessions_open: 2,
+            sessions_total: 2,
+            holders: 1,
+            waiters: 1,
+            grants: 1,
+            cached_extents: 1,
+            callbacks: 1,
+            cache_expanded: 1,
+            ..Counters::default()
+        },
+        entries: vec![
+            StatsEntry {
+                session: 1,
+                id: 28,
+                start: 0,
+                end: 0x10_0000,
+                mode: Mode::Exclusive,
+                state: EntryState::Held,
+                token: 42,
+                name: None,
+                kept: true,
+            },
+            StatsEntry {
+                session: 2,
+                id: 1,
+                start: 0x4000,
+                end: 0x5000,
+                mode: Mode::Shared,
+                state: EntryState::Waiting,
+                token: 0,
+                name: None,
+                kept: false,
+            },
         ],
         omitted: 0,
     };
@@ -356,6 +399,8 @@ fn expected() -> Vec<(&'static str, Msg)> {
             req(29, Request::GiveBack { target: 28, start: 0x4000, end: 0x5000, downgrade: false }),
         ),
         ("resp-give-back", Msg::Response(ResponseFrame::new(op::GIVE_BACK, 29, Status::Ok, 0))),
+        ("stats-cached", req(30, Request::StatsCached { max_entries: 16 })),
+        ("resp-stats-cached", Msg::Response(ResponseFrame::stats_cached(30, cached))),
         (
             "resp-shm-attached",
             Msg::Response(ResponseFrame::shm_attached(

@@ -9,7 +9,7 @@ use crate::auth::AuthTable;
 use crate::ownership::Ownership;
 use crate::protocol::{
     max_map_answer, stats_entries_within, GrantMode, DEFAULT_MAX_FRAME, MAX_NOT_OWNER_ANSWER,
-    MAX_SHM_ATTACH_ANSWER, MAX_STATS_ENTRIES, STATS_NAMED_ANSWER_BASE,
+    MAX_SHM_ATTACH_ANSWER, MAX_STATS_ENTRIES, STATS_CACHED_ANSWER_BASE,
 };
 pub use crate::table::{CacheConfig, CachePolicy};
 use crate::tls::TlsSettings;
@@ -302,7 +302,7 @@ impl ServerConfig {
     /// The size in bytes (length prefix included) of the largest answer this
     /// configuration may have to send whole, and which answer it is. A `STATS` list is
     /// cut to fit instead ([`ServerConfig::stats_entries_cap`]), so what counts is its
-    /// counters: a `STATS_NAMED` answer without entries (130 bytes); with shared-memory slots an
+    /// counters: a `STATS_CACHED` answer without entries (162 bytes); with shared-memory slots an
     /// `SHM_ATTACH` answer with the longest path (4 126); on a cluster node the largest
     /// `MAP` answer of its partition count (1024 nodes whose names are 255 bytes each:
     /// 525 028 bytes for 64 partitions). `max_output_bytes` may not be below it.
@@ -315,7 +315,7 @@ impl ServerConfig {
         if self.shm_slots > 0 {
             return (MAX_SHM_ATTACH_ANSWER, "an SHM_ATTACH answer with a 4096-byte path");
         }
-        (STATS_NAMED_ANSWER_BASE, "a STATS_NAMED answer without entries")
+        (STATS_CACHED_ANSWER_BASE, "a STATS_CACHED answer without entries")
     }
 
     /// The most entries a `STATS` answer carries: `max_stats_entries`, or fewer if the
@@ -369,7 +369,7 @@ mod tests {
         let cluster = Ownership::new(Partitioning::new(64).unwrap(), "n1");
         type Setup = Box<dyn Fn(&mut ServerConfig)>;
         let cases: [(Setup, usize); 3] = [
-            (Box::new(|_| {}), 130),
+            (Box::new(|_| {}), 162),
             (Box::new(|c| c.shm_slots = 4), 4126),
             (Box::new(move |c| c.cluster = Some(cluster.clone())), 525_028),
         ];

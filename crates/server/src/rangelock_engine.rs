@@ -77,10 +77,10 @@ use rangelock::internals::{overlaps, RawRangeLock, SkipList, SkipToken};
 
 use crate::metrics::{AtomicTimings, Clock, EngineSnapshot, ErrorCounts};
 use crate::protocol::{
-    op, stats_named_entries_within, Counters, EntryState, GrantMode, Mode, ResponseFrame,
-    StatsBody, StatsEntry, Status,
+    op, stats_cached_entries_within, stats_named_entries_within, Counters, EntryState, GrantMode,
+    Mode, ResponseFrame, StatsBody, StatsEntry, Status,
 };
-use crate::table::{Command, Ended, Handle, IntervalTree, ReplySink, TableLimits};
+use crate::table::{Command, Ended, Handle, IntervalTree, ReplySink, StatsKind, TableLimits};
 
 /// Shards of the name map: enough that handlers locking different names rarely meet.
 const NAME_SHARDS: usize = 64;
@@ -470,8 +470,8 @@ impl RangeLockEngine {
                     self.withdraw(&mut g, target, Status::TimedOut);
                 }
             }
-            Command::Stats { session, id, max_entries, named } => {
-                self.stats(session, id, max_entries, named)
+            Command::Stats { session, id, max_entries, kind } => {
+                self.stats(session, id, max_entries, kind)
             }
             // A cluster node never runs this engine (`ServerConfig::validate`).
             Command::Reclaim { session, id, .. } => {
@@ -753,8 +753,10 @@ impl RangeLockEngine {
         }
     }
 
-    /// `STATS`, or with `named` `STATS_NAMED`.
-    fn stats(&self, session: u64, id: u64, max_entries: u32, named: bool) {
+    /// `STATS`, `STATS_NAMED` or `STATS_CACHED` (`kind`; this engine keeps no extents, so
+    /// the cache's counters are 0 and no entry is kept).
+    fn stats(&self, session: u64, id: u64, max_entries: u32, kind: StatsKind) {
+        let named = kind.named();
         let sessions: Vec<(u64, SessionRef)> =
             lock(&self.sessions).iter().map(|(k, v)| (*k, v.clone())).collect();
         let mut all: Vec<(u64, StatsEntry)> = Vec::new();
@@ -778,6 +780,7 @@ impl RangeLockEngine {
                             (Some(n), true) => Some(Arc::clone(&n.key.name)),
                             _ => None,
                         },
+                        kept: false,
                     },
                 ));
             }
@@ -786,16 +789,15 @@ impl RangeLockEngine {
         let max = max_entries.min(self.limits.max_stats_entries) as usize;
         let total = all.len();
         let mut entries: Vec<StatsEntry> = all.into_iter().take(max).map(|(_, e)| e).collect();
-        if named {
-            entries.truncate(stats_named_entries_within(self.limits.max_stats_bytes, &entries));
+        let bytes = self.limits.max_stats_bytes;
+        match kind {
+            StatsKind::Plain => {}
+            StatsKind::Named => entries.truncate(stats_named_entries_within(bytes, &entries)),
+            StatsKind::Cached => entries.truncate(stats_cached_entries_within(bytes, &entries)),
         }
         let omitted = (total - entries.len()) as u64;
         let body = StatsBody { counters: self.snapshot().counters, entries, omitted };
-        let r = if named {
-            ResponseFrame::stats_named(id, body)
-        } else {
-            ResponseFrame::stats(id, body)
-        };
+        let r = kind.answer(id, body);
         if let Some(s) = self.session(session) {
             lock(&s).reply(r);
         }
@@ -822,6 +824,7 @@ impl RangeLockEngine {
             errors: errors.total(),
             names_live: self.names.live.load(Ordering::Relaxed),
             named_holders: get(&c.named_holders),
+            ..Counters::default()
         };
         let (wait, hold) = match &self.timings {
             Some(t) => (t.wait.snapshot(), t.hold.snapshot()),

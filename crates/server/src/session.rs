@@ -65,7 +65,7 @@ use crate::protocol::{
 use crate::reload::Live;
 use crate::reply::{self, DirectWrite, ReplySink, SinkHandle, SocketSink};
 use crate::shm::{ShmArea, ShmSink};
-use crate::table::Command;
+use crate::table::{Command, StatsKind};
 
 /// Whether a session may lock named resources (`LOCK_NAMED`, `docs/design/names.md`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -729,6 +729,9 @@ impl Handler<'_> {
                     None if op == op::STATS_NAMED && self.version < 5 => {
                         (op::UNKNOWN, Status::UnknownOp)
                     }
+                    None if op == op::STATS_CACHED && self.version < 6 => {
+                        (op::UNKNOWN, Status::UnknownOp)
+                    }
                     None if matches!(op, op::CACHE_ON | op::LOCK_CACHED | op::GIVE_BACK)
                         && self.version < 6 =>
                     {
@@ -865,7 +868,8 @@ impl Handler<'_> {
             }
             Request::Stats { max_entries } => {
                 let max_entries = max_entries.min(self.shared.config.stats_entries_cap());
-                engine.submit(Command::Stats { session, id, max_entries, named: false })
+                let kind = StatsKind::Plain;
+                engine.submit(Command::Stats { session, id, max_entries, kind })
             }
             // Version 5's; before it an unknown op, as to a server that predates it.
             Request::StatsNamed { .. } if self.version < 5 => {
@@ -873,7 +877,17 @@ impl Handler<'_> {
             }
             Request::StatsNamed { max_entries } => {
                 let max_entries = max_entries.min(self.shared.config.stats_entries_cap());
-                engine.submit(Command::Stats { session, id, max_entries, named: true })
+                let kind = StatsKind::Named;
+                engine.submit(Command::Stats { session, id, max_entries, kind })
+            }
+            // Version 6's; before it an unknown op, as to a server that predates it.
+            Request::StatsCached { .. } if self.version < 6 => {
+                self.error(op::UNKNOWN, id, Status::UnknownOp)
+            }
+            Request::StatsCached { max_entries } => {
+                let max_entries = max_entries.min(self.shared.config.stats_entries_cap());
+                let kind = StatsKind::Cached;
+                engine.submit(Command::Stats { session, id, max_entries, kind })
             }
         }
     }

@@ -13,7 +13,9 @@ use proptest::prelude::*;
 use rangelock_server::protocol::{
     op, CachedGrant, Callback, EntryState, GrantMode, Mode, ResponseFrame, Status,
 };
-use rangelock_server::table::{CacheConfig, CachePolicy, Command, LockTable, TableLimits};
+use rangelock_server::table::{
+    CacheConfig, CachePolicy, Command, LockTable, StatsKind, TableLimits,
+};
 use tokio::sync::mpsc;
 
 /// Sessions 0 and 1 cache; session 2 does not.
@@ -462,21 +464,26 @@ impl Harness {
             session: probe,
             id: u64::MAX,
             max_entries: 10_000,
-            named: false,
+            kind: StatsKind::Cached,
         });
         let st = self.rx.get_mut(&probe).unwrap().try_recv().expect("stats").stats.expect("body");
-        let mut got: Vec<(u64, u64, u64, u64, Mode, bool)> = st
+        // (session, id, start, end, mode, held, kept)
+        type Listed = (u64, u64, u64, u64, Mode, bool, bool);
+        let mut got: Vec<Listed> = st
             .entries
             .iter()
-            .map(|e| (e.session, e.id, e.start, e.end, e.mode, e.state == EntryState::Held))
+            .map(|e| (e.session, e.id, e.start, e.end, e.mode, e.state == EntryState::Held, e.kept))
             .collect();
         let held = self.held_set();
-        let mut want: Vec<(u64, u64, u64, u64, Mode, bool)> = self
+        let mut want: Vec<Listed> = self
             .model
             .iter()
-            .map(|m| (m.session, m.id, m.start, m.end, m.mode, held.contains(&(m.session, m.id))))
+            .map(|m| {
+                let h = held.contains(&(m.session, m.id));
+                (m.session, m.id, m.start, m.end, m.mode, h, h && m.kept)
+            })
             .collect();
-        let key = |e: &(u64, u64, u64, u64, Mode, bool)| (e.0, e.1, e.2);
+        let key = |e: &Listed| (e.0, e.1, e.2);
         got.sort_by_key(key);
         want.sort_by_key(key);
         assert_eq!(got, want);
@@ -491,6 +498,7 @@ impl Harness {
         }
         let kept = self.model.iter().filter(|m| m.kept).count() as u64;
         assert_eq!(self.table.cache_counts().kept, kept);
+        assert_eq!(st.counters.cached_extents, kept);
     }
 }
 

@@ -379,3 +379,75 @@ fn metrics_count_kept_extents_callbacks_and_give_backs() {
     let c = srv.cache_counts().unwrap();
     assert_eq!((c.callbacks, c.give_backs, c.kept, c.expanded), (1, 1, 0, 1));
 }
+
+/// `STATS_CACHED` (version 6, PROTOCOL.md §5.2) lists a kept extent as kept (state `2`)
+/// and counts the cache as `Server::cache_counts` does; `STATS` and `STATS_NAMED` list it
+/// as an ordinary holder, without the cache's counters. A version 5 session gets
+/// `UNKNOWN_OP`, as from a server that predates it. The `rangelock` engine keeps nothing.
+#[test]
+fn stats_cached_marks_kept_extents_and_counts_the_cache() {
+    for engine in TABLE_ENGINES {
+        let srv = server(|c| c.engine = engine);
+        let mut a = caching(&srv);
+        grant(&a.call(2, cached(0, 10, Mode::Exclusive, Wait::Forever, (0, 1000))));
+        // An ordinary lock of the caching session, not kept.
+        assert_eq!(a.call(3, lock(2000, 2001, Mode::Shared, Wait::Try)).status, Status::Ok);
+        let mut b = Raw::connect(srv.tcp_addr().unwrap());
+        b.send(7, lock(500, 510, Mode::Exclusive, Wait::Forever));
+        let _ = callback(&mut a);
+        let r = b.call(8, Request::StatsCached { max_entries: 10 });
+        assert_eq!((r.op, r.status), (op::STATS_CACHED, Status::Ok), "{engine:?}");
+        let st = r.stats.unwrap();
+        let listed: Vec<(u64, EntryState, bool)> =
+            st.entries.iter().map(|e| (e.id, e.state, e.kept)).collect();
+        assert_eq!(
+            listed,
+            [
+                (2, EntryState::Held, true),
+                (3, EntryState::Held, false),
+                (7, EntryState::Waiting, false)
+            ],
+            "{engine:?}"
+        );
+        let c = st.counters;
+        let counts = (c.cached_extents, c.callbacks, c.give_backs, c.cache_expanded);
+        assert_eq!(counts, (1, 1, 0, 1), "{engine:?}");
+        let s = srv.cache_counts().unwrap();
+        assert_eq!(counts, (s.kept, s.callbacks, s.give_backs, s.expanded), "{engine:?}");
+        // STATS and STATS_NAMED: the layouts of before.
+        for (id, request) in
+            [(9, Request::Stats { max_entries: 10 }), (10, Request::StatsNamed { max_entries: 10 })]
+        {
+            let st = b.call(id, request).stats.unwrap();
+            assert_eq!(st.entries.len(), 3, "{engine:?}");
+            assert!(st.entries.iter().all(|e| !e.kept), "{engine:?}");
+            assert_eq!(st.entries[0].state, EntryState::Held, "{engine:?}");
+            let c = st.counters;
+            let counts = (c.cached_extents, c.callbacks, c.give_backs, c.cache_expanded);
+            assert_eq!(counts, (0, 0, 0, 0), "{engine:?}");
+        }
+        // Given back: nothing kept, one give-back.
+        let r = a.call(4, Request::GiveBack { target: 2, start: 0, end: 1000, downgrade: false });
+        assert_eq!(r.status, Status::Ok);
+        assert_eq!(b.recv().unwrap().status, Status::Ok);
+        let st = b.call(11, Request::StatsCached { max_entries: 10 }).stats.unwrap();
+        let c = st.counters;
+        let counts = (c.cached_extents, c.callbacks, c.give_backs, c.cache_expanded);
+        assert_eq!(counts, (0, 1, 1, 1), "{engine:?}");
+        assert!(st.entries.iter().all(|e| !e.kept), "{engine:?}");
+        // A version 5 session: an unknown op, and the layouts it knows.
+        let mut old = Raw::connect_version(srv.tcp_addr().unwrap(), 5);
+        let r = old.call(1, Request::StatsCached { max_entries: 10 });
+        assert_eq!((r.op, r.status), (op::UNKNOWN, Status::UnknownOp), "{engine:?}");
+        let r = old.call(2, Request::StatsNamed { max_entries: 10 });
+        assert_eq!((r.op, r.status), (op::STATS_NAMED, Status::Ok), "{engine:?}");
+        assert_eq!(r.stats.unwrap().entries.len(), 2, "{engine:?}");
+    }
+    let srv = server(|c| c.engine = EngineKind::RangeLock);
+    let mut a = Raw::connect(srv.tcp_addr().unwrap());
+    assert_eq!(a.call(1, lock(0, 10, Mode::Exclusive, Wait::Try)).status, Status::Ok);
+    let r = a.call(2, Request::StatsCached { max_entries: 10 });
+    assert_eq!((r.op, r.status), (op::STATS_CACHED, Status::Ok));
+    let st = r.stats.unwrap();
+    assert_eq!((st.entries.len(), st.entries[0].kept, st.counters.cached_extents), (1, false, 0));
+}

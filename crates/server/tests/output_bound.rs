@@ -37,25 +37,25 @@ fn holder(addr: std::net::SocketAddr, n: u64) -> Raw {
     c
 }
 
-/// With the output limit at the largest answer the server must send whole (130 bytes: a
-/// `STATS_NAMED` answer without entries), every answer still arrives, pipelined or not:
-/// the `STATS` and `STATS_NAMED` lists are cut to nothing and say so. One byte less is
-/// refused at start.
+/// With the output limit at the largest answer the server must send whole (162 bytes: a
+/// `STATS_CACHED` answer without entries), every answer still arrives, pipelined or not:
+/// the `STATS` list is cut to one entry, the `STATS_NAMED` and `STATS_CACHED` lists to
+/// nothing, and they say so. One byte less is refused at start.
 #[test]
 fn every_answer_fits_at_an_output_limit_of_the_largest_fixed_answer() {
-    assert_eq!(STATS_NAMED_ANSWER_BASE, 130);
+    assert_eq!(STATS_CACHED_ANSWER_BASE, 162);
     for engine in EngineKind::ALL {
         let e = Server::start(ServerConfig {
             engine,
-            max_output_bytes: STATS_NAMED_ANSWER_BASE - 1,
+            max_output_bytes: STATS_CACHED_ANSWER_BASE - 1,
             ..ServerConfig::ephemeral()
         })
         .unwrap_err();
-        assert!(e.to_string().contains("max_output_bytes 129 is below 130"), "{engine:?}: {e}");
+        assert!(e.to_string().contains("max_output_bytes 161 is below 162"), "{engine:?}: {e}");
 
-        let srv = server(engine, |c| c.max_output_bytes = STATS_NAMED_ANSWER_BASE);
+        let srv = server(engine, |c| c.max_output_bytes = STATS_CACHED_ANSWER_BASE);
         let mut c = Raw::connect(srv.tcp_addr().unwrap());
-        // Six requests in one write: one batch of the combiner, 268 bytes of answers.
+        // Eight requests in one write: one batch of the combiner, 516 bytes of answers.
         let mut out = Vec::new();
         for id in 1..=3u64 {
             let request = lock(10 * id, 10 * id + 1, Mode::Exclusive, Wait::Try);
@@ -65,24 +65,31 @@ fn every_answer_fits_at_an_output_limit_of_the_largest_fixed_answer() {
         RequestFrame { id: 5, request: Request::Keepalive }.encode(&mut out);
         RequestFrame { id: 6, request: Request::Unlock { target: 1 } }.encode(&mut out);
         RequestFrame { id: 7, request: Request::StatsNamed { max_entries: 1000 } }.encode(&mut out);
+        RequestFrame { id: 8, request: Request::StatsCached { max_entries: 1000 } }
+            .encode(&mut out);
         c.send_bytes(&out);
         // In any order: the keepalive is answered by the handler, the rest by the engine.
         let mut answers = std::collections::BTreeMap::new();
-        for n in 0..7 {
+        for n in 0..8 {
             let r = c.recv().unwrap_or_else(|| panic!("{engine:?}: closed after {n} answers"));
             assert_eq!(r.status, Status::Ok, "{engine:?}: {r:?}");
             answers.insert(r.id, r);
         }
-        assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(answers.keys().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7, 8]);
         let stats = &answers[&4];
         let st = stats.stats.as_ref().unwrap();
-        assert_eq!((st.entries.len(), st.omitted, stats.value), (0, 3, 3), "{engine:?}");
+        // 114 + 42 bytes: one entry fits.
+        assert_eq!((st.entries.len(), st.omitted, stats.value), (1, 2, 2), "{engine:?}");
         assert_eq!(st.counters.holders, 3, "{engine:?}");
         let named = &answers[&7];
         assert_eq!(named.op, op::STATS_NAMED, "{engine:?}");
         let st = named.stats.as_ref().unwrap();
         assert_eq!((st.entries.len(), st.omitted), (0, 2), "{engine:?}: one lock was released");
-        assert_eq!(c.call(8, Request::Keepalive).status, Status::Ok, "{engine:?}");
+        let cached = &answers[&8];
+        assert_eq!(cached.op, op::STATS_CACHED, "{engine:?}");
+        let st = cached.stats.as_ref().unwrap();
+        assert_eq!((st.entries.len(), st.omitted), (0, 2), "{engine:?}");
+        assert_eq!(c.call(9, Request::Keepalive).status, Status::Ok, "{engine:?}");
         srv.shutdown();
     }
 }
@@ -141,8 +148,9 @@ fn stats_answers_are_cut_to_the_output_limit_and_a_reading_client_keeps_its_sess
 
 /// The issue's case: `--max-stats-entries 100000`, the default 1 MiB limit and 30 000
 /// holders. `STATS` asking for 100 000 gets the 24 963 oldest and "5037 left out"
-/// instead of a closed connection; `STATS_NAMED` (the version 5 client's `stats`), whose
-/// entries are 44 bytes without a name, the 23 828 oldest and "6172 left out".
+/// instead of a closed connection; `STATS_CACHED` (the version 6 client's `stats`), whose
+/// entries are 44 bytes without a name after 162 bytes, the 23 827 oldest and "6173 left
+/// out".
 #[test]
 fn a_stats_answer_over_the_default_output_limit_is_cut_not_fatal() {
     let srv = server(EngineKind::Combiner, |c| {
@@ -157,7 +165,7 @@ fn a_stats_answer_over_the_default_output_limit_is_cut_not_fatal() {
     assert_eq!(st.counters.holders, 30_000);
     let c = Client::connect(&Endpoint::from(addr)).unwrap();
     let st = c.stats(100_000).expect("the answer, not a lost connection");
-    assert_eq!((st.entries.len(), st.omitted), (23_828, 6172));
+    assert_eq!((st.entries.len(), st.omitted), (23_827, 6173));
     assert_eq!(st.counters.holders, 30_000);
     c.ping().unwrap();
     drop(c);

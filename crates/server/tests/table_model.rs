@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use rangelock_server::protocol::{op, EntryState, GrantMode, Mode, ResponseFrame, Status};
-use rangelock_server::table::{Command, LockTable, TableLimits};
+use rangelock_server::table::{Command, LockTable, StatsKind, TableLimits};
 use tokio::sync::mpsc;
 
 #[derive(Clone, Debug)]
@@ -136,7 +136,7 @@ impl Harness {
             session: probe,
             id: u64::MAX,
             max_entries: 10_000,
-            named: true,
+            kind: StatsKind::Named,
         });
         let r = self.rx.get_mut(&probe).unwrap().try_recv().expect("stats reply");
         let st = r.stats.expect("stats body");

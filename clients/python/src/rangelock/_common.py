@@ -311,13 +311,24 @@ LossHook = Callable[["Loss"], None]
 ALL_ENTRIES = 0xFFFF_FFFF
 
 
+def stats_encoder(version: int) -> Callable[[int, int], bytes]:
+    """The request ``stats()`` sends in a session of ``version``: STATS_CACHED from 6
+    (names, the cache's counters, kept extents marked), STATS_NAMED from 5 (names), else
+    STATS."""
+    if version >= 6:
+        return P.encode_stats_cached
+    if version >= 5:
+        return P.encode_stats_named
+    return P.encode_stats
+
+
 def held_in_conflict(
     stats: P.Stats, start: int, end: int, shared: bool, name: Optional[bytes] = None
 ) -> Optional[bool]:
-    """Whether a STATS_NAMED answer shows a *held* lock on the resource ``name`` (``None``:
-    the unnamed one) that overlaps ``[start, end)`` in a mode that conflicts with
-    ``shared`` (exclusive conflicts with everything, shared with exclusive); queued locks
-    do not count. ``None`` when the answer shows none but the server left entries out
+    """Whether a STATS_NAMED (or STATS_CACHED) answer shows a *held* lock (a kept extent
+    is one) on the resource ``name`` (``None``: the unnamed one) that overlaps
+    ``[start, end)`` in a mode that conflicts with ``shared`` (exclusive conflicts with
+    everything, shared with exclusive); queued locks do not count. ``None`` when the answer shows none but the server left entries out
     (``stats.omitted``): then it cannot tell. (A session before version 5 gets a STATS
     answer without names; its server has no named locks.)"""
     for e in stats.entries:

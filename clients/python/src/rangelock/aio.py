@@ -56,6 +56,7 @@ from ._common import (
     lock_what,
     parse_address,
     parse_server_hello,
+    stats_encoder,
     tls_context,
     token_bytes,
 )
@@ -351,7 +352,7 @@ class AsyncLock(AsyncLockStyle[AsyncGuard]):
         ``Lock.locked()``; :meth:`owned` says whether this lock holds it.
 
         A coroutine, unlike :meth:`asyncio.Lock.locked` (as in redis-py's asyncio
-        ``Lock``): it asks the server with one ``STATS_NAMED`` (its answer lists every holder
+        ``Lock``): it asks the server with one ``stats()`` (its answer lists every holder
         and waiter, up to the server's ``--max-stats-entries``). If the server cut the
         list short and it shows no conflicting holder, it probes instead: a try-lock of the
         range, released at once when granted (``True`` if the try is refused: then a conflicting
@@ -737,8 +738,7 @@ class AsyncClient:
             raise ValueError(f"max_entries must fit a u32, not {max_entries}")
         c = self._c
         id = c.next_id()
-        encode = P.encode_stats_named if c.hello.version >= 5 else P.encode_stats
-        r = await c.call(id, encode(id, max_entries))
+        r = await c.call(id, stats_encoder(c.hello.version)(id, max_entries))
         if r.status != P.Status.OK or r.stats is None:
             raise error_for_status(r.status, r.value, "stats")
         return r.stats

@@ -56,6 +56,7 @@ from ._common import (
     lock_what,
     parse_address,
     parse_server_hello,
+    stats_encoder,
     tls_context,
     token_bytes,
 )
@@ -401,7 +402,7 @@ class Lock(LockStyle[Guard]):
         conflicting waiter makes it fail, protocol §3). The meaning of redis-py's
         ``Lock.locked()``; :meth:`owned` says whether this lock holds it.
 
-        Asks the server with one ``STATS_NAMED`` (its answer lists every holder and waiter, up
+        Asks the server with one ``stats()`` (its answer lists every holder and waiter, up
         to the server's ``--max-stats-entries``). If the server cut the list short and it
         shows no conflicting holder, it probes instead: a try-lock of the range, released
         at once when granted (``True`` if the try is refused: then a conflicting
@@ -844,13 +845,15 @@ class Client:
         ``Stats.omitted`` counts the entries it left out. In a session of version 5 (a
         ``STATS_NAMED``) each entry carries its resource's ``name`` (``None``: the unnamed
         resource) and the counters ``names_live`` and ``named_holders``; before 5 a STATS,
-        without them."""
+        without them. In a session of version 6 (a ``STATS_CACHED``) the counters also
+        carry the cache's (``cached_extents``, ``callbacks``, ``give_backs``,
+        ``cache_expanded``) and an entry that is a kept extent of a caching session has
+        ``kept`` set; before 6 those counters are 0 and no entry is kept."""
         if not 0 <= max_entries <= 0xFFFF_FFFF:
             raise ValueError(f"max_entries must fit a u32, not {max_entries}")
         core = self._c
         id = core.next_id()
-        encode = P.encode_stats_named if core.hello.version >= 5 else P.encode_stats
-        r = core.request(id, encode(id, max_entries))
+        r = core.request(id, stats_encoder(core.hello.version)(id, max_entries))
         if r.status != P.Status.OK or r.stats is None:
             raise error_for_status(r.status, r.value, "stats")
         return r.stats

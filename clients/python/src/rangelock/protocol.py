@@ -76,6 +76,7 @@ __all__ = [
     "encode_keepalive",
     "encode_stats",
     "encode_stats_named",
+    "encode_stats_cached",
     "encode_reclaim",
     "encode_reclaim_named",
     "encode_map",
@@ -127,6 +128,7 @@ _RECLAIM = struct.Struct("<IBQQQBQ")
 _SERVER_HELLO = struct.Struct("<4sHBBQII")
 _COUNTERS = struct.Struct("<11Q")
 _NAMED_COUNTERS = struct.Struct("<13Q")
+_CACHED_COUNTERS = struct.Struct("<17Q")
 _ENTRY = struct.Struct("<QQQQBBQ")
 
 #: ``len`` of a response without body: op, id, status, value.
@@ -161,6 +163,8 @@ class Op(enum.IntEnum):
     LOCK_CACHED = 0x10
     #: Version 6: release part of a held lock, or turn it shared (§2.3).
     GIVE_BACK = 0x11
+    #: Version 6 (§5.2): STATS_NAMED with the cache's counters and kept extents marked.
+    STATS_CACHED = 0x12
     #: The op of an ``UNKNOWN_OP`` answer: its op byte is ``0xff`` = ``0x7f | 0x80``.
     UNKNOWN = 0x7F
 
@@ -454,6 +458,12 @@ def encode_stats_named(id: int, max_entries: int) -> bytes:
     return _STATS.pack(13, Op.STATS_NAMED, id, max_entries)
 
 
+def encode_stats_cached(id: int, max_entries: int) -> bytes:
+    """STATS_CACHED (version 6, §5.2): STATS_NAMED whose answer also counts the cache and
+    marks each kept extent."""
+    return _STATS.pack(13, Op.STATS_CACHED, id, max_entries)
+
+
 def encode_reclaim(
     id: int, start: int, end: int, mode: int, token: int, name: Optional[bytes] = None
 ) -> bytes:
@@ -557,6 +567,7 @@ def decode_request(frame: bytes) -> Request:
         Op.KEEPALIVE: 0,
         Op.STATS: 4,
         Op.STATS_NAMED: 4,
+        Op.STATS_CACHED: 4,
         Op.RECLAIM: 25,
         Op.MAP: 0,
         Op.SHM_ATTACH: 0,
@@ -589,7 +600,7 @@ def decode_request(frame: bytes) -> Request:
         return Request(op, id, start, end, Mode(mode), Wait(wait), timeout_ms)
     if op in (Op.UNLOCK, Op.CANCEL, Op.POLL):
         return Request(op, id, target=struct.unpack("<Q", payload)[0])
-    if op in (Op.STATS, Op.STATS_NAMED):
+    if op in (Op.STATS, Op.STATS_NAMED, Op.STATS_CACHED):
         return Request(op, id, max_entries=struct.unpack("<I", payload)[0])
     if op is Op.RECLAIM:
         start, end, mode, token = struct.unpack("<QQBQ", payload)
@@ -620,10 +631,20 @@ class Counters:
     timeouts: int
     cancels: int
     errors: int
-    #: Named resources live now (only from STATS_NAMED; 0 from STATS).
+    #: Named resources live now (only from STATS_NAMED and STATS_CACHED; 0 from STATS).
     names_live: int = 0
-    #: Locks held now on named resources, part of ``holders`` (only from STATS_NAMED).
+    #: Locks held now on named resources, part of ``holders`` (only from STATS_NAMED and
+    #: STATS_CACHED).
     named_holders: int = 0
+    #: Kept extents now: held locks that caching sessions may keep past their own unlock,
+    #: part of ``holders`` (only from STATS_CACHED, version 6; 0 from the others).
+    cached_extents: int = 0
+    #: CALLBACK notices sent (only from STATS_CACHED).
+    callbacks: int = 0
+    #: GIVE_BACKs done (only from STATS_CACHED).
+    give_backs: int = 0
+    #: LOCK_CACHED grants wider than asked (only from STATS_CACHED).
+    cache_expanded: int = 0
 
 
 @dataclass(frozen=True)
@@ -640,8 +661,12 @@ class StatsEntry:
     #: Fencing token (0 while waiting).
     token: int
     #: The resource's name; ``None`` for the unnamed resource, and for every entry of a
-    #: STATS answer (only STATS_NAMED carries names).
+    #: STATS answer (only STATS_NAMED and STATS_CACHED carry names).
     name: Optional[bytes] = None
+    #: A held lock that is a kept extent of a caching session (state byte ``2``; only
+    #: STATS_CACHED says so, ``False`` in STATS and STATS_NAMED answers). ``held`` is
+    #: ``True`` too.
+    kept: bool = False
 
     @property
     def shared(self) -> bool:
@@ -660,8 +685,10 @@ class Stats:
     entries: List[StatsEntry] = field(default_factory=list)
     omitted: int = 0
 
-    def encode(self, named: bool = False) -> bytes:
-        """The body of a STATS answer, or with ``named`` of a STATS_NAMED answer."""
+    def encode(self, named: bool = False, cached: bool = False) -> bytes:
+        """The body of a STATS answer, with ``named`` of a STATS_NAMED answer, with
+        ``cached`` of a STATS_CACHED answer (names too)."""
+        named = named or cached
         c = self.counters
         values = [
             c.sessions_open,
@@ -678,22 +705,26 @@ class Stats:
         ]
         if named:
             values += [c.names_live, c.named_holders]
+        if cached:
+            values += [c.cached_extents, c.callbacks, c.give_backs, c.cache_expanded]
         out = [struct.pack(f"<{len(values)}Q", *values), struct.pack("<I", len(self.entries))]
         for e in self.entries:
-            out.append(
-                _ENTRY.pack(e.session, e.id, e.start, e.end, e.mode, 0 if e.held else 1, e.token)
-            )
+            state = (2 if cached and e.kept else 0) if e.held else 1
+            out.append(_ENTRY.pack(e.session, e.id, e.start, e.end, e.mode, state, e.token))
             if named:
                 name = e.name or b""
                 out.append(struct.pack("<H", len(name)) + name)
         return b"".join(out)
 
     @classmethod
-    def decode(cls, body: bytes, omitted: int = 0, named: bool = False) -> "Stats":
-        """Decodes a STATS body, or with ``named`` a STATS_NAMED body; ``omitted`` is the
-        answer's ``value``."""
-        head = _NAMED_COUNTERS if named else _COUNTERS
-        what = "STATS_NAMED" if named else "STATS"
+    def decode(
+        cls, body: bytes, omitted: int = 0, named: bool = False, cached: bool = False
+    ) -> "Stats":
+        """Decodes a STATS body, with ``named`` a STATS_NAMED body, with ``cached`` a
+        STATS_CACHED body; ``omitted`` is the answer's ``value``."""
+        named = named or cached
+        head = _CACHED_COUNTERS if cached else _NAMED_COUNTERS if named else _COUNTERS
+        what = "STATS_CACHED" if cached else "STATS_NAMED" if named else "STATS"
         if len(body) < head.size + 4:
             raise ProtocolError(f"{what} body truncated")
         counters = Counters(*head.unpack_from(body))
@@ -707,10 +738,11 @@ class Stats:
                 f"got {len(body)}"
             )
         entries = []
+        most_state = 2 if cached else 1
         for _ in range(count):
             session, id, start, end, mode, state, token = _ENTRY.unpack_from(body, at)
             at += _ENTRY.size
-            if mode > 1 or state > 1:
+            if mode > 1 or state > most_state:
                 raise ProtocolError(f"{what} entry: bad mode {mode} or state {state}")
             name: Optional[bytes] = None
             if named:
@@ -721,7 +753,10 @@ class Stats:
                 if n > MAX_RESOURCE_NAME_LEN or len(body) < at + 2 + n:
                     raise ProtocolError(f"{what} entry: bad name length {n}")
                 at += 2 + n
-            entries.append(StatsEntry(session, id, start, end, Mode(mode), state == 0, token, name))
+            held, kept = state != 1, state == 2
+            entries.append(
+                StatsEntry(session, id, start, end, Mode(mode), held, token, name, kept)
+            )
         if at != len(body):
             raise ProtocolError(f"{what} body: {len(body) - at} bytes after its entries")
         return cls(counters, entries, omitted)
@@ -987,7 +1022,7 @@ _CACHED_BODY = struct.Struct("<QQB")
 def encode_response(r: Response) -> bytes:
     """The whole response frame, length prefix included."""
     if r.stats is not None:
-        body = r.stats.encode(named=r.op == Op.STATS_NAMED)
+        body = r.stats.encode(named=r.op == Op.STATS_NAMED, cached=r.op == Op.STATS_CACHED)
     elif r.owner is not None:
         body = r.owner.encode()
     elif r.status == Status.NOT_OWNER and r.op != Op.NOTICE and not r.body:
@@ -1043,8 +1078,9 @@ def decode_response(frame: bytes) -> Response:
         return Response(op, id, status, value, body=body)
     if status == Status.NOT_OWNER:
         return Response(op, id, status, value, owner=OwnerHint.decode(body))
-    if status == Status.OK and op in (Op.STATS, Op.STATS_NAMED):
-        stats = Stats.decode(body, omitted=value, named=op == Op.STATS_NAMED)
+    if status == Status.OK and op in (Op.STATS, Op.STATS_NAMED, Op.STATS_CACHED):
+        named, cached = op == Op.STATS_NAMED, op == Op.STATS_CACHED
+        stats = Stats.decode(body, omitted=value, named=named, cached=cached)
         return Response(op, id, status, value, stats=stats)
     if status == Status.OK and op == Op.MAP:
         return Response(op, id, status, value, body=body, map=ClusterMap.decode(body))

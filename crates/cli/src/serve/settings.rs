@@ -94,8 +94,8 @@ pub(crate) struct ServeSettings {
     /// Bytes of answers a session may leave unread: answers its socket has not taken
     /// (bytes the kernel already accepted, up to a few MB per TCP connection, do not
     /// count). A session that would pass it is closed and its locks released, as on
-    /// disconnect. At least the largest answer the server must send whole: 130 (a
-    /// STATS_NAMED answer without entries), 4126 with --shm-slots, on a cluster node the largest MAP
+    /// disconnect. At least the largest answer the server must send whole: 162 (a
+    /// STATS_CACHED answer without entries), 4126 with --shm-slots, on a cluster node the largest MAP
     /// answer (525028 with 64 partitions).
     #[arg(long)]
     pub max_output_bytes: Option<usize>,
@@ -516,7 +516,7 @@ mod tests {
     fn the_limits_in_the_help_are_the_servers() {
         use rangelock_server::protocol::{
             max_map_answer, stats_entries_within, MAX_SHM_ATTACH_ANSWER, MAX_STATS_ENTRIES,
-            STATS_NAMED_ANSWER_BASE,
+            STATS_CACHED_ANSWER_BASE,
         };
         let cmd = <ServeSettings as clap::Args>::augment_args(clap::Command::new("serve"));
         let help = |id: &str| {
@@ -530,7 +530,7 @@ mod tests {
             MAX_STATS_ENTRIES as usize,
             stats_entries_within(rangelock_server::DEFAULT_MAX_OUTPUT_BYTES) as usize,
         ];
-        let in_output = [STATS_NAMED_ANSWER_BASE, MAX_SHM_ATTACH_ANSWER, max_map_answer(64)];
+        let in_output = [STATS_CACHED_ANSWER_BASE, MAX_SHM_ATTACH_ANSWER, max_map_answer(64)];
         for n in in_stats {
             assert!(stats.contains(&n.to_string()), "{n} in: {stats}");
         }

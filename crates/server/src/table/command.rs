@@ -2,8 +2,36 @@
 
 use super::partitions::{HandoverLock, PartitionChange};
 use crate::metrics::EngineSnapshot;
-use crate::protocol::Mode;
+use crate::protocol::{Mode, ResponseFrame, StatsBody};
 pub use crate::reply::{ReplySink, ReplyTo};
+
+/// Which stats answer a [`Command::Stats`] asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatsKind {
+    /// `STATS`: counters and entries, without names.
+    Plain,
+    /// `STATS_NAMED` (version 5): with the names and their counters.
+    Named,
+    /// `STATS_CACHED` (version 6): as `Named`, with the cache's counters and kept extents
+    /// marked.
+    Cached,
+}
+
+impl StatsKind {
+    /// Whether the answer lists names (and counts them).
+    pub fn named(self) -> bool {
+        self != StatsKind::Plain
+    }
+
+    /// The answer to request `id` with `body`.
+    pub fn answer(self, id: u64, body: StatsBody) -> ResponseFrame {
+        match self {
+            StatsKind::Plain => ResponseFrame::stats(id, body),
+            StatsKind::Named => ResponseFrame::stats_named(id, body),
+            StatsKind::Cached => ResponseFrame::stats_cached(id, body),
+        }
+    }
+}
 
 /// One unit of work for a [`LockTable`](super::LockTable). Every command carrying a request
 /// id is answered on the session's [`ReplySink`].
@@ -108,7 +136,7 @@ pub enum Command {
         /// expire a later one.
         nonce: u64,
     },
-    /// `STATS`.
+    /// `STATS`, `STATS_NAMED` or `STATS_CACHED`.
     Stats {
         /// Session id.
         session: u64,
@@ -116,8 +144,8 @@ pub enum Command {
         id: u64,
         /// Entries asked for (already clamped).
         max_entries: u32,
-        /// `STATS_NAMED`: list names and count them (version 5).
-        named: bool,
+        /// Which of `STATS`, `STATS_NAMED` and `STATS_CACHED`.
+        kind: StatsKind,
     },
     /// The session ended (close, error or lease expiry): release everything it holds or waits for.
     Close {

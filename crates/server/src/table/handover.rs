@@ -204,7 +204,7 @@ mod tests {
                 session: self.session[0],
                 id: u64::MAX,
                 max_entries: 10_000,
-                named: false,
+                kind: crate::table::StatsKind::Plain,
             });
             let stats = self.replies(0).into_iter().find_map(|r| r.stats).expect("stats");
             let slot_of = |s: u64| self.session.iter().position(|x| *x == s).expect("a client");

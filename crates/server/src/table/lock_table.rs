@@ -59,7 +59,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::cache::{conflicting, CacheConfig, CachePolicy, History};
-use super::command::{Command, ReplySink};
+use super::command::{Command, ReplySink, StatsKind};
 use super::ended::Ended;
 use super::handover::{Placeholders, HANDOVER_SESSION};
 use super::interval_tree::{Handle, IntervalTree};
@@ -68,8 +68,8 @@ use super::partitions::{HandoverLock, PartitionChange, TablePartitions};
 mod cached;
 use crate::metrics::{CacheCounts, Clock, EngineSnapshot, ErrorCounts, ErrorTally, Timings};
 use crate::protocol::{
-    name_hash, op, stats_named_entries_within, CachedGrant, Counters, EntryState, GrantMode, Mode,
-    ResponseFrame, StatsBody, StatsEntry, Status,
+    name_hash, op, stats_cached_entries_within, stats_named_entries_within, CachedGrant, Counters,
+    EntryState, GrantMode, Mode, ResponseFrame, StatsBody, StatsEntry, Status,
 };
 
 /// The point of `unit` on resource line `line` (0: the unnamed resource), as the tree
@@ -357,8 +357,8 @@ impl LockTable {
             Command::Cancel { session, id, target } => self.cancel(session, id, target),
             Command::Poll { session, id, target } => self.poll(session, id, target),
             Command::Expire { session, target, nonce } => self.expire(session, target, nonce),
-            Command::Stats { session, id, max_entries, named } => {
-                self.stats(session, id, max_entries, named)
+            Command::Stats { session, id, max_entries, kind } => {
+                self.stats(session, id, max_entries, kind)
             }
             Command::Close { session } => self.close(session),
             Command::Detach { session } => {
@@ -786,10 +786,12 @@ impl LockTable {
         }
     }
 
-    /// `STATS`, or with `named` `STATS_NAMED`: the counters and the oldest entries, at
-    /// most `max_entries` (already clamped to the limit of a `STATS` answer); a named
-    /// list is also cut by bytes to the output limit.
-    fn stats(&mut self, session: u64, id: u64, max_entries: u32, named: bool) {
+    /// `STATS`, `STATS_NAMED` or `STATS_CACHED` (`kind`): the counters and the oldest
+    /// entries, at most `max_entries` (already clamped to the limit of a `STATS` answer);
+    /// a named list is also cut by bytes to the output limit. `STATS_CACHED` marks the
+    /// kept extents.
+    fn stats(&mut self, session: u64, id: u64, max_entries: u32, kind: StatsKind) {
+        let named = kind.named();
         let max = max_entries.min(self.limits.max_stats_entries) as usize;
         let mut all: Vec<(u64, Handle)> =
             self.tree.handles().map(|h| (self.tree.interval(h).2, h)).collect();
@@ -815,20 +817,19 @@ impl LockTable {
                     state: if e.token.is_some() { EntryState::Held } else { EntryState::Waiting },
                     token: e.token.unwrap_or(0),
                     name,
+                    kept: kind == StatsKind::Cached && e.kept && e.token.is_some(),
                 }
             })
             .collect();
-        if named {
-            entries.truncate(stats_named_entries_within(self.limits.max_stats_bytes, &entries));
+        let bytes = self.limits.max_stats_bytes;
+        match kind {
+            StatsKind::Plain => {}
+            StatsKind::Named => entries.truncate(stats_named_entries_within(bytes, &entries)),
+            StatsKind::Cached => entries.truncate(stats_cached_entries_within(bytes, &entries)),
         }
         let omitted = (total - entries.len()) as u64;
         let body = StatsBody { counters: self.counters(), entries, omitted };
-        let r = if named {
-            ResponseFrame::stats_named(id, body)
-        } else {
-            ResponseFrame::stats(id, body)
-        };
-        self.reply(session, r);
+        self.reply(session, kind.answer(id, body));
     }
 
     fn close(&mut self, session: u64) {
@@ -1172,7 +1173,19 @@ impl LockTable {
     /// Counters (for tests and the engines' own stats); `errors` includes the handlers'.
     pub fn counters(&self) -> Counters {
         let errors = self.errors.total() + self.handler_errors.tally().total();
-        Counters { errors, names_live: self.lines.len() as u64, ..self.counters }
+        self.with_cache(Counters { errors, names_live: self.lines.len() as u64, ..self.counters })
+    }
+
+    /// `counters` with the cache's counters (what `STATS_CACHED` adds) filled in.
+    fn with_cache(&self, counters: Counters) -> Counters {
+        let cache = self.cache_counts();
+        Counters {
+            cached_extents: cache.kept,
+            callbacks: cache.callbacks,
+            give_backs: cache.give_backs,
+            cache_expanded: cache.expanded,
+            ..counters
+        }
     }
 
     /// Counters, errors per status (the handlers' included) and histograms, for a scrape.
@@ -1180,7 +1193,8 @@ impl LockTable {
         let mut errors = self.errors;
         errors.add(&self.handler_errors.tally());
         let names_live = self.lines.len() as u64;
-        let counters = Counters { errors: errors.total(), names_live, ..self.counters };
+        let counters =
+            self.with_cache(Counters { errors: errors.total(), names_live, ..self.counters });
         let (wait, hold, callback) =
             self.timings.as_ref().map(|t| (t.wait, t.hold, t.callback)).unwrap_or_default();
         let cache = self.cache_counts();

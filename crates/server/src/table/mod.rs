@@ -9,7 +9,7 @@ mod lock_table;
 mod partitions;
 
 pub use cache::{CacheConfig, CachePolicy};
-pub use command::{Command, ReplySink, ReplyTo};
+pub use command::{Command, ReplySink, ReplyTo, StatsKind};
 pub(crate) use ended::Ended;
 pub use ended::RELEASED_MEMORY;
 pub(crate) use interval_tree::{Handle, IntervalTree};
