@@ -2,7 +2,6 @@
 //! extents and the `LOCK_CACHED` round trip.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,10 +35,6 @@ pub(crate) struct Inner {
     /// between the check and the grant). The server keeps the session, and so the extents,
     /// at least a lease after that keepalive was sent.
     pub(crate) trust: Duration,
-    /// The highest fencing token of any grant this session has received. Every guard of a
-    /// cached client carries it as of the moment its local lock was taken (see
-    /// [`Inner::token_now`]).
-    high: AtomicU64,
 }
 
 /// What the fast path's second look found.
@@ -104,7 +99,6 @@ impl CachedClient {
             handover: Handover::default(),
             callbacks: tx,
             trust,
-            high: AtomicU64::new(0),
         });
         if cached {
             tokio::spawn(callbacks::run(Arc::downgrade(&inner), rx, lost));
@@ -284,23 +278,6 @@ impl Drop for Flight<'_> {
 }
 
 impl Inner {
-    /// The token for a guard whose local lock was just taken: the highest token the
-    /// session has been granted so far (which includes the guard's own grant or extent).
-    ///
-    /// The server orders a caching session's grants among themselves by nothing, and
-    /// tokens count grants: two threads' grants may reach their local lock in the other
-    /// order, and a thread in a kept extent may follow one that held a newer grant over
-    /// the same units. A fencing store must see each unit's tokens rise in the order the
-    /// units are held, so a guard takes the highest token issued to the session before
-    /// it. That is safe: any other session's later holder of the units was granted them
-    /// after this guard ended, with a token the server issued later, so a higher one.
-    fn token_now(&self) -> u64 {
-        // Relaxed: a later local holder of overlapping units took the local lock after
-        // an earlier one released it, so it sees every token stored before that release
-        // (write-read coherence along the lock's happens-before).
-        self.high.load(Ordering::Relaxed)
-    }
-
     /// A lock of `range` of resource `name` (empty: the unnamed one).
     pub(crate) async fn lock(
         self: &Arc<Self>,
@@ -345,7 +322,7 @@ impl Inner {
         }
         match self.handover.confirm(name, range, mode, now) {
             Some((id, token)) => {
-                let token = token.max(self.token_now());
+                let token = token.max(self.handover.token_now());
                 Confirmed::Guard(CachedGuard::kept(self.clone(), name.clone(), g, id, token))
             }
             None => Confirmed::Gone,
@@ -407,8 +384,7 @@ impl Inner {
             return Err(ClientError::from_status(r.status));
         }
         let token = r.value;
-        // Relaxed: see `token_now`; the local lock below orders this with later holders.
-        self.high.fetch_max(token, Ordering::Relaxed);
+        self.handover.note_grant(token);
         let grant =
             r.grant.unwrap_or(CachedGrant { start: range.start, end: range.end, cached: false });
         let held = if blocking {
@@ -420,7 +396,7 @@ impl Inner {
         if !grant.cached {
             self.handover.settle(id, name, None);
             let server = AsyncLockGuard::new(core, id, token, range, mode);
-            let token = self.token_now();
+            let token = self.handover.token_now();
             return Ok(CachedGuard::exact(self.clone(), name.clone(), server, held?, token));
         }
         let now = Instant::now();
@@ -430,7 +406,7 @@ impl Inner {
             // Closed: the callback task ended with the session.
             let _ = self.callbacks.send((id, part));
         }
-        let token = self.token_now();
+        let token = self.handover.token_now();
         Ok(CachedGuard::kept(self.clone(), name.clone(), held?, id, token))
     }
 }

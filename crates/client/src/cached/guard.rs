@@ -46,7 +46,7 @@ impl CachedGuard {
     }
 
     /// An uncached grant of a cached client: the server's lock and the local one; `token`
-    /// is the session's highest when the local lock was taken (`Inner::token_now`).
+    /// is the session's highest when the local lock was taken (`Handover::token_now`).
     pub(crate) fn exact(
         inner: Arc<Inner>,
         name: Name,

@@ -36,7 +36,11 @@ use std::time::{Duration, Instant};
 use rangelock::{Mode, OwnedRangeGuard, RangeLock};
 
 #[cfg(loom)]
+use loom::sync::atomic::{AtomicU64, Ordering};
+#[cfg(loom)]
 use loom::sync::{Mutex, MutexGuard};
+#[cfg(not(loom))]
+use std::sync::atomic::{AtomicU64, Ordering};
 #[cfg(not(loom))]
 use std::sync::{Mutex, MutexGuard};
 
@@ -224,9 +228,37 @@ impl State {
 #[derive(Debug, Default)]
 pub(crate) struct Handover {
     state: Mutex<State>,
+    /// The highest fencing token of any grant the session has received
+    /// ([`Handover::token_now`]).
+    high: AtomicU64,
 }
 
 impl Handover {
+    /// A grant with `token` was received, before its local lock is taken.
+    pub(crate) fn note_grant(&self, token: u64) {
+        // Relaxed: see `token_now`; the local lock the caller takes next orders this
+        // with every later local holder.
+        self.high.fetch_max(token, Ordering::Relaxed);
+    }
+
+    /// The token for a guard whose local lock was just taken: the highest token the
+    /// session has been granted so far (which includes the guard's own grant or extent).
+    ///
+    /// The server orders a caching session's grants among themselves by nothing, and
+    /// tokens count grants: two threads' grants may reach their local lock in the other
+    /// order, and a thread in a kept extent may follow one that held a newer grant over
+    /// the same units. A fencing store must see each unit's tokens rise in the order the
+    /// units are held, so a guard takes the highest token issued to the session before
+    /// it. That is safe: any other session's later holder of the units was granted them
+    /// after this guard ended, with a token the server issued later, so a higher one.
+    /// (`loom_tests.rs` checks the order.)
+    pub(crate) fn token_now(&self) -> u64 {
+        // Relaxed: a later local holder of overlapping units took the local lock after
+        // an earlier one released it, so it sees every token stored before that release
+        // (write-read coherence along the lock's happens-before).
+        self.high.load(Ordering::Relaxed)
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }

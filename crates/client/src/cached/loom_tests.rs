@@ -1,5 +1,6 @@
 //! Loom models of the hand-over between a local locker and a callback on one kept extent
-//! ([`super::handover`]), with the real `RangeLock` (built under loom, its waits modeled).
+//! ([`super::handover`]), and of the order of the guards' fencing tokens, with the real
+//! `RangeLock` (built under loom, its waits modeled).
 //!
 //! The client crate builds under `--cfg loom` with only this core (`lib.rs`): the rest
 //! needs tokio. Run with `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test
@@ -171,5 +172,46 @@ fn loom_the_idle_pass_never_takes_an_extent_in_use() {
             Some(r) => assert_eq!((r, h.kept()), (0..4, 0)),
             None => assert!(local && h.kept() == 1, "kept only because it was in use"),
         }
+    });
+}
+
+/// Guard tokens rise in the order the local lock is held: a thread inside the kept
+/// extent (token 7) and a thread whose own grant (token 9) overlaps it take the local
+/// lock in either order; the later holder's token is never below the earlier one's, and
+/// each is at least its own grant's (`Handover::token_now`).
+#[test]
+fn loom_guard_tokens_rise_in_the_order_the_units_are_held() {
+    loom::model(|| {
+        let (h, name) = kept();
+        h.note_grant(7); // the extent's grant, as `lock_at_server` notes it
+        let order = Arc::new(AtomicU64::new(0));
+        // (position in the local lock's order, token), per thread.
+        let run = |h: Arc<Handover>, name: Name, order: Arc<AtomicU64>, grant: Option<u64>| {
+            let lock = h.local_lock(&name);
+            if let Some(t) = grant {
+                h.note_grant(t); // received, then the local lock (`lock_at_server`)
+            }
+            let g = lock.lock_owned(1..3);
+            let token = match grant {
+                Some(_) => h.token_now(),
+                None => {
+                    let (_, t) =
+                        h.confirm(&name, &(1..3), Mode::Exclusive, Instant::now()).unwrap();
+                    t.max(h.token_now())
+                }
+            };
+            let at = order.fetch_add(1, Ordering::SeqCst);
+            drop(g);
+            (at, token, grant.unwrap_or(7))
+        };
+        let t = {
+            let (h, name, order) = (h.clone(), name.clone(), order.clone());
+            thread::spawn(move || run(h, name, order, Some(9)))
+        };
+        let kept = run(h.clone(), name.clone(), order.clone(), None);
+        let exact = t.join().unwrap();
+        let (first, second) = if kept.0 < exact.0 { (kept, exact) } else { (exact, kept) };
+        assert!(first.1 <= second.1, "tokens by holding order: {first:?} then {second:?}");
+        assert!(first.1 >= first.2 && second.1 >= second.2, "{first:?} {second:?}");
     });
 }
