@@ -510,7 +510,7 @@ fn cached_workers_under_kill_and_pause() {
     println!("store: {st}");
     assert_eq!(st.violations, 0, "two holders wrote with one token: {st}");
     assert_eq!(total["lost_untold"], 0, "a refused write's guard was never told it was lost");
-    assert_eq!(total["verify_bad"], total["verify_bad"].min(total["lost_told"]));
+    assert!(total["verify_bad"] <= total["lost_told"], "a bad verification went untold");
     assert_eq!(total["unanswered"], 0);
     assert_eq!(total["stale_rejected"], st.stale, "every stale write was refused and counted");
     assert!(total["kept"] > 1000, "kept extents served locks: {total:?}");

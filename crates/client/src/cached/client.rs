@@ -322,7 +322,6 @@ impl Inner {
         }
         match self.handover.confirm(name, range, mode, now) {
             Some((id, token)) => {
-                let token = token.max(self.handover.token_now());
                 Confirmed::Guard(CachedGuard::kept(self.clone(), name.clone(), g, id, token))
             }
             None => Confirmed::Gone,
@@ -400,7 +399,7 @@ impl Inner {
             return Ok(CachedGuard::exact(self.clone(), name.clone(), server, held?, token));
         }
         let now = Instant::now();
-        let extent = Extent { start: grant.start, end: grant.end, mode, id, token, last_use: now };
+        let extent = Extent { start: grant.start, end: grant.end, mode, id, last_use: now };
         for p in self.handover.settle(id, name, Some(extent)) {
             let part = rangelock_proto::Callback { start: p.start, end: p.end, mode: p.mode };
             // Closed: the callback task ended with the session.

@@ -79,7 +79,7 @@ impl CachedGuard {
     grant_accessors!(without_token);
 
     /// Whether the lock lies inside an extent the client keeps (dropping it sends
-    /// nothing). The token is then the extent's.
+    /// nothing).
     pub fn is_kept(&self) -> bool {
         self.kept
     }

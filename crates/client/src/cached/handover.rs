@@ -76,10 +76,9 @@ pub(crate) struct Extent {
     pub(crate) end: u64,
     /// How it is held at the server.
     pub(crate) mode: Mode,
-    /// The request id that names it at the server.
+    /// The request id that names it at the server (its fencing token was noted with
+    /// [`Handover::note_grant`]: guards take [`Handover::token_now`]).
     pub(crate) id: u64,
-    /// Its fencing token.
-    pub(crate) token: u64,
     /// When a local lock inside it last started or ended.
     pub(crate) last_use: Instant,
 }
@@ -276,7 +275,7 @@ impl Handover {
     }
 
     /// A kept extent of `name` covering `range` in a mode that serves `mode`, skipping
-    /// recalled ones if `recalled` is false: its id and token.
+    /// recalled ones if `recalled` is false: its id.
     fn covering(
         s: &mut State,
         name: &Name,
@@ -284,7 +283,7 @@ impl Handover {
         mode: Mode,
         recalled: bool,
         now: Option<Instant>,
-    ) -> Option<(u64, u64)> {
+    ) -> Option<u64> {
         let r = s.resources.get_mut(name)?;
         let Resource { extents, recalls, .. } = r;
         let marked = |e: &Extent| recalls.iter().any(|(_, x)| x.start < e.end && e.start < x.end);
@@ -296,7 +295,7 @@ impl Handover {
         if let Some(now) = now {
             hit.last_use = now;
         }
-        Some((hit.id, hit.token))
+        Some(hit.id)
     }
 
     /// Whether a kept extent covers `range` of `name` for `mode` and is not being
@@ -306,8 +305,8 @@ impl Handover {
     }
 
     /// With the local lock over `range` held: whether a kept extent still covers it for
-    /// `mode` (recalled or not: the recall waits for this holder). Its id and token, and
-    /// it counts as used `now`.
+    /// `mode` (recalled or not: the recall waits for this holder). Its id and the guard's
+    /// token ([`Handover::token_now`]), and it counts as used `now`.
     pub(crate) fn confirm(
         &self,
         name: &Name,
@@ -315,7 +314,8 @@ impl Handover {
         mode: Mode,
         now: Instant,
     ) -> Option<(u64, u64)> {
-        Self::covering(&mut self.state(), name, range, mode, true, Some(now))
+        let id = Self::covering(&mut self.state(), name, range, mode, true, Some(now))?;
+        Some((id, self.token_now()))
     }
 
     /// A local lock over `range` of `name` ended `now` (its guard dropped): the extents it
@@ -539,10 +539,12 @@ mod tests {
 
     fn extent(start: u64, end: u64, id: u64) -> Extent {
         let mode = Mode::Exclusive;
-        Extent { start, end, mode, id, token: 9, last_use: Instant::now() }
+        Extent { start, end, mode, id, last_use: Instant::now() }
     }
 
+    /// Keeps `e`, granted with token 9, as `lock_at_server` does.
     fn keep(h: &Handover, name: &Name, e: Extent) {
+        h.note_grant(9);
         h.begin_flight(e.id);
         assert!(h.settle(e.id, name, Some(e)).is_empty());
     }
