@@ -385,7 +385,10 @@ pub(crate) async fn run<S: Transport>(
     });
     drop(handler);
     drop(sink);
-    drop(rd);
+    if keep {
+        // The connection closes now; the locks wait below.
+        drop(rd);
+    }
     // The writer ends once the table has dropped the session's sink handle (after
     // `Close` or `Detach`). A peer that stopped reading could block it forever: give it
     // one lease, then drop it.
