@@ -115,6 +115,8 @@ REQUESTS = [
                desired_start=0, desired_end=0x100000)),
     ("give-back", P.encode_give_back(29, 28, 0x4000, 0x5000),
      P.Request(P.Op.GIVE_BACK, 29, 0x4000, 0x5000, target=28, downgrade=False)),
+    ("give-back-used", P.encode_give_back(31, 28, 0x4000, 0x5000, used=3),
+     P.Request(P.Op.GIVE_BACK, 31, 0x4000, 0x5000, target=28, downgrade=False, used=3)),
     ("stats-cached", P.encode_stats_cached(30, 16), P.Request(P.Op.STATS_CACHED, 30, max_entries=16)),
 ]
 
@@ -178,7 +180,7 @@ RESPONSES = [
     ("resp-watch-map", P.Response(P.Op.WATCH_MAP, 24, S.OK, 42)),
     ("resp-watch-map-not-clustered", P.Response(P.Op.WATCH_MAP, 25, S.NOT_CLUSTERED, 0)),
     ("notice-map-changed", P.Response(P.Op.NOTICE, 0, S.MAP_CHANGED, 43)),
-    ("resp-cache-on", P.Response(P.Op.CACHE_ON, 26, S.OK, 0)),
+    ("resp-cache-on", P.Response(P.Op.CACHE_ON, 26, S.OK, 1)),
     ("resp-cache-unavailable", P.Response(P.Op.CACHE_ON, 27, S.CACHE_UNAVAILABLE, 0)),
     ("resp-give-back", P.Response(P.Op.GIVE_BACK, 29, S.OK, 0)),
     ("resp-stats-cached", P.Response(P.Op.STATS_CACHED, 30, S.OK, 0, stats=CACHED)),

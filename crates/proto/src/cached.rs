@@ -5,6 +5,12 @@ use super::codec::{Cursor, Put};
 use super::error::DecodeError;
 use super::request::{mode_code, mode_from_code, Mode};
 
+/// A bit of the `value` of the `OK` answer to `CACHE_ON`: the client may append
+/// `used u32` to its `GIVE_BACK`s, how many local locks it served inside the lock since
+/// its grant (`docs/PROTOCOL.md` §2.3). A server that predates it answers `value` 0, and
+/// refuses the longer `GIVE_BACK` as `MALFORMED`.
+pub const CACHE_REPORTS_USE: u64 = 1;
+
 /// The body of an `OK` answer to `LOCK_CACHED`: `start u64 | end u64 | cached u8`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CachedGrant {

@@ -75,7 +75,7 @@ pub use answer_size::{
     ANSWER_LEN, MAX_NOT_OWNER_ANSWER, MAX_SHM_ATTACH_ANSWER, MAX_STATS_ENTRIES, STATS_ANSWER_BASE,
     STATS_CACHED_ANSWER_BASE, STATS_NAMED_ANSWER_BASE,
 };
-pub use cached::{CachedGrant, Callback, CACHED_GRANT_LEN};
+pub use cached::{CachedGrant, Callback, CACHED_GRANT_LEN, CACHE_REPORTS_USE};
 pub use end_reason::EndReason;
 pub use error::DecodeError;
 #[cfg(feature = "tokio")]

@@ -230,7 +230,9 @@ pub enum Request<'a> {
     /// Version 6: release `[start, end)` of the held lock of request `target`, or with
     /// `downgrade` (then `[start, end)` is the whole lock) turn it shared. A part in the
     /// middle leaves two locks: the left keeps `target`, the right is named by this
-    /// request's id. Payload: `target u64 | start u64 | end u64 | downgrade u8`.
+    /// request's id. Payload: `target u64 | start u64 | end u64 | flags u8`, then with
+    /// `used` a `u32` (flags: bit 0 `downgrade`, bit 1 `used` follows; `used` only where
+    /// the server's `CACHE_ON` answer allowed it: [`crate::CACHE_REPORTS_USE`]).
     GiveBack {
         /// Request id of the lock.
         target: u64,
@@ -240,6 +242,9 @@ pub enum Request<'a> {
         end: u64,
         /// Turn the lock shared instead of releasing it.
         downgrade: bool,
+        /// How many local locks the client served inside the lock since it was granted
+        /// (saturating); `None`: not sent.
+        used: Option<u32>,
     },
 }
 
@@ -361,11 +366,14 @@ impl<'a> RequestFrame<'a> {
                 out.put_u16(u16::try_from(name.len()).expect("a name of at most 65 535 bytes"));
                 out.extend_from_slice(name);
             }
-            Request::GiveBack { target, start, end, downgrade } => {
+            Request::GiveBack { target, start, end, downgrade, used } => {
                 out.put_u64(target);
                 out.put_u64(start);
                 out.put_u64(end);
-                out.put_u8(downgrade.into());
+                out.put_u8(u8::from(downgrade) | if used.is_some() { 2 } else { 0 });
+                if let Some(used) = used {
+                    out.put_u32(used);
+                }
             }
             Request::Unlock { target } | Request::Cancel { target } | Request::Poll { target } => {
                 out.put_u64(target)
@@ -466,16 +474,17 @@ impl<'a> RequestFrame<'a> {
                 let target = c.u64()?;
                 let start = c.u64()?;
                 let end = c.u64()?;
-                let downgrade = match c.u8()? {
-                    0 => false,
-                    1 => true,
-                    b => return Err(DecodeError::BadField(b.into(), "give_back.downgrade")),
-                };
+                let flags = c.u8()?;
+                if flags > 3 {
+                    return Err(DecodeError::BadField(flags.into(), "give_back.flags"));
+                }
+                let downgrade = flags & 1 == 1;
+                let used = if flags & 2 == 2 { Some(c.u32()?) } else { None };
                 c.finish()?;
                 if start >= end {
                     return Err(DecodeError::InvalidRange { start, end });
                 }
-                Request::GiveBack { target, start, end, downgrade }
+                Request::GiveBack { target, start, end, downgrade, used }
             }
             op::CACHE_ON => Request::CacheOn,
             op::UNLOCK => Request::Unlock { target: c.u64()? },

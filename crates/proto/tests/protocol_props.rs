@@ -77,11 +77,11 @@ fn request() -> impl Strategy<Value = Request<'static>> {
                 let name = if unnamed { &b""[..] } else { name };
                 Request::LockCached { start, end, mode, wait, desired_start, desired_end, name }
             }),
-        (any::<u64>(), any::<u64>(), 1u64.., any::<bool>()).prop_map(
-            |(target, s, l, downgrade)| {
+        (any::<u64>(), any::<u64>(), 1u64.., any::<bool>(), any::<Option<u32>>()).prop_map(
+            |(target, s, l, downgrade, used)| {
                 let start = s.min(u64::MAX - 1);
                 let end = start.saturating_add(l).max(start + 1);
-                Request::GiveBack { target, start, end, downgrade }
+                Request::GiveBack { target, start, end, downgrade, used }
             }
         ),
     ]

@@ -359,7 +359,10 @@ fn expected() -> Vec<(&'static str, Msg)> {
         ("notice-map-changed", Msg::Response(ResponseFrame::map_changed(43))),
         // Version 6: cached locks.
         ("cache-on", req(26, Request::CacheOn)),
-        ("resp-cache-on", Msg::Response(ResponseFrame::new(op::CACHE_ON, 26, Status::Ok, 0))),
+        (
+            "resp-cache-on",
+            Msg::Response(ResponseFrame::new(op::CACHE_ON, 26, Status::Ok, CACHE_REPORTS_USE)),
+        ),
         (
             "resp-cache-unavailable",
             Msg::Response(ResponseFrame::new(op::CACHE_ON, 27, Status::CacheUnavailable, 0)),
@@ -396,9 +399,31 @@ fn expected() -> Vec<(&'static str, Msg)> {
         ),
         (
             "give-back",
-            req(29, Request::GiveBack { target: 28, start: 0x4000, end: 0x5000, downgrade: false }),
+            req(
+                29,
+                Request::GiveBack {
+                    target: 28,
+                    start: 0x4000,
+                    end: 0x5000,
+                    downgrade: false,
+                    used: None,
+                },
+            ),
         ),
         ("resp-give-back", Msg::Response(ResponseFrame::new(op::GIVE_BACK, 29, Status::Ok, 0))),
+        (
+            "give-back-used",
+            req(
+                31,
+                Request::GiveBack {
+                    target: 28,
+                    start: 0x4000,
+                    end: 0x5000,
+                    downgrade: false,
+                    used: Some(3),
+                },
+            ),
+        ),
         ("stats-cached", req(30, Request::StatsCached { max_entries: 16 })),
         ("resp-stats-cached", Msg::Response(ResponseFrame::stats_cached(30, cached))),
         (

@@ -520,9 +520,16 @@ def encode_lock_cached(
     return head + struct.pack("<QQH", desired_start, desired_end, len(name)) + name
 
 
-def encode_give_back(id: int, target: int, start: int, end: int, downgrade: bool = False) -> bytes:
-    """GIVE_BACK (version 6, §2.3): ``target u64, start u64, end u64, downgrade u8``."""
-    return _HEAD.pack(34, Op.GIVE_BACK, id) + struct.pack("<QQQB", target, start, end, downgrade)
+def encode_give_back(
+    id: int, target: int, start: int, end: int, downgrade: bool = False, used: Optional[int] = None
+) -> bytes:
+    """GIVE_BACK (version 6, §2.3): ``target u64, start u64, end u64, flags u8``, then
+    ``used u32`` (the local locks the extent served) if given."""
+    flags = int(downgrade) | (0 if used is None else 2)
+    body = struct.pack("<QQQB", target, start, end, flags)
+    if used is not None:
+        body += struct.pack("<I", used)
+    return _HEAD.pack(9 + len(body), Op.GIVE_BACK, id) + body
 
 
 @dataclass(frozen=True)
@@ -545,6 +552,7 @@ class Request:
     desired_start: Optional[int] = None
     desired_end: Optional[int] = None
     downgrade: Optional[bool] = None
+    used: Optional[int] = None
 
 
 def decode_request(frame: bytes) -> Request:
@@ -573,8 +581,15 @@ def decode_request(frame: bytes) -> Request:
         Op.SHM_ATTACH: 0,
         Op.WATCH_MAP: 0,
         Op.CACHE_ON: 0,
-        Op.GIVE_BACK: 25,
     }
+    if op is Op.GIVE_BACK and len(payload) >= 25:
+        target, start, end, flags = struct.unpack_from("<QQQB", payload)
+        if flags > 3:
+            raise ProtocolError(f"GIVE_BACK: bad flags byte {flags}")
+        if len(payload) != (29 if flags & 2 else 25):
+            raise ProtocolError(f"GIVE_BACK: bad payload size {len(payload)} for flags {flags}")
+        used = struct.unpack_from("<I", payload, 25)[0] if flags & 2 else None
+        return Request(op, id, start, end, target=target, downgrade=bool(flags & 1), used=used)
     if op is Op.LOCK_CACHED and len(payload) >= 40:
         start, end, mode, wait, timeout_ms, ds, de, n = struct.unpack_from("<QQBBIQQH", payload)
         if len(payload) != 40 + n:
@@ -605,11 +620,6 @@ def decode_request(frame: bytes) -> Request:
     if op is Op.RECLAIM:
         start, end, mode, token = struct.unpack("<QQBQ", payload)
         return Request(op, id, start, end, Mode(mode), token=token)
-    if op is Op.GIVE_BACK:
-        target, start, end, downgrade = struct.unpack("<QQQB", payload)
-        if downgrade > 1:
-            raise ProtocolError(f"GIVE_BACK: bad downgrade byte {downgrade}")
-        return Request(op, id, start, end, target=target, downgrade=bool(downgrade))
     return Request(op, id)
 
 
