@@ -795,9 +795,8 @@ impl Handler<'_> {
                     Some((op, status)) => self.error(op, id, status),
                 }
             }
-            Request::GiveBack { target, start, end, downgrade } => {
-                engine.submit(Command::GiveBack { session, id, target, start, end, downgrade })
-            }
+            Request::GiveBack { target, start, end, downgrade, used } => engine
+                .submit(Command::GiveBack { session, id, target, start, end, downgrade, used }),
             Request::LockNamed { start, end, mode, wait, name } => {
                 match self.named_refusal(op::LOCK_NAMED) {
                     None if self.name_permitted(op::LOCK, id, name) => {

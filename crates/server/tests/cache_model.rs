@@ -12,6 +12,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use rangelock_server::protocol::{
     op, CachedGrant, Callback, EntryState, GrantMode, Mode, ResponseFrame, Status,
+    CACHE_REPORTS_USE,
 };
 use rangelock_server::table::{
     CacheConfig, CachePolicy, Command, LockTable, StatsKind, TableLimits,
@@ -41,6 +42,7 @@ enum Op {
         pick: usize,
         cut: (u64, u64),
         downgrade: bool,
+        used: Option<u32>,
     },
     Close {
         slot: usize,
@@ -55,8 +57,8 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
             6 => (s.clone(), 0u64..60, 1u64..10, any::<bool>(), prop::bool::weighted(0.8), grow)
                 .prop_map(|(slot, start, len, shared, may_wait, grow)| Op::Lock { slot, start, len, shared, may_wait, grow }),
             3 => (s.clone(), any::<usize>()).prop_map(|(slot, pick)| Op::Unlock { slot, pick }),
-            4 => (s.clone(), any::<usize>(), (0u64..20, 0u64..20), prop::bool::weighted(0.2))
-                .prop_map(|(slot, pick, cut, downgrade)| Op::GiveBack { slot, pick, cut, downgrade }),
+            4 => (s.clone(), any::<usize>(), (0u64..20, 0u64..20), prop::bool::weighted(0.2), prop::option::of(0u32..5))
+                .prop_map(|(slot, pick, cut, downgrade, used)| Op::GiveBack { slot, pick, cut, downgrade, used }),
             1 => s.prop_map(|slot| Op::Close { slot }),
         ],
         1..80,
@@ -74,6 +76,12 @@ struct M {
     own: bool,
     kept: bool,
     cached_req: bool,
+    /// Called back since its last give-back.
+    recalled: bool,
+}
+
+fn mode_slot(mode: Mode) -> usize {
+    usize::from(mode == Mode::Shared)
 }
 
 fn conflicts(a: &M, b: &M) -> bool {
@@ -97,8 +105,9 @@ struct Harness {
     model: Vec<M>,
     /// Requests seen (session, range, mode), oldest first.
     history: Vec<(u64, u64, u64, Mode)>,
-    /// Sessions called back (or blocked) so far: the window is longer than any case.
-    contended: HashMap<u64, u32>,
+    /// Per session and mode (exclusive 0, shared 1): recalled extents given back, and the
+    /// local locks they served; the window is longer than any case.
+    payoff: HashMap<(u64, usize), (u32, u64)>,
     expected: HashMap<u64, Vec<ResponseFrame>>,
 }
 
@@ -128,7 +137,7 @@ impl Harness {
             next_place: 0,
             model: Vec::new(),
             history: Vec::new(),
-            contended: HashMap::new(),
+            payoff: HashMap::new(),
             expected: HashMap::new(),
         };
         for (i, caching) in CACHING.into_iter().enumerate() {
@@ -147,7 +156,8 @@ impl Harness {
         if caching {
             self.next_id += 1;
             self.table.apply(Command::CacheOn { session: s, id: self.next_id });
-            self.expect(s, ResponseFrame::new(op::CACHE_ON, self.next_id, Status::Ok, 0));
+            let ok = ResponseFrame::new(op::CACHE_ON, self.next_id, Status::Ok, CACHE_REPORTS_USE);
+            self.expect(s, ok);
             self.caching.insert(s);
         }
         s
@@ -192,6 +202,13 @@ impl Harness {
         }
     }
 
+    /// Whether session `s`'s recalled extents of `mode` did not pay (on average fewer than
+    /// 2 local locks each): `Some(often)`, often from 4 recalls on; `None` if they did.
+    fn contended(&self, s: u64, mode: Mode) -> Option<bool> {
+        let &(recalls, used) = self.payoff.get(&(s, mode_slot(mode)))?;
+        (recalls > 0 && used < 2 * u64::from(recalls)).then_some(recalls >= 4)
+    }
+
     /// The extent and keep flag the policy must grant a grantable `LOCK_CACHED`.
     fn expand(
         &self,
@@ -212,14 +229,15 @@ impl Harness {
             own: true,
             kept: false,
             cached_req: true,
+            recalled: false,
         };
         match self.policy {
             CachePolicy::Off => return (start, end, false),
             CachePolicy::Exact => return (start, end, true),
-            CachePolicy::History if self.contended.get(&s).is_some_and(|&n| n >= 4) => {
+            CachePolicy::History if self.contended(s, mode).is_some_and(|often| often) => {
                 return (start, end, false)
             }
-            CachePolicy::History if self.contended.contains_key(&s) => {
+            CachePolicy::History if self.contended(s, mode).is_some() => {
                 let touched = self.history.iter().any(|&(hs, a, b, m)| {
                     hs != s && !m.compatible(mode) && overlap((a, b), (start, end))
                 });
@@ -278,15 +296,13 @@ impl Harness {
             own,
             kept: false,
             cached_req: desired.is_some(),
+            recalled: false,
         };
         let blocking = self
             .model
             .iter()
             .filter(|x| overlap((x.start, x.end), (start, end)) && conflicts(x, &probe))
             .count();
-        if blocking > 0 && own {
-            *self.contended.entry(s).or_insert(0) += 1;
-        }
         if blocking > 0 {
             let holders: Vec<M> = self
                 .model
@@ -302,7 +318,9 @@ impl Harness {
                 .collect();
             for x in holders {
                 let part = Callback { start: start.max(x.start), end: end.min(x.end), mode };
-                *self.contended.entry(x.session).or_insert(0) += 1;
+                for y in self.model.iter_mut().filter(|y| (y.session, y.id) == (x.session, x.id)) {
+                    y.recalled = true;
+                }
                 self.expect(x.session, ResponseFrame::callback(x.id, part));
             }
         }
@@ -339,6 +357,7 @@ impl Harness {
             own,
             kept,
             cached_req: desired.is_some(),
+            recalled: false,
         };
         self.model.push(m);
         if blocking == 0 {
@@ -387,7 +406,7 @@ impl Harness {
                 self.expect(s, ResponseFrame::new(op::UNLOCK, self.next_id, Status::Ok, 0));
                 self.expect_grants(&before);
             }
-            Op::GiveBack { slot, pick, cut, downgrade } => {
+            Op::GiveBack { slot, pick, cut, downgrade, used } => {
                 let s = self.slot[slot];
                 if !self.caching.contains(&s) {
                     return;
@@ -406,11 +425,18 @@ impl Harness {
                     start: a,
                     end: b,
                     downgrade,
+                    used,
                 });
+                if m.recalled {
+                    let p = self.payoff.entry((s, mode_slot(m.mode))).or_insert((0, 0));
+                    *p = (p.0 + 1, p.1 + u64::from(used.unwrap_or(0)));
+                }
                 let mut before = self.held_set();
                 // The right part of a split is held already, not granted.
                 before.insert((s, id));
                 let i = self.model.iter().position(|x| (x.session, x.id) == (s, m.id)).unwrap();
+                self.model[i].recalled = false;
+                let m = M { recalled: false, ..m };
                 if downgrade {
                     self.model[i].mode = Mode::Shared;
                 } else if (a, b) == (m.start, m.end) {

@@ -91,7 +91,10 @@ fn a_conflicting_request_calls_the_extent_back_and_waits_for_the_give_back() {
         );
         let _ = callback(&mut a); // the try asked too
                                   // Give the middle back: b is granted, a keeps two parts.
-        let r = a.call(3, Request::GiveBack { target: 2, start: 300, end: 700, downgrade: false });
+        let r = a.call(
+            3,
+            Request::GiveBack { target: 2, start: 300, end: 700, downgrade: false, used: None },
+        );
         assert_eq!((r.op, r.status), (op::GIVE_BACK, Status::Ok), "{engine:?}");
         let got = b.recv().unwrap();
         assert_eq!((got.id, got.status), (7, Status::Ok));
@@ -105,9 +108,15 @@ fn a_conflicting_request_calls_the_extent_back_and_waits_for_the_give_back() {
         held.sort();
         assert_eq!(held, vec![(2, 0, 300, 1), (3, 700, 1000, 1)], "{engine:?}");
         // The right part is lock 3: it can be given back by that id.
-        let r = a.call(4, Request::GiveBack { target: 3, start: 700, end: 1000, downgrade: false });
+        let r = a.call(
+            4,
+            Request::GiveBack { target: 3, start: 700, end: 1000, downgrade: false, used: None },
+        );
         assert_eq!(r.status, Status::Ok);
-        let r = a.call(5, Request::GiveBack { target: 3, start: 700, end: 1000, downgrade: false });
+        let r = a.call(
+            5,
+            Request::GiveBack { target: 3, start: 700, end: 1000, downgrade: false, used: None },
+        );
         assert_eq!(r.status, Status::AlreadyReleased);
     }
 }
@@ -127,14 +136,21 @@ fn a_split_keeps_a_waiter_that_spans_both_parts_waiting() {
     b.send(7, lock(200, 800, Mode::Exclusive, Wait::Forever));
     let _ = callback(&mut a);
     // Only the middle: b still overlaps both parts.
-    let r = a.call(3, Request::GiveBack { target: 2, start: 400, end: 500, downgrade: false });
+    let r = a.call(
+        3,
+        Request::GiveBack { target: 2, start: 400, end: 500, downgrade: false, used: None },
+    );
     assert_eq!(r.status, Status::Ok);
     assert_eq!(b.call(8, lock(450, 460, Mode::Exclusive, Wait::Try)).status, Status::WouldBlock);
-    let r = a.call(4, Request::GiveBack { target: 2, start: 0, end: 400, downgrade: false });
+    let r = a
+        .call(4, Request::GiveBack { target: 2, start: 0, end: 400, downgrade: false, used: None });
     assert_eq!(r.status, Status::Ok);
     // Still waiting for the right part (lock 3).
     assert_eq!(b.call(9, lock(460, 470, Mode::Exclusive, Wait::Try)).status, Status::WouldBlock);
-    let r = a.call(5, Request::GiveBack { target: 3, start: 500, end: 900, downgrade: false });
+    let r = a.call(
+        5,
+        Request::GiveBack { target: 3, start: 500, end: 900, downgrade: false, used: None },
+    );
     assert_eq!(r.status, Status::Ok, "a shrink from the left");
     let got = b.recv().unwrap();
     assert_eq!((got.id, got.status), (7, Status::Ok));
@@ -149,9 +165,11 @@ fn a_downgrade_lets_shared_waiters_in_and_keeps_exclusive_ones_out() {
     b.send(7, lock(20, 30, Mode::Shared, Wait::Forever));
     let (_, part) = callback(&mut a);
     assert_eq!(part.mode, Mode::Shared);
-    let bad = a.call(3, Request::GiveBack { target: 2, start: 20, end: 30, downgrade: true });
+    let bad =
+        a.call(3, Request::GiveBack { target: 2, start: 20, end: 30, downgrade: true, used: None });
     assert_eq!(bad.status, Status::InvalidRange, "a downgrade is of the whole lock");
-    let r = a.call(4, Request::GiveBack { target: 2, start: 0, end: 100, downgrade: true });
+    let r =
+        a.call(4, Request::GiveBack { target: 2, start: 0, end: 100, downgrade: true, used: None });
     assert_eq!(r.status, Status::Ok);
     assert_eq!(b.recv().unwrap().status, Status::Ok);
     assert_eq!(b.call(8, lock(40, 41, Mode::Exclusive, Wait::Try)).status, Status::WouldBlock);
@@ -162,7 +180,8 @@ fn give_back_errors() {
     let srv = server(|_| {});
     let mut a = caching(&srv);
     grant(&a.call(2, cached(10, 20, Mode::Exclusive, Wait::Forever, (10, 20))));
-    let gb = |target, start, end| Request::GiveBack { target, start, end, downgrade: false };
+    let gb =
+        |target, start, end| Request::GiveBack { target, start, end, downgrade: false, used: None };
     assert_eq!(a.call(3, gb(2, 5, 15)).status, Status::InvalidRange, "outside the lock");
     assert_eq!(a.call(4, gb(99, 10, 20)).status, Status::NotHeld);
     // A split whose request id names a live lock.
@@ -184,7 +203,8 @@ fn sessions_without_cache_on_or_before_version_6_are_refused() {
     let mut a = Raw::connect(srv.tcp_addr().unwrap());
     let r = a.call(2, cached(0, 1, Mode::Exclusive, Wait::Try, (0, 1)));
     assert_eq!((r.op, r.status), (op::LOCK_CACHED, Status::CacheUnavailable));
-    let r = a.call(3, Request::GiveBack { target: 2, start: 0, end: 1, downgrade: false });
+    let r =
+        a.call(3, Request::GiveBack { target: 2, start: 0, end: 1, downgrade: false, used: None });
     assert_eq!((r.op, r.status), (op::GIVE_BACK, Status::CacheUnavailable));
     let mut old = Raw::connect_version(srv.tcp_addr().unwrap(), 5);
     for (id, req) in [(1, Request::CacheOn), (2, cached(0, 1, Mode::Exclusive, Wait::Try, (0, 1)))]
@@ -215,7 +235,11 @@ fn a_called_back_session_gets_exact_grants_kept_only_where_nobody_else_asked() {
     b.send(7, cached(500, 510, Mode::Exclusive, Wait::Forever, (0, 1000)));
     let _ = callback(&mut a);
     assert_eq!(
-        a.call(3, Request::GiveBack { target: 2, start: 0, end: 1000, downgrade: false }).status,
+        a.call(
+            3,
+            Request::GiveBack { target: 2, start: 0, end: 1000, downgrade: false, used: None }
+        )
+        .status,
         Status::Ok
     );
     // b waited, so its grant is exact and not kept.
@@ -229,6 +253,43 @@ fn a_called_back_session_gets_exact_grants_kept_only_where_nobody_else_asked() {
     assert_eq!(r.status, Status::Ok);
     let g = grant(&a.call(5, cached(505, 506, Mode::Exclusive, Wait::Forever, (0, 1000))));
     assert_eq!(g, CachedGrant { start: 505, end: 506, cached: false });
+}
+
+#[test]
+fn keeping_goes_on_while_recalled_extents_served_two_local_locks_each_on_average() {
+    let srv = server(|_| {});
+    let mut a = Raw::connect(srv.tcp_addr().unwrap());
+    let on = a.call(1, Request::CacheOn);
+    assert_eq!((on.status, on.value), (Status::Ok, CACHE_REPORTS_USE), "GIVE_BACK may say `used`");
+    let give_back = |target, end, used| Request::GiveBack {
+        target,
+        start: 0,
+        end,
+        downgrade: false,
+        used: Some(used),
+    };
+    grant(&a.call(2, cached(0, 10, Mode::Exclusive, Wait::Forever, (0, 1000))));
+    let mut b = caching(&srv);
+    b.send(7, cached(500, 510, Mode::Exclusive, Wait::Forever, (0, 1000)));
+    assert_eq!(callback(&mut a).0, 2);
+    // It served 2 local locks: keeping paid.
+    assert_eq!(a.call(3, give_back(2, 1000, 2)).status, Status::Ok);
+    assert_eq!(grant(&b.recv().unwrap()), CachedGrant { start: 500, end: 510, cached: false });
+    assert_eq!(b.call(8, Request::Unlock { target: 7 }).status, Status::Ok);
+    // Expanded again (up to where b asked lately).
+    let g = grant(&a.call(4, cached(100, 110, Mode::Exclusive, Wait::Forever, (0, 1000))));
+    assert_eq!(g, CachedGrant { start: 0, end: 500, cached: true });
+    // This one served nothing: 2 local locks over 2 recalls did not pay.
+    b.send(9, cached(200, 210, Mode::Exclusive, Wait::Forever, (0, 1000)));
+    assert_eq!(callback(&mut a).0, 4);
+    assert_eq!(a.call(5, give_back(4, 500, 0)).status, Status::Ok);
+    assert_eq!(grant(&b.recv().unwrap()), CachedGrant { start: 200, end: 210, cached: false });
+    assert_eq!(b.call(10, Request::Unlock { target: 9 }).status, Status::Ok);
+    let g = grant(&a.call(6, cached(100, 110, Mode::Exclusive, Wait::Forever, (0, 1000))));
+    assert_eq!(g, CachedGrant { start: 100, end: 110, cached: true }, "exact, kept");
+    // Shared grants are judged by shared extents' recalls: none yet.
+    let g = grant(&a.call(11, cached(700, 710, Mode::Shared, Wait::Forever, (600, 1000))));
+    assert_eq!(g, CachedGrant { start: 600, end: 1000, cached: true });
 }
 
 #[test]
@@ -369,7 +430,10 @@ fn metrics_count_kept_extents_callbacks_and_give_backs() {
     let mut b = Raw::connect(srv.tcp_addr().unwrap());
     b.send(7, lock(500, 510, Mode::Exclusive, Wait::Forever));
     let _ = callback(&mut a);
-    let r = a.call(3, Request::GiveBack { target: 2, start: 0, end: 1000, downgrade: false });
+    let r = a.call(
+        3,
+        Request::GiveBack { target: 2, start: 0, end: 1000, downgrade: false, used: None },
+    );
     assert_eq!(r.status, Status::Ok);
     assert_eq!(b.recv().unwrap().status, Status::Ok);
     assert_eq!(scraped(m, "callbacks_total"), 1.0);
@@ -427,7 +491,10 @@ fn stats_cached_marks_kept_extents_and_counts_the_cache() {
             assert_eq!(counts, (0, 0, 0, 0), "{engine:?}");
         }
         // Given back: nothing kept, one give-back.
-        let r = a.call(4, Request::GiveBack { target: 2, start: 0, end: 1000, downgrade: false });
+        let r = a.call(
+            4,
+            Request::GiveBack { target: 2, start: 0, end: 1000, downgrade: false, used: None },
+        );
         assert_eq!(r.status, Status::Ok);
         assert_eq!(b.recv().unwrap().status, Status::Ok);
         let st = b.call(11, Request::StatsCached { max_entries: 10 }).stats.unwrap();

@@ -78,8 +78,9 @@ pub(crate) struct ServeSettings {
     #[arg(long, value_parser = <CachePolicy as Text>::parse)]
     #[serde(with = "text")]
     pub cache_policy: Option<CachePolicy>,
-    /// How long the history policy remembers a request, and how long a called-back
-    /// session's grants stay exact, in milliseconds.
+    /// How long the history policy remembers a request, and how long a callback whose
+    /// extent served its client too little keeps that client's grants exact, in
+    /// milliseconds.
     #[arg(long)]
     pub cache_window_ms: Option<u64>,
     /// Cached extents one session may keep: one more and the server calls back its least

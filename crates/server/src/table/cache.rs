@@ -13,10 +13,15 @@
 //!   conflicting request another session made within the window ([`History`]). A client
 //!   alone on a resource gets its whole desired range (GPFS's whole-file token); a region
 //!   others touch is granted as asked (Lustre's lockahead), without either configured.
-//! * **A called-back session gets exact grants.** A session one of whose extents was
-//!   called back within the window is in a contended region: its grants are exact and
-//!   not kept (`cached = 0`), so strided writers and two clients taking turns pay what an
-//!   uncached client pays, one round trip per lock, never a callback per lock.
+//! * **Exact grants where keeping did not pay.** A session's `GIVE_BACK` in answer to a
+//!   callback says how many local locks the extent served (`used`). If its called-back
+//!   extents of one mode served fewer than [`PAID_PER_RECALL`] each on average within
+//!   the window ([`Payoff`]), its grants in that mode are exact, and kept only where no
+//!   other session asked for the range lately; from the [`KEEP_EXACT_BELOW`]th such
+//!   callback on they are not kept at all. So strided writers and two clients taking
+//!   turns pay what an uncached client pays, one round trip per lock, never a callback
+//!   per lock, while a reader whose shared extents serve many reads between a writer's
+//!   callbacks keeps them.
 //! * A request that must wait is granted exactly and not kept.
 //!
 //! [`CachePolicy::ExpandAll`] (Lustre's default: always the whole free space) and
@@ -32,8 +37,8 @@ use crate::protocol::Mode;
 pub enum CachePolicy {
     /// No cached locks: `CACHE_ON` is answered `CACHE_UNAVAILABLE`.
     Off,
-    /// Ours: expand only where no other session has been within the window, and grant a
-    /// called-back session exactly, without keeping (the module docs).
+    /// Ours: expand only where no other session has been within the window, and grant
+    /// exactly where kept extents did not pay (the module docs).
     #[default]
     History,
     /// Always expand to all the free space within the desired range, and keep
@@ -73,8 +78,8 @@ impl core::str::FromStr for CachePolicy {
 pub struct CacheConfig {
     /// How `LOCK_CACHED` is granted.
     pub policy: CachePolicy,
-    /// How long a request is remembered, and how long a called-back session is granted
-    /// exactly: 1 s by default.
+    /// How long a request is remembered, and how long a callback that did not pay
+    /// counts: 1 s by default.
     pub window: Duration,
     /// How many recent requests are remembered per resource (the newest win): 64.
     pub history: usize,
@@ -94,6 +99,67 @@ impl Default for CacheConfig {
             history: 64,
             max_kept_per_session: 4096,
             max_kept: 1 << 20,
+        }
+    }
+}
+
+/// How many local locks a recalled extent must have served, on average over a window, for
+/// keeping to have paid (ours: a callback costs the client a `GIVE_BACK` and, later, the
+/// round trip that gets the range again; each local lock saved one).
+pub(crate) const PAID_PER_RECALL: u64 = 2;
+
+/// A session whose recalled extents of one mode did not pay this often within one window
+/// keeps none of its exact grants of that mode until the window passes (ours: a strided
+/// writer's warm-up costs a callback or two; random overlapping ranges cost one every few
+/// locks).
+pub(crate) const KEEP_EXACT_BELOW: u32 = 4;
+
+/// What a caching session's recalled extents of one mode served before they were given
+/// back (the `used` of their `GIVE_BACK`s; 0 from a client that does not say), over a
+/// window that starts at the first recall after the last one passed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Payoff {
+    /// The window's start.
+    since: Option<Instant>,
+    /// The last recall.
+    last: Option<Instant>,
+    /// Recalls since `since`.
+    recalls: u32,
+    /// Local locks they served, in all.
+    used: u64,
+}
+
+/// What a session's [`Payoff`] says of its next grant in that mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Contention {
+    /// Keeping paid, or nothing was recalled within the window: expand.
+    None,
+    /// Recalls did not pay, a few times: exact, kept unless others asked for it lately.
+    Sometimes,
+    /// Recalls did not pay, [`KEEP_EXACT_BELOW`] times or more: exact, not kept.
+    Often,
+}
+
+impl Payoff {
+    /// A recalled extent was given back `now`, having served `used` local locks.
+    pub(crate) fn note(&mut self, used: u32, now: Instant, window: Duration) {
+        if self.since.is_none_or(|t| now.saturating_duration_since(t) >= window) {
+            *self = Payoff { since: Some(now), ..Payoff::default() };
+        }
+        self.last = Some(now);
+        self.recalls = self.recalls.saturating_add(1);
+        self.used = self.used.saturating_add(u64::from(used));
+    }
+
+    /// How contended the session is `now` in this mode.
+    pub(crate) fn contention(&self, now: Instant, window: Duration) -> Contention {
+        let recent = self.last.is_some_and(|t| now.saturating_duration_since(t) < window);
+        if !recent || self.used >= PAID_PER_RECALL * u64::from(self.recalls) {
+            Contention::None
+        } else if self.recalls >= KEEP_EXACT_BELOW {
+            Contention::Often
+        } else {
+            Contention::Sometimes
         }
     }
 }
@@ -146,6 +212,12 @@ pub(crate) fn clip(lo: &mut u64, hi: &mut u64, start: u64, end: u64, x_start: u6
     }
 }
 
+/// The index of `mode` in a per-mode pair: exclusive 0, shared 1.
+#[inline]
+pub(crate) fn slot(mode: Mode) -> usize {
+    usize::from(mode == Mode::Shared)
+}
+
 /// Whether two requests' modes conflict.
 #[inline]
 pub(crate) fn conflicting(a: Mode, b: Mode) -> bool {
@@ -175,6 +247,26 @@ mod tests {
         let starts: Vec<u64> = h.others(0, now).map(|s| s.start).collect();
         assert_eq!(starts, vec![3]);
         assert_eq!(h.others(0, now + Duration::from_secs(1)).count(), 0);
+    }
+
+    #[test]
+    fn keeping_pays_when_recalled_extents_served_two_local_locks_on_average() {
+        let (t, w) = (Instant::now(), Duration::from_secs(1));
+        let mut p = Payoff::default();
+        assert_eq!(p.contention(t, w), Contention::None);
+        p.note(0, t, w);
+        assert_eq!(p.contention(t, w), Contention::Sometimes);
+        p.note(4, t, w);
+        assert_eq!(p.contention(t, w), Contention::None, "4 locks over 2 recalls paid");
+        for _ in 0..2 {
+            p.note(0, t, w);
+        }
+        assert_eq!(p.contention(t, w), Contention::Often, "4 over 4 did not");
+        assert_eq!(p.contention(t + w, w), Contention::None, "a window later");
+        // A new window forgets the old one's recalls.
+        p.note(1, t + w, w);
+        assert_eq!((p.recalls, p.used), (1, 1));
+        assert_eq!(p.contention(t + w, w), Contention::Sometimes);
     }
 
     #[test]

@@ -98,6 +98,8 @@ pub enum Command {
         end: u64,
         /// Turn the whole lock shared instead.
         downgrade: bool,
+        /// The local locks the client served inside the lock (`None`: it did not say).
+        used: Option<u32>,
     },
     /// `UNLOCK`.
     Unlock {

@@ -58,7 +58,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::cache::{conflicting, CacheConfig, CachePolicy, History};
+use super::cache::{conflicting, CacheConfig, CachePolicy, History, Payoff};
 use super::command::{Command, ReplySink, StatsKind};
 use super::ended::Ended;
 use super::handover::{Placeholders, HANDOVER_SESSION};
@@ -121,6 +121,8 @@ struct Entry {
     cached_req: bool,
     /// Metrics on: when it was first called back since its last give-back (0: not).
     called: u64,
+    /// Called back since its last give-back: the next `GIVE_BACK` tells what it served.
+    recalled: bool,
 }
 
 impl Entry {
@@ -146,12 +148,9 @@ impl Entry {
 /// What a caching session (`CACHE_ON`) adds to its state.
 #[derive(Debug, Default)]
 struct SessionCache {
-    /// When one of its extents was last called back.
-    called_back: Option<Instant>,
-    /// How often it was in the way since `since` (a window's start).
-    contended: u32,
-    /// The start of the window `contended` counts in.
-    since: Option<Instant>,
+    /// What its recalled extents served, exclusive ones at 0, shared ones at 1
+    /// ([`super::cache::slot`]).
+    payoff: [Payoff; 2],
     /// Its kept extents' ids, least recently granted first (stale ids are skipped).
     kept: VecDeque<u64>,
     /// How many of its entries are kept extents.
@@ -350,8 +349,8 @@ impl LockTable {
                 desired,
             } => self.lock(session, id, start, end, name, mode, may_wait, nonce, arrived, desired),
             Command::CacheOn { session, id } => self.cache_on(session, id),
-            Command::GiveBack { session, id, target, start, end, downgrade } => {
-                self.give_back(session, id, target, start, end, downgrade)
+            Command::GiveBack { session, id, target, start, end, downgrade, used } => {
+                self.give_back(session, id, target, start, end, downgrade, used)
             }
             Command::Unlock { session, id, target } => self.unlock(session, id, target),
             Command::Cancel { session, id, target } => self.cancel(session, id, target),
@@ -440,10 +439,6 @@ impl LockTable {
         // Remembered for the history policy while any session caches.
         let now = (self.cache_sessions > 0 && self.cache.policy == CachePolicy::History)
             .then(Instant::now);
-        if blocking > 0 && own {
-            // Contended: a caching session's own grants are exact for a while.
-            self.note_contended(session);
-        }
         if blocking > 0 && !may_wait {
             self.counters.would_block += 1;
             if let Some(l) = live {
@@ -479,6 +474,7 @@ impl LockTable {
             kept,
             cached_req: desired.is_some(),
             called: 0,
+            recalled: false,
         };
         let h = self.insert(l, g_start, g_end, entry);
         let s = self.sessions.get_mut(&session).expect("checked above");
@@ -938,6 +934,7 @@ impl LockTable {
             kept: false,
             cached_req: false,
             called: 0,
+            recalled: false,
         };
         let h = self.insert(l, start, end, entry);
         let s = self.sessions.get_mut(&session).expect("checked above");
@@ -1023,6 +1020,7 @@ impl LockTable {
                 kept: false,
                 cached_req: false,
                 called: 0,
+                recalled: false,
             };
             let l = self.enter_line(lock.name.clone());
             let h = self.insert(l, lock.start, lock.end, entry);

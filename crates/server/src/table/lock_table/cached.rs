@@ -19,15 +19,11 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::{at, line, unit, Entry, LockTable, SessionCache};
-use crate::protocol::{op, Callback, Mode, ResponseFrame, Status, NAME_STRIPE_SHIFT};
-use crate::table::cache::{clip, conflicting, CachePolicy, Seen};
+use crate::protocol::{
+    op, Callback, Mode, ResponseFrame, Status, CACHE_REPORTS_USE, NAME_STRIPE_SHIFT,
+};
+use crate::table::cache::{clip, conflicting, slot, CachePolicy, Contention, Seen};
 use crate::table::Handle;
-
-/// A session in the way this often within one window (called back, or waiting for
-/// another session) keeps none of its exact grants until the window passes (ours: a
-/// strided writer's warm-up costs a callback or two; random overlapping ranges cost one
-/// every few locks).
-const KEEP_EXACT_BELOW: u32 = 4;
 
 impl LockTable {
     /// `CACHE_ON`: the session may keep extents from now on.
@@ -37,21 +33,8 @@ impl LockTable {
             s.cache = Some(SessionCache::default());
             self.cache_sessions += 1;
         }
-        self.reply(session, ResponseFrame::new(op::CACHE_ON, id, Status::Ok, 0));
-    }
-
-    /// Marks `session` (if it caches) as contended now: for the window its grants are
-    /// exact and not kept.
-    pub(super) fn note_contended(&mut self, session: u64) {
-        let window = self.cache.window;
-        if let Some(c) = self.sessions.get_mut(&session).and_then(|s| s.cache.as_mut()) {
-            let now = Instant::now();
-            c.called_back = Some(now);
-            if c.since.is_none_or(|t| now.duration_since(t) >= window) {
-                (c.since, c.contended) = (Some(now), 0);
-            }
-            c.contended += 1;
-        }
+        let ok = ResponseFrame::new(op::CACHE_ON, id, Status::Ok, CACHE_REPORTS_USE);
+        self.reply(session, ok);
     }
 
     /// Remembers a request on line `l` for the history policy (`now`: `None` when no
@@ -98,12 +81,12 @@ impl LockTable {
         let window = self.cache.window;
         if policy == CachePolicy::History {
             let cache = self.sessions.get(&session).and_then(|s| s.cache.as_ref());
-            let recent = cache.and_then(|c| c.called_back).is_some_and(|t| t.elapsed() < window);
-            let often = cache.is_some_and(|c| c.contended >= KEEP_EXACT_BELOW);
-            if recent && often {
+            let payoff = cache.map(|c| c.payoff[slot(mode)]).unwrap_or_default();
+            let contention = payoff.contention(now.unwrap_or_else(Instant::now), window);
+            if contention == Contention::Often {
                 return exact;
             }
-            if recent {
+            if contention == Contention::Sometimes {
                 // Contended now and then: exactly what was asked, kept only if no other
                 // session asked for any of it lately (a strided writer keeps its own
                 // blocks).
@@ -186,7 +169,7 @@ impl LockTable {
                 }
             }
             self.cache_counts.callbacks += 1;
-            self.note_contended(e.session);
+            self.tree.get_mut(h).recalled = true;
             self.reply(e.session, ResponseFrame::callback(e.id, part));
         }
         self.scratch = scratch;
@@ -254,6 +237,7 @@ impl LockTable {
     }
 
     /// `GIVE_BACK`: releases `[start, end)` of the held lock `target`, or turns it shared.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn give_back(
         &mut self,
         session: u64,
@@ -262,6 +246,7 @@ impl LockTable {
         start: u64,
         end: u64,
         downgrade: bool,
+        used: Option<u32>,
     ) {
         let Some(s) = self.sessions.get_mut(&session) else { return };
         let answer = |status| ResponseFrame::new(op::GIVE_BACK, id, status, 0);
@@ -299,6 +284,13 @@ impl LockTable {
             vec![(ls, start, target), (end, le, id)]
         };
         self.cache_counts.give_backs += 1;
+        if e.recalled {
+            // The answer to a callback: whether keeping this extent paid.
+            let window = self.cache.window;
+            if let Some(c) = self.sessions.get_mut(&session).and_then(|s| s.cache.as_mut()) {
+                c.payoff[slot(e.mode)].note(used.unwrap_or(0), Instant::now(), window);
+            }
+        }
         if let (Some(t), true) = (&mut self.timings, e.called != 0) {
             let now = t.now();
             t.callback.observe(now.saturating_sub(e.called));
@@ -334,7 +326,7 @@ impl LockTable {
         let old = self.tree.remove(h);
         let mut new = Vec::with_capacity(pieces.len());
         for (i, &(s, e, id)) in pieces.iter().enumerate() {
-            let entry = Entry { id, mode, called: 0, ..old };
+            let entry = Entry { id, mode, called: 0, recalled: false, ..old };
             let nh = self.tree.insert(at(l, s), at(l, e), seq, entry);
             if l != 0 && self.parts.is_some() {
                 let p = self.partition_of(at(l, s));
