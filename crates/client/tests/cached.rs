@@ -152,6 +152,36 @@ async fn a_callback_waits_for_the_local_holder_then_hands_over() {
     srv.shutdown();
 }
 
+/// A called-back extent that served the client's threads says so in its `GIVE_BACK`
+/// (`used`): the server goes on growing the client's grants. One that served nothing
+/// makes its next grant exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extent_that_served_local_locks_keeps_the_clients_grants_growing() {
+    for local_locks in [3, 0] {
+        let (srv, ep) = server();
+        let a = cached(&ep, CacheOptions::default()).await;
+        let b = AsyncClient::connect(&ep).await.unwrap();
+        assert!(a.lock_exclusive(0..10).await.unwrap().is_kept());
+        for _ in 0..local_locks {
+            drop(a.lock_exclusive(20..30).await.unwrap());
+        }
+        // B's lock calls the extent back; A gives it back whole (no local holder).
+        let g = b.lock(1000..1010, Mode::Exclusive, Wait::Forever).await.unwrap();
+        g.unlock().await.unwrap();
+        assert_eq!(a.kept_extents(), 0);
+        let g = a.lock_exclusive(100..110).await.unwrap();
+        assert!(g.is_kept(), "{local_locks} local locks");
+        drop(g);
+        // Grown (up to where B asked lately), or exact.
+        let grants = counters(a.as_async()).await.grants;
+        drop(a.lock_exclusive(500..510).await.unwrap());
+        let asked = counters(a.as_async()).await.grants - grants;
+        assert_eq!(asked, u64::from(local_locks == 0), "{local_locks} local locks");
+        drop((a, b));
+        srv.shutdown();
+    }
+}
+
 /// A tiny xorshift generator (the tests take no `rand`).
 struct Rng(u64);
 

@@ -127,8 +127,9 @@ type Answer = Option<tokio::sync::oneshot::Receiver<rangelock_proto::ResponseFra
 fn send(inner: &Inner, gb: &GiveBack) -> Answer {
     let core = inner.client.core();
     let rx = core.register(gb.id).ok()?;
-    let request =
-        Request::GiveBack { target: gb.target, start: gb.start, end: gb.end, downgrade: false };
+    let used = inner.reports_use.then_some(gb.used);
+    let (target, start, end) = (gb.target, gb.start, gb.end);
+    let request = Request::GiveBack { target, start, end, downgrade: false, used };
     core.send(gb.id, request).ok()?;
     Some(rx)
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rangelock::{OwnedRangeGuard, RangeLock};
-use rangelock_proto::{CachedGrant, GrantMode, Mode, Request, Status, Wait};
+use rangelock_proto::{CachedGrant, GrantMode, Mode, Request, Status, Wait, CACHE_REPORTS_USE};
 use tokio::sync::mpsc;
 
 use super::callbacks;
@@ -25,6 +25,8 @@ pub(crate) struct Inner {
     pub(crate) client: AsyncClient,
     /// The server accepted `CACHE_ON`.
     pub(crate) cached: bool,
+    /// The server takes `used` in `GIVE_BACK` ([`rangelock_proto::CACHE_REPORTS_USE`]).
+    pub(crate) reports_use: bool,
     pub(crate) options: CacheOptions,
     pub(crate) handover: Handover,
     /// The callback task's queue: a callback that came before its lock was settled is
@@ -80,10 +82,11 @@ impl CachedClient {
     ) -> Result<CachedClient, ClientError> {
         let client = AsyncClient::connect_with(endpoint, options).await?;
         let (tx, rx) = mpsc::unbounded_channel();
-        let mut cached = false;
+        let (mut cached, mut reports_use) = (false, false);
         if client.version() >= 6 && client.grant_mode() == GrantMode::Push {
             client.set_callback_sink(tx.clone());
             let r = client.raw(Request::CacheOn).await?;
+            reports_use = r.status == Status::Ok && r.value & CACHE_REPORTS_USE != 0;
             cached = match r.status {
                 Status::Ok => true,
                 Status::CacheUnavailable | Status::UnknownOp => false,
@@ -95,6 +98,7 @@ impl CachedClient {
         let inner = Arc::new(Inner {
             client,
             cached,
+            reports_use,
             options: cache,
             handover: Handover::default(),
             callbacks: tx,
@@ -399,7 +403,8 @@ impl Inner {
             return Ok(CachedGuard::exact(self.clone(), name.clone(), server, held?, token));
         }
         let now = Instant::now();
-        let extent = Extent { start: grant.start, end: grant.end, mode, id, last_use: now };
+        let extent =
+            Extent { start: grant.start, end: grant.end, mode, id, last_use: now, used: 0 };
         for p in self.handover.settle(id, name, Some(extent)) {
             let part = rangelock_proto::Callback { start: p.start, end: p.end, mode: p.mode };
             // Closed: the callback task ended with the session.

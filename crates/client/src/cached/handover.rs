@@ -81,6 +81,9 @@ pub(crate) struct Extent {
     pub(crate) id: u64,
     /// When a local lock inside it last started or ended.
     pub(crate) last_use: Instant,
+    /// How many local locks it served since its grant (a split's parts keep the count);
+    /// a `GIVE_BACK` tells the server (`used`).
+    pub(crate) used: u32,
 }
 
 /// The part of a lock another session wants (a `CALLBACK` notice's body).
@@ -125,6 +128,8 @@ pub(crate) struct GiveBack {
     pub(crate) end: u64,
     /// The extent as the server holds it until this `GIVE_BACK`: `(start, end)`.
     pub(crate) extent: (u64, u64),
+    /// The local locks the extent served ([`Extent::used`]).
+    pub(crate) used: u32,
 }
 
 /// What [`Handover::begin_recall`] found for a callback.
@@ -294,6 +299,7 @@ impl Handover {
             .find(|e| e.end >= range.end && serves(e.mode, mode) && (recalled || !marked(e)))?;
         if let Some(now) = now {
             hit.last_use = now;
+            hit.used = hit.used.saturating_add(1);
         }
         Some(hit.id)
     }
@@ -463,7 +469,7 @@ impl Handover {
             s.insert(&target.name, old);
         }
         let extent = (e.start, e.end);
-        let gb = GiveBack { id, target: e.id, start, end, extent };
+        let gb = GiveBack { id, target: e.id, start, end, extent, used: e.used };
         let sent = send(&gb);
         Some((gb, guards, sent))
     }
@@ -487,7 +493,7 @@ impl Handover {
         }
         s.remove(&target.name, e.start, e.id)?;
         let (start, end, extent) = (e.start, e.end, (e.start, e.end));
-        let gb = GiveBack { id, target: e.id, start, end, extent };
+        let gb = GiveBack { id, target: e.id, start, end, extent, used: e.used };
         let sent = send(&gb);
         Some((gb, vec![held], sent))
     }
@@ -539,7 +545,7 @@ mod tests {
 
     fn extent(start: u64, end: u64, id: u64) -> Extent {
         let mode = Mode::Exclusive;
-        Extent { start, end, mode, id, last_use: Instant::now() }
+        Extent { start, end, mode, id, last_use: Instant::now(), used: 0 }
     }
 
     /// Keeps `e`, granted with token 9, as `lock_at_server` does.
@@ -575,7 +581,10 @@ mod tests {
         assert!(!h.find(&name, &(20..30), Mode::Shared), "recalled: no new local lock");
         let held = t.lock.lock_owned(t.part.clone());
         let (gb, guards, ()) = h.give_back(&t, held, 7, |_| ()).unwrap();
-        assert_eq!(gb, GiveBack { id: 7, target: 1, start: 50, end: 60, extent: (0, 100) });
+        assert_eq!(
+            gb,
+            GiveBack { id: 7, target: 1, start: 50, end: 60, extent: (0, 100), used: 0 }
+        );
         drop(guards);
         h.finish_recall(&t);
         assert!(!h.find(&name, &(20..30), Mode::Shared), "still recalled by the second");
@@ -594,7 +603,8 @@ mod tests {
         assert_eq!((t.extent.id, t.part.clone()), (7, 80..85));
         let held = t.lock.lock_owned(t.part.clone());
         let (gb, guards, ()) = h.give_back(&t, held, 8, |_| ()).unwrap();
-        let all = GiveBack { id: 8, target: 7, start: 60, end: 100, extent: (60, 100) };
+        // `used` 1: the confirm of 70..80 above.
+        let all = GiveBack { id: 8, target: 7, start: 60, end: 100, extent: (60, 100), used: 1 };
         assert_eq!(gb, all, "no holder: all of it");
         drop(guards);
         h.finish_recall(&t);
@@ -604,7 +614,7 @@ mod tests {
         let t = target(h.begin_recall(1, part(40, 45)));
         let held = t.lock.lock_owned(t.part.clone());
         let (gb, guards, ()) = h.give_back(&t, held, 9, |_| ()).unwrap();
-        assert_eq!(gb, GiveBack { id: 9, target: 1, start: 40, end: 50, extent: (0, 50) });
+        assert_eq!(gb, GiveBack { id: 9, target: 1, start: 40, end: 50, extent: (0, 50), used: 0 });
         drop(guards);
         h.finish_recall(&t);
         drop(left);

@@ -22,7 +22,14 @@ fn kept() -> (Arc<Handover>, Name) {
     let name: Name = Arc::from(&b""[..]);
     h.local_lock(&name);
     h.begin_flight(1);
-    let e = Extent { start: 0, end: 4, mode: Mode::Exclusive, id: 1, last_use: Instant::now() };
+    let e = Extent {
+        start: 0,
+        end: 4,
+        mode: Mode::Exclusive,
+        id: 1,
+        last_use: Instant::now(),
+        used: 0,
+    };
     assert!(h.settle(1, &name, Some(e)).is_empty());
     (h, name)
 }
