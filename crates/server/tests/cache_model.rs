@@ -78,6 +78,8 @@ struct M {
     cached_req: bool,
     /// Called back since its last give-back.
     recalled: bool,
+    /// Granted wider than asked.
+    grown: bool,
 }
 
 fn mode_slot(mode: Mode) -> usize {
@@ -105,9 +107,9 @@ struct Harness {
     model: Vec<M>,
     /// Requests seen (session, range, mode), oldest first.
     history: Vec<(u64, u64, u64, Mode)>,
-    /// Per session and mode (exclusive 0, shared 1): recalled extents given back, and the
-    /// local locks they served; the window is longer than any case.
-    payoff: HashMap<(u64, usize), (u32, u64)>,
+    /// Per session and mode (exclusive 0, shared 1): recalled extents given back, how many of them
+    /// were exact grants, and the local locks they served; the window is longer than any case.
+    payoff: HashMap<(u64, usize), (u32, u32, u64)>,
     expected: HashMap<u64, Vec<ResponseFrame>>,
 }
 
@@ -203,10 +205,11 @@ impl Harness {
     }
 
     /// Whether session `s`'s recalled extents of `mode` did not pay (on average fewer than
-    /// 2 local locks each): `Some(often)`, often from 4 recalls on; `None` if they did.
+    /// 2 local locks each): `Some(often)`, often once 4 of them were exact grants; `None` if
+    /// they did.
     fn contended(&self, s: u64, mode: Mode) -> Option<bool> {
-        let &(recalls, used) = self.payoff.get(&(s, mode_slot(mode)))?;
-        (recalls > 0 && used < 2 * u64::from(recalls)).then_some(recalls >= 4)
+        let &(recalls, exact, used) = self.payoff.get(&(s, mode_slot(mode)))?;
+        (recalls > 0 && used < 2 * u64::from(recalls)).then_some(exact >= 4)
     }
 
     /// The extent and keep flag the policy must grant a grantable `LOCK_CACHED`.
@@ -230,6 +233,7 @@ impl Harness {
             kept: false,
             cached_req: true,
             recalled: false,
+            grown: false,
         };
         match self.policy {
             CachePolicy::Off => return (start, end, false),
@@ -297,6 +301,7 @@ impl Harness {
             kept: false,
             cached_req: desired.is_some(),
             recalled: false,
+            grown: false,
         };
         let blocking = self
             .model
@@ -358,6 +363,7 @@ impl Harness {
             kept,
             cached_req: desired.is_some(),
             recalled: false,
+            grown: (gs, ge) != (start, end),
         };
         self.model.push(m);
         if blocking == 0 {
@@ -428,8 +434,8 @@ impl Harness {
                     used,
                 });
                 if m.recalled {
-                    let p = self.payoff.entry((s, mode_slot(m.mode))).or_insert((0, 0));
-                    *p = (p.0 + 1, p.1 + u64::from(used.unwrap_or(0)));
+                    let p = self.payoff.entry((s, mode_slot(m.mode))).or_insert((0, 0, 0));
+                    *p = (p.0 + 1, p.1 + u32::from(!m.grown), p.2 + u64::from(used.unwrap_or(0)));
                 }
                 let mut before = self.held_set();
                 // The right part of a split is held already, not granted.

@@ -293,6 +293,40 @@ fn keeping_goes_on_while_recalled_extents_served_two_local_locks_each_on_average
 }
 
 #[test]
+fn a_strided_writers_recalled_wide_grants_stop_its_growing_not_its_keeping() {
+    let srv = server(|_| {});
+    let mut a = caching(&srv);
+    let mut b = caching(&srv);
+    assert_eq!(
+        grant(&a.call(2, cached(0, 10, Mode::Exclusive, Wait::Forever, (0, 1000)))),
+        CachedGrant { start: 0, end: 1000, cached: true }
+    );
+    // b writes its blocks inside a's wide grant: each is called back and given back as
+    // a part that served nothing.
+    for (k, block) in [500, 600, 700, 800].into_iter().enumerate() {
+        let (bid, gid) = (10 + 2 * k as u64, 20 + k as u64);
+        b.send(bid, cached(block, block + 10, Mode::Exclusive, Wait::Forever, (0, 1000)));
+        let (target, part) = callback(&mut a);
+        assert_eq!((part.start, part.end), (block, block + 10));
+        let back = Request::GiveBack {
+            target,
+            start: part.start,
+            end: part.end,
+            downgrade: false,
+            used: Some(0),
+        };
+        assert_eq!(a.call(gid, back).status, Status::Ok);
+        let g = grant(&b.recv().unwrap());
+        assert_eq!(g, CachedGrant { start: block, end: block + 10, cached: false });
+        assert_eq!(b.call(bid + 1, Request::Unlock { target: bid }).status, Status::Ok);
+    }
+    // Four recalls that did not pay, all of grown grants: a stops growing but keeps its
+    // own blocks (kept: nobody else asked for them).
+    let g = grant(&a.call(3, cached(900, 905, Mode::Exclusive, Wait::Forever, (0, 1000))));
+    assert_eq!(g, CachedGrant { start: 900, end: 905, cached: true });
+}
+
+#[test]
 fn the_history_keeps_expansion_off_ranges_others_asked_for() {
     let srv = server(|_| {});
     // (The server keeps its history while some session caches.)

@@ -17,11 +17,12 @@
 //!   callback says how many local locks the extent served (`used`). If its called-back
 //!   extents of one mode served fewer than [`PAID_PER_RECALL`] each on average within
 //!   the window ([`Payoff`]), its grants in that mode are exact, and kept only where no
-//!   other session asked for the range lately; from the [`KEEP_EXACT_BELOW`]th such
-//!   callback on they are not kept at all. So strided writers and two clients taking
-//!   turns pay what an uncached client pays, one round trip per lock, never a callback
-//!   per lock, while a reader whose shared extents serve many reads between a writer's
-//!   callbacks keeps them.
+//!   other session asked for the range lately; once [`KEEP_EXACT_BELOW`] of the recalled
+//!   extents were exact grants already, not even exact grants are kept. So a strided
+//!   writer whose wide grants were recalled settles on its own blocks, kept; two clients
+//!   taking turns pay what an uncached client pays, one round trip per lock, never a
+//!   callback per lock; and a reader whose shared extents serve many reads between a
+//!   writer's callbacks keeps them.
 //! * A request that must wait is granted exactly and not kept.
 //!
 //! [`CachePolicy::ExpandAll`] (Lustre's default: always the whole free space) and
@@ -108,10 +109,10 @@ impl Default for CacheConfig {
 /// round trip that gets the range again; each local lock saved one).
 pub(crate) const PAID_PER_RECALL: u64 = 2;
 
-/// A session whose recalled extents of one mode did not pay this often within one window
-/// keeps none of its exact grants of that mode until the window passes (ours: a strided
-/// writer's warm-up costs a callback or two; random overlapping ranges cost one every few
-/// locks).
+/// A session whose recalled exact extents of one mode did not pay this often within one
+/// window keeps none of its exact grants of that mode until the window passes (ours: random
+/// overlapping ranges cost one every few locks; a strided writer's wide grants, recalled
+/// while it warms up, do not count: they say only that it should stop growing).
 pub(crate) const KEEP_EXACT_BELOW: u32 = 4;
 
 /// What a caching session's recalled extents of one mode served before they were given
@@ -125,6 +126,8 @@ pub(crate) struct Payoff {
     last: Option<Instant>,
     /// Recalls since `since`.
     recalls: u32,
+    /// Of those, recalls of extents granted as asked (not grown).
+    exact: u32,
     /// Local locks they served, in all.
     used: u64,
 }
@@ -136,18 +139,21 @@ pub(crate) enum Contention {
     None,
     /// Recalls did not pay, a few times: exact, kept unless others asked for it lately.
     Sometimes,
-    /// Recalls did not pay, [`KEEP_EXACT_BELOW`] times or more: exact, not kept.
+    /// Recalls did not pay, and [`KEEP_EXACT_BELOW`] or more of them were of exact
+    /// grants: exact, not kept.
     Often,
 }
 
 impl Payoff {
-    /// A recalled extent was given back `now`, having served `used` local locks.
-    pub(crate) fn note(&mut self, used: u32, now: Instant, window: Duration) {
+    /// A recalled extent (`grown`: granted wider than asked) was given back `now`, having
+    /// served `used` local locks.
+    pub(crate) fn note(&mut self, used: u32, grown: bool, now: Instant, window: Duration) {
         if self.since.is_none_or(|t| now.saturating_duration_since(t) >= window) {
             *self = Payoff { since: Some(now), ..Payoff::default() };
         }
         self.last = Some(now);
         self.recalls = self.recalls.saturating_add(1);
+        self.exact = self.exact.saturating_add(u32::from(!grown));
         self.used = self.used.saturating_add(u64::from(used));
     }
 
@@ -156,7 +162,7 @@ impl Payoff {
         let recent = self.last.is_some_and(|t| now.saturating_duration_since(t) < window);
         if !recent || self.used >= PAID_PER_RECALL * u64::from(self.recalls) {
             Contention::None
-        } else if self.recalls >= KEEP_EXACT_BELOW {
+        } else if self.exact >= KEEP_EXACT_BELOW {
             Contention::Often
         } else {
             Contention::Sometimes
@@ -254,19 +260,35 @@ mod tests {
         let (t, w) = (Instant::now(), Duration::from_secs(1));
         let mut p = Payoff::default();
         assert_eq!(p.contention(t, w), Contention::None);
-        p.note(0, t, w);
+        p.note(0, false, t, w);
         assert_eq!(p.contention(t, w), Contention::Sometimes);
-        p.note(4, t, w);
+        p.note(4, false, t, w);
         assert_eq!(p.contention(t, w), Contention::None, "4 locks over 2 recalls paid");
         for _ in 0..2 {
-            p.note(0, t, w);
+            p.note(0, false, t, w);
         }
-        assert_eq!(p.contention(t, w), Contention::Often, "4 over 4 did not");
+        assert_eq!(p.contention(t, w), Contention::Often, "4 over 4 exact recalls did not");
         assert_eq!(p.contention(t + w, w), Contention::None, "a window later");
         // A new window forgets the old one's recalls.
-        p.note(1, t + w, w);
+        p.note(1, false, t + w, w);
         assert_eq!((p.recalls, p.used), (1, 1));
         assert_eq!(p.contention(t + w, w), Contention::Sometimes);
+    }
+
+    #[test]
+    fn recalled_wide_grants_stop_the_growing_but_not_the_keeping() {
+        let (t, w) = (Instant::now(), Duration::from_secs(1));
+        let mut p = Payoff::default();
+        for _ in 0..KEEP_EXACT_BELOW * 4 {
+            p.note(0, true, t, w);
+        }
+        assert_eq!(p.contention(t, w), Contention::Sometimes, "exact grants are still kept");
+        for _ in 1..KEEP_EXACT_BELOW {
+            p.note(0, false, t, w);
+        }
+        assert_eq!(p.contention(t, w), Contention::Sometimes);
+        p.note(0, false, t, w);
+        assert_eq!(p.contention(t, w), Contention::Often, "exact grants recalled too");
     }
 
     #[test]

@@ -123,6 +123,8 @@ struct Entry {
     called: u64,
     /// Called back since its last give-back: the next `GIVE_BACK` tells what it served.
     recalled: bool,
+    /// Granted wider than asked (a piece of such a grant stays so).
+    grown: bool,
 }
 
 impl Entry {
@@ -475,6 +477,7 @@ impl LockTable {
             cached_req: desired.is_some(),
             called: 0,
             recalled: false,
+            grown: (g_start, g_end) != (start, end),
         };
         let h = self.insert(l, g_start, g_end, entry);
         let s = self.sessions.get_mut(&session).expect("checked above");
@@ -935,6 +938,7 @@ impl LockTable {
             cached_req: false,
             called: 0,
             recalled: false,
+            grown: false,
         };
         let h = self.insert(l, start, end, entry);
         let s = self.sessions.get_mut(&session).expect("checked above");
@@ -1021,6 +1025,7 @@ impl LockTable {
                 cached_req: false,
                 called: 0,
                 recalled: false,
+                grown: false,
             };
             let l = self.enter_line(lock.name.clone());
             let h = self.insert(l, lock.start, lock.end, entry);

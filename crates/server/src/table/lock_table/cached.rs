@@ -288,7 +288,7 @@ impl LockTable {
             // The answer to a callback: whether keeping this extent paid.
             let window = self.cache.window;
             if let Some(c) = self.sessions.get_mut(&session).and_then(|s| s.cache.as_mut()) {
-                c.payoff[slot(e.mode)].note(used.unwrap_or(0), Instant::now(), window);
+                c.payoff[slot(e.mode)].note(used.unwrap_or(0), e.grown, Instant::now(), window);
             }
         }
         if let (Some(t), true) = (&mut self.timings, e.called != 0) {
