@@ -18,6 +18,11 @@ pub const MAX_RESOURCE_NAME_LEN: usize = 1024;
 /// least this.
 pub const MAX_REQUEST_FRAME: u32 = FRAME_HEADER_LEN as u32 + 40 + MAX_RESOURCE_NAME_LEN as u32;
 
+/// `GIVE_BACK`'s flags byte: bit 0 turns the lock shared instead of releasing a part.
+const GIVE_BACK_DOWNGRADE: u8 = 1;
+/// `GIVE_BACK`'s flags byte: bit 1 says `used u32` follows.
+const GIVE_BACK_USED: u8 = 2;
+
 /// Operation codes (the `op` byte of a request; a response carries `op | 0x80`).
 pub mod op {
     /// Lock a range.
@@ -370,7 +375,11 @@ impl<'a> RequestFrame<'a> {
                 out.put_u64(target);
                 out.put_u64(start);
                 out.put_u64(end);
-                out.put_u8(u8::from(downgrade) | if used.is_some() { 2 } else { 0 });
+                let mut flags = if downgrade { GIVE_BACK_DOWNGRADE } else { 0 };
+                if used.is_some() {
+                    flags |= GIVE_BACK_USED;
+                }
+                out.put_u8(flags);
                 if let Some(used) = used {
                     out.put_u32(used);
                 }
@@ -475,11 +484,11 @@ impl<'a> RequestFrame<'a> {
                 let start = c.u64()?;
                 let end = c.u64()?;
                 let flags = c.u8()?;
-                if flags > 3 {
+                if flags & !(GIVE_BACK_DOWNGRADE | GIVE_BACK_USED) != 0 {
                     return Err(DecodeError::BadField(flags.into(), "give_back.flags"));
                 }
-                let downgrade = flags & 1 == 1;
-                let used = if flags & 2 == 2 { Some(c.u32()?) } else { None };
+                let downgrade = flags & GIVE_BACK_DOWNGRADE != 0;
+                let used = if flags & GIVE_BACK_USED != 0 { Some(c.u32()?) } else { None };
                 c.finish()?;
                 if start >= end {
                     return Err(DecodeError::InvalidRange { start, end });
