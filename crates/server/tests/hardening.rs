@@ -251,14 +251,17 @@ fn a_session_that_does_not_read_its_answers_is_closed_and_its_locks_released() {
         // (the hog's 64 KB, the server's send buffer of at most tcp_wmem's 4 MB). With
         // autotuning on, a fresh CI run once saw 10.2 MB arrive before the EOF.
         let _ = hog.s.write_all(&burst);
-        // Read nothing until the server has ended the session (its own count says so).
+        // Read nothing until the server has ended the session (its own count says so:
+        // both sessions opened, one still open). Its hello arrives before the server has
+        // opened it, so `sessions_open == 1` alone can be seen before the hog's session
+        // is open; CI once saw that, and the hog then read every answer.
         let mut probe = Raw::connect(addr);
         let deadline = Instant::now() + Duration::from_secs(20);
         let mut id = 0;
         loop {
             id += 1;
             let c = probe.call(id, Request::Stats { max_entries: 0 }).stats.unwrap().counters;
-            if c.sessions_open == 1 {
+            if c.sessions_total == 2 && c.sessions_open == 1 {
                 break;
             }
             assert!(Instant::now() < deadline, "{engine:?}: the hog's session is still open");
