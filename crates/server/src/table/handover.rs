@@ -352,6 +352,85 @@ mod tests {
         }
     }
 
+    /// The answers to slot `slot` of request `id`, and whether a `CALLBACK` notice came.
+    fn answers(node: &mut Node, slot: usize, id: u64) -> (Vec<ResponseFrame>, bool) {
+        let all = node.replies(slot);
+        let called = all.iter().any(|r| r.is_notice() && r.status == Status::Callback);
+        (all.into_iter().filter(|r| !r.is_notice() && r.id == id).collect(), called)
+    }
+
+    /// A caching session's kept extent, reclaimed at the partition's new owner (after a
+    /// move: into its placeholder; after a failover: in the grace period), is an
+    /// ordinary hold there: the same session's later `LOCK_CACHED` waits for it (the
+    /// client's threads inside the old extent must order its new local locks) and nobody
+    /// calls it back; its unlock lets the session's request through.
+    fn reclaimed_kept_extent_is_an_ordinary_hold(moved: bool) {
+        let mut next_session = 0;
+        let mut a = Node::new(1, &mut next_session);
+        let lock = |session, id, desired| Command::Lock {
+            session,
+            id,
+            start: 10,
+            end: 20,
+            name: None,
+            mode: Mode::Exclusive,
+            may_wait: true,
+            nonce: id,
+            arrived: 0,
+            desired,
+        };
+        let lock_cached = |session, id| lock(session, id, Some((0, 1000)));
+        a.apply(Command::CacheOn { session: a.session[0], id: 100 });
+        a.apply(lock_cached(a.session[0], 1));
+        let (got, _) = answers(&mut a, 0, 1);
+        let granted = got.iter().find(|r| r.op == op::LOCK_CACHED).expect("granted");
+        let grant = granted.grant.expect("an extent");
+        assert!(grant.cached, "{grant:?}");
+        let token = granted.value;
+        let mut b = Node::new(2, &mut next_session);
+        if moved {
+            let (tx, rx) = std::sync::mpsc::channel();
+            a.apply(Command::Handover { partition: 0, report: tx });
+            b.apply(Command::Expect { partition: 0, locks: rx.recv().unwrap() });
+        }
+        let (me, other) = (b.session[0], b.session[1]);
+        b.apply(Command::CacheOn { session: me, id: 100 });
+        b.apply(Command::Reclaim {
+            session: me,
+            id: 1,
+            start: grant.start,
+            end: grant.end,
+            name: None,
+            mode: Mode::Exclusive,
+            token,
+        });
+        let (got, _) = answers(&mut b, 0, 1);
+        assert_eq!(got.iter().map(|r| r.status).collect::<Vec<_>>(), vec![Status::Ok]);
+        b.apply(Command::Partition { partition: 0, change: PartitionChange::Serve });
+        b.apply(lock_cached(me, 2));
+        b.apply(lock(other, 3, None));
+        let (got, called) = answers(&mut b, 0, 2);
+        assert!(got.is_empty(), "moved {moved}: granted over its own reclaimed hold: {got:?}");
+        assert!(!called, "moved {moved}: a reclaimed hold was called back");
+        assert!(answers(&mut b, 1, 3).0.is_empty(), "moved {moved}: granted over a hold");
+        b.apply(Command::Unlock { session: me, id: 4, target: 1 });
+        let (got, _) = answers(&mut b, 0, 2);
+        assert!(
+            got.iter().any(|r| r.op == op::LOCK_CACHED && r.status == Status::Ok),
+            "moved {moved}: not granted after the unlock: {got:?}"
+        );
+    }
+
+    #[test]
+    fn a_kept_extent_reclaimed_after_a_move_is_an_ordinary_hold() {
+        reclaimed_kept_extent_is_an_ordinary_hold(true);
+    }
+
+    #[test]
+    fn a_kept_extent_reclaimed_after_a_failover_is_an_ordinary_hold() {
+        reclaimed_kept_extent_is_an_ordinary_hold(false);
+    }
+
     proptest! {
         #[test]
         fn a_move_everyone_returns_from_is_invisible_to_the_fifo_model(ops in ops()) {

@@ -34,6 +34,20 @@
 //!   hold for them; a returning client takes one over with its arrival number, and the
 //!   pseudo-session they belong to until then is never granted anything.
 //!
+//! # Reclaimed locks of caching sessions
+//!
+//! A caching session's entries do not conflict with each other (its client orders its
+//! own threads in process), and its kept extents are called back. A lock it *reclaims*
+//! at a partition's new owner (`RECLAIM`, into a placeholder after a move or in the grace
+//! period after a failover) is neither: it is an ordinary hold. The client's threads
+//! still inside the extent it kept at the old owner must be ordered before its new local
+//! locks, which now come from this node's grants; were the reclaimed lock one of the
+//! session's own entries, this node would grant the same range to the same client again
+//! and two of its threads would hold it. So the session's later requests wait for the
+//! reclaimed hold like anyone's, nothing calls it back, and the client unlocks it when
+//! its last holder inside the old extent is done (`docs/design/cached.md`, "In a
+//! cluster").
+//!
 //! # Named resources
 //!
 //! Every resource has its own number line: the unnamed one is line 0, and each live name
@@ -912,10 +926,11 @@ impl LockTable {
             }
             return;
         }
-        let own = s.cache.is_some();
-        let who = own.then_some(session);
+        // A reclaimed lock is an ordinary hold, even for a caching session: it conflicts
+        // with that session's own entries, and nothing calls it back (module docs,
+        // "Reclaimed locks of caching sessions").
         let blocking =
-            self.live_line(name.as_ref()).map_or(0, |l| self.blocking(l, start, end, mode, who));
+            self.live_line(name.as_ref()).map_or(0, |l| self.blocking(l, start, end, mode, None));
         if blocking > 0 {
             self.reply(session, ResponseFrame::new(op::RECLAIM, id, Status::ReclaimRefused, 0));
             return;
@@ -923,8 +938,6 @@ impl LockTable {
         let l = self.enter_line(name);
         self.next_seq += 1;
         let stamp = self.stamp_now();
-        // A caching session's reclaimed lock may be one of its kept extents: it is kept
-        // (below), so that it can be called back like one.
         let entry = Entry {
             session,
             id,
@@ -933,7 +946,7 @@ impl LockTable {
             blocking: 0,
             token: Some(tok),
             stamp,
-            own,
+            own: false,
             kept: false,
             cached_req: false,
             called: 0,
@@ -944,10 +957,6 @@ impl LockTable {
         let s = self.sessions.get_mut(&session).expect("checked above");
         s.ended.reuse(id);
         s.locks.insert(id, h);
-        if own {
-            self.tree.get_mut(h).kept = true;
-            self.keep(session, id);
-        }
         self.count_held(at(l, start));
         if let Some(parts) = &self.parts {
             parts.count_reclaim();
@@ -1072,16 +1081,11 @@ impl LockTable {
         let e = self.tree.get_mut(h);
         debug_assert_eq!(e.session, HANDOVER_SESSION);
         (e.session, e.id, e.nonce, e.stamp) = (session, id, nonce, stamp);
-        let held = e.token.is_some();
         let s = self.sessions.get_mut(&session).expect("the request's session is open");
         s.ended.reuse(id);
         s.locks.insert(id, h);
-        // A caching session's lock may have been one of its kept extents: it can be
-        // called back like one.
-        if held && s.cache.is_some() {
-            self.tree.get_mut(h).kept = true;
-            self.keep(session, id);
-        }
+        // An ordinary hold even for a caching session, as in `reclaim`: the placeholder
+        // was entered `own: false, kept: false`, and stays so.
     }
 
     /// Removes placeholders (latest first, so that a removal wakes only entries that stay).
