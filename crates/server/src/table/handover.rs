@@ -431,6 +431,56 @@ mod tests {
         reclaimed_kept_extent_is_an_ordinary_hold(false);
     }
 
+    /// A caching session's `LOCK_CACHED` that waited at the old owner comes back into its
+    /// placeholder and is answered as a `LOCK_CACHED`: an exact grant, not kept.
+    #[test]
+    fn a_requeued_cached_waiter_is_answered_as_one() {
+        let mut next_session = 0;
+        let mut a = Node::new(1, &mut next_session);
+        let lock = |session, id, desired| Command::Lock {
+            session,
+            id,
+            start: 10,
+            end: 20,
+            name: None,
+            mode: Mode::Exclusive,
+            may_wait: true,
+            nonce: id,
+            arrived: 0,
+            desired,
+        };
+        a.apply(lock(a.session[1], 1, None));
+        let (got, _) = answers(&mut a, 1, 1);
+        let token = got.first().expect("granted").value;
+        a.apply(Command::CacheOn { session: a.session[0], id: 100 });
+        a.apply(lock(a.session[0], 2, Some((0, 1000))));
+        assert!(answers(&mut a, 0, 2).0.is_empty(), "it waits");
+        let (tx, rx) = std::sync::mpsc::channel();
+        a.apply(Command::Handover { partition: 0, report: tx });
+        let mut b = Node::new(2, &mut next_session);
+        b.apply(Command::Expect { partition: 0, locks: rx.recv().unwrap() });
+        let (holder, waiter) = (b.session[1], b.session[0]);
+        b.apply(Command::Reclaim {
+            session: holder,
+            id: 1,
+            start: 10,
+            end: 20,
+            name: None,
+            mode: Mode::Exclusive,
+            token,
+        });
+        b.apply(Command::CacheOn { session: waiter, id: 100 });
+        b.apply(lock(waiter, 2, Some((0, 1000))));
+        b.apply(Command::Partition { partition: 0, change: PartitionChange::Serve });
+        assert!(answers(&mut b, 0, 2).0.is_empty(), "it waits behind the holder");
+        b.apply(Command::Unlock { session: holder, id: 3, target: 1 });
+        let (got, _) = answers(&mut b, 0, 2);
+        let r = got.first().expect("granted after the unlock");
+        assert_eq!((r.op, r.status), (op::LOCK_CACHED, Status::Ok), "{r:?}");
+        let grant = r.grant.expect("a LOCK_CACHED answer has its extent");
+        assert_eq!((grant.start, grant.end, grant.cached), (10, 20, false));
+    }
+
     proptest! {
         #[test]
         fn a_move_everyone_returns_from_is_invisible_to_the_fifo_model(ops in ops()) {

@@ -437,7 +437,9 @@ impl LockTable {
         if let Some((status, value)) = refusal {
             // After a planned move, a waiter coming back takes its place in the queue.
             let back = status == Status::InGrace && may_wait && late().is_none();
-            if !(back && self.requeue(session, id, start, end, name, mode, nonce, arrived)) {
+            let cached_req = desired.is_some();
+            let place = (nonce, arrived, cached_req);
+            if !(back && self.requeue(session, id, start, end, name, mode, place)) {
                 self.reply(session, ResponseFrame::new(answer, id, status, value));
             }
             return;
@@ -1049,7 +1051,10 @@ impl LockTable {
     }
 
     /// A waiting `LOCK` in a handover grace: takes over the placeholder of a handed-over
-    /// waiter with the same range and mode, if one is left (`false`: none).
+    /// waiter with the same range and mode, if one is left (`false`: none). `how`: the
+    /// lock's nonce, its arrival stamp, and whether it is a `LOCK_CACHED`, which is
+    /// answered as one, with an exact grant that is not kept (an ordinary hold, as a
+    /// reclaimed one is).
     #[allow(clippy::too_many_arguments)]
     fn requeue(
         &mut self,
@@ -1059,9 +1064,9 @@ impl LockTable {
         end: u64,
         name: Option<Arc<[u8]>>,
         mode: Mode,
-        nonce: u64,
-        arrived: u64,
+        how: (u64, u64, bool),
     ) -> bool {
+        let (nonce, arrived, cached_req) = how;
         let hash = self.hash_of(name.as_ref());
         let Some(parts) = &mut self.parts else { return false };
         let Ok(p) = parts.place(hash, start, end) else { return false };
@@ -1069,6 +1074,7 @@ impl LockTable {
             return false;
         };
         self.take_over(h, session, id, nonce, arrived);
+        self.tree.get_mut(h).cached_req = cached_req;
         if self.grant == GrantMode::Poll {
             self.reply(session, ResponseFrame::new(op::LOCK, id, Status::Pending, 0));
         }
