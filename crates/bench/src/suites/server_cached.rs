@@ -23,8 +23,10 @@
 //!
 //! - `local`: client `i` locks exclusive random 64-unit ranges inside its own granule
 //!   `[i * 2^16, (i + 1) * 2^16)`;
-//! - `strided`: clients interleave 64-unit blocks of one 2^16-unit file: client `i` of `n`
-//!   locks blocks `i, i + n, i + 2n, ...` in turn, exclusive (Lustre's strided writers);
+//! - `strided`: clients interleave 64-unit blocks of one 2^16-unit file (1024 blocks):
+//!   client `i` of `n` locks its blocks `i, i + n, i + 2n, ...` in turn, exclusive, and
+//!   starts over at block `i` after the last of them that fits in the file (Lustre's
+//!   strided writers: no two clients write one block while `n` ≤ 1024);
 //! - `pingpong`: clients in pairs, each pair on one 64-unit range of its own granule, both
 //!   locking it exclusive in a loop (a single client has no partner: it runs alone);
 //! - `mix-0`, `mix-1`, `mix-20`, `mix-100`: the seed's micro mixes (`server-micro`): a
@@ -195,8 +197,12 @@ fn next(w: Workload, i: usize, clients: usize, k: u64, rng: &mut SplitMix64) -> 
             (at, at + BLOCK, Mode::Exclusive)
         }
         Workload::Strided => {
+            // Each client cycles over its own blocks only: wrapping around the file
+            // (`(i + k * n) % blocks`) would walk client `i` into other clients' blocks
+            // whenever `n` does not divide 1024 (at 48 clients, every block had 3 writers).
             let blocks = GRANULE / BLOCK;
-            let b = (i + k * n) % blocks;
+            let own = (blocks / n).max(1);
+            let b = (i + (k % own) * n) % blocks;
             (b * BLOCK, b * BLOCK + BLOCK, Mode::Exclusive)
         }
         Workload::PingPong => {
@@ -281,4 +287,28 @@ fn run(variant: Variant, workload: Workload, clients: usize, span: Span) -> Samp
         sample.extra.insert("give_backs_per_cycle".into(), per(a.give_backs, b.give_backs));
     }
     sample
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    #[test]
+    fn strided_clients_never_share_a_block() {
+        let mut rng = SplitMix64::new(1);
+        for clients in [1, 2, 15, 16, 17, 48, 100] {
+            let mut writer: HashMap<u64, usize> = HashMap::new();
+            for i in 0..clients {
+                for k in 0..3000 {
+                    let (start, end, _) = next(Workload::Strided, i, clients, k, &mut rng);
+                    assert_eq!(end - start, BLOCK);
+                    assert!(end <= GRANULE, "{clients} clients: {start}..{end} outside the file");
+                    let first = *writer.entry(start).or_insert(i);
+                    assert_eq!(first, i, "{clients} clients: block at {start} has two writers");
+                }
+            }
+        }
+    }
 }
