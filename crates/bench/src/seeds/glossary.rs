@@ -188,8 +188,9 @@ pub const ENTRIES: &[(&str, &str)] = &[
     (
         "workload",
         "height: the thesis's workload, W1 or W2; server-cached: local (each client in its own \
-         granule), strided (clients interleave blocks of one granule, each block one client's), pingpong (pairs on one \
-         block), or mix-P (the seed's micro mix, P % exclusive)",
+         granule), strided (clients interleave blocks of one granule, each block one \
+         client's), pingpong (pairs on one block), or mix-P (the seed's micro mix, P % \
+         exclusive)",
     ),
     ("domain_units", "the lock's domain: units ranges are drawn from"),
     ("max_len_units", "the longest range, in units"),
