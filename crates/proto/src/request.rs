@@ -69,6 +69,19 @@ pub mod op {
     /// op byte was: echoing it would let a request with the response bit set (`0x81`) be
     /// answered with what looks like a `LOCK` reply.
     pub const UNKNOWN: u8 = 0x7f;
+
+    /// The protocol version that introduced request op `op` (the "version N" of
+    /// `docs/PROTOCOL.md` §2's table): a session of an older version is answered
+    /// `UNKNOWN_OP`, as by a server that predates the op, whatever the payload. The
+    /// oldest version a server accepts ([`MIN_VERSION`](crate::MIN_VERSION)) for the ops
+    /// every session has, and for bytes that are no op (decoding refuses those).
+    pub const fn introduced_in(op: u8) -> u16 {
+        match op {
+            LOCK_NAMED | RECLAIM_NAMED | STATS_NAMED => 5,
+            CACHE_ON | LOCK_CACHED | GIVE_BACK | STATS_CACHED => 6,
+            _ => crate::MIN_VERSION,
+        }
+    }
 }
 
 /// How a lock is held: the in-process lock's [`rangelock::Mode`], on the wire one byte

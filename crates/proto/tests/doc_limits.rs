@@ -44,3 +44,22 @@ fn the_answer_sizes_in_the_document_are_the_crates() {
     assert_eq!(STATS_ENTRY_LEN, 42);
     assert_eq!(OWNER_ENTRY_LEN, 11);
 }
+
+#[test]
+fn the_version_each_op_came_with_is_the_documents() {
+    // The rows of §2's op table: "| `0x0c` | LOCK_NAMED | ... — version 5 (§2.2) | ...";
+    // a row without a version is an op every session has.
+    let table = DOC.split_once("| op     | name      | payload").expect("§2's op table").1;
+    let mut rows = 0;
+    for row in table.lines().skip(2).take_while(|l| l.starts_with("| `0x")) {
+        let code = u8::from_str_radix(&row[5..7], 16).expect("an op byte");
+        let note = row.split_once('—').map(|(_, note)| note);
+        let stated = match note.and_then(|note| note.split_once("version ")) {
+            Some((_, rest)) => rest[..1].parse().expect("a version digit"),
+            None => MIN_VERSION,
+        };
+        assert_eq!(op::introduced_in(code), stated, "{row}");
+        rows += 1;
+    }
+    assert!(rows >= 17, "only {rows} op rows found in §2's table");
+}

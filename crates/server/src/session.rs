@@ -721,6 +721,13 @@ impl Handler<'_> {
     }
 
     fn frame(&mut self, body: &[u8]) {
+        // An op newer than the session's version is unknown to it, as to a server that
+        // predates the op, before its payload is looked at.
+        if let Some((op, id)) = RequestFrame::peek_header(body) {
+            if self.version < op::introduced_in(op) {
+                return self.error(op::UNKNOWN, id, Status::UnknownOp);
+            }
+        }
         let frame = match RequestFrame::decode(body) {
             Ok(f) => f,
             Err(e) => {
@@ -729,17 +736,6 @@ impl Handler<'_> {
                 let named = matches!(op, op::LOCK_NAMED | op::RECLAIM_NAMED);
                 let (op, status) = match named.then(|| self.named_refusal(op)).flatten() {
                     Some(refusal) => refusal,
-                    None if op == op::STATS_NAMED && self.version < 5 => {
-                        (op::UNKNOWN, Status::UnknownOp)
-                    }
-                    None if op == op::STATS_CACHED && self.version < 6 => {
-                        (op::UNKNOWN, Status::UnknownOp)
-                    }
-                    None if matches!(op, op::CACHE_ON | op::LOCK_CACHED | op::GIVE_BACK)
-                        && self.version < 6 =>
-                    {
-                        (op::UNKNOWN, Status::UnknownOp)
-                    }
                     // A named lock (reclaim) is answered as a lock (reclaim).
                     None if op == op::LOCK_NAMED => (op::LOCK, e.status()),
                     None if op == op::RECLAIM_NAMED => (op::RECLAIM, e.status()),
@@ -756,12 +752,6 @@ impl Handler<'_> {
         match frame.request {
             Request::Lock { start, end, mode, wait } => {
                 self.lock(id, start, end, None, mode, wait, None)
-            }
-            // Version 6's; before it unknown ops, as to a server that predates them.
-            Request::CacheOn | Request::LockCached { .. } | Request::GiveBack { .. }
-                if self.version < 6 =>
-            {
-                self.error(op::UNKNOWN, id, Status::UnknownOp)
             }
             Request::CacheOn => {
                 let config = &self.shared.config;
@@ -873,18 +863,10 @@ impl Handler<'_> {
                 let kind = StatsKind::Plain;
                 engine.submit(Command::Stats { session, id, max_entries, kind })
             }
-            // Version 5's; before it an unknown op, as to a server that predates it.
-            Request::StatsNamed { .. } if self.version < 5 => {
-                self.error(op::UNKNOWN, id, Status::UnknownOp)
-            }
             Request::StatsNamed { max_entries } => {
                 let max_entries = max_entries.min(self.shared.config.stats_entries_cap());
                 let kind = StatsKind::Named;
                 engine.submit(Command::Stats { session, id, max_entries, kind })
-            }
-            // Version 6's; before it an unknown op, as to a server that predates it.
-            Request::StatsCached { .. } if self.version < 6 => {
-                self.error(op::UNKNOWN, id, Status::UnknownOp)
             }
             Request::StatsCached { max_entries } => {
                 let max_entries = max_entries.min(self.shared.config.stats_entries_cap());

@@ -212,6 +212,16 @@ fn sessions_without_cache_on_or_before_version_6_are_refused() {
         let r = old.call(id, req);
         assert_eq!((r.op, r.status), (op::UNKNOWN, Status::UnknownOp));
     }
+    // Whatever the payload: a GIVE_BACK cut short is still an op this session does not
+    // know (not MALFORMED), as a version 5 server would answer.
+    let mut body = vec![op::GIVE_BACK];
+    body.extend_from_slice(&3u64.to_le_bytes());
+    body.extend_from_slice(&[0; 5]);
+    let mut frame = (body.len() as u32).to_le_bytes().to_vec();
+    frame.extend_from_slice(&body);
+    old.send_bytes(&frame);
+    let r = old.recv().unwrap();
+    assert_eq!((r.op, r.id, r.status), (op::UNKNOWN, 3, Status::UnknownOp));
     // Nothing to cache with: the rangelock engine, or the policy off.
     for f in
         [(|c: &mut ServerConfig| c.engine = EngineKind::RangeLock) as fn(&mut ServerConfig), |c| {
