@@ -359,15 +359,9 @@ mod tests {
         (all.into_iter().filter(|r| !r.is_notice() && r.id == id).collect(), called)
     }
 
-    /// A caching session's kept extent, reclaimed at the partition's new owner (after a
-    /// move: into its placeholder; after a failover: in the grace period), is an
-    /// ordinary hold there: the same session's later `LOCK_CACHED` waits for it (the
-    /// client's threads inside the old extent must order its new local locks) and nobody
-    /// calls it back; its unlock lets the session's request through.
-    fn reclaimed_kept_extent_is_an_ordinary_hold(moved: bool) {
-        let mut next_session = 0;
-        let mut a = Node::new(1, &mut next_session);
-        let lock = |session, id, desired| Command::Lock {
+    /// A waiting exclusive lock of `[10, 20)` (a `LOCK_CACHED` if `desired`).
+    fn lock(session: u64, id: u64, desired: Option<(u64, u64)>) -> Command {
+        Command::Lock {
             session,
             id,
             start: 10,
@@ -378,7 +372,17 @@ mod tests {
             nonce: id,
             arrived: 0,
             desired,
-        };
+        }
+    }
+
+    /// A caching session's kept extent, reclaimed at the partition's new owner (after a
+    /// move: into its placeholder; after a failover: in the grace period), is an
+    /// ordinary hold there: the same session's later `LOCK_CACHED` waits for it (the
+    /// client's threads inside the old extent must order its new local locks) and nobody
+    /// calls it back; its unlock lets the session's request through.
+    fn reclaimed_kept_extent_is_an_ordinary_hold(moved: bool) {
+        let mut next_session = 0;
+        let mut a = Node::new(1, &mut next_session);
         let lock_cached = |session, id| lock(session, id, Some((0, 1000)));
         a.apply(Command::CacheOn { session: a.session[0], id: 100 });
         a.apply(lock_cached(a.session[0], 1));
@@ -437,18 +441,6 @@ mod tests {
     fn a_requeued_cached_waiter_is_answered_as_one() {
         let mut next_session = 0;
         let mut a = Node::new(1, &mut next_session);
-        let lock = |session, id, desired| Command::Lock {
-            session,
-            id,
-            start: 10,
-            end: 20,
-            name: None,
-            mode: Mode::Exclusive,
-            may_wait: true,
-            nonce: id,
-            arrived: 0,
-            desired,
-        };
         a.apply(lock(a.session[1], 1, None));
         let (got, _) = answers(&mut a, 1, 1);
         let token = got.first().expect("granted").value;
