@@ -67,18 +67,17 @@ use crate::reply::{self, DirectWrite, ReplySink, SinkHandle, SocketSink};
 use crate::shm::{ShmArea, ShmSink};
 use crate::table::{Command, StatsKind};
 
-/// Whether a session may lock named resources (`LOCK_NAMED`, `docs/design/names.md`).
+/// Whether a session may lock named resources (`LOCK_NAMED`, `docs/design/names.md`);
+/// before version 5 the named ops are unknown to it (`op::introduced_in`, checked before
+/// anything else).
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Names {
-    /// Served: a version 5 session of a single server (any engine) or of a cluster node,
+    /// Served: a session of a single server (any engine) or of a cluster node,
     /// without authentication.
     Served,
     /// Served for the names its token's prefixes allow (`FORBIDDEN` for the others): an
-    /// authenticated version 5 session of a single server.
+    /// authenticated session of a single server.
     Scoped(Arc<Principal>),
-    /// Answered `UNKNOWN_OP`, as by a server that predates names: a session before
-    /// version 5.
-    Unknown,
 }
 
 /// Responses a session may have queued beyond its waiting locks before its read loop
@@ -248,12 +247,9 @@ pub(crate) async fn run<S: Transport>(
         local,
         // Only a token with ranges costs a check per LOCK and RECLAIM.
         limits: principal.as_ref().map(|(_, p)| p.clone()).filter(|p| p.ranges().is_some()),
-        names: if version < 5 {
-            Names::Unknown
-        } else if let Some((_, p)) = &principal {
-            Names::Scoped(p.clone())
-        } else {
-            Names::Served
+        names: match &principal {
+            Some((_, p)) => Names::Scoped(p.clone()),
+            None => Names::Served,
         },
         version,
         nonce: 0,
@@ -664,18 +660,13 @@ impl Handler<'_> {
 
     /// How a named op (`LOCK_NAMED`, `RECLAIM_NAMED`) is refused here, whatever its
     /// payload: `(op, status)` of the answer, `None` where it is served (a token's name
-    /// prefixes are checked later, [`Handler::name_permitted`]). Unknown where names are
-    /// not served, as to a server that predates them, and `RECLAIM_NAMED` on a single
-    /// server (a cluster's op).
+    /// prefixes are checked later, [`Handler::name_permitted`]). `RECLAIM_NAMED` is
+    /// unknown on a single server (a cluster's op); sessions before version 5 never get
+    /// here (`op::introduced_in`).
     fn named_refusal(&self, named_op: u8) -> Option<(u8, Status)> {
         let reclaim = named_op == op::RECLAIM_NAMED;
-        match self.names {
-            _ if reclaim && self.shared.config.cluster.is_none() => {
-                Some((op::UNKNOWN, Status::UnknownOp))
-            }
-            Names::Unknown => Some((op::UNKNOWN, Status::UnknownOp)),
-            Names::Served | Names::Scoped(_) => None,
-        }
+        (reclaim && self.shared.config.cluster.is_none())
+            .then_some((op::UNKNOWN, Status::UnknownOp))
     }
 
     /// Whether the session's token may lock the resource `name`; answers the request
