@@ -713,11 +713,11 @@ impl Handler<'_> {
 
     fn frame(&mut self, body: &[u8]) {
         // An op newer than the session's version is unknown to it, as to a server that
-        // predates the op, before its payload is looked at.
-        if let Some((op, id)) = RequestFrame::peek_header(body) {
-            if self.version < op::introduced_in(op) {
-                return self.error(op::UNKNOWN, id, Status::UnknownOp);
-            }
+        // predates the op, before its payload is looked at (the op byte alone is read on
+        // every request; the header only when it is refused).
+        let newer = body.first().is_some_and(|&op| self.version < op::introduced_in(op));
+        if let Some((_, id)) = RequestFrame::peek_header(body).filter(|_| newer) {
+            return self.error(op::UNKNOWN, id, Status::UnknownOp);
         }
         let frame = match RequestFrame::decode(body) {
             Ok(f) => f,

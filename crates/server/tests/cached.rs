@@ -212,14 +212,13 @@ fn sessions_without_cache_on_or_before_version_6_are_refused() {
         let r = old.call(id, req);
         assert_eq!((r.op, r.status), (op::UNKNOWN, Status::UnknownOp));
     }
-    // Whatever the payload: a GIVE_BACK cut short is still an op this session does not
-    // know (not MALFORMED), as a version 5 server would answer.
-    let mut body = vec![op::GIVE_BACK];
-    body.extend_from_slice(&3u64.to_le_bytes());
-    body.extend_from_slice(&[0; 5]);
-    let mut frame = (body.len() as u32).to_le_bytes().to_vec();
-    frame.extend_from_slice(&body);
-    old.send_bytes(&frame);
+    // Whatever the payload: a malformed GIVE_BACK (flags say `used` follows; it does not)
+    // is still an op this session does not know, not MALFORMED, as from a version 5 server.
+    let mut bytes = Vec::new();
+    let gb = Request::GiveBack { target: 2, start: 0, end: 1, downgrade: false, used: None };
+    RequestFrame { id: 3, request: gb }.encode(&mut bytes);
+    *bytes.last_mut().unwrap() = 2;
+    old.send_bytes(&bytes);
     let r = old.recv().unwrap();
     assert_eq!((r.op, r.id, r.status), (op::UNKNOWN, 3, Status::UnknownOp));
     // Nothing to cache with: the rangelock engine, or the policy off.

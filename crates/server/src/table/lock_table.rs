@@ -437,9 +437,9 @@ impl LockTable {
         if let Some((status, value)) = refusal {
             // After a planned move, a waiter coming back takes its place in the queue.
             let back = status == Status::InGrace && may_wait && late().is_none();
-            let cached_req = desired.is_some();
-            let place = (nonce, arrived, cached_req);
-            if !(back && self.requeue(session, id, start, end, name, mode, place)) {
+            let cached = desired.is_some();
+            if !(back && self.requeue(session, id, start, end, name, mode, nonce, arrived, cached))
+            {
                 self.reply(session, ResponseFrame::new(answer, id, status, value));
             }
             return;
@@ -1051,10 +1051,9 @@ impl LockTable {
     }
 
     /// A waiting `LOCK` in a handover grace: takes over the placeholder of a handed-over
-    /// waiter with the same range and mode, if one is left (`false`: none). `how`: the
-    /// lock's nonce, its arrival stamp, and whether it is a `LOCK_CACHED`, which is
-    /// answered as one, with an exact grant that is not kept (an ordinary hold, as a
-    /// reclaimed one is).
+    /// waiter with the same range and mode, if one is left (`false`: none). A
+    /// `LOCK_CACHED` (`cached_req`) is answered as one, with an exact grant that is not
+    /// kept (an ordinary hold, as a reclaimed one is).
     #[allow(clippy::too_many_arguments)]
     fn requeue(
         &mut self,
@@ -1064,9 +1063,10 @@ impl LockTable {
         end: u64,
         name: Option<Arc<[u8]>>,
         mode: Mode,
-        how: (u64, u64, bool),
+        nonce: u64,
+        arrived: u64,
+        cached_req: bool,
     ) -> bool {
-        let (nonce, arrived, cached_req) = how;
         let hash = self.hash_of(name.as_ref());
         let Some(parts) = &mut self.parts else { return false };
         let Ok(p) = parts.place(hash, start, end) else { return false };
@@ -1082,7 +1082,8 @@ impl LockTable {
     }
 
     /// Gives placeholder `h` to lock `id` of `session`: same place, same state; its wait
-    /// or hold is timed from `stamp` on.
+    /// or hold is timed from `stamp` on. An ordinary hold or wait even for a caching
+    /// session, as in `reclaim`: placeholders are entered neither own nor kept.
     fn take_over(&mut self, h: Handle, session: u64, id: u64, nonce: u64, stamp: u64) {
         let e = self.tree.get_mut(h);
         debug_assert_eq!(e.session, HANDOVER_SESSION);
@@ -1090,8 +1091,6 @@ impl LockTable {
         let s = self.sessions.get_mut(&session).expect("the request's session is open");
         s.ended.reuse(id);
         s.locks.insert(id, h);
-        // An ordinary hold even for a caching session, as in `reclaim`: the placeholder
-        // was entered `own: false, kept: false`, and stays so.
     }
 
     /// Removes placeholders (latest first, so that a removal wakes only entries that stay).
