@@ -187,5 +187,8 @@ fn lock(
             Confirmed::Unsure => rt.block_on(inner.client.core().reassure())?,
         }
     }
-    rt.block_on(inner.lock_at_server(name, &local, range, mode, wait, deadline, true)).map(wrap)
+    match rt.block_on(inner.lock_at_server(name, &local, range, mode, wait, deadline, 0, true))? {
+        Ok(guard) => Ok(wrap(guard)),
+        Err(r) => Err(ClientError::from_status(r.status)),
+    }
 }

@@ -46,7 +46,9 @@ pub(crate) async fn run(
                 give_back_idle(&inner, idle);
             }
             _ = &mut lost => {
-                if let Some(inner) = inner.upgrade() {
+                // A cluster client's watch carries the extents with local holders to the
+                // partitions' new owners instead (`cluster/relocate.rs`).
+                if let Some(inner) = inner.upgrade().filter(|i| !i.cluster) {
                     inner.handover.clear();
                 }
                 return;

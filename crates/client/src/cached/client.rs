@@ -6,12 +6,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rangelock::{OwnedRangeGuard, RangeLock};
-use rangelock_proto::{CachedGrant, GrantMode, Mode, Request, Status, Wait, CACHE_REPORTS_USE};
+use rangelock_proto::{
+    CachedGrant, GrantMode, Mode, Request, ResponseFrame, Status, Wait, CACHE_REPORTS_USE,
+};
 use tokio::sync::mpsc;
 
 use super::callbacks;
 use super::guard::CachedGuard;
-use super::handover::{Extent, Handover, Name};
+use super::handover::{Exact, Extent, Grant, Handover, Lost, Name};
 use super::options::CacheOptions;
 use crate::connection::{AsyncClient, Outgoing};
 use crate::endpoint::Endpoint;
@@ -37,7 +39,15 @@ pub(crate) struct Inner {
     /// between the check and the grant). The server keeps the session, and so the extents,
     /// at least a lease after that keepalive was sent.
     pub(crate) trust: Duration,
+    /// A cluster client's session with one node: when the session is lost, the cluster
+    /// client carries the extents with local holders to the partitions' new owners
+    /// instead of forgetting them, and every lock takes the local lock.
+    pub(crate) cluster: bool,
 }
+
+/// What a lock at the server came to: a guard, or the server's refusal whole (a cluster
+/// client routes on it).
+pub(crate) type Answer = Result<Result<CachedGuard, ResponseFrame>, ClientError>;
 
 /// What the fast path's second look found.
 pub(crate) enum Confirmed {
@@ -81,33 +91,7 @@ impl CachedClient {
         cache: CacheOptions,
     ) -> Result<CachedClient, ClientError> {
         let client = AsyncClient::connect_with(endpoint, options).await?;
-        let (tx, rx) = mpsc::unbounded_channel();
-        let (mut cached, mut reports_use) = (false, false);
-        if client.version() >= 6 && client.grant_mode() == GrantMode::Push {
-            client.set_callback_sink(tx.clone());
-            let r = client.raw(Request::CacheOn).await?;
-            reports_use = r.status == Status::Ok && r.value & CACHE_REPORTS_USE != 0;
-            cached = match r.status {
-                Status::Ok => true,
-                Status::CacheUnavailable | Status::UnknownOp => false,
-                s => return Err(ClientError::Server(s)),
-            };
-        }
-        let lost = client.lost_signal();
-        let trust = client.lease() - client.lease() / 10;
-        let inner = Arc::new(Inner {
-            client,
-            cached,
-            reports_use,
-            options: cache,
-            handover: Handover::default(),
-            callbacks: tx,
-            trust,
-        });
-        if cached {
-            tokio::spawn(callbacks::run(Arc::downgrade(&inner), rx, lost));
-        }
-        Ok(CachedClient { inner })
+        Ok(CachedClient { inner: Inner::start(client, cache, false).await? })
     }
 
     /// Whether the server accepted `CACHE_ON`: `false` means every lock is an ordinary
@@ -276,12 +260,50 @@ impl Drop for Flight<'_> {
             let core = self.inner.client.core();
             core.unregister(self.id);
             core.send_and_forget(Request::Unlock { target: self.id });
-            self.inner.handover.settle(self.id, self.name, None);
+            self.inner.handover.settle(self.id, self.name, Grant::None);
         }
     }
 }
 
 impl Inner {
+    /// The cached side of `client`'s session: `CACHE_ON` (see
+    /// [`CachedClient::connect_with`]), and the callback task if the server accepted it.
+    /// `cluster`: see [`Inner::cluster`].
+    pub(crate) async fn start(
+        client: AsyncClient,
+        cache: CacheOptions,
+        cluster: bool,
+    ) -> Result<Arc<Inner>, ClientError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (mut cached, mut reports_use) = (false, false);
+        if client.version() >= 6 && client.grant_mode() == GrantMode::Push {
+            client.set_callback_sink(tx.clone());
+            let r = client.raw(Request::CacheOn).await?;
+            reports_use = r.status == Status::Ok && r.value & CACHE_REPORTS_USE != 0;
+            cached = match r.status {
+                Status::Ok => true,
+                Status::CacheUnavailable | Status::UnknownOp => false,
+                s => return Err(ClientError::Server(s)),
+            };
+        }
+        let lost = client.lost_signal();
+        let trust = client.lease() - client.lease() / 10;
+        let inner = Arc::new(Inner {
+            client,
+            cached,
+            reports_use,
+            options: cache,
+            handover: Handover::default(),
+            callbacks: tx,
+            trust,
+            cluster,
+        });
+        if cached {
+            tokio::spawn(callbacks::run(Arc::downgrade(&inner), rx, lost));
+        }
+        Ok(inner)
+    }
+
     /// A lock of `range` of resource `name` (empty: the unnamed one).
     pub(crate) async fn lock(
         self: &Arc<Self>,
@@ -290,21 +312,36 @@ impl Inner {
         mode: Mode,
         wait: Wait,
     ) -> Result<CachedGuard, ClientError> {
+        match self.lock_in(name, range, mode, wait, 0).await? {
+            Ok(guard) => Ok(guard),
+            Err(r) => Err(ClientError::from_status(r.status)),
+        }
+    }
+
+    /// [`Inner::lock`] in partition `part`, with the server's refusal whole.
+    pub(crate) async fn lock_in(
+        self: &Arc<Self>,
+        name: &Name,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+        part: u32,
+    ) -> Answer {
         check(&range, wait)?;
         if !self.cached {
-            return self.plain(name, range, mode, wait).await;
+            return self.plain(name, range, mode, wait, part).await;
         }
         let deadline = deadline(wait);
         let local = self.handover.local_lock(name);
         while self.handover.find(name, &range, mode) {
             let g = local_async(&local, &range, mode, wait, deadline).await?;
             match self.confirm(name, &range, mode, g) {
-                Confirmed::Guard(guard) => return Ok(guard),
+                Confirmed::Guard(guard) => return Ok(Ok(guard)),
                 Confirmed::Gone => {}
                 Confirmed::Unsure => self.client.core().reassure().await?,
             }
         }
-        self.lock_at_server(name, &local, range, mode, wait, deadline, false).await
+        self.lock_at_server(name, &local, range, mode, wait, deadline, part, false).await
     }
 
     /// The fast path's second check, with the local lock `g` held (dropped unless a guard
@@ -325,24 +362,41 @@ impl Inner {
             return Confirmed::Unsure;
         }
         match self.handover.confirm(name, range, mode, now) {
-            Some((id, token)) => {
-                Confirmed::Guard(CachedGuard::kept(self.clone(), name.clone(), g, id, token))
+            Some((id, token, lost)) => {
+                Confirmed::Guard(CachedGuard::kept(self.clone(), name.clone(), g, id, token, lost))
             }
             None => Confirmed::Gone,
         }
     }
 
-    /// An ordinary `LOCK` (the client is not cached).
+    /// An ordinary `LOCK` (the client is not cached). In a cluster it also takes the
+    /// local lock, and is recorded as an exact grant: if its node gives the partition up,
+    /// the cluster client carries it to the new owner while the guard lives.
     async fn plain(
         self: &Arc<Self>,
         name: &Name,
         range: Range<u64>,
         mode: Mode,
         wait: Wait,
-    ) -> Result<CachedGuard, ClientError> {
+        part: u32,
+    ) -> Answer {
         let named = (!name.is_empty()).then_some(name);
-        let g = self.client.lock_on(named, range, mode, wait).await?;
-        Ok(CachedGuard::plain(self.clone(), name.clone(), g))
+        let deadline = deadline(wait);
+        let g = match self.client.lock_or_refusal_on(named, range.clone(), mode, wait).await? {
+            Ok(g) => g,
+            Err(r) => return Ok(Err(r)),
+        };
+        if !self.cluster {
+            return Ok(Ok(CachedGuard::plain(self.clone(), name.clone(), g, Lost::default())));
+        }
+        let local = self.handover.local_lock(name);
+        let held = local_async(&local, &range, mode, wait, deadline).await?;
+        let (token, lost) = (g.token(), Lost::default());
+        let exact = Exact { name: name.clone(), range, mode, token, part, lost: lost.clone() };
+        if self.handover.settle(g.id(), name, Grant::Exact(exact)).is_none() {
+            return Err(ClientError::ConnectionLost);
+        }
+        Ok(Ok(CachedGuard::exact(self.clone(), name.clone(), g, held, token, lost)))
     }
 
     /// Sends `LOCK_CACHED` for `range` (no local lock held while the server decides: a
@@ -357,8 +411,9 @@ impl Inner {
         mode: Mode,
         wait: Wait,
         deadline: Option<Instant>,
+        part: u32,
         blocking: bool,
-    ) -> Result<CachedGuard, ClientError> {
+    ) -> Answer {
         let core = self.client.core().clone();
         let id = core.next_id();
         self.handover.begin_flight(id);
@@ -383,11 +438,11 @@ impl Inner {
         let r = rx.await.map_err(|_| ClientError::ConnectionLost)?;
         if r.status != Status::Ok {
             flight.armed = false;
-            self.handover.settle(id, name, None);
-            return Err(ClientError::from_status(r.status));
+            self.handover.settle(id, name, Grant::None);
+            return Ok(Err(r));
         }
         let token = r.value;
-        self.handover.note_grant(token);
+        self.handover.note_grant(part, token);
         let grant =
             r.grant.unwrap_or(CachedGrant { start: range.start, end: range.end, cached: false });
         let held = if blocking {
@@ -396,21 +451,37 @@ impl Inner {
             local_async(local, &range, mode, wait, deadline).await
         };
         flight.armed = false;
+        let lost = Lost::default();
         if !grant.cached {
-            self.handover.settle(id, name, None);
-            let server = AsyncLockGuard::new(core, id, token, range, mode);
-            let token = self.handover.token_now();
-            return Ok(CachedGuard::exact(self.clone(), name.clone(), server, held?, token));
+            let server = AsyncLockGuard::new(core, id, token, range.clone(), mode);
+            let held = match held {
+                Ok(held) => held,
+                Err(e) => {
+                    self.handover.settle(id, name, Grant::None);
+                    return Err(e); // `server` dropped: unlocked
+                }
+            };
+            let (name, lost) = (name.clone(), lost.clone());
+            let exact = Exact { name: name.clone(), range, mode, token, part, lost: lost.clone() };
+            if self.handover.settle(id, &name, Grant::Exact(exact)).is_none() {
+                return Err(ClientError::ConnectionLost);
+            }
+            let token = self.handover.token_now(part);
+            return Ok(Ok(CachedGuard::exact(self.clone(), name, server, held, token, lost)));
         }
         let now = Instant::now();
+        let (start, end, used) = (grant.start, grant.end, 0);
         let extent =
-            Extent { start: grant.start, end: grant.end, mode, id, last_use: now, used: 0 };
-        for p in self.handover.settle(id, name, Some(extent)) {
+            Extent { start, end, mode, id, last_use: now, used, token, part, lost: lost.clone() };
+        let Some(pending) = self.handover.settle(id, name, Grant::Kept(extent)) else {
+            return Err(ClientError::ConnectionLost);
+        };
+        for p in pending {
             let part = rangelock_proto::Callback { start: p.start, end: p.end, mode: p.mode };
             // Closed: the callback task ended with the session.
             let _ = self.callbacks.send((id, part));
         }
-        let token = self.handover.token_now();
-        Ok(CachedGuard::kept(self.clone(), name.clone(), held?, id, token))
+        let token = self.handover.token_now(part);
+        Ok(Ok(CachedGuard::kept(self.clone(), name.clone(), held?, id, token, lost)))
     }
 }

@@ -8,7 +8,7 @@ use rangelock::OwnedRangeGuard;
 use rangelock_proto::Mode;
 
 use super::client::Inner;
-use super::handover::Name;
+use super::handover::{Lost, Name};
 use crate::error::{ClientError, ConnectionLoss};
 use crate::guard::{grant_accessors, AsyncLockGuard};
 
@@ -29,6 +29,9 @@ pub struct CachedGuard {
     mode: Mode,
     /// Inside a kept extent (the token is the extent's).
     kept: bool,
+    /// Set if the lock the server held for it was lost (a cluster client could not carry
+    /// it to a partition's new owner).
+    lost: Lost,
 }
 
 impl CachedGuard {
@@ -39,10 +42,11 @@ impl CachedGuard {
         local: OwnedRangeGuard,
         id: u64,
         token: u64,
+        lost: Lost,
     ) -> Self {
         let (range, mode) = (local.range(), local.mode());
-        let kept = true;
-        CachedGuard { inner, name, server: None, local: Some(local), id, token, range, mode, kept }
+        let (server, local, kept) = (None, Some(local), true);
+        CachedGuard { inner, name, server, local, id, token, range, mode, kept, lost }
     }
 
     /// An uncached grant of a cached client: the server's lock and the local one; `token`
@@ -53,17 +57,18 @@ impl CachedGuard {
         server: AsyncLockGuard,
         local: OwnedRangeGuard,
         token: u64,
+        lost: Lost,
     ) -> Self {
         let (id, range, mode) = (server.id(), server.range(), server.mode());
-        let (local, kept) = (Some(local), false);
-        CachedGuard { inner, name, server: Some(server), local, id, token, range, mode, kept }
+        let (server, local, kept) = (Some(server), Some(local), false);
+        CachedGuard { inner, name, server, local, id, token, range, mode, kept, lost }
     }
 
     /// A lock of an uncached client: the server's lock only.
-    pub(crate) fn plain(inner: Arc<Inner>, name: Name, server: AsyncLockGuard) -> Self {
+    pub(crate) fn plain(inner: Arc<Inner>, name: Name, server: AsyncLockGuard, lost: Lost) -> Self {
         let (id, token, range, mode) = (server.id(), server.token(), server.range(), server.mode());
-        let (local, kept) = (None, false);
-        CachedGuard { inner, name, server: Some(server), local, id, token, range, mode, kept }
+        let (server, local, kept) = (Some(server), None, false);
+        CachedGuard { inner, name, server, local, id, token, range, mode, kept, lost }
     }
 
     /// The fencing token to write with: the highest token the session had been granted
@@ -89,10 +94,23 @@ impl CachedGuard {
         &self.name
     }
 
-    /// Whether the session is gone, and with it this lock (another session may hold the
-    /// range now: storage should refuse this guard's token).
+    /// Whether the lock is gone (another session may hold the range now: storage should
+    /// refuse this guard's token): its session is gone, or, in a cluster, its partition
+    /// moved or its node failed and the lock could not be carried to the new owner
+    /// ([`CachedGuard::lost_reason`]).
     pub fn is_lost(&self) -> bool {
-        !self.inner.client.is_connected()
+        self.lost.get().is_some() || !self.inner.cluster && !self.inner.client.is_connected()
+    }
+
+    /// In a cluster, why the lock was lost, once it is.
+    pub fn lost_reason(&self) -> Option<crate::cluster::LostReason> {
+        self.lost.get().cloned()
+    }
+
+    /// In a cluster, completes when the lock is lost ([`CachedGuard::lost_reason`]); never
+    /// while it is held. (A single server's lost session: [`CachedGuard::is_lost`].)
+    pub async fn lost(&self) -> crate::cluster::LostReason {
+        self.lost.wait().await
     }
 
     /// How the session was lost, once it is.
@@ -114,6 +132,9 @@ impl CachedGuard {
 
     fn release_local(&mut self) {
         if let Some(local) = self.local.take() {
+            if !self.kept {
+                self.inner.handover.exact_released(self.id);
+            }
             drop(local);
             self.inner.handover.released(&self.name, &self.range, Instant::now());
         }

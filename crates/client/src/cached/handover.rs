@@ -27,20 +27,28 @@
 //!
 //! So a local guard over the part is either granted before the callback took the part
 //! (and dropped before `GIVE_BACK` is sent), or refused by `confirm` after.
+//!
+//! * **Eviction** (a cluster client, `super::relocate`). When the node gave up a
+//!   partition, or the session is gone, [`Handover::evict`] takes every kept extent and
+//!   every exact grant of the affected partitions out of the map at once: no new local
+//!   lock starts in them (`confirm` finds nothing), and the caller learns, from the local
+//!   lock, which still have local holders to carry to the partition's new owner.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use rangelock::{Mode, OwnedRangeGuard, RangeLock};
 
+#[cfg(not(loom))]
+use crate::cluster::LostReason;
+/// The loom build has no cluster client.
 #[cfg(loom)]
-use loom::sync::atomic::{AtomicU64, Ordering};
+type LostReason = ();
+
 #[cfg(loom)]
 use loom::sync::{Mutex, MutexGuard};
-#[cfg(not(loom))]
-use std::sync::atomic::{AtomicU64, Ordering};
 #[cfg(not(loom))]
 use std::sync::{Mutex, MutexGuard};
 
@@ -55,6 +63,49 @@ fn new_local_lock() -> RangeLock {
 
 /// A resource's name; empty for the unnamed resource.
 pub(crate) type Name = Arc<[u8]>;
+
+/// Set once a lock the server held for this session is lost while local guards are
+/// inside it (a cluster client could not carry it to a partition's new owner); shared by
+/// the extent or exact grant and its guards.
+pub(crate) type Lost = Arc<LostCell>;
+
+/// See [`Lost`]: the reason, set once, and a wake-up for those waiting for it.
+#[derive(Debug, Default)]
+pub(crate) struct LostCell {
+    reason: OnceLock<LostReason>,
+    #[cfg(not(loom))]
+    told: tokio::sync::Notify,
+}
+
+impl LostCell {
+    /// Sets the reason (the first one wins) and wakes the waiters.
+    pub(crate) fn set(&self, reason: LostReason) {
+        if self.reason.set(reason).is_ok() {
+            #[cfg(not(loom))]
+            self.told.notify_waiters();
+        }
+    }
+
+    /// The reason, once set.
+    pub(crate) fn get(&self) -> Option<&LostReason> {
+        self.reason.get()
+    }
+
+    /// Completes with the reason once it is set.
+    #[cfg(not(loom))]
+    pub(crate) async fn wait(&self) -> LostReason {
+        loop {
+            let told = self.told.notified();
+            tokio::pin!(told);
+            // Registered before the check, so a reason set in between still wakes us.
+            told.as_mut().enable();
+            if let Some(reason) = self.get() {
+                return reason.clone();
+            }
+            told.await;
+        }
+    }
+}
 
 /// Whether a hold in `have` serves a lock in `want` (exclusive serves both).
 pub(crate) fn serves(have: Mode, want: Mode) -> bool {
@@ -84,6 +135,64 @@ pub(crate) struct Extent {
     /// How many local locks it served since its grant (a split's parts keep the count);
     /// a `GIVE_BACK` tells the server (`used`).
     pub(crate) used: u32,
+    /// The fencing token the server granted it with (a split's parts keep it): what a
+    /// `RECLAIM` of it names.
+    pub(crate) token: u64,
+    /// The partition it lies in (0 for a single server): a node's grant never crosses one.
+    pub(crate) part: u32,
+    /// Whether it, and so every guard inside it, was lost.
+    pub(crate) lost: Lost,
+}
+
+/// A grant the server did not let the client keep (or an ordinary `LOCK`'s, in a
+/// cluster): held at the server for one guard, which also holds the local lock over it.
+#[derive(Clone, Debug)]
+pub(crate) struct Exact {
+    /// Its resource.
+    pub(crate) name: Name,
+    /// The range.
+    pub(crate) range: Range<u64>,
+    /// How it is held.
+    pub(crate) mode: Mode,
+    /// Its fencing token.
+    pub(crate) token: u64,
+    /// Its partition.
+    pub(crate) part: u32,
+    /// Whether it was lost.
+    pub(crate) lost: Lost,
+}
+
+/// What [`Handover::settle`] records.
+#[derive(Debug)]
+pub(crate) enum Grant {
+    /// Nothing: refused, withdrawn.
+    None,
+    /// A kept extent.
+    Kept(Extent),
+    /// An exact grant, under its lock id.
+    Exact(Exact),
+}
+
+/// A lock [`Handover::evict`] took out of the map: the server no longer holds it in this
+/// session (the node gave its partition up, or the session is gone).
+#[derive(Debug)]
+pub(crate) struct Evicted {
+    /// Its resource's local lock: held over `range` while a local guard is inside it.
+    pub(crate) lock: Arc<RangeLock>,
+    /// Its resource.
+    pub(crate) name: Name,
+    /// The range the server held.
+    pub(crate) range: Range<u64>,
+    /// How the server held it.
+    pub(crate) mode: Mode,
+    /// Its fencing token.
+    pub(crate) token: u64,
+    /// Its partition.
+    pub(crate) part: u32,
+    /// Its guards' flag.
+    pub(crate) lost: Lost,
+    /// A kept extent (`false`: an exact grant, whose own guard holds the local lock).
+    pub(crate) kept: bool,
 }
 
 /// The part of a lock another session wants (a `CALLBACK` notice's body).
@@ -172,6 +281,11 @@ struct State {
     /// `LOCK_CACHED`s sent whose answer is not settled yet, with the callbacks that came
     /// for them meanwhile.
     inflight: HashMap<u64, Vec<Part>>,
+    /// The exact grants whose guards live, by lock id.
+    exact: HashMap<u64, Exact>,
+    /// The highest fencing token of any grant the session has received, per partition
+    /// ([`Handover::token_now`]).
+    high: HashMap<u32, u64>,
     /// The session is gone: nothing is kept any more.
     lost: bool,
     /// The last recall mark handed out.
@@ -232,21 +346,20 @@ impl State {
 #[derive(Debug, Default)]
 pub(crate) struct Handover {
     state: Mutex<State>,
-    /// The highest fencing token of any grant the session has received
-    /// ([`Handover::token_now`]).
-    high: AtomicU64,
 }
 
 impl Handover {
-    /// A grant with `token` was received, before its local lock is taken.
-    pub(crate) fn note_grant(&self, token: u64) {
-        // Relaxed: see `token_now`; the local lock the caller takes next orders this
-        // with every later local holder.
-        self.high.fetch_max(token, Ordering::Relaxed);
+    /// A grant in partition `part` with `token` was received, before its local lock is
+    /// taken.
+    pub(crate) fn note_grant(&self, part: u32, token: u64) {
+        let mut s = self.state();
+        let high = s.high.entry(part).or_default();
+        *high = (*high).max(token);
     }
 
-    /// The token for a guard whose local lock was just taken: the highest token the
-    /// session has been granted so far (which includes the guard's own grant or extent).
+    /// The token for a guard in partition `part` whose local lock was just taken: the
+    /// highest token the session has been granted in the partition so far (which includes
+    /// the guard's own grant or extent).
     ///
     /// The server orders a caching session's grants among themselves by nothing, and
     /// tokens count grants: two threads' grants may reach their local lock in the other
@@ -255,12 +368,20 @@ impl Handover {
     /// units are held, so a guard takes the highest token issued to the session before
     /// it. That is safe: any other session's later holder of the units was granted them
     /// after this guard ended, with a token the server issued later, so a higher one.
-    /// (`loom_tests.rs` checks the order.)
-    pub(crate) fn token_now(&self) -> u64 {
-        // Relaxed: a later local holder of overlapping units took the local lock after
-        // an earlier one released it, so it sees every token stored before that release
-        // (write-read coherence along the lock's happens-before).
-        self.high.load(Ordering::Relaxed)
+    /// (`loom_tests.rs` checks the order.) Per partition: a node serves several, and
+    /// tokens of different partitions (`epoch << 32 | seq`) are not comparable; a guard
+    /// given a later epoch of another partition would make the fencing store refuse its
+    /// own partition's next holder.
+    ///
+    /// The state mutex orders it: a later local holder of overlapping units took the
+    /// local lock after an earlier one released it, and the earlier one's grant was noted
+    /// before its local lock was taken.
+    pub(crate) fn token_now(&self, part: u32) -> u64 {
+        Self::high(&self.state(), part)
+    }
+
+    fn high(s: &State, part: u32) -> u64 {
+        s.high.get(&part).copied().unwrap_or(0)
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -288,7 +409,7 @@ impl Handover {
         mode: Mode,
         recalled: bool,
         now: Option<Instant>,
-    ) -> Option<u64> {
+    ) -> Option<(u64, u32, Lost)> {
         let r = s.resources.get_mut(name)?;
         let Resource { extents, recalls, .. } = r;
         let marked = |e: &Extent| recalls.iter().any(|(_, x)| x.start < e.end && e.start < x.end);
@@ -301,7 +422,7 @@ impl Handover {
             hit.last_use = now;
             hit.used = hit.used.saturating_add(1);
         }
-        Some(hit.id)
+        Some((hit.id, hit.part, hit.lost.clone()))
     }
 
     /// Whether a kept extent covers `range` of `name` for `mode` and is not being
@@ -311,17 +432,19 @@ impl Handover {
     }
 
     /// With the local lock over `range` held: whether a kept extent still covers it for
-    /// `mode` (recalled or not: the recall waits for this holder). Its id and the guard's
-    /// token ([`Handover::token_now`]), and it counts as used `now`.
+    /// `mode` (recalled or not: the recall waits for this holder). Its id, the guard's
+    /// token ([`Handover::token_now`]) and the extent's lost flag; it counts as used
+    /// `now`.
     pub(crate) fn confirm(
         &self,
         name: &Name,
         range: &Range<u64>,
         mode: Mode,
         now: Instant,
-    ) -> Option<(u64, u64)> {
-        let id = Self::covering(&mut self.state(), name, range, mode, true, Some(now))?;
-        Some((id, self.token_now()))
+    ) -> Option<(u64, u64, Lost)> {
+        let mut s = self.state();
+        let (id, part, lost) = Self::covering(&mut s, name, range, mode, true, Some(now))?;
+        Some((id, Self::high(&s, part), lost))
     }
 
     /// A local lock over `range` of `name` ended `now` (its guard dropped): the extents it
@@ -350,19 +473,78 @@ impl Handover {
         self.state().inflight.insert(id, Vec::new());
     }
 
-    /// The `LOCK_CACHED` `id` is settled: `kept` is its extent if the client keeps it
-    /// (inserted now), `None` if it was not granted, was granted uncached or was
-    /// withdrawn. The callbacks that came for it meanwhile, to run now (none if not kept).
-    pub(crate) fn settle(&self, id: u64, name: &Name, kept: Option<Extent>) -> Vec<Part> {
+    /// The lock `id` is settled: `grant` is its extent if the client keeps it, its exact
+    /// grant, or nothing (refused, withdrawn). The callbacks that came for it meanwhile,
+    /// to run now (none unless kept); `None` if a grant could not be recorded because the
+    /// session is gone (the server no longer holds it).
+    pub(crate) fn settle(&self, id: u64, name: &Name, grant: Grant) -> Option<Vec<Part>> {
         let mut s = self.state();
         let pending = s.inflight.remove(&id).unwrap_or_default();
-        match kept {
-            Some(e) if !s.lost => {
+        match grant {
+            Grant::None => Some(Vec::new()),
+            _ if s.lost => None,
+            Grant::Kept(e) => {
                 s.insert(name, e);
-                pending
+                Some(pending)
             }
-            _ => Vec::new(),
+            Grant::Exact(x) => {
+                s.exact.insert(id, x);
+                Some(Vec::new())
+            }
         }
+    }
+
+    /// The guard of exact grant `id` ended.
+    pub(crate) fn exact_released(&self, id: u64) {
+        self.state().exact.remove(&id);
+    }
+
+    /// Takes every kept extent and exact grant of a partition `covers` accepts out of the
+    /// map (see the module docs); with `gone`, the session is gone: everything is taken,
+    /// locks in flight are forgotten, and nothing is recorded any more.
+    pub(crate) fn evict(&self, covers: impl Fn(u32) -> bool, gone: bool) -> Vec<Evicted> {
+        let mut s = self.state();
+        let mut out = Vec::new();
+        let ids: Vec<u64> =
+            s.exact.iter().filter(|(_, x)| covers(x.part)).map(|(i, _)| *i).collect();
+        for id in ids {
+            let x = s.exact.remove(&id).expect("listed");
+            let lock = s.resources.get(&x.name).map(|r| r.lock.clone());
+            let Some(lock) = lock else { continue };
+            let Exact { name, range, mode, token, part, lost } = x;
+            out.push(Evicted { lock, name, range, mode, token, part, lost, kept: false });
+        }
+        let names: Vec<Name> = s.resources.keys().cloned().collect();
+        for name in names {
+            let r = s.resources.get_mut(&name).expect("listed");
+            let keys: Vec<(u64, u64)> =
+                r.extents.iter().filter(|(_, e)| covers(e.part)).map(|(k, _)| *k).collect();
+            let lock = r.lock.clone();
+            for (start, id) in keys {
+                let e = s.remove(&name, start, id).expect("listed");
+                let (range, name) = (e.start..e.end, name.clone());
+                let (mode, token, part, lost) = (e.mode, e.token, e.part, e.lost);
+                out.push(Evicted {
+                    lock: lock.clone(),
+                    name,
+                    range,
+                    mode,
+                    token,
+                    part,
+                    lost,
+                    kept: true,
+                });
+            }
+        }
+        if gone {
+            s.lost = true;
+            for r in s.resources.values_mut() {
+                r.recalls.clear();
+            }
+            s.family.clear();
+            s.inflight.clear();
+        }
+        out
     }
 
     /// A callback for lock `id` wants `part`: the next extent of the lock to give (part
@@ -522,15 +704,7 @@ impl Handover {
 
     /// The session is gone: forgets every extent and every lock in flight.
     pub(crate) fn clear(&self) {
-        let mut s = self.state();
-        s.lost = true;
-        for r in s.resources.values_mut() {
-            r.extents.clear();
-            r.recalls.clear();
-        }
-        s.by_id.clear();
-        s.family.clear();
-        s.inflight.clear();
+        self.evict(|_| true, true);
     }
 
     /// How many extents are kept (for tests).
@@ -544,15 +718,15 @@ mod tests {
     use super::*;
 
     fn extent(start: u64, end: u64, id: u64) -> Extent {
-        let mode = Mode::Exclusive;
-        Extent { start, end, mode, id, last_use: Instant::now(), used: 0 }
+        let (mode, lost) = (Mode::Exclusive, Lost::default());
+        Extent { start, end, mode, id, last_use: Instant::now(), used: 0, token: 9, part: 0, lost }
     }
 
     /// Keeps `e`, granted with token 9, as `lock_at_server` does.
     fn keep(h: &Handover, name: &Name, e: Extent) {
-        h.note_grant(9);
+        h.note_grant(e.part, 9);
         h.begin_flight(e.id);
-        assert!(h.settle(e.id, name, Some(e)).is_empty());
+        assert_eq!(h.settle(e.id, name, Grant::Kept(e)), Some(Vec::new()));
     }
 
     fn part(start: u64, end: u64) -> Part {
@@ -596,7 +770,8 @@ mod tests {
             h.find(&name, &(20..30), Mode::Exclusive) && h.find(&name, &(70..80), Mode::Shared)
         );
         assert!(!h.find(&name, &(55..56), Mode::Shared));
-        assert_eq!(h.confirm(&name, &(70..80), Mode::Exclusive, Instant::now()), Some((7, 9)));
+        let (id, token, _) = h.confirm(&name, &(70..80), Mode::Exclusive, Instant::now()).unwrap();
+        assert_eq!((id, token), (7, 9));
         // A late callback under the left id for a part of the right half.
         drop(right);
         let t = target(h.begin_recall(1, part(80, 85)));
@@ -622,6 +797,42 @@ mod tests {
         assert!(h.find(&name, &(0..40), Mode::Exclusive));
     }
 
+    /// Eviction takes the extents and exact grants of the partitions named, leaves the
+    /// others serving, and once the session is gone records nothing more.
+    #[test]
+    fn eviction_takes_what_lies_in_the_partitions_named() {
+        let (h, name): (Handover, Name) = (Handover::default(), Arc::from(&b"e"[..]));
+        let lock = h.local_lock(&name);
+        keep(&h, &name, Extent { part: 1, ..extent(0, 10, 1) });
+        keep(&h, &name, Extent { part: 2, ..extent(20, 30, 2) });
+        let lost = Lost::default();
+        let x = Exact {
+            name: name.clone(),
+            range: 40..50,
+            mode: Mode::Shared,
+            token: 5,
+            part: 1,
+            lost,
+        };
+        h.begin_flight(3);
+        assert_eq!(h.settle(3, &name, Grant::Exact(x)), Some(Vec::new()));
+        h.note_grant(2, 1 << 40);
+        assert_eq!(h.token_now(1), 9, "tokens of partition 2 are not partition 1's");
+        let held = lock.lock_owned(5..6);
+        let mut out = h.evict(|p| p == 1, false);
+        out.sort_by_key(|e| e.range.start);
+        let got: Vec<_> = out.iter().map(|e| (e.range.clone(), e.token, e.kept)).collect();
+        assert_eq!(got, [(0..10, 9, true), (40..50, 5, false)]);
+        assert!(out[0].lock.try_lock_owned(0..10).is_err(), "its local holder is seen");
+        assert!(!h.find(&name, &(5..6), Mode::Shared), "evicted: no new local lock");
+        assert!(h.find(&name, &(25..26), Mode::Shared), "partition 2 still serves");
+        drop(held);
+        assert_eq!(h.evict(|_| true, true).len(), 1);
+        h.begin_flight(4);
+        assert_eq!(h.settle(4, &name, Grant::Kept(extent(60, 70, 4))), None, "session gone");
+        assert_eq!(h.kept(), 0);
+    }
+
     /// A callback before its lock is settled waits for it; one for a lock not kept is
     /// dropped; a resource without extents or holders is forgotten.
     #[test]
@@ -630,10 +841,10 @@ mod tests {
         let lock = h.local_lock(&name);
         h.begin_flight(3);
         assert!(matches!(h.begin_recall(3, part(0, 1)), Recall::Deferred));
-        assert_eq!(h.settle(3, &name, Some(extent(0, 10, 3))), [part(0, 1)]);
+        assert_eq!(h.settle(3, &name, Grant::Kept(extent(0, 10, 3))), Some(vec![part(0, 1)]));
         h.begin_flight(4);
         assert!(matches!(h.begin_recall(4, part(20, 21)), Recall::Deferred));
-        assert_eq!(h.settle(4, &name, None), []);
+        assert_eq!(h.settle(4, &name, Grant::None), Some(Vec::new()));
         assert!(matches!(h.begin_recall(4, part(20, 21)), Recall::Done));
         let t = h.idle_candidates(Instant::now(), Duration::ZERO).pop().unwrap();
         let g = lock.try_lock_owned(0..10).unwrap();

@@ -14,7 +14,7 @@ use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use loom::thread;
 use rangelock::Mode;
 
-use super::handover::{Extent, Handover, Name, Part, Recall};
+use super::handover::{Extent, Grant, Handover, Lost, Name, Part, Recall};
 
 /// The extent `0..4` (id 1), exclusive, kept by a client with nothing held locally.
 fn kept() -> (Arc<Handover>, Name) {
@@ -29,8 +29,11 @@ fn kept() -> (Arc<Handover>, Name) {
         id: 1,
         last_use: Instant::now(),
         used: 0,
+        token: 7,
+        part: 0,
+        lost: Lost::default(),
     };
-    assert!(h.settle(1, &name, Some(e)).is_empty());
+    assert_eq!(h.settle(1, &name, Grant::Kept(e)), Some(Vec::new()));
     (h, name)
 }
 
@@ -183,19 +186,19 @@ fn loom_the_idle_pass_never_takes_an_extent_in_use() {
 fn loom_guard_tokens_rise_in_the_order_the_units_are_held() {
     loom::model(|| {
         let (h, name) = kept();
-        h.note_grant(7); // the extent's grant, as `lock_at_server` notes it
+        h.note_grant(0, 7); // the extent's grant, as `lock_at_server` notes it
         let order = Arc::new(AtomicU64::new(0));
         // (position in the local lock's order, token), per thread.
         let run = |h: Arc<Handover>, name: Name, order: Arc<AtomicU64>, grant: Option<u64>| {
             let lock = h.local_lock(&name);
             if let Some(t) = grant {
-                h.note_grant(t); // received, then the local lock (`lock_at_server`)
+                h.note_grant(0, t); // received, then the local lock (`lock_at_server`)
             }
             let g = lock.lock_owned(1..3);
             let token = match grant {
-                Some(_) => h.token_now(),
+                Some(_) => h.token_now(0),
                 None => {
-                    let (_, t) =
+                    let (_, t, _) =
                         h.confirm(&name, &(1..3), Mode::Exclusive, Instant::now()).unwrap();
                     t
                 }

@@ -43,7 +43,7 @@
 
 mod blocking;
 mod callbacks;
-mod client;
+pub(crate) mod client;
 mod guard;
 pub(crate) mod handover;
 #[cfg(all(test, loom))]
