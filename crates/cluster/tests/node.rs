@@ -358,16 +358,19 @@ fn a_node_without_a_partition_count_takes_the_clusters_and_another_count_is_refu
     drop((a, b, c));
 }
 
-/// A node grants no cached locks (`docs/CACHING.md`, "What is not cached"): a grant grown
-/// past its partition would cover units another node owns.
+/// A node grants cached locks, grown only inside the partition the required range lies
+/// in (`docs/CACHING.md`, "In a cluster"): never over units another node may own.
 #[test]
-fn a_node_refuses_cached_locks() {
-    let Some(etcd) = local_etcd_or_skip("a_node_refuses_cached_locks") else { return };
+fn a_node_grows_cached_locks_only_inside_their_partition() {
+    let Some(etcd) = local_etcd_or_skip("a_node_grows_cached_locks_only_inside_their_partition")
+    else {
+        return;
+    };
     let a = Node::start(config(&etcd, "a", 4)).unwrap();
     wait_for("a to serve 4 partitions", Duration::from_secs(10), || serving(&a) == 4);
     let mut c = Conn::open(&a);
     let r = c.call(1, Request::CacheOn);
-    assert_eq!((r.op, r.status), (op::CACHE_ON, Status::CacheUnavailable));
+    assert_eq!((r.op, r.status), (op::CACHE_ON, Status::Ok));
     let parts = Partitioning::new(4).unwrap();
     let cached = Request::LockCached {
         start: parts.start(1),
@@ -379,8 +382,9 @@ fn a_node_refuses_cached_locks() {
         name: b"",
     };
     let r = c.call(2, cached);
-    assert_eq!((r.op, r.status), (op::LOCK_CACHED, Status::CacheUnavailable));
-    // The session goes on uncached.
-    assert_eq!(c.call(3, lock(parts.start(1))).status, Status::Ok);
+    assert_eq!((r.op, r.status), (op::LOCK_CACHED, Status::Ok));
+    let grant = r.grant.expect("a cached grant");
+    assert!(grant.cached);
+    assert_eq!((grant.start, grant.end), (parts.start(1), parts.start(2)), "partition 1 only");
     drop(a);
 }

@@ -746,13 +746,10 @@ impl Handler<'_> {
             }
             Request::CacheOn => {
                 let config = &self.shared.config;
-                // Not on a cluster node: a grant grown past its partition would cover
-                // units another node owns, and a move or failover would leave the client
-                // serving its threads from extents the new owner may grant again
-                // (docs/CACHING.md, "What is not cached").
-                if config.engine == EngineKind::RangeLock
-                    || config.cache.policy == CachePolicy::Off
-                    || config.cluster.is_some()
+                // On a cluster node too: a grant grows only inside its partition (or name
+                // stripe), and a kept extent is an ordinary hold for moves and failovers,
+                // reclaimed as one (docs/CACHING.md, "In a cluster").
+                if config.engine == EngineKind::RangeLock || config.cache.policy == CachePolicy::Off
                 {
                     self.error(op::CACHE_ON, id, Status::CacheUnavailable);
                 } else {

@@ -1,7 +1,7 @@
 //! Acquiring a guard's pieces: one per partition, in ascending partition order, each at
 //! its partition's owner, following redirects (see the module docs of [`super`]).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rangelock_proto::{op, PartitionState, Piece, ResponseFrame, Status, Wait};
@@ -13,9 +13,13 @@ use super::error::ClusterError;
 use super::nodes::{self, NodeConn};
 use super::state::GuardState;
 use super::watch;
+use crate::cached::CachedGuard;
 use crate::connection::Notice;
 use crate::error::ClientError;
 use crate::guard::AsyncLockGuard;
+
+/// A cached cluster lock's pieces as they are granted, by partition.
+pub(super) type CachedPieces = Mutex<Vec<(u32, CachedGuard)>>;
 
 /// Why an acquisition stopped.
 #[derive(Debug)]
@@ -39,9 +43,12 @@ impl From<ClusterError> for Failure {
 /// Acquires every piece of `state`'s range, in ascending partition order, adding each to
 /// `state` as it is granted. On failure the pieces already added are the caller's to
 /// release. `deadline`: the end of a [`Wait::Timeout`].
+/// With `cached`, the pieces are locks of the nodes' cached sessions, added there
+/// (`state` only says what to lock).
 pub(super) async fn acquire(
     shared: &Arc<Shared>,
     state: &Arc<GuardState>,
+    cached: Option<&CachedPieces>,
     wait: Wait,
     deadline: Option<Instant>,
 ) -> Result<(), Failure> {
@@ -56,7 +63,7 @@ pub(super) async fn acquire(
     };
     for piece in pieces {
         let (backoff, news) = (shared.backoff(), shared.map_news());
-        Piecewise { shared, state, piece, wait, deadline, backoff, news }.run().await?;
+        Piecewise { shared, state, cached, piece, wait, deadline, backoff, news }.run().await?;
     }
     Ok(())
 }
@@ -65,6 +72,7 @@ pub(super) async fn acquire(
 struct Piecewise<'a> {
     shared: &'a Arc<Shared>,
     state: &'a Arc<GuardState>,
+    cached: Option<&'a CachedPieces>,
     piece: Piece,
     wait: Wait,
     deadline: Option<Instant>,
@@ -179,26 +187,48 @@ impl Piecewise<'_> {
         self.news.borrow_and_update();
         let range = self.piece.start..self.piece.end;
         let name = self.state.name.as_ref().map(|(name, _)| name);
+        if let (Some(pieces), Some(cache)) = (self.cached, &conn.cache) {
+            let (p, mode) = (self.piece.partition, self.state.mode);
+            let name = name.cloned().unwrap_or_else(|| Arc::from(&[][..]));
+            return match cache.lock_in(&name, range, mode, wait, p).await {
+                Ok(Ok(g)) => {
+                    pieces.lock().unwrap_or_else(PoisonError::into_inner).push((p, g));
+                    // A notice or the loss the watcher handled before the grant was kept.
+                    watch::placed(self.shared, conn, p, notices);
+                    Ok(Ok(()))
+                }
+                Ok(Err(r)) => Ok(Err(r)),
+                Err(e) => self.client_error(e),
+            };
+        }
         let answer = tokio::select! {
             r = conn.client.lock_or_refusal_on(name, range, self.state.mode, wait) => r,
             // Dropping the request withdraws it.
             reason = self.state.wait_lost() => return Err(ClusterError::Lost(reason).into()),
         };
-        let refused = |status| Ok(Err(ResponseFrame::new(op::LOCK, 0, status, 0)));
         match answer {
             Ok(Ok(lock)) => {
                 self.place(conn, lock, notices)?;
                 Ok(Ok(()))
             }
             Ok(Err(r)) => Ok(Err(r)),
+            Err(e) => self.client_error(e),
+        }
+    }
+
+    /// A lock call's error as the refusal it stands for (retried like one), or the
+    /// failure of the lock.
+    fn client_error(&self, e: ClientError) -> Result<Result<(), ResponseFrame>, Failure> {
+        let refused = |status| Ok(Err(ResponseFrame::new(op::LOCK, 0, status, 0)));
+        match e {
             // Poll grant mode: the outcome of a POLL.
-            Err(ClientError::WouldBlock) => refused(Status::WouldBlock),
-            Err(ClientError::TimedOut) => refused(Status::TimedOut),
-            Err(ClientError::Server(status)) => refused(status),
-            Err(ClientError::ConnectionLost | ClientError::Io(_) | ClientError::Connect { .. }) => {
+            ClientError::WouldBlock => refused(Status::WouldBlock),
+            ClientError::TimedOut => refused(Status::TimedOut),
+            ClientError::Server(status) => refused(status),
+            ClientError::ConnectionLost | ClientError::Io(_) | ClientError::Connect { .. } => {
                 refused(Status::ShuttingDown)
             }
-            Err(e) => Err(ClusterError::Client(e).into()),
+            e => Err(ClusterError::Client(e).into()),
         }
     }
 

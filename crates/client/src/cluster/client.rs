@@ -20,6 +20,7 @@ use super::guard::ClusterGuard;
 use super::nodes::{self, NodePool};
 use super::options::ClusterOptions;
 use super::registry::Registry;
+use crate::cached::CacheOptions;
 use crate::error::{check_wait, ClientError};
 
 /// What the client, its guards and its background tasks share.
@@ -34,6 +35,9 @@ pub(super) struct Shared {
     /// Counts the map changes nodes pushed (`MAP_CHANGED`), each counted once the client
     /// has read the node's new map: a pause between retries ends at the next one.
     map_news: watch::Sender<u64>,
+    /// A [`CachedClusterClient`](super::CachedClusterClient)'s: every node session asks
+    /// for cached locks (`CACHE_ON`).
+    pub(super) cache: Option<CacheOptions>,
 }
 
 impl core::fmt::Debug for Shared {
@@ -214,6 +218,15 @@ impl ClusterClient {
         seeds: &[String],
         options: ClusterOptions,
     ) -> Result<ClusterClient, ClusterError> {
+        Self::connect_cached(seeds, options, None).await
+    }
+
+    /// [`ClusterClient::connect`]; with `cache`, every node session asks for cached locks.
+    pub(super) async fn connect_cached(
+        seeds: &[String],
+        options: ClusterOptions,
+        cache: Option<CacheOptions>,
+    ) -> Result<ClusterClient, ClusterError> {
         if seeds.is_empty() {
             return Err(ClusterError::NoNode("no seed address given".into()));
         }
@@ -225,6 +238,7 @@ impl ClusterClient {
             registry: Registry::default(),
             next_guard: AtomicU64::new(1),
             map_news: watch::Sender::new(0),
+            cache,
         });
         let started = Instant::now();
         let mut backoff = Backoff::new(shared.options.backoff_first, shared.options.backoff_max);
@@ -329,7 +343,7 @@ impl ClusterClient {
         let mut crossings = 0;
         loop {
             let guard = ClusterGuard::new(shared, range.clone(), mode, name.clone());
-            match acquire::acquire(shared, guard.state(), wait, deadline).await {
+            match acquire::acquire(shared, guard.state(), None, wait, deadline).await {
                 Ok(()) => return Ok(guard),
                 Err(Failure::Crosses { partition }) => {
                     guard.abandon().await;
@@ -349,6 +363,10 @@ impl ClusterClient {
                 }
             }
         }
+    }
+
+    pub(super) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     /// The cached map (the newest the client has read).

@@ -141,6 +141,7 @@
 mod acquire;
 mod backoff;
 mod blocking;
+mod cached;
 mod client;
 mod error;
 mod guard;
@@ -148,10 +149,12 @@ mod nodes;
 mod options;
 mod reclaim;
 mod registry;
+mod relocate;
 mod state;
 mod watch;
 
 pub use blocking::{BlockingClusterClient, BlockingClusterGuard, BlockingClusterResource};
+pub use cached::{CachedClusterClient, CachedClusterGuard, CachedClusterResource};
 pub use client::{ClusterClient, ClusterResource, MAX_NAMED_PIECES};
 pub use error::{ClusterError, LostCause, LostReason};
 pub use guard::{ClusterGuard, GuardPiece};

@@ -9,6 +9,7 @@ use rangelock_proto::Request;
 
 use super::client::Shared;
 use super::watch;
+use crate::cached::client::Inner;
 use crate::connection::AsyncClient;
 use crate::endpoint::Endpoint;
 use crate::error::ClientError;
@@ -20,6 +21,8 @@ pub(super) struct NodeConn {
     pub(super) addr: String,
     pub(super) serial: u64,
     pub(super) client: AsyncClient,
+    /// A cached cluster client's: the session's kept extents and local locks.
+    pub(super) cache: Option<Arc<Inner>>,
 }
 
 #[derive(Debug, Default)]
@@ -54,6 +57,14 @@ impl NodePool {
             s.conn.as_ref().is_some_and(|c| c.client.is_connected()).then(|| addr.clone())
         };
         slots.iter().filter_map(live).collect()
+    }
+
+    /// The cached sides of the live connections.
+    pub(super) fn caches(&self) -> Vec<Arc<Inner>> {
+        let slots = self.lock();
+        let live =
+            slots.values().filter_map(|s| s.conn.as_ref()).filter(|c| c.client.is_connected());
+        live.filter_map(|c| c.cache.clone()).collect()
     }
 
     /// Drops connection `serial` to `addr` from the cache (it is gone).
@@ -94,14 +105,28 @@ pub(super) async fn node(shared: &Arc<Shared>, addr: &str) -> Result<NodeConn, C
         }
     };
     let serial = shared.nodes.next_serial.fetch_add(1, Ordering::Relaxed);
-    let conn = NodeConn { addr: addr.to_owned(), serial, client };
     // Subscribed before any request goes out on the connection: no notice is missed.
-    let (lost, notices) = (conn.client.lost_signal(), conn.client.notices());
+    let (lost, notices) = (client.lost_signal(), client.notices());
+    let cache = match shared.cache {
+        Some(options) => {
+            let start = Inner::start(client.clone(), options, true);
+            match tokio::time::timeout(timeout, start).await {
+                Ok(inner) => Some(inner?),
+                Err(_) => {
+                    let e = std::io::Error::new(std::io::ErrorKind::TimedOut, "no CACHE_ON answer");
+                    return Err(ClientError::connect(&endpoint, e));
+                }
+            }
+        }
+        None => None,
+    };
+    let conn = NodeConn { addr: addr.to_owned(), serial, client, cache };
     // Ask for the node's map changes (`MAP_CHANGED` notices), ahead of any other request:
     // the answer is not awaited, and a node that does not know the request answers
     // `UNKNOWN_OP` and pushes nothing.
     conn.client.send_and_forget(Request::WatchMap);
-    tokio::spawn(watch::watch(Arc::downgrade(shared), conn.addr.clone(), serial, lost, notices));
+    let watched = (conn.addr.clone(), serial, conn.cache.clone());
+    tokio::spawn(watch::watch(Arc::downgrade(shared), watched, lost, notices));
     tracing::debug!(addr, serial, "connected to cluster node");
     shared.nodes.lock().entry(addr.to_owned()).or_default().conn = Some(conn.clone());
     Ok(conn)

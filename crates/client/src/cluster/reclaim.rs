@@ -112,6 +112,26 @@ fn start(
     tokio::spawn(run(shared.clone(), items, avoid.map(str::to_owned), ask_old_owner));
 }
 
+/// Reclaims every detached piece of `guards` (pieces added with
+/// [`GuardState::add_detached`]): as after a lost connection (`avoid`, `ask_old_owner`: see
+/// [`node_lost`]) or a notice (`None`, `false`).
+pub(super) fn carry(
+    shared: &Arc<Shared>,
+    guards: Vec<Arc<GuardState>>,
+    avoid: Option<&str>,
+    ask_old_owner: bool,
+) {
+    let mut items = Vec::new();
+    for guard in guards {
+        for piece in (0..guard.pieces().len()).filter(|&i| guard.wanted(i).is_some()) {
+            items.push(Item { guard: guard.clone(), piece, hint: None });
+        }
+    }
+    if !items.is_empty() {
+        tokio::spawn(run(shared.clone(), items, avoid.map(str::to_owned), ask_old_owner));
+    }
+}
+
 /// Reclaims `items` until each is placed or lost (see the module docs). `avoid`: a node
 /// that is gone, asked for the map last.
 async fn run(

@@ -119,6 +119,14 @@ impl GuardState {
         Ok(())
     }
 
+    /// Adds a piece that lives on no node yet: one to reclaim (`super::relocate` carries a
+    /// cached client's lock to a partition's new owner this way).
+    pub(super) fn add_detached(&self, partition: u32, range: Range<u64>, token: u64) {
+        let Some(mut inner) = self.live() else { return };
+        let detached_at = Some(Instant::now());
+        inner.slots.push(Slot { partition, range, token, at: None, detached_at });
+    }
+
     /// Detaches the pieces living on connection `serial` in a partition `covers` accepts:
     /// the node dropped them, or the connection is gone. Returns their indexes, to be
     /// reclaimed. Nothing once the guard is released or lost.

@@ -10,16 +10,17 @@ use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 
 use super::client::Shared;
 use super::nodes::NodeConn;
-use super::reclaim;
+use super::{reclaim, relocate};
+use crate::cached::client::Inner;
 use crate::connection::Notice;
 
-/// Watches connection `serial` to `addr` until it is gone (or the client is): a notice
-/// reclaims the pieces of its partitions that lived on the connection, the loss all of
-/// them. Holds the client weakly, and the connection not at all.
+/// Watches connection `serial` to `addr` (with its cached side, if any) until it is gone
+/// (or the client is): a notice reclaims the pieces of its partitions that lived on the
+/// connection, and carries its kept extents in use to the new owner; the loss does it for
+/// all of them. Holds the client weakly, and the connection only through its cached side.
 pub(super) async fn watch(
     shared: Weak<Shared>,
-    addr: String,
-    serial: u64,
+    (addr, serial, cache): (String, u64, Option<Arc<Inner>>),
     lost: impl Future<Output = Option<crate::ConnectionLoss>>,
     mut notices: broadcast::Receiver<Notice>,
 ) {
@@ -49,12 +50,18 @@ pub(super) async fn watch(
                 if let Some(shared) = shared.upgrade() {
                     shared.nodes.forget(&addr, serial);
                     reclaim::node_lost(&shared, &addr, serial, loss.as_ref());
+                    if let Some(cache) = &cache {
+                        relocate::session_lost(&shared, cache, &addr, loss.as_ref());
+                    }
                 }
                 return;
             }
         };
         let Some(shared) = shared.upgrade() else { return };
         reclaim::node_notice(&shared, &addr, serial, partition);
+        if let Some(cache) = &cache {
+            relocate::given_up(&shared, cache, partition);
+        }
     }
 }
 
@@ -77,8 +84,15 @@ pub(super) fn placed(
     }
     if noticed {
         reclaim::node_notice(shared, &conn.addr, conn.serial, Some(partition));
+        if let Some(cache) = &conn.cache {
+            relocate::given_up(shared, cache, Some(partition));
+        }
     }
     if !conn.client.is_connected() {
-        reclaim::node_lost(shared, &conn.addr, conn.serial, conn.client.loss().as_ref());
+        let loss = conn.client.loss();
+        reclaim::node_lost(shared, &conn.addr, conn.serial, loss.as_ref());
+        if let Some(cache) = &conn.cache {
+            relocate::session_lost(shared, cache, &conn.addr, loss.as_ref());
+        }
     }
 }
