@@ -3,7 +3,9 @@
 //!
 //! etcd, 3 node processes (`--partitions 8 --etcd-ttl 1 --lease-ms 1000 --grace-ms 1500`),
 //! one `rangelock cluster fencing-store` and 4 `rangelock cluster worker` processes (two
-//! of them lock 50 named resources every other operation, `--names 50`). A
+//! of them lock 50 named resources every other operation, `--names 50`; two of them, one
+//! of each kind, are cached clients, `--cached`, whose kept extents the faults and moves
+//! must carry or lose loudly). A
 //! nemesis thread injects one fault at a time, in a seeded random order (every kind once
 //! per round, client pauses twice, shuffled), a second or two apart:
 //!
@@ -281,6 +283,10 @@ fn nemesis(name: &str, faults_for: Duration, seed: u64) {
                 // Named resources too: placed by their names' stripes, not by unit.
                 cmd.args(["--names", &NAMES.to_string()]);
             }
+            if i >= WORKERS / 2 {
+                // Cached clients (`docs/CACHING.md`, "In a cluster"), next to plain ones.
+                cmd.arg("--cached");
+            }
             Proc::spawn(&format!("w{i}"), &mut cmd, dir.join(format!("w{i}.log")), Stdio::null())
         })
         .collect();
@@ -378,13 +384,14 @@ fn nemesis(name: &str, faults_for: Duration, seed: u64) {
 
     let violations = store_stats.violations + sum("lost_untold") + sum("unanswered");
     println!(
-        "nemesis summary: seed {seed:#x}, {:.0} s; operations {} (granted {}, of names {}, writes {}), kills {}, \
+        "nemesis summary: seed {seed:#x}, {:.0} s; operations {} (granted {}, of names {}, in kept extents {}, writes {}), kills {}, \
          pauses {}, client pauses {}, moves {} (refused {}), restarts {}, stale writes rejected \
          {}, lost guards told {}, violations {} (store {}, lost untold {}, unanswered {})",
         t_start.elapsed().as_secs_f64(),
         sum("ops"),
         sum("granted"),
         sum("named_granted"),
+        sum("kept"),
         store_stats.accepted,
         done.kills,
         done.pauses,
@@ -426,6 +433,7 @@ fn nemesis(name: &str, faults_for: Duration, seed: u64) {
     assert_eq!(pieces, PARTITIONS as usize);
     assert!(sum("granted") > 0 && store_stats.accepted > 0, "the workers did work\n{}", diagnose());
     assert!(sum("named_granted") > 0, "the --names workers locked names\n{}", diagnose());
+    assert!(sum("kept") > 0, "the --cached workers locked inside kept extents\n{}", diagnose());
 
     drop(store);
     drop(workers);

@@ -18,6 +18,11 @@
 //!    piece, then unlock; if shared: hold briefly, unlock. The guard is checked
 //!    before each write (a lost guard does not write).
 //!
+//! With `--cached`, the worker is a cached cluster client (`CachedClusterClient`,
+//! `docs/CACHING.md`, "In a cluster"): its locks inside kept extents take no round trip
+//! (`kept` counts the grants served wholly so), and its pieces' tokens are the highest its
+//! session with each node was granted in the piece's partition.
+//!
 //! It counts what happened and writes the counts as JSON to `--report`, every half second
 //! and at the end (so a killed or stopped worker leaves a report behind). Two counts are
 //! **violations**:
@@ -42,8 +47,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use rangelock_bench::harness::SplitMix64;
-use rangelock_client::cluster::{ClusterClient, ClusterError, ClusterGuard, ClusterOptions};
-use rangelock_client::{Mode, Wait};
+use rangelock_client::cluster::{
+    CachedClusterClient, CachedClusterGuard, ClusterClient, ClusterError, ClusterGuard, ClusterMap,
+    ClusterOptions, GuardPiece, LostReason,
+};
+use rangelock_client::{CacheOptions, Mode, Wait};
 use rangelock_cluster::fencing::{FencingClient, FencingError, Verify, Write};
 use rangelock_server::protocol::{Partitioning, NAME_STRIPE_SHIFT};
 
@@ -88,6 +96,10 @@ pub struct WorkerArgs {
     /// (at most 1000; 0: only the unnamed resource).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1000))]
     names: u64,
+    /// Be a cached cluster client: keep the extents the nodes grant, and lock inside them
+    /// without a round trip.
+    #[arg(long)]
+    cached: bool,
 }
 
 /// The counts of the report.
@@ -97,6 +109,8 @@ struct Counts {
     granted: u64,
     /// Grants of named resources (`--names`), among `granted`.
     named_granted: u64,
+    /// Grants served wholly inside kept extents (`--cached`), among `granted`.
+    kept: u64,
     exclusive: u64,
     shared: u64,
     would_block: u64,
@@ -123,6 +137,7 @@ impl Counts {
             "ops": self.ops,
             "granted": self.granted,
             "named_granted": self.named_granted,
+            "kept": self.kept,
             "exclusive": self.exclusive,
             "shared": self.shared,
             "would_block": self.would_block,
@@ -205,9 +220,96 @@ fn client_kind(c: &rangelock_client::ClientError) -> &'static str {
     }
 }
 
+/// A worker's client: plain or cached (`--cached`).
+#[derive(Clone)]
+enum AnyClient {
+    Plain(ClusterClient),
+    Cached(CachedClusterClient),
+}
+
+/// A guard of either client.
+enum AnyGuard {
+    Plain(ClusterGuard),
+    Cached(CachedClusterGuard),
+}
+
+impl AnyClient {
+    fn map(&self) -> Arc<ClusterMap> {
+        match self {
+            AnyClient::Plain(c) => c.map(),
+            AnyClient::Cached(c) => c.as_cluster().map(),
+        }
+    }
+
+    /// Locks `range` of the unnamed resource, or of `nemesis-{i}`.
+    async fn lock(
+        &self,
+        name: Option<u64>,
+        range: Range<u64>,
+        mode: Mode,
+        wait: Wait,
+    ) -> Result<AnyGuard, ClusterError> {
+        Ok(match (self, name) {
+            (AnyClient::Plain(c), None) => AnyGuard::Plain(c.lock(range, mode, wait).await?),
+            (AnyClient::Plain(c), Some(i)) => {
+                AnyGuard::Plain(c.resource(format!("nemesis-{i}"))?.lock(range, mode, wait).await?)
+            }
+            (AnyClient::Cached(c), None) => AnyGuard::Cached(c.lock(range, mode, wait).await?),
+            (AnyClient::Cached(c), Some(i)) => {
+                AnyGuard::Cached(c.resource(format!("nemesis-{i}"))?.lock(range, mode, wait).await?)
+            }
+        })
+    }
+}
+
+impl AnyGuard {
+    fn pieces(&self) -> Vec<GuardPiece> {
+        match self {
+            AnyGuard::Plain(g) => g.pieces(),
+            AnyGuard::Cached(g) => g.pieces(),
+        }
+    }
+
+    fn range(&self) -> Range<u64> {
+        match self {
+            AnyGuard::Plain(g) => g.range(),
+            AnyGuard::Cached(g) => g.range(),
+        }
+    }
+
+    fn check(&self) -> Result<(), ClusterError> {
+        match self {
+            AnyGuard::Plain(g) => g.check(),
+            AnyGuard::Cached(g) => g.check(),
+        }
+    }
+
+    async fn lost(&self) -> LostReason {
+        match self {
+            AnyGuard::Plain(g) => g.lost().await,
+            AnyGuard::Cached(g) => g.lost().await,
+        }
+    }
+
+    /// Served wholly inside kept extents.
+    fn kept(&self) -> bool {
+        match self {
+            AnyGuard::Plain(_) => false,
+            AnyGuard::Cached(g) => g.guards().all(|(_, g)| g.is_kept()),
+        }
+    }
+
+    async fn unlock(self) -> Result<(), ClusterError> {
+        match self {
+            AnyGuard::Plain(g) => g.unlock().await,
+            AnyGuard::Cached(g) => g.unlock(),
+        }
+    }
+}
+
 struct Worker {
     args: WorkerArgs,
-    client: ClusterClient,
+    client: AnyClient,
     store: Option<FencingClient>,
     counts: Arc<Mutex<Counts>>,
     rng: SplitMix64,
@@ -281,14 +383,7 @@ impl Worker {
             if self.rng.below(5) == 0 { Wait::Try } else { Wait::Timeout(Duration::from_secs(2)) };
         self.counts().ops += 1;
         let client = self.client.clone();
-        let lock = async {
-            match name {
-                None => client.lock(range.clone(), mode, wait).await,
-                Some(i) => {
-                    client.resource(format!("nemesis-{i}"))?.lock(range.clone(), mode, wait).await
-                }
-            }
-        };
+        let lock = client.lock(name, range.clone(), mode, wait);
         let Step::Done(r) = bounded(&self.counts.clone(), "lock", lock).await else {
             return;
         };
@@ -305,6 +400,7 @@ impl Worker {
             let mut c = self.counts();
             c.granted += 1;
             c.named_granted += u64::from(name.is_some());
+            c.kept += u64::from(guard.kept());
             match mode {
                 Mode::Exclusive => c.exclusive += 1,
                 Mode::Shared => c.shared += 1,
@@ -332,7 +428,7 @@ impl Worker {
 
     /// Writes and verifies each piece (of the name `name`, see [`store_range`]); `false`
     /// if the guard is done with (lost, or a store failure), everything counted.
-    async fn write_and_verify(&mut self, guard: &ClusterGuard, name: Option<u64>) -> bool {
+    async fn write_and_verify(&mut self, guard: &AnyGuard, name: Option<u64>) -> bool {
         let writer = self.args.writer.clone();
         let counts = self.counts.clone();
         let pieces = guard.pieces();
@@ -470,7 +566,7 @@ pub fn run(args: WorkerArgs) -> anyhow::Result<()> {
             reclaim_window: Duration::from_millis(args.reclaim_window_ms),
             ..ClusterOptions::default()
         };
-        let client = connect(&args.seeds, options).await?;
+        let client = connect(&args.seeds, options, args.cached).await?;
         let seconds = args.seconds.map(Duration::from_secs_f64);
         let mut worker = Worker {
             rng: SplitMix64::new(args.seed ^ 0x5eed),
@@ -517,10 +613,20 @@ pub fn run(args: WorkerArgs) -> anyhow::Result<()> {
 }
 
 /// Connects to the cluster, retrying for [`CONNECT_WITHIN`].
-async fn connect(seeds: &[String], options: ClusterOptions) -> anyhow::Result<ClusterClient> {
+async fn connect(
+    seeds: &[String],
+    options: ClusterOptions,
+    cached: bool,
+) -> anyhow::Result<AnyClient> {
     let deadline = Instant::now() + CONNECT_WITHIN;
     loop {
-        match ClusterClient::connect(seeds, options.clone()).await {
+        let client = match cached {
+            false => ClusterClient::connect(seeds, options.clone()).await.map(AnyClient::Plain),
+            true => CachedClusterClient::connect(seeds, options.clone(), CacheOptions::default())
+                .await
+                .map(AnyClient::Cached),
+        };
+        match client {
             Ok(c) => return Ok(c),
             Err(e) if Instant::now() >= deadline => {
                 return Err(e).context(format!("cannot reach the cluster at {}", seeds.join(",")))
