@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use cluster_support::*;
 use rangelock_client::cluster::{
-    token, CachedClusterClient, CachedClusterGuard, ClusterError, ClusterOptions, LostCause,
+    token, BlockingCachedClusterClient, CachedClusterClient, CachedClusterGuard, ClusterError,
+    ClusterOptions, LostCause,
 };
 use rangelock_client::{CacheOptions, Mode, Wait};
 use rangelock_server::ownership::GiveUp;
@@ -207,4 +208,35 @@ fn a_cached_lock_waits_out_a_grace_period_like_any_other() {
         assert_eq!(token::epoch(g.pieces()[0].token), 20);
         assert!(kept(&g));
     });
+}
+
+#[test]
+fn the_blocking_client_orders_its_threads_inside_a_kept_extent_and_survives_a_move() {
+    let c = two_nodes();
+    let rt = runtime();
+    let cache = CacheOptions { granule: 1024, ..CacheOptions::default() };
+    let client =
+        BlockingCachedClusterClient::connect(&c.seeds(), ClusterOptions::default(), cache).unwrap();
+    drop(client.lock_exclusive(0..10).unwrap());
+    let held = client.lock_exclusive(0..5).unwrap();
+    assert!(held.guards().all(|(_, g)| g.is_kept()));
+    // Another thread of the same client: the local lock orders it, no round trip.
+    let r = client.lock(3..4, Mode::Exclusive, Wait::Try);
+    assert!(matches!(r, Err(ClusterError::WouldBlock)), "{r:?}");
+    let beside =
+        std::thread::scope(|s| s.spawn(|| client.lock_exclusive(5..10)).join()).unwrap().unwrap();
+    assert!(beside.guards().all(|(_, g)| g.is_kept()));
+    drop(beside);
+    let tok = held.pieces()[0].token;
+    c.nodes[0].own.give_up(0, GiveUp::Moved);
+    c.nodes[1].own.acquire(0, 20, Some(Duration::from_secs(600)));
+    c.publish(2, MOVED);
+    rt.block_on(eventually(LIMIT, "the extent in use is reclaimed at b", || async {
+        reclaimed(&c.stats(1).await).contains(&(0, 1024, tok))
+    }));
+    held.check().unwrap();
+    held.unlock().unwrap();
+    rt.block_on(eventually(LIMIT, "unlocked at b after its holder", || async {
+        reclaimed(&c.stats(1).await).is_empty()
+    }));
 }

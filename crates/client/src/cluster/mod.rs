@@ -132,6 +132,16 @@
 //! A guard released (unlocked or dropped) while a reclaim runs is not lost: the reclaim
 //! stops, and a piece it reclaims after all is released at once.
 //!
+//! # Cached locks
+//!
+//! [`CachedClusterClient`] (and [`BlockingCachedClusterClient`]) route as this client
+//! does, with one caching session per node: each piece is a
+//! [`CachedGuard`](crate::CachedGuard), served without a round trip inside an extent the
+//! node let the client keep. When a node gives a partition up or fails, the kept extents
+//! and grants with local holders are reclaimed at the new owner as above and unlocked
+//! after their last holder; one that cannot be is lost, and its guards say so
+//! (`docs/CACHING.md`, "In a cluster"; `relocate.rs`).
+//!
 //! # Sessions and tasks
 //!
 //! A guard's pieces live in the client's node sessions, which the guard keeps open; the
@@ -142,6 +152,7 @@ mod acquire;
 mod backoff;
 mod blocking;
 mod cached;
+mod cached_blocking;
 mod client;
 mod error;
 mod guard;
@@ -155,6 +166,9 @@ mod watch;
 
 pub use blocking::{BlockingClusterClient, BlockingClusterGuard, BlockingClusterResource};
 pub use cached::{CachedClusterClient, CachedClusterGuard, CachedClusterResource};
+pub use cached_blocking::{
+    BlockingCachedClusterClient, BlockingCachedClusterGuard, BlockingCachedClusterResource,
+};
 pub use client::{ClusterClient, ClusterResource, MAX_NAMED_PIECES};
 pub use error::{ClusterError, LostCause, LostReason};
 pub use guard::{ClusterGuard, GuardPiece};
