@@ -240,3 +240,24 @@ fn the_blocking_client_orders_its_threads_inside_a_kept_extent_and_survives_a_mo
         reclaimed(&c.stats(1).await).is_empty()
     }));
 }
+
+#[test]
+fn a_dropped_client_closes_its_node_sessions_and_their_extents_go() {
+    let c = two_nodes();
+    let rt = runtime();
+    rt.block_on(async {
+        let client = cached(&c).await;
+        drop(client.lock_exclusive(0..10).await.unwrap());
+        drop(client.lock_exclusive(Q..Q + 10).await.unwrap());
+        assert_eq!(client.kept_extents(), 2);
+        drop(client);
+        // The probe's own session (stats) is the only one left on each node.
+        for i in 0..2 {
+            eventually(LIMIT, "the node's cached session is closed", || async {
+                let s = c.stats(i).await;
+                s.counters.sessions_open == 1 && s.counters.cached_extents == 0
+            })
+            .await;
+        }
+    });
+}

@@ -125,7 +125,7 @@ pub(super) async fn node(shared: &Arc<Shared>, addr: &str) -> Result<NodeConn, C
     // the answer is not awaited, and a node that does not know the request answers
     // `UNKNOWN_OP` and pushes nothing.
     conn.client.send_and_forget(Request::WatchMap);
-    let watched = (conn.addr.clone(), serial, conn.cache.clone());
+    let watched = (conn.addr.clone(), serial, conn.cache.as_ref().map(Arc::downgrade));
     tokio::spawn(watch::watch(Arc::downgrade(shared), watched, lost, notices));
     tracing::debug!(addr, serial, "connected to cluster node");
     shared.nodes.lock().entry(addr.to_owned()).or_default().conn = Some(conn.clone());

@@ -17,10 +17,11 @@ use crate::connection::Notice;
 /// Watches connection `serial` to `addr` (with its cached side, if any) until it is gone
 /// (or the client is): a notice reclaims the pieces of its partitions that lived on the
 /// connection, and carries its kept extents in use to the new owner; the loss does it for
-/// all of them. Holds the client weakly, and the connection only through its cached side.
+/// all of them. Holds the client and the cached side weakly (a cached side with locks to
+/// carry lives in their guards), and the connection not at all.
 pub(super) async fn watch(
     shared: Weak<Shared>,
-    (addr, serial, cache): (String, u64, Option<Arc<Inner>>),
+    (addr, serial, cache): (String, u64, Option<Weak<Inner>>),
     lost: impl Future<Output = Option<crate::ConnectionLoss>>,
     mut notices: broadcast::Receiver<Notice>,
 ) {
@@ -50,8 +51,8 @@ pub(super) async fn watch(
                 if let Some(shared) = shared.upgrade() {
                     shared.nodes.forget(&addr, serial);
                     reclaim::node_lost(&shared, &addr, serial, loss.as_ref());
-                    if let Some(cache) = &cache {
-                        relocate::session_lost(&shared, cache, &addr, loss.as_ref());
+                    if let Some(cache) = cache.as_ref().and_then(Weak::upgrade) {
+                        relocate::session_lost(&shared, &cache, &addr, loss.as_ref());
                     }
                 }
                 return;
@@ -59,8 +60,8 @@ pub(super) async fn watch(
         };
         let Some(shared) = shared.upgrade() else { return };
         reclaim::node_notice(&shared, &addr, serial, partition);
-        if let Some(cache) = &cache {
-            relocate::given_up(&shared, cache, partition);
+        if let Some(cache) = cache.as_ref().and_then(Weak::upgrade) {
+            relocate::given_up(&shared, &cache, partition);
         }
     }
 }
