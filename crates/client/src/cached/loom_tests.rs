@@ -218,3 +218,41 @@ fn loom_guard_tokens_rise_in_the_order_the_units_are_held() {
         assert!(first.1 >= first.2 && second.1 >= second.2, "{first:?} {second:?}");
     });
 }
+
+/// A cluster client's eviction (a node gave the partition up) against a local locker: an
+/// extent evicted as idle (its `try_lock` succeeded, so nothing is carried to the new
+/// owner) never has a local guard in it; a locker either was confirmed before the
+/// eviction, and then the `try_lock` sees its hold, or goes to the server.
+#[test]
+fn loom_an_extent_evicted_as_idle_has_no_local_guard() {
+    loom::model(|| {
+        let (h, name) = kept();
+        let looked = Arc::new(AtomicBool::new(false));
+        let t = {
+            let (h, name, looked) = (h.clone(), name.clone(), looked.clone());
+            thread::spawn(move || {
+                if !h.find(&name, &(1..3), Mode::Exclusive) {
+                    return false;
+                }
+                let lock = h.local_lock(&name);
+                let g = lock.lock_owned(1..3);
+                if h.confirm(&name, &(1..3), Mode::Exclusive, Instant::now()).is_none() {
+                    return false;
+                }
+                // The guard lives until the eviction has looked.
+                while !looked.load(Ordering::SeqCst) {
+                    thread::yield_now();
+                }
+                drop(g);
+                true
+            })
+        };
+        let evicted = h.evict(|_| true, false);
+        assert_eq!(evicted.len(), 1);
+        let idle = evicted[0].lock.try_lock_owned(evicted[0].range.clone()).is_ok();
+        looked.store(true, Ordering::SeqCst);
+        let local = t.join().unwrap();
+        assert!(!(idle && local), "evicted as idle while a local guard was inside");
+        assert!(!h.find(&name, &(1..3), Mode::Shared), "an evicted extent serves nothing");
+    });
+}
