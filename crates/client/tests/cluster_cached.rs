@@ -18,14 +18,6 @@ use rangelock_server::protocol::{Request, Status};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
-/// After partition 0 moved from a to b: b in grace at epoch 20.
-const MOVED: [Owner; 4] = [
-    (Some(1), rangelock_server::protocol::PartitionState::Grace, 20),
-    (Some(1), rangelock_server::protocol::PartitionState::Serving, 11),
-    (Some(0), rangelock_server::protocol::PartitionState::Serving, 12),
-    (Some(1), rangelock_server::protocol::PartitionState::Serving, 13),
-];
-
 /// A cached client asking for 1024-unit granules.
 async fn cached(c: &Cluster) -> CachedClusterClient {
     let cache = CacheOptions { granule: 1024, ..CacheOptions::default() };

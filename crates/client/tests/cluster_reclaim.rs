@@ -19,14 +19,6 @@ use rangelock_server::protocol::{EntryState, Request, Status};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
-/// After partition 0 moved from a to b: b in grace at epoch 20.
-const MOVED: [Owner; 4] = [
-    (Some(1), rangelock_server::protocol::PartitionState::Grace, 20),
-    (Some(1), rangelock_server::protocol::PartitionState::Serving, 11),
-    (Some(0), rangelock_server::protocol::PartitionState::Serving, 12),
-    (Some(1), rangelock_server::protocol::PartitionState::Serving, 13),
-];
-
 /// Counts `on_lost` calls and keeps the last reason.
 fn lost_log() -> (Arc<AtomicUsize>, Arc<Mutex<Option<LostReason>>>) {
     (Arc::new(AtomicUsize::new(0)), Arc::new(Mutex::new(None)))

@@ -144,13 +144,15 @@ pub(crate) struct Extent {
     pub(crate) lost: Lost,
 }
 
-/// A grant the server did not let the client keep (or an ordinary `LOCK`'s, in a
-/// cluster): held at the server for one guard, which also holds the local lock over it.
+/// A lock the server holds for this session, as a cluster client carries it: an exact
+/// grant (one the server did not let the client keep, or an ordinary `LOCK`'s in a
+/// cluster, held for one guard, which also holds the local lock over it), or an evicted
+/// kept extent.
 #[derive(Clone, Debug)]
 pub(crate) struct Exact {
     /// Its resource.
     pub(crate) name: Name,
-    /// The range.
+    /// The range the server holds.
     pub(crate) range: Range<u64>,
     /// How it is held.
     pub(crate) mode: Mode,
@@ -158,7 +160,7 @@ pub(crate) struct Exact {
     pub(crate) token: u64,
     /// Its partition.
     pub(crate) part: u32,
-    /// Whether it was lost.
+    /// Whether it, and every guard inside it, was lost.
     pub(crate) lost: Lost,
 }
 
@@ -177,20 +179,10 @@ pub(crate) enum Grant {
 /// session (the node gave its partition up, or the session is gone).
 #[derive(Debug)]
 pub(crate) struct Evicted {
-    /// Its resource's local lock: held over `range` while a local guard is inside it.
+    /// Its resource's local lock: held over the range while a local guard is inside it.
     pub(crate) lock: Arc<RangeLock>,
-    /// Its resource.
-    pub(crate) name: Name,
-    /// The range the server held.
-    pub(crate) range: Range<u64>,
-    /// How the server held it.
-    pub(crate) mode: Mode,
-    /// Its fencing token.
-    pub(crate) token: u64,
-    /// Its partition.
-    pub(crate) part: u32,
-    /// Its guards' flag.
-    pub(crate) lost: Lost,
+    /// The lock.
+    pub(crate) held: Exact,
     /// A kept extent (`false`: an exact grant, whose own guard holds the local lock).
     pub(crate) kept: bool,
 }
@@ -511,8 +503,7 @@ impl Handover {
             let x = s.exact.remove(&id).expect("listed");
             let lock = s.resources.get(&x.name).map(|r| r.lock.clone());
             let Some(lock) = lock else { continue };
-            let Exact { name, range, mode, token, part, lost } = x;
-            out.push(Evicted { lock, name, range, mode, token, part, lost, kept: false });
+            out.push(Evicted { lock, held: x, kept: false });
         }
         let names: Vec<Name> = s.resources.keys().cloned().collect();
         for name in names {
@@ -522,18 +513,10 @@ impl Handover {
             let lock = r.lock.clone();
             for (start, id) in keys {
                 let e = s.remove(&name, start, id).expect("listed");
-                let (range, name) = (e.start..e.end, name.clone());
+                let (name, range) = (name.clone(), e.start..e.end);
                 let (mode, token, part, lost) = (e.mode, e.token, e.part, e.lost);
-                out.push(Evicted {
-                    lock: lock.clone(),
-                    name,
-                    range,
-                    mode,
-                    token,
-                    part,
-                    lost,
-                    kept: true,
-                });
+                let held = Exact { name, range, mode, token, part, lost };
+                out.push(Evicted { lock: lock.clone(), held, kept: true });
             }
         }
         if gone {
@@ -820,8 +803,9 @@ mod tests {
         assert_eq!(h.token_now(1), 9, "tokens of partition 2 are not partition 1's");
         let held = lock.lock_owned(5..6);
         let mut out = h.evict(|p| p == 1, false);
-        out.sort_by_key(|e| e.range.start);
-        let got: Vec<_> = out.iter().map(|e| (e.range.clone(), e.token, e.kept)).collect();
+        out.sort_by_key(|e| e.held.range.start);
+        let got: Vec<_> =
+            out.iter().map(|e| (e.held.range.clone(), e.held.token, e.kept)).collect();
         assert_eq!(got, [(0..10, 9, true), (40..50, 5, false)]);
         assert!(out[0].lock.try_lock_owned(0..10).is_err(), "its local holder is seen");
         assert!(!h.find(&name, &(5..6), Mode::Shared), "evicted: no new local lock");

@@ -249,7 +249,7 @@ fn loom_an_extent_evicted_as_idle_has_no_local_guard() {
         };
         let evicted = h.evict(|_| true, false);
         assert_eq!(evicted.len(), 1);
-        let idle = evicted[0].lock.try_lock_owned(evicted[0].range.clone()).is_ok();
+        let idle = evicted[0].lock.try_lock_owned(evicted[0].held.range.clone()).is_ok();
         looked.store(true, Ordering::SeqCst);
         let local = t.join().unwrap();
         assert!(!(idle && local), "evicted as idle while a local guard was inside");

@@ -4,18 +4,15 @@
 use std::future::Future as _;
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::Instant;
 
-use rangelock_proto::{Mode, Wait, NAME_STRIPE_SHIFT};
+use rangelock_proto::{Mode, Wait};
 
 use super::acquire::{self, CachedPieces, Failure};
-use super::client::ClusterClient;
+use super::client::{check_lock, ClusterClient};
 use super::error::ClusterError;
 use super::guard::{ClusterGuard, GuardPiece};
 use super::options::ClusterOptions;
-use super::MAX_NAMED_PIECES;
 use crate::cached::{CacheOptions, CachedGuard};
-use crate::error::{check_wait, ClientError};
 
 /// A cluster client whose node sessions keep the extents the nodes grant, as a
 /// [`CachedClient`](crate::CachedClient) does with one server: a lock inside a kept extent
@@ -127,21 +124,7 @@ impl CachedClusterClient {
         mode: Mode,
         wait: Wait,
     ) -> Result<CachedClusterGuard, ClusterError> {
-        if range.start >= range.end {
-            return Err(ClientError::InvalidRange { start: range.start, end: range.end }.into());
-        }
-        if name.is_some() {
-            let stripes =
-                ((range.end - 1) >> NAME_STRIPE_SHIFT) - (range.start >> NAME_STRIPE_SHIFT) + 1;
-            if stripes > MAX_NAMED_PIECES {
-                return Err(ClusterError::TooManyPieces { stripes });
-            }
-        }
-        check_wait(wait)?;
-        let deadline = match wait {
-            Wait::Timeout(d) => Instant::now().checked_add(d),
-            _ => None,
-        };
+        let deadline = check_lock(name.is_some(), &range, wait)?;
         let shared = self.client.shared();
         let mut crossings = 0;
         loop {
@@ -154,14 +137,7 @@ impl CachedClusterClient {
                 Ok(()) => return Ok(CachedClusterGuard { range, mode, pieces }),
                 Err(Failure::Crosses { partition }) => {
                     drop(pieces);
-                    crossings += 1;
-                    if crossings > shared.options.max_redirects {
-                        return Err(ClusterError::TooManyRedirects {
-                            partition,
-                            redirects: crossings,
-                        });
-                    }
-                    shared.refresh_map(None).await?;
+                    shared.crossed(partition, &mut crossings).await?;
                 }
                 Err(Failure::Error(e)) => return Err(e),
             }
@@ -175,8 +151,9 @@ impl CachedClusterResource {
         &self.name
     }
 
-    /// [`CachedClusterClient::lock`] on this resource (at most [`MAX_NAMED_PIECES`]
-    /// stripes, as [`ClusterClient::resource`] says).
+    /// [`CachedClusterClient::lock`] on this resource (at most
+    /// [`MAX_NAMED_PIECES`](super::MAX_NAMED_PIECES) stripes, as
+    /// [`ClusterClient::resource`] says).
     pub async fn lock(
         &self,
         range: Range<u64>,

@@ -97,6 +97,22 @@ impl Shared {
         self.map_news.send_modify(|n| *n = n.wrapping_add(1));
     }
 
+    /// A node answered `CROSSES_PARTITION` for `partition` (the map's partitioning is not
+    /// its own): counts it in `crossings`, fails past the redirect bound, else re-reads
+    /// the map for the lock to start over.
+    pub(super) async fn crossed(
+        self: &Arc<Self>,
+        partition: u32,
+        crossings: &mut u32,
+    ) -> Result<(), ClusterError> {
+        *crossings += 1;
+        if *crossings > self.options.max_redirects {
+            return Err(ClusterError::TooManyRedirects { partition, redirects: *crossings });
+        }
+        tracing::debug!(partition, "CROSSES_PARTITION: re-reading the map");
+        self.refresh_map(None).await.map(drop)
+    }
+
     pub(super) fn next_guard_id(&self) -> u64 {
         self.next_guard.fetch_add(1, Ordering::Relaxed)
     }
@@ -324,21 +340,7 @@ impl ClusterClient {
         mode: Mode,
         wait: Wait,
     ) -> Result<ClusterGuard, ClusterError> {
-        if range.start >= range.end {
-            return Err(ClientError::InvalidRange { start: range.start, end: range.end }.into());
-        }
-        if name.is_some() {
-            let stripes =
-                ((range.end - 1) >> NAME_STRIPE_SHIFT) - (range.start >> NAME_STRIPE_SHIFT) + 1;
-            if stripes > MAX_NAMED_PIECES {
-                return Err(ClusterError::TooManyPieces { stripes });
-            }
-        }
-        check_wait(wait)?;
-        let deadline = match wait {
-            Wait::Timeout(d) => Instant::now().checked_add(d),
-            _ => None,
-        };
+        let deadline = check_lock(name.is_some(), &range, wait)?;
         let shared = &self.shared;
         let mut crossings = 0;
         loop {
@@ -347,15 +349,7 @@ impl ClusterClient {
                 Ok(()) => return Ok(guard),
                 Err(Failure::Crosses { partition }) => {
                     guard.abandon().await;
-                    crossings += 1;
-                    if crossings > shared.options.max_redirects {
-                        return Err(ClusterError::TooManyRedirects {
-                            partition,
-                            redirects: crossings,
-                        });
-                    }
-                    tracing::debug!(partition, "CROSSES_PARTITION: re-reading the map");
-                    shared.refresh_map(None).await?;
+                    shared.crossed(partition, &mut crossings).await?;
                 }
                 Err(Failure::Error(e)) => {
                     guard.abandon().await;
@@ -419,6 +413,31 @@ impl ClusterClient {
         }
         Ok(map.nodes.iter().cloned().zip(stats.into_iter().map(|s| s.expect("all"))).collect())
     }
+}
+
+/// Refuses a lock before anything is sent: an empty range, a named range over more than
+/// [`MAX_NAMED_PIECES`] stripes, a timeout the protocol cannot carry. The deadline of a
+/// [`Wait::Timeout`].
+pub(super) fn check_lock(
+    named: bool,
+    range: &Range<u64>,
+    wait: Wait,
+) -> Result<Option<Instant>, ClusterError> {
+    if range.start >= range.end {
+        return Err(ClientError::InvalidRange { start: range.start, end: range.end }.into());
+    }
+    if named {
+        let stripes =
+            ((range.end - 1) >> NAME_STRIPE_SHIFT) - (range.start >> NAME_STRIPE_SHIFT) + 1;
+        if stripes > MAX_NAMED_PIECES {
+            return Err(ClusterError::TooManyPieces { stripes });
+        }
+    }
+    check_wait(wait)?;
+    Ok(match wait {
+        Wait::Timeout(d) => Instant::now().checked_add(d),
+        _ => None,
+    })
 }
 
 /// The most pieces a lock on a named resource may have: a named range spans at most this

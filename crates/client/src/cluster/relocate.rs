@@ -57,9 +57,9 @@ pub(super) fn session_lost(
     if let Some(lapsed) = loss.filter(|l| l.lease_lapsed()) {
         // The node released them while this client was silent: another may hold them.
         let safe_until = lapsed.alive_at + lapsed.lease;
-        for e in evicted {
+        for Evicted { held: x, .. } in evicted {
             let cause = LostCause::SessionLapsed;
-            e.lost.set(LostReason { partition: e.part, cause, safe_until });
+            x.lost.set(LostReason { partition: x.part, cause, safe_until });
         }
         return;
     }
@@ -77,22 +77,23 @@ fn carry(
     ask_old_owner: bool,
 ) {
     let mut carriers = Vec::new();
-    for e in evicted {
-        let idle = e.lock.try_lock_owned(e.range.clone()).is_ok();
+    for Evicted { lock, held: x, kept } in evicted {
+        let idle = lock.try_lock_owned(x.range.clone()).is_ok();
         if idle && !moved {
             continue;
         }
-        let name = (!e.name.is_empty()).then(|| (e.name.clone(), name_hash(&e.name)));
-        let carrier = ClusterGuard::new(shared, e.range.clone(), e.mode, name);
-        carrier.state().add_detached(e.part, e.range.clone(), e.token);
-        let lost = e.lost.clone();
+        let name = (!x.name.is_empty()).then(|| (x.name.clone(), name_hash(&x.name)));
+        let carrier = ClusterGuard::new(shared, x.range.clone(), x.mode, name);
+        carrier.state().add_detached(x.part, x.range.clone(), x.token);
+        let lost = x.lost.clone();
         carrier.on_lost(move |reason| lost.set(reason.clone()));
         carriers.push(carrier.state().clone());
-        tracing::info!(partition = e.part, range = ?e.range, idle, kept = e.kept, "carrying a cached lock");
+        let (partition, range) = (x.part, &x.range);
+        tracing::info!(partition, ?range, idle, kept, "carrying a cached lock");
         let window = shared.options.reclaim_window;
         tokio::spawn(async move {
             // The local holders, if any (no new one starts: it is out of the map).
-            let held = e.lock.lock_owned_async(e.range.clone()).await;
+            let held = lock.lock_owned_async(x.range.clone()).await;
             if moved {
                 // Reclaimed (or lost) before it is unlocked, even if its holders are done:
                 // its placeholder would hold the range until the grace period ends.

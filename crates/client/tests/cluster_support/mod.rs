@@ -133,6 +133,14 @@ pub fn grace(node: usize, epoch: u64) -> Owner {
     (Some(node), PartitionState::Grace, epoch)
 }
 
+/// The map after partition 0 of [`two_nodes`] moved from a to b: b in grace at epoch 20.
+pub const MOVED: [Owner; 4] = [
+    (Some(1), PartitionState::Grace, 20),
+    (Some(1), PartitionState::Serving, 11),
+    (Some(0), PartitionState::Serving, 12),
+    (Some(1), PartitionState::Serving, 13),
+];
+
 /// Nodes a and b; a owns partitions 0 and 2 (epochs 10, 12), b owns 1 and 3 (11, 13).
 pub fn two_nodes() -> Cluster {
     two_nodes_with(|_, _| {})
