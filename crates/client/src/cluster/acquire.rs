@@ -1,7 +1,7 @@
 //! Acquiring a guard's pieces: one per partition, in ascending partition order, each at
 //! its partition's owner, following redirects (see the module docs of [`super`]).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rangelock_proto::{op, PartitionState, Piece, ResponseFrame, Status, Wait};
@@ -19,7 +19,7 @@ use crate::error::ClientError;
 use crate::guard::AsyncLockGuard;
 
 /// A cached cluster lock's pieces as they are granted, by partition.
-pub(super) type CachedPieces = Mutex<Vec<(u32, CachedGuard)>>;
+pub(super) type CachedPieces = Vec<(u32, CachedGuard)>;
 
 /// Why an acquisition stopped.
 #[derive(Debug)]
@@ -42,13 +42,12 @@ impl From<ClusterError> for Failure {
 
 /// Acquires every piece of `state`'s range, in ascending partition order, adding each to
 /// `state` as it is granted. On failure the pieces already added are the caller's to
-/// release. `deadline`: the end of a [`Wait::Timeout`].
-/// With `cached`, the pieces are locks of the nodes' cached sessions, added there
-/// (`state` only says what to lock).
+/// release. `deadline`: the end of a [`Wait::Timeout`]. With `cached`, the pieces are
+/// locks of the nodes' cached sessions, added there (`state` only says what to lock).
 pub(super) async fn acquire(
     shared: &Arc<Shared>,
     state: &Arc<GuardState>,
-    cached: Option<&CachedPieces>,
+    mut cached: Option<&mut CachedPieces>,
     wait: Wait,
     deadline: Option<Instant>,
 ) -> Result<(), Failure> {
@@ -63,6 +62,7 @@ pub(super) async fn acquire(
     };
     for piece in pieces {
         let (backoff, news) = (shared.backoff(), shared.map_news());
+        let cached = cached.as_deref_mut();
         Piecewise { shared, state, cached, piece, wait, deadline, backoff, news }.run().await?;
     }
     Ok(())
@@ -72,7 +72,7 @@ pub(super) async fn acquire(
 struct Piecewise<'a> {
     shared: &'a Arc<Shared>,
     state: &'a Arc<GuardState>,
-    cached: Option<&'a CachedPieces>,
+    cached: Option<&'a mut CachedPieces>,
     piece: Piece,
     wait: Wait,
     deadline: Option<Instant>,
@@ -187,12 +187,12 @@ impl Piecewise<'_> {
         self.news.borrow_and_update();
         let range = self.piece.start..self.piece.end;
         let name = self.state.name.as_ref().map(|(name, _)| name);
-        if let (Some(pieces), Some(cache)) = (self.cached, &conn.cache) {
+        if let (Some(pieces), Some(cache)) = (self.cached.as_deref_mut(), &conn.cache) {
             let (p, mode) = (self.piece.partition, self.state.mode);
             let name = name.cloned().unwrap_or_else(|| Arc::from(&[][..]));
             return match cache.lock_in(&name, range, mode, wait, p).await {
                 Ok(Ok(g)) => {
-                    pieces.lock().unwrap_or_else(PoisonError::into_inner).push((p, g));
+                    pieces.push((p, g));
                     // A notice or the loss the watcher handled before the grant was kept.
                     watch::placed(self.shared, conn, p, notices);
                     Ok(Ok(()))

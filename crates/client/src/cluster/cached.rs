@@ -130,9 +130,9 @@ impl CachedClusterClient {
         loop {
             // Says what to lock; its pieces stay empty (they are the cached guards).
             let plan = ClusterGuard::new(shared, range.clone(), mode, name.clone());
-            let pieces = CachedPieces::default();
-            let got = acquire::acquire(shared, plan.state(), Some(&pieces), wait, deadline).await;
-            let pieces = pieces.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut pieces = CachedPieces::new();
+            let got = acquire::acquire(shared, plan.state(), Some(&mut pieces), wait, deadline);
+            let got = got.await;
             match got {
                 Ok(()) => return Ok(CachedClusterGuard { range, mode, pieces }),
                 Err(Failure::Crosses { partition }) => {

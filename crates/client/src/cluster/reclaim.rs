@@ -112,8 +112,8 @@ fn start(
     tokio::spawn(run(shared.clone(), items, avoid.map(str::to_owned), ask_old_owner));
 }
 
-/// Reclaims every detached piece of `guards` (pieces added with
-/// [`GuardState::add_detached`]): as after a lost connection (`avoid`, `ask_old_owner`: see
+/// Reclaims the one piece of each of `guards`, added detached
+/// ([`GuardState::add_detached`]): as after a lost connection (`avoid`, `ask_old_owner`: see
 /// [`node_lost`]) or a notice (`None`, `false`).
 pub(super) fn carry(
     shared: &Arc<Shared>,
@@ -121,12 +121,8 @@ pub(super) fn carry(
     avoid: Option<&str>,
     ask_old_owner: bool,
 ) {
-    let mut items = Vec::new();
-    for guard in guards {
-        for piece in (0..guard.pieces().len()).filter(|&i| guard.wanted(i).is_some()) {
-            items.push(Item { guard: guard.clone(), piece, hint: None });
-        }
-    }
+    let items: Vec<Item> =
+        guards.into_iter().map(|guard| Item { guard, piece: 0, hint: None }).collect();
     if !items.is_empty() {
         tokio::spawn(run(shared.clone(), items, avoid.map(str::to_owned), ask_old_owner));
     }

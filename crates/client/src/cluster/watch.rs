@@ -13,6 +13,7 @@ use super::nodes::NodeConn;
 use super::{reclaim, relocate};
 use crate::cached::client::Inner;
 use crate::connection::Notice;
+use crate::ConnectionLoss;
 
 /// Watches connection `serial` to `addr` (with its cached side, if any) until it is gone
 /// (or the client is): a notice reclaims the pieces of its partitions that lived on the
@@ -50,19 +51,35 @@ pub(super) async fn watch(
             loss = &mut lost => {
                 if let Some(shared) = shared.upgrade() {
                     shared.nodes.forget(&addr, serial);
-                    reclaim::node_lost(&shared, &addr, serial, loss.as_ref());
-                    if let Some(cache) = cache.as_ref().and_then(Weak::upgrade) {
-                        relocate::session_lost(&shared, &cache, &addr, loss.as_ref());
-                    }
+                    let cache = cache.as_ref().and_then(Weak::upgrade);
+                    gone(&shared, (&addr, serial, cache.as_ref()), loss.as_ref());
                 }
                 return;
             }
         };
         let Some(shared) = shared.upgrade() else { return };
-        reclaim::node_notice(&shared, &addr, serial, partition);
-        if let Some(cache) = cache.as_ref().and_then(Weak::upgrade) {
-            relocate::given_up(&shared, &cache, partition);
-        }
+        let cache = cache.as_ref().and_then(Weak::upgrade);
+        given_up(&shared, (&addr, serial, cache.as_ref()), partition);
+    }
+}
+
+/// A connection: its address, serial and cached side.
+type Conn<'a> = (&'a str, u64, Option<&'a Arc<Inner>>);
+
+/// The node gave `partition` up (`None`: all its partitions): the guards' pieces there
+/// that lived on the connection are reclaimed, and its cached side's locks carried.
+fn given_up(shared: &Arc<Shared>, (addr, serial, cache): Conn<'_>, partition: Option<u32>) {
+    reclaim::node_notice(shared, addr, serial, partition);
+    if let Some(cache) = cache {
+        relocate::given_up(shared, cache, partition);
+    }
+}
+
+/// The connection is gone (`loss` says how): as [`given_up`], for everything on it.
+fn gone(shared: &Arc<Shared>, (addr, serial, cache): Conn<'_>, loss: Option<&ConnectionLoss>) {
+    reclaim::node_lost(shared, addr, serial, loss);
+    if let Some(cache) = cache {
+        relocate::session_lost(shared, cache, addr, loss);
     }
 }
 
@@ -83,17 +100,11 @@ pub(super) fn placed(
             Err(TryRecvError::Empty | TryRecvError::Closed) => break,
         }
     }
+    let me = (conn.addr.as_str(), conn.serial, conn.cache.as_ref());
     if noticed {
-        reclaim::node_notice(shared, &conn.addr, conn.serial, Some(partition));
-        if let Some(cache) = &conn.cache {
-            relocate::given_up(shared, cache, Some(partition));
-        }
+        given_up(shared, me, Some(partition));
     }
     if !conn.client.is_connected() {
-        let loss = conn.client.loss();
-        reclaim::node_lost(shared, &conn.addr, conn.serial, loss.as_ref());
-        if let Some(cache) = &conn.cache {
-            relocate::session_lost(shared, cache, &conn.addr, loss.as_ref());
-        }
+        gone(shared, me, conn.client.loss().as_ref());
     }
 }
