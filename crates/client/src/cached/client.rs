@@ -387,11 +387,11 @@ impl Inner {
             Err(r) => return Ok(Err(r)),
         };
         if !self.cluster {
-            return Ok(Ok(CachedGuard::plain(self.clone(), name.clone(), g, Lost::default())));
+            return Ok(Ok(CachedGuard::plain(self.clone(), name.clone(), g)));
         }
         let local = self.handover.local_lock(name);
         let held = local_async(&local, &range, mode, wait, deadline).await?;
-        let (token, lost) = (g.token(), Lost::default());
+        let (token, lost) = (g.token(), Some(Lost::default()));
         let exact = Exact { name: name.clone(), range, mode, token, part, lost: lost.clone() };
         if self.handover.settle(g.id(), name, Grant::Exact(exact)).is_none() {
             return Err(ClientError::ConnectionLost);
@@ -451,7 +451,7 @@ impl Inner {
             local_async(local, &range, mode, wait, deadline).await
         };
         flight.armed = false;
-        let lost = Lost::default();
+        let lost = self.cluster.then(Lost::default);
         if !grant.cached {
             let server = AsyncLockGuard::new(core, id, token, range.clone(), mode);
             let held = match held {
@@ -463,17 +463,16 @@ impl Inner {
             };
             let (name, lost) = (name.clone(), lost.clone());
             let exact = Exact { name: name.clone(), range, mode, token, part, lost: lost.clone() };
-            if self.handover.settle(id, &name, Grant::Exact(exact)).is_none() {
+            let Some((_, token)) = self.handover.settle(id, &name, Grant::Exact(exact)) else {
                 return Err(ClientError::ConnectionLost);
-            }
-            let token = self.handover.token_now(part);
+            };
             return Ok(Ok(CachedGuard::exact(self.clone(), name, server, held, token, lost)));
         }
         let now = Instant::now();
         let (start, end, used) = (grant.start, grant.end, 0);
         let extent =
             Extent { start, end, mode, id, last_use: now, used, token, part, lost: lost.clone() };
-        let Some(pending) = self.handover.settle(id, name, Grant::Kept(extent)) else {
+        let Some((pending, token)) = self.handover.settle(id, name, Grant::Kept(extent)) else {
             return Err(ClientError::ConnectionLost);
         };
         for p in pending {
@@ -481,7 +480,6 @@ impl Inner {
             // Closed: the callback task ended with the session.
             let _ = self.callbacks.send((id, part));
         }
-        let token = self.handover.token_now(part);
         Ok(Ok(CachedGuard::kept(self.clone(), name.clone(), held?, id, token, lost)))
     }
 }

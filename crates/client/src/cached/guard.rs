@@ -30,8 +30,8 @@ pub struct CachedGuard {
     /// Inside a kept extent (the token is the extent's).
     kept: bool,
     /// Set if the lock the server held for it was lost (a cluster client could not carry
-    /// it to a partition's new owner).
-    lost: Lost,
+    /// it to a partition's new owner); `None` on a single server.
+    lost: Option<Lost>,
 }
 
 impl CachedGuard {
@@ -42,7 +42,7 @@ impl CachedGuard {
         local: OwnedRangeGuard,
         id: u64,
         token: u64,
-        lost: Lost,
+        lost: Option<Lost>,
     ) -> Self {
         let (range, mode) = (local.range(), local.mode());
         let (server, local, kept) = (None, Some(local), true);
@@ -50,14 +50,14 @@ impl CachedGuard {
     }
 
     /// An uncached grant of a cached client: the server's lock and the local one; `token`
-    /// is the session's highest when the local lock was taken (`Handover::token_now`).
+    /// is the session's highest when the local lock was taken (`Handover::high`).
     pub(crate) fn exact(
         inner: Arc<Inner>,
         name: Name,
         server: AsyncLockGuard,
         local: OwnedRangeGuard,
         token: u64,
-        lost: Lost,
+        lost: Option<Lost>,
     ) -> Self {
         let (id, range, mode) = (server.id(), server.range(), server.mode());
         let (server, local, kept) = (Some(server), Some(local), false);
@@ -65,9 +65,9 @@ impl CachedGuard {
     }
 
     /// A lock of an uncached client: the server's lock only.
-    pub(crate) fn plain(inner: Arc<Inner>, name: Name, server: AsyncLockGuard, lost: Lost) -> Self {
+    pub(crate) fn plain(inner: Arc<Inner>, name: Name, server: AsyncLockGuard) -> Self {
         let (id, token, range, mode) = (server.id(), server.token(), server.range(), server.mode());
-        let (server, local, kept) = (Some(server), None, false);
+        let (server, local, kept, lost) = (Some(server), None, false, None);
         CachedGuard { inner, name, server, local, id, token, range, mode, kept, lost }
     }
 
@@ -99,18 +99,24 @@ impl CachedGuard {
     /// moved or its node failed and the lock could not be carried to the new owner
     /// ([`CachedGuard::lost_reason`]).
     pub fn is_lost(&self) -> bool {
-        self.lost.get().is_some() || !self.inner.cluster && !self.inner.client.is_connected()
+        match &self.lost {
+            Some(lost) => lost.get().is_some(),
+            None => !self.inner.client.is_connected(),
+        }
     }
 
     /// In a cluster, why the lock was lost, once it is.
     pub fn lost_reason(&self) -> Option<crate::cluster::LostReason> {
-        self.lost.get().cloned()
+        self.lost.as_ref()?.get().cloned()
     }
 
     /// In a cluster, completes when the lock is lost ([`CachedGuard::lost_reason`]); never
     /// while it is held. (A single server's lost session: [`CachedGuard::is_lost`].)
     pub async fn lost(&self) -> crate::cluster::LostReason {
-        self.lost.wait().await
+        match &self.lost {
+            Some(lost) => lost.wait().await,
+            None => std::future::pending().await,
+        }
     }
 
     /// How the session was lost, once it is.

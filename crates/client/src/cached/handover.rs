@@ -66,7 +66,8 @@ pub(crate) type Name = Arc<[u8]>;
 
 /// Set once a lock the server held for this session is lost while local guards are
 /// inside it (a cluster client could not carry it to a partition's new owner); shared by
-/// the extent or exact grant and its guards.
+/// the extent or exact grant and its guards. A cluster client's only: a single server's
+/// locks have `None`, so its fast path touches no shared count for it.
 pub(crate) type Lost = Arc<LostCell>;
 
 /// See [`Lost`]: the reason, set once, and a wake-up for those waiting for it.
@@ -128,7 +129,7 @@ pub(crate) struct Extent {
     /// How it is held at the server.
     pub(crate) mode: Mode,
     /// The request id that names it at the server (its fencing token was noted with
-    /// [`Handover::note_grant`]: guards take [`Handover::token_now`]).
+    /// [`Handover::note_grant`]: guards take [`Handover::high`]).
     pub(crate) id: u64,
     /// When a local lock inside it last started or ended.
     pub(crate) last_use: Instant,
@@ -140,8 +141,8 @@ pub(crate) struct Extent {
     pub(crate) token: u64,
     /// The partition it lies in (0 for a single server): a node's grant never crosses one.
     pub(crate) part: u32,
-    /// Whether it, and so every guard inside it, was lost.
-    pub(crate) lost: Lost,
+    /// Whether it, and so every guard inside it, was lost (a cluster client's).
+    pub(crate) lost: Option<Lost>,
 }
 
 /// A lock the server holds for this session, as a cluster client carries it: an exact
@@ -160,8 +161,8 @@ pub(crate) struct Exact {
     pub(crate) token: u64,
     /// Its partition.
     pub(crate) part: u32,
-    /// Whether it, and every guard inside it, was lost.
-    pub(crate) lost: Lost,
+    /// Whether it, and every guard inside it, was lost (a cluster client's).
+    pub(crate) lost: Option<Lost>,
 }
 
 /// What [`Handover::settle`] records.
@@ -276,7 +277,7 @@ struct State {
     /// The exact grants whose guards live, by lock id.
     exact: HashMap<u64, Exact>,
     /// The highest fencing token of any grant the session has received, per partition
-    /// ([`Handover::token_now`]).
+    /// ([`Handover::high`]).
     high: HashMap<u32, u64>,
     /// The session is gone: nothing is kept any more.
     lost: bool,
@@ -367,11 +368,8 @@ impl Handover {
     ///
     /// The state mutex orders it: a later local holder of overlapping units took the
     /// local lock after an earlier one released it, and the earlier one's grant was noted
-    /// before its local lock was taken.
-    pub(crate) fn token_now(&self, part: u32) -> u64 {
-        Self::high(&self.state(), part)
-    }
-
+    /// before its local lock was taken. Read by [`Handover::confirm`] and
+    /// [`Handover::settle`], under the mutex they take anyway.
     fn high(s: &State, part: u32) -> u64 {
         s.high.get(&part).copied().unwrap_or(0)
     }
@@ -401,7 +399,7 @@ impl Handover {
         mode: Mode,
         recalled: bool,
         now: Option<Instant>,
-    ) -> Option<(u64, u32, Lost)> {
+    ) -> Option<(u64, u32, Option<Lost>)> {
         let r = s.resources.get_mut(name)?;
         let Resource { extents, recalls, .. } = r;
         let marked = |e: &Extent| recalls.iter().any(|(_, x)| x.start < e.end && e.start < x.end);
@@ -425,7 +423,7 @@ impl Handover {
 
     /// With the local lock over `range` held: whether a kept extent still covers it for
     /// `mode` (recalled or not: the recall waits for this holder). Its id, the guard's
-    /// token ([`Handover::token_now`]) and the extent's lost flag; it counts as used
+    /// token ([`Handover::high`]) and the extent's lost flag; it counts as used
     /// `now`.
     pub(crate) fn confirm(
         &self,
@@ -433,7 +431,7 @@ impl Handover {
         range: &Range<u64>,
         mode: Mode,
         now: Instant,
-    ) -> Option<(u64, u64, Lost)> {
+    ) -> Option<(u64, u64, Option<Lost>)> {
         let mut s = self.state();
         let (id, part, lost) = Self::covering(&mut s, name, range, mode, true, Some(now))?;
         Some((id, Self::high(&s, part), lost))
@@ -465,23 +463,26 @@ impl Handover {
         self.state().inflight.insert(id, Vec::new());
     }
 
-    /// The lock `id` is settled: `grant` is its extent if the client keeps it, its exact
-    /// grant, or nothing (refused, withdrawn). The callbacks that came for it meanwhile,
-    /// to run now (none unless kept); `None` if a grant could not be recorded because the
-    /// session is gone (the server no longer holds it).
-    pub(crate) fn settle(&self, id: u64, name: &Name, grant: Grant) -> Option<Vec<Part>> {
+    /// The lock `id` is settled, with its local lock held: `grant` is its extent if the
+    /// client keeps it, its exact grant, or nothing (refused, withdrawn). The callbacks
+    /// that came for it meanwhile, to run now (none unless kept), and its guard's token
+    /// ([`Handover::high`] of its partition; 0 for nothing); `None` if a grant could
+    /// not be recorded because the session is gone (the server no longer holds it).
+    pub(crate) fn settle(&self, id: u64, name: &Name, grant: Grant) -> Option<(Vec<Part>, u64)> {
         let mut s = self.state();
         let pending = s.inflight.remove(&id).unwrap_or_default();
         match grant {
-            Grant::None => Some(Vec::new()),
+            Grant::None => Some((Vec::new(), 0)),
             _ if s.lost => None,
             Grant::Kept(e) => {
+                let token = Self::high(&s, e.part);
                 s.insert(name, e);
-                Some(pending)
+                Some((pending, token))
             }
             Grant::Exact(x) => {
+                let token = Self::high(&s, x.part);
                 s.exact.insert(id, x);
-                Some(Vec::new())
+                Some((Vec::new(), token))
             }
         }
     }
@@ -701,15 +702,16 @@ mod tests {
     use super::*;
 
     fn extent(start: u64, end: u64, id: u64) -> Extent {
-        let (mode, lost) = (Mode::Exclusive, Lost::default());
-        Extent { start, end, mode, id, last_use: Instant::now(), used: 0, token: 9, part: 0, lost }
+        let mode = Mode::Exclusive;
+        let (last_use, lost) = (Instant::now(), None);
+        Extent { start, end, mode, id, last_use, used: 0, token: 9, part: 0, lost }
     }
 
     /// Keeps `e`, granted with token 9, as `lock_at_server` does.
     fn keep(h: &Handover, name: &Name, e: Extent) {
         h.note_grant(e.part, 9);
         h.begin_flight(e.id);
-        assert_eq!(h.settle(e.id, name, Grant::Kept(e)), Some(Vec::new()));
+        assert_eq!(h.settle(e.id, name, Grant::Kept(e)), Some((Vec::new(), 9)));
     }
 
     fn part(start: u64, end: u64) -> Part {
@@ -788,7 +790,7 @@ mod tests {
         let lock = h.local_lock(&name);
         keep(&h, &name, Extent { part: 1, ..extent(0, 10, 1) });
         keep(&h, &name, Extent { part: 2, ..extent(20, 30, 2) });
-        let lost = Lost::default();
+        let lost = Some(Lost::default());
         let x = Exact {
             name: name.clone(),
             range: 40..50,
@@ -798,9 +800,9 @@ mod tests {
             lost,
         };
         h.begin_flight(3);
-        assert_eq!(h.settle(3, &name, Grant::Exact(x)), Some(Vec::new()));
+        assert_eq!(h.settle(3, &name, Grant::Exact(x)), Some((Vec::new(), 9)));
         h.note_grant(2, 1 << 40);
-        assert_eq!(h.token_now(1), 9, "tokens of partition 2 are not partition 1's");
+        assert_eq!(Handover::high(&h.state(), 1), 9, "partition 2's tokens are not 1's");
         let held = lock.lock_owned(5..6);
         let mut out = h.evict(|p| p == 1, false);
         out.sort_by_key(|e| e.held.range.start);
@@ -825,10 +827,10 @@ mod tests {
         let lock = h.local_lock(&name);
         h.begin_flight(3);
         assert!(matches!(h.begin_recall(3, part(0, 1)), Recall::Deferred));
-        assert_eq!(h.settle(3, &name, Grant::Kept(extent(0, 10, 3))), Some(vec![part(0, 1)]));
+        assert_eq!(h.settle(3, &name, Grant::Kept(extent(0, 10, 3))), Some((vec![part(0, 1)], 0)));
         h.begin_flight(4);
         assert!(matches!(h.begin_recall(4, part(20, 21)), Recall::Deferred));
-        assert_eq!(h.settle(4, &name, Grant::None), Some(Vec::new()));
+        assert_eq!(h.settle(4, &name, Grant::None), Some((Vec::new(), 0)));
         assert!(matches!(h.begin_recall(4, part(20, 21)), Recall::Done));
         let t = h.idle_candidates(Instant::now(), Duration::ZERO).pop().unwrap();
         let g = lock.try_lock_owned(0..10).unwrap();

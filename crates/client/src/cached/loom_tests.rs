@@ -14,7 +14,7 @@ use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use loom::thread;
 use rangelock::Mode;
 
-use super::handover::{Extent, Grant, Handover, Lost, Name, Part, Recall};
+use super::handover::{Exact, Extent, Grant, Handover, Name, Part, Recall};
 
 /// The extent `0..4` (id 1), exclusive, kept by a client with nothing held locally.
 fn kept() -> (Arc<Handover>, Name) {
@@ -31,9 +31,9 @@ fn kept() -> (Arc<Handover>, Name) {
         used: 0,
         token: 7,
         part: 0,
-        lost: Lost::default(),
+        lost: None,
     };
-    assert_eq!(h.settle(1, &name, Grant::Kept(e)), Some(Vec::new()));
+    assert_eq!(h.settle(1, &name, Grant::Kept(e)), Some((Vec::new(), 0)));
     (h, name)
 }
 
@@ -181,7 +181,7 @@ fn loom_the_idle_pass_never_takes_an_extent_in_use() {
 /// Guard tokens rise in the order the local lock is held: a thread inside the kept
 /// extent (token 7) and a thread whose own grant (token 9) overlaps it take the local
 /// lock in either order; the later holder's token is never below the earlier one's, and
-/// each is at least its own grant's (`Handover::token_now`).
+/// each is at least its own grant's (`Handover::high`).
 #[test]
 fn loom_guard_tokens_rise_in_the_order_the_units_are_held() {
     loom::model(|| {
@@ -192,11 +192,17 @@ fn loom_guard_tokens_rise_in_the_order_the_units_are_held() {
         let run = |h: Arc<Handover>, name: Name, order: Arc<AtomicU64>, grant: Option<u64>| {
             let lock = h.local_lock(&name);
             if let Some(t) = grant {
+                h.begin_flight(2);
                 h.note_grant(0, t); // received, then the local lock (`lock_at_server`)
             }
             let g = lock.lock_owned(1..3);
             let token = match grant {
-                Some(_) => h.token_now(0),
+                Some(token) => {
+                    // Recorded as an exact grant, as `lock_at_server` does.
+                    let (name, range, mode) = (name.clone(), 1..3, Mode::Exclusive);
+                    let x = Exact { name: name.clone(), range, mode, token, part: 0, lost: None };
+                    h.settle(2, &name, Grant::Exact(x)).unwrap().1
+                }
                 None => {
                     let (_, t, _) =
                         h.confirm(&name, &(1..3), Mode::Exclusive, Instant::now()).unwrap();

@@ -59,7 +59,9 @@ pub(super) fn session_lost(
         let safe_until = lapsed.alive_at + lapsed.lease;
         for Evicted { held: x, .. } in evicted {
             let cause = LostCause::SessionLapsed;
-            x.lost.set(LostReason { partition: x.part, cause, safe_until });
+            if let Some(lost) = &x.lost {
+                lost.set(LostReason { partition: x.part, cause, safe_until });
+            }
         }
         return;
     }
@@ -85,8 +87,9 @@ fn carry(
         let name = (!x.name.is_empty()).then(|| (x.name.clone(), name_hash(&x.name)));
         let carrier = ClusterGuard::new(shared, x.range.clone(), x.mode, name);
         carrier.state().add_detached(x.part, x.range.clone(), x.token);
-        let lost = x.lost.clone();
-        carrier.on_lost(move |reason| lost.set(reason.clone()));
+        if let Some(lost) = x.lost.clone() {
+            carrier.on_lost(move |reason| lost.set(reason.clone()));
+        }
         carriers.push(carrier.state().clone());
         let (partition, range) = (x.part, &x.range);
         tracing::info!(partition, ?range, idle, kept, "carrying a cached lock");
